@@ -1,0 +1,154 @@
+/* rfs: remote file access client API (librfs.so).
+ *
+ * Names: "rfs:HOST:PORT:/path" (ROMIO's prefix convention) or "rfs://HOST:PORT/path";
+ * IPv6 hosts in brackets ("rfs:[::1]:7070:/a", "rfs://[::1]:7070/a").
+ * Authentication token: options.token, else $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE.
+ *
+ * Every function returns RFS_OK (0) or a negative rfs_err code. After a failure,
+ * rfs_last_error() gives a message for the calling thread naming server, path and cause.
+ * A rfs_file is safe to use from several threads at once.
+ */
+#ifndef RFS_RFS_H
+#define RFS_RFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: these values also travel on the wire (as positive u32 in reply frames). */
+typedef enum rfs_err {
+    RFS_OK = 0,
+    RFS_E_NOENT = -1,       /* no such file or directory */
+    RFS_E_EXIST = -2,       /* file exists (exclusive create) */
+    RFS_E_ACCESS = -3,      /* permission denied, or path outside the export root */
+    RFS_E_AUTH = -4,        /* authentication failed or missing */
+    RFS_E_ROFS = -5,        /* write to a file opened read-only / read-only export */
+    RFS_E_INVAL = -6,       /* invalid argument */
+    RFS_E_NOSPC = -7,       /* no space left on the server */
+    RFS_E_ISDIR = -8,
+    RFS_E_NOTDIR = -9,
+    RFS_E_NOTEMPTY = -10,
+    RFS_E_IO = -11,         /* I/O error on the server's storage */
+    RFS_E_PROTO = -12,      /* malformed or unexpected frame */
+    RFS_E_CONN = -13,       /* cannot connect, or connection lost */
+    RFS_E_TIMEOUT = -14,
+    RFS_E_TOOBIG = -15,     /* length over a protocol limit */
+    RFS_E_NOMEM = -16,
+    RFS_E_BADF = -17,       /* unknown or closed handle */
+    RFS_E_UNSUPPORTED = -18,
+    RFS_E_BUSY = -19,       /* byte-range lock held by another client */
+    RFS_E_NAME = -20,       /* malformed rfs name / URL */
+    RFS_E_VERSION = -21,    /* no common protocol version */
+    RFS_E_FBIG = -22,       /* offset or size out of range */
+    RFS_E_DQUOT = -23,
+} rfs_err;
+#define RFS_ERR_COUNT 24
+
+const char *rfs_strerror(int err);
+/* Message for the last failure in this thread ("" if none). Valid until the next rfs call. */
+const char *rfs_last_error(void);
+
+/* Open flags (rfs_open). Exactly one of RDONLY / WRONLY / RDWR. */
+#define RFS_O_RDONLY 0x01u
+#define RFS_O_WRONLY 0x02u
+#define RFS_O_RDWR   0x03u
+#define RFS_O_ACCMODE 0x03u
+#define RFS_O_CREAT  0x04u
+#define RFS_O_EXCL   0x08u
+#define RFS_O_TRUNC  0x10u
+#define RFS_O_APPEND 0x20u
+
+typedef struct rfs_options {
+    const char *token;         /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
+    int connect_timeout_ms;    /* 0: default 10000 */
+    int io_timeout_ms;         /* 0: default 120000; a reply not seen in this time fails */
+    int streams;               /* TCP connections per server for this file; 0: 1 */
+    int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
+    uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
+    int window;                /* frames in flight per transfer; 0: default (8) */
+} rfs_options;
+
+typedef struct rfs_file rfs_file;
+
+/* One (offset, length) run of a list I/O request. */
+typedef struct rfs_extent {
+    uint64_t offset;
+    uint64_t length;
+} rfs_extent;
+
+typedef struct rfs_stat_info {
+    uint64_t size;
+    uint32_t mode;           /* permission bits */
+    uint32_t type;           /* RFS_TYPE_* */
+    int64_t mtime_ns;
+} rfs_stat_info;
+#define RFS_TYPE_FILE 1u
+#define RFS_TYPE_DIR 2u
+#define RFS_TYPE_OTHER 3u
+
+/* Parsed name. host without brackets. */
+typedef struct rfs_name {
+    char host[256];
+    uint16_t port;
+    char path[4096];
+} rfs_name;
+/* Returns 1 if s starts with "rfs:" or "rfs://". */
+int rfs_is_name(const char *s);
+int rfs_parse_name(const char *s, rfs_name *out);
+
+int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out);
+int rfs_close(rfs_file *f);
+/* Short counts only at end of file (reads). *done may be NULL. */
+int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done);
+int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done);
+/* List I/O: buf holds the runs' bytes packed back to back, in list order. */
+int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done);
+int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done);
+int rfs_sync(rfs_file *f);
+int rfs_get_size(rfs_file *f, uint64_t *size);
+int rfs_set_size(rfs_file *f, uint64_t size);
+int rfs_preallocate(rfs_file *f, uint64_t size);
+/* "host:port" and path of an open file, for messages. */
+const char *rfs_file_server(const rfs_file *f);
+const char *rfs_file_path(const rfs_file *f);
+
+int rfs_delete(const char *name, const rfs_options *opts);
+int rfs_rename(const char *name, const char *new_path, const rfs_options *opts);
+int rfs_mkdir(const char *name, unsigned mode, const rfs_options *opts);
+int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st);
+/* Calls fn for every entry of a directory; a non-zero return from fn stops the listing. */
+typedef int (*rfs_list_fn)(void *ctx, const char *entry, const rfs_stat_info *st);
+int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ctx);
+/* Round trip of an empty PING, in seconds. */
+int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s);
+
+/* ---- Services for the MPI-IO layer (also usable by other clients) ---- */
+
+/* Atomic fetch-and-add on a named 64-bit counter kept by the server for this file (keyed by the
+ * file's identity, so every client that opened the same file sees the same counter). Counters
+ * start at 0 and live as long as some client has the file open. Used for the shared file pointer.
+ * *old receives the value before the addition. set: if non-zero, store `delta` instead of adding. */
+int rfs_counter(rfs_file *f, uint32_t key, int set, int64_t delta, int64_t *old);
+
+/* Byte-range locks on the server, released by rfs_unlock or when the file's connection closes.
+ * wait_ms: how long the server may wait for a conflicting lock to go (0 = try once). */
+#define RFS_LOCK_SHARED 1u
+#define RFS_LOCK_EXCL 2u
+int rfs_lock(rfs_file *f, uint64_t off, uint64_t len, unsigned mode, int wait_ms);
+int rfs_unlock(rfs_file *f, uint64_t off, uint64_t len);
+
+/* File views: the server flattens a portable datatype encoding (docs/datatypes.md) and does the
+ * list I/O itself, so a noncontiguous access is one small request. view_id is chosen by the
+ * caller (per file); data are the packed bytes of the access. `pos` is the byte position in the
+ * view's data stream (etype-offset * etype size). */
+int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc, size_t enc_len);
+int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
+int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* rfs_io: the one interface every layer speaks (docs/design.md).
+ *
+ * The remote client implements it (client/io_remote.c); ABT and the cache wrap it with the same
+ * ops; the MPI-IO layer only calls it. All offsets are absolute byte offsets in the file.
+ * Every op returns RFS_OK or a negative rfs_err and sets the thread's rfs_last_error() message.
+ * Ops may be called from several threads at once. An op a layer cannot do is NULL; callers
+ * fall back (e.g. no view ops: flatten on the client and use preadv/pwritev).
+ */
+#ifndef RFS_RFS_IO_H
+#define RFS_RFS_IO_H
+
+#include "rfs/rfs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rfs_io rfs_io;
+
+typedef struct rfs_io_ops {
+    int (*pread)(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done);
+    int (*pwrite)(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done);
+    int (*preadv)(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done);
+    int (*pwritev)(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done);
+    int (*sync)(rfs_io *io);
+    int (*get_size)(rfs_io *io, uint64_t *size);
+    int (*set_size)(rfs_io *io, uint64_t size);
+    int (*preallocate)(rfs_io *io, uint64_t size);
+    int (*counter)(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old);
+    int (*lock)(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms);
+    int (*unlock)(rfs_io *io, uint64_t off, uint64_t len);
+    int (*set_view)(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len);
+    int (*view_read)(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
+    int (*view_write)(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
+    /* Closes this layer and the ones below; frees io. Reports errors not yet reported. */
+    int (*close)(rfs_io *io);
+} rfs_io_ops;
+
+struct rfs_io {
+    const rfs_io_ops *ops;
+    char server[300];     /* "host:port", for messages */
+    char path[4096];
+};
+
+/* The remote client as an rfs_io (wraps rfs_open). */
+int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
+                       rfs_io **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

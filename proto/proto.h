@@ -1,0 +1,177 @@
+/* Wire protocol: frame and message encode/decode. Pure functions, no I/O, no allocation.
+ * Specified in docs/protocol.md; every limit below is enforced by the decoders.
+ *
+ * A frame is a 24-byte header followed by body_len bytes of body. All integers little-endian.
+ *   off size field
+ *    0   4   magic   0x31534652 (bytes "RFS1")
+ *    4   2   version (RFS_PROTO_VERSION)
+ *    6   2   op      (rfs_op)
+ *    8   2   flags   (RFS_F_REPLY on replies)
+ *   10   2   reserved, must be 0
+ *   12   4   req_id  chosen by the client; the reply carries the same id; replies may come in any order
+ *   16   4   status  0 in requests; 0 or a positive error code (= -rfs_err) in replies
+ *   20   4   body_len  (header + body must not exceed the negotiated max frame)
+ * A reply with status != 0 has the body: u16 msg_len, msg bytes (UTF-8, no NUL).
+ * Bodies begin with fixed fields; ops with a payload (PWRITE data, extents, ...) carry it after
+ * the fixed fields, to the end of the body, so senders can write it straight from user memory.
+ */
+#ifndef RFS_PROTO_H
+#define RFS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RFS_MAGIC 0x31534652u
+#define RFS_PROTO_VERSION 1u
+#define RFS_HDR_SIZE 24u
+#define RFS_F_REPLY 0x0001u
+
+#define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
+#define RFS_FRAME_DEFAULT (4u * 1024u * 1024u)
+#define RFS_FRAME_HARD_MAX (64u * 1024u * 1024u)  /* never accepted above this */
+#define RFS_PRE_HELLO_MAX 4096u                 /* frames before HELLO/AUTH completes */
+#define RFS_MAX_PATH 4095u
+#define RFS_MAX_MSG 1024u
+#define RFS_MAX_EXTENTS 65536u                  /* (offset,len) pairs in one PREADV/PWRITEV */
+#define RFS_EXTENT_WIRE 16u                     /* u64 offset, u64 length */
+#define RFS_NONCE_LEN 32u
+#define RFS_MAC_LEN 32u
+#define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
+
+typedef enum rfs_op {
+    RFS_OP_HELLO = 1,
+    RFS_OP_AUTH = 2,
+    RFS_OP_PING = 3,
+    RFS_OP_OPEN = 10,
+    RFS_OP_CLOSE = 11,
+    RFS_OP_PREAD = 12,
+    RFS_OP_PWRITE = 13,
+    RFS_OP_PREADV = 14,
+    RFS_OP_PWRITEV = 15,
+    RFS_OP_SYNC = 16,
+    RFS_OP_GET_SIZE = 17,
+    RFS_OP_SET_SIZE = 18,
+    RFS_OP_PREALLOCATE = 19,
+    RFS_OP_STAT = 20,
+    RFS_OP_DELETE = 21,
+    RFS_OP_RENAME = 22,
+    RFS_OP_MKDIR = 23,
+    RFS_OP_LIST = 24,
+    RFS_OP_COUNTER = 30,
+    RFS_OP_LOCK = 31,
+    RFS_OP_UNLOCK = 32,
+    RFS_OP_SET_VIEW = 40,
+    RFS_OP_VIEW_READ = 41,
+    RFS_OP_VIEW_WRITE = 42,
+} rfs_op;
+
+/* Open flags on the wire are the RFS_O_* values of rfs/rfs.h. */
+
+typedef struct rfs_hdr {
+    uint16_t version;
+    uint16_t op;
+    uint16_t flags;
+    uint32_t req_id;
+    uint32_t status;
+    uint32_t body_len;
+} rfs_hdr;
+
+/* A path on the wire: u16 length + bytes (no NUL, not empty, <= RFS_MAX_PATH, no NUL inside).
+ * Decoded paths point into the body; they are NOT NUL-terminated. */
+typedef struct rfs_wpath {
+    const char *s;
+    uint16_t len;
+} rfs_wpath;
+
+typedef struct rfs_req {
+    uint16_t op;
+    uint32_t id;
+    union {
+        struct { uint16_t min_version, max_version; uint32_t max_frame; } hello;
+        struct { uint8_t client_nonce[RFS_NONCE_LEN]; uint8_t mac[RFS_MAC_LEN]; } auth;
+        struct { rfs_wpath path; uint32_t flags; uint32_t mode; } open;
+        struct { uint32_t fh; } fh;                          /* CLOSE, SYNC, GET_SIZE */
+        struct { uint32_t fh; uint64_t off; uint32_t len; } pread;
+        struct { uint32_t fh; uint64_t off; } pwrite;        /* + data */
+        /* PREADV / PWRITEV: count extents of 16 bytes follow the fixed fields (read them with
+         * rfs_extent_at); PWRITEV data follows the extents and must equal their total length. */
+        struct { uint32_t fh; uint32_t count; const uint8_t *ext; uint64_t total; } iov;
+        struct { uint32_t fh; uint64_t size; } size;         /* SET_SIZE, PREALLOCATE */
+        struct { rfs_wpath path; } path;                     /* STAT, DELETE */
+        struct { rfs_wpath from, to; } rename;
+        struct { rfs_wpath path; uint32_t mode; } mkdir;
+        struct { rfs_wpath path; uint32_t start; } list;     /* start: index of first entry */
+        struct { uint32_t fh; uint32_t key; uint32_t set; int64_t delta; } counter;
+        struct { uint32_t fh; uint64_t off, len; uint32_t mode; uint32_t wait_ms; } lock;
+        struct { uint32_t fh; uint64_t off, len; } unlock;
+        struct { uint32_t fh; uint32_t view_id; uint64_t disp; } set_view;  /* + data = encoding */
+        struct { uint32_t fh; uint32_t view_id; uint64_t pos; uint32_t len; } view_read;
+        struct { uint32_t fh; uint32_t view_id; uint64_t pos; } view_write; /* + data */
+    } u;
+    /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
+    const uint8_t *data;
+    uint32_t data_len;
+} rfs_req;
+
+typedef struct rfs_list_entry {
+    rfs_wpath name;
+    uint32_t type;   /* RFS_TYPE_* */
+    uint32_t mode;
+    uint64_t size;
+    int64_t mtime_ns;
+} rfs_list_entry;
+
+typedef struct rfs_rep {
+    uint16_t op;
+    uint32_t id;
+    uint32_t status;          /* 0 or -rfs_err */
+    union {
+        struct { const char *s; uint16_t len; } err;       /* status != 0 */
+        struct { uint16_t version; uint32_t max_frame; uint32_t auth_required;
+                 uint8_t nonce[RFS_NONCE_LEN]; } hello;
+        struct { uint8_t server_mac[RFS_MAC_LEN]; } auth;
+        struct { uint32_t fh; uint64_t size; } open;
+        /* PWRITE / PWRITEV / VIEW_WRITE: bytes written; GET_SIZE: size; COUNTER: old value. */
+        struct { uint64_t value; } u64;
+        struct { uint32_t type, mode; uint64_t size; int64_t mtime_ns; } stat;
+        /* LIST: count entries follow (rfs_list_entry_next); next = start of the next page,
+         * or 0 when this page is the last. */
+        struct { uint32_t count; uint32_t next; const uint8_t *entries; uint32_t entries_len; } list;
+    } u;
+    /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
+    const uint8_t *data;
+    uint32_t data_len;
+} rfs_rep;
+
+/* Header. decode returns 0, or a negative rfs_err: RFS_E_PROTO (bad magic, reserved bits,
+ * unknown op), RFS_E_VERSION (version), RFS_E_TOOBIG (RFS_HDR_SIZE + body_len > max_frame). */
+void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h);
+int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *h);
+
+/* Encode a request's header and fixed fields into out (cap bytes). The trailing payload
+ * (r->data, r->data_len; for PWRITEV also the extents when ext_src is given) is NOT copied:
+ * the header's body_len includes it and the caller sends it right after out[0..*len).
+ * For PREADV/PWRITEV the extents are written from ext_src (count pairs of host-order u64).
+ * Returns 0 or RFS_E_TOOBIG / RFS_E_INVAL. */
+int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size_t cap, size_t *len);
+/* Decode a request body (the header already decoded). Pointers in r point into body. */
+int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r);
+
+/* Same for replies. For error replies set status and u.err. */
+int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len);
+int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r);
+
+/* Extents of a decoded PREADV/PWRITEV request. */
+void rfs_extent_at(const uint8_t *ext, uint32_t i, uint64_t *off, uint64_t *len);
+
+/* LIST reply entries: encode appends one entry to out (returns bytes used, 0 if no room);
+ * next decodes one entry from *p, advancing *p / *rem; returns 0, or RFS_E_PROTO. */
+size_t rfs_list_entry_encode(const rfs_list_entry *e, uint8_t *out, size_t cap);
+int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
+
+/* Upper bound of encoded header+fixed fields for any op (excluding payloads and extents). */
+#define RFS_ENC_FIXED_MAX (RFS_HDR_SIZE + 2u * (2u + RFS_MAX_PATH) + 64u)
+
+const char *rfs_op_name(uint16_t op);
+
+#endif

@@ -1,0 +1,90 @@
+"""Shared fixtures for end-to-end tests: a real rfsd on 127.0.0.1:0 with a temporary export root."""
+import os
+import secrets
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("RFS_BUILD_DIR", REPO / "build")).resolve()
+
+
+def binary(name):
+    p = BUILD / name
+    if not p.exists():
+        pytest.fail(f"{p} not built (set RFS_BUILD_DIR or run cmake --build build)")
+    return str(p)
+
+
+class Server:
+    def __init__(self, root, token=None, extra=()):
+        self.root = Path(root)
+        self.token = token
+        args = [binary("rfsd"), "--root", str(self.root), "--listen", "127.0.0.1:0"]
+        if token is None:
+            args.append("--no-auth")
+        else:
+            tf = self.root.parent / "token"
+            tf.write_text(token)
+            tf.chmod(0o600)
+            args += ["--token-file", str(tf)]
+        args += list(extra)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("rfsd listening on "):
+            self.proc.kill()
+            raise RuntimeError(f"rfsd did not start: {line!r} {self.proc.stderr.read()}")
+        self.addr = line.split()[-1]
+        self.host, port = self.addr.rsplit(":", 1)
+        self.port = int(port)
+
+    def url(self, path):
+        return f"rfs:{self.host}:{self.port}:{path}"
+
+    def env(self):
+        e = dict(os.environ)
+        e.pop("RFS_TOKEN_FILE", None)
+        if self.token is not None:
+            e["RFS_TOKEN"] = self.token
+        else:
+            e.pop("RFS_TOKEN", None)
+        return e
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        return self.proc.returncode
+
+
+@pytest.fixture
+def rfsd(tmp_path):
+    root = tmp_path / "export"
+    root.mkdir()
+    srv = Server(root, token=secrets.token_hex(16))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def rfsd_factory(tmp_path):
+    started = []
+
+    def make(token="default", extra=(), root=None):
+        r = Path(root) if root else tmp_path / f"export{len(started)}"
+        r.mkdir(exist_ok=True)
+        tok = secrets.token_hex(16) if token == "default" else token
+        s = Server(r, token=tok, extra=extra)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()

@@ -1,0 +1,44 @@
+/* Stream transport: the four primitives of rfs-abt.txt Fig. 2 (connect, write all, read all,
+ * close) behind a vtable, so TLS or RDMA can plug in without touching the layers above. */
+#ifndef RFS_TRANSPORT_H
+#define RFS_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+typedef struct rfs_transport rfs_transport;
+
+typedef struct rfs_transport_opts {
+    int connect_timeout_ms;  /* 0: 10000 */
+    int sndbuf, rcvbuf;      /* 0: kernel default (autotuning) */
+    int nodelay;             /* TCP_NODELAY (default on: the protocol pipelines its own frames) */
+} rfs_transport_opts;
+
+typedef struct rfs_transport_ops {
+    /* Write every byte of iov[0..n) (handles short writes and EINTR). 0 or negative rfs_err. */
+    int (*write_all)(rfs_transport *t, const struct iovec *iov, int n);
+    /* Read exactly len bytes. RFS_E_CONN on EOF/reset (message says which). */
+    int (*read_all)(rfs_transport *t, void *buf, size_t len);
+    /* Unblocks a reader/writer in another thread (shutdown), without freeing. */
+    void (*shutdown)(rfs_transport *t);
+    void (*close)(rfs_transport *t);  /* frees t */
+} rfs_transport_ops;
+
+struct rfs_transport {
+    const rfs_transport_ops *ops;
+    char peer[300];          /* "host:port" for messages */
+};
+
+/* TCP: host is a name, IPv4 literal or IPv6 literal (no brackets). Tries every address
+ * getaddrinfo returns, each within the connect timeout. */
+int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out);
+/* Wraps an accepted socket (server side). Takes ownership of fd. */
+int rfs_tcp_from_fd(int fd, const rfs_transport_opts *o, rfs_transport **out);
+
+static inline int rfs_transport_write_all(rfs_transport *t, const struct iovec *iov, int n)
+{ return t->ops->write_all(t, iov, n); }
+static inline int rfs_transport_read_all(rfs_transport *t, void *buf, size_t len)
+{ return t->ops->read_all(t, buf, len); }
+static inline void rfs_transport_close(rfs_transport *t) { if (t) t->ops->close(t); }
+
+#endif
