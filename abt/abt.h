@@ -1,0 +1,70 @@
+/* Active buffering with threads (rfs-abt.txt sec. 2.2, 3.2, 5.2) as a stacked rfs_io layer.
+ *
+ * Writes are copied into equal-sized buffers from a process-wide pool (allocated on demand up
+ * to a memory cap) and the call returns; background threads send the buffered writes to the
+ * layer below in order. When the cap is reached, the write goes to a local journal file in the
+ * staging directory instead (foreground staging). During computation phases a stager moves
+ * buffered data to the journal ahead of the next output phase as eq. (1) says (background
+ * staging). Errors of background writes surface at the next sync or close of the file, or at
+ * rfs_abt_finalize; unsent staged data stays in the journal for `rfs recover`.
+ * Background threads never call MPI.
+ */
+#ifndef RFS_ABT_H
+#define RFS_ABT_H
+
+#include <stdint.h>
+
+#include "rfs/rfs_io.h"
+
+typedef struct rfs_abt_config {
+    uint64_t buffer_size;      /* bytes per buffer (hint rfs_abt_buffer_size) */
+    uint64_t max_memory;       /* cap on buffer memory (hint rfs_abt_max_memory); 0: default */
+    const char *staging_dir;   /* hint rfs_staging_dir; NULL: $RFS_STAGING_DIR, $TMPDIR, /tmp */
+    int threads;               /* background sender threads (hint rfs_abt_threads) */
+    int defer_close;           /* close returns once writes are queued (hint rfs_defer_close) */
+    int background_staging;    /* eq. (1) stager on/off (hint rfs_abt_bg_staging) */
+    double interval_s;         /* I: time between output phases; 0: learn it */
+    uint64_t output_bytes;     /* N: bytes per output phase; 0: learn it */
+    int sync_staging;          /* fdatasync staged data before the write returns */
+    int local_ranks;           /* processes sharing this node's memory (for the default cap) */
+} rfs_abt_config;
+
+#define RFS_ABT_DEFAULT_BUFFER (4u << 20)
+#define RFS_ABT_DEFAULT_THREADS 4
+/* Default cap: this share of MemAvailable, divided among the node's ranks. */
+#define RFS_ABT_DEFAULT_MEM_SHARE 0.25
+
+void rfs_abt_config_default(rfs_abt_config *c);
+
+/* Stacks ABT over `below` (takes ownership). `name` is the rfs name used to reopen the file
+ * when the journal is replayed. The first wrap sets the process-wide pool (buffer size,
+ * staging dir, threads); later wraps may only raise the memory cap. */
+int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out);
+
+/* Waits for every queued operation (including deferred closes), stops the threads, removes
+ * the journal if nothing is left in it. Returns the first error not yet reported (message in
+ * rfs_last_error) or RFS_OK. Safe to call when ABT was never used. */
+int rfs_abt_finalize(void);
+
+typedef struct rfs_abt_stats {
+    uint64_t bytes_buffered;     /* copied into memory buffers */
+    uint64_t bytes_staged_fg;    /* written to the journal because the memory cap was reached */
+    uint64_t bytes_staged_bg;    /* moved from memory to the journal by the eq. (1) stager */
+    uint64_t bytes_sent;         /* delivered to the layer below */
+    uint64_t bytes_failed;       /* whose background write failed (kept in the journal) */
+    uint64_t memory_cap, memory_peak;
+    double remote_bw, staging_bw;  /* measured Bx and Bw, bytes/s (0: not measured yet) */
+    double interval_s;             /* learned I */
+    uint64_t output_bytes;         /* learned N */
+    uint64_t phases;               /* output phases seen */
+} rfs_abt_stats;
+void rfs_abt_get_stats(rfs_abt_stats *s);
+
+/* Replays every journal in dir that no live process holds: writes each record not yet
+ * delivered to its file (opened with opts), in the original order, then deletes the journal.
+ * progress (may be NULL) is called after each record. Returns RFS_OK or the first error. */
+typedef void (*rfs_abt_progress_fn)(void *ctx, const char *name, uint64_t bytes_done);
+int rfs_abt_recover(const char *dir, const rfs_options *opts, rfs_abt_progress_fn progress,
+                    void *ctx, uint64_t *records, uint64_t *bytes);
+
+#endif

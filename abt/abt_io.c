@@ -1,0 +1,179 @@
+/* ABT as an rfs_io: writes are queued in the engine; everything that must observe them (reads of
+ * the same bytes, sync, size changes, locks) first waits for the overlapping queued writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abt/engine.h"
+#include "common/err.h"
+
+static abt_file *F(rfs_io *io) { return (abt_file *)io; }
+static rfs_io *B(rfs_io *io) { return F(io)->below; }
+
+static int abt_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    rfs_extent e = {off, len};
+    int rc = len ? rfs_abt_enqueue(F(io), &e, 1, buf, len) : RFS_OK;
+    if (done)
+        *done = rc == RFS_OK ? len : 0;
+    return rc;
+}
+
+static int abt_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ext[i].length;
+    int rc = total ? rfs_abt_enqueue(F(io), ext, n, buf, total) : RFS_OK;
+    if (done)
+        *done = rc == RFS_OK ? total : 0;
+    return rc;
+}
+
+static int abt_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
+{
+    rfs_abt_wait_file(F(io), off, off + len);
+    return B(io)->ops->pread(B(io), buf, len, off, done);
+}
+
+static int abt_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].offset < lo)
+            lo = ext[i].offset;
+        if (ext[i].offset + ext[i].length > hi)
+            hi = ext[i].offset + ext[i].length;
+    }
+    if (n)
+        rfs_abt_wait_file(F(io), lo, hi);
+    return B(io)->ops->preadv(B(io), ext, n, buf, done);
+}
+
+static void drain(rfs_io *io) { rfs_abt_wait_file(F(io), 0, UINT64_MAX); }
+
+static int abt_sync(rfs_io *io)
+{
+    drain(io);
+    int err = rfs_abt_take_error(F(io));
+    int rc = B(io)->ops->sync(B(io));
+    return err != RFS_OK ? err : rc;
+}
+
+static int abt_get_size(rfs_io *io, uint64_t *size)
+{
+    drain(io);
+    return B(io)->ops->get_size(B(io), size);
+}
+
+static int abt_set_size(rfs_io *io, uint64_t size)
+{
+    drain(io);
+    return B(io)->ops->set_size(B(io), size);
+}
+
+static int abt_preallocate(rfs_io *io, uint64_t size)
+{
+    drain(io);
+    return B(io)->ops->preallocate(B(io), size);
+}
+
+static int abt_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
+{
+    if (!B(io)->ops->counter)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no shared counters", io->path);
+    return B(io)->ops->counter(B(io), key, set, delta, old);
+}
+
+static int abt_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
+{
+    if (!B(io)->ops->lock)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
+    drain(io);
+    return B(io)->ops->lock(B(io), off, len, mode, wait_ms);
+}
+
+static int abt_unlock(rfs_io *io, uint64_t off, uint64_t len)
+{
+    if (!B(io)->ops->unlock)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
+    /* Atomic mode: the writes done under the lock must be visible before it is released. */
+    drain(io);
+    return B(io)->ops->unlock(B(io), off, len);
+}
+
+static int abt_close(rfs_io *io)
+{
+    abt_file *f = F(io);
+    if (f->defer_close) {
+        pthread_mutex_lock(&rfs_abt_engine.mu);
+        if (f->pending > 0) {
+            /* The engine closes below once the queued writes are sent; errors go to finalize. */
+            f->closing = 1;
+            pthread_mutex_unlock(&rfs_abt_engine.mu);
+            return RFS_OK;
+        }
+        pthread_mutex_unlock(&rfs_abt_engine.mu);
+    }
+    drain(io);
+    int err = rfs_abt_take_error(f);
+    char msg[1536];
+    if (err != RFS_OK)
+        snprintf(msg, sizeof msg, "%s", rfs_last_error());
+    pthread_mutex_lock(&rfs_abt_engine.mu);
+    rfs_abt_unregister_file(f);
+    pthread_mutex_unlock(&rfs_abt_engine.mu);
+    int rc = f->below->ops->close(f->below);
+    free(f->name);
+    free(f);
+    if (err != RFS_OK)
+        return rfs_fail(err, "%s", msg);
+    return rc;
+}
+
+/* Views are flattened by the layer above when ABT is on: buffered writes are extent lists. */
+static const rfs_io_ops abt_ops = {
+    .pread = abt_pread,
+    .pwrite = abt_pwrite,
+    .preadv = abt_preadv,
+    .pwritev = abt_pwritev,
+    .sync = abt_sync,
+    .get_size = abt_get_size,
+    .set_size = abt_set_size,
+    .preallocate = abt_preallocate,
+    .counter = abt_counter,
+    .lock = abt_lock,
+    .unlock = abt_unlock,
+    .close = abt_close,
+};
+
+int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out)
+{
+    rfs_abt_config def;
+    if (!c) {
+        rfs_abt_config_default(&def);
+        c = &def;
+    }
+    int rc = rfs_abt_engine_start(c);
+    if (rc != RFS_OK)
+        return rc;
+    abt_file *f = calloc(1, sizeof *f);
+    char *nm = strdup(name);
+    if (!f || !nm) {
+        free(f);
+        free(nm);
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
+    }
+    f->io.ops = &abt_ops;
+    memcpy(f->io.server, below->server, sizeof f->io.server);
+    memcpy(f->io.path, below->path, sizeof f->io.path);
+    f->below = below;
+    f->name = nm;
+    f->sync_staging = c->sync_staging;
+    f->defer_close = c->defer_close;
+    pthread_mutex_lock(&rfs_abt_engine.mu);
+    rfs_abt_register_file(f);
+    pthread_mutex_unlock(&rfs_abt_engine.mu);
+    *out = &f->io;
+    return RFS_OK;
+}

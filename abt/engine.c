@@ -1,0 +1,731 @@
+/* The ABT engine: one FIFO of buffered writes per process, a pool of equal-sized buffers,
+ * sender threads that deliver chunks to the layer below, and the eq. (1) stager.
+ *
+ * Ordering rule: chunks are dispatched in FIFO order, and a chunk is never sent while an
+ * earlier chunk of the same file that overlaps it is still queued or in flight. Several
+ * chunks are in flight at once (one per sender thread), which keeps a long-RTT link busy;
+ * non-overlapping writes may complete in any order, which MPI semantics allow. */
+#include "abt/engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/log.h"
+
+abt_engine rfs_abt_engine = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .work = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+#define E rfs_abt_engine
+
+/* Coalescing stops at this many extents per chunk: one list-I/O frame carries them. */
+#define CHUNK_MAX_EXT 65536u
+/* Bx is re-estimated after this much busy time. */
+#define BX_WINDOW_S 0.25
+
+static double busy_bytes, busy_time;
+
+double rfs_abt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    uint64_t kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb ? kb * 1024u : (uint64_t)1 << 30;
+}
+
+void rfs_abt_config_default(rfs_abt_config *c)
+{
+    *c = (rfs_abt_config){
+        .buffer_size = RFS_ABT_DEFAULT_BUFFER,
+        .threads = RFS_ABT_DEFAULT_THREADS,
+        .background_staging = 1,
+        .local_ranks = 1,
+    };
+}
+
+static void resolve_staging_dir(const char *hint, char *out, size_t cap)
+{
+    const char *d = hint && *hint ? hint : getenv("RFS_STAGING_DIR");
+    if (!d || !*d)
+        d = getenv("TMPDIR");
+    if (!d || !*d)
+        d = "/tmp";
+    snprintf(out, cap, "%s", d);
+}
+
+/* ---- buffer pool (mu held) ---- */
+
+static int pool_set_cap(uint64_t cap_bufs)
+{
+    void **nf = realloc(E.free_bufs, sizeof *nf * (cap_bufs ? cap_bufs : 1));
+    if (!nf)
+        return RFS_E_NOMEM;
+    E.free_bufs = nf;
+    E.cap_bufs = cap_bufs;
+    E.stats.memory_cap = cap_bufs * E.buf_size;
+    return RFS_OK;
+}
+
+static void *pool_get(void)
+{
+    if (E.used_bufs >= E.cap_bufs)
+        return NULL;
+    void *b = E.n_free ? E.free_bufs[--E.n_free] : malloc(E.buf_size);
+    if (!b)
+        return NULL;
+    E.used_bufs++;
+    if (E.used_bufs * E.buf_size > E.stats.memory_peak)
+        E.stats.memory_peak = E.used_bufs * E.buf_size;
+    return b;
+}
+
+static void pool_put(void *b)
+{
+    E.used_bufs--;
+    E.free_bufs[E.n_free++] = b;
+}
+
+static void pool_release_all(void)
+{
+    for (uint64_t i = 0; i < E.n_free; i++)
+        free(E.free_bufs[i]);
+    free(E.free_bufs);
+    E.free_bufs = NULL;
+    E.n_free = E.used_bufs = 0;
+}
+
+/* ---- journal (opened on first staging) ---- */
+
+static int ensure_journal(void)
+{
+    if (E.journal)
+        return RFS_OK;
+    return rfs_journal_open(E.staging_dir, &E.journal);
+}
+
+/* Stages a chunk's data; called without mu, with the chunk marked busy. */
+static int stage_chunk(abt_chunk *c, const void *data, int sync)
+{
+    pthread_mutex_lock(&E.mu);
+    int rc = ensure_journal();
+    pthread_mutex_unlock(&E.mu);
+    if (rc != RFS_OK)
+        return rc;
+    double t0 = rfs_abt_now();
+    rc = rfs_journal_append(E.journal, c->seq, c->f->name, c->ext, c->n_ext, data, c->len, sync,
+                            &c->rec_off, &c->data_off);
+    double dt = rfs_abt_now() - t0;
+    if (rc == RFS_OK && dt > 0 && c->len >= 65536) {
+        pthread_mutex_lock(&E.mu);
+        E.bw = rfs_ewma(E.bw, (double)c->len / dt, 0.3);
+        E.stats.staging_bw = E.bw;
+        pthread_mutex_unlock(&E.mu);
+    }
+    return rc;
+}
+
+/* ---- queue ---- */
+
+static int overlaps(const abt_chunk *a, uint64_t lo, uint64_t hi) { return a->lo < hi && lo < a->hi; }
+
+static void fifo_append(abt_chunk *c)
+{
+    c->prev = E.tail;
+    c->next = NULL;
+    if (E.tail)
+        E.tail->next = c;
+    else
+        E.head = c;
+    E.tail = c;
+}
+
+static void fifo_remove(abt_chunk *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        E.head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        E.tail = c->prev;
+}
+
+static int add_extents(abt_chunk *c, const rfs_extent *ext, size_t n)
+{
+    if (c->n_ext + n > c->cap_ext) {
+        uint32_t cap = c->cap_ext ? c->cap_ext : 4;
+        while (cap < c->n_ext + n)
+            cap *= 2;
+        rfs_extent *ne = realloc(c->ext, sizeof *ne * cap);
+        if (!ne)
+            return RFS_E_NOMEM;
+        c->ext = ne;
+        c->cap_ext = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].length == 0)
+            continue;
+        rfs_extent *last = c->n_ext ? &c->ext[c->n_ext - 1] : NULL;
+        if (last && last->offset + last->length == ext[i].offset)
+            last->length += ext[i].length;
+        else
+            c->ext[c->n_ext++] = ext[i];
+        if (c->n_ext == 1 && c->len == 0) {
+            c->lo = ext[i].offset;
+            c->hi = ext[i].offset + ext[i].length;
+        }
+        if (ext[i].offset < c->lo)
+            c->lo = ext[i].offset;
+        if (ext[i].offset + ext[i].length > c->hi)
+            c->hi = ext[i].offset + ext[i].length;
+    }
+    return RFS_OK;
+}
+
+static void range_of(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].length == 0)
+            continue;
+        if (ext[i].offset < *lo)
+            *lo = ext[i].offset;
+        if (ext[i].offset + ext[i].length > *hi)
+            *hi = ext[i].offset + ext[i].length;
+    }
+    if (*lo > *hi)
+        *lo = *hi = 0;
+}
+
+/* Queues one piece of at most buf_size bytes. */
+static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t *data, uint64_t len)
+{
+    uint64_t lo, hi;
+    range_of(ext, n, &lo, &hi);
+    pthread_mutex_lock(&E.mu);
+    abt_chunk *c = f->last;
+    if (c && !c->sealed && !c->inflight && !c->staged && c->buf && c->busy == 0 &&
+        c->len + len <= E.buf_size && c->n_ext + n <= CHUNK_MAX_EXT && !overlaps(c, lo, hi)) {
+        uint64_t at = c->len;
+        if (add_extents(c, ext, n) == RFS_OK) {
+            c->len += len;
+            c->busy++;
+            E.stats.bytes_buffered += len;
+            pthread_mutex_unlock(&E.mu);
+            memcpy(c->buf + at, data, len);
+            pthread_mutex_lock(&E.mu);
+            c->busy--;
+            pthread_cond_broadcast(&E.work);
+            pthread_mutex_unlock(&E.mu);
+            return RFS_OK;
+        }
+    }
+    c = calloc(1, sizeof *c);
+    if (!c || add_extents(c, ext, n) != RFS_OK) {
+        free(c);
+        pthread_mutex_unlock(&E.mu);
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory buffering a write", f->name);
+    }
+    c->f = f;
+    c->seq = E.next_seq++;
+    c->len = len;
+    c->busy = 1;
+    c->buf = pool_get();
+    if (f->last)
+        f->last->sealed = 1;
+    f->last = c;
+    f->pending++;
+    fifo_append(c);
+    pthread_mutex_unlock(&E.mu);
+
+    int staged = 0;
+    if (c->buf) {
+        memcpy(c->buf, data, len);
+    } else if (stage_chunk(c, data, f->sync_staging) == RFS_OK) {
+        staged = 1;  /* foreground staging: memory cap reached */
+    } else {
+        /* The staging disk failed too: wait for a buffer rather than lose or reject data. */
+        RFS_LOGW("%s: foreground staging failed (%s); waiting for buffer space", f->name,
+                 rfs_last_error());
+        pthread_mutex_lock(&E.mu);
+        while (!(c->buf = pool_get()))
+            pthread_cond_wait(&E.done, &E.mu);
+        pthread_mutex_unlock(&E.mu);
+        memcpy(c->buf, data, len);
+    }
+    pthread_mutex_lock(&E.mu);
+    c->staged = staged;
+    if (staged)
+        E.stats.bytes_staged_fg += len;
+    else
+        E.stats.bytes_buffered += len;
+    c->busy--;
+    pthread_cond_broadcast(&E.work);
+    pthread_mutex_unlock(&E.mu);
+    return RFS_OK;
+}
+
+int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *data, uint64_t len)
+{
+    pthread_mutex_lock(&E.mu);
+    rfs_abt_phases_write(&E.phases, rfs_abt_now(), len);
+    pthread_mutex_unlock(&E.mu);
+
+    /* Cut the write into pieces of at most one buffer, each with the extents it covers. */
+    const uint8_t *p = data;
+    size_t i = 0;
+    uint64_t used_in_ext = 0;
+    rfs_extent stackbuf[64];
+    rfs_extent *pext = stackbuf;
+    size_t pcap = 64;
+    int rc = RFS_OK;
+    while (rc == RFS_OK && len > 0) {
+        size_t pn = 0;
+        uint64_t plen = 0;
+        while (i < n && plen < E.buf_size) {
+            uint64_t avail = ext[i].length - used_in_ext;
+            uint64_t take = avail < E.buf_size - plen ? avail : E.buf_size - plen;
+            if (pn == pcap) {
+                rfs_extent *ne = malloc(sizeof *ne * pcap * 2);
+                if (!ne) {
+                    rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory buffering a write", f->name);
+                    break;
+                }
+                memcpy(ne, pext, sizeof *ne * pn);
+                if (pext != stackbuf)
+                    free(pext);
+                pext = ne;
+                pcap *= 2;
+            }
+            if (take > 0)
+                pext[pn++] = (rfs_extent){ext[i].offset + used_in_ext, take};
+            plen += take;
+            used_in_ext += take;
+            if (used_in_ext == ext[i].length) {
+                i++;
+                used_in_ext = 0;
+            }
+        }
+        if (rc != RFS_OK || plen == 0)
+            break;
+        rc = put_piece(f, pext, pn, p, plen);
+        p += plen;
+        len -= plen;
+    }
+    if (pext != stackbuf)
+        free(pext);
+    return rc;
+}
+
+/* ---- senders ---- */
+
+static abt_chunk *pick(void)
+{
+    for (abt_chunk *c = E.head; c; c = c->next) {
+        if (c->inflight || c->busy)
+            continue;
+        int blocked = 0;
+        for (abt_chunk *d = E.head; d != c; d = d->next)
+            if (d->f == c->f && overlaps(d, c->lo, c->hi)) {
+                blocked = 1;
+                break;
+            }
+        if (!blocked)
+            return c;
+    }
+    return NULL;
+}
+
+static int send_chunk(abt_chunk *c, char *msg, size_t msgcap)
+{
+    uint8_t *data = c->buf, *tmp = NULL;
+    int rc = RFS_OK;
+    if (c->staged) {
+        tmp = malloc(c->len ? c->len : 1);
+        rc = tmp ? rfs_journal_read(E.journal, c->data_off, tmp, c->len)
+                 : rfs_fail(RFS_E_NOMEM, "out of memory reading back staged data");
+        data = tmp;
+    }
+    rfs_io *b = c->f->below;
+    size_t done = 0;
+    if (rc == RFS_OK) {
+        if (c->n_ext == 1)
+            rc = b->ops->pwrite(b, data, c->len, c->ext[0].offset, &done);
+        else
+            rc = b->ops->pwritev(b, c->ext, c->n_ext, data, &done);
+        if (rc == RFS_OK && done != c->len)
+            rc = rfs_fail(RFS_E_IO, "short write (%zu of %" PRIu64 " bytes)", done, c->len);
+    }
+    if (rc != RFS_OK)
+        snprintf(msg, msgcap, "%s", rfs_last_error());
+    free(tmp);
+    return rc;
+}
+
+static void close_below_locked(abt_file *f)
+{
+    rfs_abt_unregister_file(f);
+    pthread_mutex_unlock(&E.mu);
+    int rc = f->below->ops->close(f->below);
+    char msg[1536];
+    snprintf(msg, sizeof msg, "%s", rfs_last_error());
+    pthread_mutex_lock(&E.mu);
+    int err = f->err ? f->err : rc;
+    if (err != RFS_OK && E.final_err == RFS_OK) {
+        E.final_err = err;
+        snprintf(E.final_msg, sizeof E.final_msg, "%s: %s", f->name, f->err ? f->errmsg : msg);
+    }
+    free(f->name);
+    free(f);
+    pthread_cond_broadcast(&E.done);
+}
+
+static void finish_chunk(abt_chunk *c, int rc, const char *msg)
+{
+    abt_file *f = c->f;
+    if (rc == RFS_OK) {
+        E.stats.bytes_sent += c->len;
+        if (c->staged) {
+            pthread_mutex_unlock(&E.mu);
+            rfs_journal_mark_done(E.journal, c->rec_off);
+            pthread_mutex_lock(&E.mu);
+        }
+    } else {
+        E.stats.bytes_failed += c->len;
+        char kept[160] = "";
+        if (!c->staged) {
+            /* Keep undelivered data so `rfs recover` can deliver it later. */
+            c->busy++;
+            pthread_mutex_unlock(&E.mu);
+            int src = stage_chunk(c, c->buf, 1);
+            pthread_mutex_lock(&E.mu);
+            c->busy--;
+            if (src != RFS_OK)
+                snprintf(kept, sizeof kept, "; could not keep the data in the staging journal, "
+                         "%" PRIu64 " bytes are lost", c->len);
+        }
+        if (f->err == RFS_OK) {
+            f->err = rc;
+            snprintf(f->errmsg, sizeof f->errmsg,
+                     "background write of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s%s%s%s",
+                     c->len, c->lo, msg, kept, kept[0] ? "" : "; the data is kept in ",
+                     kept[0] ? "" : E.staging_dir);
+        }
+    }
+    fifo_remove(c);
+    if (f->last == c)
+        f->last = NULL;
+    if (c->buf)
+        pool_put(c->buf);
+    f->pending--;
+    free(c->ext);
+    free(c);
+    if (!E.head && E.journal)
+        rfs_journal_trim(E.journal);
+    pthread_cond_broadcast(&E.done);
+    if (f->closing && f->pending == 0)
+        close_below_locked(f);
+}
+
+static void note_bandwidth(uint64_t bytes, double now)
+{
+    busy_time += now - E.busy_mark;
+    busy_bytes += (double)bytes;
+    E.busy_mark = now;
+    if (busy_time >= BX_WINDOW_S || E.bx <= 0) {
+        if (busy_time > 0)
+            E.bx = rfs_ewma(E.bx, busy_bytes / busy_time, 0.3);
+        E.stats.remote_bw = E.bx;
+        busy_time = busy_bytes = 0;
+    }
+}
+
+static void *sender_main(void *arg)
+{
+    (void)arg;
+    char msg[1536];
+    pthread_mutex_lock(&E.mu);
+    for (;;) {
+        abt_chunk *c = pick();
+        if (!c) {
+            if (E.stop && !E.head)
+                break;
+            pthread_cond_wait(&E.work, &E.mu);
+            continue;
+        }
+        c->inflight = 1;
+        c->sealed = 1;
+        if (E.n_inflight++ == 0)
+            E.busy_mark = rfs_abt_now();
+        pthread_mutex_unlock(&E.mu);
+        int rc = send_chunk(c, msg, sizeof msg);
+        pthread_mutex_lock(&E.mu);
+        note_bandwidth(rc == RFS_OK ? c->len : 0, rfs_abt_now());
+        E.n_inflight--;
+        finish_chunk(c, rc, msg);
+    }
+    pthread_mutex_unlock(&E.mu);
+    return NULL;
+}
+
+/* ---- background staging (eq. 1) ---- */
+
+static abt_chunk *newest_in_memory(void)
+{
+    for (abt_chunk *c = E.tail; c; c = c->prev)
+        if (c->buf && !c->inflight && !c->busy && !c->staged)
+            return c;
+    return NULL;
+}
+
+static void stage_one_step(double now)
+{
+    if (!rfs_abt_phases_computing(&E.phases, now)) {
+        E.staged_this_phase = 0;
+        E.computing_since = -1;
+        return;
+    }
+    if (E.computing_since < 0)
+        E.computing_since = now;
+    double i_rem = E.hint_interval > 0 ? E.phases.phase_start + E.hint_interval - now
+                                       : rfs_abt_phases_remaining(&E.phases, now);
+    double n = E.hint_output ? (double)E.hint_output : E.phases.output;
+    E.stats.interval_s = E.hint_interval > 0 ? E.hint_interval : E.phases.interval;
+    E.stats.output_bytes = (uint64_t)n;
+    if (i_rem < 0 || n <= 0 || E.bx <= 0)
+        return;
+    if (i_rem < 0)
+        i_rem = 0;
+    double abs_max = (double)(E.cap_bufs * E.buf_size);
+    double abs_now = (double)((E.cap_bufs - E.used_bufs) * E.buf_size);
+    double buffered = (double)(E.used_bufs * E.buf_size);
+    /* Until the first staging measures Bw, assume the local disk is far faster than the link. */
+    double bw = E.bw > 0 ? E.bw : 100.0 * E.bx;
+    double x = rfs_abt_stage_bytes(abs_max, abs_now, n, i_rem, E.bx, bw, buffered);
+    if (x <= 0)
+        return;
+    /* Spread the staging over the computation phase rather than doing it all at once. */
+    double elapsed = now - E.computing_since, total = elapsed + i_rem;
+    double target = (x + (double)E.staged_this_phase) * (total > 0 ? elapsed / total : 1.0) +
+                    (double)E.buf_size;
+    if ((double)E.staged_this_phase >= target)
+        return;
+    abt_chunk *c = newest_in_memory();
+    if (!c)
+        return;
+    c->busy++;
+    c->sealed = 1;
+    pthread_mutex_unlock(&E.mu);
+    int rc = stage_chunk(c, c->buf, c->f->sync_staging);
+    pthread_mutex_lock(&E.mu);
+    c->busy--;
+    if (rc == RFS_OK) {
+        c->staged = 1;
+        pool_put(c->buf);
+        c->buf = NULL;
+        E.stats.bytes_staged_bg += c->len;
+        E.staged_this_phase += c->len;
+    }
+    pthread_cond_broadcast(&E.work);
+}
+
+static void *stager_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&E.mu);
+    while (!E.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&E.work, &E.mu, &ts);
+        if (!E.stop && E.bg_staging)
+            stage_one_step(rfs_abt_now());
+    }
+    pthread_mutex_unlock(&E.mu);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+int rfs_abt_engine_start(const rfs_abt_config *c)
+{
+    pthread_mutex_lock(&E.mu);
+    if (E.started) {
+        uint64_t want = c->max_memory / E.buf_size;
+        int rc = want > E.cap_bufs ? pool_set_cap(want) : RFS_OK;
+        pthread_mutex_unlock(&E.mu);
+        return rc;
+    }
+    E.buf_size = c->buffer_size ? c->buffer_size : RFS_ABT_DEFAULT_BUFFER;
+    if (E.buf_size < 4096)
+        E.buf_size = 4096;
+    uint64_t cap = c->max_memory;
+    if (!cap) {
+        int ranks = c->local_ranks > 0 ? c->local_ranks : 1;
+        cap = (uint64_t)((double)mem_available() * RFS_ABT_DEFAULT_MEM_SHARE) / (uint64_t)ranks;
+    }
+    if (pool_set_cap(cap / E.buf_size) != RFS_OK) {
+        pthread_mutex_unlock(&E.mu);
+        return rfs_fail(RFS_E_NOMEM, "ABT: out of memory");
+    }
+    resolve_staging_dir(c->staging_dir, E.staging_dir, sizeof E.staging_dir);
+    E.n_threads = c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
+    E.bg_staging = c->background_staging;
+    E.hint_interval = c->interval_s;
+    E.hint_output = c->output_bytes;
+    rfs_abt_phases_init(&E.phases, 0.1);
+    E.computing_since = -1;
+    E.stop = 0;
+    E.final_err = RFS_OK;
+    E.bx = E.bw = 0;
+    memset(&E.stats, 0, sizeof E.stats);
+    E.stats.memory_cap = E.cap_bufs * E.buf_size;
+    int started = 0;
+    for (int i = 0; i < E.n_threads; i++)
+        if (pthread_create(&E.threads[i], NULL, sender_main, NULL) == 0)
+            started++;
+    E.n_threads = started;
+    if (started == 0 || pthread_create(&E.stager, NULL, stager_main, NULL) != 0) {
+        E.stop = 1;
+        pthread_cond_broadcast(&E.work);
+        pthread_mutex_unlock(&E.mu);
+        for (int i = 0; i < started; i++)
+            pthread_join(E.threads[i], NULL);
+        return rfs_fail(RFS_E_NOMEM, "ABT: cannot start background threads");
+    }
+    E.started = 1;
+    pthread_mutex_unlock(&E.mu);
+    return RFS_OK;
+}
+
+void rfs_abt_register_file(abt_file *f)
+{
+    f->next_open = E.open_files;
+    f->prev_open = NULL;
+    if (E.open_files)
+        E.open_files->prev_open = f;
+    E.open_files = f;
+}
+
+void rfs_abt_unregister_file(abt_file *f)
+{
+    if (f->prev_open)
+        f->prev_open->next_open = f->next_open;
+    else
+        E.open_files = f->next_open;
+    if (f->next_open)
+        f->next_open->prev_open = f->prev_open;
+}
+
+void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi)
+{
+    pthread_mutex_lock(&E.mu);
+    for (;;) {
+        int busy = 0;
+        if (f->pending > 0)
+            for (abt_chunk *c = E.head; c && !busy; c = c->next)
+                busy = c->f == f && overlaps(c, lo, hi);
+        if (!busy)
+            break;
+        pthread_cond_wait(&E.done, &E.mu);
+    }
+    pthread_mutex_unlock(&E.mu);
+}
+
+int rfs_abt_take_error(abt_file *f)
+{
+    pthread_mutex_lock(&E.mu);
+    int err = f->err;
+    if (err != RFS_OK)
+        rfs_fail(err, "%s: %s", f->name, f->errmsg);
+    f->err = RFS_OK;
+    pthread_mutex_unlock(&E.mu);
+    return err;
+}
+
+static int any_closing(void)
+{
+    for (abt_file *f = E.open_files; f; f = f->next_open)
+        if (f->closing)
+            return 1;
+    return 0;
+}
+
+int rfs_abt_finalize(void)
+{
+    pthread_mutex_lock(&E.mu);
+    if (!E.started) {
+        pthread_mutex_unlock(&E.mu);
+        return RFS_OK;
+    }
+    while (E.head || any_closing())
+        pthread_cond_wait(&E.done, &E.mu);
+    E.stop = 1;
+    pthread_cond_broadcast(&E.work);
+    pthread_mutex_unlock(&E.mu);
+    for (int i = 0; i < E.n_threads; i++)
+        pthread_join(E.threads[i], NULL);
+    pthread_join(E.stager, NULL);
+
+    pthread_mutex_lock(&E.mu);
+    int err = E.final_err;
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", E.final_msg);
+    for (abt_file *f = E.open_files; f && err == RFS_OK; f = f->next_open)
+        if (f->err != RFS_OK) {
+            err = f->err;
+            snprintf(msg, sizeof msg, "%s: %s", f->name, f->errmsg);
+        }
+    if (E.journal) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s", E.journal->path);
+        if (rfs_journal_close(E.journal) && err == RFS_OK) {
+            err = RFS_E_IO;
+            snprintf(msg, sizeof msg, "undelivered writes remain in %s", path);
+        }
+        E.journal = NULL;
+    }
+    pool_release_all();
+    E.started = 0;
+    pthread_mutex_unlock(&E.mu);
+    if (err != RFS_OK)
+        return rfs_fail(err, "%s (run `rfs recover %s` once the server is reachable)", msg,
+                        E.staging_dir);
+    return RFS_OK;
+}
+
+void rfs_abt_get_stats(rfs_abt_stats *s)
+{
+    pthread_mutex_lock(&E.mu);
+    *s = E.stats;
+    s->phases = E.phases.phases;
+    if (!s->interval_s)
+        s->interval_s = E.phases.interval;
+    if (!s->output_bytes)
+        s->output_bytes = (uint64_t)E.phases.output;
+    pthread_mutex_unlock(&E.mu);
+}

@@ -1,0 +1,98 @@
+/* ABT internals shared by the engine (queue, pool, threads, stager) and the rfs_io ops. */
+#ifndef RFS_ABT_ENGINE_H
+#define RFS_ABT_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "abt/abt.h"
+#include "abt/journal.h"
+#include "abt/model.h"
+
+typedef struct abt_file abt_file;
+
+/* A unit of buffered output: one buffer's worth of write data plus the extents it goes to.
+ * A plain pwrite is a chunk with one extent. Chunks wait in one FIFO per process. */
+typedef struct abt_chunk {
+    struct abt_chunk *prev, *next;
+    abt_file *f;
+    uint64_t seq;
+    rfs_extent *ext;
+    uint32_t n_ext, cap_ext;
+    uint64_t lo, hi;         /* bounding file range of the extents */
+    uint8_t *buf;            /* pool buffer, or NULL when the data is staged */
+    uint64_t len;            /* data bytes */
+    int staged;              /* data lives in the journal at data_off */
+    uint64_t rec_off, data_off;
+    int busy;                /* > 0: being filled or staged by another thread: not sendable */
+    int inflight;
+    int sealed;              /* no more coalescing into this chunk */
+} abt_chunk;
+
+struct abt_file {
+    rfs_io io;               /* first member: the rfs_io handed to the layer above */
+    rfs_io *below;
+    char *name;
+    int pending;             /* chunks queued or in flight */
+    abt_chunk *last;         /* newest chunk of this file, for coalescing small writes */
+    int err;                 /* first background error not yet reported */
+    char errmsg[1536];
+    int defer_close;         /* hint rfs_defer_close */
+    int closing;             /* deferred close: close below once pending reaches 0 */
+    int sync_staging;
+    abt_file *next_open, *prev_open;
+};
+
+typedef struct abt_engine {
+    pthread_mutex_t mu;
+    pthread_cond_t work;     /* a chunk became sendable, or stop */
+    pthread_cond_t done;     /* a chunk left the queue */
+    int started, stop;
+    abt_chunk *head, *tail;
+    uint64_t next_seq;
+    abt_file *open_files;    /* files not yet closed below (including deferred closes) */
+
+    /* Buffer pool: equal-sized buffers allocated on demand; freed ones are kept for reuse. */
+    uint64_t buf_size, cap_bufs, used_bufs;
+    void **free_bufs;
+    uint64_t n_free;
+
+    char staging_dir[4096];
+    rfs_journal *journal;
+
+    int n_threads;
+    pthread_t threads[16];
+    pthread_t stager;
+    int bg_staging;
+    rfs_abt_phases phases;
+    double hint_interval;
+    uint64_t hint_output;
+    uint64_t staged_this_phase;
+    double computing_since;
+
+    /* Bandwidth estimates (bytes/s): Bx over time with at least one send in flight. */
+    int n_inflight;
+    double busy_mark;
+    double bx, bw;
+
+    int final_err;           /* first error of a deferred close, reported at finalize */
+    char final_msg[1536];
+    rfs_abt_stats stats;
+} abt_engine;
+
+extern abt_engine rfs_abt_engine;
+
+double rfs_abt_now(void);
+/* Starts the engine on first use (config sets the pool); raises the memory cap afterwards. */
+int rfs_abt_engine_start(const rfs_abt_config *c);
+/* Queues a write (extents + packed data). Copies the data; returns when it is buffered/staged. */
+int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *data, uint64_t len);
+/* Waits until no queued chunk of f overlaps [lo, hi) (hi = UINT64_MAX: all of f). */
+void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi);
+/* Takes f's unreported background error (clearing it), or RFS_OK. */
+int rfs_abt_take_error(abt_file *f);
+/* The engine keeps every file until it is closed below, so finalize can wait for deferred closes. */
+void rfs_abt_register_file(abt_file *f);
+void rfs_abt_unregister_file(abt_file *f);
+
+#endif

@@ -1,0 +1,340 @@
+/* ABT layer over an in-memory rfs_io: buffering, ordering, staging, deferred close and
+ * deferred errors, the journal, and the eq. (1) model. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "abt/abt.h"
+#include "abt/journal.h"
+#include "abt/model.h"
+#include "fake_io.h"
+
+static char staging[256];
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(staging, sizeof staging, "/tmp/rfs-abt-test-XXXXXX");
+    assert_non_null(mkdtemp(staging));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", staging);
+    return system(cmd);
+}
+
+static rfs_abt_config cfg(uint64_t cap, uint64_t bufsize)
+{
+    rfs_abt_config c;
+    rfs_abt_config_default(&c);
+    c.max_memory = cap;
+    c.buffer_size = bufsize;
+    c.staging_dir = staging;
+    c.background_staging = 0;
+    return c;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(i * 31u + seed * 7u + (i >> 9));
+}
+
+/* The write returns while the layer below is still blocked: the data was only buffered. */
+static void test_write_returns_before_delivery(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fake_io_gate(fk, 1);
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/a", &c, &io), RFS_OK);
+    size_t n = 5u << 20;
+    uint8_t *buf = malloc(n), *copy = malloc(n);
+    fill(buf, n, 1);
+    memcpy(copy, buf, n);
+    size_t done = 0;
+    assert_int_equal(io->ops->pwrite(io, buf, n, 1000, &done), RFS_OK);
+    assert_int_equal(done, n);
+    memset(buf, 0, n); /* the application may reuse its buffer at once */
+    assert_true(fake_io_wait_blocked(fk, 1));
+    assert_int_equal(fk->bytes_written, 0);
+    fake_io_gate(fk, 0);
+    assert_int_equal(io->ops->sync(io), RFS_OK);
+    assert_int_equal(fk->size, 1000 + n);
+    assert_memory_equal(fk->data + 1000, copy, n);
+    assert_true(fk->syncs >= 1);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    assert_int_equal(count_files(staging), 0);
+    free(buf), free(copy), free(fk->data), free(fk);
+}
+
+/* Overlapping writes reach the file in program order even with several sender threads. */
+static void test_overlapping_writes_keep_order(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(64u << 20, 64u << 10);
+    c.threads = 8;
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/b", &c, &io), RFS_OK);
+    uint8_t v[4096];
+    for (int round = 0; round < 200; round++) {
+        memset(v, round & 0xff, sizeof v);
+        assert_int_equal(io->ops->pwrite(io, v, sizeof v, (uint64_t)(round % 7) * 1000, NULL), RFS_OK);
+    }
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    /* Last writer of each byte wins: rounds 193..199 wrote offsets (r%7)*1000. */
+    uint8_t expect[4096 + 6000];
+    memset(expect, 0, sizeof expect);
+    for (int round = 0; round < 200; round++)
+        memset(expect + (round % 7) * 1000, round & 0xff, 4096);
+    assert_int_equal(fk->size, 6000 + 4096);
+    assert_memory_equal(fk->data, expect, sizeof expect);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(fk->data), free(fk);
+}
+
+/* A read of buffered bytes sees the new data. */
+static void test_read_sees_buffered_writes(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/c", &c, &io), RFS_OK);
+    uint8_t w[3000], r[3000];
+    fill(w, sizeof w, 9);
+    for (int i = 0; i < 50; i++) {
+        w[0] = (uint8_t)i;
+        assert_int_equal(io->ops->pwrite(io, w, sizeof w, 500, NULL), RFS_OK);
+        size_t got = 0;
+        assert_int_equal(io->ops->pread(io, r, sizeof r, 500, &got), RFS_OK);
+        assert_int_equal(got, sizeof r);
+        assert_memory_equal(r, w, sizeof w);
+    }
+    uint64_t size;
+    assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
+    assert_int_equal(size, 3500);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(fk->data), free(fk);
+}
+
+/* A memory cap smaller than one buffer forces every write through the journal. */
+static void test_tiny_cap_forces_foreground_staging(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fake_io_gate(fk, 1);
+    rfs_abt_config c = cfg(1, 256u << 10);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/d", &c, &io), RFS_OK);
+    size_t n = 3u << 20;
+    uint8_t *buf = malloc(n);
+    fill(buf, n, 3);
+    /* Noncontiguous too: every other 10 KiB block. */
+    rfs_extent ext[100];
+    for (int i = 0; i < 100; i++)
+        ext[i] = (rfs_extent){(uint64_t)i * 20480u, 10240u};
+    assert_int_equal(io->ops->pwrite(io, buf, n, 4u << 20, NULL), RFS_OK);
+    assert_int_equal(io->ops->pwritev(io, ext, 100, buf, NULL), RFS_OK);
+    assert_int_equal(count_files(staging), 1); /* the journal holds the staged data */
+    rfs_abt_stats st;
+    rfs_abt_get_stats(&st);
+    assert_int_equal(st.bytes_staged_fg, n + 100u * 10240u);
+    assert_int_equal(st.bytes_buffered, 0);
+    fake_io_gate(fk, 0);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_memory_equal(fk->data + (4u << 20), buf, n);
+    for (int i = 0; i < 100; i++)
+        assert_memory_equal(fk->data + i * 20480, buf + i * 10240, 10240);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    assert_int_equal(count_files(staging), 0); /* nothing left after a clean run */
+    free(buf), free(fk->data), free(fk);
+}
+
+/* A background failure is reported at the next sync, and the data is kept in the journal. */
+static void test_error_reported_at_sync_and_kept(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fk->fail_writes = RFS_E_CONN;
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/e", &c, &io), RFS_OK);
+    uint8_t w[10000];
+    fill(w, sizeof w, 5);
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->sync(io), RFS_E_CONN);
+    assert_non_null(strstr(rfs_last_error(), "rfs:fake:1:/e"));
+    assert_non_null(strstr(rfs_last_error(), "background write"));
+    assert_int_equal(io->ops->sync(io), RFS_OK); /* reported once */
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_E_IO); /* undelivered data remains */
+    assert_non_null(strstr(rfs_last_error(), "rfs recover"));
+    assert_int_equal(count_files(staging), 1);
+    free(fk->data), free(fk);
+}
+
+static int count_pending(void *ctx, const rfs_journal_rec *r)
+{
+    int *n = ctx;
+    if (!r->done) {
+        n[0]++;
+        n[1] += (int)r->len;
+        assert_string_equal(r->name, "rfs:fake:1:/e");
+    }
+    return 0;
+}
+
+static void test_journal_left_by_failure_is_replayable(void **state)
+{
+    (void)state;
+    test_error_reported_at_sync_and_kept(state);
+    DIR *d = opendir(staging);
+    struct dirent *e;
+    char path[600] = "";
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(path, sizeof path, "%s/%s", staging, e->d_name);
+    closedir(d);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    int n[2] = {0, 0}, torn = 0;
+    assert_int_equal(rfs_journal_scan(fd, count_pending, n, &torn), RFS_OK);
+    assert_int_equal(torn, 0);
+    assert_int_equal(n[0], 1);
+    assert_int_equal(n[1], 10000);
+    /* A torn tail (crash mid-append) is detected, earlier records stay usable. */
+    assert_true(lseek(fd, 0, SEEK_END) > 0);
+    assert_int_equal(write(fd, "RFSJ\x01garbage", 12), 12);
+    n[0] = n[1] = 0;
+    assert_int_equal(rfs_journal_scan(fd, count_pending, n, &torn), RFS_OK);
+    assert_int_equal(torn, 1);
+    assert_int_equal(n[0], 1);
+    close(fd);
+}
+
+/* Deferred close returns while writes are still queued; finalize waits for them. */
+static void test_deferred_close(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    int closed = 0;
+    fk->closed_flag = &closed;
+    fake_io_gate(fk, 1);
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    c.defer_close = 1;
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/f", &c, &io), RFS_OK);
+    uint8_t w[100000];
+    fill(w, sizeof w, 8);
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_true(fake_io_wait_blocked(fk, 1));
+    assert_int_equal(closed, 0);
+    fake_io_gate(fk, 0);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    assert_int_equal(closed, 1);
+    assert_memory_equal(fk->data, w, sizeof w);
+    free(fk->data), free(fk);
+}
+
+/* With a deferred close, a failure after close is reported by finalize. */
+static void test_deferred_close_error_at_finalize(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fake_io_gate(fk, 1);
+    fk->fail_writes = RFS_E_NOSPC;
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    c.defer_close = 1;
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/g", &c, &io), RFS_OK);
+    uint8_t w[1000] = {1};
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    fake_io_gate(fk, 0);
+    assert_int_equal(rfs_abt_finalize(), RFS_E_NOSPC);
+    assert_non_null(strstr(rfs_last_error(), "rfs:fake:1:/g"));
+    free(fk->data), free(fk);
+}
+
+static void test_model_eq1(void **state)
+{
+    (void)state;
+    /* Need 32 MB free, 8 MB free now, 1 s left at 10 MB/s: 14 MB short; Bw = 100 MB/s. */
+    double x = rfs_abt_stage_bytes(64e6, 8e6, 32e6, 1.0, 10e6, 100e6, 56e6);
+    assert_true(x > 15.5e6 && x < 15.6e6); /* 14e6 / 0.9 */
+    /* Enough time to drain: nothing to stage. */
+    assert_true(rfs_abt_stage_bytes(64e6, 8e6, 32e6, 3.0, 10e6, 100e6, 56e6) == 0);
+    /* Remote faster than the disk: staging cannot help. */
+    assert_true(rfs_abt_stage_bytes(64e6, 0, 32e6, 0, 200e6, 100e6, 64e6) == 0);
+    /* Never more than what is buffered; the cap bounds the need. */
+    assert_true(rfs_abt_stage_bytes(16e6, 0, 32e6, 0, 10e6, 100e6, 5e6) == 5e6);
+}
+
+static void test_model_phases(void **state)
+{
+    (void)state;
+    rfs_abt_phases p;
+    rfs_abt_phases_init(&p, 0.1);
+    assert_true(rfs_abt_phases_remaining(&p, 0) < 0);
+    for (int k = 0; k < 3; k++) {
+        double t = 10.0 * k;
+        for (int i = 0; i < 4; i++)
+            rfs_abt_phases_write(&p, t + 0.01 * i, 1000);
+        assert_false(rfs_abt_phases_computing(&p, t + 0.05));
+        assert_true(rfs_abt_phases_computing(&p, t + 1.0));
+    }
+    assert_int_equal(p.phases, 3);
+    assert_true(p.interval > 9.99 && p.interval < 10.01);
+    assert_true(p.output == 4000);
+    double r = rfs_abt_phases_remaining(&p, 25.0);
+    assert_true(r > 4.99 && r < 5.01);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_write_returns_before_delivery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overlapping_writes_keep_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_sees_buffered_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tiny_cap_forces_foreground_staging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_reported_at_sync_and_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_close_error_at_finalize, setup, teardown),
+        cmocka_unit_test(test_model_eq1),
+        cmocka_unit_test(test_model_phases),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
