@@ -19,10 +19,10 @@ def binary(name):
 
 
 class Server:
-    def __init__(self, root, token=None, extra=()):
+    def __init__(self, root, token=None, extra=(), listen="127.0.0.1:0"):
         self.root = Path(root)
         self.token = token
-        args = [binary("rfsd"), "--root", str(self.root), "--listen", "127.0.0.1:0"]
+        args = [binary("rfsd"), "--root", str(self.root), "--listen", listen]
         if token is None:
             args.append("--no-auth")
         else:

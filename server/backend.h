@@ -1,0 +1,38 @@
+/* The storage backend: POSIX calls on files beneath the export root. Every function returns
+ * RFS_OK or a negative rfs_err with a message (rfs_last_error) naming the client's path and the
+ * cause; the server's real root path never appears. */
+#ifndef RFSD_BACKEND_H
+#define RFSD_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "confine.h"
+#include "rfs/rfs.h"
+
+/* flags: RFS_O_*; only regular files can be opened. */
+int rfsd_be_open(int root_fd, const rfsd_path *p, uint32_t flags, uint32_t mode, int *fd_out,
+                 struct stat *st);
+/* Reads until len bytes or end of file; *done gets the count. */
+int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off, size_t *done);
+/* Writes all len bytes. */
+int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off);
+int rfsd_be_sync(int fd, const char *shown);
+int rfsd_be_get_size(int fd, const char *shown, uint64_t *size);
+int rfsd_be_set_size(int fd, const char *shown, uint64_t size);
+/* Makes sure blocks up to size are allocated; never shrinks the file. */
+int rfsd_be_preallocate(int fd, const char *shown, uint64_t size);
+
+int rfsd_be_stat(int root_fd, const rfsd_path *p, rfs_stat_info *st);
+/* unlink a file, or rmdir an empty directory */
+int rfsd_be_delete(int root_fd, rfsd_path *p);
+int rfsd_be_rename(int root_fd, rfsd_path *from, rfsd_path *to);
+int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode);
+/* Encodes the directory's entries from index `start` (".", ".." excluded) into out with
+ * rfs_list_entry_encode, at most RFS_LIST_MAX_ENTRIES and cap bytes; *next = index of the
+ * first entry not sent, or 0 when the listing is complete. */
+int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, size_t cap,
+                 size_t *used, uint32_t *count, uint32_t *next);
+
+#endif

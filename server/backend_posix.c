@@ -1,0 +1,298 @@
+#include "backend.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "proto/proto.h"
+
+#define OFF_MAX ((uint64_t)INT64_MAX)
+
+static int fd_fail(const char *shown, const char *what, int e)
+{
+    return rfs_fail(rfs_err_from_errno(e), "%s: %s: %s", shown, what, strerror(e));
+}
+
+static int range_ok(const char *shown, uint64_t off, uint64_t len)
+{
+    if (off > OFF_MAX || len > OFF_MAX - off)
+        return rfs_fail(RFS_E_FBIG, "%s: range [%llu, +%llu) beyond the largest file offset",
+                        shown, (unsigned long long)off, (unsigned long long)len);
+    return RFS_OK;
+}
+
+int rfsd_be_open(int root_fd, const rfsd_path *p, uint32_t flags, uint32_t mode, int *fd_out,
+                 struct stat *st)
+{
+    const uint32_t known = RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND;
+    if (flags & ~known)
+        return rfs_fail(RFS_E_INVAL, "%s: unknown open flags 0x%x", p->shown, flags & ~known);
+    int of;
+    switch (flags & RFS_O_ACCMODE) {
+    case RFS_O_RDONLY: of = O_RDONLY; break;
+    case RFS_O_WRONLY: of = O_WRONLY; break;
+    case RFS_O_RDWR: of = O_RDWR; break;
+    default: return rfs_fail(RFS_E_INVAL, "%s: open needs one of read-only, write-only, read-write",
+                             p->shown);
+    }
+    if ((flags & RFS_O_EXCL) && !(flags & RFS_O_CREAT))
+        return rfs_fail(RFS_E_INVAL, "%s: exclusive open without create", p->shown);
+    if ((flags & (RFS_O_TRUNC | RFS_O_APPEND)) && (flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
+        return rfs_fail(RFS_E_INVAL, "%s: truncate/append on a read-only open", p->shown);
+    if (flags & RFS_O_CREAT) of |= O_CREAT;
+    if (flags & RFS_O_EXCL) of |= O_EXCL;
+    if (flags & RFS_O_APPEND) of |= O_APPEND;
+    /* O_NONBLOCK: opening a FIFO placed in the export must not park a worker forever.
+     * O_TRUNC is applied only after the type check below. */
+    int fd, rc = rfsd_open_beneath(root_fd, p, of | O_NONBLOCK, mode ? mode : 0644, &fd);
+    if (rc)
+        return rc;
+    if (fstat(fd, st)) {
+        rc = rfsd_path_fail(p, "stat", errno);
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        if (S_ISDIR(st->st_mode))
+            return rfs_fail(RFS_E_ISDIR, "%s: is a directory", p->shown);
+        return rfs_fail(RFS_E_INVAL, "%s: not a regular file", p->shown);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if ((flags & RFS_O_TRUNC) && st->st_size > 0) {
+        if (ftruncate(fd, 0)) {
+            rc = rfsd_path_fail(p, "truncate", errno);
+            close(fd);
+            return rc;
+        }
+        st->st_size = 0;
+    }
+    *fd_out = fd;
+    return RFS_OK;
+}
+
+int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off, size_t *done)
+{
+    int rc = range_ok(shown, off, len);
+    *done = 0;
+    if (rc)
+        return rc;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return fd_fail(shown, "read", errno);
+        }
+        if (n == 0)
+            break;  /* end of file: short only here */
+        got += (size_t)n;
+    }
+    *done = got;
+    return RFS_OK;
+}
+
+int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off)
+{
+    int rc = range_ok(shown, off, len);
+    if (rc)
+        return rc;
+    size_t put = 0;
+    while (put < len) {
+        ssize_t n = pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + put));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return fd_fail(shown, "write", errno);
+        }
+        if (n == 0)
+            return rfs_fail(RFS_E_IO, "%s: write made no progress", shown);
+        put += (size_t)n;
+    }
+    return RFS_OK;
+}
+
+int rfsd_be_sync(int fd, const char *shown)
+{
+    if (fsync(fd))
+        return fd_fail(shown, "fsync", errno);
+    return RFS_OK;
+}
+
+int rfsd_be_get_size(int fd, const char *shown, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(fd, &st))
+        return fd_fail(shown, "stat", errno);
+    *size = (uint64_t)st.st_size;
+    return RFS_OK;
+}
+
+int rfsd_be_set_size(int fd, const char *shown, uint64_t size)
+{
+    int rc = range_ok(shown, size, 0);
+    if (rc)
+        return rc;
+    if (ftruncate(fd, (off_t)size))
+        return fd_fail(shown, "set size", errno);
+    return RFS_OK;
+}
+
+int rfsd_be_preallocate(int fd, const char *shown, uint64_t size)
+{
+    int rc = range_ok(shown, size, 0);
+    if (rc || size == 0)
+        return rc;
+    /* posix_fallocate only ever grows: blocks up to size, file size at least size */
+    int e = posix_fallocate(fd, 0, (off_t)size);
+    if (e)
+        return fd_fail(shown, "preallocate", e);
+    return RFS_OK;
+}
+
+static void fill_stat(const struct stat *s, rfs_stat_info *st)
+{
+    st->size = (uint64_t)s->st_size;
+    st->mode = (uint32_t)(s->st_mode & 07777);
+    st->type = S_ISREG(s->st_mode) ? RFS_TYPE_FILE : S_ISDIR(s->st_mode) ? RFS_TYPE_DIR
+                                                                          : RFS_TYPE_OTHER;
+    st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000LL + s->st_mtim.tv_nsec;
+}
+
+int rfsd_be_stat(int root_fd, const rfsd_path *p, rfs_stat_info *st)
+{
+    /* O_PATH + fstat rather than fstatat on the parent: a symlink is followed, but only
+     * beneath the root. */
+    int fd, rc = rfsd_open_beneath(root_fd, p, O_PATH, 0, &fd);
+    if (rc)
+        return rc;
+    struct stat s;
+    if (fstat(fd, &s))
+        rc = rfsd_path_fail(p, "stat", errno);
+    else
+        fill_stat(&s, st);
+    close(fd);
+    return rc;
+}
+
+int rfsd_be_delete(int root_fd, rfsd_path *p)
+{
+    int dfd;
+    const char *name;
+    int rc = rfsd_open_parent(root_fd, p, &dfd, &name);
+    if (rc)
+        return rc;
+    if (unlinkat(dfd, name, 0)) {
+        int e = errno;
+        if (e == EISDIR && unlinkat(dfd, name, AT_REMOVEDIR) == 0)
+            e = 0;
+        else if (e == EISDIR)
+            e = errno;
+        if (e)
+            rc = rfsd_path_fail(p, "delete", e);
+    }
+    close(dfd);
+    return rc;
+}
+
+int rfsd_be_rename(int root_fd, rfsd_path *from, rfsd_path *to)
+{
+    int fdir, tdir;
+    const char *fname, *tname;
+    int rc = rfsd_open_parent(root_fd, from, &fdir, &fname);
+    if (rc)
+        return rc;
+    rc = rfsd_open_parent(root_fd, to, &tdir, &tname);
+    if (rc) {
+        close(fdir);
+        return rc;
+    }
+    if (renameat(fdir, fname, tdir, tname)) {
+        int e = errno;
+        rc = rfs_fail(e == EXDEV ? RFS_E_INVAL : rfs_err_from_errno(e), "rename %s -> %s: %s",
+                      from->shown, to->shown, strerror(e));
+    }
+    close(fdir);
+    close(tdir);
+    return rc;
+}
+
+int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode)
+{
+    int dfd;
+    const char *name;
+    int rc = rfsd_open_parent(root_fd, p, &dfd, &name);
+    if (rc)
+        return rc;
+    if (mkdirat(dfd, name, (mode_t)(mode ? mode & 07777 : 0755)))
+        rc = rfsd_path_fail(p, "mkdir", errno);
+    close(dfd);
+    return rc;
+}
+
+int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, size_t cap,
+                 size_t *used, uint32_t *count, uint32_t *next)
+{
+    int fd, rc = rfsd_open_beneath(root_fd, p, O_RDONLY | O_DIRECTORY, 0, &fd);
+    if (rc)
+        return rc;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        rc = rfsd_path_fail(p, "list", errno);
+        close(fd);
+        return rc;
+    }
+    *used = 0;
+    *count = 0;
+    *next = 0;
+    uint32_t index = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (index++ < start)
+            continue;
+        if (*count >= RFS_LIST_MAX_ENTRIES) {
+            *next = index - 1;
+            break;
+        }
+        rfs_list_entry e = {0};
+        struct stat s;
+        /* the entry itself, never followed: a symlink shows as "other" */
+        if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;  /* vanished meanwhile */
+        rfs_stat_info si;
+        fill_stat(&s, &si);
+        size_t nlen = strlen(de->d_name);
+        e.name.s = de->d_name;
+        e.name.len = (uint16_t)(nlen > RFS_MAX_PATH ? RFS_MAX_PATH : nlen);
+        e.type = si.type;
+        e.mode = si.mode;
+        e.size = si.size;
+        e.mtime_ns = si.mtime_ns;
+        size_t n = rfs_list_entry_encode(&e, out + *used, cap - *used);
+        if (n == 0) {
+            if (*count == 0) {
+                rc = rfs_fail(RFS_E_TOOBIG, "%s: directory entry does not fit in a frame", p->shown);
+                break;
+            }
+            *next = index - 1;
+            break;
+        }
+        *used += n;
+        (*count)++;
+        errno = 0;
+    }
+    if (!rc && !de && errno)
+        rc = rfsd_path_fail(p, "list", errno);
+    closedir(d);
+    return rc;
+}

@@ -1,0 +1,563 @@
+/* Connection reader: frames in, HELLO/AUTH inline, everything else handed to the worker pool
+ * subject to the in-flight budget and the per-handle ordering rule (docs/design.md). */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/err.h"
+#include "common/log.h"
+
+enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way. */
+static int recv_all(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = recv(fd, (char *)buf + got, len - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return (n == 0 && got == 0) ? 0 : -1;
+    }
+    return 1;
+}
+
+/* ---- replies ---- */
+
+void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
+{
+    const void *tail = r->status == 0 ? r->data : NULL;
+    size_t tail_len = r->status == 0 ? r->data_len : 0;
+    rfs_rep lr;
+    if (r->status == 0 && r->op == RFS_OP_LIST && r->u.list.entries) {
+        /* send the entries straight from the caller's buffer, after the fixed fields */
+        lr = *r;
+        tail = lr.u.list.entries;
+        tail_len = lr.u.list.entries_len;
+        lr.u.list.entries = NULL;
+        r = &lr;
+    }
+    uint8_t buf[RFS_HDR_SIZE + 2 + RFS_MAX_MSG + 64];
+    size_t len;
+    int rc = rfs_rep_encode(r, buf, sizeof buf, &len);
+    if (rc) {
+        /* our own bug; tell the client something rather than leave the request hanging */
+        RFS_LOGE("%s: cannot encode %s reply: %s", c->peer, rfs_op_name(r->op), rfs_last_error());
+        static const char msg[] = "server could not encode its reply";
+        rfs_rep e = {.op = r->op, .id = r->id, .status = rfs_err_to_wire(RFS_E_IO)};
+        e.u.err.s = msg;
+        e.u.err.len = sizeof msg - 1;
+        if (rfs_rep_encode(&e, buf, sizeof buf, &len))
+            return;
+        tail = NULL;
+        tail_len = 0;
+    }
+    struct iovec iov[2] = {{buf, len}, {(void *)tail, tail_len}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = tail_len ? 2 : 1};
+    pthread_mutex_lock(&c->wmu);
+    while (!c->wbroken && mh.msg_iovlen > 0) {
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            RFS_LOGI("%s: cannot send reply (%s); dropping the connection", c->peer,
+                     errno == EAGAIN ? "client stopped reading" : strerror(errno));
+            c->wbroken = 1;
+            shutdown(c->fd, SHUT_RDWR);
+            break;
+        }
+        size_t left = (size_t)n;
+        while (mh.msg_iovlen > 0 && left >= mh.msg_iov[0].iov_len) {
+            left -= mh.msg_iov[0].iov_len;
+            mh.msg_iov++;
+            mh.msg_iovlen--;
+        }
+        if (mh.msg_iovlen > 0) {
+            mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + left;
+            mh.msg_iov[0].iov_len -= left;
+        }
+    }
+    pthread_mutex_unlock(&c->wmu);
+}
+
+void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err)
+{
+    const char *msg = rfs_last_error();
+    if (!msg || !*msg)
+        msg = rfs_strerror(err);
+    rfs_rep r = {.op = op, .id = id, .status = rfs_err_to_wire(err)};
+    r.u.err.s = msg;
+    size_t n = strlen(msg);
+    r.u.err.len = (uint16_t)(n > RFS_MAX_MSG ? RFS_MAX_MSG : n);
+    RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(op), id, rfs_strerror(err), msg);
+    rfsd_conn_send(c, &r);
+    rfs_clear_error();
+}
+
+/* ---- handle table ---- */
+
+int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
+{
+    if (c->nhandles >= RFSD_MAX_HANDLES)
+        return rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection (limit %u)",
+                        h->path, RFSD_MAX_HANDLES);
+    for (unsigned i = 0; i < RFSD_MAX_HANDLES; i++) {
+        unsigned slot = (c->cursor + i) % RFSD_MAX_HANDLES;
+        if (c->slots[slot])
+            continue;
+        /* id = generation << 12 | slot: a closed handle's id comes back only after 2^20
+         * reuses of its slot, and the rotating cursor spreads reuse over all slots */
+        uint32_t gen = (c->gens[slot] + 1) & 0xFFFFFu;
+        c->gens[slot] = gen ? gen : 1;
+        h->id = c->gens[slot] << 12 | slot;
+        c->slots[slot] = h;
+        c->cursor = slot + 1;
+        c->nhandles++;
+        h->refs++;
+        return RFS_OK;
+    }
+    return rfs_fail(RFS_E_NOSPC, "%s: no free handle slot", h->path);
+}
+
+rfsd_handle *rfsd_handle_find(rfsd_conn *c, uint32_t id)
+{
+    rfsd_handle *h = c->slots[id & (RFSD_MAX_HANDLES - 1)];
+    return (h && h->id == id && !h->closed) ? h : NULL;
+}
+
+void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
+{
+    unsigned slot = h->id & (RFSD_MAX_HANDLES - 1);
+    if (c->slots[slot] == h) {
+        c->slots[slot] = NULL;
+        c->nhandles--;
+        h->refs--;
+    }
+}
+
+void rfsd_handle_release(rfsd_handle *h)
+{
+    if (h->fid) {
+        rfsd_unlock_all(h->fid, h);
+        rfsd_fileid_put(h->fid);
+        h->fid = NULL;
+    }
+    if (h->fd >= 0) {
+        close(h->fd);
+        h->fd = -1;
+    }
+    for (unsigned i = 0; i < RFSD_MAX_VIEWS; i++)
+        rfsd_view_clear(&h->views[i]);
+}
+
+static void handle_free(rfsd_handle *h)
+{
+    free(h->path);
+    free(h);
+}
+
+/* ---- jobs ---- */
+
+static void job_finish(rfsd_job *j)
+{
+    rfsd_conn *c = j->conn;
+    rfsd_handle *h = j->h, *dead = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->inflight--;
+    c->inflight_bytes -= j->cost;
+    if (h) {
+        h->active--;
+        if (j->barrier)
+            h->barrier_running = 0;
+        /* start what the ordering rule held back, in arrival order */
+        while (h->qhead) {
+            rfsd_job *n = h->qhead;
+            if (n->barrier ? h->active > 0 : h->barrier_running)
+                break;
+            h->qhead = n->qnext;
+            if (!h->qhead)
+                h->qtail = NULL;
+            h->active++;
+            if (n->barrier)
+                h->barrier_running = 1;
+            rfsd_pool_submit(c->srv->pool, &n->work);
+        }
+        if (--h->refs == 0)
+            dead = h;
+    }
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (dead)
+        handle_free(dead);
+    free(j->body);
+    free(j);
+}
+
+static void job_run(rfsd_work *w)
+{
+    rfsd_job *j = (rfsd_job *)w;
+    rfs_clear_error();
+    rfsd_execute(j);
+    job_finish(j);
+}
+
+/* Hands a decoded request to the pool, or parks it behind its handle's ordering rule. */
+static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t body_len)
+{
+    rfsd_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        free(body);
+        rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_NOMEM, "server out of memory"));
+        return;
+    }
+    j->work.run = job_run;
+    j->conn = c;
+    j->req = *req;
+    j->body = body;
+    j->cost = rfsd_request_cost(req, body_len);
+    j->barrier = rfsd_op_is_barrier(req->op);
+    uint32_t fh;
+    int has_fh = rfsd_op_handle(req, &fh);
+
+    pthread_mutex_lock(&c->mu);
+    if (has_fh) {
+        rfsd_handle *h = rfsd_handle_find(c, fh);
+        if (!h) {
+            pthread_mutex_unlock(&c->mu);
+            rfsd_conn_send_error(c, req->op, req->id,
+                                 rfs_fail(RFS_E_BADF, "%s: unknown or closed file handle %u",
+                                          rfs_op_name(req->op), fh));
+            free(j->body);
+            free(j);
+            return;
+        }
+        h->refs++;
+        j->h = h;
+    }
+    c->inflight++;
+    c->inflight_bytes += j->cost;
+    rfsd_handle *h = j->h;
+    if (h && (h->qhead || (j->barrier ? h->active > 0 : h->barrier_running))) {
+        if (h->qtail)
+            h->qtail->qnext = j;
+        else
+            h->qhead = j;
+        h->qtail = j;
+    } else {
+        if (h) {
+            h->active++;
+            if (j->barrier)
+                h->barrier_running = 1;
+        }
+        rfsd_pool_submit(c->srv->pool, &j->work);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- the reader ---- */
+
+static void wait_for_budget(rfsd_conn *c)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->inflight > 0 && (c->inflight >= RFSD_CONN_MAX_INFLIGHT ||
+                               c->inflight_bytes >= RFSD_CONN_MAX_INFLIGHT_BYTES))
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Reads and drops n body bytes (a frame we answer with an error but whose framing is sound). */
+static int drain(rfsd_conn *c, uint32_t n)
+{
+    uint8_t scratch[4096];
+    while (n > 0) {
+        uint32_t k = n < sizeof scratch ? n : (uint32_t)sizeof scratch;
+        if (recv_all(c->fd, scratch, k) != 1)
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+typedef struct session {
+    int state;
+    uint8_t nonce[RFS_NONCE_LEN];
+    uint32_t negotiated;
+} session;
+
+/* Returns 0 to go on reading, -1 to close the connection. */
+static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
+{
+    if (s->state != ST_PRE_HELLO) {
+        rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "HELLO sent twice"));
+        return 0;
+    }
+    rfs_rep rep = {.op = RFS_OP_HELLO, .id = req->id};
+    int rc = rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version,
+                              req->u.hello.max_frame, c->srv->cfg.max_frame,
+                              &rep.u.hello.version, &rep.u.hello.max_frame);
+    if (!rc)
+        rc = rfs_auth_random(s->nonce, RFS_NONCE_LEN);
+    if (rc) {
+        rfsd_conn_send_error(c, req->op, req->id, rc);
+        return -1;
+    }
+    s->negotiated = rep.u.hello.max_frame;
+    rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
+    memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
+    if (c->srv->cfg.no_auth) {
+        s->state = ST_READY;
+        c->max_frame = s->negotiated;
+    } else {
+        s->state = ST_PRE_AUTH;
+    }
+    rfsd_conn_send(c, &rep);
+    return 0;
+}
+
+static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
+{
+    if (s->state != ST_PRE_AUTH) {
+        const char *why = s->state == ST_PRE_HELLO ? "AUTH before HELLO"
+                          : c->srv->cfg.no_auth    ? "this server does not require authentication"
+                                                   : "already authenticated";
+        rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
+        return 0;
+    }
+    uint8_t want[RFS_MAC_LEN];
+    rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
+                        want);
+    if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
+        RFS_LOGW("%s: authentication failed (wrong token)", c->peer);
+        rfsd_conn_send_error(c, req->op, req->id,
+                             rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
+                                                  "not match the server's"));
+        return -1;
+    }
+    rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
+    rfs_auth_server_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
+                        rep.u.auth.server_mac);
+    s->state = ST_READY;
+    c->max_frame = s->negotiated;
+    rfsd_conn_send(c, &rep);
+    RFS_LOGD("%s: authenticated", c->peer);
+    return 0;
+}
+
+/* Reads one frame and acts on it. Returns 0 to continue, -1 to close. */
+static int read_one(rfsd_conn *c, session *s)
+{
+    uint8_t hb[RFS_HDR_SIZE];
+    int r = recv_all(c->fd, hb, sizeof hb);
+    if (r == 0)
+        return -1;
+    if (r < 0) {
+        RFS_LOGI("%s: connection ended inside a frame header", c->peer);
+        return -1;
+    }
+    rfs_hdr h;
+    int rc = rfs_hdr_decode(hb, c->max_frame, &h);
+    uint16_t raw_op = (uint16_t)(hb[6] | hb[7] << 8);
+    if (le32(hb) != RFS_MAGIC || rc == RFS_E_VERSION) {
+        /* not our framing (or not a version we can frame): answer once, then hang up */
+        RFS_LOGI("%s: %s; closing", c->peer, rfs_last_error());
+        rfsd_conn_send_error(c, raw_op, le32(hb + 12), rc);
+        return -1;
+    }
+    if (rc == RFS_E_TOOBIG || (uint64_t)RFS_HDR_SIZE + h.body_len > c->max_frame) {
+        if (rc != RFS_E_TOOBIG)
+            rc = rfs_fail(RFS_E_TOOBIG, "frame of %llu bytes over the %u-byte limit%s",
+                          (unsigned long long)RFS_HDR_SIZE + h.body_len, c->max_frame,
+                          s->state == ST_READY ? "" : " before authentication");
+        RFS_LOGI("%s: %s; closing", c->peer, rfs_last_error());
+        rfsd_conn_send_error(c, raw_op, h.req_id, rc);
+        return -1;
+    }
+    if (rc) {  /* sound framing, bad op or flags: skip the body and say why */
+        char msg[RFS_MAX_MSG];
+        snprintf(msg, sizeof msg, "%s", rfs_last_error());
+        if (drain(c, h.body_len))
+            return -1;
+        rfsd_conn_send_error(c, raw_op, h.req_id, rfs_fail(rc, "%s", msg));
+        return 0;
+    }
+    uint8_t *body = malloc(h.body_len ? h.body_len : 1);
+    if (!body) {
+        if (drain(c, h.body_len))
+            return -1;
+        rfsd_conn_send_error(c, h.op, h.req_id, rfs_fail(RFS_E_NOMEM, "server out of memory"));
+        return 0;
+    }
+    if (h.body_len && recv_all(c->fd, body, h.body_len) != 1) {
+        RFS_LOGI("%s: connection ended inside a %s frame", c->peer, rfs_op_name(h.op));
+        free(body);
+        return -1;
+    }
+    rfs_req req;
+    rc = rfs_req_decode(&h, body, h.body_len, &req);
+    if (rc) {
+        rfsd_conn_send_error(c, h.op, h.req_id, rc);
+        free(body);
+        return 0;
+    }
+    if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH) {
+        rc = req.op == RFS_OP_HELLO ? on_hello(c, s, &req) : on_auth(c, s, &req);
+        free(body);
+        return rc;
+    }
+    if (s->state != ST_READY) {
+        if (req.op == RFS_OP_PING) {
+            rfs_rep rep = {.op = RFS_OP_PING, .id = req.id, .data = req.data,
+                           .data_len = req.data_len};
+            rfsd_conn_send(c, &rep);
+        } else {
+            rfsd_conn_send_error(c, req.op, req.id,
+                                 rfs_fail(RFS_E_AUTH, "%s before authentication: send HELLO%s first",
+                                          rfs_op_name(req.op),
+                                          c->srv->cfg.no_auth ? "" : " and AUTH"));
+        }
+        free(body);
+        return 0;
+    }
+    dispatch(c, body, &req, h.body_len);
+    return 0;
+}
+
+static void conn_teardown(rfsd_conn *c)
+{
+    atomic_store(&c->closing, 1);
+    rfsd_fileid_wake_all();  /* a LOCK of ours waiting for someone else gives up now */
+    pthread_mutex_lock(&c->mu);
+    while (c->inflight > 0)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    /* No job is left, so nothing else touches the table: close what the client left open. */
+    unsigned left = 0;
+    for (unsigned i = 0; i < RFSD_MAX_HANDLES; i++) {
+        rfsd_handle *h = c->slots[i];
+        if (!h)
+            continue;
+        left++;
+        rfsd_handle_release(h);
+        handle_free(h);
+        c->slots[i] = NULL;
+    }
+    if (left)
+        RFS_LOGD("%s: closed %u file(s) left open", c->peer, left);
+
+    rfsd_server *srv = c->srv;
+    pthread_mutex_lock(&srv->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    RFS_LOGD("%s: disconnected", c->peer);
+    close(c->fd);
+    c->fd = -1;
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->wmu);
+    pthread_cond_destroy(&c->cv);
+    /* The acceptor joins this thread and frees c (rfsd_conn_reap): joining guarantees the
+     * thread's own exit work (library thread-local state) is done before the process exits. */
+    c->next = srv->dead;
+    srv->dead = c;
+    srv->nconns--;
+    pthread_cond_broadcast(&srv->conns_cv);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+void rfsd_conn_reap(rfsd_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    rfsd_conn *dead = srv->dead;
+    srv->dead = NULL;
+    pthread_mutex_unlock(&srv->mu);
+    while (dead) {
+        rfsd_conn *next = dead->next;
+        pthread_join(dead->reader, NULL);
+        free(dead);
+        dead = next;
+    }
+}
+
+static void *reader_main(void *arg)
+{
+    rfsd_conn *c = arg;
+    session s = {.state = ST_PRE_HELLO};
+    for (;;) {
+        wait_for_budget(c);
+        if (read_one(c, &s))
+            break;
+    }
+    conn_teardown(c);
+    return NULL;
+}
+
+int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
+{
+    rfsd_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return RFS_E_NOMEM;
+    }
+    c->srv = srv;
+    c->fd = fd;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    c->max_frame = RFS_PRE_HELLO_MAX;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->wmu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    /* a client that stops reading its replies must not pin a worker forever */
+    struct timeval tv = {.tv_sec = RFSD_SEND_TIMEOUT_S};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+    pthread_mutex_lock(&srv->mu);
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int e = pthread_create(&c->reader, &attr, reader_main, c);
+    pthread_attr_destroy(&attr);
+    if (e) {
+        srv->conns = c->next;
+        if (c->next)
+            c->next->prev = NULL;
+        srv->nconns--;
+        pthread_mutex_unlock(&srv->mu);
+        RFS_LOGE("%s: cannot start a reader thread: %s", peer, strerror(e));
+        close(fd);
+        pthread_mutex_destroy(&c->mu);
+        pthread_mutex_destroy(&c->wmu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return RFS_E_NOMEM;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return RFS_OK;
+}
+
+void rfsd_conn_stop_reading(rfsd_conn *c)
+{
+    shutdown(c->fd, SHUT_RD);
+}

@@ -1,0 +1,99 @@
+/* One client connection: its reader thread, reply writer lock, in-flight accounting, handle
+ * table and the per-handle ordering of requests. See docs/design.md "rfsd threading model". */
+#ifndef RFSD_CONN_H
+#define RFSD_CONN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fileid.h"
+#include "pool.h"
+#include "proto/proto.h"
+#include "server.h"
+#include "view.h"
+
+typedef struct rfsd_conn rfsd_conn;
+typedef struct rfsd_job rfsd_job;
+
+typedef struct rfsd_handle {
+    uint32_t id;
+    int fd;
+    uint32_t flags;               /* RFS_O_* given at open */
+    rfsd_fileid *fid;
+    char *path;                   /* client's path, for messages */
+    /* Below: guarded by the connection's mutex. */
+    unsigned refs;                /* table entry + jobs holding it */
+    int closed;
+    unsigned active;              /* dispatched, unfinished requests on this handle */
+    int barrier_running;
+    rfsd_job *qhead, *qtail;      /* requests held back by the ordering rule */
+    /* Views are only changed by SET_VIEW, a barrier, so readers never race a writer. */
+    rfsd_view views[RFSD_MAX_VIEWS];
+} rfsd_handle;
+
+struct rfsd_job {
+    rfsd_work work;               /* first: the pool hands back this pointer */
+    rfsd_conn *conn;
+    rfsd_handle *h;               /* NULL for ops without a file handle */
+    rfs_req req;                  /* points into body */
+    uint8_t *body;
+    size_t cost;                  /* bytes charged to the connection's in-flight budget */
+    int barrier;
+    rfsd_job *qnext;
+};
+
+struct rfsd_conn {
+    rfsd_server *srv;
+    int fd;
+    char peer[80];
+    pthread_t reader;
+    struct rfsd_conn *next, *prev;     /* server list (srv->mu) */
+
+    pthread_mutex_t mu;                /* in-flight counters, handle table, ordering */
+    pthread_cond_t cv;                 /* signalled when a job finishes */
+    unsigned inflight;
+    size_t inflight_bytes;
+
+    pthread_mutex_t wmu;               /* one reply frame at a time on the socket */
+    int wbroken;
+
+    atomic_int closing;                /* reader stopped: cancels lock waits */
+    uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
+
+    rfsd_handle *slots[RFSD_MAX_HANDLES];
+    uint32_t gens[RFSD_MAX_HANDLES];
+    unsigned cursor, nhandles;
+};
+
+/* Accepted socket: registers the connection and starts its reader thread. Takes fd. */
+int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer);
+/* Joins the reader threads of ended connections and frees them (acceptor thread). */
+void rfsd_conn_reap(rfsd_server *srv);
+/* Stops reading new requests (SIGTERM); in-flight ones are still answered. Call under srv->mu. */
+void rfsd_conn_stop_reading(rfsd_conn *c);
+
+/* Sends one reply frame: r's header and fixed fields, then its trailing payload. A failure
+ * marks the connection broken and shuts it down. */
+void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r);
+/* Error reply carrying rfs_last_error() of the calling thread (or rfs_strerror). */
+void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err);
+
+/* Handle table (caller holds c->mu). */
+int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h);   /* assigns h->id; RFS_E_NOSPC when full */
+rfsd_handle *rfsd_handle_find(rfsd_conn *c, uint32_t id);
+void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h);
+/* Releases a handle's file, locks and views (no lock needed: no job uses it any more). */
+void rfsd_handle_release(rfsd_handle *h);
+
+/* ops.c: executes a request on a worker thread and sends its reply. */
+void rfsd_execute(rfsd_job *j);
+/* Bytes a request may put in flight (request body + expected reply data). */
+size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len);
+/* 1 if the op is ordered after all earlier requests on its handle (and later ones wait). */
+int rfsd_op_is_barrier(uint16_t op);
+/* 1 if the op names a file handle; *fh gets it. */
+int rfsd_op_handle(const rfs_req *r, uint32_t *fh);
+
+#endif

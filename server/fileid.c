@@ -1,0 +1,270 @@
+#include "fileid.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "rfs/rfs.h"
+#include "server.h"
+
+typedef struct counter { uint32_t key; uint64_t value; } counter;
+typedef struct range_lock { const void *owner; uint64_t start, end; uint32_t mode; } range_lock;
+
+struct rfsd_fileid {
+    dev_t dev;
+    ino_t ino;
+    unsigned refs;                 /* registry mutex */
+    struct rfsd_fileid *next;      /* registry bucket chain */
+    pthread_mutex_t mu;            /* guards everything below */
+    pthread_cond_t cv;             /* signalled when locks are released */
+    counter *counters;
+    size_t ncounters, counters_cap;
+    range_lock *locks;
+    size_t nlocks, locks_cap;
+};
+
+#define NBUCKETS 256u
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static rfsd_fileid *buckets[NBUCKETS];
+static atomic_int lock_waiters;
+static int max_lock_waiters = 1;
+
+void rfsd_lock_set_max_waiters(int n) { max_lock_waiters = n < 1 ? 1 : n; }
+
+static unsigned bucket_of(dev_t dev, ino_t ino)
+{
+    uint64_t h = (uint64_t)dev * 0x9E3779B97F4A7C15ull ^ (uint64_t)ino;
+    h ^= h >> 29;
+    return (unsigned)(h % NBUCKETS);
+}
+
+rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino)
+{
+    unsigned b = bucket_of(dev, ino);
+    pthread_mutex_lock(&reg_mu);
+    rfsd_fileid *f;
+    for (f = buckets[b]; f; f = f->next)
+        if (f->dev == dev && f->ino == ino)
+            break;
+    if (!f) {
+        f = calloc(1, sizeof *f);
+        if (f) {
+            f->dev = dev;
+            f->ino = ino;
+            pthread_mutex_init(&f->mu, NULL);
+            pthread_condattr_t ca;
+            pthread_condattr_init(&ca);
+            pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+            pthread_cond_init(&f->cv, &ca);
+            pthread_condattr_destroy(&ca);
+            f->next = buckets[b];
+            buckets[b] = f;
+        }
+    }
+    if (f)
+        f->refs++;
+    pthread_mutex_unlock(&reg_mu);
+    return f;
+}
+
+void rfsd_fileid_put(rfsd_fileid *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&reg_mu);
+    if (--f->refs > 0) {
+        pthread_mutex_unlock(&reg_mu);
+        return;
+    }
+    unsigned b = bucket_of(f->dev, f->ino);
+    for (rfsd_fileid **pp = &buckets[b]; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    free(f->counters);
+    free(f->locks);
+    free(f);
+}
+
+int rfsd_counter_op(rfsd_fileid *f, uint32_t key, int set, int64_t delta, int64_t *old)
+{
+    int rc = RFS_OK;
+    pthread_mutex_lock(&f->mu);
+    counter *c = NULL;
+    for (size_t i = 0; i < f->ncounters; i++)
+        if (f->counters[i].key == key) {
+            c = &f->counters[i];
+            break;
+        }
+    if (!c) {
+        if (f->ncounters >= RFSD_MAX_COUNTERS_PER_FILE) {
+            rc = rfs_fail(RFS_E_NOSPC, "too many counters on this file (limit %u)",
+                          RFSD_MAX_COUNTERS_PER_FILE);
+            goto out;
+        }
+        if (f->ncounters == f->counters_cap) {
+            size_t cap = f->counters_cap ? 2 * f->counters_cap : 4;
+            counter *n = realloc(f->counters, cap * sizeof *n);
+            if (!n) {
+                rc = rfs_fail(RFS_E_NOMEM, "out of memory for a counter");
+                goto out;
+            }
+            f->counters = n;
+            f->counters_cap = cap;
+        }
+        c = &f->counters[f->ncounters++];
+        c->key = key;
+        c->value = 0;
+    }
+    *old = (int64_t)c->value;
+    /* unsigned arithmetic: wrap-around is defined, signed overflow would not be */
+    c->value = set ? (uint64_t)delta : c->value + (uint64_t)delta;
+out:
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+static uint64_t range_end(uint64_t off, uint64_t len)
+{
+    if (len == 0 || off + len < off)
+        return UINT64_MAX;
+    return off + len;
+}
+
+static int conflicts(const rfsd_fileid *f, const void *owner, uint64_t start, uint64_t end,
+                     uint32_t mode)
+{
+    for (size_t i = 0; i < f->nlocks; i++) {
+        const range_lock *l = &f->locks[i];
+        if (l->owner == owner || l->end <= start || end <= l->start)
+            continue;
+        if (mode == RFS_LOCK_EXCL || l->mode == RFS_LOCK_EXCL)
+            return 1;
+    }
+    return 0;
+}
+
+static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t end, uint32_t mode)
+{
+    if (f->nlocks >= RFSD_MAX_LOCKS_PER_FILE)
+        return rfs_fail(RFS_E_NOSPC, "too many byte-range locks on this file (limit %u)",
+                        RFSD_MAX_LOCKS_PER_FILE);
+    if (f->nlocks == f->locks_cap) {
+        size_t cap = f->locks_cap ? 2 * f->locks_cap : 4;
+        range_lock *n = realloc(f->locks, cap * sizeof *n);
+        if (!n)
+            return rfs_fail(RFS_E_NOMEM, "out of memory for a lock");
+        f->locks = n;
+        f->locks_cap = cap;
+    }
+    f->locks[f->nlocks++] = (range_lock){owner, start, end, mode};
+    return RFS_OK;
+}
+
+int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uint32_t mode,
+              uint32_t wait_ms, const atomic_int *cancelled)
+{
+    if (mode != RFS_LOCK_SHARED && mode != RFS_LOCK_EXCL)
+        return rfs_fail(RFS_E_INVAL, "lock mode %u is neither shared (1) nor exclusive (2)", mode);
+    if (wait_ms > RFSD_LOCK_WAIT_MAX_MS)
+        wait_ms = RFSD_LOCK_WAIT_MAX_MS;
+    uint64_t start = off, end = range_end(off, len);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int rc, waiting = 0;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        if (!conflicts(f, owner, start, end, mode)) {
+            rc = add_lock(f, owner, start, end, mode);
+            break;
+        }
+        if (wait_ms == 0 || (cancelled && atomic_load(cancelled))) {
+            rc = rfs_fail(RFS_E_BUSY, "byte range [%llu, +%llu) is locked by another client",
+                          (unsigned long long)off, (unsigned long long)len);
+            break;
+        }
+        if (!waiting) {
+            if (atomic_fetch_add(&lock_waiters, 1) >= max_lock_waiters) {
+                atomic_fetch_sub(&lock_waiters, 1);
+                rc = rfs_fail(RFS_E_BUSY, "byte range [%llu, +%llu) is locked by another client "
+                              "and the server has too many lock waiters to wait",
+                              (unsigned long long)off, (unsigned long long)len);
+                break;
+            }
+            waiting = 1;
+        }
+        if (pthread_cond_timedwait(&f->cv, &f->mu, &deadline) == ETIMEDOUT &&
+            conflicts(f, owner, start, end, mode)) {
+            rc = rfs_fail(RFS_E_BUSY, "byte range [%llu, +%llu) still locked by another client "
+                          "after %u ms", (unsigned long long)off, (unsigned long long)len, wait_ms);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (waiting)
+        atomic_fetch_sub(&lock_waiters, 1);
+    return rc;
+}
+
+int rfsd_unlock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len)
+{
+    uint64_t start = off, end = range_end(off, len);
+    int rc = RFS_OK;
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->nlocks;) {
+        range_lock l = f->locks[i];
+        if (l.owner != owner || l.end <= start || end <= l.start) {
+            i++;
+            continue;
+        }
+        /* remove, then put back the parts outside [start, end) */
+        f->locks[i] = f->locks[--f->nlocks];
+        if (l.start < start && (rc = add_lock(f, owner, l.start, start, l.mode)))
+            break;
+        if (end < l.end && (rc = add_lock(f, owner, end, l.end, l.mode)))
+            break;
+        /* re-added pieces are outside the range, so rescanning from i is safe */
+    }
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+void rfsd_unlock_all(rfsd_fileid *f, const void *owner)
+{
+    pthread_mutex_lock(&f->mu);
+    for (size_t i = 0; i < f->nlocks;) {
+        if (f->locks[i].owner == owner)
+            f->locks[i] = f->locks[--f->nlocks];
+        else
+            i++;
+    }
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void rfsd_fileid_wake_all(void)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (unsigned b = 0; b < NBUCKETS; b++)
+        for (rfsd_fileid *f = buckets[b]; f; f = f->next) {
+            pthread_mutex_lock(&f->mu);
+            pthread_cond_broadcast(&f->cv);
+            pthread_mutex_unlock(&f->mu);
+        }
+    pthread_mutex_unlock(&reg_mu);
+}

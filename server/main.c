@@ -1,0 +1,188 @@
+/* rfsd: the rfs server daemon. Acceptor loop, signals and orderly shutdown. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "conn.h"
+#include "fileid.h"
+#include "pool.h"
+#include "server.h"
+
+static int signal_pipe[2] = {-1, -1};
+
+/* Only an async-signal-safe write: the acceptor loop does the work. */
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(signal_pipe[1], &b, 1);
+    (void)n;
+    errno = saved;
+}
+
+static int setup_signals(void)
+{
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK))
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL))
+        return -1;
+    signal(SIGPIPE, SIG_IGN);  /* replies use MSG_NOSIGNAL; this covers everything else */
+    return 0;
+}
+
+static void peer_name(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof ip);
+        port = ntohs(s6->sin6_port);
+        snprintf(out, cap, "[%s]:%u", ip, port);
+        return;
+    }
+    const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+    inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof ip);
+    snprintf(out, cap, "%s:%u", ip, ntohs(s4->sin_port));
+}
+
+static void accept_loop(rfsd_server *srv, int lfd)
+{
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = signal_pipe[0], .events = POLLIN},
+                               {.fd = lfd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            RFS_LOGE("poll: %s", strerror(errno));
+            return;
+        }
+        if (pf[0].revents) {
+            unsigned char sig = 0;
+            if (read(signal_pipe[0], &sig, 1) == 1)
+                RFS_LOGI("signal %d: shutting down", sig);
+            return;
+        }
+        rfsd_conn_reap(srv);
+        if (!pf[1].revents)
+            continue;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                RFS_LOGW("accept: %s; waiting for connections to end", strerror(errno));
+                struct pollfd sp = {.fd = signal_pipe[0], .events = POLLIN};
+                poll(&sp, 1, 100);  /* back off instead of spinning on a full fd table */
+            }
+            continue;
+        }
+        char peer[80];
+        peer_name(&ss, peer, sizeof peer);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        pthread_mutex_lock(&srv->mu);
+        unsigned n = srv->nconns;
+        pthread_mutex_unlock(&srv->mu);
+        if (n >= RFSD_MAX_CONNS) {
+            RFS_LOGW("%s: refused: already %u connections", peer, n);
+            close(fd);
+            continue;
+        }
+        RFS_LOGD("%s: connected", peer);
+        rfsd_conn_start(srv, fd, peer);
+    }
+}
+
+static void shutdown_connections(rfsd_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    srv->stopping = 1;
+    for (rfsd_conn *c = srv->conns; c; c = c->next)
+        rfsd_conn_stop_reading(c);
+    if (srv->nconns)
+        RFS_LOGI("waiting for %u connection(s) to finish their requests", srv->nconns);
+    while (srv->nconns > 0)
+        pthread_cond_wait(&srv->conns_cv, &srv->mu);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+int main(int argc, char **argv)
+{
+    static rfsd_server srv;  /* static: holds the secret buffer; zeroed */
+    int prc = rfsd_parse_options(argc, argv, &srv.cfg);
+    if (prc)
+        return prc > 0 ? 0 : 2;
+    rfs_log_set_level(srv.cfg.log_level);
+
+    if (srv.cfg.token_file) {
+        if (rfs_auth_read_token_file(srv.cfg.token_file, srv.secret, sizeof srv.secret)) {
+            fprintf(stderr, "rfsd: %s\n", rfs_last_error());
+            return 2;
+        }
+        srv.secret_len = strlen(srv.secret);
+        struct stat st;
+        if (stat(srv.cfg.token_file, &st) == 0 && (st.st_mode & 077))
+            RFS_LOGW("token file %s is readable by other users", srv.cfg.token_file);
+    } else {
+        RFS_LOGW("--no-auth: any client that can connect can read and write the export");
+    }
+
+    srv.root_fd = open(srv.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (srv.root_fd < 0) {
+        fprintf(stderr, "rfsd: --root %s: %s\n", srv.cfg.root, strerror(errno));
+        return 2;
+    }
+    if (setup_signals()) {
+        fprintf(stderr, "rfsd: cannot set up signal handling: %s\n", strerror(errno));
+        return 2;
+    }
+    pthread_mutex_init(&srv.mu, NULL);
+    pthread_cond_init(&srv.conns_cv, NULL);
+
+    char addr[300];
+    int lfd;
+    if (rfsd_listen(srv.cfg.listen, addr, sizeof addr, &lfd))
+        return 2;
+    if (rfsd_pool_start(srv.cfg.threads, &srv.pool)) {
+        fprintf(stderr, "rfsd: cannot start %d worker threads\n", srv.cfg.threads);
+        return 2;
+    }
+    rfsd_lock_set_max_waiters(srv.cfg.threads - 1);
+
+    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %s", srv.cfg.root,
+             srv.cfg.threads, srv.cfg.max_frame,
+             srv.cfg.no_auth ? "no authentication" : "token authentication");
+    printf("rfsd listening on %s\n", addr);
+    fflush(stdout);
+
+    accept_loop(&srv, lfd);
+
+    close(lfd);  /* stop accepting first, then let every connection finish */
+    shutdown_connections(&srv);
+    rfsd_conn_reap(&srv);
+    rfsd_fileid_wake_all();
+    rfsd_pool_stop(srv.pool);
+    close(srv.root_fd);
+    memset(srv.secret, 0, sizeof srv.secret);
+    RFS_LOGI("stopped");
+    return 0;
+}

@@ -1,0 +1,358 @@
+/* Request execution on a worker thread: one function per op, each ending in exactly one reply. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "conn.h"
+
+int rfsd_op_is_barrier(uint16_t op)
+{
+    switch (op) {
+    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE: case RFS_OP_LOCK: case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
+{
+    switch (r->op) {
+    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: *fh = r->u.fh.fh; return 1;
+    case RFS_OP_PREAD: *fh = r->u.pread.fh; return 1;
+    case RFS_OP_PWRITE: *fh = r->u.pwrite.fh; return 1;
+    case RFS_OP_PREADV: case RFS_OP_PWRITEV: *fh = r->u.iov.fh; return 1;
+    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: *fh = r->u.size.fh; return 1;
+    case RFS_OP_COUNTER: *fh = r->u.counter.fh; return 1;
+    case RFS_OP_LOCK: *fh = r->u.lock.fh; return 1;
+    case RFS_OP_UNLOCK: *fh = r->u.unlock.fh; return 1;
+    case RFS_OP_SET_VIEW: *fh = r->u.set_view.fh; return 1;
+    case RFS_OP_VIEW_READ: *fh = r->u.view_read.fh; return 1;
+    case RFS_OP_VIEW_WRITE: *fh = r->u.view_write.fh; return 1;
+    default: return 0;
+    }
+}
+
+size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
+{
+    size_t reply = 0;
+    switch (r->op) {
+    case RFS_OP_PING: reply = r->data_len; break;
+    case RFS_OP_PREAD: reply = r->u.pread.len; break;
+    case RFS_OP_PREADV: reply = (size_t)r->u.iov.total; break;
+    case RFS_OP_VIEW_READ: reply = r->u.view_read.len; break;
+    default: break;
+    }
+    return (size_t)body_len + reply;
+}
+
+/* A read's bytes travel in one reply frame, which must fit the negotiated limit. */
+static int reply_fits(rfsd_conn *c, const char *what, uint64_t len)
+{
+    if ((uint64_t)RFS_HDR_SIZE + len > c->max_frame)
+        return rfs_fail(RFS_E_TOOBIG, "%s of %llu bytes does not fit in one %u-byte frame", what,
+                        (unsigned long long)len, c->max_frame);
+    return RFS_OK;
+}
+
+static int can_write(const rfsd_handle *h)
+{
+    if ((h->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
+        return rfs_fail(RFS_E_ROFS, "%s: opened read-only", h->path);
+    return RFS_OK;
+}
+
+static int can_read(const rfsd_handle *h)
+{
+    if ((h->flags & RFS_O_ACCMODE) == RFS_O_WRONLY)
+        return rfs_fail(RFS_E_ACCESS, "%s: opened write-only", h->path);
+    return RFS_OK;
+}
+
+static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
+{
+    rfsd_path p;
+    int rc = rfsd_path_from_wire(&q->u.open.path, &p);
+    if (rc)
+        return rc;
+    int fd;
+    struct stat st;
+    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, q->u.open.mode, &fd, &st)))
+        return rc;
+    rfsd_handle *h = calloc(1, sizeof *h);
+    char *path = strdup(p.shown);
+    rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino);
+    if (!h || !path || !fid) {
+        free(h);
+        free(path);
+        rfsd_fileid_put(fid);
+        close(fd);
+        return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
+    }
+    h->fd = fd;
+    h->flags = q->u.open.flags;
+    h->fid = fid;
+    h->path = path;
+    pthread_mutex_lock(&c->mu);
+    rc = rfsd_handle_add(c, h);
+    pthread_mutex_unlock(&c->mu);
+    if (rc) {
+        rfsd_handle_release(h);
+        free(h->path);
+        free(h);
+        return rc;
+    }
+    rep->u.open.fh = h->id;
+    rep->u.open.size = (uint64_t)st.st_size;
+    RFS_LOGD("%s: open %s flags 0x%x -> fh %u", c->peer, p.shown, q->u.open.flags, h->id);
+    return RFS_OK;
+}
+
+static int do_close(rfsd_conn *c, rfsd_handle *h)
+{
+    pthread_mutex_lock(&c->mu);
+    h->closed = 1;
+    rfsd_handle_remove(c, h);
+    pthread_mutex_unlock(&c->mu);
+    /* close(2) errors matter on network filesystems: report them */
+    int fd = h->fd, rc = RFS_OK;
+    h->fd = -1;
+    if (close(fd))
+        rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));
+    rfsd_handle_release(h);
+    return rc;
+}
+
+static int do_preadv(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
+{
+    int rc = can_read(h);
+    if (rc || (rc = reply_fits(c, "list read", q->u.iov.total)))
+        return rc;
+    *buf = malloc(q->u.iov.total ? (size_t)q->u.iov.total : 1);
+    if (!*buf)
+        return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", h->path);
+    size_t packed = 0;
+    for (uint32_t i = 0; i < q->u.iov.count; i++) {
+        uint64_t off, len;
+        size_t got;
+        rfs_extent_at(q->u.iov.ext, i, &off, &len);
+        if ((rc = rfsd_be_pread(h->fd, h->path, *buf + packed, (size_t)len, off, &got)))
+            return rc;
+        packed += got;
+        if (got < len)
+            break;  /* end of file: later runs would be misplaced in the packed reply */
+    }
+    rep->data = *buf;
+    rep->data_len = (uint32_t)packed;
+    return RFS_OK;
+}
+
+static int do_pwritev(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
+{
+    int rc = can_write(h);
+    if (rc)
+        return rc;
+    size_t packed = 0;
+    for (uint32_t i = 0; i < q->u.iov.count; i++) {
+        uint64_t off, len;
+        rfs_extent_at(q->u.iov.ext, i, &off, &len);
+        if (len > q->data_len - packed)
+            return rfs_fail(RFS_E_PROTO, "%s: list write data shorter than its extents", h->path);
+        if ((rc = rfsd_be_pwrite(h->fd, h->path, q->data + packed, (size_t)len, off)))
+            return rc;
+        packed += len;
+    }
+    rep->u.u64.value = packed;
+    return RFS_OK;
+}
+
+static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
+{
+    rfsd_path p;
+    int rc = rfsd_path_from_wire(&q->u.list.path, &p);
+    if (rc)
+        return rc;
+    size_t cap = c->max_frame - RFS_HDR_SIZE - 8;
+    size_t max = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME);
+    if (cap > max)
+        cap = max;
+    *buf = malloc(cap);
+    if (!*buf)
+        return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
+    size_t used;
+    rc = rfsd_be_list(c->srv->root_fd, &p, q->u.list.start, *buf, cap, &used, &rep->u.list.count,
+                      &rep->u.list.next);
+    if (rc)
+        return rc;
+    rep->u.list.entries = *buf;
+    rep->u.list.entries_len = (uint32_t)used;
+    return RFS_OK;
+}
+
+static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
+{
+    int rc;
+    size_t done;
+    switch (q->op) {
+    case RFS_OP_CLOSE:
+        return do_close(c, h);
+    case RFS_OP_PREAD:
+        if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
+            return rc;
+        if (!(*buf = malloc(q->u.pread.len ? q->u.pread.len : 1)))
+            return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", h->path);
+        if ((rc = rfsd_be_pread(h->fd, h->path, *buf, q->u.pread.len, q->u.pread.off, &done)))
+            return rc;
+        rep->data = *buf;
+        rep->data_len = (uint32_t)done;
+        return RFS_OK;
+    case RFS_OP_PWRITE:
+        if ((rc = can_write(h)) ||
+            (rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off)))
+            return rc;
+        rep->u.u64.value = q->data_len;
+        return RFS_OK;
+    case RFS_OP_PREADV:
+        return do_preadv(c, h, q, rep, buf);
+    case RFS_OP_PWRITEV:
+        return do_pwritev(h, q, rep);
+    case RFS_OP_SYNC:
+        return rfsd_be_sync(h->fd, h->path);
+    case RFS_OP_GET_SIZE:
+        return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
+    case RFS_OP_SET_SIZE:
+        if ((rc = can_write(h)))
+            return rc;
+        return rfsd_be_set_size(h->fd, h->path, q->u.size.size);
+    case RFS_OP_PREALLOCATE:
+        if ((rc = can_write(h)))
+            return rc;
+        return rfsd_be_preallocate(h->fd, h->path, q->u.size.size);
+    case RFS_OP_COUNTER: {
+        int64_t old;
+        if ((rc = rfsd_counter_op(h->fid, q->u.counter.key, q->u.counter.set != 0,
+                                  q->u.counter.delta, &old)))
+            return rc;
+        rep->u.u64.value = (uint64_t)old;
+        return RFS_OK;
+    }
+    case RFS_OP_LOCK:
+        rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode,
+                       q->u.lock.wait_ms, &c->closing);
+        if (rc) {
+            char why[RFS_MAX_MSG];
+            snprintf(why, sizeof why, "%s", rfs_last_error());
+            rfs_fail(rc, "%s: %s", h->path, why);
+        }
+        return rc;
+    case RFS_OP_UNLOCK:
+        return rfsd_unlock(h->fid, h, q->u.unlock.off, q->u.unlock.len);
+    case RFS_OP_SET_VIEW:
+        if (q->u.set_view.view_id >= RFSD_MAX_VIEWS)
+            return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u views per file)", h->path,
+                            q->u.set_view.view_id, RFSD_MAX_VIEWS);
+        return rfsd_view_set(&h->views[q->u.set_view.view_id], q->u.set_view.disp, q->data,
+                             q->data_len, h->path);
+    case RFS_OP_VIEW_READ: {
+        uint32_t v = q->u.view_read.view_id;
+        if (v >= RFSD_MAX_VIEWS)
+            return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u)", h->path, v, RFSD_MAX_VIEWS);
+        if ((rc = can_read(h)) || (rc = reply_fits(c, "view read", q->u.view_read.len)))
+            return rc;
+        if (!(*buf = malloc(q->u.view_read.len ? q->u.view_read.len : 1)))
+            return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", h->path);
+        if ((rc = rfsd_view_read(&h->views[v], h->fd, h->path, q->u.view_read.pos, *buf,
+                                 q->u.view_read.len, &done)))
+            return rc;
+        rep->data = *buf;
+        rep->data_len = (uint32_t)done;
+        return RFS_OK;
+    }
+    case RFS_OP_VIEW_WRITE: {
+        uint32_t v = q->u.view_write.view_id;
+        if (v >= RFSD_MAX_VIEWS)
+            return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u)", h->path, v, RFSD_MAX_VIEWS);
+        if ((rc = can_write(h)) ||
+            (rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
+                                  q->data_len)))
+            return rc;
+        rep->u.u64.value = q->data_len;
+        return RFS_OK;
+    }
+    }
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
+}
+
+static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
+{
+    rfsd_path p, p2;
+    int rc, root = c->srv->root_fd;
+    switch (q->op) {
+    case RFS_OP_PING:
+        rep->data = q->data;
+        rep->data_len = q->data_len;
+        return RFS_OK;
+    case RFS_OP_OPEN:
+        return do_open(c, q, rep);
+    case RFS_OP_STAT: {
+        rfs_stat_info st;
+        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)) || (rc = rfsd_be_stat(root, &p, &st)))
+            return rc;
+        rep->u.stat.type = st.type;
+        rep->u.stat.mode = st.mode;
+        rep->u.stat.size = st.size;
+        rep->u.stat.mtime_ns = st.mtime_ns;
+        return RFS_OK;
+    }
+    case RFS_OP_DELETE:
+        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
+            return rc;
+        return rfsd_be_delete(root, &p);
+    case RFS_OP_RENAME:
+        if ((rc = rfsd_path_from_wire(&q->u.rename.from, &p)) ||
+            (rc = rfsd_path_from_wire(&q->u.rename.to, &p2)))
+            return rc;
+        return rfsd_be_rename(root, &p, &p2);
+    case RFS_OP_MKDIR:
+        if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
+            return rc;
+        return rfsd_be_mkdir(root, &p, q->u.mkdir.mode);
+    case RFS_OP_LIST:
+        return do_list(c, q, rep, buf);
+    }
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
+}
+
+void rfsd_execute(rfsd_job *j)
+{
+    rfsd_conn *c = j->conn;
+    const rfs_req *q = &j->req;
+    rfs_rep rep;
+    memset(&rep, 0, sizeof rep);
+    rep.op = q->op;
+    rep.id = q->id;
+    uint8_t *buf = NULL;
+    int rc;
+    if (j->h) {
+        /* dispatched only after the CLOSE that preceded it finished: closed is stable here */
+        if (j->h->closed)
+            rc = rfs_fail(RFS_E_BADF, "%s: file handle %u was closed", rfs_op_name(q->op),
+                          j->h->id);
+        else
+            rc = do_file_op(c, j->h, q, &rep, &buf);
+    } else {
+        rc = do_path_op(c, q, &rep, &buf);
+    }
+    if (rc)
+        rfsd_conn_send_error(c, q->op, q->id, rc);
+    else
+        rfsd_conn_send(c, &rep);
+    free(buf);
+}

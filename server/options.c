@@ -1,0 +1,130 @@
+/* Command line of rfsd. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proto/proto.h"
+#include "server.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: rfsd --root DIR [--listen HOST:PORT] (--token-file FILE | --no-auth)\n"
+        "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
+        "\n"
+        "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
+        "\n"
+        "  --root DIR          export root; clients can never reach outside it\n"
+        "  --listen HOST:PORT  address to listen on (default %s; IPv6 as [::1]:7070;\n"
+        "                      port 0 picks a free port)\n"
+        "  --token-file FILE   shared secret for HMAC challenge-response authentication\n"
+        "  --no-auth           accept clients without authentication (trusted networks only)\n"
+        "  --threads N         worker threads (default: number of CPUs, at least 2)\n"
+        "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
+        "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
+        "  --help              show this help\n"
+        "\n"
+        "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
+        "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
+        RFSD_DEFAULT_LISTEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX);
+}
+
+static int parse_ulong(const char *s, unsigned long long lo, unsigned long long hi,
+                       unsigned long long *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
+{
+    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_HELP };
+    static const struct option opts[] = {
+        {"root", required_argument, 0, O_ROOT},
+        {"listen", required_argument, 0, O_LISTEN},
+        {"token-file", required_argument, 0, O_TOKEN},
+        {"no-auth", no_argument, 0, O_NOAUTH},
+        {"threads", required_argument, 0, O_THREADS},
+        {"max-frame", required_argument, 0, O_FRAME},
+        {"log-level", required_argument, 0, O_LOG},
+        {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0},
+    };
+    memset(cfg, 0, sizeof *cfg);
+    cfg->listen = RFSD_DEFAULT_LISTEN;
+    cfg->max_frame = RFS_FRAME_DEFAULT;
+    cfg->log_level = RFS_LOG_INFO;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = ncpu < 2 ? 2 : (ncpu > 256 ? 256 : (int)ncpu);
+
+    opterr = 0;
+    int c;
+    unsigned long long v;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_ROOT: cfg->root = optarg; break;
+        case O_LISTEN: cfg->listen = optarg; break;
+        case O_TOKEN: cfg->token_file = optarg; break;
+        case O_NOAUTH: cfg->no_auth = 1; break;
+        case O_THREADS:
+            if (parse_ulong(optarg, 1, 1024, &v)) {
+                fprintf(stderr, "rfsd: --threads: expected a number 1..1024, got '%s'\n", optarg);
+                return -1;
+            }
+            cfg->threads = (int)v;
+            break;
+        case O_FRAME:
+            if (parse_ulong(optarg, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX, &v)) {
+                fprintf(stderr, "rfsd: --max-frame: expected %u..%u bytes, got '%s'\n",
+                        RFS_FRAME_MIN, RFS_FRAME_HARD_MAX, optarg);
+                return -1;
+            }
+            cfg->max_frame = (uint32_t)v;
+            break;
+        case O_LOG:
+            cfg->log_level = rfs_log_parse_level(optarg);
+            if (cfg->log_level < 0) {
+                fprintf(stderr, "rfsd: --log-level: expected error, warn, info or debug, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case O_HELP: usage(stdout); return 1;
+        default:
+            fprintf(stderr, "rfsd: unknown or incomplete option '%s' (see rfsd --help)\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rfsd: unexpected argument '%s' (see rfsd --help)\n", argv[optind]);
+        return -1;
+    }
+    if (!cfg->root) {
+        fprintf(stderr, "rfsd: --root DIR is required (see rfsd --help)\n");
+        return -1;
+    }
+    if (cfg->token_file && cfg->no_auth) {
+        fprintf(stderr, "rfsd: --token-file and --no-auth exclude each other\n");
+        return -1;
+    }
+    if (!cfg->token_file && !cfg->no_auth) {
+        fprintf(stderr, "rfsd: refusing to start without authentication: give --token-file FILE, "
+                        "or --no-auth to accept any client\n");
+        return -1;
+    }
+    if (cfg->threads < 2)
+        cfg->threads = 2;  /* one worker may wait on a lock; another must stay free */
+    return 0;
+}

@@ -1,0 +1,55 @@
+/* rfsd internals: configuration and the process-wide server state shared by the acceptor,
+ * connection readers and the worker pool. See docs/design.md "rfsd threading model". */
+#ifndef RFSD_SERVER_H
+#define RFSD_SERVER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/auth.h"
+
+#define RFSD_DEFAULT_LISTEN "127.0.0.1:7070"
+#define RFSD_MAX_CONNS 1024u            /* accepted connections beyond this are closed at once */
+#define RFSD_CONN_MAX_INFLIGHT 64u      /* requests read but not yet answered, per connection */
+#define RFSD_CONN_MAX_INFLIGHT_BYTES (64u * 1024u * 1024u)
+#define RFSD_MAX_HANDLES 4096u          /* open files per connection */
+#define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
+#define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
+
+typedef struct rfsd_config {
+    const char *root;
+    const char *listen;                 /* "HOST:PORT", "[v6]:PORT" */
+    const char *token_file;
+    int no_auth;
+    int threads;
+    uint32_t max_frame;
+    int log_level;
+} rfsd_config;
+
+struct rfsd_pool;
+struct rfsd_conn;
+
+typedef struct rfsd_server {
+    rfsd_config cfg;
+    int root_fd;                        /* the export root, opened once (O_PATH|O_DIRECTORY) */
+    struct rfsd_pool *pool;
+    char secret[RFS_TOKEN_MAX];
+    size_t secret_len;
+
+    pthread_mutex_t mu;                 /* guards the connection list and `stopping` */
+    pthread_cond_t conns_cv;            /* signalled when a connection ends */
+    struct rfsd_conn *conns;
+    struct rfsd_conn *dead;             /* ended, reader thread still to be joined */
+    unsigned nconns;
+    int stopping;
+} rfsd_server;
+
+/* options.c: parse argv. Returns 0 to run, 1 when --help was printed, -1 on a usage error
+ * (message already printed to stderr). */
+int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg);
+
+/* listen.c: bind+listen on cfg->listen; writes the actual "HOST:PORT" into addr. */
+int rfsd_listen(const char *spec, char *addr, size_t addr_cap, int *fd_out);
+
+#endif

@@ -1,0 +1,27 @@
+/* File views kept per handle (SET_VIEW): a decoded, flattened filetype and a displacement.
+ * VIEW_READ / VIEW_WRITE map a range of the view's data stream to file runs (rfs_flat_map)
+ * and do the list I/O with packed data. Built without dtype/, every call is RFS_E_UNSUPPORTED. */
+#ifndef RFSD_VIEW_H
+#define RFSD_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RFSD_MAX_VIEWS 16u
+
+struct rfs_flat;
+
+typedef struct rfsd_view {
+    struct rfs_flat *flat;   /* NULL: view not set */
+    uint64_t disp;
+} rfsd_view;
+
+int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown);
+/* Reads up to len bytes of the stream from pos; short only at end of file. */
+int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, void *buf,
+                   size_t len, size_t *done);
+int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
+                    size_t len);
+void rfsd_view_clear(rfsd_view *v);
+
+#endif

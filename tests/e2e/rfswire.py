@@ -1,0 +1,292 @@
+"""A small, independent Python implementation of the rfs wire protocol (proto/proto.h,
+docs/protocol.md), for black-box tests of rfsd with raw sockets. It shares no code with the C
+codec, so a bug in one shows up as a disagreement with the other.
+
+Frame header (24 bytes, little-endian): magic u32, version u16, op u16, flags u16, reserved u16,
+req_id u32, status u32, body_len u32. Error replies: u16 msg_len + msg."""
+import hashlib
+import hmac
+import os
+import socket
+import struct
+
+import pytest
+
+MAGIC = 0x31534652
+VERSION = 1
+HDR = struct.Struct("<IHHHHIII")
+F_REPLY = 1
+FRAME_MIN = 64 * 1024
+FRAME_DEFAULT = 4 * 1024 * 1024
+PRE_HELLO_MAX = 4096
+
+OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14, PWRITEV=15,
+          SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21, RENAME=22,
+          MKDIR=23, LIST=24, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
+          VIEW_WRITE=42)
+
+# rfs_err values travel as positive numbers
+E = dict(NOENT=1, EXIST=2, ACCESS=3, AUTH=4, ROFS=5, INVAL=6, NOSPC=7, ISDIR=8, NOTDIR=9,
+         NOTEMPTY=10, IO=11, PROTO=12, CONN=13, TIMEOUT=14, TOOBIG=15, NOMEM=16, BADF=17,
+         UNSUPPORTED=18, BUSY=19, NAME=20, VERSION=21, FBIG=22, DQUOT=23)
+
+O_RDONLY, O_WRONLY, O_RDWR = 1, 2, 3
+O_CREAT, O_EXCL, O_TRUNC, O_APPEND = 4, 8, 16, 32
+LOCK_SHARED, LOCK_EXCL = 1, 2
+TYPE_FILE, TYPE_DIR, TYPE_OTHER = 1, 2, 3
+
+
+class RfsError(Exception):
+    def __init__(self, status, msg, op=None):
+        name = next((k for k, v in E.items() if v == status), str(status))
+        super().__init__(f"{name}: {msg}")
+        self.status = status
+        self.name = name
+        self.msg = msg
+        self.op = op
+
+
+def header(op, req_id, body_len, flags=0, status=0, magic=MAGIC, version=VERSION, reserved=0):
+    return HDR.pack(magic, version, op, flags, reserved, req_id, status, body_len)
+
+
+def frame(op, req_id, body=b"", **kw):
+    return header(op, req_id, len(body), **kw) + body
+
+
+def wpath(p):
+    b = p.encode() if isinstance(p, str) else p
+    return struct.pack("<H", len(b)) + b
+
+
+# ---- request bodies ----
+def b_hello(min_v=1, max_v=1, max_frame=FRAME_DEFAULT):
+    return struct.pack("<HHI", min_v, max_v, max_frame)
+
+
+def b_auth(client_nonce, mac):
+    return client_nonce + mac
+
+
+def b_open(path, flags, mode=0o644):
+    return struct.pack("<II", flags, mode) + wpath(path)
+
+
+def b_fh(fh):
+    return struct.pack("<I", fh)
+
+
+def b_pread(fh, off, length):
+    return struct.pack("<IQI", fh, off, length)
+
+
+def b_pwrite(fh, off, data):
+    return struct.pack("<IQ", fh, off) + data
+
+
+def b_iov(fh, extents, data=b""):
+    return struct.pack("<II", fh, len(extents)) + b"".join(
+        struct.pack("<QQ", o, n) for o, n in extents) + data
+
+
+def b_size(fh, size):
+    return struct.pack("<IQ", fh, size)
+
+
+def b_path(p):
+    return wpath(p)
+
+
+def b_rename(a, b):
+    return wpath(a) + wpath(b)
+
+
+def b_mkdir(p, mode=0o755):
+    return struct.pack("<I", mode) + wpath(p)
+
+
+def b_list(p, start=0):
+    return struct.pack("<I", start) + wpath(p)
+
+
+def b_counter(fh, key, delta, set_=0):
+    return struct.pack("<IIIq", fh, key, set_, delta)
+
+
+def b_lock(fh, off, length, mode, wait_ms):
+    return struct.pack("<IQQII", fh, off, length, mode, wait_ms)
+
+
+def b_unlock(fh, off, length):
+    return struct.pack("<IQQ", fh, off, length)
+
+
+def client_mac(secret, server_nonce, client_nonce):
+    return hmac.new(secret, b"rfs-auth-client-v1" + server_nonce + client_nonce,
+                    hashlib.sha256).digest()
+
+
+def server_mac(secret, server_nonce, client_nonce):
+    return hmac.new(secret, b"rfs-auth-server-v1" + client_nonce + server_nonce,
+                    hashlib.sha256).digest()
+
+
+class Reply:
+    def __init__(self, hdr, body):
+        (self.magic, self.version, self.op, self.flags, self.reserved, self.req_id, self.status,
+         self.body_len) = hdr
+        self.body = body
+
+    def error(self):
+        n = struct.unpack_from("<H", self.body)[0]
+        return RfsError(self.status, self.body[2:2 + n].decode(errors="replace"), self.op)
+
+    def check(self):
+        if self.status:
+            raise self.error()
+        return self
+
+    def u64(self):
+        return struct.unpack("<Q", self.check().body)[0]
+
+    def i64(self):
+        return struct.unpack("<q", self.check().body)[0]
+
+
+def parse_list(body):
+    count, nxt = struct.unpack_from("<II", body)
+    p, out = 8, []
+    for _ in range(count):
+        typ, mode, size, mtime, nlen = struct.unpack_from("<IIQqH", body, p)
+        p += 26
+        out.append(dict(name=body[p:p + nlen].decode(), type=typ, mode=mode, size=size,
+                        mtime_ns=mtime))
+        p += nlen
+    assert p == len(body), "LIST reply has trailing bytes"
+    return out, nxt
+
+
+class Conn:
+    """One connection. send() pipelines; recv() returns replies in the server's order."""
+
+    def __init__(self, host, port, timeout=15):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.next_id = 1
+        self.max_frame = PRE_HELLO_MAX
+
+    @classmethod
+    def to(cls, srv, **kw):
+        return cls(srv.host, srv.port, **kw)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send(self, op, body=b"", **kw):
+        rid = self.next_id
+        self.next_id += 1
+        self.sock.sendall(frame(OP[op] if isinstance(op, str) else op, rid, body, **kw))
+        return rid
+
+    def _exact(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError(f"connection closed after {len(buf)} of {n} bytes")
+            buf += chunk
+        return bytes(buf)
+
+    def recv(self):
+        h = HDR.unpack(self._exact(HDR.size))
+        rep = Reply(h, self._exact(h[7]) if h[7] else b"")
+        assert rep.magic == MAGIC and rep.flags == F_REPLY and rep.reserved == 0
+        return rep
+
+    def call(self, op, body=b"", **kw):
+        rid = self.send(op, body, **kw)
+        rep = self.recv()
+        assert rep.req_id == rid, (rep.req_id, rid)
+        return rep
+
+    def peer_closed(self):
+        """True when the server closed the connection (EOF), waiting at most the socket timeout."""
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    return True
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    # ---- session ----
+    def hello(self, max_frame=FRAME_DEFAULT, min_v=1, max_v=1):
+        rep = self.call("HELLO", b_hello(min_v, max_v, max_frame)).check()
+        version, reserved, mf, auth_req = struct.unpack_from("<HHII", rep.body)
+        nonce = rep.body[12:44]
+        assert len(rep.body) == 44
+        return dict(version=version, max_frame=mf, auth_required=auth_req, nonce=nonce)
+
+    def auth(self, token, server_nonce):
+        secret = token.encode() if isinstance(token, str) else token
+        cn = os.urandom(32)
+        rep = self.call("AUTH", b_auth(cn, client_mac(secret, server_nonce, cn))).check()
+        assert hmac.compare_digest(rep.body, server_mac(secret, server_nonce, cn)), \
+            "server proved no knowledge of the secret"
+        return rep
+
+    def handshake(self, token=None, max_frame=FRAME_DEFAULT):
+        h = self.hello(max_frame)
+        if h["auth_required"]:
+            self.auth(token, h["nonce"])
+        self.max_frame = h["max_frame"]
+        return h
+
+    # ---- convenience (sequential) ----
+    def open(self, path, flags, mode=0o644):
+        rep = self.call("OPEN", b_open(path, flags, mode)).check()
+        fh, size = struct.unpack("<IQ", rep.body)
+        return fh
+
+    def close_fh(self, fh):
+        self.call("CLOSE", b_fh(fh)).check()
+
+    def pwrite(self, fh, off, data):
+        return self.call("PWRITE", b_pwrite(fh, off, data)).u64()
+
+    def pread(self, fh, off, n):
+        return self.call("PREAD", b_pread(fh, off, n)).check().body
+
+    def stat(self, path):
+        rep = self.call("STAT", b_path(path)).check()
+        typ, mode, size, mtime = struct.unpack("<IIQq", rep.body)
+        return dict(type=typ, mode=mode, size=size, mtime_ns=mtime)
+
+
+def session(srv, **kw):
+    """A connected, authenticated Conn to a conftest Server."""
+    c = Conn.to(srv, **kw)
+    c.handshake(srv.token)
+    return c
+
+
+@pytest.fixture(autouse=True)
+def rfsd_exits_cleanly(request):
+    """After each test that used the `rfsd` fixture: SIGTERM must end the server with status 0
+    (so a sanitizer report or a leak found at exit fails the test that caused it)."""
+    yield
+    srv = request.node.funcargs.get("rfsd")
+    if srv is not None:
+        rc = srv.stop()
+        assert rc == 0, f"rfsd exited with status {rc}: {srv.proc.stderr.read()[-4000:]}"

@@ -1,0 +1,77 @@
+"""ABT over the real client and server: bytes on the server's disk after buffered and staged
+writes, and delivery of staged data by recovery after the server died mid-run."""
+import subprocess
+
+import pytest
+
+from conftest import Server, binary
+
+
+def pattern(size, seed):
+    out = bytearray(size)
+    for x in range(size):
+        out[x] = (((x * 2654435761) & 0xFFFFFFFFFFFFFFFF) >> 13 ^ seed ^ (x >> 20)) & 0xFF
+    return bytes(out)
+
+
+def run_writer(srv, name, staging, cap, size, seed, wait=False, **kw):
+    args = [binary("abt_remote"), "write", srv.url(name), str(staging), str(cap), str(size), str(seed)]
+    if wait:
+        args.append("--wait")
+    return subprocess.Popen(args, env=srv.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def parse(out):
+    first = [l for l in out.splitlines() if l.startswith("sync=")][0]
+    return {k: int(v) for k, v in (p.split("=") for p in first.split())}
+
+
+@pytest.mark.parametrize("cap", [64 << 20, 1], ids=["buffered", "all-staged"])
+def test_bytes_on_server_match(rfsd, tmp_path, cap):
+    staging = tmp_path / "staging"
+    size = 3_000_000 + 17
+    p = run_writer(rfsd, "/abt.bin", staging, cap, size, 7)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, out + err
+    r = parse(out)
+    assert r["sync"] == 0 and r["close"] == 0 and r["finalize"] == 0, out
+    if cap == 1:
+        assert r["staged_fg"] == size
+    assert (rfsd.root / "abt.bin").read_bytes() == pattern(size, 7)
+    assert list(staging.iterdir()) == []  # nothing left after a clean run
+
+
+def test_server_killed_then_recover(tmp_path):
+    root = tmp_path / "export"
+    root.mkdir()
+    staging = tmp_path / "staging"
+    srv = Server(root, token="s3cret-token")
+    size = 2_000_000
+    p = run_writer(srv, "/killed.bin", staging, 1, size, 3, wait=True)
+    assert p.stdout.readline().strip() == "opened"
+    port = srv.port
+    srv.stop(sig=9)
+    out, err = p.communicate("go\n", timeout=120)
+    assert p.returncode == 0, out + err
+    r = parse(out)
+    # The failure is reported at sync (once), and finalize says data is waiting for recovery.
+    assert r["sync"] != 0, out
+    assert r["finalize"] != 0, out
+    assert "rfs recover" in out
+    assert "killed.bin" in out
+    journals = list(staging.iterdir())
+    assert len(journals) == 1
+    assert not (root / "killed.bin").exists() or (root / "killed.bin").stat().st_size < size
+
+    # Restart on the same port so the names recorded in the journal resolve.
+    srv2 = Server(root, token="s3cret-token", listen=f"127.0.0.1:{port}")
+    try:
+        rec = subprocess.run([binary("abt_remote"), "recover", str(staging)], env=srv2.env(),
+                             capture_output=True, text=True, timeout=120)
+        assert rec.returncode == 0, rec.stdout + rec.stderr
+        assert f"bytes={size}" in rec.stdout
+        assert (root / "killed.bin").read_bytes() == pattern(size, 3)
+        assert list(staging.iterdir()) == []
+    finally:
+        srv2.stop()
