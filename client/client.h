@@ -1,0 +1,162 @@
+/* Internals of the rfs client library shared by the files in client/ (not installed).
+ *
+ * Structure: name.c parses names, options.c resolves options and the token, conn.c owns one
+ * connection (transport + receiver thread + pending requests), handshake.c runs HELLO/AUTH,
+ * pool.c shares connections between files, file.c opens/closes files and does the small ops,
+ * xfer.c pipelines large and list transfers over a file's streams, meta.c does the
+ * path-based calls, services.c the MPI-IO services (counter, locks, views). */
+#ifndef RFS_CLIENT_CLIENT_H
+#define RFS_CLIENT_CLIENT_H
+
+#include "rfs/rfs.h"
+#include "common/auth.h"
+#include "proto/proto.h"
+#include "transport/transport.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RFS_CLIENT_MAX_STREAMS 16
+#define RFS_CLIENT_MAX_WINDOW 64
+#define RFS_CLIENT_LABEL_MAX (sizeof "rfs:[]:65535:" + 255 + 4096)
+
+/* ---- names (name.c) ---- */
+/* "host:port", IPv6 in brackets. */
+void rfs_name_server(const rfs_name *n, char *buf, size_t cap);
+/* "rfs:host:port:/path" for messages. */
+void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
+
+/* ---- options (options.c) ---- */
+typedef struct rfs_copts {
+    int connect_timeout_ms;
+    int io_timeout_ms;
+    int streams;
+    int sndbuf, rcvbuf;
+    uint32_t max_frame;
+    int window;
+    int has_token;
+    char token[RFS_TOKEN_MAX];
+} rfs_copts;
+
+/* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
+ * the file for messages. */
+int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out);
+
+/* ---- monotonic clock ---- */
+int64_t rfs_now_ns(void);
+
+/* ---- one request in flight (conn.c) ---- */
+typedef struct rfs_call {
+    struct rfs_call *next;     /* hash chain in the connection's pending table */
+    uint32_t id;
+    uint16_t op;
+    int64_t deadline_ns;
+    int timeout_ms;
+    pthread_cond_t cv;         /* CLOCK_MONOTONIC */
+    /* A read's payload goes straight here (PREAD, PREADV, VIEW_READ); NULL otherwise. */
+    void *dst;
+    size_t dst_cap;
+    /* Results, written by the receiver (or by a connection failure) before done is set. */
+    int done;
+    int rc;                    /* RFS_OK: a reply came (see status); < 0: no reply (conn failure) */
+    int status;                /* the reply's rfs_err */
+    rfs_rep rep;               /* decoded reply; pointers into body */
+    uint8_t *body;             /* owned copy of a non-payload reply body */
+    size_t data_len;           /* payload bytes stored at dst */
+} rfs_call;
+
+void rfs_call_init(rfs_call *call);
+/* Frees the reply body and clears results, so the call can be reused. */
+void rfs_call_reset(rfs_call *call);
+void rfs_call_destroy(rfs_call *call);
+
+/* ---- connections (conn.c, handshake.c) ---- */
+typedef struct rfs_conn rfs_conn;
+
+struct rfs_conn {
+    /* Pool bookkeeping: guarded by the pool's lock (pool.c). */
+    rfs_conn *pool_next;
+    int refs;
+    int has_token;
+    char token[RFS_TOKEN_MAX];
+    char host[256];
+    uint16_t port;
+    char server[300];          /* "host:port" */
+
+    rfs_transport *t;
+    pthread_mutex_t send_lock; /* one frame at a time on the wire */
+
+    pthread_mutex_t lock;      /* everything below */
+    uint32_t next_id;
+    rfs_call *pending[64];
+    size_t npending;
+    uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
+    int dead;
+    int dead_err;
+    char dead_msg[768];
+    int stopping;
+    pthread_cond_t wd_cv;
+    pthread_t receiver, watchdog;
+    int threads_started;
+};
+
+/* Connects, runs HELLO/AUTH and starts the receiver. The new connection has refs = 1.
+ * On failure the message names the server and the cause. */
+int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out);
+/* Stops the threads, closes the transport and frees c (refs must be 0). */
+void rfs_conn_free(rfs_conn *c);
+int rfs_conn_is_dead(rfs_conn *c);
+uint32_t rfs_conn_max_frame(rfs_conn *c);
+
+/* Registers call, encodes req (req->id is set here) and sends it with req->data as the
+ * payload and ext_src as the PREADV/PWRITEV extents. Returns RFS_OK when the call is pending
+ * (a send failure then completes it with an error: always rfs_conn_wait it), or a negative
+ * rfs_err with the message set when nothing was sent and the call is not pending. */
+int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                   int timeout_ms);
+/* Waits for the call. Returns RFS_OK when a reply arrived (call->status may still be an
+ * error), or the connection failure (RFS_E_CONN / RFS_E_TIMEOUT / RFS_E_PROTO) with the
+ * message "cause" (without the server: callers prefix the file label). */
+int rfs_conn_wait(rfs_conn *c, rfs_call *call);
+/* start + wait + turns a failure or error reply into rfs_fail("label: cause"). */
+int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, const char *label);
+/* The outcome of a finished call as an rfs_err with the message "label: cause". */
+int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *label);
+/* Marks c dead, fails every pending call with err, unblocks the receiver. */
+void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* HELLO + AUTH on a connection whose receiver runs (handshake.c). */
+int rfs_handshake(rfs_conn *c, const rfs_copts *o);
+
+/* ---- pool (pool.c) ---- */
+/* count connections to host:port authenticated with o's token; shares live ones. */
+int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                 const char *label);
+void rfs_pool_put(rfs_conn *c);
+
+/* ---- files (file.c) ---- */
+struct rfs_file {
+    rfs_name name;
+    char server[300];
+    char label[RFS_CLIENT_LABEL_MAX];
+    unsigned flags;
+    int nconn;
+    rfs_conn *conn[RFS_CLIENT_MAX_STREAMS];
+    uint32_t fh[RFS_CLIENT_MAX_STREAMS];
+    int io_timeout_ms;
+    int window;
+    size_t chunk;              /* data bytes per frame, for every stream of this file */
+};
+
+/* Payload bytes that fit one frame of max_frame, with room for any op's fixed fields. */
+size_t rfs_chunk_for_frame(uint32_t max_frame);
+
+/* ---- pipelined transfers (xfer.c) ---- */
+int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
+                    const void *wbuf, size_t len, size_t *done);
+int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
+                  const void *wbuf, size_t *done);
+
+#endif

@@ -1,0 +1,509 @@
+/* One connection to a server: a transport, a table of pending requests keyed by request id,
+ * a receiver thread that reads reply frames and completes the matching request, and a
+ * watchdog that closes the connection when any request outlives its deadline.
+ *
+ * Any number of threads may have requests in flight; replies may come in any order. Sends
+ * are serialised frame by frame (send_lock); receives happen only in the receiver thread,
+ * which reads a read's payload straight into the caller's buffer.
+ *
+ * Failure model: any transport error, malformed reply or timeout kills the connection: every
+ * pending request fails at once with the cause, and later requests fail without being sent.
+ * Nothing is retried here (a lost PWRITE may or may not have reached the disk, so replaying
+ * it silently could reorder data); callers see the error and decide. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NBUCKETS (sizeof ((rfs_conn *)0)->pending / sizeof ((rfs_conn *)0)->pending[0])
+#define WATCHDOG_PERIOD_MS 250
+
+static void ts_at(struct timespec *ts, int64_t ns)
+{
+    ts->tv_sec = (time_t)(ns / 1000000000);
+    ts->tv_nsec = (long)(ns % 1000000000);
+}
+
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* ---- calls ---- */
+
+void rfs_call_init(rfs_call *call)
+{
+    memset(call, 0, sizeof *call);
+    cond_init_monotonic(&call->cv);
+}
+
+void rfs_call_reset(rfs_call *call)
+{
+    free(call->body);
+    call->body = NULL;
+    call->next = NULL;
+    call->id = 0;
+    call->op = 0;
+    call->deadline_ns = 0;
+    call->timeout_ms = 0;
+    call->dst = NULL;
+    call->dst_cap = 0;
+    call->done = 0;
+    call->rc = 0;
+    call->status = 0;
+    memset(&call->rep, 0, sizeof call->rep);
+    call->data_len = 0;
+}
+
+void rfs_call_destroy(rfs_call *call)
+{
+    rfs_call_reset(call);
+    pthread_cond_destroy(&call->cv);
+}
+
+/* ---- pending table (caller holds c->lock) ---- */
+
+static void pending_add(rfs_conn *c, rfs_call *call)
+{
+    size_t b = call->id % NBUCKETS;
+    call->next = c->pending[b];
+    c->pending[b] = call;
+    c->npending++;
+}
+
+static rfs_call *pending_take(rfs_conn *c, uint32_t id)
+{
+    rfs_call **pp = &c->pending[id % NBUCKETS];
+    for (; *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            rfs_call *call = *pp;
+            *pp = call->next;
+            call->next = NULL;
+            c->npending--;
+            return call;
+        }
+    }
+    return NULL;
+}
+
+/* Marks the call finished and wakes its waiter (caller holds c->lock, so the waiter cannot
+ * free the call before we let go of it). */
+static void complete_locked(rfs_call *call)
+{
+    call->done = 1;
+    pthread_cond_signal(&call->cv);
+}
+
+/* ---- death ---- */
+
+void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...)
+{
+    char msg[sizeof c->dead_msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+
+    int first = 0;
+    pthread_mutex_lock(&c->lock);
+    if (!c->dead) {
+        first = 1;
+        c->dead = 1;
+        c->dead_err = err;
+        snprintf(c->dead_msg, sizeof c->dead_msg, "%s", msg);
+        for (size_t b = 0; b < NBUCKETS; b++) {
+            rfs_call *call = c->pending[b];
+            c->pending[b] = NULL;
+            while (call) {
+                rfs_call *next = call->next;
+                call->next = NULL;
+                call->rc = err;
+                complete_locked(call);
+                call = next;
+            }
+        }
+        c->npending = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    /* Unblocks the receiver (and a writer stuck on a full socket) without freeing anything. */
+    if (first && c->t)
+        c->t->ops->shutdown(c->t);
+}
+
+int rfs_conn_is_dead(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int d = c->dead;
+    pthread_mutex_unlock(&c->lock);
+    return d;
+}
+
+uint32_t rfs_conn_max_frame(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    uint32_t m = c->max_frame;
+    pthread_mutex_unlock(&c->lock);
+    return m;
+}
+
+/* ---- receiver ---- */
+
+/* Reads the body of a reply for call. Returns 0, RFS_E_CONN (transport) or RFS_E_PROTO, with
+ * the message set. */
+static int receive_body(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
+{
+    int rc;
+    if (h->status == 0 && call->dst) {
+        /* PREAD / PREADV / VIEW_READ: the body is the payload; put it where the caller wants it. */
+        if (h->body_len > call->dst_cap)
+            return rfs_fail(RFS_E_PROTO, "server sent %u bytes in reply to a %s of %zu bytes",
+                            h->body_len, rfs_op_name(h->op), call->dst_cap);
+        if (h->body_len && (rc = rfs_transport_read_all(c->t, call->dst, h->body_len)))
+            return rc;
+        if ((rc = rfs_rep_decode(h, call->dst, h->body_len, &call->rep)))
+            return RFS_E_PROTO;
+        call->data_len = h->body_len;
+    } else {
+        uint8_t *body = malloc(h->body_len ? h->body_len : 1);
+        if (!body)
+            return rfs_fail(RFS_E_PROTO, "out of memory for a %u-byte reply", h->body_len);
+        if (h->body_len && (rc = rfs_transport_read_all(c->t, body, h->body_len))) {
+            free(body);
+            return rc;
+        }
+        if (rfs_rep_decode(h, body, h->body_len, &call->rep)) {
+            free(body);
+            return RFS_E_PROTO;
+        }
+        call->body = body;
+        call->data_len = call->rep.data_len;
+    }
+    call->status = rfs_err_from_wire(h->status);
+    call->rc = RFS_OK;
+    return RFS_OK;
+}
+
+static void lost(rfs_conn *c, int rc)
+{
+    if (rc == RFS_E_PROTO)
+        rfs_conn_kill(c, RFS_E_PROTO, "malformed reply from server: %s", rfs_last_error());
+    else
+        rfs_conn_kill(c, RFS_E_CONN, "%s", rfs_last_error());
+}
+
+static void *receiver_main(void *arg)
+{
+    rfs_conn *c = arg;
+    for (;;) {
+        uint8_t hb[RFS_HDR_SIZE];
+        int rc = rfs_transport_read_all(c->t, hb, sizeof hb);
+        if (rc) {
+            lost(c, RFS_E_CONN);
+            break;
+        }
+        rfs_hdr h;
+        int drc = rfs_hdr_decode(hb, rfs_conn_max_frame(c), &h);
+        if (!drc && !(h.flags & RFS_F_REPLY))
+            drc = rfs_fail(RFS_E_PROTO, "server sent a request frame (%s)", rfs_op_name(h.op));
+        if (drc) {
+            lost(c, RFS_E_PROTO);
+            break;
+        }
+        pthread_mutex_lock(&c->lock);
+        rfs_call *call = pending_take(c, h.req_id);
+        pthread_mutex_unlock(&c->lock);
+        if (!call) {
+            rfs_conn_kill(c, RFS_E_PROTO, "reply to unknown request id %u (%s)", h.req_id,
+                          rfs_op_name(h.op));
+            break;
+        }
+        if (call->op != h.op) {
+            rc = rfs_fail(RFS_E_PROTO, "%s reply to a %s request", rfs_op_name(h.op),
+                          rfs_op_name(call->op));
+        } else {
+            rc = receive_body(c, &h, call);
+        }
+        if (rc) {
+            /* The call left the table, so the kill below does not see it: fail it here. */
+            lost(c, rc);
+            pthread_mutex_lock(&c->lock);
+            call->rc = c->dead_err;
+            complete_locked(call);
+            pthread_mutex_unlock(&c->lock);
+            break;
+        }
+        pthread_mutex_lock(&c->lock);
+        complete_locked(call);
+        pthread_mutex_unlock(&c->lock);
+    }
+    return NULL;
+}
+
+/* Bounds every request, including one whose sender is stuck writing to a server that stopped
+ * reading: the waiter cannot notice that, so this thread does. */
+static void *watchdog_main(void *arg)
+{
+    rfs_conn *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping) {
+        struct timespec ts;
+        ts_at(&ts, rfs_now_ns() + (int64_t)WATCHDOG_PERIOD_MS * 1000000);
+        pthread_cond_timedwait(&c->wd_cv, &c->lock, &ts);
+        if (c->stopping || c->dead)
+            continue;
+        int64_t now = rfs_now_ns();
+        rfs_call *late = NULL;
+        for (size_t b = 0; b < NBUCKETS && !late; b++)
+            for (rfs_call *call = c->pending[b]; call && !late; call = call->next)
+                if (call->deadline_ns && now > call->deadline_ns)
+                    late = call;
+        if (late) {
+            uint16_t op = late->op;
+            int ms = late->timeout_ms;
+            pthread_mutex_unlock(&c->lock);
+            rfs_conn_kill(c, RFS_E_TIMEOUT, "no reply to %s within %d ms; connection closed",
+                          rfs_op_name(op), ms);
+            pthread_mutex_lock(&c->lock);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* ---- requests ---- */
+
+static int fail_dead(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int err = c->dead_err;
+    char msg[sizeof c->dead_msg];
+    snprintf(msg, sizeof msg, "%s", c->dead_msg);
+    pthread_mutex_unlock(&c->lock);
+    return rfs_fail(err, "%s (server file handles do not survive a lost connection: reopen "
+                    "the file)", msg);
+}
+
+int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                   int timeout_ms)
+{
+    uint8_t small[256];
+    size_t need = rfs_req_encoded_size(req);
+    if (need == 0)
+        return rfs_fail(RFS_E_INVAL, "request with unknown op %u", req->op);
+    uint8_t *buf = need <= sizeof small ? small : malloc(need);
+    if (!buf)
+        return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
+
+    pthread_mutex_lock(&c->lock);
+    int dead = c->dead;
+    uint32_t id = c->next_id++;
+    if (c->next_id == 0)
+        c->next_id = 1;
+    uint32_t max_frame = c->max_frame;
+    pthread_mutex_unlock(&c->lock);
+    int rc;
+    if (dead) {
+        rc = fail_dead(c);
+        goto out;
+    }
+    req->id = id;
+    size_t len;
+    if ((rc = rfs_req_encode(req, ext_src, buf, need, &len)))
+        goto out;
+    uint64_t frame = (uint64_t)len + req->data_len;
+    if (frame > max_frame) {
+        rc = rfs_fail(RFS_E_TOOBIG, "%s frame of %llu bytes over the negotiated %u-byte limit",
+                      rfs_op_name(req->op), (unsigned long long)frame, max_frame);
+        goto out;
+    }
+
+    call->id = id;
+    call->op = req->op;
+    call->timeout_ms = timeout_ms;
+    call->deadline_ns = rfs_now_ns() + (int64_t)timeout_ms * 1000000;
+    call->done = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->dead) {
+        pthread_mutex_unlock(&c->lock);
+        rc = fail_dead(c);
+        goto out;
+    }
+    pending_add(c, call);
+    pthread_mutex_unlock(&c->lock);
+
+    struct iovec iov[2] = {{buf, len}, {(void *)req->data, req->data_len}};
+    pthread_mutex_lock(&c->send_lock);
+    /* A dead connection is shut down; skip the write rather than fail on it. */
+    int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, req->data_len ? 2 : 1);
+    pthread_mutex_unlock(&c->send_lock);
+    if (wrc)
+        rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending %s: %s",
+                      rfs_op_name(req->op), rfs_last_error());
+    rc = RFS_OK;
+out:
+    if (buf != small)
+        free(buf);
+    return rc;
+}
+
+int rfs_conn_wait(rfs_conn *c, rfs_call *call)
+{
+    int timed_out = 0;
+    pthread_mutex_lock(&c->lock);
+    while (!call->done) {
+        if (timed_out) {
+            pthread_cond_wait(&call->cv, &c->lock);
+            continue;
+        }
+        struct timespec ts;
+        ts_at(&ts, call->deadline_ns);
+        int r = pthread_cond_timedwait(&call->cv, &c->lock, &ts);
+        if (r == ETIMEDOUT && !call->done) {
+            /* The reply may be half read; only killing the connection makes the receiver
+             * let go of our buffer, and then it (or the kill) completes the call. */
+            timed_out = 1;
+            uint16_t op = call->op;
+            pthread_mutex_unlock(&c->lock);
+            rfs_conn_kill(c, RFS_E_TIMEOUT, "no reply to %s within %d ms; connection closed",
+                          rfs_op_name(op), call->timeout_ms);
+            pthread_mutex_lock(&c->lock);
+        }
+    }
+    int rc = call->rc;
+    char msg[sizeof c->dead_msg];
+    if (rc)
+        snprintf(msg, sizeof msg, "%s", c->dead_msg);
+    pthread_mutex_unlock(&c->lock);
+    if (rc)
+        return rfs_fail(rc, "%s", msg);
+    return RFS_OK;
+}
+
+int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *label)
+{
+    (void)c;
+    if (wait_rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        return rfs_fail(wait_rc, "%s: %s", label, cause);
+    }
+    if (call->status) {
+        if (call->rep.u.err.len)
+            return rfs_fail(call->status, "%s: %.*s", label, (int)call->rep.u.err.len,
+                            call->rep.u.err.s);
+        return rfs_fail(call->status, "%s: %s", label, rfs_strerror(call->status));
+    }
+    return RFS_OK;
+}
+
+int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, const char *label)
+{
+    int rc = rfs_conn_start(c, call, req, NULL, timeout_ms);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        return rfs_fail(rc, "%s: %s", label, cause);
+    }
+    return rfs_call_result(c, call, rfs_conn_wait(c, call), label);
+}
+
+/* ---- lifecycle ---- */
+
+/* Library threads must not take the application's signals. */
+static int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int r = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
+int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out)
+{
+    *out = NULL;
+    rfs_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return rfs_fail(RFS_E_NOMEM, "out of memory for a connection");
+    snprintf(c->host, sizeof c->host, "%s", host);
+    c->port = port;
+    if (strchr(host, ':'))
+        snprintf(c->server, sizeof c->server, "[%s]:%u", host, port);
+    else
+        snprintf(c->server, sizeof c->server, "%s:%u", host, port);
+    c->has_token = o->has_token;
+    memcpy(c->token, o->token, sizeof c->token);
+    c->refs = 1;
+    c->next_id = 1;
+    c->max_frame = RFS_PRE_HELLO_MAX;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->send_lock, NULL);
+    cond_init_monotonic(&c->wd_cv);
+
+    rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
+                             .rcvbuf = o->rcvbuf, .nodelay = 1};
+    int rc = rfs_tcp_connect(host, port, &to, &c->t);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        c->t = NULL;
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_fail(rc, "cannot connect: %s", cause);
+    }
+    if (start_thread(&c->receiver, receiver_main, c)) {
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_fail(RFS_E_NOMEM, "cannot start the connection's receiver thread");
+    }
+    c->threads_started = 1;   /* receiver only: free() joins it */
+    if (start_thread(&c->watchdog, watchdog_main, c)) {
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_fail(RFS_E_NOMEM, "cannot start the connection's watchdog thread");
+    }
+    c->threads_started = 2;
+    if ((rc = rfs_handshake(c, o))) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_fail(rc, "%s", cause);
+    }
+    *out = c;
+    return RFS_OK;
+}
+
+void rfs_conn_free(rfs_conn *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    pthread_cond_signal(&c->wd_cv);
+    pthread_mutex_unlock(&c->lock);
+    rfs_conn_kill(c, RFS_E_CONN, "connection closed by the client");
+    if (c->threads_started >= 1)
+        pthread_join(c->receiver, NULL);
+    if (c->threads_started >= 2)
+        pthread_join(c->watchdog, NULL);
+    rfs_transport_close(c->t);
+    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->send_lock);
+    pthread_cond_destroy(&c->wd_cv);
+    /* The token is a secret: do not leave it in freed memory. */
+    explicit_bzero(c->token, sizeof c->token);
+    free(c);
+}

@@ -1,0 +1,284 @@
+/* rfs_file: open/close and the small per-file operations.
+ *
+ * A file holds one server handle per stream connection (handles belong to a connection on
+ * the server). With several streams the file is opened once per connection: the first OPEN
+ * carries CREAT/EXCL/TRUNC, the others open the file that now exists.
+ *
+ * When a file's connection dies its handles are gone with it: every later operation fails
+ * with RFS_E_CONN and the file must be closed and reopened (new opens get new connections).
+ * Writes are never replayed behind the caller's back. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPEN_FLAGS_KNOWN (RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND)
+
+size_t rfs_chunk_for_frame(uint32_t max_frame)
+{
+    /* Leave 4 KiB for headers, fixed fields and extents' bookkeeping; keep 4 KiB alignment so
+     * the server's disk I/O stays page aligned for aligned transfers. */
+    return ((size_t)max_frame - 4096u) & ~(size_t)4095u;
+}
+
+static int open_one(rfs_file *f, int s, unsigned flags, unsigned mode)
+{
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_OPEN;
+    req.u.open.path.s = f->name.path;
+    req.u.open.path.len = (uint16_t)strlen(f->name.path);
+    req.u.open.flags = flags;
+    req.u.open.mode = mode;
+    int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
+    if (!rc)
+        f->fh[s] = call.rep.u.open.fh;
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+static int close_one(rfs_file *f, int s)
+{
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_CLOSE;
+    req.u.fh.fh = f->fh[s];
+    int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+static void release_conns(rfs_file *f)
+{
+    for (int s = 0; s < f->nconn; s++)
+        rfs_pool_put(f->conn[s]);
+    f->nconn = 0;
+}
+
+int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out)
+{
+    if (!out)
+        return rfs_fail(RFS_E_INVAL, "rfs_open: NULL output pointer");
+    *out = NULL;
+    if (!name)
+        return rfs_fail(RFS_E_INVAL, "rfs_open: NULL name");
+    rfs_file *f = calloc(1, sizeof *f);
+    if (!f)
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
+    int rc = rfs_parse_name(name, &f->name);
+    if (rc)
+        goto fail;
+    rfs_name_server(&f->name, f->server, sizeof f->server);
+    rfs_name_label(&f->name, f->label, sizeof f->label);
+    if ((flags & ~OPEN_FLAGS_KNOWN) || (flags & RFS_O_ACCMODE) == 0) {
+        rc = rfs_fail(RFS_E_INVAL, "%s: bad open flags 0x%x (need exactly one of RFS_O_RDONLY, "
+                      "RFS_O_WRONLY, RFS_O_RDWR)", f->label, flags);
+        goto fail;
+    }
+    if (mode & ~07777u) {
+        rc = rfs_fail(RFS_E_INVAL, "%s: bad mode 0%o", f->label, mode);
+        goto fail;
+    }
+    if ((flags & RFS_O_ACCMODE) == RFS_O_RDONLY && (flags & RFS_O_TRUNC)) {
+        rc = rfs_fail(RFS_E_INVAL, "%s: RFS_O_TRUNC needs write access", f->label);
+        goto fail;
+    }
+    rfs_copts o;
+    if ((rc = rfs_copts_resolve(opts, f->label, &o)))
+        goto fail;
+    f->flags = flags;
+    f->io_timeout_ms = o.io_timeout_ms;
+    f->window = o.window;
+    if ((rc = rfs_pool_get(&f->name, &o, o.streams, f->conn, f->label)))
+        goto fail;
+    f->nconn = o.streams;
+    uint32_t mf = UINT32_MAX;
+    for (int s = 0; s < f->nconn; s++) {
+        uint32_t m = rfs_conn_max_frame(f->conn[s]);
+        mf = m < mf ? m : mf;
+    }
+    f->chunk = rfs_chunk_for_frame(mf);
+
+    for (int s = 0; s < f->nconn; s++) {
+        unsigned fl = s == 0 ? flags : flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC);
+        if ((rc = open_one(f, s, fl, mode))) {
+            char cause[1536];
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            while (s > 0)
+                close_one(f, --s);
+            release_conns(f);
+            rc = rfs_fail(rc, "%s", cause);
+            goto fail;
+        }
+    }
+    explicit_bzero(o.token, sizeof o.token);
+    *out = f;
+    return RFS_OK;
+fail:
+    free(f);
+    return rc;
+}
+
+int rfs_close(rfs_file *f)
+{
+    if (!f)
+        return RFS_OK;
+    int first = RFS_OK;
+    char cause[1536] = "";
+    for (int s = 0; s < f->nconn; s++) {
+        int rc = close_one(f, s);
+        if (rc && !first) {
+            first = rc;
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        }
+    }
+    release_conns(f);
+    free(f);
+    if (first)
+        return rfs_fail(first, "%s", cause);
+    rfs_clear_error();
+    return RFS_OK;
+}
+
+const char *rfs_file_server(const rfs_file *f) { return f ? f->server : ""; }
+const char *rfs_file_path(const rfs_file *f) { return f ? f->name.path : ""; }
+
+static int read_only(rfs_file *f)
+{
+    return (f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY;
+}
+
+static int fail_ro(rfs_file *f)
+{
+    return rfs_fail(RFS_E_ROFS, "%s: file was opened read-only", f->label);
+}
+
+int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || (!buf && len))
+        return rfs_fail(RFS_E_INVAL, "rfs_pread: NULL argument");
+    return rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done);
+}
+
+int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || (!buf && len))
+        return rfs_fail(RFS_E_INVAL, "rfs_pwrite: NULL argument");
+    if (read_only(f))
+        return fail_ro(f);
+    return rfs_xfer_contig(f, RFS_OP_PWRITE, 0, off, NULL, buf, len, done);
+}
+
+int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || (n && (!ext || !buf)))
+        return rfs_fail(RFS_E_INVAL, "rfs_preadv: NULL argument");
+    return rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done);
+}
+
+int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || (n && (!ext || !buf)))
+        return rfs_fail(RFS_E_INVAL, "rfs_pwritev: NULL argument");
+    if (read_only(f))
+        return fail_ro(f);
+    return rfs_xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, buf, done);
+}
+
+/* One request with a handle on stream 0; the reply lands in *call. */
+static int fh_call(rfs_file *f, rfs_req *req, rfs_call *call)
+{
+    return rfs_conn_call(f->conn[0], call, req, f->io_timeout_ms, f->label);
+}
+
+int rfs_sync(rfs_file *f)
+{
+    if (!f)
+        return rfs_fail(RFS_E_INVAL, "rfs_sync: NULL file");
+    /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
+    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    int started[RFS_CLIENT_MAX_STREAMS];
+    int first = RFS_OK;
+    char cause[1536] = "";
+    for (int s = 0; s < f->nconn; s++) {
+        rfs_call_init(&calls[s]);
+        rfs_req req;
+        memset(&req, 0, sizeof req);
+        req.op = RFS_OP_SYNC;
+        req.u.fh.fh = f->fh[s];
+        int rc = rfs_conn_start(f->conn[s], &calls[s], &req, NULL, f->io_timeout_ms);
+        started[s] = rc == RFS_OK;
+        if (rc && !first) {
+            first = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        }
+    }
+    for (int s = 0; s < f->nconn; s++) {
+        if (started[s]) {
+            int rc = rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]),
+                                     f->label);
+            if (rc && !first) {
+                first = rc;
+                snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            }
+        }
+        rfs_call_destroy(&calls[s]);
+    }
+    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+}
+
+int rfs_get_size(rfs_file *f, uint64_t *size)
+{
+    if (!f || !size)
+        return rfs_fail(RFS_E_INVAL, "rfs_get_size: NULL argument");
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_GET_SIZE;
+    req.u.fh.fh = f->fh[0];
+    int rc = fh_call(f, &req, &call);
+    if (!rc)
+        *size = call.rep.u.u64.value;
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+static int size_op(rfs_file *f, uint16_t op, uint64_t size)
+{
+    if (!f)
+        return rfs_fail(RFS_E_INVAL, "%s: NULL file", rfs_op_name(op));
+    if (read_only(f))
+        return fail_ro(f);
+    if (size > (uint64_t)INT64_MAX)
+        return rfs_fail(RFS_E_FBIG, "%s: size %llu beyond the largest file offset", f->label,
+                        (unsigned long long)size);
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = op;
+    req.u.size.fh = f->fh[0];
+    req.u.size.size = size;
+    int rc = fh_call(f, &req, &call);
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+int rfs_set_size(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_SET_SIZE, size); }
+int rfs_preallocate(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_PREALLOCATE, size); }

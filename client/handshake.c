@@ -1,0 +1,97 @@
+/* HELLO (version and frame size) and AUTH (mutual challenge-response, common/auth.h).
+ *
+ * The client proves it knows the token, and then checks the server's MAC: a server that
+ * does not know the token (an impostor on the port, or a server configured with another
+ * token) is refused before any file data is sent to it. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
+{
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_HELLO;
+    req.u.hello.min_version = RFS_PROTO_VERSION;
+    req.u.hello.max_version = RFS_PROTO_VERSION;
+    req.u.hello.max_frame = o->max_frame;
+    int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
+    if (!rc)
+        rc = rfs_conn_wait(c, &call);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rc = rfs_fail(rc, "handshake with %s failed: %s", c->server, cause);
+    } else if (call.status) {
+        rc = rfs_fail(call.status == RFS_E_VERSION ? RFS_E_VERSION : call.status,
+                      "server %s refused HELLO: %.*s", c->server, (int)call.rep.u.err.len,
+                      call.rep.u.err.s ? call.rep.u.err.s : "");
+    } else if (call.rep.u.hello.version != RFS_PROTO_VERSION) {
+        rc = rfs_fail(RFS_E_VERSION, "server %s chose protocol version %u; this client speaks %u",
+                      c->server, call.rep.u.hello.version, RFS_PROTO_VERSION);
+    } else {
+        *rep = call.rep;
+    }
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_nonce)
+{
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_AUTH;
+    if (rfs_auth_random(req.u.auth.client_nonce, RFS_NONCE_LEN))
+        return rfs_fail(RFS_E_IO, "no randomness for the authentication nonce");
+    size_t tlen = strlen(o->token);
+    rfs_auth_client_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, req.u.auth.mac);
+
+    rfs_call call;
+    rfs_call_init(&call);
+    int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
+    if (!rc)
+        rc = rfs_conn_wait(c, &call);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rc = rfs_fail(rc, "authentication with %s failed: %s", c->server, cause);
+    } else if (call.status) {
+        rc = rfs_fail(RFS_E_AUTH, "server %s rejected the token (%.*s); check RFS_TOKEN, "
+                      "RFS_TOKEN_FILE or rfs_options.token", c->server, (int)call.rep.u.err.len,
+                      call.rep.u.err.s ? call.rep.u.err.s : "");
+    } else {
+        uint8_t expect[RFS_MAC_LEN];
+        rfs_auth_server_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, expect);
+        if (!rfs_auth_equal(expect, call.rep.u.auth.server_mac, RFS_MAC_LEN)) {
+            rfs_conn_kill(c, RFS_E_AUTH, "server failed mutual authentication");
+            rc = rfs_fail(RFS_E_AUTH, "server %s did not prove it knows the token (a different "
+                          "token, or not the expected server); connection closed", c->server);
+        }
+        explicit_bzero(expect, sizeof expect);
+    }
+    rfs_call_destroy(&call);
+    return rc;
+}
+
+int rfs_handshake(rfs_conn *c, const rfs_copts *o)
+{
+    rfs_rep rep;
+    int rc = hello(c, o, &rep);
+    if (rc)
+        return rc;
+    uint32_t mf = rep.u.hello.max_frame < o->max_frame ? rep.u.hello.max_frame : o->max_frame;
+    pthread_mutex_lock(&c->lock);
+    c->max_frame = mf;
+    pthread_mutex_unlock(&c->lock);
+    if (!rep.u.hello.auth_required)
+        return RFS_OK;
+    if (!o->has_token)
+        return rfs_fail(RFS_E_AUTH, "server %s requires a token: set RFS_TOKEN to it, or "
+                        "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)", c->server);
+    return authenticate(c, o, rep.u.hello.nonce);
+}

@@ -1,0 +1,87 @@
+/* The remote client as an rfs_io: the bottom of every layer stack (docs/design.md). Each op
+ * is the matching rfs_* call on the wrapped rfs_file. */
+#include "rfs/rfs_io.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct io_remote {
+    rfs_io io;               /* first: an rfs_io * is an io_remote * */
+    rfs_file *f;
+} io_remote;
+
+static rfs_file *file_of(rfs_io *io) { return ((io_remote *)io)->f; }
+
+static int r_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
+{ return rfs_pread(file_of(io), buf, len, off, done); }
+static int r_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+{ return rfs_pwrite(file_of(io), buf, len, off, done); }
+static int r_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
+{ return rfs_preadv(file_of(io), ext, n, buf, done); }
+static int r_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{ return rfs_pwritev(file_of(io), ext, n, buf, done); }
+static int r_sync(rfs_io *io) { return rfs_sync(file_of(io)); }
+static int r_get_size(rfs_io *io, uint64_t *size) { return rfs_get_size(file_of(io), size); }
+static int r_set_size(rfs_io *io, uint64_t size) { return rfs_set_size(file_of(io), size); }
+static int r_preallocate(rfs_io *io, uint64_t size) { return rfs_preallocate(file_of(io), size); }
+static int r_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
+{ return rfs_counter(file_of(io), key, set, delta, old); }
+static int r_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
+{ return rfs_lock(file_of(io), off, len, mode, wait_ms); }
+static int r_unlock(rfs_io *io, uint64_t off, uint64_t len)
+{ return rfs_unlock(file_of(io), off, len); }
+static int r_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len)
+{ return rfs_set_view(file_of(io), view_id, disp, enc, enc_len); }
+static int r_view_read(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done)
+{ return rfs_view_read(file_of(io), view_id, pos, buf, len, done); }
+static int r_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
+                        size_t *done)
+{ return rfs_view_write(file_of(io), view_id, pos, buf, len, done); }
+
+static int r_close(rfs_io *io)
+{
+    int rc = rfs_close(file_of(io));
+    free(io);
+    return rc;
+}
+
+static const rfs_io_ops remote_ops = {
+    .pread = r_pread,
+    .pwrite = r_pwrite,
+    .preadv = r_preadv,
+    .pwritev = r_pwritev,
+    .sync = r_sync,
+    .get_size = r_get_size,
+    .set_size = r_set_size,
+    .preallocate = r_preallocate,
+    .counter = r_counter,
+    .lock = r_lock,
+    .unlock = r_unlock,
+    .set_view = r_set_view,
+    .view_read = r_view_read,
+    .view_write = r_view_write,
+    .close = r_close,
+};
+
+int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
+                       rfs_io **out)
+{
+    if (!out)
+        return rfs_fail(RFS_E_INVAL, "rfs_io_open_remote: NULL output pointer");
+    *out = NULL;
+    io_remote *r = calloc(1, sizeof *r);
+    if (!r)
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name ? name : "(null)");
+    int rc = rfs_open(name, flags, mode, opts, &r->f);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    r->io.ops = &remote_ops;
+    snprintf(r->io.server, sizeof r->io.server, "%s", rfs_file_server(r->f));
+    snprintf(r->io.path, sizeof r->io.path, "%s", rfs_file_path(r->f));
+    *out = &r->io;
+    return RFS_OK;
+}

@@ -1,0 +1,228 @@
+/* Path-based calls (no open file): delete, rename, mkdir, stat, list, ping. Each borrows one
+ * pooled connection to the server for the duration of the call. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct meta {
+    rfs_name name;
+    char label[RFS_CLIENT_LABEL_MAX];
+    rfs_copts o;
+    rfs_conn *conn;
+} meta;
+
+static int meta_begin(meta *m, const char *name, const rfs_options *opts)
+{
+    memset(m, 0, sizeof *m);
+    if (!name)
+        return rfs_fail(RFS_E_INVAL, "NULL rfs name");
+    int rc = rfs_parse_name(name, &m->name);
+    if (rc)
+        return rc;
+    rfs_name_label(&m->name, m->label, sizeof m->label);
+    if ((rc = rfs_copts_resolve(opts, m->label, &m->o)))
+        return rc;
+    return rfs_pool_get(&m->name, &m->o, 1, &m->conn, m->label);
+}
+
+static void meta_end(meta *m)
+{
+    rfs_pool_put(m->conn);
+    m->conn = NULL;
+    explicit_bzero(m->o.token, sizeof m->o.token);
+}
+
+static rfs_wpath wpath(const char *s)
+{
+    rfs_wpath p = {s, (uint16_t)strlen(s)};
+    return p;
+}
+
+/* Runs one request on the borrowed connection; reply in *call (caller destroys it). */
+static int meta_call(meta *m, rfs_req *req, rfs_call *call)
+{
+    rfs_call_init(call);
+    return rfs_conn_call(m->conn, call, req, m->o.io_timeout_ms, m->label);
+}
+
+static int path_op(const char *name, const rfs_options *opts, uint16_t op, unsigned mode)
+{
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = op;
+    if (op == RFS_OP_MKDIR) {
+        req.u.mkdir.path = wpath(m.name.path);
+        req.u.mkdir.mode = mode;
+    } else {
+        req.u.path.path = wpath(m.name.path);
+    }
+    rfs_call call;
+    rc = meta_call(&m, &req, &call);
+    rfs_call_destroy(&call);
+    meta_end(&m);
+    return rc;
+}
+
+int rfs_delete(const char *name, const rfs_options *opts)
+{
+    return path_op(name, opts, RFS_OP_DELETE, 0);
+}
+
+int rfs_mkdir(const char *name, unsigned mode, const rfs_options *opts)
+{
+    if (mode & ~07777u)
+        return rfs_fail(RFS_E_INVAL, "%s: bad mode 0%o", name ? name : "(null)", mode);
+    return path_op(name, opts, RFS_OP_MKDIR, mode);
+}
+
+int rfs_rename(const char *name, const char *new_path, const rfs_options *opts)
+{
+    if (!new_path || !new_path[0])
+        return rfs_fail(RFS_E_INVAL, "%s: rename needs a target path", name ? name : "(null)");
+    /* The target is a path on the same server; a full rfs name is accepted if it names the
+     * same server. */
+    char target[4096 + 1];
+    if (rfs_is_name(new_path)) {
+        rfs_name to, from;
+        int rc = rfs_parse_name(new_path, &to);
+        if (rc)
+            return rc;
+        if ((rc = rfs_parse_name(name, &from)))
+            return rc;
+        if (to.port != from.port || strcmp(to.host, from.host) != 0)
+            return rfs_fail(RFS_E_INVAL, "%s: cannot rename to another server (%s)", name, new_path);
+        snprintf(target, sizeof target, "%s", to.path);
+    } else {
+        size_t len = strlen(new_path);
+        int slash = new_path[0] != '/';
+        if (len + (size_t)slash > RFS_MAX_PATH)
+            return rfs_fail(RFS_E_NAME, "%s: rename target longer than %u bytes", name ? name : "",
+                            RFS_MAX_PATH);
+        snprintf(target, sizeof target, "%s%s", slash ? "/" : "", new_path);
+    }
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_RENAME;
+    req.u.rename.from = wpath(m.name.path);
+    req.u.rename.to = wpath(target);
+    rfs_call call;
+    rc = meta_call(&m, &req, &call);
+    rfs_call_destroy(&call);
+    meta_end(&m);
+    return rc;
+}
+
+int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
+{
+    if (!st)
+        return rfs_fail(RFS_E_INVAL, "rfs_stat: NULL output");
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_STAT;
+    req.u.path.path = wpath(m.name.path);
+    rfs_call call;
+    rc = meta_call(&m, &req, &call);
+    if (!rc) {
+        st->size = call.rep.u.stat.size;
+        st->mode = call.rep.u.stat.mode;
+        st->type = call.rep.u.stat.type;
+        st->mtime_ns = call.rep.u.stat.mtime_ns;
+    }
+    rfs_call_destroy(&call);
+    meta_end(&m);
+    return rc;
+}
+
+/* Hands one page's entries to fn. Returns 1 if fn asked to stop, 0 to go on, < 0 on error. */
+static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
+{
+    const uint8_t *p = rep->u.list.entries;
+    size_t rem = rep->u.list.entries_len;
+    for (uint32_t i = 0; i < rep->u.list.count; i++) {
+        rfs_list_entry e;
+        if (rfs_list_entry_next(&p, &rem, &e)) {
+            char cause[512];
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            return rfs_fail(RFS_E_PROTO, "%s: malformed listing: %s", m->label, cause);
+        }
+        char entry[RFS_MAX_NAME + 1];
+        memcpy(entry, e.name.s, e.name.len);
+        entry[e.name.len] = '\0';
+        rfs_stat_info st = {.size = e.size, .mode = e.mode, .type = e.type,
+                            .mtime_ns = e.mtime_ns};
+        if (fn(ctx, entry, &st))
+            return 1;
+    }
+    return 0;
+}
+
+int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ctx)
+{
+    if (!fn)
+        return rfs_fail(RFS_E_INVAL, "rfs_list: NULL callback");
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    uint32_t start = 0;
+    for (;;) {
+        rfs_req req;
+        memset(&req, 0, sizeof req);
+        req.op = RFS_OP_LIST;
+        req.u.list.path = wpath(m.name.path);
+        req.u.list.start = start;
+        rfs_call call;
+        rc = meta_call(&m, &req, &call);
+        uint32_t next = call.rep.u.list.next;
+        if (!rc) {
+            rc = list_page(&m, &call.rep, fn, ctx);
+            if (rc == 0 && next != 0 && next <= start)
+                rc = rfs_fail(RFS_E_PROTO, "%s: listing page at %u points back to %u", m.label,
+                              start, next);
+        }
+        rfs_call_destroy(&call);
+        if (rc || next == 0)
+            break;
+        start = next;
+    }
+    meta_end(&m);
+    if (rc == 1)
+        rc = RFS_OK;
+    return rc;
+}
+
+int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s)
+{
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_PING;
+    rfs_call call;
+    int64_t t0 = rfs_now_ns();
+    rc = meta_call(&m, &req, &call);
+    int64_t t1 = rfs_now_ns();
+    if (!rc && rtt_s)
+        *rtt_s = (double)(t1 - t0) / 1e9;
+    rfs_call_destroy(&call);
+    meta_end(&m);
+    return rc;
+}

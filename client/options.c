@@ -1,0 +1,71 @@
+/* Option defaults and token lookup, and the monotonic clock every deadline uses. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t rfs_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static int set_token(rfs_copts *o, const char *tok, const char *label, const char *from)
+{
+    size_t len = strlen(tok);
+    if (len >= sizeof o->token)
+        return rfs_fail(RFS_E_INVAL, "%s: token from %s longer than %zu bytes", label, from,
+                        sizeof o->token - 1);
+    memcpy(o->token, tok, len + 1);
+    o->has_token = 1;
+    return RFS_OK;
+}
+
+int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
+{
+    rfs_options none;
+    memset(&none, 0, sizeof none);
+    if (!opts)
+        opts = &none;
+    memset(o, 0, sizeof *o);
+    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || opts->streams < 0 ||
+        opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
+        return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
+    o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
+    o->io_timeout_ms = opts->io_timeout_ms ? opts->io_timeout_ms : 120000;
+    o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
+    o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
+    o->sndbuf = opts->sndbuf;
+    o->rcvbuf = opts->rcvbuf;
+    uint32_t mf = opts->max_frame ? opts->max_frame : RFS_FRAME_DEFAULT;
+    if (mf < RFS_FRAME_MIN)
+        mf = RFS_FRAME_MIN;
+    if (mf > RFS_FRAME_HARD_MAX)
+        mf = RFS_FRAME_HARD_MAX;
+    o->max_frame = mf;
+
+    /* An explicit token wins; an empty string means "none" so callers can clear it. */
+    if (opts->token)
+        return opts->token[0] ? set_token(o, opts->token, label, "rfs_options.token") : RFS_OK;
+    const char *env = getenv("RFS_TOKEN");
+    if (env && env[0])
+        return set_token(o, env, label, "$RFS_TOKEN");
+    const char *file = getenv("RFS_TOKEN_FILE");
+    if (file && file[0]) {
+        int rc = rfs_auth_read_token_file(file, o->token, sizeof o->token);
+        if (rc) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", rfs_last_error());
+            return rfs_fail(rc, "%s: $RFS_TOKEN_FILE: %s", label, why);
+        }
+        o->has_token = 1;
+    }
+    return RFS_OK;
+}

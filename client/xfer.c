@@ -1,0 +1,383 @@
+/* Pipelined transfers: a large or list access is cut into frame-sized jobs; each stream (one
+ * connection of the file) keeps up to `window` of its jobs in flight, so one stream fills the
+ * link's bandwidth-delay product instead of paying a round trip per frame, and several
+ * streams run side by side (one thread each) to beat per-connection limits (SEMPLAR).
+ *
+ * Job j goes to stream j % nstreams. Results are kept per job, so the byte count reported is
+ * exact: the bytes of the leading jobs that completed in full (a short read is end of file;
+ * after an error, done covers only the bytes known to be transferred). */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct xjob {
+    uint64_t off;        /* file offset (PREAD/PWRITE) or view position (VIEW_*) */
+    size_t len;          /* data bytes of this frame */
+    size_t buf_off;      /* where they sit in the caller's buffer */
+    size_t piece;        /* list I/O: first (offset, length) pair in pieces */
+    uint32_t npieces;
+} xjob;
+
+typedef struct xfer {
+    rfs_file *f;
+    uint16_t op;
+    uint32_t view_id;
+    uint8_t *rbuf;
+    const uint8_t *wbuf;
+    xjob *jobs;
+    size_t njobs;
+    uint64_t *pieces;    /* list I/O: host-order pairs, frame by frame */
+    size_t *got;         /* bytes done per job; SIZE_MAX while unknown or failed */
+    int nstreams;
+    atomic_int stop;     /* an error happened: issue nothing more */
+    atomic_size_t eof_job;  /* reads: lowest job that came back short */
+    pthread_mutex_t lock;
+    int err;
+    size_t err_job;
+    char errmsg[1536];
+} xfer;
+
+static int is_read(uint16_t op)
+{
+    return op == RFS_OP_PREAD || op == RFS_OP_PREADV || op == RFS_OP_VIEW_READ;
+}
+
+static void record_error(xfer *x, size_t job, int rc)
+{
+    pthread_mutex_lock(&x->lock);
+    if (!x->err || job < x->err_job) {
+        x->err = rc;
+        x->err_job = job;
+        snprintf(x->errmsg, sizeof x->errmsg, "%s", rfs_last_error());
+    }
+    pthread_mutex_unlock(&x->lock);
+    atomic_store(&x->stop, 1);
+}
+
+static int issue(xfer *x, int s, size_t j, rfs_call *call)
+{
+    rfs_file *f = x->f;
+    const xjob *jb = &x->jobs[j];
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = x->op;
+    const uint64_t *ext = NULL;
+    switch (x->op) {
+    case RFS_OP_PREAD:
+        req.u.pread.fh = f->fh[s];
+        req.u.pread.off = jb->off;
+        req.u.pread.len = (uint32_t)jb->len;
+        break;
+    case RFS_OP_PWRITE:
+        req.u.pwrite.fh = f->fh[s];
+        req.u.pwrite.off = jb->off;
+        break;
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:
+        req.u.iov.fh = f->fh[s];
+        req.u.iov.count = jb->npieces;
+        req.u.iov.total = jb->len;
+        ext = &x->pieces[2 * jb->piece];
+        break;
+    case RFS_OP_VIEW_READ:
+        req.u.view_read.fh = f->fh[s];
+        req.u.view_read.view_id = x->view_id;
+        req.u.view_read.pos = jb->off;
+        req.u.view_read.len = (uint32_t)jb->len;
+        break;
+    case RFS_OP_VIEW_WRITE:
+        req.u.view_write.fh = f->fh[s];
+        req.u.view_write.view_id = x->view_id;
+        req.u.view_write.pos = jb->off;
+        break;
+    }
+    if (is_read(x->op)) {
+        call->dst = x->rbuf + jb->buf_off;
+        call->dst_cap = jb->len;
+    } else {
+        req.data = x->wbuf + jb->buf_off;
+        req.data_len = (uint32_t)jb->len;
+    }
+    int rc = rfs_conn_start(f->conn[s], call, &req, ext, f->io_timeout_ms);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        return rfs_fail(rc, "%s: %s", f->label, cause);
+    }
+    return RFS_OK;
+}
+
+static int finish(xfer *x, int s, size_t j, rfs_call *call, int wait_rc)
+{
+    rfs_file *f = x->f;
+    int rc = rfs_call_result(f->conn[s], call, wait_rc, f->label);
+    if (rc)
+        return rc;
+    size_t want = x->jobs[j].len;
+    if (is_read(x->op)) {
+        x->got[j] = call->data_len;
+        if (call->data_len < want) {
+            size_t cur = atomic_load(&x->eof_job);
+            while (j < cur && !atomic_compare_exchange_weak(&x->eof_job, &cur, j))
+                ;
+        }
+        return RFS_OK;
+    }
+    uint64_t wrote = call->rep.u.u64.value;
+    if (wrote > want)
+        return rfs_fail(RFS_E_PROTO, "%s: server claims %llu bytes written of %zu sent", f->label,
+                        (unsigned long long)wrote, want);
+    x->got[j] = (size_t)wrote;
+    if (wrote < want)
+        return rfs_fail(RFS_E_IO, "%s: server wrote only %llu of %zu bytes", f->label,
+                        (unsigned long long)wrote, want);
+    return RFS_OK;
+}
+
+/* Runs the jobs of stream s (s, s + n, s + 2n, ...) with up to `window` in flight. */
+static void run_stream(xfer *x, int s)
+{
+    rfs_file *f = x->f;
+    size_t window = (size_t)f->window;
+    rfs_call calls[RFS_CLIENT_MAX_WINDOW];
+    size_t slot_job[RFS_CLIENT_MAX_WINDOW];
+    for (size_t i = 0; i < window; i++)
+        rfs_call_init(&calls[i]);
+    size_t issued = 0, completed = 0, next = (size_t)s;
+    for (;;) {
+        while (issued - completed < window && next < x->njobs && !atomic_load(&x->stop) &&
+               next <= atomic_load(&x->eof_job)) {
+            rfs_call *call = &calls[issued % window];
+            rfs_call_reset(call);
+            int rc = issue(x, s, next, call);
+            if (rc) {
+                record_error(x, next, rc);
+                break;
+            }
+            slot_job[issued % window] = next;
+            issued++;
+            next += (size_t)x->nstreams;
+        }
+        if (completed == issued)
+            break;
+        rfs_call *call = &calls[completed % window];
+        size_t j = slot_job[completed % window];
+        int rc = finish(x, s, j, call, rfs_conn_wait(f->conn[s], call));
+        if (rc)
+            record_error(x, j, rc);
+        completed++;
+    }
+    for (size_t i = 0; i < window; i++)
+        rfs_call_destroy(&calls[i]);
+}
+
+typedef struct stream_arg {
+    xfer *x;
+    int s;
+} stream_arg;
+
+static void *stream_main(void *arg)
+{
+    stream_arg *a = arg;
+    run_stream(a->x, a->s);
+    return NULL;
+}
+
+/* Runs every job over the file's streams and computes the exact byte count. */
+static int run(xfer *x, size_t *done)
+{
+    rfs_file *f = x->f;
+    x->got = malloc((x->njobs ? x->njobs : 1) * sizeof *x->got);
+    if (!x->got)
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->label);
+    for (size_t j = 0; j < x->njobs; j++)
+        x->got[j] = SIZE_MAX;
+    atomic_init(&x->stop, 0);
+    atomic_init(&x->eof_job, SIZE_MAX);
+    pthread_mutex_init(&x->lock, NULL);
+    x->err = 0;
+    x->nstreams = f->nconn < (int)x->njobs ? f->nconn : (int)x->njobs;
+    if (x->nstreams < 1)
+        x->nstreams = 1;
+
+    pthread_t th[RFS_CLIENT_MAX_STREAMS];
+    stream_arg args[RFS_CLIENT_MAX_STREAMS];
+    int spawned[RFS_CLIENT_MAX_STREAMS] = {0};
+    for (int s = 1; s < x->nstreams; s++) {
+        args[s].x = x;
+        args[s].s = s;
+        spawned[s] = pthread_create(&th[s], NULL, stream_main, &args[s]) == 0;
+    }
+    run_stream(x, 0);
+    for (int s = 1; s < x->nstreams; s++) {
+        if (spawned[s])
+            pthread_join(th[s], NULL);
+        else
+            run_stream(x, s);    /* no thread: do its share here, just slower */
+    }
+
+    size_t total = 0;
+    for (size_t j = 0; j < x->njobs; j++) {
+        if (x->got[j] == SIZE_MAX)
+            break;
+        total += x->got[j];
+        if (x->got[j] < x->jobs[j].len)
+            break;
+    }
+    if (done)
+        *done = total;
+    free(x->got);
+    pthread_mutex_destroy(&x->lock);
+    if (x->err)
+        return rfs_fail(x->err, "%s", x->errmsg);
+    rfs_clear_error();
+    return RFS_OK;
+}
+
+int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
+                    const void *wbuf, size_t len, size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (off > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - off)
+        return rfs_fail(RFS_E_FBIG, "%s: range %llu+%zu beyond the largest file offset",
+                        f->label, (unsigned long long)off, len);
+    if (len == 0)
+        return RFS_OK;
+    xfer x;
+    memset(&x, 0, sizeof x);
+    x.f = f;
+    x.op = op;
+    x.view_id = view_id;
+    x.rbuf = rbuf;
+    x.wbuf = wbuf;
+    x.njobs = (len + f->chunk - 1) / f->chunk;
+    x.jobs = malloc(x.njobs * sizeof *x.jobs);
+    if (!x.jobs)
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->label);
+    for (size_t j = 0; j < x.njobs; j++) {
+        size_t at = j * f->chunk;
+        x.jobs[j].off = off + at;
+        x.jobs[j].buf_off = at;
+        x.jobs[j].len = len - at < f->chunk ? len - at : f->chunk;
+    }
+    int rc = run(&x, done);
+    free(x.jobs);
+    return rc;
+}
+
+/* ---- list I/O planning ---- */
+
+typedef struct plan {
+    xjob *jobs;
+    size_t njobs, jcap;
+    uint64_t *pieces;
+    size_t npieces, pcap;
+} plan;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Cuts the extents into frames. Writes: 16 bytes per extent + data <= chunk. Reads: the
+ * reply's data <= chunk, and the request's extents <= chunk. An extent longer than what is
+ * left in a frame is split; zero-length extents are dropped. */
+static int plan_list(const rfs_extent *ext, size_t n, size_t chunk, int write, plan *p)
+{
+    size_t max_count = (chunk - 64) / RFS_EXTENT_WIRE;
+    if (max_count > RFS_MAX_EXTENTS)
+        max_count = RFS_MAX_EXTENTS;
+    size_t i = 0, pos = 0, buf_off = 0;
+    for (;;) {
+        while (i < n && ext[i].length == pos) {
+            i++;
+            pos = 0;
+        }
+        if (i == n)
+            return 0;
+        if (grow((void **)&p->jobs, &p->jcap, p->njobs + 1, sizeof *p->jobs))
+            return -1;
+        xjob *jb = &p->jobs[p->njobs++];
+        memset(jb, 0, sizeof *jb);
+        jb->piece = p->npieces;
+        jb->buf_off = buf_off;
+        size_t data = 0;
+        while (i < n && jb->npieces < max_count) {
+            uint64_t rem = ext[i].length - pos;
+            if (rem == 0) {
+                i++;
+                pos = 0;
+                continue;
+            }
+            size_t used = write ? (jb->npieces + 1) * RFS_EXTENT_WIRE + data : data;
+            if (used >= chunk)
+                break;
+            size_t avail = chunk - used;
+            size_t take = rem < avail ? (size_t)rem : avail;
+            if (grow((void **)&p->pieces, &p->pcap, 2 * (p->npieces + 1), sizeof *p->pieces))
+                return -1;
+            p->pieces[2 * p->npieces] = ext[i].offset + pos;
+            p->pieces[2 * p->npieces + 1] = take;
+            p->npieces++;
+            jb->npieces++;
+            data += take;
+            pos += take;
+        }
+        jb->len = data;
+        buf_off += data;
+    }
+}
+
+int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
+                  const void *wbuf, size_t *done)
+{
+    if (done)
+        *done = 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
+            return rfs_fail(RFS_E_FBIG, "%s: extent %zu (%llu+%llu) beyond the largest file offset",
+                            f->label, i, (unsigned long long)ext[i].offset,
+                            (unsigned long long)ext[i].length);
+        if (ext[i].length > SIZE_MAX - total)
+            return rfs_fail(RFS_E_INVAL, "%s: extents total more than the address space", f->label);
+        total += (size_t)ext[i].length;
+    }
+    if (total == 0)
+        return RFS_OK;
+    plan p;
+    memset(&p, 0, sizeof p);
+    int rc;
+    if (plan_list(ext, n, f->chunk, op == RFS_OP_PWRITEV, &p)) {
+        rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory planning %zu extents", f->label, n);
+    } else {
+        xfer x;
+        memset(&x, 0, sizeof x);
+        x.f = f;
+        x.op = op;
+        x.rbuf = rbuf;
+        x.wbuf = wbuf;
+        x.jobs = p.jobs;
+        x.njobs = p.njobs;
+        x.pieces = p.pieces;
+        rc = run(&x, done);
+    }
+    free(p.jobs);
+    free(p.pieces);
+    return rc;
+}

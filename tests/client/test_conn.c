@@ -1,0 +1,550 @@
+/* The connection layer against a scripted fake server (in-process, 127.0.0.1:0): replies out
+ * of order, a server that dies, stays silent, sends too much, lies about ids, fails mutual
+ * authentication or does not support an op; and connection sharing in the pool. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "common/auth.h"
+#include "common/err.h"
+#include "proto/proto.h"
+#include "rfs/rfs.h"
+
+enum mode {
+    M_NORMAL,
+    M_REVERSE,        /* collect `collect` PREADs, answer them last to first */
+    M_DIE_ON_DATA,    /* close the connection at the first PREAD/PWRITE */
+    M_SILENT,         /* never answer PREAD */
+    M_OVERLONG,       /* answer PREAD with one byte more than asked */
+    M_UNKNOWN_ID,     /* answer PREAD with an id nobody asked for */
+    M_IMPOSTOR,       /* AUTH reply with a MAC made without the token */
+    M_REJECT_AUTH,    /* AUTH reply with an error */
+};
+
+#define MAX_CONNS 8
+
+typedef struct fake {
+    int lfd;
+    unsigned port;
+    enum mode mode;
+    int collect;
+    const char *token;
+    pthread_t acceptor;
+    pthread_mutex_t lock;
+    int fds[MAX_CONNS];
+    pthread_t handlers[MAX_CONNS];
+    int nconns;
+} fake;
+
+typedef struct handler_arg {
+    fake *fk;
+    int fd;
+} handler_arg;
+
+static uint8_t pattern(uint64_t off) { return (uint8_t)(off * 31u + 7u); }
+
+static int read_full(int fd, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void send_rep(int fd, rfs_rep *r, const void *payload, size_t plen)
+{
+    uint8_t buf[4096];
+    size_t len;
+    r->data_len = (uint32_t)plen;
+    if (rfs_rep_encode(r, buf, sizeof buf, &len) != 0)
+        fail_msg("fake: encode %s reply: %s", rfs_op_name(r->op), rfs_last_error());
+    write_full(fd, buf, len);
+    if (plen)
+        write_full(fd, payload, plen);
+}
+
+static void send_err(int fd, uint16_t op, uint32_t id, int err, const char *msg)
+{
+    rfs_rep r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.id = id;
+    r.status = rfs_err_to_wire(err);
+    r.u.err.s = msg;
+    r.u.err.len = (uint16_t)strlen(msg);
+    send_rep(fd, &r, NULL, 0);
+}
+
+static void send_read(int fd, uint32_t id, uint64_t off, uint32_t len)
+{
+    uint8_t *d = malloc(len ? len : 1);
+    for (uint32_t i = 0; i < len; i++)
+        d[i] = pattern(off + i);
+    rfs_rep r;
+    memset(&r, 0, sizeof r);
+    r.op = RFS_OP_PREAD;
+    r.id = id;
+    send_rep(fd, &r, d, len);
+    free(d);
+}
+
+static void *handler_main(void *arg)
+{
+    handler_arg *ha = arg;
+    fake *fk = ha->fk;
+    int fd = ha->fd;
+    free(ha);
+    uint8_t server_nonce[RFS_NONCE_LEN];
+    memset(server_nonce, 0x42, sizeof server_nonce);
+    struct { uint32_t id; uint64_t off; uint32_t len; } held[64];
+    int nheld = 0;
+    for (;;) {
+        uint8_t hb[RFS_HDR_SIZE];
+        if (read_full(fd, hb, sizeof hb))
+            break;
+        rfs_hdr h;
+        if (rfs_hdr_decode(hb, RFS_FRAME_HARD_MAX, &h))
+            break;
+        uint8_t *body = malloc(h.body_len ? h.body_len : 1);
+        if (h.body_len && read_full(fd, body, h.body_len)) {
+            free(body);
+            break;
+        }
+        rfs_req q;
+        if (rfs_req_decode(&h, body, h.body_len, &q)) {
+            free(body);
+            break;
+        }
+        rfs_rep r;
+        memset(&r, 0, sizeof r);
+        r.op = q.op;
+        r.id = q.id;
+        int quit = 0;
+        switch (q.op) {
+        case RFS_OP_HELLO:
+            r.u.hello.version = RFS_PROTO_VERSION;
+            r.u.hello.max_frame = q.u.hello.max_frame;
+            r.u.hello.auth_required = fk->token != NULL;
+            memcpy(r.u.hello.nonce, server_nonce, RFS_NONCE_LEN);
+            send_rep(fd, &r, NULL, 0);
+            break;
+        case RFS_OP_AUTH: {
+            uint8_t expect[RFS_MAC_LEN];
+            rfs_auth_client_mac(fk->token, strlen(fk->token), server_nonce, q.u.auth.client_nonce,
+                                expect);
+            if (fk->mode == M_REJECT_AUTH || !rfs_auth_equal(expect, q.u.auth.mac, RFS_MAC_LEN)) {
+                send_err(fd, q.op, q.id, RFS_E_AUTH, "bad token");
+                break;
+            }
+            const char *secret = fk->mode == M_IMPOSTOR ? "not-the-token" : fk->token;
+            rfs_auth_server_mac(secret, strlen(secret), server_nonce, q.u.auth.client_nonce,
+                                r.u.auth.server_mac);
+            send_rep(fd, &r, NULL, 0);
+            break;
+        }
+        case RFS_OP_OPEN:
+            r.u.open.fh = 7;
+            send_rep(fd, &r, NULL, 0);
+            break;
+        case RFS_OP_CLOSE:
+        case RFS_OP_SYNC:
+            send_rep(fd, &r, NULL, 0);
+            break;
+        case RFS_OP_COUNTER:
+            send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "counters are not supported here");
+            break;
+        case RFS_OP_PWRITE:
+            if (fk->mode == M_DIE_ON_DATA) {
+                quit = 1;
+                break;
+            }
+            r.u.u64.value = q.data_len;
+            send_rep(fd, &r, NULL, 0);
+            break;
+        case RFS_OP_PREAD:
+            switch (fk->mode) {
+            case M_DIE_ON_DATA:
+                quit = 1;
+                break;
+            case M_SILENT:
+                break;
+            case M_OVERLONG:
+                send_read(fd, q.id, q.u.pread.off, q.u.pread.len + 1);
+                break;
+            case M_UNKNOWN_ID:
+                send_read(fd, q.id + 1000, q.u.pread.off, q.u.pread.len);
+                break;
+            case M_REVERSE:
+                held[nheld].id = q.id;
+                held[nheld].off = q.u.pread.off;
+                held[nheld].len = q.u.pread.len;
+                if (++nheld == fk->collect) {
+                    while (nheld > 0) {
+                        nheld--;
+                        send_read(fd, held[nheld].id, held[nheld].off, held[nheld].len);
+                    }
+                }
+                break;
+            default:
+                send_read(fd, q.id, q.u.pread.off, q.u.pread.len);
+            }
+            break;
+        default:
+            send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "fake server");
+        }
+        free(body);
+        if (quit)
+            break;
+    }
+    shutdown(fd, SHUT_RDWR);
+    return NULL;
+}
+
+static void *acceptor_main(void *arg)
+{
+    fake *fk = arg;
+    for (;;) {
+        int fd = accept(fk->lfd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        pthread_mutex_lock(&fk->lock);
+        if (fk->nconns == MAX_CONNS) {
+            pthread_mutex_unlock(&fk->lock);
+            close(fd);
+            continue;
+        }
+        handler_arg *ha = malloc(sizeof *ha);
+        ha->fk = fk;
+        ha->fd = fd;
+        fk->fds[fk->nconns] = fd;
+        pthread_create(&fk->handlers[fk->nconns], NULL, handler_main, ha);
+        fk->nconns++;
+        pthread_mutex_unlock(&fk->lock);
+    }
+}
+
+static fake *fake_start(enum mode mode, const char *token)
+{
+    fake *fk = calloc(1, sizeof *fk);
+    fk->mode = mode;
+    fk->token = token;
+    pthread_mutex_init(&fk->lock, NULL);
+    fk->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fk->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fk->lfd, 16), 0);
+    socklen_t al = sizeof a;
+    getsockname(fk->lfd, (struct sockaddr *)&a, &al);
+    fk->port = ntohs(a.sin_port);
+    pthread_create(&fk->acceptor, NULL, acceptor_main, fk);
+    return fk;
+}
+
+static int fake_conns(fake *fk)
+{
+    pthread_mutex_lock(&fk->lock);
+    int n = fk->nconns;
+    pthread_mutex_unlock(&fk->lock);
+    return n;
+}
+
+static void fake_stop(fake *fk)
+{
+    shutdown(fk->lfd, SHUT_RDWR);
+    pthread_join(fk->acceptor, NULL);
+    for (int i = 0; i < fk->nconns; i++) {
+        shutdown(fk->fds[i], SHUT_RDWR);
+        pthread_join(fk->handlers[i], NULL);
+        close(fk->fds[i]);
+    }
+    close(fk->lfd);
+    pthread_mutex_destroy(&fk->lock);
+    free(fk);
+}
+
+static void name_of(fake *fk, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "rfs:127.0.0.1:%u:/f", fk->port);
+}
+
+static rfs_file *open_ok(fake *fk, const rfs_options *o)
+{
+    char name[64];
+    name_of(fk, name, sizeof name);
+    rfs_file *f = NULL;
+    int rc = rfs_open(name, RFS_O_RDWR, 0, o, &f);
+    if (rc)
+        fail_msg("open %s: %s", name, rfs_last_error());
+    return f;
+}
+
+static void test_replies_out_of_order(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_REVERSE, NULL);
+    fk->collect = 8;
+    rfs_options o = {.max_frame = RFS_FRAME_MIN, .window = 8, .token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    size_t chunk = rfs_chunk_for_frame(RFS_FRAME_MIN);
+    size_t len = 8 * chunk;
+    uint8_t *buf = malloc(len);
+    memset(buf, 0, len);
+    size_t done = 0;
+    /* All 8 requests must be in flight at once for the fake to answer at all. */
+    assert_int_equal(rfs_pread(f, buf, len, 1000, &done), RFS_OK);
+    assert_int_equal(done, len);
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != pattern(1000 + i))
+            fail_msg("byte %zu misplaced", i);
+    free(buf);
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+}
+
+static void test_server_dies(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_DIE_ON_DATA, NULL);
+    rfs_options o = {.token = "", .max_frame = RFS_FRAME_MIN};
+    rfs_file *f = open_ok(fk, &o);
+    size_t len = 1u << 20;
+    uint8_t *buf = calloc(1, len);
+    size_t done = 1;
+    int rc = rfs_pwrite(f, buf, len, 0, &done);
+    assert_int_equal(rc, RFS_E_CONN);
+    assert_int_equal(done, 0);
+    char server[32];
+    snprintf(server, sizeof server, "127.0.0.1:%u", fk->port);
+    assert_non_null(strstr(rfs_last_error(), server));
+    assert_non_null(strstr(rfs_last_error(), "/f"));
+    /* The handle died with the connection: later calls fail at once, and say why. */
+    uint64_t size;
+    assert_int_equal(rfs_get_size(f, &size), RFS_E_CONN);
+    assert_non_null(strstr(rfs_last_error(), "reopen"));
+    assert_int_equal(rfs_pread(f, buf, len, 0, &done), RFS_E_CONN);
+    assert_int_equal(rfs_close(f), RFS_E_CONN);
+    free(buf);
+    fake_stop(fk);
+}
+
+static void test_silent_server_times_out(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_SILENT, NULL);
+    rfs_options o = {.token = "", .io_timeout_ms = 300};
+    rfs_file *f = open_ok(fk, &o);
+    uint8_t buf[100];
+    size_t done = 1;
+    int64_t t0 = rfs_now_ns();
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 0, &done), RFS_E_TIMEOUT);
+    int64_t elapsed_ms = (rfs_now_ns() - t0) / 1000000;
+    /* Bounded by the timeout (generous slack for a loaded machine), not hanging. */
+    assert_true(elapsed_ms >= 250);
+    assert_true(elapsed_ms < 30000);
+    assert_int_equal(done, 0);
+    assert_non_null(strstr(rfs_last_error(), "PREAD"));
+    rfs_close(f);
+    fake_stop(fk);
+}
+
+static void test_overlong_reply(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_OVERLONG, NULL);
+    rfs_options o = {.token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    uint8_t buf[100];
+    size_t done;
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 0, &done), RFS_E_PROTO);
+    assert_non_null(strstr(rfs_last_error(), "101 bytes"));
+    rfs_close(f);
+    fake_stop(fk);
+}
+
+static void test_unknown_reply_id(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_UNKNOWN_ID, NULL);
+    rfs_options o = {.token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    uint8_t buf[100];
+    size_t done;
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 0, &done), RFS_E_PROTO);
+    assert_non_null(strstr(rfs_last_error(), "unknown request id"));
+    rfs_close(f);
+    fake_stop(fk);
+}
+
+static void test_impostor_server(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_IMPOSTOR, "s3cret");
+    char name[64];
+    name_of(fk, name, sizeof name);
+    rfs_options o = {.token = "s3cret"};
+    rfs_file *f = NULL;
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &o, &f), RFS_E_AUTH);
+    assert_null(f);
+    assert_non_null(strstr(rfs_last_error(), "prove"));
+    fake_stop(fk);
+}
+
+static void test_auth_rejected_and_missing(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_NORMAL, "s3cret");
+    char name[64];
+    name_of(fk, name, sizeof name);
+    rfs_file *f = NULL;
+    rfs_options wrong = {.token = "guess"};
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &wrong, &f), RFS_E_AUTH);
+    assert_non_null(strstr(rfs_last_error(), "rejected"));
+    rfs_options none = {.token = ""};
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &none, &f), RFS_E_AUTH);
+    assert_non_null(strstr(rfs_last_error(), "RFS_TOKEN"));
+    assert_non_null(strstr(rfs_last_error(), name));
+    rfs_options right = {.token = "s3cret"};
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &right, &f), RFS_OK);
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+
+    fk = fake_start(M_REJECT_AUTH, "s3cret");
+    name_of(fk, name, sizeof name);
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &right, &f), RFS_E_AUTH);
+    fake_stop(fk);
+}
+
+static void test_unsupported_passes_through(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_NORMAL, NULL);
+    rfs_options o = {.token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    int64_t old = 5;
+    assert_int_equal(rfs_counter(f, 1, 0, 1, &old), RFS_E_UNSUPPORTED);
+    assert_int_equal(old, 5);
+    assert_non_null(strstr(rfs_last_error(), "counters are not supported"));
+    assert_int_equal(rfs_lock(f, 0, 10, RFS_LOCK_EXCL, 0), RFS_E_UNSUPPORTED);
+    /* An error reply does not hurt the connection. */
+    uint8_t buf[10];
+    size_t done;
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 3, &done), RFS_OK);
+    assert_int_equal(done, sizeof buf);
+    assert_int_equal(buf[0], pattern(3));
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+}
+
+static void test_pool_shares_connections(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_NORMAL, NULL);
+    rfs_options one = {.token = ""};
+    rfs_file *a = open_ok(fk, &one);
+    rfs_file *b = open_ok(fk, &one);
+    assert_int_equal(fake_conns(fk), 1);
+    rfs_options three = {.token = "", .streams = 3};
+    rfs_file *c = open_ok(fk, &three);
+    assert_int_equal(fake_conns(fk), 3);
+    /* A striped read uses all three and still lands every byte in place. */
+    size_t len = 5u * 1024 * 1024 + 17;
+    uint8_t *buf = malloc(len);
+    size_t done;
+    assert_int_equal(rfs_pread(c, buf, len, 9, &done), RFS_OK);
+    assert_int_equal(done, len);
+    for (size_t i = 0; i < len; i += 4093)
+        assert_int_equal(buf[i], pattern(9 + i));
+    free(buf);
+    assert_int_equal(rfs_close(a), RFS_OK);
+    assert_int_equal(rfs_close(b), RFS_OK);
+    assert_int_equal(rfs_close(c), RFS_OK);
+    /* Everything released: the next open connects afresh. */
+    rfs_file *d = open_ok(fk, &one);
+    assert_int_equal(fake_conns(fk), 4);
+    assert_int_equal(rfs_close(d), RFS_OK);
+    fake_stop(fk);
+}
+
+static void test_connect_refused(void **state)
+{
+    (void)state;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bind(s, (struct sockaddr *)&a, sizeof a);
+    socklen_t al = sizeof a;
+    getsockname(s, (struct sockaddr *)&a, &al);
+    close(s);   /* nothing listens on this port now */
+    char name[64];
+    snprintf(name, sizeof name, "rfs:127.0.0.1:%u:/x", ntohs(a.sin_port));
+    rfs_file *f = NULL;
+    rfs_options o = {.token = "", .connect_timeout_ms = 2000};
+    assert_int_equal(rfs_open(name, RFS_O_RDONLY, 0, &o, &f), RFS_E_CONN);
+    assert_null(f);
+    assert_non_null(strstr(rfs_last_error(), name));
+    double rtt;
+    assert_int_equal(rfs_ping(name, &o, &rtt), RFS_E_CONN);
+}
+
+static void test_bad_open_args(void **state)
+{
+    (void)state;
+    rfs_file *f = (rfs_file *)1;
+    assert_int_equal(rfs_open("rfs:h:0:/x", RFS_O_RDONLY, 0, NULL, &f), RFS_E_NAME);
+    assert_null(f);
+    assert_int_equal(rfs_open("rfs:h:1:/x", 0, 0, NULL, &f), RFS_E_INVAL);
+    assert_int_equal(rfs_open("rfs:h:1:/x", RFS_O_RDWR | 0x1000, 0, NULL, &f), RFS_E_INVAL);
+    assert_int_equal(rfs_open("rfs:h:1:/x", RFS_O_RDWR, 010000, NULL, &f), RFS_E_INVAL);
+    assert_int_equal(rfs_open(NULL, RFS_O_RDWR, 0, NULL, &f), RFS_E_INVAL);
+    assert_int_equal(rfs_open("rfs:h:1:/x", RFS_O_RDWR, 0, NULL, NULL), RFS_E_INVAL);
+}
+
+int main(void)
+{
+    unsetenv("RFS_TOKEN");
+    unsetenv("RFS_TOKEN_FILE");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replies_out_of_order),
+        cmocka_unit_test(test_server_dies),
+        cmocka_unit_test(test_silent_server_times_out),
+        cmocka_unit_test(test_overlong_reply),
+        cmocka_unit_test(test_unknown_reply_id),
+        cmocka_unit_test(test_impostor_server),
+        cmocka_unit_test(test_auth_rejected_and_missing),
+        cmocka_unit_test(test_unsupported_passes_through),
+        cmocka_unit_test(test_pool_shares_connections),
+        cmocka_unit_test(test_connect_refused),
+        cmocka_unit_test(test_bad_open_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

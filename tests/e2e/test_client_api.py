@@ -1,0 +1,102 @@
+"""The client library (librfs) against a real rfsd: drives tests/client/api_e2e.c and checks
+the bytes the server wrote to its disk."""
+import signal
+import socket
+import subprocess
+
+import pytest
+
+from conftest import binary
+
+TIMEOUT = 240  # a hang is a failure, not a wait
+
+
+def run(srv, test, *args, timeout=TIMEOUT):
+    p = subprocess.run([binary("client_api_e2e"), test, srv.url(""), *map(str, args)],
+                       env=srv.env(), capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"{test}: rc={p.returncode}\n{p.stdout}\n{p.stderr}"
+    assert p.stdout.strip().endswith("OK"), p.stdout
+    return p.stdout
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_open_flags(rfsd):
+    run(rfsd, "flags")
+    assert (rfsd.root / "f1").stat().st_size == 0          # truncated
+    assert (rfsd.root / "f2").read_bytes() == b"abcdef"    # appended
+    assert (rfsd.root / "f1").stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("streams,max_frame,window", [(1, 0, 0), (4, 0, 0), (2, 65536, 3)])
+def test_big_transfer_matches_disk(rfsd, tmp_path, streams, max_frame, window):
+    ref = tmp_path / "ref.bin"
+    size = 64 << 20 if max_frame == 0 else 8 << 20
+    run(rfsd, "bigrw", ref, size, streams, max_frame, window)
+    assert (rfsd.root / "big").read_bytes() == ref.read_bytes()
+
+
+@pytest.mark.parametrize("max_frame", [0, 65536])
+def test_list_io_matches_disk(rfsd, tmp_path, max_frame):
+    ref = tmp_path / "ref.bin"
+    run(rfsd, "listio", ref, max_frame)
+    assert (rfsd.root / "list").read_bytes() == ref.read_bytes()
+
+
+def test_eof_semantics(rfsd):
+    run(rfsd, "eof")
+    assert (rfsd.root / "eof").stat().st_size == 1000
+
+
+def test_size_preallocate_sync(rfsd):
+    run(rfsd, "size")
+    assert (rfsd.root / "sz").stat().st_size == 10
+
+
+def test_path_calls(rfsd):
+    run(rfsd, "meta")
+    d = rfsd.root / "d"
+    assert d.is_dir()
+    names = {p.name for p in d.iterdir()}
+    assert "f0001" not in names and "renamed" not in names and "renamed2" not in names
+    assert "f0000" in names and "f1499" in names and "sub" not in names
+
+
+def test_errors(rfsd):
+    refused = f"rfs:127.0.0.1:{free_port()}:/x"
+    run(rfsd, "errors", refused, rfsd.root.parent / "token")
+
+
+def test_threads_disjoint_ranges(rfsd, tmp_path):
+    ref = tmp_path / "ref.bin"
+    run(rfsd, "threads", ref)
+    assert (rfsd.root / "threads").read_bytes() == ref.read_bytes()
+
+
+def test_services_and_rfs_io(rfsd):
+    run(rfsd, "services")
+    data = (rfsd.root / "svc").read_bytes()
+    assert data[10:13] == b"xyz" and len(data) == 13
+
+
+@pytest.mark.parametrize("streams", [1, 3])
+def test_server_killed_mid_transfer(rfsd, streams):
+    p = subprocess.Popen([binary("client_api_e2e"), "kill", rfsd.url(""), str(streams)],
+                         env=rfsd.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.strip() == "STARTED", line + p.stderr.read()
+        rfsd.stop(sig=signal.SIGKILL)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, out + err
+    assert "ERR -13" in out and out.strip().endswith("OK"), out + err
