@@ -174,4 +174,27 @@ int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
 
 const char *rfs_op_name(uint16_t op);
 
+/* ---- Additions (helpers shared by client and server; see docs/protocol.md) ---- */
+
+/* Note: rfs_hdr_decode fills h with the raw header fields whenever the magic matches, even
+ * when it returns an error, so a server can still answer req_id (and skip body_len bytes). */
+
+#define RFS_MAX_NAME 255u            /* one LIST entry name (a directory entry, no '/') */
+#define RFS_LIST_ENTRY_FIXED 26u     /* u32 type, u32 mode, u64 size, i64 mtime_ns, u16 name_len */
+
+/* 1 if op is a member of rfs_op. */
+int rfs_op_known(uint16_t op);
+/* 1 if requests of this op may be sent before authentication (HELLO, AUTH, PING). */
+int rfs_op_pre_auth(uint16_t op);
+
+/* HELLO negotiation (server side): picks the highest version both sides speak and
+ * min(client max_frame, server max_frame). Returns 0, or RFS_E_VERSION when the client's
+ * [min_version, max_version] does not contain a version this build speaks. */
+int rfs_hello_choose(uint16_t min_version, uint16_t max_version, uint32_t client_max_frame,
+                     uint32_t server_max_frame, uint16_t *version, uint32_t *max_frame);
+
+/* Bytes of a request's header + fixed fields + extents (what rfs_req_encode writes into out
+ * when the extents are given), i.e. the `cap` it needs. 0 for an unknown op. */
+size_t rfs_req_encoded_size(const rfs_req *r);
+
 #endif

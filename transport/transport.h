@@ -12,6 +12,7 @@ typedef struct rfs_transport_opts {
     int connect_timeout_ms;  /* 0: 10000 */
     int sndbuf, rcvbuf;      /* 0: kernel default (autotuning) */
     int nodelay;             /* TCP_NODELAY (default on: the protocol pipelines its own frames) */
+                             /* (0 or > 0: on, < 0: off, so zeroed opts get the default) */
 } rfs_transport_opts;
 
 typedef struct rfs_transport_ops {

@@ -1,0 +1,243 @@
+/* Frame header, op table, HELLO negotiation, extents, LIST entries and the field checks
+ * shared by the request and reply codecs (request.c, reply.c). Byte layouts: docs/protocol.md. */
+#include "proto/proto.h"
+#include "proto/wire.h"
+
+#include "common/err.h"
+
+#include <stdint.h>
+#include <string.h>
+
+const char *rfs_op_name(uint16_t op)
+{
+    switch ((rfs_op)op) {
+    case RFS_OP_HELLO: return "HELLO";
+    case RFS_OP_AUTH: return "AUTH";
+    case RFS_OP_PING: return "PING";
+    case RFS_OP_OPEN: return "OPEN";
+    case RFS_OP_CLOSE: return "CLOSE";
+    case RFS_OP_PREAD: return "PREAD";
+    case RFS_OP_PWRITE: return "PWRITE";
+    case RFS_OP_PREADV: return "PREADV";
+    case RFS_OP_PWRITEV: return "PWRITEV";
+    case RFS_OP_SYNC: return "SYNC";
+    case RFS_OP_GET_SIZE: return "GET_SIZE";
+    case RFS_OP_SET_SIZE: return "SET_SIZE";
+    case RFS_OP_PREALLOCATE: return "PREALLOCATE";
+    case RFS_OP_STAT: return "STAT";
+    case RFS_OP_DELETE: return "DELETE";
+    case RFS_OP_RENAME: return "RENAME";
+    case RFS_OP_MKDIR: return "MKDIR";
+    case RFS_OP_LIST: return "LIST";
+    case RFS_OP_COUNTER: return "COUNTER";
+    case RFS_OP_LOCK: return "LOCK";
+    case RFS_OP_UNLOCK: return "UNLOCK";
+    case RFS_OP_SET_VIEW: return "SET_VIEW";
+    case RFS_OP_VIEW_READ: return "VIEW_READ";
+    case RFS_OP_VIEW_WRITE: return "VIEW_WRITE";
+    }
+    return "UNKNOWN";
+}
+
+int rfs_op_known(uint16_t op) { return strcmp(rfs_op_name(op), "UNKNOWN") != 0; }
+
+int rfs_op_pre_auth(uint16_t op)
+{
+    return op == RFS_OP_HELLO || op == RFS_OP_AUTH || op == RFS_OP_PING;
+}
+
+void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h)
+{
+    le32_put(out, RFS_MAGIC);
+    le16_put(out + 4, h->version);
+    le16_put(out + 6, h->op);
+    le16_put(out + 8, h->flags);
+    le16_put(out + 10, 0);
+    le32_put(out + 12, h->req_id);
+    le32_put(out + 16, h->status);
+    le32_put(out + 20, h->body_len);
+}
+
+/* h is filled with the raw fields whenever the magic matches, even on failure, so a server can
+ * still answer req_id (and knows body_len, to skip the body or to give up). */
+int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *h)
+{
+    memset(h, 0, sizeof *h);
+    uint32_t magic = le32_get(in);
+    if (magic != RFS_MAGIC)
+        return rfs_fail(RFS_E_PROTO, "frame header: bad magic 0x%08x (not an rfs peer?)", magic);
+    h->version = le16_get(in + 4);
+    h->op = le16_get(in + 6);
+    h->flags = le16_get(in + 8);
+    uint16_t reserved = le16_get(in + 10);
+    h->req_id = le32_get(in + 12);
+    h->status = le32_get(in + 16);
+    h->body_len = le32_get(in + 20);
+
+    if (h->version != RFS_PROTO_VERSION)
+        return rfs_fail(RFS_E_VERSION, "frame header: protocol version %u, this peer speaks %u",
+                        h->version, RFS_PROTO_VERSION);
+    if (reserved != 0 || (h->flags & ~RFS_F_REPLY) != 0)
+        return rfs_fail(RFS_E_PROTO, "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)",
+                        h->flags, reserved);
+    if (!rfs_op_known(h->op))
+        return rfs_fail(RFS_E_PROTO, "frame header: unknown op %u", h->op);
+    uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
+    if ((uint64_t)RFS_HDR_SIZE + h->body_len > limit)
+        return rfs_fail(RFS_E_TOOBIG, "frame header: %s frame of %llu bytes over the %llu-byte limit",
+                        rfs_op_name(h->op), (unsigned long long)RFS_HDR_SIZE + h->body_len,
+                        (unsigned long long)limit);
+    return RFS_OK;
+}
+
+int rfs_hello_choose(uint16_t min_version, uint16_t max_version, uint32_t client_max_frame,
+                     uint32_t server_max_frame, uint16_t *version, uint32_t *max_frame)
+{
+    /* This build speaks exactly one version; later builds pick the highest common one. */
+    if (min_version > RFS_PROTO_VERSION || max_version < RFS_PROTO_VERSION)
+        return rfs_fail(RFS_E_VERSION, "HELLO: client speaks versions %u..%u, server speaks %u",
+                        min_version, max_version, RFS_PROTO_VERSION);
+    *version = RFS_PROTO_VERSION;
+    uint32_t m = client_max_frame < server_max_frame ? client_max_frame : server_max_frame;
+    if (m > RFS_FRAME_HARD_MAX)
+        m = RFS_FRAME_HARD_MAX;
+    if (m < RFS_FRAME_MIN)
+        m = RFS_FRAME_MIN;
+    *max_frame = m;
+    return RFS_OK;
+}
+
+void rfs_extent_at(const uint8_t *ext, uint32_t i, uint64_t *off, uint64_t *len)
+{
+    const uint8_t *p = ext + (size_t)i * RFS_EXTENT_WIRE;
+    *off = le64_get(p);
+    *len = le64_get(p + 8);
+}
+
+/* ---- shared field checks ---- */
+
+int rfs_wire_check_path(uint16_t op, const char *field, const rfs_wpath *p)
+{
+    if (p->len == 0 || p->s == NULL)
+        return rfs_fail(RFS_E_INVAL, "%s: empty %s", rfs_op_name(op), field);
+    if (p->len > RFS_MAX_PATH)
+        return rfs_fail(RFS_E_TOOBIG, "%s: %s of %u bytes (limit %u)", rfs_op_name(op), field,
+                        p->len, RFS_MAX_PATH);
+    if (memchr(p->s, '\0', p->len))
+        return rfs_fail(RFS_E_INVAL, "%s: %s contains a NUL byte", rfs_op_name(op), field);
+    return RFS_OK;
+}
+
+/* Offsets travel as u64 but files are addressed with off_t: every byte of [off, off+len)
+ * must stay at or below INT64_MAX. */
+int rfs_wire_check_range(uint16_t op, const char *field, uint64_t off, uint64_t len)
+{
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return rfs_fail(RFS_E_FBIG, "%s: %s %llu+%llu beyond the largest file offset",
+                        rfs_op_name(op), field, (unsigned long long)off, (unsigned long long)len);
+    return RFS_OK;
+}
+
+int rfs_wire_extents_total(uint16_t op, uint32_t count, const uint8_t *wire,
+                           const uint64_t *host, uint64_t *total)
+{
+    if (count > RFS_MAX_EXTENTS)
+        return rfs_fail(RFS_E_TOOBIG, "%s: %u extents (limit %u)", rfs_op_name(op), count,
+                        RFS_MAX_EXTENTS);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t off, len;
+        if (wire) {
+            rfs_extent_at(wire, i, &off, &len);
+        } else {
+            off = host[2 * (size_t)i];
+            len = host[2 * (size_t)i + 1];
+        }
+        int rc = rfs_wire_check_range(op, "extent", off, len);
+        if (rc)
+            return rc;
+        if (len > UINT64_MAX - sum)
+            return rfs_fail(RFS_E_TOOBIG, "%s: extent lengths overflow", rfs_op_name(op));
+        sum += len;
+    }
+    *total = sum;
+    return RFS_OK;
+}
+
+/* ---- LIST entries ---- */
+
+static int check_name(const char *s, uint16_t len)
+{
+    if (len == 0 || len > RFS_MAX_NAME)
+        return rfs_fail(len ? RFS_E_TOOBIG : RFS_E_PROTO, "LIST: entry name of %u bytes", len);
+    /* A name is one directory entry: never a path, never "." or "..", so a client that
+     * recreates a listing locally cannot be steered outside its target directory. */
+    if (memchr(s, '\0', len) || memchr(s, '/', len))
+        return rfs_fail(RFS_E_PROTO, "LIST: entry name contains NUL or '/'");
+    if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+        return rfs_fail(RFS_E_PROTO, "LIST: entry name is '.' or '..'");
+    return RFS_OK;
+}
+
+static int check_type(uint32_t type)
+{
+    return type >= RFS_TYPE_FILE && type <= RFS_TYPE_OTHER;
+}
+
+size_t rfs_list_entry_encode(const rfs_list_entry *e, uint8_t *out, size_t cap)
+{
+    if (!e->name.s || check_name(e->name.s, e->name.len) || !check_type(e->type))
+        return 0;
+    size_t need = RFS_LIST_ENTRY_FIXED + e->name.len;
+    if (cap < need)
+        return 0;
+    le32_put(out, e->type);
+    le32_put(out + 4, e->mode);
+    le64_put(out + 8, e->size);
+    le64_put(out + 16, (uint64_t)e->mtime_ns);
+    le16_put(out + 24, e->name.len);
+    memcpy(out + RFS_LIST_ENTRY_FIXED, e->name.s, e->name.len);
+    return need;
+}
+
+int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    if (*rem < RFS_LIST_ENTRY_FIXED)
+        return rfs_fail(RFS_E_PROTO, "LIST: truncated entry (%zu bytes left)", *rem);
+    const uint8_t *q = *p;
+    e->type = le32_get(q);
+    e->mode = le32_get(q + 4);
+    e->size = le64_get(q + 8);
+    e->mtime_ns = (int64_t)le64_get(q + 16);
+    e->name.len = le16_get(q + 24);
+    if (!check_type(e->type))
+        return rfs_fail(RFS_E_PROTO, "LIST: entry type %u", e->type);
+    if (*rem - RFS_LIST_ENTRY_FIXED < e->name.len)
+        return rfs_fail(RFS_E_PROTO, "LIST: entry name runs past the body");
+    e->name.s = (const char *)q + RFS_LIST_ENTRY_FIXED;
+    int rc = check_name(e->name.s, e->name.len);
+    if (rc)
+        return rc;
+    size_t used = RFS_LIST_ENTRY_FIXED + e->name.len;
+    *p += used;
+    *rem -= used;
+    return RFS_OK;
+}
+
+int rfs_wire_check_list(const uint8_t *entries, size_t len, uint32_t count)
+{
+    if (count > RFS_LIST_MAX_ENTRIES)
+        return rfs_fail(RFS_E_TOOBIG, "LIST: %u entries (limit %u)", count, RFS_LIST_MAX_ENTRIES);
+    const uint8_t *p = entries;
+    size_t rem = len;
+    for (uint32_t i = 0; i < count; i++) {
+        rfs_list_entry e;
+        int rc = rfs_list_entry_next(&p, &rem, &e);
+        if (rc)
+            return rc;
+    }
+    if (rem != 0)
+        return rfs_fail(RFS_E_PROTO, "LIST: %zu bytes after the last of %u entries", rem, count);
+    return RFS_OK;
+}

@@ -1,0 +1,246 @@
+/* Reply bodies: encode and decode for every op, and error replies. Layouts (little-endian)
+ * are in docs/protocol.md and summarised next to each case. A reply's fields are checked the
+ * same way in both directions; a bad field is RFS_E_INVAL when encoding (caller's bug) and
+ * RFS_E_PROTO when decoding (the peer is broken or hostile). */
+#include "proto/proto.h"
+#include "proto/wire.h"
+
+#include "common/err.h"
+
+#include <string.h>
+
+enum rep_shape { SHAPE_EMPTY, SHAPE_DATA, SHAPE_U64, SHAPE_OTHER };
+
+static enum rep_shape shape_of(uint16_t op)
+{
+    switch ((rfs_op)op) {
+    case RFS_OP_PING: case RFS_OP_PREAD: case RFS_OP_PREADV: case RFS_OP_VIEW_READ:
+        return SHAPE_DATA;
+    case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE: case RFS_OP_GET_SIZE:
+    case RFS_OP_COUNTER:
+        return SHAPE_U64;
+    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
+    case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_LOCK:
+    case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
+        return SHAPE_EMPTY;
+    case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
+        return SHAPE_OTHER;
+    }
+    return SHAPE_OTHER;
+}
+
+/* Field checks of a successful reply; bad is the code for a wrong value. */
+static int check_rep(const rfs_rep *r, int bad)
+{
+    const char *name = rfs_op_name(r->op);
+    if (shape_of(r->op) != SHAPE_DATA && r->data_len != 0)
+        return rfs_fail(bad, "%s reply carries no payload", name);
+    switch ((rfs_op)r->op) {
+    case RFS_OP_HELLO:
+        if (r->u.hello.version == 0 || r->u.hello.auth_required > 1)
+            return rfs_fail(bad, "HELLO reply: version %u, auth_required %u", r->u.hello.version,
+                            r->u.hello.auth_required);
+        if (r->u.hello.max_frame < RFS_FRAME_MIN || r->u.hello.max_frame > RFS_FRAME_HARD_MAX)
+            return rfs_fail(bad, "HELLO reply: max frame %u outside %u..%u", r->u.hello.max_frame,
+                            RFS_FRAME_MIN, RFS_FRAME_HARD_MAX);
+        return RFS_OK;
+    case RFS_OP_OPEN:
+        if (r->u.open.size > (uint64_t)INT64_MAX)
+            return rfs_fail(bad, "OPEN reply: size %llu", (unsigned long long)r->u.open.size);
+        return RFS_OK;
+    case RFS_OP_STAT:
+        if (r->u.stat.type < RFS_TYPE_FILE || r->u.stat.type > RFS_TYPE_OTHER)
+            return rfs_fail(bad, "STAT reply: type %u", r->u.stat.type);
+        return RFS_OK;
+    case RFS_OP_LIST: {
+        if (!r->u.list.entries)
+            return r->u.list.count <= RFS_LIST_MAX_ENTRIES ? RFS_OK
+                   : rfs_fail(RFS_E_TOOBIG, "LIST reply: %u entries", r->u.list.count);
+        int rc = rfs_wire_check_list(r->u.list.entries, r->u.list.entries_len, r->u.list.count);
+        return rc == RFS_E_TOOBIG ? rc : rc ? bad : RFS_OK;
+    }
+    default:
+        return RFS_OK;
+    }
+}
+
+/* Error messages are trimmed rather than refused: the server's message is advice, and a
+ * long one must not turn an error reply into a failure to reply. The cut is placed at the
+ * first NUL and before a partial UTF-8 sequence. */
+static uint16_t error_msg_len(const char *s, size_t len)
+{
+    if (!s)
+        return 0;
+    const char *nul = memchr(s, '\0', len);
+    if (nul)
+        len = (size_t)(nul - s);
+    if (len > RFS_MAX_MSG) {
+        len = RFS_MAX_MSG;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--;
+    }
+    return (uint16_t)len;
+}
+
+int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
+{
+    *len = 0;
+    const char *name = rfs_op_name(r->op);
+    uint64_t unwritten = 0;  /* body bytes the caller sends after out */
+    wr w = {.p = out, .cap = cap};
+    if (!wr_take(&w, RFS_HDR_SIZE))
+        return rfs_fail(RFS_E_TOOBIG, "%s reply: buffer of %zu bytes too small", name, cap);
+
+    if (r->status != 0) {      /* any op, known or not: u16 msg_len, msg */
+        uint16_t n = error_msg_len(r->u.err.s, r->u.err.len);
+        wr_u16(&w, n);
+        wr_bytes(&w, r->u.err.s, n);
+    } else {
+        if (!rfs_op_known(r->op))
+            return rfs_fail(RFS_E_INVAL, "reply to unknown op %u", r->op);
+        int rc = check_rep(r, RFS_E_INVAL);
+        if (rc)
+            return rc;
+        switch (shape_of(r->op)) {
+        case SHAPE_EMPTY:
+            break;
+        case SHAPE_DATA:       /* payload only */
+            unwritten = r->data_len;
+            break;
+        case SHAPE_U64:        /* u64 value */
+            wr_u64(&w, r->u.u64.value);
+            break;
+        case SHAPE_OTHER:
+            switch (r->op) {
+            case RFS_OP_HELLO: /* u16 version, u16 reserved, u32 max_frame, u32 auth_required, nonce[32] */
+                wr_u16(&w, r->u.hello.version);
+                wr_u16(&w, 0);
+                wr_u32(&w, r->u.hello.max_frame);
+                wr_u32(&w, r->u.hello.auth_required);
+                wr_bytes(&w, r->u.hello.nonce, RFS_NONCE_LEN);
+                break;
+            case RFS_OP_AUTH:  /* server_mac[32] */
+                wr_bytes(&w, r->u.auth.server_mac, RFS_MAC_LEN);
+                break;
+            case RFS_OP_OPEN:  /* u32 fh, u64 size */
+                wr_u32(&w, r->u.open.fh);
+                wr_u64(&w, r->u.open.size);
+                break;
+            case RFS_OP_STAT:  /* u32 type, u32 mode, u64 size, i64 mtime_ns */
+                wr_u32(&w, r->u.stat.type);
+                wr_u32(&w, r->u.stat.mode);
+                wr_u64(&w, r->u.stat.size);
+                wr_u64(&w, (uint64_t)r->u.stat.mtime_ns);
+                break;
+            case RFS_OP_LIST:  /* u32 count, u32 next, entries */
+                wr_u32(&w, r->u.list.count);
+                wr_u32(&w, r->u.list.next);
+                if (r->u.list.entries)
+                    wr_bytes(&w, r->u.list.entries, r->u.list.entries_len);
+                else
+                    unwritten = r->u.list.entries_len;
+                break;
+            }
+            break;
+        }
+    }
+    if (w.full)
+        return rfs_fail(RFS_E_TOOBIG, "%s reply: buffer of %zu bytes too small", name, cap);
+    uint64_t body = (uint64_t)(w.n - RFS_HDR_SIZE) + unwritten;
+    if (RFS_HDR_SIZE + body > RFS_FRAME_HARD_MAX)
+        return rfs_fail(RFS_E_TOOBIG, "%s reply: frame of %llu bytes over the %u-byte limit", name,
+                        (unsigned long long)(RFS_HDR_SIZE + body), RFS_FRAME_HARD_MAX);
+    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op, .flags = RFS_F_REPLY,
+                 .req_id = r->id, .status = r->status, .body_len = (uint32_t)body};
+    rfs_hdr_encode(out, &h);
+    *len = w.n;
+    return RFS_OK;
+}
+
+int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r)
+{
+    memset(r, 0, sizeof *r);
+    r->op = h->op;
+    r->id = h->req_id;
+    r->status = h->status;
+    const char *name = rfs_op_name(h->op);
+    if (!rfs_op_known(h->op))
+        return rfs_fail(RFS_E_PROTO, "reply with unknown op %u", h->op);
+    if (h->flags != RFS_F_REPLY)
+        return rfs_fail(RFS_E_PROTO, "%s reply: flags 0x%04x", name, h->flags);
+    if (len != h->body_len || (len && !body))
+        return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes, header says %u", name, len,
+                        h->body_len);
+
+    rd in = {.p = body, .rem = len};
+    if (h->status != 0) {
+        r->u.err.len = rd_u16(&in);
+        if (in.bad)
+            return rfs_fail(RFS_E_PROTO, "%s error reply: truncated", name);
+        if (r->u.err.len > RFS_MAX_MSG)
+            return rfs_fail(RFS_E_TOOBIG, "%s error reply: message of %u bytes (limit %u)", name,
+                            r->u.err.len, RFS_MAX_MSG);
+        r->u.err.s = (const char *)rd_take(&in, r->u.err.len);
+        if (in.bad)
+            return rfs_fail(RFS_E_PROTO, "%s error reply: truncated message", name);
+        if (in.rem != 0)
+            return rfs_fail(RFS_E_PROTO, "%s error reply: %zu bytes after the message", name, in.rem);
+        if (memchr(r->u.err.s, '\0', r->u.err.len))
+            return rfs_fail(RFS_E_PROTO, "%s error reply: NUL byte in message", name);
+        return RFS_OK;
+    }
+
+    switch (shape_of(h->op)) {
+    case SHAPE_EMPTY:
+        break;
+    case SHAPE_DATA:
+        r->data = in.rem ? in.p : NULL;
+        r->data_len = (uint32_t)in.rem;
+        in.p += in.rem;
+        in.rem = 0;
+        break;
+    case SHAPE_U64:
+        r->u.u64.value = rd_u64(&in);
+        break;
+    case SHAPE_OTHER:
+        switch (h->op) {
+        case RFS_OP_HELLO: {
+            r->u.hello.version = rd_u16(&in);
+            uint16_t reserved = rd_u16(&in);
+            r->u.hello.max_frame = rd_u32(&in);
+            r->u.hello.auth_required = rd_u32(&in);
+            rd_bytes(&in, r->u.hello.nonce, RFS_NONCE_LEN);
+            if (!in.bad && reserved != 0)
+                return rfs_fail(RFS_E_PROTO, "HELLO reply: reserved field 0x%04x", reserved);
+            break;
+        }
+        case RFS_OP_AUTH:
+            rd_bytes(&in, r->u.auth.server_mac, RFS_MAC_LEN);
+            break;
+        case RFS_OP_OPEN:
+            r->u.open.fh = rd_u32(&in);
+            r->u.open.size = rd_u64(&in);
+            break;
+        case RFS_OP_STAT:
+            r->u.stat.type = rd_u32(&in);
+            r->u.stat.mode = rd_u32(&in);
+            r->u.stat.size = rd_u64(&in);
+            r->u.stat.mtime_ns = (int64_t)rd_u64(&in);
+            break;
+        case RFS_OP_LIST:
+            r->u.list.count = rd_u32(&in);
+            r->u.list.next = rd_u32(&in);
+            r->u.list.entries = in.p;
+            r->u.list.entries_len = (uint32_t)in.rem;
+            in.p += in.rem;
+            in.rem = 0;
+            break;
+        }
+        break;
+    }
+    if (in.bad)
+        return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes is truncated", name, len);
+    if (in.rem != 0)
+        return rfs_fail(RFS_E_PROTO, "%s reply: %zu unexpected bytes after the fields", name, in.rem);
+    return check_rep(r, RFS_E_PROTO);
+}

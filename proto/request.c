@@ -1,0 +1,443 @@
+/* Request bodies: encode and decode for every op. Layouts (all little-endian) are in
+ * docs/protocol.md; the summary per op is next to each case below. Both directions run the
+ * same field checks (check_req), so anything that decodes re-encodes to identical bytes. */
+#include "proto/proto.h"
+#include "proto/wire.h"
+
+#include "common/err.h"
+
+#include <string.h>
+
+#define OPEN_FLAGS_KNOWN (RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND)
+#define MODE_BITS 07777u
+
+static int has_payload(uint16_t op)
+{
+    return op == RFS_OP_PING || op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV ||
+           op == RFS_OP_SET_VIEW || op == RFS_OP_VIEW_WRITE;
+}
+
+static int check_read_len(uint16_t op, uint64_t len)
+{
+    /* A read's reply carries its bytes in one frame, so no read can ask for more. */
+    if (len > RFS_WIRE_MAX_BODY)
+        return rfs_fail(RFS_E_TOOBIG, "%s: %llu bytes in one request (limit %u)", rfs_op_name(op),
+                        (unsigned long long)len, RFS_WIRE_MAX_BODY);
+    return RFS_OK;
+}
+
+static int check_mode(uint16_t op, uint32_t mode)
+{
+    if (mode & ~MODE_BITS)
+        return rfs_fail(RFS_E_INVAL, "%s: mode 0%o has bits outside 07777", rfs_op_name(op), mode);
+    return RFS_OK;
+}
+
+/* Field checks common to encode and decode. host_ext: extents as host pairs (encoder), else
+ * r->u.iov.ext (wire bytes) is used when set. *total receives the extents' total length;
+ * *have_total says whether it could be computed (an encoder may send the extents itself). */
+static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total, int *have_total)
+{
+    uint16_t op = r->op;
+    int rc = RFS_OK;
+    *have_total = 0;
+    *total = 0;
+    if (!has_payload(op) && r->data_len != 0)
+        return rfs_fail(RFS_E_INVAL, "%s: request carries no payload", rfs_op_name(op));
+    switch ((rfs_op)op) {
+    case RFS_OP_HELLO:
+        if (r->u.hello.min_version == 0 || r->u.hello.min_version > r->u.hello.max_version)
+            return rfs_fail(RFS_E_INVAL, "HELLO: bad version range %u..%u", r->u.hello.min_version,
+                            r->u.hello.max_version);
+        if (r->u.hello.max_frame < RFS_FRAME_MIN)
+            return rfs_fail(RFS_E_INVAL, "HELLO: max frame %u below %u", r->u.hello.max_frame,
+                            RFS_FRAME_MIN);
+        if (r->u.hello.max_frame > RFS_FRAME_HARD_MAX)
+            return rfs_fail(RFS_E_TOOBIG, "HELLO: max frame %u above %u", r->u.hello.max_frame,
+                            RFS_FRAME_HARD_MAX);
+        return RFS_OK;
+    case RFS_OP_AUTH:
+    case RFS_OP_PING:
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE:
+        return RFS_OK;
+    case RFS_OP_OPEN: {
+        uint32_t f = r->u.open.flags;
+        if ((f & ~OPEN_FLAGS_KNOWN) || (f & RFS_O_ACCMODE) == 0)
+            return rfs_fail(RFS_E_INVAL, "OPEN: bad flags 0x%x", f);
+        if ((rc = check_mode(op, r->u.open.mode)))
+            return rc;
+        return rfs_wire_check_path(op, "path", &r->u.open.path);
+    }
+    case RFS_OP_PREAD:
+        if ((rc = rfs_wire_check_range(op, "range", r->u.pread.off, r->u.pread.len)))
+            return rc;
+        return check_read_len(op, r->u.pread.len);
+    case RFS_OP_PWRITE:
+        return rfs_wire_check_range(op, "range", r->u.pwrite.off, r->data_len);
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:
+        if (r->u.iov.count > RFS_MAX_EXTENTS)
+            return rfs_fail(RFS_E_TOOBIG, "%s: %u extents (limit %u)", rfs_op_name(op),
+                            r->u.iov.count, RFS_MAX_EXTENTS);
+        if (!host_ext && !r->u.iov.ext)
+            return RFS_OK;  /* the caller sends the extents; it vouches for them */
+        if ((rc = rfs_wire_extents_total(op, r->u.iov.count, host_ext ? NULL : r->u.iov.ext,
+                                         host_ext, total)))
+            return rc;
+        *have_total = 1;
+        if (op == RFS_OP_PREADV)
+            return check_read_len(op, *total);
+        return RFS_OK;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE:
+        return rfs_wire_check_range(op, "size", r->u.size.size, 0);
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:
+        return rfs_wire_check_path(op, "path", &r->u.path.path);
+    case RFS_OP_RENAME:
+        if ((rc = rfs_wire_check_path(op, "source path", &r->u.rename.from)))
+            return rc;
+        return rfs_wire_check_path(op, "target path", &r->u.rename.to);
+    case RFS_OP_MKDIR:
+        if ((rc = check_mode(op, r->u.mkdir.mode)))
+            return rc;
+        return rfs_wire_check_path(op, "path", &r->u.mkdir.path);
+    case RFS_OP_LIST:
+        return rfs_wire_check_path(op, "path", &r->u.list.path);
+    case RFS_OP_COUNTER:
+        if (r->u.counter.set > 1)
+            return rfs_fail(RFS_E_INVAL, "COUNTER: set must be 0 or 1, not %u", r->u.counter.set);
+        return RFS_OK;
+    case RFS_OP_LOCK:
+        if (r->u.lock.mode != RFS_LOCK_SHARED && r->u.lock.mode != RFS_LOCK_EXCL)
+            return rfs_fail(RFS_E_INVAL, "LOCK: mode %u", r->u.lock.mode);
+        return rfs_wire_check_range(op, "range", r->u.lock.off, r->u.lock.len);
+    case RFS_OP_UNLOCK:
+        return rfs_wire_check_range(op, "range", r->u.unlock.off, r->u.unlock.len);
+    case RFS_OP_SET_VIEW:
+        if (r->data_len == 0)
+            return rfs_fail(RFS_E_INVAL, "SET_VIEW: empty datatype encoding");
+        return rfs_wire_check_range(op, "displacement", r->u.set_view.disp, 0);
+    case RFS_OP_VIEW_READ:
+        if ((rc = rfs_wire_check_range(op, "position", r->u.view_read.pos, r->u.view_read.len)))
+            return rc;
+        return check_read_len(op, r->u.view_read.len);
+    case RFS_OP_VIEW_WRITE:
+        return rfs_wire_check_range(op, "position", r->u.view_write.pos, r->data_len);
+    }
+    return rfs_fail(RFS_E_INVAL, "unknown op %u", op);
+}
+
+/* ---- encode ---- */
+
+static void put_path(wr *w, const rfs_wpath *p)
+{
+    wr_u16(w, p->len);
+    wr_bytes(w, p->s, p->len);
+}
+
+size_t rfs_req_encoded_size(const rfs_req *r)
+{
+    size_t n = RFS_HDR_SIZE;
+    switch ((rfs_op)r->op) {
+    case RFS_OP_HELLO: return n + 8;
+    case RFS_OP_AUTH: return n + RFS_NONCE_LEN + RFS_MAC_LEN;
+    case RFS_OP_PING: return n;
+    case RFS_OP_OPEN: return n + 10 + r->u.open.path.len;
+    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: return n + 4;
+    case RFS_OP_PREAD: return n + 16;
+    case RFS_OP_PWRITE: return n + 12;
+    case RFS_OP_PREADV: case RFS_OP_PWRITEV:
+        return n + 8 + (size_t)r->u.iov.count * RFS_EXTENT_WIRE;
+    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: return n + 12;
+    case RFS_OP_STAT: case RFS_OP_DELETE: return n + 2 + r->u.path.path.len;
+    case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
+    case RFS_OP_MKDIR: return n + 6 + r->u.mkdir.path.len;
+    case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
+    case RFS_OP_COUNTER: return n + 20;
+    case RFS_OP_LOCK: return n + 28;
+    case RFS_OP_UNLOCK: return n + 20;
+    case RFS_OP_SET_VIEW: return n + 16;
+    case RFS_OP_VIEW_READ: return n + 20;
+    case RFS_OP_VIEW_WRITE: return n + 16;
+    }
+    return 0;
+}
+
+int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size_t cap, size_t *len)
+{
+    *len = 0;
+    uint64_t total;
+    int have_total;
+    int rc = check_req(r, ext_src, &total, &have_total);
+    if (rc)
+        return rc == RFS_E_FBIG ? RFS_E_INVAL : rc;
+    if (r->op == RFS_OP_PWRITEV && have_total && total != r->data_len)
+        return rfs_fail(RFS_E_INVAL, "PWRITEV: %u data bytes for extents totalling %llu",
+                        r->data_len, (unsigned long long)total);
+
+    wr w = {.p = out, .cap = cap};
+    if (!wr_take(&w, RFS_HDR_SIZE))
+        return rfs_fail(RFS_E_TOOBIG, "%s: buffer of %zu bytes too small", rfs_op_name(r->op), cap);
+    uint64_t unwritten = r->data_len;  /* body bytes the caller sends after out */
+    switch ((rfs_op)r->op) {
+    case RFS_OP_HELLO:         /* u16 min_version, u16 max_version, u32 max_frame */
+        wr_u16(&w, r->u.hello.min_version);
+        wr_u16(&w, r->u.hello.max_version);
+        wr_u32(&w, r->u.hello.max_frame);
+        break;
+    case RFS_OP_AUTH:          /* client_nonce[32], mac[32] */
+        wr_bytes(&w, r->u.auth.client_nonce, RFS_NONCE_LEN);
+        wr_bytes(&w, r->u.auth.mac, RFS_MAC_LEN);
+        break;
+    case RFS_OP_PING:          /* payload only */
+        break;
+    case RFS_OP_OPEN:          /* u32 flags, u32 mode, path */
+        wr_u32(&w, r->u.open.flags);
+        wr_u32(&w, r->u.open.mode);
+        put_path(&w, &r->u.open.path);
+        break;
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE:      /* u32 fh */
+        wr_u32(&w, r->u.fh.fh);
+        break;
+    case RFS_OP_PREAD:         /* u32 fh, u64 off, u32 len */
+        wr_u32(&w, r->u.pread.fh);
+        wr_u64(&w, r->u.pread.off);
+        wr_u32(&w, r->u.pread.len);
+        break;
+    case RFS_OP_PWRITE:        /* u32 fh, u64 off, data */
+        wr_u32(&w, r->u.pwrite.fh);
+        wr_u64(&w, r->u.pwrite.off);
+        break;
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:       /* u32 fh, u32 count, count x (u64 off, u64 len), [data] */
+        wr_u32(&w, r->u.iov.fh);
+        wr_u32(&w, r->u.iov.count);
+        if (ext_src) {
+            for (uint32_t i = 0; i < r->u.iov.count; i++) {
+                wr_u64(&w, ext_src[2 * (size_t)i]);
+                wr_u64(&w, ext_src[2 * (size_t)i + 1]);
+            }
+        } else if (r->u.iov.ext) {
+            wr_bytes(&w, r->u.iov.ext, (size_t)r->u.iov.count * RFS_EXTENT_WIRE);
+        } else {
+            unwritten += (uint64_t)r->u.iov.count * RFS_EXTENT_WIRE;
+        }
+        break;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE:   /* u32 fh, u64 size */
+        wr_u32(&w, r->u.size.fh);
+        wr_u64(&w, r->u.size.size);
+        break;
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:        /* path */
+        put_path(&w, &r->u.path.path);
+        break;
+    case RFS_OP_RENAME:        /* from path, to path */
+        put_path(&w, &r->u.rename.from);
+        put_path(&w, &r->u.rename.to);
+        break;
+    case RFS_OP_MKDIR:         /* u32 mode, path */
+        wr_u32(&w, r->u.mkdir.mode);
+        put_path(&w, &r->u.mkdir.path);
+        break;
+    case RFS_OP_LIST:          /* u32 start, path */
+        wr_u32(&w, r->u.list.start);
+        put_path(&w, &r->u.list.path);
+        break;
+    case RFS_OP_COUNTER:       /* u32 fh, u32 key, u32 set, i64 delta */
+        wr_u32(&w, r->u.counter.fh);
+        wr_u32(&w, r->u.counter.key);
+        wr_u32(&w, r->u.counter.set);
+        wr_u64(&w, (uint64_t)r->u.counter.delta);
+        break;
+    case RFS_OP_LOCK:          /* u32 fh, u64 off, u64 len, u32 mode, u32 wait_ms */
+        wr_u32(&w, r->u.lock.fh);
+        wr_u64(&w, r->u.lock.off);
+        wr_u64(&w, r->u.lock.len);
+        wr_u32(&w, r->u.lock.mode);
+        wr_u32(&w, r->u.lock.wait_ms);
+        break;
+    case RFS_OP_UNLOCK:        /* u32 fh, u64 off, u64 len */
+        wr_u32(&w, r->u.unlock.fh);
+        wr_u64(&w, r->u.unlock.off);
+        wr_u64(&w, r->u.unlock.len);
+        break;
+    case RFS_OP_SET_VIEW:      /* u32 fh, u32 view_id, u64 disp, encoding */
+        wr_u32(&w, r->u.set_view.fh);
+        wr_u32(&w, r->u.set_view.view_id);
+        wr_u64(&w, r->u.set_view.disp);
+        break;
+    case RFS_OP_VIEW_READ:     /* u32 fh, u32 view_id, u64 pos, u32 len */
+        wr_u32(&w, r->u.view_read.fh);
+        wr_u32(&w, r->u.view_read.view_id);
+        wr_u64(&w, r->u.view_read.pos);
+        wr_u32(&w, r->u.view_read.len);
+        break;
+    case RFS_OP_VIEW_WRITE:    /* u32 fh, u32 view_id, u64 pos, data */
+        wr_u32(&w, r->u.view_write.fh);
+        wr_u32(&w, r->u.view_write.view_id);
+        wr_u64(&w, r->u.view_write.pos);
+        break;
+    }
+    if (w.full)
+        return rfs_fail(RFS_E_TOOBIG, "%s: buffer of %zu bytes too small", rfs_op_name(r->op), cap);
+    uint64_t body = (uint64_t)(w.n - RFS_HDR_SIZE) + unwritten;
+    if (RFS_HDR_SIZE + body > RFS_FRAME_HARD_MAX)
+        return rfs_fail(RFS_E_TOOBIG, "%s: frame of %llu bytes over the %u-byte limit",
+                        rfs_op_name(r->op), (unsigned long long)(RFS_HDR_SIZE + body),
+                        RFS_FRAME_HARD_MAX);
+    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op, .flags = 0, .req_id = r->id,
+                 .status = 0, .body_len = (uint32_t)body};
+    rfs_hdr_encode(out, &h);
+    *len = w.n;
+    return RFS_OK;
+}
+
+/* ---- decode ---- */
+
+static void get_path(rd *in, rfs_wpath *p)
+{
+    p->len = rd_u16(in);
+    p->s = (const char *)rd_take(in, p->len);
+}
+
+int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r)
+{
+    memset(r, 0, sizeof *r);
+    r->op = h->op;
+    r->id = h->req_id;
+    const char *name = rfs_op_name(h->op);
+    if (!rfs_op_known(h->op))
+        return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
+    if (h->flags != 0 || h->status != 0)
+        return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
+    if (len != h->body_len || (len && !body))
+        return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes, header says %u", name, len,
+                        h->body_len);
+
+    rd in = {.p = body, .rem = len};
+    switch ((rfs_op)h->op) {
+    case RFS_OP_HELLO:
+        r->u.hello.min_version = rd_u16(&in);
+        r->u.hello.max_version = rd_u16(&in);
+        r->u.hello.max_frame = rd_u32(&in);
+        break;
+    case RFS_OP_AUTH:
+        rd_bytes(&in, r->u.auth.client_nonce, RFS_NONCE_LEN);
+        rd_bytes(&in, r->u.auth.mac, RFS_MAC_LEN);
+        break;
+    case RFS_OP_PING:
+        break;
+    case RFS_OP_OPEN:
+        r->u.open.flags = rd_u32(&in);
+        r->u.open.mode = rd_u32(&in);
+        get_path(&in, &r->u.open.path);
+        break;
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE:
+        r->u.fh.fh = rd_u32(&in);
+        break;
+    case RFS_OP_PREAD:
+        r->u.pread.fh = rd_u32(&in);
+        r->u.pread.off = rd_u64(&in);
+        r->u.pread.len = rd_u32(&in);
+        break;
+    case RFS_OP_PWRITE:
+        r->u.pwrite.fh = rd_u32(&in);
+        r->u.pwrite.off = rd_u64(&in);
+        break;
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:
+        r->u.iov.fh = rd_u32(&in);
+        r->u.iov.count = rd_u32(&in);
+        if (in.bad)
+            break;
+        if (r->u.iov.count > RFS_MAX_EXTENTS)
+            return rfs_fail(RFS_E_TOOBIG, "%s: %u extents (limit %u)", name, r->u.iov.count,
+                            RFS_MAX_EXTENTS);
+        r->u.iov.ext = rd_take(&in, (size_t)r->u.iov.count * RFS_EXTENT_WIRE);
+        break;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE:
+        r->u.size.fh = rd_u32(&in);
+        r->u.size.size = rd_u64(&in);
+        break;
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:
+        get_path(&in, &r->u.path.path);
+        break;
+    case RFS_OP_RENAME:
+        get_path(&in, &r->u.rename.from);
+        get_path(&in, &r->u.rename.to);
+        break;
+    case RFS_OP_MKDIR:
+        r->u.mkdir.mode = rd_u32(&in);
+        get_path(&in, &r->u.mkdir.path);
+        break;
+    case RFS_OP_LIST:
+        r->u.list.start = rd_u32(&in);
+        get_path(&in, &r->u.list.path);
+        break;
+    case RFS_OP_COUNTER:
+        r->u.counter.fh = rd_u32(&in);
+        r->u.counter.key = rd_u32(&in);
+        r->u.counter.set = rd_u32(&in);
+        r->u.counter.delta = (int64_t)rd_u64(&in);
+        break;
+    case RFS_OP_LOCK:
+        r->u.lock.fh = rd_u32(&in);
+        r->u.lock.off = rd_u64(&in);
+        r->u.lock.len = rd_u64(&in);
+        r->u.lock.mode = rd_u32(&in);
+        r->u.lock.wait_ms = rd_u32(&in);
+        break;
+    case RFS_OP_UNLOCK:
+        r->u.unlock.fh = rd_u32(&in);
+        r->u.unlock.off = rd_u64(&in);
+        r->u.unlock.len = rd_u64(&in);
+        break;
+    case RFS_OP_SET_VIEW:
+        r->u.set_view.fh = rd_u32(&in);
+        r->u.set_view.view_id = rd_u32(&in);
+        r->u.set_view.disp = rd_u64(&in);
+        break;
+    case RFS_OP_VIEW_READ:
+        r->u.view_read.fh = rd_u32(&in);
+        r->u.view_read.view_id = rd_u32(&in);
+        r->u.view_read.pos = rd_u64(&in);
+        r->u.view_read.len = rd_u32(&in);
+        break;
+    case RFS_OP_VIEW_WRITE:
+        r->u.view_write.fh = rd_u32(&in);
+        r->u.view_write.view_id = rd_u32(&in);
+        r->u.view_write.pos = rd_u64(&in);
+        break;
+    }
+    if (in.bad)
+        return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes is truncated", name, len);
+    if (has_payload(h->op)) {
+        r->data = in.rem ? in.p : NULL;
+        r->data_len = (uint32_t)in.rem;  /* rem <= body_len, a u32 */
+    } else if (in.rem != 0) {
+        return rfs_fail(RFS_E_PROTO, "%s request: %zu unexpected bytes after the fields", name,
+                        in.rem);
+    }
+
+    uint64_t total;
+    int have_total;
+    int rc = check_req(r, NULL, &total, &have_total);
+    if (rc)
+        return rc;
+    if (h->op == RFS_OP_PREADV || h->op == RFS_OP_PWRITEV)
+        r->u.iov.total = total;
+    if (h->op == RFS_OP_PWRITEV && total != r->data_len)
+        return rfs_fail(RFS_E_PROTO, "PWRITEV: %u data bytes for extents totalling %llu",
+                        r->data_len, (unsigned long long)total);
+    return RFS_OK;
+}

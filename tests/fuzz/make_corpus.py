@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus for fuzz_frame: valid and invalid rfs frames.
+
+The frames are built here from docs/protocol.md alone (not from the C encoder), so the
+corpus test (tests/proto/test_corpus.c) also cross-checks the C codec against the spec.
+
+File names say what each frame is:
+  ok-req-*  one valid request        ok-rep-*  one valid reply
+  ok-stream-*  several valid frames back to back
+  bad-*     must be refused by the header or body decoder
+Run: python3 tests/fuzz/make_corpus.py [OUT_DIR]   (default: tests/fuzz/corpus next to it)
+"""
+import os
+import struct
+import sys
+
+MAGIC = 0x31534652
+VERSION = 1
+F_REPLY = 1
+
+OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
+          PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
+          RENAME=22, MKDIR=23, LIST=24, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
+          VIEW_READ=41, VIEW_WRITE=42)
+O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 1, 2, 3, 4, 0x10
+
+
+def hdr(op, body, req_id=1, flags=0, status=0, version=VERSION, reserved=0, magic=MAGIC,
+        body_len=None):
+    n = len(body) if body_len is None else body_len
+    return struct.pack("<IHHHHIII", magic, version, op, flags, reserved, req_id, status, n) + body
+
+
+def req(op, body, **kw):
+    return hdr(OP[op], body, **kw)
+
+
+def rep(op, body, status=0, **kw):
+    return hdr(OP[op], body, flags=F_REPLY, status=status, **kw)
+
+
+def path(p):
+    b = p.encode()
+    return struct.pack("<H", len(b)) + b
+
+
+def extents(pairs):
+    return b"".join(struct.pack("<QQ", o, n) for o, n in pairs)
+
+
+def entry(name, typ=1, mode=0o644, size=0, mtime=0):
+    b = name.encode()
+    return struct.pack("<IIQqH", typ, mode, size, mtime, len(b)) + b
+
+
+def err(op, code, msg):
+    m = msg.encode()
+    return rep(op, struct.pack("<H", len(m)) + m, status=code)
+
+
+def frames():
+    ext = [(0, 4), (100, 8), (1 << 33, 3)]
+    data15 = bytes(range(15))
+    yield "ok-req-hello", req("HELLO", struct.pack("<HHI", 1, 1, 4 << 20))
+    yield "ok-req-auth", req("AUTH", bytes(range(32)) + bytes(range(100, 132)))
+    yield "ok-req-ping", req("PING", b"ping payload")
+    yield "ok-req-ping-empty", req("PING", b"")
+    yield "ok-req-open", req("OPEN", struct.pack("<II", O_RDWR | O_CREAT | O_TRUNC, 0o644) + path("/run42/out.h5"))
+    yield "ok-req-close", req("CLOSE", struct.pack("<I", 3))
+    yield "ok-req-sync", req("SYNC", struct.pack("<I", 3))
+    yield "ok-req-get-size", req("GET_SIZE", struct.pack("<I", 3))
+    yield "ok-req-pread", req("PREAD", struct.pack("<IQI", 3, 4096, 65536))
+    yield "ok-req-pwrite", req("PWRITE", struct.pack("<IQ", 3, 10) + b"written bytes")
+    yield "ok-req-preadv", req("PREADV", struct.pack("<II", 3, len(ext)) + extents(ext))
+    yield "ok-req-pwritev", req("PWRITEV", struct.pack("<II", 3, len(ext)) + extents(ext) + data15)
+    yield "ok-req-set-size", req("SET_SIZE", struct.pack("<IQ", 3, 1 << 30))
+    yield "ok-req-preallocate", req("PREALLOCATE", struct.pack("<IQ", 3, 1 << 20))
+    yield "ok-req-stat", req("STAT", path("/a/b"))
+    yield "ok-req-delete", req("DELETE", path("/a/b"))
+    yield "ok-req-rename", req("RENAME", path("/a/b") + path("/a/c"))
+    yield "ok-req-mkdir", req("MKDIR", struct.pack("<I", 0o755) + path("/d"))
+    yield "ok-req-list", req("LIST", struct.pack("<I", 0) + path("/"))
+    yield "ok-req-counter", req("COUNTER", struct.pack("<IIIq", 3, 0, 0, -8))
+    yield "ok-req-lock", req("LOCK", struct.pack("<IQQII", 3, 0, 4096, 2, 100))
+    yield "ok-req-unlock", req("UNLOCK", struct.pack("<IQQ", 3, 0, 4096))
+    yield "ok-req-set-view", req("SET_VIEW", struct.pack("<IIQ", 3, 1, 0) + b"\x01\x02\x03\x04")
+    yield "ok-req-view-read", req("VIEW_READ", struct.pack("<IIQI", 3, 1, 0, 1024))
+    yield "ok-req-view-write", req("VIEW_WRITE", struct.pack("<IIQ", 3, 1, 8) + b"view data")
+
+    yield "ok-rep-hello", rep("HELLO", struct.pack("<HHII", 1, 0, 4 << 20, 1) + bytes(range(7, 39)))
+    yield "ok-rep-auth", rep("AUTH", bytes(range(200, 232)))
+    yield "ok-rep-ping", rep("PING", b"ping payload")
+    yield "ok-rep-open", rep("OPEN", struct.pack("<IQ", 3, 12345))
+    yield "ok-rep-close", rep("CLOSE", b"")
+    yield "ok-rep-pread", rep("PREAD", b"some file bytes")
+    yield "ok-rep-pwrite", rep("PWRITE", struct.pack("<Q", 13))
+    yield "ok-rep-preadv", rep("PREADV", data15)
+    yield "ok-rep-get-size", rep("GET_SIZE", struct.pack("<Q", 1 << 40))
+    yield "ok-rep-stat", rep("STAT", struct.pack("<IIQq", 1, 0o644, 99, 1700000000 * 10**9))
+    yield "ok-rep-list", rep("LIST", struct.pack("<II", 3, 3) + entry("a.txt", 1, size=10)
+                             + entry("sub", 2, 0o755) + entry("sock", 3))
+    yield "ok-rep-list-empty", rep("LIST", struct.pack("<II", 0, 0))
+    yield "ok-rep-counter", rep("COUNTER", struct.pack("<q", -5))
+    yield "ok-rep-view-read", rep("VIEW_READ", b"view bytes")
+    yield "ok-rep-error", err("OPEN", 1, "/a/b: no such file or directory")
+    yield "ok-rep-error-empty", err("PWRITEV", 7, "")
+    yield "ok-stream-pipelined", (req("PING", b"x", req_id=1) + req("STAT", path("/a"), req_id=2)
+                                  + req("PREAD", struct.pack("<IQI", 1, 0, 10), req_id=3))
+
+    good = req("PREAD", struct.pack("<IQI", 3, 0, 16))
+    yield "bad-magic", b"XFS1" + good[4:]
+    yield "bad-version", req("PREAD", struct.pack("<IQI", 3, 0, 16), version=2)
+    yield "bad-reserved", req("PREAD", struct.pack("<IQI", 3, 0, 16), reserved=1)
+    yield "bad-flags", hdr(OP["PREAD"], struct.pack("<IQI", 3, 0, 16), flags=0x8000)
+    yield "bad-op", hdr(99, b"")
+    yield "bad-header-truncated", good[:20]
+    yield "bad-body-truncated", good[:-3]
+    yield "bad-body-len-huge", req("PING", b"", body_len=0xFFFFFFFF)
+    yield "bad-trailing", req("CLOSE", struct.pack("<I", 3) + b"\x00")
+    yield "bad-path-empty", req("STAT", path(""))
+    yield "bad-path-nul", req("STAT", struct.pack("<H", 3) + b"a\x00b")
+    yield "bad-path-long", req("STAT", path("p" * 4096))
+    yield "bad-path-overrun", req("STAT", struct.pack("<H", 50) + b"/short")
+    yield "bad-extent-count", req("PREADV", struct.pack("<II", 3, 65537) + extents(ext))
+    yield "bad-extent-short", req("PREADV", struct.pack("<II", 3, 4) + extents(ext))
+    yield "bad-extent-offset", req("PREADV", struct.pack("<II", 3, 1) + extents([(1 << 63, 1)]))
+    big = (1 << 63) - 1
+    yield "bad-extent-sum-overflow", req("PWRITEV", struct.pack("<II", 3, 3) + extents([(0, big)] * 3))
+    yield "bad-pwritev-short-data", req("PWRITEV", struct.pack("<II", 3, len(ext)) + extents(ext) + data15[:-1])
+    yield "bad-pwritev-long-data", req("PWRITEV", struct.pack("<II", 3, len(ext)) + extents(ext) + data15 + b"!")
+    yield "bad-hello-frame", req("HELLO", struct.pack("<HHI", 1, 1, 1000))
+    yield "bad-open-flags", req("OPEN", struct.pack("<II", 0x80, 0o644) + path("/x"))
+    yield "bad-lock-mode", req("LOCK", struct.pack("<IQQII", 3, 0, 1, 7, 0))
+    # A CLOSE request body with the reply flag: neither a valid request nor a valid reply.
+    yield "bad-reply-flag-on-request", hdr(OP["CLOSE"], struct.pack("<I", 3), flags=F_REPLY)
+    yield "bad-error-msg-long", err("STAT", 11, "m" * 1025)
+    yield "bad-error-msg-nul", rep("STAT", struct.pack("<H", 3) + b"a\x00b", status=11)
+    yield "bad-list-dotdot", rep("LIST", struct.pack("<II", 1, 0) + entry(".."))
+    yield "bad-list-slash", rep("LIST", struct.pack("<II", 1, 0) + entry("a/b"))
+    yield "bad-list-count", rep("LIST", struct.pack("<II", 2, 0) + entry("a"))
+    yield "bad-stat-type", rep("STAT", struct.pack("<IIQq", 9, 0, 0, 0))
+    yield "bad-garbage", bytes((i * 73 + 41) & 0xFF for i in range(200))
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(out, exist_ok=True)
+    n = 0
+    for name, data in frames():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        n += 1
+    print(f"wrote {n} frames to {out}")
+
+
+if __name__ == "__main__":
+    main()
