@@ -1,0 +1,69 @@
+"""File-system configurations the benchmark runner compares (data-driven: add a row to add one).
+
+A configuration says where the target file lives and how the application is run:
+  target   "local"  : a file in the client-side scratch directory (on this machine's disk)
+           "testfs" : ROMIO's testfs: prefix (MPICH only): collective reorganization runs,
+                      nothing reaches a disk; the rfs-abt paper's PEAK
+           "rfs"    : rfs:HOST:PORT:/name on an rfsd in the server namespace (or loopback),
+                      through LD_PRELOAD=librfs-mpiio.so
+  app_args extra workload arguments (e.g. --peak, --async)
+  hints    RFS_HINTS string handed to the ranks (for applications that cannot set MPI_Info)
+  env      extra environment for the ranks
+  needs    prerequisites; a configuration whose prerequisites are missing is recorded as
+           "skipped: <reason>", never run with a substitute:
+             app:peak / app:async   the workload supports --peak / --async
+             mpi:mpich              the run uses MPICH
+             rfs                    build/librfs-mpiio.so and build/rfsd exist
+             hint:KEY               librfs-mpiio.so knows the hint KEY (the string is in the
+                                    library: a placeholder becomes live when its feature lands)
+             symbol:NAME            librfs-mpiio.so defines NAME (e.g. MPI_File_iwrite_at)
+  verify   False where reads cannot return the data (testfs)
+"""
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    target: str
+    desc: str
+    app_args: tuple = ()
+    hints: str = ""
+    env: dict = field(default_factory=dict)
+    needs: tuple = ()
+    verify: bool = True
+
+
+CONFIGS = [
+    Config("PEAK", "local", "computation only: every write is skipped (--peak); the baseline for "
+           "computation slowdown", app_args=("--peak",), needs=("app:peak",)),
+    Config("TESTFS", "testfs", "ROMIO testfs: collective data reorganization without a disk "
+           "(rfs-abt's PEAK: the best visible write bandwidth MPI-IO can give)",
+           needs=("mpi:mpich",), verify=False),
+    Config("LOCAL", "local", "file on the client side's local disk"),
+    Config("RFS", "rfs", "rfs: name over the emulated WAN, librfs-mpiio.so, no optional layer",
+           needs=("rfs",)),
+    Config("RFS+ABT", "rfs", "RFS with active buffering threads (rfs-abt sec. 3)",
+           hints="rfs_abt=enable", needs=("rfs", "hint:rfs_abt")),
+    Config("RFS+ASYNC", "rfs", "RFS with the workload's nonblocking variant (--async: "
+           "MPI_File_iwrite*, semplar sec. 4)", app_args=("--async",),
+           needs=("rfs", "app:async", "symbol:MPI_File_iwrite_at")),
+    Config("RFS+STREAMS4", "rfs", "RFS with 4 TCP streams per process (semplar sec. 4.2)",
+           hints="rfs_streams=4", needs=("rfs", "hint:rfs_streams")),
+    Config("RFS+ZSTD", "rfs", "RFS with on-the-fly zstd compression (semplar sec. 4.3)",
+           hints="rfs_compress=zstd", needs=("rfs", "hint:rfs_compress")),
+]
+
+BY_NAME = {c.name: c for c in CONFIGS}
+
+# What each workload supports (bench/apps/*.c).
+APPS = {
+    "jacobi3d": {"peak": True, "async": False},
+    "romio_perf": {"peak": False, "async": False},
+    "laplace2d": {"peak": True, "async": True},
+    "blast": {"peak": True, "async": True},
+    "synthetic": {"peak": False, "async": False},
+    "btio": {"peak": True, "async": False},
+    "flashio": {"peak": True, "async": False},
+    "s3dio": {"peak": True, "async": False},
+}
