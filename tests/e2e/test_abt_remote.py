@@ -30,6 +30,7 @@ def parse(out):
 @pytest.mark.parametrize("cap", [64 << 20, 1], ids=["buffered", "all-staged"])
 def test_bytes_on_server_match(rfsd, tmp_path, cap):
     staging = tmp_path / "staging"
+    staging.mkdir()
     size = 3_000_000 + 17
     p = run_writer(rfsd, "/abt.bin", staging, cap, size, 7)
     out, err = p.communicate(timeout=120)
@@ -46,6 +47,7 @@ def test_server_killed_then_recover(tmp_path):
     root = tmp_path / "export"
     root.mkdir()
     staging = tmp_path / "staging"
+    staging.mkdir()
     srv = Server(root, token="s3cret-token")
     size = 2_000_000
     p = run_writer(srv, "/killed.bin", staging, 1, size, 3, wait=True)
