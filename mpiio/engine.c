@@ -1,0 +1,225 @@
+/* The byte engine: moves bytes [pos, pos+len) of a view's data stream to or from the file with
+ * rfs_io ops only. Three paths: a contiguous view is one pread/pwrite; otherwise the view is
+ * sent once to the server (set_view, lazily with the first access, as rfs-abt.txt sec. 3.1 does)
+ * and view_read/view_write carry only the packed bytes; if the layer below has no view ops (or
+ * the rfs_view hint says "client"), the view is mapped here and list I/O (preadv/pwritev) sends
+ * only the bytes asked for. Never read-modify-write over the network.
+ * Everything in this file is free of MPI calls, so the I/O threads can run it. */
+#include "mpiio/mpiio_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct run_list {
+    rfs_extent *ext;
+    size_t n, cap;
+} run_list;
+
+static int add_run(void *ctx, uint64_t off, uint64_t len)
+{
+    run_list *l = ctx;
+    if (len == 0)
+        return 0;
+    if (l->n && l->ext[l->n - 1].offset + l->ext[l->n - 1].length == off) {
+        l->ext[l->n - 1].length += len;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        rfs_extent *ne = realloc(l->ext, nc * sizeof *ne);
+        if (!ne)
+            return RFS_E_NOMEM;
+        l->ext = ne;
+        l->cap = nc;
+    }
+    l->ext[l->n++] = (rfs_extent){ off, len };
+    return 0;
+}
+
+int mp_view_runs(const mp_view *v, uint64_t pos, uint64_t len, rfs_extent **ext, size_t *n)
+{
+    run_list l = { 0 };
+    int rc = RFS_OK;
+    if (len == 0) {
+        /* nothing */
+    } else if (v->contig) {
+        rc = add_run(&l, (uint64_t)v->disp + pos, len);
+    } else {
+        rc = rfs_flat_map(v->flat, (uint64_t)v->disp, pos, len, add_run, &l);
+    }
+    if (rc != RFS_OK) {
+        free(l.ext);
+        return rfs_fail(rc, "cannot map the file view: %s", rfs_strerror(rc));
+    }
+    *ext = l.ext;
+    *n = l.n;
+    return RFS_OK;
+}
+
+static uint64_t runs_total(const rfs_extent *e, size_t n)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < n; i++)
+        t += e[i].length;
+    return t;
+}
+
+int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *data, size_t *done)
+{
+    rfs_io *io = f->io;
+    size_t total = 0;
+    char *p = data;
+    size_t step = (size_t)(f->hints.max_extents > 0 ? f->hints.max_extents : 16384);
+    for (size_t i = 0; i < n; i += step) {
+        size_t k = n - i < step ? n - i : step;
+        size_t want = (size_t)runs_total(ext + i, k), got = 0;
+        int rc;
+        if (k == 1) {
+            rc = is_write ? io->ops->pwrite(io, p, want, ext[i].offset, &got)
+                          : io->ops->pread(io, p, want, ext[i].offset, &got);
+        } else if (is_write ? io->ops->pwritev != NULL : io->ops->preadv != NULL) {
+            rc = is_write ? io->ops->pwritev(io, ext + i, k, p, &got)
+                          : io->ops->preadv(io, ext + i, k, p, &got);
+        } else {
+            /* Layer without list I/O: one request per run. */
+            rc = RFS_OK;
+            for (size_t j = 0; j < k && rc == RFS_OK; j++) {
+                size_t g = 0;
+                rc = is_write ? io->ops->pwrite(io, p + got, ext[i + j].length, ext[i + j].offset, &g)
+                              : io->ops->pread(io, p + got, ext[i + j].length, ext[i + j].offset, &g);
+                got += g;
+                if (g < ext[i + j].length)
+                    break;
+            }
+        }
+        total += got;
+        p += got;
+        if (rc != RFS_OK) {
+            *done = total;
+            return rc;
+        }
+        if (got < want)
+            break;  /* end of file (reads) */
+    }
+    *done = total;
+    return RFS_OK;
+}
+
+/* Makes sure the server knows view v; returns 1 to use view ops, 0 to map on the client, or a
+ * negative rfs_err. */
+static int ensure_server_view(mp_file *f, mp_view *v)
+{
+    rfs_io *io = f->io;
+    pthread_mutex_lock(&f->mu);
+    int use = f->server_views && io->ops->set_view && io->ops->view_read && io->ops->view_write;
+    if (!use || v->sent) {
+        pthread_mutex_unlock(&f->mu);
+        return use;
+    }
+    int rc = io->ops->set_view(io, v->view_id, (uint64_t)v->disp, v->enc, v->enc_len);
+    if (rc == RFS_OK) {
+        v->sent = 1;
+    } else if (rc == RFS_E_UNSUPPORTED && f->hints.view_mode != MP_VIEW_SERVER) {
+        f->server_views = 0;  /* a server without views: map on the client from now on */
+        rc = 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc == RFS_OK ? 1 : rc;
+}
+
+int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data, size_t len,
+                 size_t *done)
+{
+    rfs_io *io = f->io;
+    *done = 0;
+    if (len == 0)
+        return RFS_OK;
+    if (v->contig) {
+        uint64_t off = (uint64_t)v->disp + pos;
+        return is_write ? io->ops->pwrite(io, data, len, off, done)
+                        : io->ops->pread(io, data, len, off, done);
+    }
+    int use = ensure_server_view(f, v);
+    if (use < 0)
+        return use;
+    if (use)
+        return is_write ? io->ops->view_write(io, v->view_id, pos, data, len, done)
+                        : io->ops->view_read(io, v->view_id, pos, data, len, done);
+    rfs_extent *ext;
+    size_t n;
+    int rc = mp_view_runs(v, pos, len, &ext, &n);
+    if (rc != RFS_OK)
+        return rc;
+    rc = mp_listio(f, is_write, ext, n, data, done);
+    free(ext);
+    return rc;
+}
+
+/* ---- atomic mode ---- */
+
+typedef struct bounds {
+    uint64_t lo, hi;
+    int any;
+} bounds;
+
+static int note_bounds(void *ctx, uint64_t off, uint64_t len)
+{
+    bounds *b = ctx;
+    if (!b->any || off < b->lo)
+        b->lo = off;
+    if (!b->any || off + len > b->hi)
+        b->hi = off + len;
+    b->any = 1;
+    return 0;
+}
+
+int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len,
+                   uint64_t *lo, uint64_t *hi)
+{
+    bounds b = { 0 };
+    if (len == 0) {
+        *lo = *hi = 0;
+        return RFS_OK;
+    }
+    if (v->contig)
+        note_bounds(&b, (uint64_t)v->disp + pos, len);
+    else
+        rfs_flat_map(v->flat, (uint64_t)v->disp, pos, len, note_bounds, &b);
+    *lo = b.lo;
+    *hi = b.hi;
+    if (!f->io->ops->lock)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: byte-range locks not supported",
+                        f->io->server, f->io->path);
+    int rc;
+    /* The server waits up to lock_wait_ms per try; a bounded number of tries. */
+    for (int tries = 0; tries < 10; tries++) {
+        rc = f->io->ops->lock(f->io, b.lo, b.hi - b.lo, is_write ? RFS_LOCK_EXCL : RFS_LOCK_SHARED,
+                              f->hints.lock_wait_ms);
+        if (rc != RFS_E_BUSY)
+            break;
+    }
+    return rc;
+}
+
+void mp_atomic_unlock(mp_file *f, uint64_t lo, uint64_t hi)
+{
+    if (hi > lo && f->io->ops->unlock)
+        f->io->ops->unlock(f->io, lo, hi - lo);
+}
+
+int64_t mp_view_eof_pos(const mp_view *v, int64_t size)
+{
+    int64_t rel = size - v->disp;
+    if (rel <= 0)
+        return 0;
+    if (v->contig)
+        return rel;
+    const rfs_flat *fl = v->flat;
+    int64_t tiles = rel / fl->extent, rem = rel % fl->extent, pos = tiles * fl->size;
+    for (size_t i = 0; i < fl->n; i++) {
+        if (fl->off[i] >= rem)
+            break;
+        pos += fl->off[i] + fl->len[i] <= rem ? fl->len[i] : rem - fl->off[i];
+    }
+    return pos;
+}

@@ -1,0 +1,184 @@
+/* Hints: MPI_Info keys (ROMIO's collective-buffering keys and our rfs_* keys) and, for programs
+ * that cannot pass an info object, RFS_HINTS="key=value;key=value". Precedence: defaults, then
+ * RFS_HINTS, then the info given to open/set_view/set_info. Unknown keys and bad values are
+ * ignored, as MPI requires. Every key is documented in docs/hints.md. */
+#include "mpiio/mpiio_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mp_hints_default(mp_hints *h)
+{
+    memset(h, 0, sizeof *h);
+    h->cb_buffer_size = 16 * 1024 * 1024;
+    h->cb_nodes = 0;
+    h->cb_write = MP_AUTO;
+    h->cb_read = MP_AUTO;
+    h->view_mode = MP_VIEW_AUTO;
+    h->io_threads = 2;
+    h->streams = 1;
+    h->connect_timeout_ms = 10000;
+    h->io_timeout_ms = 120000;
+    h->max_extents = 16384;
+    h->lock_wait_ms = 30000;
+    h->file_perm = 0644;
+}
+
+static int parse_long(const char *v, long min, long max, int base, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, base);
+    if (errno || end == v || *end || x < min || x > max)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static int parse_tristate(const char *v, int *out)
+{
+    if (!strcmp(v, "enable"))
+        *out = MP_ENABLE;
+    else if (!strcmp(v, "disable"))
+        *out = MP_DISABLE;
+    else if (!strcmp(v, "automatic"))
+        *out = MP_AUTO;
+    else
+        return 0;
+    return 1;
+}
+
+int mp_hint_set(mp_hints *h, const char *key, const char *v)
+{
+    long x;
+    if (!strcmp(key, "cb_buffer_size")) {
+        if (!parse_long(v, 4096, 1L << 30, 10, &x))
+            return 0;
+        h->cb_buffer_size = x;
+    } else if (!strcmp(key, "cb_nodes")) {
+        if (!parse_long(v, 1, INT_MAX, 10, &x))
+            return 0;
+        h->cb_nodes = (int)x;
+    } else if (!strcmp(key, "romio_cb_write")) {
+        return parse_tristate(v, &h->cb_write);
+    } else if (!strcmp(key, "romio_cb_read")) {
+        return parse_tristate(v, &h->cb_read);
+    } else if (!strcmp(key, "rfs_view")) {
+        if (!strcmp(v, "auto"))
+            h->view_mode = MP_VIEW_AUTO;
+        else if (!strcmp(v, "server"))
+            h->view_mode = MP_VIEW_SERVER;
+        else if (!strcmp(v, "client"))
+            h->view_mode = MP_VIEW_CLIENT;
+        else
+            return 0;
+    } else if (!strcmp(key, "rfs_io_threads")) {
+        if (!parse_long(v, 1, 64, 10, &x))
+            return 0;
+        h->io_threads = (int)x;
+    } else if (!strcmp(key, "rfs_streams")) {
+        if (!parse_long(v, 1, 64, 10, &x))
+            return 0;
+        h->streams = (int)x;
+    } else if (!strcmp(key, "rfs_connect_timeout_ms")) {
+        if (!parse_long(v, 1, INT_MAX, 10, &x))
+            return 0;
+        h->connect_timeout_ms = (int)x;
+    } else if (!strcmp(key, "rfs_io_timeout_ms")) {
+        if (!parse_long(v, 1, INT_MAX, 10, &x))
+            return 0;
+        h->io_timeout_ms = (int)x;
+    } else if (!strcmp(key, "rfs_max_extents")) {
+        if (!parse_long(v, 1, 65536, 10, &x))
+            return 0;
+        h->max_extents = (int)x;
+    } else if (!strcmp(key, "rfs_lock_wait_ms")) {
+        if (!parse_long(v, 0, 30000, 10, &x))
+            return 0;
+        h->lock_wait_ms = (int)x;
+    } else if (!strcmp(key, "rfs_file_perm")) {
+        if (!parse_long(v, 0, 07777, 8, &x))
+            return 0;
+        h->file_perm = (unsigned)x;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void mp_hints_apply_env(mp_hints *h)
+{
+    const char *env = getenv("RFS_HINTS");
+    if (!env || !*env)
+        return;
+    char *copy = strdup(env);
+    if (!copy)
+        return;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        mp_hint_set(h, item, eq + 1);
+    }
+    free(copy);
+}
+
+void mp_hints_apply_info(mp_hints *h, MPI_Info info)
+{
+    if (info == MPI_INFO_NULL)
+        return;
+    int nkeys = 0;
+    if (MPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
+        return;
+    for (int i = 0; i < nkeys; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], val[256];
+        int flag = 0;
+        if (MPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS)
+            continue;
+        if (MPI_Info_get(info, key, (int)sizeof val - 1, val, &flag) != MPI_SUCCESS || !flag)
+            continue;
+        mp_hint_set(h, key, val);
+    }
+}
+
+static const char *tristate_name(int t)
+{
+    return t == MP_ENABLE ? "enable" : t == MP_DISABLE ? "disable" : "automatic";
+}
+
+int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
+{
+    MPI_Info info;
+    int rc = MPI_Info_create(&info);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    char v[64];
+#define SETI(key, val)                                   \
+    do {                                                 \
+        snprintf(v, sizeof v, "%lld", (long long)(val)); \
+        MPI_Info_set(info, key, v);                      \
+    } while (0)
+    SETI("cb_buffer_size", h->cb_buffer_size);
+    SETI("cb_nodes", h->cb_nodes);
+    MPI_Info_set(info, "romio_cb_write", tristate_name(h->cb_write));
+    MPI_Info_set(info, "romio_cb_read", tristate_name(h->cb_read));
+    MPI_Info_set(info, "rfs_view", h->view_mode == MP_VIEW_SERVER   ? "server"
+                                   : h->view_mode == MP_VIEW_CLIENT ? "client"
+                                                                    : "auto");
+    SETI("rfs_io_threads", h->io_threads);
+    SETI("rfs_streams", h->streams);
+    SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
+    SETI("rfs_io_timeout_ms", h->io_timeout_ms);
+    SETI("rfs_max_extents", h->max_extents);
+    SETI("rfs_lock_wait_ms", h->lock_wait_ms);
+    snprintf(v, sizeof v, "0%o", h->file_perm);
+    MPI_Info_set(info, "rfs_file_perm", v);
+#undef SETI
+    *out = info;
+    return MPI_SUCCESS;
+}

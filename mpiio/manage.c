@@ -1,0 +1,183 @@
+/* File manipulation, info, consistency and handle conversion for rfs files: set_size,
+ * preallocate, get_size, get_group, get_amode, set_info, get_info, set/get_atomicity, sync,
+ * c2f/f2c. Collective calls agree on errors so every rank reports the same outcome. */
+#include "mpiio/mpiio_internal.h"
+
+#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
+
+static int size_op(mp_file *f, MPI_Offset size, int prealloc)
+{
+    /* All ranks pass the same size; one rank changes the file. */
+    int code = MPI_SUCCESS;
+    MPI_Offset mm[2] = { size, -size }, red[2];
+    PMPI_Allreduce(mm, red, 2, MPI_OFFSET, MPI_MAX, f->comm);
+    if (size < 0)
+        code = mp_error_code(MPI_ERR_ARG, "rfs: %s: negative size", f->name);
+    else if (red[0] != -red[1])
+        code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different sizes", f->name);
+    else if ((f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) == MPI_MODE_RDONLY)
+        code = mp_error_code(MPI_ERR_READ_ONLY, "rfs: %s: file opened MPI_MODE_RDONLY", f->name);
+    else if (f->amode & MPI_MODE_SEQUENTIAL)
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
+                             "rfs: %s: size change on a MPI_MODE_SEQUENTIAL file", f->name);
+    mp_nb_drain(f);
+    if (code == MPI_SUCCESS && f->rank == 0) {
+        rfs_io *io = f->io;
+        int rc;
+        if (!prealloc) {
+            rc = io->ops->set_size(io, (uint64_t)size);
+        } else if (io->ops->preallocate) {
+            rc = io->ops->preallocate(io, (uint64_t)size);
+        } else {
+            /* No preallocate below us: at least make the file that long (never shrink). */
+            uint64_t cur = 0;
+            rc = io->ops->get_size(io, &cur);
+            if (rc == RFS_OK && cur < (uint64_t)size)
+                rc = io->ops->set_size(io, (uint64_t)size);
+        }
+        if (rc != RFS_OK)
+            code = mp_io_error(f, rc, prealloc ? "preallocate" : "set_size", rfs_last_error());
+    }
+    return mp_raise(f, mp_agree_error(f, f->comm, code));
+}
+
+int MPI_File_set_size(MPI_File fh, MPI_Offset size)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_set_size)(fh, size);
+    return size_op(f, size, 0);
+}
+MP_ALIAS(MPI_File_set_size, (MPI_File fh, MPI_Offset size))
+
+int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_preallocate)(fh, size);
+    return size_op(f, size, 1);
+}
+MP_ALIAS(MPI_File_preallocate, (MPI_File fh, MPI_Offset size))
+
+int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_size)(fh, size);
+    uint64_t s = 0;
+    int rc = f->io->ops->get_size(f->io, &s);
+    if (rc != RFS_OK)
+        return mp_raise(f, mp_io_error(f, rc, "get_size", rfs_last_error()));
+    *size = (MPI_Offset)s;
+    return MPI_SUCCESS;
+}
+MP_ALIAS(MPI_File_get_size, (MPI_File fh, MPI_Offset *size))
+
+int MPI_File_get_group(MPI_File fh, MPI_Group *group)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_group)(fh, group);
+    return mp_raise(f, PMPI_Comm_group(f->comm, group));
+}
+MP_ALIAS(MPI_File_get_group, (MPI_File fh, MPI_Group *group))
+
+int MPI_File_get_amode(MPI_File fh, int *amode)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_amode)(fh, amode);
+    *amode = f->amode;
+    return MPI_SUCCESS;
+}
+MP_ALIAS(MPI_File_get_amode, (MPI_File fh, int *amode))
+
+int MPI_File_set_info(MPI_File fh, MPI_Info info)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_set_info)(fh, info);
+    int nodes = f->hints.cb_nodes;
+    mp_hints_apply_info(&f->hints, info);
+    if (f->hints.cb_nodes <= 0 || f->hints.cb_nodes > f->size)
+        f->hints.cb_nodes = nodes;
+    return MPI_SUCCESS;
+}
+MP_ALIAS(MPI_File_set_info, (MPI_File fh, MPI_Info info))
+
+int MPI_File_get_info(MPI_File fh, MPI_Info *info)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_info)(fh, info);
+    return mp_raise(f, mp_hints_to_info(&f->hints, info));
+}
+MP_ALIAS(MPI_File_get_info, (MPI_File fh, MPI_Info *info))
+
+int MPI_File_set_atomicity(MPI_File fh, int flag)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_set_atomicity)(fh, flag);
+    flag = flag != 0;
+    int mm[2] = { flag, -flag }, red[2], code = MPI_SUCCESS;
+    PMPI_Allreduce(mm, red, 2, MPI_INT, MPI_MAX, f->comm);
+    if (red[0] != -red[1])
+        code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different atomicity flags",
+                             f->name);
+    else if (flag && (!f->io->ops->lock || !f->io->ops->unlock))
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION, "rfs: %s: atomic mode needs byte-range "
+                             "locks, which this I/O layer does not provide", f->name);
+    mp_nb_drain(f);
+    code = mp_agree_error(f, f->comm, code);
+    if (code == MPI_SUCCESS)
+        f->atomic = flag;
+    return mp_raise(f, code);
+}
+MP_ALIAS(MPI_File_set_atomicity, (MPI_File fh, int flag))
+
+int MPI_File_get_atomicity(MPI_File fh, int *flag)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_atomicity)(fh, flag);
+    *flag = f->atomic;
+    return MPI_SUCCESS;
+}
+MP_ALIAS(MPI_File_get_atomicity, (MPI_File fh, int *flag))
+
+int MPI_File_sync(MPI_File fh)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_sync)(fh);
+    /* Readers sync too (sync-barrier-sync): layers below drop what they cached. */
+    int code = MPI_SUCCESS;
+    mp_nb_drain(f);
+    if (code == MPI_SUCCESS) {
+        int rc = f->io->ops->sync(f->io);
+        if (rc != RFS_OK)
+            code = mp_io_error(f, rc, "sync", rfs_last_error());
+    }
+    /* Collective: after it, every rank's data is on the server's disk. */
+    return mp_raise(f, mp_agree_error(f, f->comm, code));
+}
+MP_ALIAS(MPI_File_sync, (MPI_File fh))
+
+MPI_Fint MPI_File_c2f(MPI_File fh)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_c2f)(fh);
+    return mp_fortran_index(f);
+}
+MPI_Fint PMPI_File_c2f(MPI_File fh) __attribute__((alias("MPI_File_c2f")));
+
+MPI_File MPI_File_f2c(MPI_Fint i)
+{
+    if (!mp_is_fortran_index(i))
+        return MP_REAL(PMPI_File_f2c)(i);
+    mp_file *f = mp_file_of_fortran(i);
+    return f ? (MPI_File)f : MPI_FILE_NULL;
+}
+MPI_File PMPI_File_f2c(MPI_Fint i) __attribute__((alias("MPI_File_f2c")));

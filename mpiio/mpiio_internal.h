@@ -1,0 +1,211 @@
+/* librfs-mpiio internals: the handle struct behind an rfs MPI_File, the registries that tell our
+ * handles from the MPI library's, the real (next) PMPI functions, error helpers, hints, views and
+ * the byte-stream I/O engine. docs/mpiio.md explains the design.
+ *
+ * Rules every file here follows:
+ *  - An rfs handle (mp_file *) never reaches a real PMPI_File_* function.
+ *  - We define both MPI_File_x and PMPI_File_x, so calling PMPI_File_x from here would recurse:
+ *    pass-through calls go through MP_REAL(PMPI_File_x) (dlsym RTLD_NEXT).
+ *  - Functions marked "no MPI" may run in the I/O threads; everything else runs in the
+ *    application's thread (MPI_THREAD_SINGLE programs must work).
+ *  - Only rfs_io ops touch the file (ABT/cache layers get stacked below us later).
+ */
+#ifndef RFS_MPIIO_INTERNAL_H
+#define RFS_MPIIO_INTERNAL_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype/dtype.h"
+#include "common/err.h"
+#include "rfs/rfs_io.h"
+
+#include "mpiio/mpiio_config.h"
+
+/* ---- real functions of the MPI library (real.c) ---- */
+void *mp_real_lookup(const char *name);
+/* MP_REAL(PMPI_File_open)(...) calls the MPI library's PMPI_File_open, never ours. */
+#define MP_REAL(fn)                                                                       \
+    (*({                                                                                  \
+        static __typeof__(&fn) mp_real_ptr_;                                              \
+        if (!mp_real_ptr_)                                                                \
+            mp_real_ptr_ = (__typeof__(&fn))mp_real_lookup(#fn);                          \
+        mp_real_ptr_;                                                                     \
+    }))
+
+/* ---- hints (hints.c) ---- */
+enum mp_tristate { MP_AUTO = 0, MP_ENABLE = 1, MP_DISABLE = 2 };
+enum mp_view_mode { MP_VIEW_AUTO = 0, MP_VIEW_SERVER = 1, MP_VIEW_CLIENT = 2 };
+
+typedef struct mp_hints {
+    int64_t cb_buffer_size;   /* bytes per aggregator per two-phase round */
+    int cb_nodes;             /* aggregators; 0 = one per node */
+    int cb_write, cb_read;    /* mp_tristate (romio_cb_write / romio_cb_read) */
+    int view_mode;            /* rfs_view */
+    int io_threads;           /* rfs_io_threads (nonblocking pool size) */
+    int streams;              /* rfs_streams */
+    int connect_timeout_ms;   /* rfs_connect_timeout_ms */
+    int io_timeout_ms;        /* rfs_io_timeout_ms */
+    int max_extents;          /* rfs_max_extents: runs per list I/O request */
+    int lock_wait_ms;         /* rfs_lock_wait_ms: atomic-mode lock wait */
+    unsigned file_perm;       /* rfs_file_perm (octal) for created files */
+} mp_hints;
+
+void mp_hints_default(mp_hints *h);
+/* Applies RFS_HINTS then info (may be MPI_INFO_NULL). Unknown keys are ignored. */
+void mp_hints_apply_env(mp_hints *h);
+void mp_hints_apply_info(mp_hints *h, MPI_Info info);
+/* A new info object holding every hint in effect. */
+int mp_hints_to_info(const mp_hints *h, MPI_Info *out);
+/* Parses one key=value; returns 1 if the key is ours and the value valid, 0 otherwise. */
+int mp_hint_set(mp_hints *h, const char *key, const char *value);
+
+/* ---- views (view.c) ---- */
+typedef struct mp_view {
+    int refs;                 /* guarded by mp_file.mu */
+    int64_t disp;
+    int64_t etype_size;
+    MPI_Datatype etype, filetype;   /* our dups (or predefined as given) */
+    int contig;               /* filetype is a plain run from 0: file offset = disp + pos */
+    rfs_flat *flat;           /* NULL when contig */
+    uint8_t *enc;             /* portable encoding of the filetype (for the server) */
+    size_t enc_len;
+    uint32_t view_id;
+    int sent;                 /* set_view reached the server (guarded by mp_file.mu) */
+} mp_view;
+
+/* ---- the handle ---- */
+#define MP_FILE_MAGIC 0x52465346u /* "FSFR" */
+
+typedef struct mp_file {
+    uint32_t magic;
+    rfs_io *io;
+    char *name;               /* as given to MPI_File_open */
+    MPI_Comm comm;            /* private dup of the open communicator */
+    int rank, size;
+    int amode;
+    mp_hints hints;
+    int atomic;
+    uint32_t shared_key;      /* server counter key of the shared file pointer */
+    pthread_mutex_t mu;       /* guards view refs/sent, server_views, pending */
+    mp_view *view;
+    uint32_t next_view_id;
+    int server_views;         /* 1: use set_view/view_read/view_write; 0: map on the client */
+    int64_t ind_ptr;          /* individual file pointer, in etypes */
+    MPI_Errhandler errh;
+    MPI_File_errhandler_function *errfn;  /* user handler, or NULL */
+    int fidx;                 /* Fortran index, 0 = not yet assigned */
+    int pending;              /* nonblocking ops not yet completed */
+    /* split collectives: _begin does the work, _end returns this */
+    int split_active;
+    MPI_Status split_status;
+    int split_err;
+} mp_file;
+
+/* ---- registries (registry.c) ---- */
+void mp_files_add(mp_file *f);
+void mp_files_remove(mp_file *f);
+/* The mp_file behind fh, or NULL if fh is not ours. Never dereferences a foreign handle. */
+mp_file *mp_file_of(MPI_File fh);
+/* Snapshot of all open files (finalize); caller frees the array. */
+mp_file **mp_files_all(size_t *n);
+MPI_Fint mp_fortran_index(mp_file *f);
+mp_file *mp_file_of_fortran(MPI_Fint i);
+int mp_is_fortran_index(MPI_Fint i);
+void mp_fortran_release(mp_file *f);
+
+/* ---- errors and errhandlers (errors.c, errhandler.c) ---- */
+/* MPI error class for an rfs_err. */
+int mp_class_of(int rfs_err);
+/* A dynamic MPI error code in `cls` whose MPI_Error_string is msg (bounded ring per class). */
+int mp_error_code(int cls, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Code for a failed rfs_io op: class from err, message "op server:path: rfs message". */
+int mp_io_error(const mp_file *f, int rfs_err, const char *what, const char *rfs_msg);
+/* Sends code through f's error handler (or MPI_FILE_NULL's if f is NULL); returns code. */
+int mp_raise(mp_file *f, int code);
+int mp_raise_null(int code);
+void mp_errh_inherit(mp_file *f);
+void mp_errh_release(mp_file *f);
+
+/* ---- engine (engine.c, pack.c) ---- */
+/* Packed user data: a contiguous view of the memory datatype's bytes. */
+typedef struct mp_buf {
+    void *data;               /* the bytes in type-map order */
+    int64_t len;
+    void *tmp;                /* non-NULL when data is a packing buffer we own */
+    void *user;               /* user buffer, count, type for unpacking */
+    MPI_Count count;
+    MPI_Datatype type;
+    int64_t type_size;
+} mp_buf;
+/* MPI calls: application thread only. */
+int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type);
+int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type);
+/* After a read of `got` bytes into b->data: scatter them into the user buffer. */
+int mp_buf_finish_read(mp_buf *b, int64_t got);
+void mp_buf_free(mp_buf *b);
+/* MPI size of `count` elements of type; MPI_SUCCESS or an error code. */
+int mp_type_bytes(MPI_Datatype type, MPI_Count count, int64_t *bytes);
+
+/* Byte-stream I/O through a view: bytes [pos, pos+len) of the view's data stream.
+ * Result: RFS_OK or negative rfs_err with *msg (static per-thread) describing it. No MPI. */
+int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data, size_t len,
+                 size_t *done);
+/* Lists the file runs of stream bytes [pos,pos+len) (no MPI). Caller frees *ext. */
+int mp_view_runs(const mp_view *v, uint64_t pos, uint64_t len, rfs_extent **ext, size_t *n);
+/* Runs a list I/O in chunks of hints.max_extents (no MPI). */
+int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *data, size_t *done);
+
+/* Stream bytes of the view before file offset size (no MPI). */
+int64_t mp_view_eof_pos(const mp_view *v, int64_t size);
+mp_view *mp_view_get(mp_file *f);   /* takes a reference */
+void mp_view_put(mp_file *f, mp_view *v);
+int mp_view_default(mp_file *f);    /* byte view at disp 0 */
+void mp_view_free(mp_view *v);
+
+/* Checks for a data access; returns MPI_SUCCESS or a code (not yet raised). */
+int mp_check_access(mp_file *f, int is_write, int explicit_offset);
+
+/* Blocking independent access at stream byte position pos. Sets status. Returns MPI code
+ * (not yet raised). *got receives bytes moved. */
+int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
+              MPI_Datatype type, MPI_Status *st, int64_t *got);
+void mp_set_status(MPI_Status *st, int64_t bytes);
+
+/* Locks for atomic mode (no MPI). */
+int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len,
+                   uint64_t *lo, uint64_t *hi);
+void mp_atomic_unlock(mp_file *f, uint64_t lo, uint64_t hi);
+
+/* ---- collective (coll.c) ---- */
+/* Collective access; every rank of f->comm calls it. pos in stream bytes. */
+int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
+                   MPI_Datatype type, MPI_Status *st, int64_t *got);
+/* Agrees on an error among ranks: returns the code of the lowest failing rank everywhere. */
+int mp_agree_error(mp_file *f, MPI_Comm comm, int code);
+/* _end of a split collective: hands back the status saved by _begin. */
+int mp_split_end(mp_file *f, MPI_Status *st);
+
+/* ---- shared file pointer (shared.c) ---- */
+int mp_shared_fetch_add(mp_file *f, int64_t delta, int64_t *old);
+int mp_shared_set(mp_file *f, int64_t value);
+
+/* ---- nonblocking (nonblock.c) ---- */
+int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
+                MPI_Datatype type, MPI_Request *req);
+/* A request already complete (collective nonblocking done eagerly). */
+int mp_nb_completed(mp_file *f, int code, int64_t bytes, MPI_Request *req);
+/* Waits for all of f's nonblocking ops (close, sync, set_view). */
+void mp_nb_drain(mp_file *f);
+void mp_nb_shutdown(void);
+
+/* ---- open/close (open.c) ---- */
+int mp_close_file(mp_file *f, int collective);
+void mp_finalize_files(void);
+
+/* Utility */
+int64_t mp_min64(int64_t a, int64_t b);
+
+#endif

@@ -1,0 +1,340 @@
+/* MPI_File_open / close / delete for rfs names, and closing forgotten files at MPI_Finalize.
+ * Open is collective on a private dup of the communicator. Rank 0 opens first (and alone
+ * creates the file, so MPI_MODE_EXCL has exactly one winner); the others then open the existing
+ * file; all ranks agree on the outcome so either every rank has a handle or none does. */
+#include "mpiio/mpiio_internal.h"
+
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
+
+static void options_from_hints(const mp_hints *h, rfs_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->connect_timeout_ms = h->connect_timeout_ms;
+    o->io_timeout_ms = h->io_timeout_ms;
+    o->streams = h->streams;
+}
+
+static int check_amode(const char *name, int amode)
+{
+    int acc = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
+    if (acc != MPI_MODE_RDONLY && acc != MPI_MODE_WRONLY && acc != MPI_MODE_RDWR)
+        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: amode needs exactly one of MPI_MODE_RDONLY, "
+                             "MPI_MODE_WRONLY, MPI_MODE_RDWR", name);
+    if (acc == MPI_MODE_RDONLY && (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL)))
+        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: MPI_MODE_RDONLY cannot be combined with "
+                             "MPI_MODE_CREATE or MPI_MODE_EXCL", name);
+    if (acc == MPI_MODE_RDWR && (amode & MPI_MODE_SEQUENTIAL))
+        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: MPI_MODE_RDWR cannot be combined with "
+                             "MPI_MODE_SEQUENTIAL", name);
+    int known = MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR | MPI_MODE_CREATE |
+                MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE | MPI_MODE_UNIQUE_OPEN |
+                MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND;
+    if (amode & ~known)
+        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: unknown amode bits 0x%x", name, amode & ~known);
+    return MPI_SUCCESS;
+}
+
+static unsigned rfs_flags_of(int amode)
+{
+    unsigned fl = (amode & MPI_MODE_RDONLY) ? RFS_O_RDONLY
+                : (amode & MPI_MODE_WRONLY) ? RFS_O_WRONLY : RFS_O_RDWR;
+    if (amode & MPI_MODE_CREATE)
+        fl |= RFS_O_CREAT;
+    if (amode & MPI_MODE_EXCL)
+        fl |= RFS_O_EXCL;
+    return fl;
+}
+
+/* Collective: if any rank failed, every rank returns an error; ranks that did not fail get the
+ * class and message of the lowest failing rank ("... (on rank N)"). */
+int mp_agree_error(mp_file *f, MPI_Comm comm, int code)
+{
+    (void)f;
+    int rank, size;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    int mine = code != MPI_SUCCESS ? rank : size, first = size;
+    PMPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == size)
+        return MPI_SUCCESS;
+    struct {
+        int cls;
+        char msg[MPI_MAX_ERROR_STRING];
+    } e;
+    memset(&e, 0, sizeof e);
+    if (rank == first) {
+        int len = 0;
+        MPI_Error_class(code, &e.cls);
+        MPI_Error_string(code, e.msg, &len);
+    }
+    PMPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, comm);
+    if (code != MPI_SUCCESS)
+        return code;
+    e.msg[sizeof e.msg - 1] = '\0';
+    return mp_error_code(e.cls, "%s (on rank %d)", e.msg, first);
+}
+
+/* Number of distinct nodes (shared-memory domains) of comm: the default aggregator count. */
+static int count_nodes(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int nodes = 1, lrank = 0;
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 1;
+    PMPI_Comm_rank(node, &lrank);
+    int leader = lrank == 0;
+    PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm);
+    PMPI_Comm_free(&node);
+    return nodes > 0 ? nodes : 1;
+}
+
+static void log_from_env(void)
+{
+    /* RFS_MPIIO_LOG=debug|info|warn|error: what the layer tells on stderr. */
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    const char *e = getenv("RFS_MPIIO_LOG");
+    int lvl = e ? rfs_log_parse_level(e) : -1;
+    if (lvl >= 0)
+        rfs_log_set_level(lvl);
+}
+
+static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, MPI_File *fh)
+{
+    log_from_env();
+    int inter = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return mp_raise_null(mp_error_code(MPI_ERR_COMM, "rfs: %s: open needs an intracommunicator",
+                                           name));
+    MPI_Comm dup;
+    int rc = PMPI_Comm_dup(comm, &dup);
+    if (rc != MPI_SUCCESS)
+        return mp_raise_null(rc);
+    int rank, size;
+    PMPI_Comm_rank(dup, &rank);
+    PMPI_Comm_size(dup, &size);
+
+    int code = check_amode(name, amode);
+    int mm[2] = { amode, -amode }, red[2];
+    PMPI_Allreduce(mm, red, 2, MPI_INT, MPI_MAX, dup);
+    if (code == MPI_SUCCESS && red[0] != -red[1])
+        code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different amodes", name);
+    code = mp_agree_error(NULL, dup, code);
+    if (code != MPI_SUCCESS) {
+        PMPI_Comm_free(&dup);
+        return mp_raise_null(code);
+    }
+
+    mp_file *f = calloc(1, sizeof *f);
+    char *namecopy = strdup(name);
+    if (!f || !namecopy) {
+        free(f);
+        free(namecopy);
+        PMPI_Comm_free(&dup);
+        return mp_raise_null(MPI_ERR_NO_MEM);
+    }
+    f->magic = MP_FILE_MAGIC;
+    f->name = namecopy;
+    f->comm = dup;
+    f->rank = rank;
+    f->size = size;
+    f->amode = amode;
+    pthread_mutex_init(&f->mu, NULL);
+    mp_hints_default(&f->hints);
+    mp_hints_apply_env(&f->hints);
+    mp_hints_apply_info(&f->hints, info);
+    if (f->hints.cb_nodes <= 0)
+        f->hints.cb_nodes = count_nodes(dup);
+    if (f->hints.cb_nodes > size)
+        f->hints.cb_nodes = size;
+
+    rfs_options opts;
+    options_from_hints(&f->hints, &opts);
+    unsigned flags = rfs_flags_of(amode);
+    int rrc = RFS_OK;
+    code = MPI_SUCCESS;
+    if (rank == 0) {
+        rrc = rfs_io_open_remote(name, flags, f->hints.file_perm, &opts, &f->io);
+        if (rrc != RFS_OK)
+            code = mp_io_error(f, rrc, "open", rfs_last_error());
+    }
+    /* Others open only once rank 0 has created the file (or failed). */
+    int r0 = code != MPI_SUCCESS;
+    PMPI_Bcast(&r0, 1, MPI_INT, 0, dup);
+    if (rank != 0 && !r0) {
+        rrc = rfs_io_open_remote(name, flags & ~(RFS_O_CREAT | RFS_O_EXCL), f->hints.file_perm,
+                                 &opts, &f->io);
+        if (rrc != RFS_OK)
+            code = mp_io_error(f, rrc, "open", rfs_last_error());
+    }
+    code = mp_agree_error(NULL, dup, code);
+    if (code == MPI_SUCCESS)
+        code = mp_view_default(f);
+    if (code != MPI_SUCCESS) {
+        if (f->io)
+            f->io->ops->close(f->io);
+        if (f->view)
+            mp_view_put(f, f->view);
+        PMPI_Comm_free(&f->comm);
+        pthread_mutex_destroy(&f->mu);
+        free(f->name);
+        free(f);
+        return mp_raise_null(code);
+    }
+    f->server_views = f->hints.view_mode != MP_VIEW_CLIENT && f->io->ops->set_view != NULL;
+
+    /* A fresh shared-pointer key per collective open (see shared.c). */
+    uint32_t key = 0;
+    if (rank == 0 && getrandom(&key, sizeof key, 0) != (ssize_t)sizeof key)
+        key = (uint32_t)rand();
+    PMPI_Bcast(&key, 1, MPI_UINT32_T, 0, dup);
+    f->shared_key = key | 1u;  /* never 0, which other tools might use */
+
+    mp_errh_inherit(f);
+    mp_files_add(f);
+    code = MPI_SUCCESS;
+    if (amode & MPI_MODE_APPEND) {
+        /* Both file pointers start at the end of the file. */
+        uint64_t sz = 0;
+        rrc = f->io->ops->get_size(f->io, &sz);
+        if (rrc != RFS_OK)
+            code = mp_io_error(f, rrc, "get_size", rfs_last_error());
+        f->ind_ptr = (int64_t)sz;
+        if (rank == 0 && code == MPI_SUCCESS)
+            code = mp_shared_set(f, (int64_t)sz);
+    }
+    code = mp_agree_error(NULL, dup, code);
+    *fh = (MPI_File)f;
+    return mp_raise(f, code);
+}
+
+int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+{
+    if (!filename || !rfs_is_name(filename))
+        return MP_REAL(PMPI_File_open)(comm, filename, amode, info, fh);
+    return open_rfs(comm, filename, amode, info, fh);
+}
+MP_ALIAS(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh))
+
+int mp_close_file(mp_file *f, int collective)
+{
+    mp_nb_drain(f);
+    mp_files_remove(f);
+    mp_fortran_release(f);
+    char where[sizeof f->io->server + sizeof f->io->path + 2];
+    snprintf(where, sizeof where, "%s:%s", f->io->server, f->io->path);
+    int rrc = f->io->ops->close(f->io);
+    f->io = NULL;
+    int code = MPI_SUCCESS;
+    if (rrc != RFS_OK) {
+        const char *m = rfs_last_error();
+        code = mp_error_code(mp_class_of(rrc), "rfs close: %s", m[0] ? m : where);
+    }
+    if (f->amode & MPI_MODE_DELETE_ON_CLOSE) {
+        /* Everyone has closed before rank 0 deletes (at finalize no barrier: a rank that closed
+         * properly is no longer waiting on this file). */
+        if (collective)
+            PMPI_Barrier(f->comm);
+        if (f->rank == 0) {
+            rfs_options opts;
+            options_from_hints(&f->hints, &opts);
+            int drc = rfs_delete(f->name, &opts);
+            if (drc != RFS_OK && drc != RFS_E_NOENT && code == MPI_SUCCESS)
+                code = mp_error_code(mp_class_of(drc), "rfs delete-on-close: %s", rfs_last_error());
+        }
+    }
+    mp_view_put(f, f->view);
+    f->view = NULL;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+        PMPI_Comm_free(&f->comm);
+    return code;
+}
+
+static void free_file(mp_file *f)
+{
+    mp_errh_release(f);
+    pthread_mutex_destroy(&f->mu);
+    free(f->name);
+    f->magic = 0;
+    free(f);
+}
+
+int MPI_File_close(MPI_File *fh)
+{
+    mp_file *f = fh ? mp_file_of(*fh) : NULL;
+    if (!f)
+        return MP_REAL(PMPI_File_close)(fh);
+    int code = mp_close_file(f, 1);
+    if (code != MPI_SUCCESS) {
+        /* The handle is gone; the error still goes to the file's handler, with the handle the
+         * application passed in. */
+        mp_raise(f, code);
+    }
+    free_file(f);
+    *fh = MPI_FILE_NULL;
+    return code;
+}
+MP_ALIAS(MPI_File_close, (MPI_File *fh))
+
+int MPI_File_delete(const char *filename, MPI_Info info)
+{
+    if (!filename || !rfs_is_name(filename))
+        return MP_REAL(PMPI_File_delete)(filename, info);
+    mp_hints h;
+    mp_hints_default(&h);
+    mp_hints_apply_env(&h);
+    mp_hints_apply_info(&h, info);
+    rfs_options opts;
+    options_from_hints(&h, &opts);
+    int rrc = rfs_delete(filename, &opts);
+    if (rrc == RFS_OK)
+        return MPI_SUCCESS;
+    const char *m = rfs_last_error();
+    int code = m[0] ? mp_error_code(mp_class_of(rrc), "rfs delete: %s", m)
+                    : mp_error_code(mp_class_of(rrc), "rfs delete: %s: %s", filename,
+                                    rfs_strerror(rrc));
+    return mp_raise_null(code);
+}
+MP_ALIAS(MPI_File_delete, (const char *filename, MPI_Info info))
+
+/* ---- finalize: close what the application forgot ---- */
+
+void mp_finalize_files(void)
+{
+    size_t n = 0;
+    mp_file **all = mp_files_all(&n);
+    for (size_t i = 0; i < n; i++) {
+        mp_file *f = all[i];
+        fprintf(stderr, "librfs-mpiio: rank %d: %s was not closed before MPI_Finalize; closing it\n",
+                f->rank, f->name);
+        int code = mp_close_file(f, 0);
+        if (code != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(code, msg, &len);
+            fprintf(stderr, "librfs-mpiio: rank %d: closing %s at MPI_Finalize failed: %s\n",
+                    f->rank, f->name, msg);
+        }
+        free_file(f);
+    }
+    free(all);
+}
+
+int MPI_Finalize(void)
+{
+    mp_finalize_files();
+    mp_nb_shutdown();
+    return MP_REAL(PMPI_Finalize)();
+}
+int PMPI_Finalize(void) __attribute__((alias("MPI_Finalize")));

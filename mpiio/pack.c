@@ -1,0 +1,185 @@
+/* Memory side of a data access: the bytes of (buf, count, datatype) in type-map order. Dense
+ * in-order types are used in place; any other type is packed (writes) or read into a buffer and
+ * unpacked (reads) with PMPI_Pack/PMPI_Unpack. Only the file side ever crosses the network. */
+#include "mpiio/mpiio_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mp_type_bytes(MPI_Datatype type, MPI_Count count, int64_t *bytes)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (type == MPI_DATATYPE_NULL)
+        return MPI_ERR_TYPE;
+    MPI_Count sz = 0;
+    if (PMPI_Type_size_x(type, &sz) != MPI_SUCCESS || sz < 0)
+        return MPI_ERR_TYPE;
+    if (sz && count > INT64_MAX / sz)
+        return MPI_ERR_COUNT;
+    *bytes = (int64_t)(sz * count);
+    return MPI_SUCCESS;
+}
+
+static int is_named(MPI_Datatype t)
+{
+    int ni, na, nd, comb;
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    return comb == MPI_COMBINER_NAMED;
+}
+
+/* 1 if the type's bytes, in type-map order, are laid out in memory in that same order with no
+ * gaps (so its data start at buf + true_lb). Conservative: unknown shapes answer 0. */
+static int dense_in_order(MPI_Datatype t, int depth)
+{
+    int ni, na, nd, comb;
+    if (depth > 16 || PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    if (comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_RESIZED)
+        return 0;
+    if (ni > 4 || na > 4 || nd != 1)
+        return 0;
+    int ints[4];
+    MPI_Aint addrs[4];
+    MPI_Datatype child;
+    if (PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, &child) != MPI_SUCCESS)
+        return 0;
+    int ok = dense_in_order(child, depth + 1);
+    if (ok && comb == MPI_COMBINER_CONTIGUOUS && ints[0] > 1) {
+        MPI_Count sz, lb, ext;
+        ok = PMPI_Type_size_x(child, &sz) == MPI_SUCCESS &&
+             PMPI_Type_get_extent_x(child, &lb, &ext) == MPI_SUCCESS && sz == ext;
+    }
+    if (!is_named(child))
+        PMPI_Type_free(&child);
+    return ok;
+}
+
+/* If (buf,count,type) is one dense run in type-map order, returns its start, else NULL. */
+static char *dense_start(const void *buf, MPI_Count count, MPI_Datatype type, int64_t bytes)
+{
+    MPI_Count lb, ext, tlb, text, sz;
+    if (PMPI_Type_size_x(type, &sz) != MPI_SUCCESS ||
+        PMPI_Type_get_extent_x(type, &lb, &ext) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(type, &tlb, &text) != MPI_SUCCESS)
+        return NULL;
+    if (sz != text || (count > 1 && ext != sz) || !dense_in_order(type, 0))
+        return NULL;
+    (void)bytes;
+    return (char *)buf + tlb;
+}
+
+static int pack_into(const void *inbuf, MPI_Count count, MPI_Datatype type, void *out, int64_t outlen)
+{
+#if MP_HAVE_PACK_C
+    MPI_Count pos = 0;
+    return PMPI_Pack_c(inbuf, count, type, out, outlen, &pos, MPI_COMM_SELF);
+#else
+    if (outlen > INT_MAX || count > INT_MAX)
+        return MPI_ERR_COUNT;
+    int pos = 0;
+    return PMPI_Pack(inbuf, (int)count, type, out, (int)outlen, &pos, MPI_COMM_SELF);
+#endif
+}
+
+static int unpack_from(const void *in, int64_t inlen, void *outbuf, MPI_Count count, MPI_Datatype type)
+{
+#if MP_HAVE_PACK_C
+    MPI_Count pos = 0;
+    return PMPI_Unpack_c(in, inlen, &pos, outbuf, count, type, MPI_COMM_SELF);
+#else
+    if (inlen > INT_MAX || count > INT_MAX)
+        return MPI_ERR_COUNT;
+    int pos = 0;
+    return PMPI_Unpack(in, (int)inlen, &pos, outbuf, (int)count, type, MPI_COMM_SELF);
+#endif
+}
+
+static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+{
+    memset(b, 0, sizeof *b);
+    int rc = mp_type_bytes(type, count, &b->len);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    MPI_Count sz = 0;
+    PMPI_Type_size_x(type, &sz);
+    b->type_size = sz;
+    b->user = (void *)buf;
+    b->count = count;
+    b->type = type;
+    if (b->len == 0) {
+        b->data = NULL;
+        return MPI_SUCCESS;
+    }
+    b->data = dense_start(buf, count, type, b->len);
+    return MPI_SUCCESS;
+}
+
+int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+{
+    int rc = prepare(b, buf, count, type);
+    if (rc != MPI_SUCCESS || b->len == 0 || b->data)
+        return rc;
+    b->tmp = malloc((size_t)b->len);
+    if (!b->tmp)
+        return MPI_ERR_NO_MEM;
+    rc = pack_into(buf, count, type, b->tmp, b->len);
+    if (rc != MPI_SUCCESS) {
+        free(b->tmp);
+        b->tmp = NULL;
+        return rc;
+    }
+    b->data = b->tmp;
+    return MPI_SUCCESS;
+}
+
+int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type)
+{
+    int rc = prepare(b, buf, count, type);
+    if (rc != MPI_SUCCESS || b->len == 0 || b->data)
+        return rc;
+    b->tmp = malloc((size_t)b->len);
+    if (!b->tmp)
+        return MPI_ERR_NO_MEM;
+    b->data = b->tmp;
+    return MPI_SUCCESS;
+}
+
+int mp_buf_finish_read(mp_buf *b, int64_t got)
+{
+    if (!b->tmp || got <= 0)
+        return MPI_SUCCESS;
+    MPI_Count full = got / b->type_size;
+    int64_t part = got % b->type_size;
+    int rc = MPI_SUCCESS;
+    if (full > 0)
+        rc = unpack_from(b->tmp, full * b->type_size, b->user, full, b->type);
+    if (rc == MPI_SUCCESS && part > 0) {
+        /* A read that stopped at end of file inside an element: pack that element's current
+         * memory, overlay the bytes read, unpack it back, so bytes not read stay untouched. */
+        MPI_Count lb, ext;
+        PMPI_Type_get_extent_x(b->type, &lb, &ext);
+        char *elem_mem = (char *)b->user + full * ext;
+        char *elem = malloc((size_t)b->type_size);
+        if (!elem)
+            return MPI_ERR_NO_MEM;
+        rc = pack_into(elem_mem, 1, b->type, elem, b->type_size);
+        if (rc == MPI_SUCCESS) {
+            memcpy(elem, (char *)b->tmp + full * b->type_size, (size_t)part);
+            rc = unpack_from(elem, b->type_size, elem_mem, 1, b->type);
+        }
+        free(elem);
+    }
+    return rc;
+}
+
+void mp_buf_free(mp_buf *b)
+{
+    free(b->tmp);
+    b->tmp = NULL;
+    b->data = NULL;
+}

@@ -1,0 +1,230 @@
+/* File views. set_view encodes the filetype once (rfs_dt_encode_mpi), flattens it locally for
+ * client-side mapping, and marks it unsent: the server learns it with the next access
+ * (engine.c). Views are reference counted because nonblocking operations in flight keep using
+ * the view they started with. */
+#include "mpiio/mpiio_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype/encode_mpi.h"
+
+static int is_named(MPI_Datatype t)
+{
+    int ni, na, nd, comb;
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    return comb == MPI_COMBINER_NAMED;
+}
+
+void mp_view_free(mp_view *v)
+{
+    if (!v)
+        return;
+    if (v->etype != MPI_DATATYPE_NULL && !is_named(v->etype))
+        PMPI_Type_free(&v->etype);
+    if (v->filetype != MPI_DATATYPE_NULL && !is_named(v->filetype))
+        PMPI_Type_free(&v->filetype);
+    rfs_flat_free(v->flat);
+    free(v->enc);
+    free(v);
+}
+
+mp_view *mp_view_get(mp_file *f)
+{
+    pthread_mutex_lock(&f->mu);
+    mp_view *v = f->view;
+    v->refs++;
+    pthread_mutex_unlock(&f->mu);
+    return v;
+}
+
+/* Releases a reference. The last one frees the view; the datatype frees are MPI calls, so a view
+ * is only ever released for the last time in an application thread (set_view, close, or a
+ * completion run by the wait functions), never by an I/O thread. */
+void mp_view_put(mp_file *f, mp_view *v)
+{
+    pthread_mutex_lock(&f->mu);
+    int last = --v->refs == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (last)
+        mp_view_free(v);
+}
+
+static int install(mp_file *f, mp_view *v)
+{
+    pthread_mutex_lock(&f->mu);
+    mp_view *old = f->view;
+    v->refs = 1;
+    v->view_id = ++f->next_view_id;
+    f->view = v;
+    pthread_mutex_unlock(&f->mu);
+    if (old)
+        mp_view_put(f, old);
+    return MPI_SUCCESS;
+}
+
+int mp_view_default(mp_file *f)
+{
+    mp_view *v = calloc(1, sizeof *v);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    v->etype = MPI_BYTE;
+    v->filetype = MPI_BYTE;
+    v->etype_size = 1;
+    v->contig = 1;
+    return install(f, v);
+}
+
+/* Builds the view (without installing it). Returns MPI_SUCCESS or an error code. */
+static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                      mp_view **out)
+{
+    MPI_Count esz = 0, fsz = 0;
+    if (etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL ||
+        PMPI_Type_size_x(etype, &esz) != MPI_SUCCESS || PMPI_Type_size_x(filetype, &fsz) != MPI_SUCCESS)
+        return mp_error_code(MPI_ERR_TYPE, "rfs: %s: set_view: invalid etype or filetype", f->name);
+    if (esz <= 0 || fsz <= 0 || fsz % esz)
+        return mp_error_code(MPI_ERR_TYPE,
+                             "rfs: %s: set_view: filetype size %lld is not a positive multiple "
+                             "of the etype size %lld", f->name, (long long)fsz, (long long)esz);
+    mp_view *v = calloc(1, sizeof *v);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    v->disp = disp;
+    v->etype_size = esz;
+    v->etype = etype;
+    v->filetype = filetype;
+    int code = MPI_SUCCESS;
+    if (!is_named(etype) && PMPI_Type_dup(etype, &v->etype) != MPI_SUCCESS)
+        v->etype = MPI_DATATYPE_NULL, code = MPI_ERR_TYPE;
+    if (!is_named(filetype) && PMPI_Type_dup(filetype, &v->filetype) != MPI_SUCCESS)
+        v->filetype = MPI_DATATYPE_NULL, code = MPI_ERR_TYPE;
+    if (code != MPI_SUCCESS) {
+        mp_view_free(v);
+        return mp_error_code(code, "rfs: %s: set_view: cannot duplicate the datatypes", f->name);
+    }
+    rfs_dt *dt = NULL;
+    int erc = rfs_dt_encode_mpi(filetype, &v->enc, &v->enc_len);
+    if (erc != MPI_SUCCESS) {
+        mp_view_free(v);
+        return mp_error_code(erc, "rfs: %s: set_view: cannot encode the filetype: %s", f->name,
+                             rfs_last_error());
+    }
+    int rc = rfs_dt_decode(v->enc, v->enc_len, &dt);
+    if (rc == RFS_OK)
+        rc = rfs_dt_flatten(dt, &v->flat);
+    rfs_dt_free(dt);
+    if (rc != RFS_OK) {
+        mp_view_free(v);
+        return mp_error_code(MPI_ERR_TYPE, "rfs: %s: set_view: cannot describe the filetype: %s",
+                             f->name, rfs_last_error()[0] ? rfs_last_error() : rfs_strerror(rc));
+    }
+    rfs_flat *fl = v->flat;
+    if (fl->n == 1 && fl->off[0] == 0 && fl->len[0] == fl->extent) {
+        v->contig = 1;  /* plain bytes: no need to tell the server or map anything */
+    } else if (!fl->monotonic || fl->n == 0 || fl->off[0] < 0 ||
+               fl->off[fl->n - 1] + fl->len[fl->n - 1] > fl->extent || fl->extent <= 0) {
+        mp_view_free(v);
+        return mp_error_code(MPI_ERR_TYPE,
+                             "rfs: %s: set_view: the filetype's displacements must be nonnegative "
+                             "and nondecreasing within its extent", f->name);
+    }
+    *out = v;
+    return MPI_SUCCESS;
+}
+
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                      const char *datarep, MPI_Info info)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_set_view)(fh, disp, etype, filetype, datarep, info);
+    int code = MPI_SUCCESS;
+    mp_view *v = NULL;
+    if (!datarep || strcmp(datarep, "native"))
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                             "rfs: %s: data representation \"%s\" not supported (only \"native\")",
+                             f->name, datarep ? datarep : "(null)");
+    if (code == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
+        if (!(f->amode & MPI_MODE_SEQUENTIAL)) {
+            code = mp_error_code(MPI_ERR_ARG, "rfs: %s: MPI_DISPLACEMENT_CURRENT needs "
+                                 "MPI_MODE_SEQUENTIAL", f->name);
+        } else {
+            int64_t cur = 0;
+            code = mp_shared_fetch_add(f, 0, &cur);
+            disp = f->view->disp + cur * f->view->etype_size;
+        }
+    } else if (code == MPI_SUCCESS && disp < 0) {
+        code = mp_error_code(MPI_ERR_ARG, "rfs: %s: negative displacement", f->name);
+    }
+    mp_nb_drain(f);
+    if (code == MPI_SUCCESS)
+        code = build_view(f, disp, etype, filetype, &v);
+    code = mp_agree_error(f, f->comm, code);
+    if (code != MPI_SUCCESS) {
+        mp_view_free(v);
+        return mp_raise(f, code);
+    }
+    mp_hints_apply_info(&f->hints, info);
+    install(f, v);
+    f->ind_ptr = 0;
+    /* The shared pointer restarts at 0 too: one rank resets it, the barrier orders it before
+     * any rank's next shared access. */
+    if (f->rank == 0)
+        code = mp_shared_set(f, 0);
+    PMPI_Barrier(f->comm);
+    return mp_raise(f, code);
+}
+int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                       const char *datarep, MPI_Info info) __attribute__((alias("MPI_File_set_view")));
+
+int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype,
+                      char *datarep)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_view)(fh, disp, etype, filetype, datarep);
+    mp_view *v = f->view;
+    *disp = v->disp;
+    /* Derived types come back as new duplicates the caller frees; predefined ones as they are. */
+    if (is_named(v->etype))
+        *etype = v->etype;
+    else if (PMPI_Type_dup(v->etype, etype) != MPI_SUCCESS)
+        return mp_raise(f, MPI_ERR_INTERN);
+    if (is_named(v->filetype))
+        *filetype = v->filetype;
+    else if (PMPI_Type_dup(v->filetype, filetype) != MPI_SUCCESS)
+        return mp_raise(f, MPI_ERR_INTERN);
+    strcpy(datarep, "native");
+    return MPI_SUCCESS;
+}
+int PMPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype,
+                       char *datarep) __attribute__((alias("MPI_File_get_view")));
+
+int MPI_File_get_type_extent(MPI_File fh, MPI_Datatype type, MPI_Aint *extent)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_type_extent)(fh, type, extent);
+    MPI_Aint lb;
+    /* "native": the file extent is the memory extent. */
+    int rc = PMPI_Type_get_extent(type, &lb, extent);
+    return rc == MPI_SUCCESS ? rc : mp_raise(f, mp_error_code(MPI_ERR_TYPE, "rfs: bad datatype"));
+}
+int PMPI_File_get_type_extent(MPI_File fh, MPI_Datatype type, MPI_Aint *extent)
+    __attribute__((alias("MPI_File_get_type_extent")));
+
+#if MP_HAVE_FILE_C
+int MPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype type, MPI_Count *extent)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_get_type_extent_c)(fh, type, extent);
+    MPI_Count lb;
+    int rc = PMPI_Type_get_extent_x(type, &lb, extent);
+    return rc == MPI_SUCCESS ? rc : mp_raise(f, mp_error_code(MPI_ERR_TYPE, "rfs: bad datatype"));
+}
+int PMPI_File_get_type_extent_c(MPI_File fh, MPI_Datatype type, MPI_Count *extent)
+    __attribute__((alias("MPI_File_get_type_extent_c")));
+#endif
