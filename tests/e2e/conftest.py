@@ -9,6 +9,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("RFS_BUILD_DIR", REPO / "build")).resolve()
+# MPI-IO tests preload librfs-mpiio.so built for each MPI (scripts/test builds both).
+MPICH_BUILD = Path(os.environ.get("RFS_BUILD_DIR_MPICH", BUILD)).resolve()
+OMPI_BUILD = Path(os.environ.get("RFS_BUILD_DIR_OMPI", REPO / "build-ompi")).resolve()
 
 
 def binary(name):

@@ -1,15 +1,15 @@
 """Running the MPI-IO test programs (tests/mpiio/*.c) under mpiexec, with and without
-librfs-mpiio.so preloaded, for the MPICH build (RFS_BUILD_DIR) and, when RFS_OMPI_BUILD_DIR
-names an Open MPI build, for Open MPI too."""
+librfs-mpiio.so preloaded, for the MPICH build (RFS_BUILD_DIR_MPICH, default RFS_BUILD_DIR) and,
+when it exists, the Open MPI build (RFS_BUILD_DIR_OMPI, default build-ompi)."""
 import os
 import subprocess
 from pathlib import Path
 
-from conftest import BUILD
+from conftest import MPICH_BUILD, OMPI_BUILD
 
-FLAVOURS = {"mpich": BUILD}
-if os.environ.get("RFS_OMPI_BUILD_DIR"):
-    FLAVOURS["openmpi"] = Path(os.environ["RFS_OMPI_BUILD_DIR"]).resolve()
+FLAVOURS = {"mpich": MPICH_BUILD}
+if (OMPI_BUILD / "librfs-mpiio.so").exists():
+    FLAVOURS["openmpi"] = OMPI_BUILD
 
 RUN_TIMEOUT = 180
 

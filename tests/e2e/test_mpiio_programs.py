@@ -5,6 +5,8 @@ import pytest
 
 from mpiio_util import FLAVOURS, mpiexec, program, run_both
 
+pytestmark = pytest.mark.mpi
+
 # (program, extra args, extra env) — the same program exercised with several hint settings.
 CASES = [
     ("t_basic", (), None),

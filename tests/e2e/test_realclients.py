@@ -22,13 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import MPICH_BUILD, OMPI_BUILD, REPO
 
 pytestmark = pytest.mark.mpi
 
 CLIENTS = REPO / "tests" / "realclients"
-OMPI_BUILD = Path(os.environ.get("RFS_BUILD_DIR_OMPI", REPO / "build-ompi")).resolve()
-MPICH_BUILD = Path(os.environ.get("RFS_BUILD_DIR_MPICH", REPO / "build")).resolve()
 PYTHON = "/usr/bin/python3"  # Debian's, where h5py, mpi4py and numpy live
 NP = 4
 TIMEOUT = 300
