@@ -1,0 +1,96 @@
+/* Internal interfaces of the `rfs` command (cli/): option parsing, URL handling, error
+ * reporting and the commands themselves. Nothing here is part of the public API. */
+#ifndef RFS_CLI_H
+#define RFS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/auth.h"
+#include "rfs/rfs.h"
+
+/* Exit statuses: scripts can tell a mistake in the command line from a failed operation. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+/* Options a command accepts (bit mask, see cli_command.accepts). */
+#define CLI_OPT_STREAMS 0x01u
+#define CLI_OPT_COUNT 0x02u
+#define CLI_OPT_PARENTS 0x04u
+#define CLI_OPT_PROGRESS 0x08u /* --no-progress */
+/* --token-file, --quiet, --timeout and --help are accepted by every command. */
+
+#define CLI_MAX_ARGS 4
+#define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
+
+typedef struct cli_opts {
+    int streams;            /* --streams N (1 if not given) */
+    int count;              /* --count N for ping (default 4) */
+    int parents;            /* mkdir -p */
+    int quiet;              /* no progress bar, no informational output */
+    int no_progress;
+    double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
+    const char *token_file; /* --token-file F */
+    int nargs;
+    const char *args[CLI_MAX_ARGS];
+} cli_opts;
+
+/* Everything a command needs: parsed options plus ready-made library options. */
+typedef struct cli_ctx {
+    const char *cmd; /* command name, for messages */
+    cli_opts o;
+    rfs_options ropts;
+    char token[RFS_TOKEN_MAX + 1];
+} cli_ctx;
+
+typedef int (*cli_cmd_fn)(cli_ctx *c);
+
+typedef struct cli_command {
+    const char *name;
+    cli_cmd_fn run;
+    int min_args, max_args;
+    unsigned accepts;
+    const char *synopsis; /* arguments part of the usage line */
+    const char *summary;  /* one line for `rfs --help` */
+    const char *details;  /* extra lines for `rfs CMD --help` (may be NULL) */
+    const char *options;  /* the command's own option lines (may be NULL) */
+} cli_command;
+
+/* cli_args.c: parses argv[first..argc) for command `cmd` into c->o. Returns CLI_EXIT_OK,
+ * CLI_EXIT_USAGE after printing one line on stderr, or -1 if --help was asked. */
+int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli_opts *o);
+/* Fills c->ropts from c->o (reads the token file). Returns CLI_EXIT_OK or an exit status
+ * after printing the reason. */
+int cli_setup_options(cli_ctx *c);
+
+/* cli_url.c: copies an rfs name into out, adding the root path "/" when the name has none
+ * ("rfs:host:port" -> "rfs:host:port:/"). Returns 0, or -1 (with a message on stderr and
+ * exit status CLI_EXIT_USAGE implied) when it is not a valid rfs name. */
+int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rfs_name *parsed);
+/* Appends "/" + basename(local) to the path of rfs name `url`. Returns 0 or -1 if too long. */
+int cli_url_join_basename(char *url, size_t cap, const char *local);
+/* Last component of a path ("a/b/" -> "b"), copied into out. */
+void cli_basename(const char *path, char *out, size_t cap);
+
+/* cli_report.c: the one line on stderr that describes a failure.
+ * cli_fail_remote: after a failed library call; names server and path even when the
+ * library's message does not. `msg` is the library's message (NULL: rfs_last_error()). */
+int cli_fail_remote(const cli_ctx *c, const rfs_name *n, int err, const char *msg);
+/* A local failure: "rfs CMD: WHAT: strerror(errnum)". Returns CLI_EXIT_FAIL. */
+int cli_fail_local(const cli_ctx *c, const char *what, int errnum);
+/* A usage mistake. Returns CLI_EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats "host:port" (IPv6 in brackets). */
+void cli_server_str(const rfs_name *n, char *out, size_t cap);
+
+/* Commands. */
+int cli_cmd_put(cli_ctx *c);
+int cli_cmd_get(cli_ctx *c);
+int cli_cmd_ls(cli_ctx *c);
+int cli_cmd_stat(cli_ctx *c);
+int cli_cmd_rm(cli_ctx *c);
+int cli_cmd_mkdir(cli_ctx *c);
+int cli_cmd_ping(cli_ctx *c);
+
+#endif

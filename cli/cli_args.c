@@ -1,0 +1,130 @@
+/* Command-line option parsing for the rfs command, and turning options into rfs_options. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Parses a whole decimal number in [lo, hi]. */
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v > 0) || v > 86400)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "--name=value" or "--name value": returns the value or NULL (usage error printed). */
+static const char *option_value(const char *cmd, const char *name, const char *arg, int argc,
+                                char **argv, int *i)
+{
+    size_t nl = strlen(name);
+    if (arg[nl] == '=')
+        return arg + nl + 1;
+    if (*i + 1 >= argc) {
+        cli_usage(cmd, "option %s needs a value", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int matches(const char *arg, const char *name)
+{
+    size_t nl = strlen(name);
+    return strncmp(arg, name, nl) == 0 && (arg[nl] == '\0' || arg[nl] == '=');
+}
+
+int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli_opts *o)
+{
+    const char *cn = cmd->name;
+    memset(o, 0, sizeof *o);
+    o->streams = 1;
+    o->count = 4;
+    int only_args = 0;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_args || a[0] != '-' || a[1] == '\0') {
+            if (o->nargs >= cmd->max_args)
+                return cli_usage(cn, "too many arguments (usage: rfs %s %s)", cn, cmd->synopsis);
+            o->args[o->nargs++] = a;
+            continue;
+        }
+        const char *v;
+        if (strcmp(a, "--") == 0) {
+            only_args = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            return -1;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o->quiet = 1;
+        } else if (matches(a, "--token-file")) {
+            if (!(v = option_value(cn, "--token-file", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            o->token_file = v;
+        } else if (matches(a, "--timeout")) {
+            if (!(v = option_value(cn, "--timeout", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_seconds(v, &o->timeout_s))
+                return cli_usage(cn, "--timeout needs a number of seconds, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_STREAMS) && matches(a, "--streams")) {
+            if (!(v = option_value(cn, "--streams", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 1, CLI_MAX_STREAMS, &o->streams))
+                return cli_usage(cn, "--streams needs a number from 1 to %d, got '%s'",
+                                 CLI_MAX_STREAMS, v);
+        } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
+            o->no_progress = 1;
+        } else if ((cmd->accepts & CLI_OPT_COUNT) && (matches(a, "--count") || strcmp(a, "-c") == 0)) {
+            if (!(v = option_value(cn, a[1] == 'c' ? "-c" : "--count", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 1, 1000000, &o->count))
+                return cli_usage(cn, "--count needs a number from 1 to 1000000, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_PARENTS) && (strcmp(a, "-p") == 0 || strcmp(a, "--parents") == 0)) {
+            o->parents = 1;
+        } else {
+            return cli_usage(cn, "unknown option '%s' (run 'rfs %s --help')", a, cn);
+        }
+    }
+    if (o->nargs < cmd->min_args)
+        return cli_usage(cn, "missing arguments (usage: rfs %s %s)", cn, cmd->synopsis);
+    return CLI_EXIT_OK;
+}
+
+int cli_setup_options(cli_ctx *c)
+{
+    memset(&c->ropts, 0, sizeof c->ropts);
+    if (c->o.timeout_s > 0) {
+        double ms = c->o.timeout_s * 1000.0;
+        c->ropts.connect_timeout_ms = ms < 1 ? 1 : ms > INT_MAX ? INT_MAX : (int)ms;
+    }
+    if (c->o.token_file) {
+        int rc = rfs_auth_read_token_file(c->o.token_file, c->token, sizeof c->token);
+        if (rc != RFS_OK) {
+            const char *m = rfs_last_error();
+            if (m && *m) /* the message already names the file */
+                fprintf(stderr, "rfs %s: %s\n", c->cmd, m);
+            else
+                fprintf(stderr, "rfs %s: token file %s: %s\n", c->cmd, c->o.token_file,
+                        rfs_strerror(rc));
+            return CLI_EXIT_FAIL;
+        }
+        c->ropts.token = c->token;
+    }
+    /* Without --token-file, the library reads $RFS_TOKEN / $RFS_TOKEN_FILE itself. */
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,63 @@
+/* Failure messages of the rfs command: always exactly one line on stderr that says which
+ * server, which path and what went wrong. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_server_str(const rfs_name *n, char *out, size_t cap)
+{
+    if (strchr(n->host, ':'))
+        snprintf(out, cap, "[%s]:%u", n->host, (unsigned)n->port);
+    else
+        snprintf(out, cap, "%s:%u", n->host, (unsigned)n->port);
+}
+
+/* Copies msg with line breaks and control characters replaced, so it stays one line. */
+static void one_line(const char *msg, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; msg[i] && j + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)msg[i];
+        out[j++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+    }
+    while (j > 0 && out[j - 1] == ' ')
+        j--;
+    out[j] = '\0';
+}
+
+int cli_fail_remote(const cli_ctx *c, const rfs_name *n, int err, const char *msg)
+{
+    char server[300], text[2048];
+    cli_server_str(n, server, sizeof server);
+    one_line(msg ? msg : rfs_last_error(), text, sizeof text);
+    if (text[0] == '\0')
+        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, n->path, rfs_strerror(err));
+    else if (strstr(text, n->host) && strstr(text, n->path))
+        fprintf(stderr, "rfs %s: %s\n", c->cmd, text);
+    else if (strstr(text, n->path))
+        fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, server, text);
+    else if (strstr(text, n->host))
+        fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, n->path, text);
+    else
+        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, n->path, text);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_fail_local(const cli_ctx *c, const char *what, int errnum)
+{
+    fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, what, strerror(errnum));
+    return CLI_EXIT_FAIL;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rfs %s: %s\n", cmd, text);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,32 @@
+/* rfs ping URL [--count N]: round trips of an empty request, like ping(8) but without waiting
+ * between probes (it measures the server and path, not a heartbeat). */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+int cli_cmd_ping(cli_ctx *c)
+{
+    char url[4400];
+    rfs_name name;
+    if (cli_url_normalize(c->cmd, c->o.args[0], url, sizeof url, &name))
+        return CLI_EXIT_USAGE;
+    char server[300];
+    cli_server_str(&name, server, sizeof server);
+    double min = 0, max = 0, sum = 0;
+    for (int i = 0; i < c->o.count; i++) {
+        double rtt = 0;
+        int rc = rfs_ping(url, &c->ropts, &rtt);
+        if (rc != RFS_OK)
+            return cli_fail_remote(c, &name, rc, NULL);
+        if (i == 0 || rtt < min)
+            min = rtt;
+        if (i == 0 || rtt > max)
+            max = rtt;
+        sum += rtt;
+        if (!c->o.quiet)
+            printf("reply from %s: seq=%d time=%.3f ms\n", server, i + 1, rtt * 1e3);
+    }
+    printf("%s: %d replies, rtt min/avg/max = %.3f/%.3f/%.3f ms\n", server, c->o.count, min * 1e3,
+           sum / c->o.count * 1e3, max * 1e3);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}

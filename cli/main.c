@@ -1,0 +1,175 @@
+/* rfs: command-line access to files on an rfsd server.
+ * Finds the command, parses its options and runs it; see `rfs --help`. */
+#include <ctype.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#ifndef RFS_VERSION_STRING
+#define RFS_VERSION_STRING "unknown"
+#endif
+
+static const cli_command commands[] = {
+    {"put", cli_cmd_put, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS, "LOCAL URL",
+     "copy a local file to the server (creates or truncates the remote file)",
+     "  If URL names a directory or ends in '/', the file keeps its local name there.\n", NULL},
+    {"get", cli_cmd_get, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS, "URL LOCAL",
+     "copy a remote file to a local file (written atomically: temp file + rename)",
+     "  If LOCAL is a directory, the file keeps its remote name there.\n"
+     "  A failed or interrupted get leaves no partial local file.\n", NULL},
+    {"ls", cli_cmd_ls, 1, 1, 0, "URL", "list a directory: type, size, mtime, name", NULL, NULL},
+    {"stat", cli_cmd_stat, 1, 1, 0, "URL", "show size, type, mode and mtime of a file", NULL, NULL},
+    {"rm", cli_cmd_rm, 1, 1, 0, "URL", "remove a file or an empty directory", NULL, NULL},
+    {"mkdir", cli_cmd_mkdir, 1, 1, CLI_OPT_PARENTS, "[-p] URL", "create a directory", NULL,
+     "  -p, --parents      create missing parent directories; no error if it exists\n"},
+    {"ping", cli_cmd_ping, 1, 1, CLI_OPT_COUNT, "URL [--count N]",
+     "measure round trips to a server", NULL,
+     "  -c, --count N      number of round trips (default 4)\n"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const char common_opts_help[] =
+    "Common options:\n"
+    "  --token-file F     read the authentication token from F\n"
+    "                     (default: $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE)\n"
+    "  --timeout SECONDS  connect timeout (default 10)\n"
+    "  -q, --quiet        print nothing but errors and requested output\n"
+    "  -h, --help         show help\n";
+
+static void print_main_help(FILE *out)
+{
+    fprintf(out,
+            "usage: rfs [OPTIONS] COMMAND [ARGS]\n"
+            "\n"
+            "Copy and manage files on an rfsd server.\n"
+            "URL is an rfs name: rfs:HOST:PORT:/path or rfs://HOST:PORT/path\n"
+            "(IPv6 hosts in brackets: rfs:[::1]:7070:/path).\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  %-6s %-18s %s\n", commands[i].name, commands[i].synopsis, commands[i].summary);
+    fprintf(out,
+            "\n%s"
+            "  --version          show the version\n"
+            "\n"
+            "Run 'rfs COMMAND --help' for a command's options.\n"
+            "Exit status: 0 success, 1 the operation failed, 2 bad command line.\n",
+            common_opts_help);
+}
+
+static void print_cmd_help(const cli_command *cmd)
+{
+    printf("usage: rfs %s [OPTIONS] %s\n\n%c%s.\n", cmd->name, cmd->synopsis, toupper((unsigned char)cmd->summary[0]),
+           cmd->summary + 1);
+    if (cmd->details)
+        printf("%s", cmd->details);
+    if (cmd->accepts)
+        printf("\nOptions:\n");
+    if (cmd->accepts & CLI_OPT_STREAMS)
+        printf("  --streams N        split the file into N byte ranges, each moved over its own\n"
+               "                     TCP connection (default 1, at most %d)\n",
+               CLI_MAX_STREAMS);
+    if (cmd->accepts & CLI_OPT_PROGRESS)
+        printf("  --no-progress      no progress bar (it is only shown on a terminal anyway)\n");
+    if (cmd->options)
+        printf("%s", cmd->options);
+    printf("\n%s", common_opts_help);
+}
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* Options that take a value in the next argument, so the command search can skip it. */
+static int takes_value(const char *a)
+{
+    return strcmp(a, "--token-file") == 0 || strcmp(a, "--timeout") == 0 ||
+           strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* A closed connection must turn into an error return, not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Over a file size limit, a write must fail with EFBIG (and the get clean up) rather than
+     * the process dying with a half-written temporary file. */
+    signal(SIGXFSZ, SIG_IGN);
+
+    int cmd_at = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (a[0] != '-' || a[1] == '\0') {
+            cmd_at = i;
+            break;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_main_help(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("rfs %s\n", RFS_VERSION_STRING);
+            return CLI_EXIT_OK;
+        }
+        if (takes_value(a))
+            i++;
+    }
+    if (cmd_at < 0) {
+        fprintf(stderr, "rfs: no command given (run 'rfs --help')\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[cmd_at], "help") == 0) {
+        const cli_command *hc = cmd_at + 1 < argc ? find_command(argv[cmd_at + 1]) : NULL;
+        if (hc)
+            print_cmd_help(hc);
+        else
+            print_main_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    const cli_command *cmd = find_command(argv[cmd_at]);
+    if (!cmd) {
+        fprintf(stderr, "rfs: unknown command '%s' (run 'rfs --help')\n", argv[cmd_at]);
+        return CLI_EXIT_USAGE;
+    }
+
+    /* Options may stand before or after the command name: parse them all, without it. */
+    char **rest = malloc(sizeof(char *) * (size_t)argc);
+    if (!rest) {
+        fprintf(stderr, "rfs: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    int n = 0;
+    for (int i = 0; i < argc; i++)
+        if (i != cmd_at)
+            rest[n++] = argv[i];
+
+    cli_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        free(rest);
+        fprintf(stderr, "rfs: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    c->cmd = cmd->name;
+    int rc = cli_parse_args(cmd, n, rest, 1, &c->o);
+    free(rest);
+    if (rc < 0) {
+        print_cmd_help(cmd);
+        rc = CLI_EXIT_OK;
+    } else if (rc == CLI_EXIT_OK) {
+        rc = cli_setup_options(c);
+        if (rc == CLI_EXIT_OK)
+            rc = cmd->run(c);
+    }
+    /* The token may be a secret: do not leave it in freed memory. */
+    memset(c->token, 0, sizeof c->token);
+    free(c);
+    return rc;
+}
