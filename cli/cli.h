@@ -92,5 +92,6 @@ int cli_cmd_stat(cli_ctx *c);
 int cli_cmd_rm(cli_ctx *c);
 int cli_cmd_mkdir(cli_ctx *c);
 int cli_cmd_ping(cli_ctx *c);
+int cli_cmd_recover(cli_ctx *c);
 
 #endif

@@ -28,6 +28,10 @@ static const cli_command commands[] = {
     {"ping", cli_cmd_ping, 1, 1, CLI_OPT_COUNT, "URL [--count N]",
      "measure round trips to a server", NULL,
      "  -c, --count N      number of round trips (default 4)\n"},
+    {"recover", cli_cmd_recover, 1, 1, 0, "STAGING_DIR",
+     "deliver writes that active buffering staged but never sent",
+     "  Replays, in their original order, the writes kept in the staging journals of\n"
+     "  STAGING_DIR that no running process holds, then removes the journals.\n", NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -4,6 +4,8 @@
  * ignored, as MPI requires. Every key is documented in docs/hints.md. */
 #include "mpiio/mpiio_internal.h"
 
+#include "abt/abt.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +27,12 @@ void mp_hints_default(mp_hints *h)
     h->max_extents = 16384;
     h->lock_wait_ms = 30000;
     h->file_perm = 0644;
+    h->abt = MP_DISABLE;
+    h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
+    h->abt_threads = RFS_ABT_DEFAULT_THREADS;
+    h->abt_bg_staging = MP_ENABLE;
+    h->defer_open = MP_DISABLE;
+    h->defer_close = MP_DISABLE;
 }
 
 static int parse_long(const char *v, long min, long max, int base, long *out)
@@ -35,6 +43,38 @@ static int parse_long(const char *v, long min, long max, int base, long *out)
     if (errno || end == v || *end || x < min || x > max)
         return 0;
     *out = x;
+    return 1;
+}
+
+static int parse_onoff(const char *v, int *out)
+{
+    if (!strcmp(v, "enable") || !strcmp(v, "true") || !strcmp(v, "1"))
+        *out = MP_ENABLE;
+    else if (!strcmp(v, "disable") || !strcmp(v, "false") || !strcmp(v, "0"))
+        *out = MP_DISABLE;
+    else
+        return 0;
+    return 1;
+}
+
+/* Sizes accept a K, M or G suffix (binary units). */
+static int parse_size(const char *v, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    int64_t mul = 1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1LL << 10;
+    else if (*end == 'm' || *end == 'M')
+        mul = 1LL << 20;
+    else if (*end == 'g' || *end == 'G')
+        mul = 1LL << 30;
+    if (mul != 1)
+        end++;
+    if (errno || end == v || *end || x < 0 || x > max / mul || x * mul < min)
+        return 0;
+    *out = x * mul;
     return 1;
 }
 
@@ -103,6 +143,35 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 0, 07777, 8, &x))
             return 0;
         h->file_perm = (unsigned)x;
+    } else if (!strcmp(key, "rfs_abt")) {
+        return parse_onoff(v, &h->abt);
+    } else if (!strcmp(key, "rfs_abt_buffer_size")) {
+        return parse_size(v, 4096, 1LL << 30, &h->abt_buffer_size);
+    } else if (!strcmp(key, "rfs_abt_max_memory")) {
+        return parse_size(v, 0, INT64_MAX, &h->abt_max_memory);
+    } else if (!strcmp(key, "rfs_abt_threads")) {
+        if (!parse_long(v, 1, 16, 10, &x))
+            return 0;
+        h->abt_threads = (int)x;
+    } else if (!strcmp(key, "rfs_abt_bg_staging")) {
+        return parse_onoff(v, &h->abt_bg_staging);
+    } else if (!strcmp(key, "rfs_abt_interval_ms")) {
+        return parse_size(v, 0, INT64_MAX, &h->abt_interval_ms);
+    } else if (!strcmp(key, "rfs_abt_output")) {
+        return parse_size(v, 0, INT64_MAX, &h->abt_output);
+    } else if (!strcmp(key, "rfs_abt_sync_staging")) {
+        int on;
+        if (!parse_onoff(v, &on))
+            return 0;
+        h->abt_sync_staging = on == MP_ENABLE;
+    } else if (!strcmp(key, "rfs_staging_dir")) {
+        if (!*v || strlen(v) >= sizeof h->staging_dir)
+            return 0;
+        snprintf(h->staging_dir, sizeof h->staging_dir, "%s", v);
+    } else if (!strcmp(key, "rfs_defer_open")) {
+        return parse_onoff(v, &h->defer_open);
+    } else if (!strcmp(key, "rfs_defer_close")) {
+        return parse_onoff(v, &h->defer_close);
     } else {
         return 0;
     }
@@ -136,7 +205,7 @@ void mp_hints_apply_info(mp_hints *h, MPI_Info info)
     if (MPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
         return;
     for (int i = 0; i < nkeys; i++) {
-        char key[MPI_MAX_INFO_KEY + 1], val[256];
+        char key[MPI_MAX_INFO_KEY + 1], val[1025];
         int flag = 0;
         if (MPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS)
             continue;
@@ -178,6 +247,20 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_lock_wait_ms", h->lock_wait_ms);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
+    MPI_Info_set(info, "rfs_abt", h->abt == MP_ENABLE ? "enable" : "disable");
+    if (h->abt == MP_ENABLE) {
+        SETI("rfs_abt_buffer_size", h->abt_buffer_size);
+        SETI("rfs_abt_max_memory", h->abt_max_memory);
+        SETI("rfs_abt_threads", h->abt_threads);
+        MPI_Info_set(info, "rfs_abt_bg_staging", h->abt_bg_staging == MP_ENABLE ? "enable" : "disable");
+        SETI("rfs_abt_interval_ms", h->abt_interval_ms);
+        SETI("rfs_abt_output", h->abt_output);
+        MPI_Info_set(info, "rfs_abt_sync_staging", h->abt_sync_staging ? "enable" : "disable");
+        if (h->staging_dir[0])
+            MPI_Info_set(info, "rfs_staging_dir", h->staging_dir);
+    }
+    MPI_Info_set(info, "rfs_defer_open", h->defer_open == MP_ENABLE ? "enable" : "disable");
+    MPI_Info_set(info, "rfs_defer_close", h->defer_close == MP_ENABLE ? "enable" : "disable");
 #undef SETI
     *out = info;
     return MPI_SUCCESS;

@@ -51,6 +51,18 @@ typedef struct mp_hints {
     int max_extents;          /* rfs_max_extents: runs per list I/O request */
     int lock_wait_ms;         /* rfs_lock_wait_ms: atomic-mode lock wait */
     unsigned file_perm;       /* rfs_file_perm (octal) for created files */
+    /* Active buffering with threads (abt/, docs/abt.md) and deferred operations. */
+    int abt;                  /* rfs_abt: MP_ENABLE / MP_DISABLE */
+    int64_t abt_buffer_size;  /* rfs_abt_buffer_size */
+    int64_t abt_max_memory;   /* rfs_abt_max_memory; 0: the documented default share */
+    int abt_threads;          /* rfs_abt_threads */
+    int abt_bg_staging;       /* rfs_abt_bg_staging: MP_ENABLE / MP_DISABLE */
+    int64_t abt_interval_ms;  /* rfs_abt_interval_ms: I of eq. (1); 0: learn it */
+    int64_t abt_output;       /* rfs_abt_output: N of eq. (1) in bytes; 0: learn it */
+    int abt_sync_staging;     /* rfs_abt_sync_staging: fdatasync staged data */
+    char staging_dir[1024];   /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
+    int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
+    int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);

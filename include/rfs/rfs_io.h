@@ -45,6 +45,10 @@ struct rfs_io {
 /* The remote client as an rfs_io (wraps rfs_open). */
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                        rfs_io **out);
+/* The same, but the server is contacted only by the first operation (hint rfs_defer_open); a
+ * failed open is reported by that operation, at the latest by close. */
+int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
+                         rfs_io **out);
 
 #ifdef __cplusplus
 }

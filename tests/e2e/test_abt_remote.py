@@ -69,11 +69,24 @@ def test_server_killed_then_recover(tmp_path):
     # Restart on the same port so the names recorded in the journal resolve.
     srv2 = Server(root, token="s3cret-token", listen=f"127.0.0.1:{port}")
     try:
-        rec = subprocess.run([binary("abt_remote"), "recover", str(staging)], env=srv2.env(),
+        # A journal held by no process is what `rfs recover` replays.
+        rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv2.env(),
                              capture_output=True, text=True, timeout=120)
         assert rec.returncode == 0, rec.stdout + rec.stderr
-        assert f"bytes={size}" in rec.stdout
+        assert f"{size} bytes delivered" in rec.stdout
         assert (root / "killed.bin").read_bytes() == pattern(size, 3)
         assert list(staging.iterdir()) == []
+        # Nothing left: a second recovery has nothing to do.
+        again = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv2.env(),
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and "0 records, 0 bytes" in again.stdout
     finally:
         srv2.stop()
+
+
+def test_recover_errors(tmp_path):
+    missing = tmp_path / "nope"
+    r = subprocess.run([binary("rfs"), "recover", str(missing)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 1
+    assert "nope" in r.stderr and "no such file" in r.stderr.lower()
