@@ -4,7 +4,8 @@
  *  1. Every rank maps its access to file runs and all ranks exchange [start, end).
  *  2. romio_cb_{read,write}: disable -> independent; automatic -> independent when the ranges do
  *     not interleave (or in atomic mode, where each access is locked on its own).
- *  3. Otherwise [min start, max end) is split evenly over cb_nodes aggregators; each aggregator
+ *  3. Otherwise [min start, max end) is split evenly over the aggregators (aggr.c: one per node
+ *     by default, cb_nodes spread over the nodes when given); each aggregator
  *     handles its file domain in rounds of cb_buffer_size bytes. Per round, ranks send the pieces
  *     that fall in each aggregator's window (all-to-all of counts, of (offset,len) lists, and for
  *     writes of the data); an aggregator sorts and merges them and issues ONE list I/O for the
@@ -13,11 +14,12 @@
  *  4. Reads: the aggregator reads the union of requested runs and sends each rank its bytes; the
  *     end of file seen by any aggregator is agreed, so every rank's count stops there.
  * Errors anywhere are agreed at the end so all ranks return the same outcome. */
-#include "mpiio/mpiio_internal.h"
+#include "mpiio/aggr.h"
 
 #include "common/log.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +66,7 @@ typedef struct tp {
     mp_file *f;
     int is_write;
     int nprocs, naggr, my_aggr;   /* my_aggr: my aggregator index or -1 */
+    int *aggr;                    /* rank of each aggregator, ascending */
     int64_t gmin, fd_size, cbs, rounds;
     rfs_extent *runs;             /* my runs, ascending */
     int64_t *runpos;              /* stream offset of each run */
@@ -74,7 +77,7 @@ typedef struct tp {
     int err;                      /* first local error code */
 } tp;
 
-static int aggr_rank(const tp *t, int i) { return (int)((int64_t)i * t->nprocs / t->naggr); }
+static int aggr_rank(const tp *t, int i) { return t->aggr[i]; }
 
 static void window(const tp *t, int a, int64_t r, int64_t *lo, int64_t *hi)
 {
@@ -446,7 +449,8 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         t.f = f;
         t.is_write = is_write;
         t.nprocs = P;
-        t.naggr = f->hints.cb_nodes > 0 && f->hints.cb_nodes <= P ? f->hints.cb_nodes : 1;
+        if (mp_aggregators(f, f->hints.cb_nodes, &t.aggr, &t.naggr) != MPI_SUCCESS)
+            abort();  /* one int per rank */
         t.my_aggr = -1;
         for (int a = 0; a < t.naggr; a++)
             if (aggr_rank(&t, a) == f->rank)
@@ -459,9 +463,17 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         t.nruns = nruns;
         t.data = b.data;
         t.eof = INT64_MAX;
-        if (f->rank == 0)
-            RFS_LOGD("mpiio: %s: collective %s: two-phase, %d aggregator(s), %lld round(s)",
-                     f->name, is_write ? "write" : "read", t.naggr, (long long)t.rounds);
+        if (f->rank == 0 && rfs_log_level() >= RFS_LOG_DEBUG) {
+            char list[256];
+            size_t used = 0;
+            int shown = 0;
+            list[0] = 0;
+            for (; shown < t.naggr && used < sizeof list - 16; shown++)
+                used += (size_t)snprintf(list + used, sizeof list - used, " %d", t.aggr[shown]);
+            RFS_LOGD("mpiio: %s: collective %s: two-phase, %d aggregator(s), %lld round(s), "
+                     "aggregator ranks:%s%s", f->name, is_write ? "write" : "read", t.naggr,
+                     (long long)t.rounds, list, shown < t.naggr ? " ..." : "");
+        }
         t.runpos = malloc((nruns ? nruns : 1) * sizeof *t.runpos);
         t.cursor = calloc((size_t)t.naggr, sizeof *t.cursor);
         if (!t.runpos || !t.cursor)
@@ -492,6 +504,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         }
         free(t.runpos);
         free(t.cursor);
+        free(t.aggr);
     }
     free(runs);
     mp_view_put(f, v);

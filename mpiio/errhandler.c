@@ -113,8 +113,10 @@ int mp_raise(mp_file *f, int code)
         int len = 0;
         if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
             snprintf(msg, sizeof msg, "error %d", code);
-        fprintf(stderr, "librfs-mpiio: fatal error on %s: %s\n", f->name, msg);
-        MPI_Abort(MPI_COMM_WORLD, code);
+        fprintf(stderr, "librfs-mpiio: fatal error on %s (rank %d): %s\n", f->name, f->rank, msg);
+        fflush(stderr);
+        /* MPI_ERRORS_ABORT (MPI 4) aborts the file's group, MPI_ERRORS_ARE_FATAL everything. */
+        MPI_Abort(f->errh == MPI_ERRORS_ARE_FATAL ? MPI_COMM_WORLD : f->comm, code);
     }
     return code;
 }
@@ -147,6 +149,7 @@ int mp_raise_null(int code)
         if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
             snprintf(msg, sizeof msg, "error %d", code);
         fprintf(stderr, "librfs-mpiio: fatal error: %s\n", msg);
+        fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, code);
     }
     return code;

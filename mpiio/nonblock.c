@@ -5,6 +5,8 @@
  * closed/synced (mp_nb_drain). */
 #include "mpiio/nonblock.h"
 
+#include "common/log.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,19 @@ static mp_req *buckets[NBUCKETS];
 static pthread_t *threads;
 static int nthreads, stopping;
 static unsigned long events;  /* bumped whenever an op finishes */
+static mp_req *detached;      /* MPI_Request_free'd requests not yet completed (under mu) */
+static int ndetached;         /* their number: written under mu, peeked without it */
+
+/* Caller holds mu. */
+static void unlink_detached(mp_req *r)
+{
+    for (mp_req **p = &detached; *p; p = &(*p)->dnext)
+        if (*p == r) {
+            *p = r->dnext;
+            __atomic_sub_fetch(&ndetached, 1, __ATOMIC_RELAXED);
+            return;
+        }
+}
 
 static unsigned bucket_of(MPI_Request r)
 {
@@ -149,14 +164,28 @@ static int query_fn(void *extra, MPI_Status *st)
     return MPI_SUCCESS;
 }
 
+/* Drops one of r's two references (MPI's, ours); the last one frees it. */
+static void req_unref(mp_req *r)
+{
+    pthread_mutex_lock(&mu);
+    int last = --r->refs == 0;
+    pthread_mutex_unlock(&mu);
+    if (last) {
+        mp_buf_free(&r->b);
+        free(r);
+    }
+}
+
+/* MPI is done with the request. MPICH calls this already in MPI_Request_free, before the request
+ * is complete (the standard says: at whichever of free and complete comes last), so the I/O
+ * may still be running: our own reference keeps r alive until complete() has run. */
 static int free_fn(void *extra)
 {
     mp_req *r = extra;
     pthread_mutex_lock(&mu);
     hash_remove(r);
     pthread_mutex_unlock(&mu);
-    mp_buf_free(&r->b);
-    free(r);
+    req_unref(r);
     return MPI_SUCCESS;
 }
 
@@ -179,20 +208,29 @@ static void complete(mp_req *r)
         r->bytes = (int64_t)r->done;
         r->code = r->is_write ? MPI_SUCCESS : mp_buf_finish_read(&r->b, r->bytes);
     }
+    if (r->detached && r->code != MPI_SUCCESS) {
+        /* Nobody will ever see this request's status: say it on stderr. */
+        RFS_LOGW("mpiio: %s: a nonblocking %s whose request was freed failed: %s", f->name,
+                 r->is_write ? "write" : "read", r->msg[0] ? r->msg : rfs_strerror(r->rfs_rc));
+    }
     mp_view_put(f, r->v);
     r->v = NULL;
     pthread_mutex_lock(&f->mu);
     f->pending--;
     pthread_mutex_unlock(&f->mu);
     MPI_Grequest_complete(r->req);
+    req_unref(r);
 }
 
 int mp_req_progress(mp_req *r)
 {
     pthread_mutex_lock(&mu);
     int st = r->state;
-    if (st == MP_REQ_DONE)
+    if (st == MP_REQ_DONE) {
         r->state = MP_REQ_COMPLETE;
+        if (r->detached)
+            unlink_detached(r);
+    }
     pthread_mutex_unlock(&mu);
     if (st == MP_REQ_DONE)
         complete(r);
@@ -206,6 +244,43 @@ void mp_req_finish(mp_req *r)
         pthread_cond_wait(&done_cv, &mu);
     pthread_mutex_unlock(&mu);
     mp_req_progress(r);
+}
+
+void mp_req_detach(mp_req *r)
+{
+    pthread_mutex_lock(&mu);
+    int done = r->state >= MP_REQ_DONE;
+    if (!done) {
+        r->detached = 1;
+        r->dnext = detached;
+        detached = r;
+        __atomic_add_fetch(&ndetached, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&mu);
+    if (done)
+        mp_req_progress(r);
+}
+
+void mp_nb_reap(void)
+{
+    /* Cheap when nothing was freed early. A request finishing right now is reaped next time. */
+    if (!__atomic_load_n(&ndetached, __ATOMIC_RELAXED))
+        return;
+    for (;;) {
+        mp_req *found = NULL;
+        pthread_mutex_lock(&mu);
+        for (mp_req *r = detached; r; r = r->dnext)
+            if (r->state == MP_REQ_DONE) {
+                found = r;
+                found->state = MP_REQ_COMPLETE;  /* claimed: nobody else completes it */
+                unlink_detached(found);
+                break;
+            }
+        pthread_mutex_unlock(&mu);
+        if (!found)
+            return;
+        complete(found);  /* found is gone afterwards */
+    }
 }
 
 void mp_req_wait_any_event(void)
@@ -250,6 +325,10 @@ void mp_nb_drain(mp_file *f)
                     found = r;
                     break;
                 }
+        /* Freed requests may have left the table already (MPICH calls free_fn early). */
+        for (mp_req *r = detached; r && !found; r = r->dnext)
+            if (r->f == f)
+                found = r;
         pthread_mutex_unlock(&mu);
         if (!found)
             return;
@@ -261,6 +340,7 @@ void mp_nb_drain(mp_file *f)
 int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
                 MPI_Datatype type, MPI_Request *req)
 {
+    mp_nb_reap();  /* a program that only frees its requests still gets them released */
     mp_req *r = calloc(1, sizeof *r);
     if (!r)
         return MPI_ERR_NO_MEM;
@@ -277,6 +357,7 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
         free(r);
         return mp_error_code(MPI_ERR_INTERN, "rfs: cannot start I/O threads");
     }
+    r->refs = 2;  /* MPI's (free_fn) and ours (complete) */
     rc = MPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->req);
     if (rc != MPI_SUCCESS) {
         mp_buf_free(&r->b);
@@ -316,6 +397,7 @@ int mp_nb_completed(mp_file *f, int code, int64_t bytes, MPI_Request *req)
     r->f = f;
     r->bytes = bytes;
     r->state = MP_REQ_COMPLETE;
+    r->refs = 1;  /* MPI's only: complete() never runs for it */
     int rc = MPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->req);
     if (rc != MPI_SUCCESS) {
         free(r);

@@ -24,6 +24,9 @@ typedef struct mp_req {
     size_t done;
     int code;            /* final MPI code (set when completed) */
     int64_t bytes;
+    int refs;            /* MPI's (dropped in free_fn) + ours (dropped when completed); under mu */
+    int detached;        /* MPI_Request_free'd before its I/O finished: nobody waits on it */
+    struct mp_req *dnext;     /* list of detached requests */
     struct mp_req *qnext;     /* FIFO of queued work */
     struct mp_req *hnext;     /* hash chain */
 } mp_req;
@@ -35,6 +38,13 @@ mp_req *mp_req_find(MPI_Request r);
 int mp_req_progress(mp_req *r);
 /* Blocks until r's I/O is done, then completes it. */
 void mp_req_finish(mp_req *r);
+/* MPI_Request_free of r: if its I/O is done, completes it now; otherwise marks it detached, so
+ * that the next application-thread call that reaps (mp_nb_reap, the Wait/Test family, new
+ * nonblocking operations, close/sync of the file) completes it once the I/O has finished.
+ * Never blocks. */
+void mp_req_detach(mp_req *r);
+/* Completes every detached request whose I/O is done (application thread). */
+void mp_nb_reap(void);
 /* Waits (bounded, ~1 ms) for any I/O thread to finish something. */
 void mp_req_wait_any_event(void);
 /* Completes every done rfs request in reqs[0..n); returns how many rfs requests are still not

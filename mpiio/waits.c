@@ -4,7 +4,8 @@
  * request whose I/O is done. Blocking forms never block inside MPI on an rfs request whose I/O
  * is still running: Wait/Waitall first wait for that I/O; Waitany/Waitsome poll (Test* plus a
  * short wait for the I/O threads) while rfs I/O is pending. Arrays may mix rfs and other
- * requests. Failed rfs operations are reported here through the file's error handler. */
+ * requests. Failed rfs operations are reported here through the file's error handler. Every
+ * call here also completes the freed (MPI_Request_free'd) rfs requests whose I/O is done. */
 #include "mpiio/nonblock.h"
 
 #include <stdlib.h>
@@ -50,6 +51,7 @@ static outcome *outcomes(int n, MPI_Request reqs[])
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
+    mp_nb_reap();
     mp_req *r = mp_req_find(*req);
     if (!r)
         return MP_REAL(PMPI_Wait)(req, st);
@@ -67,6 +69,7 @@ MP_ALIAS(MPI_Wait, (MPI_Request *req, MPI_Status *st))
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
+    mp_nb_reap();
     mp_req *r = mp_req_find(*req);
     if (!r)
         return MP_REAL(PMPI_Test)(req, flag, st);
@@ -114,6 +117,7 @@ static int merge_errors(int rc, int n, const int *idx, const outcome *o, MPI_Sta
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
+    mp_nb_reap();
     int mine = 0;
     for (int i = 0; i < n; i++) {
         mp_req *r = mp_req_find(reqs[i]);
@@ -135,6 +139,7 @@ MP_ALIAS(MPI_Waitall, (int n, MPI_Request reqs[], MPI_Status sts[]))
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
+    mp_nb_reap();
     outcome *o = outcomes(n, reqs);
     int rc = MP_REAL(PMPI_Testall)(n, reqs, flag, sts);
     if (o && *flag)
@@ -146,6 +151,7 @@ MP_ALIAS(MPI_Testall, (int n, MPI_Request reqs[], int *flag, MPI_Status sts[]))
 
 int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Status *st)
 {
+    mp_nb_reap();
     outcome *o = outcomes(n, reqs);
     int rc = MP_REAL(PMPI_Testany)(n, reqs, idx, flag, st);
     if (o && rc == MPI_SUCCESS && *flag && *idx != MPI_UNDEFINED && o[*idx].code != MPI_SUCCESS) {
@@ -160,6 +166,7 @@ MP_ALIAS(MPI_Testany, (int n, MPI_Request reqs[], int *idx, int *flag, MPI_Statu
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 {
+    mp_nb_reap();
     for (;;) {
         /* Complete what is done; while rfs I/O is still running, MPI must not block on it. */
         int pending = mp_reqs_progress(n, reqs);
@@ -185,6 +192,7 @@ MP_ALIAS(MPI_Waitany, (int n, MPI_Request reqs[], int *idx, MPI_Status *st))
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status sts[])
 {
+    mp_nb_reap();
     outcome *o = outcomes(n, reqs);
     int rc = MP_REAL(PMPI_Testsome)(n, reqs, outcount, idx, sts);
     if (o && *outcount != MPI_UNDEFINED && *outcount > 0)
@@ -196,6 +204,7 @@ MP_ALIAS(MPI_Testsome, (int n, MPI_Request reqs[], int *outcount, int idx[], MPI
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status sts[])
 {
+    mp_nb_reap();
     for (;;) {
         int pending = mp_reqs_progress(n, reqs);
         if (!pending) {
@@ -216,6 +225,7 @@ MP_ALIAS(MPI_Waitsome, (int n, MPI_Request reqs[], int *outcount, int idx[], MPI
 
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 {
+    mp_nb_reap();
     mp_req *r = mp_req_find(req);
     if (r)
         mp_req_progress(r);
@@ -225,11 +235,13 @@ MP_ALIAS(MPI_Request_get_status, (MPI_Request req, int *flag, MPI_Status *st))
 
 int MPI_Request_free(MPI_Request *req)
 {
-    /* MPI frees the request once complete; someone must still complete it, and nobody will wait
-     * on it again, so finish the I/O now. */
+    /* Returns at once: MPI frees a generalized request when it is both freed and completed
+     * (whichever comes last), so the I/O goes on in the background and the request is completed
+     * by a later reap (any Wait/Test, a new nonblocking operation, close or sync of the file). */
+    mp_nb_reap();
     mp_req *r = mp_req_find(*req);
     if (r)
-        mp_req_finish(r);
+        mp_req_detach(r);  /* completes it now if its I/O is done; never blocks */
     return MP_REAL(PMPI_Request_free)(req);
 }
 MP_ALIAS(MPI_Request_free, (MPI_Request *req))

@@ -30,7 +30,10 @@ def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=
     lib = str(FLAVOURS[flavour] / "librfs-mpiio.so")
     envs = dict(extra_env or {})
     if preload:
-        envs["LD_PRELOAD"] = lib
+        # RFS_PRELOAD_FIRST: libraries that must come before ours (libasan.so for a sanitizer
+        # build of the library: the ASan runtime has to be the first object loaded).
+        first = os.environ.get("RFS_PRELOAD_FIRST")
+        envs["LD_PRELOAD"] = f"{first}:{lib}" if first else lib
     if flavour == "mpich":
         cmd = ["mpiexec.mpich", "-n", str(nprocs), "-genv", "UCX_TLS", "self,sm"]
         for k, v in envs.items():
@@ -41,7 +44,7 @@ def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=
             # Open MPI's default OMPIO mishandles some calls (set_size at >1 rank): reference
             # files come from its ROMIO component.
             cmd += ["--mca", "io", "romio321"]
-        for k in ("RFS_TOKEN", "RFS_HINTS"):
+        for k in ("RFS_TOKEN", "RFS_HINTS", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
             if k in env:
                 cmd += ["-x", k]
         for k, v in envs.items():

@@ -21,6 +21,8 @@ CASES = [
     ("t_coll", (), {"RFS_HINTS": "romio_cb_write=enable;romio_cb_read=enable;cb_nodes=2;cb_buffer_size=4096;rfs_view=client"}),
     ("t_nonblock", (), None),
     ("t_nonblock", (), {"RFS_HINTS": "rfs_io_threads=1"}),
+    ("t_reqfree", (), None),
+    ("t_reqfree", (), {"RFS_HINTS": "rfs_io_threads=1;rfs_view=client"}),
     ("t_errors", (), None),
     ("t_finalize", (), None),
 ]
@@ -40,6 +42,34 @@ def test_mpiio_program_same_bytes(rfsd, tmp_path, flavour, nprocs, case):
     assert local is not None and remote is not None
     assert len(remote) == len(local)
     assert remote == local
+
+
+@pytest.mark.parametrize("collective", ["automatic", "two-phase"])
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
+def test_mpiio_view_data_outside_extent(rfsd, tmp_path, flavour, nprocs, collective):
+    """t_view_hdf5: filetypes whose data lies outside [0, extent) (lb > 0, explicit lb above
+    the first data). Server-side views and client-side mapping must leave identical bytes, and
+    the same bytes as Open MPI's OMPIO. ROMIO (MPICH's, and Open MPI's romio321) cannot be the
+    reference here: it shifts the data of a filetype resized to an lb above its first data by
+    that lb, against the standard's tiling (the program's own placement checks fail there)."""
+    prog = program(flavour, "t_view_hdf5")
+    hints = "" if collective == "automatic" else \
+        "romio_cb_write=enable;romio_cb_read=enable;cb_nodes=2;"
+    got = {}
+    for mode in ("server", "client"):
+        path = f"/hdf5view-{mode}.dat"
+        r = mpiexec(flavour, nprocs, [prog, rfsd.url(path)], rfsd.env(),
+                    extra_env={"RFS_HINTS": hints + "rfs_view=" + mode})
+        assert r.returncode == 0 and "OK" in r.stdout, f"rfs_view={mode} run failed:\n{r.stdout}"
+        got[mode] = (rfsd.root / path.lstrip("/")).read_bytes()
+    assert got["server"] == got["client"]
+    if "openmpi" in FLAVOURS:
+        local = tmp_path / "ompio-reference.dat"
+        r = mpiexec("openmpi", nprocs, [program("openmpi", "t_view_hdf5"), str(local)],
+                    rfsd.env(), preload=False)
+        assert r.returncode == 0 and "OK" in r.stdout, f"OMPIO reference failed:\n{r.stdout}"
+        assert got["server"] == local.read_bytes()
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
@@ -68,6 +98,31 @@ def test_mpiio_two_phase_is_used(rfsd, tmp_path, flavour):
                            "RFS_MPIIO_LOG": "debug"})
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout
     assert "two-phase" not in r.stdout and "collective write: independent" in r.stdout
+
+
+def two_phase_aggregators(output):
+    """The aggregator ranks of each two-phase collective in a debug log, as strings."""
+    return {line.split("aggregator ranks:")[1].strip() for line in output.splitlines()
+            if "two-phase" in line and "aggregator ranks:" in line}
+
+
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+def test_mpiio_aggregators_one_per_node(rfsd, flavour):
+    """Default: one aggregator per node, the node's lowest rank; cb_nodes=N picks N ranks spread
+    over the nodes. All ranks here share one machine; MPICH can split them into "cliques" that
+    MPI_Comm_split_type(SHARED) reports as separate nodes (odd and even ranks)."""
+    prog = program(flavour, "t_coll")
+    two_phase = "romio_cb_write=enable;romio_cb_read=enable"
+    runs = [({}, "", "0"), ({}, "cb_nodes=2;", "0 1"), ({}, "cb_nodes=9;", "0 1 2 3")]
+    if flavour == "mpich":
+        cliques = {"MPIR_CVAR_NUM_CLIQUES": "2"}  # nodes {0, 2} and {1, 3}
+        runs += [(cliques, "", "0 1"), (cliques, "cb_nodes=3;", "0 1 2"),
+                 (cliques, "cb_nodes=1;", "0")]
+    for i, (env, hints, expect) in enumerate(runs):
+        r = mpiexec(flavour, 4, [prog, rfsd.url(f"/aggr{i}.dat")], rfsd.env(),
+                    extra_env={**env, "RFS_HINTS": hints + two_phase, "RFS_MPIIO_LOG": "debug"})
+        assert r.returncode == 0 and "OK" in r.stdout, r.stdout
+        assert two_phase_aggregators(r.stdout) == {expect}, (env, hints, r.stdout[-3000:])
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))

@@ -5,7 +5,8 @@
   h5py and compared with the expected arrays and with the same script's output on a local path.
 - PnetCDF (Debian's libpnetcdf, which links Open MPI) writes a 3-D variable with
   ncmpi_put_vara_all from 4 ranks and reads it back; the server's file must be byte-identical
-  to a local run's file and readable by ncmpidump and by a second PnetCDF pass.
+  to a local run's file and readable by ncmpidump and by a second PnetCDF pass; ncmpi_open of
+  the rfs: name (format probe through the POSIX shim) + get_vara_all reads it back.
 - examples/demo3d (subarray view + write_all/read_all) with MPICH and with Open MPI: the
   server's file must be byte-identical to a local run's file.
 
@@ -210,20 +211,35 @@ def test_pnetcdf_put_get_vara_all_through_rfs(rfsd, tmp_path, binaries):
     check_ok(r, "PnetCDF second read pass of the server's file")
 
 
-@pytest.mark.xfail(strict=True, reason="PnetCDF 1.12's ncmpi_open probes the file format with a "
-                   "POSIX open()+read() of the name on rank 0 (ncmpi_inq_file_format), outside "
-                   "MPI-IO, so an rfs: name reads as 'file does not exist' unless librfs-mpiio "
-                   "also serves that probe")
 def test_pnetcdf_reopen_through_rfs(rfsd, tmp_path, binaries):
+    """ncmpi_open of an rfs: name: PnetCDF probes the file format with POSIX open()+read() of
+    the name minus its "rfs:" prefix on rank 0 (outside MPI-IO), which librfs-mpiio's read-only
+    POSIX shim serves; then the header and get_vara_all go through MPI-IO. A second write over
+    the existing file (NC_CLOBBER) must still work with the shim in place."""
     mpi = pnetcdf_mpi()
     lib = preload_lib(mpi)
+    need_tool("ncmpidump")
     prog = binaries("pnetcdf_write3d", mpi)
-    run_dir(rfsd)
+    remote_dir = run_dir(rfsd)
     name = rfsd.url("/run42/reopen.nc")
-    r = mpirun(mpi, [prog, "write", name, *NC_SIZES], rfsd.env(), tmp_path, preload=lib)
-    check_ok(r, "PnetCDF write on an rfs: name")
+    local = tmp_path / "local" / "reopen.nc"
+    local.parent.mkdir()
+    r = mpirun(mpi, [prog, "write", local, *NC_SIZES], rfsd.env(), tmp_path)
+    check_ok(r, "PnetCDF write on a local file (reference)")
+    for attempt in ("create", "overwrite"):
+        r = mpirun(mpi, [prog, "write", name, *NC_SIZES], rfsd.env(), tmp_path, preload=lib)
+        check_ok(r, f"PnetCDF write on an rfs: name ({attempt})")
+        assert (remote_dir / "reopen.nc").read_bytes() == local.read_bytes()
     r = mpirun(mpi, [prog, "read", name, *NC_SIZES], rfsd.env(), tmp_path, preload=lib)
     check_ok(r, "PnetCDF ncmpi_open + get_vara_all on an rfs: name")
+    assert "pnetcdf_write3d: ok rfs:" in r.stdout
+    # The reader only read: the file is as the writer left it.
+    assert (remote_dir / "reopen.nc").read_bytes() == local.read_bytes()
+    # A missing file is still reported as missing, through the shim.
+    r = mpirun(mpi, [prog, "read", rfsd.url("/run42/absent.nc"), *NC_SIZES], rfsd.env(), tmp_path,
+               preload=lib)
+    assert r.returncode != 0
+    assert "does not exist" in r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------- the demo program

@@ -9,8 +9,8 @@
  * error or mismatch is printed (naming the call and the file) and the exit status is 1.
  *
  * The two modes are separate because PnetCDF's ncmpi_open (1.12) first probes the file format
- * with a POSIX open()+read() of the name on rank 0, outside MPI-IO; the write mode never needs
- * that probe, so it exercises only MPI-IO.
+ * with a POSIX open()+read() on rank 0, outside MPI-IO, of the name with its "prefix:" cut off
+ * (librfs-mpiio's read-only POSIX shim serves it); the write mode exercises only MPI-IO.
  */
 #include <mpi.h>
 #include <pnetcdf.h>
