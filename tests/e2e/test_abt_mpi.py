@@ -3,6 +3,7 @@ bytes on the server identical to a local run after close and after sync, with a 
 forces staging, with deferred open and close, reads of buffered regions, and a server killed
 mid-run whose staged data `rfs recover` delivers once it is back."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -49,6 +50,8 @@ def test_abt_same_bytes_as_local(rfsd, tmp_path, flavour, nprocs, variant):
 def popen(flavour, nprocs, argv, env, extra_env):
     """mpiexec with stdin/stdout pipes (rank 0 gets stdin), for the interactive modes."""
     lib = str(FLAVOURS[flavour] / "librfs-mpiio.so")
+    if os.environ.get("RFS_PRELOAD_FIRST"):  # see mpiio_util.mpiexec
+        lib = os.environ["RFS_PRELOAD_FIRST"] + ":" + lib
     envs = dict(extra_env, LD_PRELOAD=lib)
     if flavour == "mpich":
         cmd = ["mpiexec.mpich", "-n", str(nprocs), "-genv", "UCX_TLS", "self,sm"]
