@@ -25,8 +25,8 @@ def program(flavour, name):
 OMPIO_REFERENCE = {"t_nonblock"}
 
 
-def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False):
-    """Runs argv on nprocs ranks; returns the CompletedProcess (stdout+stderr text)."""
+def mpiexec_command(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False):
+    """The launcher command line and environment for argv on nprocs ranks."""
     lib = str(FLAVOURS[flavour] / "librfs-mpiio.so")
     envs = dict(extra_env or {})
     if preload:
@@ -51,8 +51,14 @@ def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=
             cmd += ["-x", f"{k}={v}"]
     e = dict(env)
     e.pop("LD_PRELOAD", None)
-    return subprocess.run(cmd + list(argv), env=e, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=RUN_TIMEOUT)
+    return cmd + list(argv), e
+
+
+def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False):
+    """Runs argv on nprocs ranks; returns the CompletedProcess (stdout+stderr text)."""
+    cmd, e = mpiexec_command(flavour, nprocs, argv, env, preload, extra_env, reference)
+    return subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=RUN_TIMEOUT)
 
 
 def run_both(srv, tmp_path, flavour, name, nprocs, fname, extra_args=(), extra_env=None):

@@ -3,13 +3,12 @@ bytes on the server identical to a local run after close and after sync, with a 
 forces staging, with deferred open and close, reads of buffered regions, and a server killed
 mid-run whose staged data `rfs recover` delivers once it is back."""
 import json
-import os
 import subprocess
 
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, mpiexec, program, run_both
+from mpiio_util import FLAVOURS, mpiexec, mpiexec_command, program, run_both
 
 pytestmark = pytest.mark.mpi
 
@@ -49,24 +48,8 @@ def test_abt_same_bytes_as_local(rfsd, tmp_path, flavour, nprocs, variant):
 
 def popen(flavour, nprocs, argv, env, extra_env):
     """mpiexec with stdin/stdout pipes (rank 0 gets stdin), for the interactive modes."""
-    lib = str(FLAVOURS[flavour] / "librfs-mpiio.so")
-    if os.environ.get("RFS_PRELOAD_FIRST"):  # see mpiio_util.mpiexec
-        lib = os.environ["RFS_PRELOAD_FIRST"] + ":" + lib
-    envs = dict(extra_env, LD_PRELOAD=lib)
-    if flavour == "mpich":
-        cmd = ["mpiexec.mpich", "-n", str(nprocs), "-genv", "UCX_TLS", "self,sm"]
-        for k, v in envs.items():
-            cmd += ["-genv", k, v]
-    else:
-        cmd = ["mpiexec.openmpi", "--oversubscribe", "--allow-run-as-root", "-n", str(nprocs)]
-        for k in ("RFS_TOKEN",):
-            if k in env:
-                cmd += ["-x", k]
-        for k, v in envs.items():
-            cmd += ["-x", f"{k}={v}"]
-    e = dict(env)
-    e.pop("LD_PRELOAD", None)
-    return subprocess.Popen(cmd + list(argv), env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    cmd, e = mpiexec_command(flavour, nprocs, argv, env, extra_env=extra_env)
+    return subprocess.Popen(cmd, env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 
