@@ -26,10 +26,13 @@ abt_engine rfs_abt_engine = {
 
 /* Coalescing stops at this many extents per chunk: one list-I/O frame carries them. */
 #define CHUNK_MAX_EXT 65536u
-/* Bx is re-estimated after this much busy time. */
+/* Bx is re-estimated once this much time passed between completions (see note_bandwidth). */
 #define BX_WINDOW_S 0.25
 
-static double busy_bytes, busy_time;
+/* Bx window (see note_bandwidth): opened at a completion, -1 while none is open. */
+static double win_start = -1, win_bytes;
+/* The current busy period (at least one send in flight), for a first estimate of Bx. */
+static double period_bytes;
 
 double rfs_abt_now(void)
 {
@@ -339,10 +342,18 @@ int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *da
 
 /* ---- senders ---- */
 
-static abt_chunk *pick(void)
+/* Memory-held chunks go first: sending one frees a buffer for the next output phase, sending
+ * a staged one frees nothing. Eq. (1) counts every byte the link carries (I * Bx) as freed
+ * buffer space, which only holds if staged chunks wait while memory-held ones are queued;
+ * otherwise the staged backlog of earlier phases is sent first and the next phase finds the
+ * buffers still full (foreground staging). The overlap rule below keeps program order where
+ * it matters. */
+static abt_chunk *pick_pass(int memory_only)
 {
     for (abt_chunk *c = E.head; c; c = c->next) {
         if (c->inflight || c->busy)
+            continue;
+        if (memory_only && (c->staged || !c->buf))
             continue;
         int blocked = 0;
         for (abt_chunk *d = E.head; d != c; d = d->next)
@@ -354,6 +365,12 @@ static abt_chunk *pick(void)
             return c;
     }
     return NULL;
+}
+
+static abt_chunk *pick(void)
+{
+    abt_chunk *c = pick_pass(1);
+    return c ? c : pick_pass(0);
 }
 
 static int send_chunk(abt_chunk *c, char *msg, size_t msgcap)
@@ -447,16 +464,40 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
         close_below_locked(f);
 }
 
+/* Bx is measured between completions: bytes completed after a completion, over the time since
+ * it. Several sends are in flight at once, so counting from the start of a busy period would
+ * charge the first completion with the transfer time of every send in flight but only its own
+ * bytes (up to threads x too low, which makes eq. (1) stage far too much); between two
+ * completions the bytes that were already on their way cancel out. Called with mu held, before
+ * n_inflight is decremented. */
 static void note_bandwidth(uint64_t bytes, double now)
 {
-    busy_time += now - E.busy_mark;
-    busy_bytes += (double)bytes;
-    E.busy_mark = now;
-    if (busy_time >= BX_WINDOW_S || E.bx <= 0) {
-        if (busy_time > 0)
-            E.bx = rfs_ewma(E.bx, busy_bytes / busy_time, 0.3);
-        E.stats.remote_bw = E.bx;
-        busy_time = busy_bytes = 0;
+    period_bytes += (double)bytes;
+    if (win_start < 0) {
+        win_start = now;
+        win_bytes = 0;
+    } else {
+        win_bytes += (double)bytes;
+        double dt = now - win_start;
+        int last = E.n_inflight == 1;  /* this completion ends the busy period */
+        /* A busy period's last window counts only if it is long enough: completions that
+         * arrive in a burst (pipelined replies) would otherwise give any rate at all. */
+        if (dt > 0 && win_bytes > 0 && (dt >= BX_WINDOW_S || (last && dt >= BX_WINDOW_S / 4))) {
+            E.bx = rfs_ewma(E.bx, win_bytes / dt, 0.3);
+            E.stats.remote_bw = E.bx;
+            win_start = now;
+            win_bytes = 0;
+        }
+    }
+    if (E.n_inflight == 1) {
+        /* A busy period of one send gives no window: take its bytes over its whole time
+         * (request latency included) until a better estimate exists. */
+        if (E.bx <= 0 && now > E.busy_mark && period_bytes > 0) {
+            E.bx = period_bytes / (now - E.busy_mark);
+            E.stats.remote_bw = E.bx;
+        }
+        win_start = -1;
+        period_bytes = 0;
     }
 }
 
@@ -509,6 +550,8 @@ static void stage_one_step(double now)
         E.computing_since = now;
     double i_rem = E.hint_interval > 0 ? E.phases.phase_start + E.hint_interval - now
                                        : rfs_abt_phases_remaining(&E.phases, now);
+    if (E.hint_interval > 0 && i_rem < 0)
+        i_rem = 0;  /* overdue: the next output phase may start any moment */
     double n = E.hint_output ? (double)E.hint_output : E.phases.output;
     E.stats.interval_s = E.hint_interval > 0 ? E.hint_interval : E.phases.interval;
     E.stats.output_bytes = (uint64_t)n;
@@ -602,6 +645,8 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     E.stop = 0;
     E.final_err = RFS_OK;
     E.bx = E.bw = 0;
+    win_start = -1;
+    win_bytes = period_bytes = 0;
     memset(&E.stats, 0, sizeof E.stats);
     E.stats.memory_cap = E.cap_bufs * E.buf_size;
     int started = 0;

@@ -154,10 +154,10 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     static const char *const known[] = {"--local", "--nx", "--ny", "--nz", "--iters", "--every",
-                                        "--compute-scale", NULL};
+                                        "--compute-scale", "--phase-seconds", NULL};
     bench_check_args(argc, argv, known, NULL,
                      "[--local N | --nx X --ny Y --nz Z] [--iters I] [--every K] "
-                     "[--compute-scale S] [--peak] [--no-verify] [--seed S]");
+                     "[--compute-scale S | --phase-seconds P] [--peak] [--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "jacobi3d", argc, argv);
     int local = (int)bench_opt_size(argc, argv, "--local", 32);
@@ -167,6 +167,12 @@ int main(int argc, char **argv)
     int iters = (int)bench_opt_size(argc, argv, "--iters", 10);
     int every = (int)bench_opt_size(argc, argv, "--every", 2);
     int scale = (int)bench_opt_size(argc, argv, "--compute-scale", 1);
+    /* --phase-seconds P: each computation phase (the K iterations between snapshots) lasts P
+     * seconds of wall time on rank 0's clock, whatever the load on the machine: sweeps repeat
+     * until the iteration's share of P has passed (rank 0 decides, so every rank does the same
+     * number of sweeps and halo exchanges). The work done ("sweeps") then measures the speed:
+     * a slower computation does fewer sweeps in the same time. */
+    double phase_s = bench_opt_dbl(argc, argv, "--phase-seconds", 0);
     if (nx < 1 || ny < 1 || nz < 1 || iters < 1 || every < 1 || scale < 1)
         bench_die("sizes, --iters, --every and --compute-scale must be >= 1");
 
@@ -216,8 +222,19 @@ int main(int argc, char **argv)
     bench_add(b, "compute", 0);
     bench_add(b, "comm", 0);
 
+    long long sweeps = 0;
     for (int it = 1; it <= iters; it++) {
-        for (int s = 0; s < scale; s++) {
+        double it_start = bench_now(), it_len = phase_s / every;
+        for (int s = 0; phase_s > 0 || s < scale; s++) {
+            if (phase_s > 0) {
+                int go = b->rank != 0 || bench_now() - it_start < it_len;
+                t = bench_now();
+                MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                bench_add(b, "comm", bench_now() - t);
+                if (!go)
+                    break;
+            }
+            sweeps++;
             t = bench_now();
             halo_exchange(&gr, gr.u);
             bench_add(b, "comm", bench_now() - t);
@@ -255,6 +272,8 @@ int main(int argc, char **argv)
         sum += gr.u[IDX(&gr, i, 1, 1)];
     MPI_Reduce(&sum, &gsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     bench_param_dbl(b, "checksum", gsum);
+    bench_param_int(b, "sweeps", sweeps);
+    bench_param_dbl(b, "phase_seconds", phase_s);
 
     int rc = bench_report(b);
     free(last);
