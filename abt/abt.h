@@ -31,8 +31,11 @@ typedef struct rfs_abt_config {
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)
 #define RFS_ABT_DEFAULT_THREADS 4
-/* Default cap: this share of MemAvailable, divided among the node's ranks. */
+/* Default cap: this share of MemAvailable, divided among the node's ranks, and at most
+ * RFS_ABT_DEFAULT_MEM_MAX per process (ABT is on by default: it must not take memory the
+ * application will want; foreground staging covers bigger outputs). */
 #define RFS_ABT_DEFAULT_MEM_SHARE 0.25
+#define RFS_ABT_DEFAULT_MEM_MAX (256ull << 20)
 
 void rfs_abt_config_default(rfs_abt_config *c);
 

@@ -1,5 +1,6 @@
 /* ABT as an rfs_io: writes are queued in the engine; everything that must observe them (reads of
  * the same bytes, sync, size changes, locks) first waits for the overlapping queued writes. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,22 @@
 static abt_file *F(rfs_io *io) { return (abt_file *)io; }
 static rfs_io *B(rfs_io *io) { return F(io)->below; }
 
+/* A write no server could ever accept fails now, not later from the background (and is not
+ * kept in the journal for a recovery that could never deliver it). */
+static int check_range(rfs_io *io, uint64_t off, uint64_t len)
+{
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return rfs_fail(RFS_E_FBIG, "%s:%s: range %llu+%llu beyond the largest file offset",
+                        io->server, io->path, (unsigned long long)off, (unsigned long long)len);
+    return RFS_OK;
+}
+
 static int abt_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
 {
     rfs_extent e = {off, len};
-    int rc = len ? rfs_abt_enqueue(F(io), &e, 1, buf, len) : RFS_OK;
+    int rc = check_range(io, off, len);
+    if (rc == RFS_OK && len)
+        rc = rfs_abt_enqueue(F(io), &e, 1, buf, len);
     if (done)
         *done = rc == RFS_OK ? len : 0;
     return rc;
@@ -22,9 +35,13 @@ static int abt_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, siz
 static int abt_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 {
     uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
+    int rc = RFS_OK;
+    for (size_t i = 0; i < n && rc == RFS_OK; i++) {
+        rc = check_range(io, ext[i].offset, ext[i].length);
         total += ext[i].length;
-    int rc = total ? rfs_abt_enqueue(F(io), ext, n, buf, total) : RFS_OK;
+    }
+    if (rc == RFS_OK && total)
+        rc = rfs_abt_enqueue(F(io), ext, n, buf, total);
     if (done)
         *done = rc == RFS_OK ? total : 0;
     return rc;

@@ -630,6 +630,8 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     if (!cap) {
         int ranks = c->local_ranks > 0 ? c->local_ranks : 1;
         cap = (uint64_t)((double)mem_available() * RFS_ABT_DEFAULT_MEM_SHARE) / (uint64_t)ranks;
+        if (cap > RFS_ABT_DEFAULT_MEM_MAX)
+            cap = RFS_ABT_DEFAULT_MEM_MAX;
     }
     if (pool_set_cap(cap / E.buf_size) != RFS_OK) {
         pthread_mutex_unlock(&E.mu);

@@ -79,6 +79,7 @@ struct rfs_conn {
     /* Pool bookkeeping: guarded by the pool's lock (pool.c). */
     rfs_conn *pool_next;
     int refs;
+    int64_t idle_since_ns;     /* when refs last dropped to 0 (lingering in the pool) */
     int has_token;
     char token[RFS_TOKEN_MAX];
     char host[256];
@@ -93,6 +94,7 @@ struct rfs_conn {
     rfs_call *pending[64];
     size_t npending;
     uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
+    int views_ok;              /* a SET_VIEW succeeded here: the server has views */
     int dead;
     int dead_err;
     char dead_msg[768];
@@ -148,7 +150,27 @@ struct rfs_file {
     int io_timeout_ms;
     int window;
     size_t chunk;              /* data bytes per frame, for every stream of this file */
+    /* A SET_VIEW sent without waiting for its replies (services.c): the view op that follows
+     * on the same connections is ordered after it by the server, so the round trip is saved;
+     * its outcome is collected by that view op (or the next set_view, sync or close). */
+    pthread_mutex_t view_mu;
+    struct {
+        int active;
+        uint32_t view_id;
+        int started[RFS_CLIENT_MAX_STREAMS];
+        rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    } pending_view;
 };
+
+/* Collects the replies of a pending SET_VIEW (all of them when view_id < 0, else only if it
+ * was for view_id) and returns its first failure, "label: cause". */
+int rfs_file_settle_view(rfs_file *f, int64_t view_id);
+
+/* Sends reqs[s] on stream s for every s in [from, f->nconn) at once, then waits for all of
+ * them: one round trip for the lot. calls[from..] are initialised here and hold the replies
+ * (the caller destroys them); ok[s] says which succeeded. Returns the first failure in stream
+ * order, as "label: cause". */
+int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok);
 
 /* Payload bytes that fit one frame of max_frame, with room for any op's fixed fields. */
 size_t rfs_chunk_for_frame(uint32_t max_frame);

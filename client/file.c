@@ -2,7 +2,7 @@
  *
  * A file holds one server handle per stream connection (handles belong to a connection on
  * the server). With several streams the file is opened once per connection: the first OPEN
- * carries CREAT/EXCL/TRUNC, the others open the file that now exists.
+ * carries CREAT/EXCL/TRUNC, the others (side by side) open the file that now exists.
  *
  * When a file's connection dies its handles are gone with it: every later operation fails
  * with RFS_E_CONN and the file must be closed and reopened (new opens get new connections).
@@ -42,6 +42,37 @@ static int open_one(rfs_file *f, int s, unsigned flags, unsigned mode)
     return rc;
 }
 
+int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok)
+{
+    int started[RFS_CLIENT_MAX_STREAMS] = {0};
+    int first = RFS_OK;
+    char cause[1536] = "";
+    for (int s = from; s < f->nconn; s++) {
+        rfs_call_init(&calls[s]);
+        ok[s] = 0;
+        int rc = rfs_conn_start(f->conn[s], &calls[s], &reqs[s], NULL, f->io_timeout_ms);
+        started[s] = rc == RFS_OK;
+        if (rc && !first) {
+            first = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        }
+    }
+    for (int s = from; s < f->nconn; s++) {
+        if (!started[s])
+            continue;
+        int rc = rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]),
+                                 f->label);
+        ok[s] = rc == RFS_OK;
+        if (rc && !first) {
+            first = rc;
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        }
+    }
+    if (first)
+        return rfs_fail(first, "%s", cause);
+    return RFS_OK;
+}
+
 static int close_one(rfs_file *f, int s)
 {
     rfs_call call;
@@ -72,6 +103,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     rfs_file *f = calloc(1, sizeof *f);
     if (!f)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
+    pthread_mutex_init(&f->view_mu, NULL);
     int rc = rfs_parse_name(name, &f->name);
     if (rc)
         goto fail;
@@ -106,13 +138,36 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     }
     f->chunk = rfs_chunk_for_frame(mf);
 
-    for (int s = 0; s < f->nconn; s++) {
-        unsigned fl = s == 0 ? flags : flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC);
-        if ((rc = open_one(f, s, fl, mode))) {
+    /* Stream 0 creates the file; the other streams then open it side by side (one more
+     * round trip in all, not one per stream). */
+    if ((rc = open_one(f, 0, flags, mode))) {
+        release_conns(f);
+        goto fail;
+    }
+    if (f->nconn > 1) {
+        rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
+        rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+        int ok[RFS_CLIENT_MAX_STREAMS] = {0};
+        for (int s = 1; s < f->nconn; s++) {
+            memset(&reqs[s], 0, sizeof reqs[s]);
+            reqs[s].op = RFS_OP_OPEN;
+            reqs[s].u.open.path.s = f->name.path;
+            reqs[s].u.open.path.len = (uint16_t)strlen(f->name.path);
+            reqs[s].u.open.flags = flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC);
+            reqs[s].u.open.mode = mode;
+        }
+        rc = rfs_file_fanout(f, 1, reqs, calls, ok);
+        for (int s = 1; s < f->nconn; s++) {
+            if (ok[s])
+                f->fh[s] = calls[s].rep.u.open.fh;
+            rfs_call_destroy(&calls[s]);
+        }
+        if (rc) {
             char cause[1536];
             snprintf(cause, sizeof cause, "%s", rfs_last_error());
-            while (s > 0)
-                close_one(f, --s);
+            for (int s = 0; s < f->nconn; s++)
+                if (s == 0 || ok[s])
+                    close_one(f, s);
             release_conns(f);
             rc = rfs_fail(rc, "%s", cause);
             goto fail;
@@ -122,6 +177,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     *out = f;
     return RFS_OK;
 fail:
+    pthread_mutex_destroy(&f->view_mu);
     free(f);
     return rc;
 }
@@ -130,16 +186,32 @@ int rfs_close(rfs_file *f)
 {
     if (!f)
         return RFS_OK;
-    int first = RFS_OK;
-    char cause[1536] = "";
+    /* A SET_VIEW still in flight is collected first; its failure is the close's error. */
+    int vrc = rfs_file_settle_view(f, -1);
+    char vcause[1536] = "";
+    if (vrc)
+        snprintf(vcause, sizeof vcause, "%s", rfs_last_error());
+    /* Every stream's handle is closed side by side: one round trip, not one per stream. */
+    rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
+    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    int ok[RFS_CLIENT_MAX_STREAMS];
     for (int s = 0; s < f->nconn; s++) {
-        int rc = close_one(f, s);
-        if (rc && !first) {
-            first = rc;
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        }
+        memset(&reqs[s], 0, sizeof reqs[s]);
+        reqs[s].op = RFS_OP_CLOSE;
+        reqs[s].u.fh.fh = f->fh[s];
+    }
+    int first = rfs_file_fanout(f, 0, reqs, calls, ok);
+    char cause[1536] = "";
+    if (first)
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    for (int s = 0; s < f->nconn; s++)
+        rfs_call_destroy(&calls[s]);
+    if (vrc) {
+        first = vrc;
+        snprintf(cause, sizeof cause, "%s", vcause);
     }
     release_conns(f);
+    pthread_mutex_destroy(&f->view_mu);
     free(f);
     if (first)
         return rfs_fail(first, "%s", cause);
@@ -213,8 +285,11 @@ int rfs_sync(rfs_file *f)
     /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
-    int first = RFS_OK;
     char cause[1536] = "";
+    /* A SET_VIEW still in flight: its failure is reported here at the latest. */
+    int first = rfs_file_settle_view(f, -1);
+    if (first)
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
     for (int s = 0; s < f->nconn; s++) {
         rfs_call_init(&calls[s]);
         rfs_req req;

@@ -6,6 +6,7 @@
 
 #include "common/err.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int one_call(rfs_file *f, rfs_req *req, rfs_call *call, int extra_ms)
@@ -72,6 +73,63 @@ int rfs_unlock(rfs_file *f, uint64_t off, uint64_t len)
     return rc;
 }
 
+static int conn_views_ok(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int ok = c->views_ok;
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+static void mark_views_ok(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->views_ok = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Caller holds f->view_mu. */
+static int settle_locked(rfs_file *f, int64_t view_id)
+{
+    if (!f->pending_view.active || (view_id >= 0 && f->pending_view.view_id != (uint32_t)view_id))
+        return RFS_OK;
+    int first = RFS_OK;
+    char cause[1536] = "";
+    for (int s = 0; s < f->nconn; s++) {
+        rfs_call *call = &f->pending_view.calls[s];
+        if (f->pending_view.started[s]) {
+            int rc = rfs_call_result(f->conn[s], call, rfs_conn_wait(f->conn[s], call), f->label);
+            if (rc && !first) {
+                first = rc;
+                snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            }
+        }
+        rfs_call_destroy(call);
+    }
+    f->pending_view.active = 0;
+    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+}
+
+int rfs_file_settle_view(rfs_file *f, int64_t view_id)
+{
+    pthread_mutex_lock(&f->view_mu);
+    int rc = settle_locked(f, view_id);
+    pthread_mutex_unlock(&f->view_mu);
+    return rc;
+}
+
+static void fill_set_view(rfs_file *f, int s, rfs_req *req, uint32_t view_id, uint64_t disp,
+                          const void *enc, size_t enc_len)
+{
+    memset(req, 0, sizeof *req);
+    req->op = RFS_OP_SET_VIEW;
+    req->u.set_view.fh = f->fh[s];
+    req->u.set_view.view_id = view_id;
+    req->u.set_view.disp = disp;
+    req->data = enc;
+    req->data_len = (uint32_t)enc_len;
+}
+
 int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc, size_t enc_len)
 {
     if (!f || !ftype_enc || enc_len == 0)
@@ -79,23 +137,57 @@ int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype
     if (enc_len > f->chunk)
         return rfs_fail(RFS_E_TOOBIG, "%s: datatype encoding of %zu bytes does not fit one frame "
                         "(%zu bytes)", f->label, enc_len, f->chunk);
-    for (int s = 0; s < f->nconn; s++) {
-        rfs_req req;
-        memset(&req, 0, sizeof req);
-        req.op = RFS_OP_SET_VIEW;
-        req.u.set_view.fh = f->fh[s];
-        req.u.set_view.view_id = view_id;
-        req.u.set_view.disp = disp;
-        req.data = ftype_enc;
-        req.data_len = (uint32_t)enc_len;
-        rfs_call call;
-        rfs_call_init(&call);
-        int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
-        rfs_call_destroy(&call);
-        if (rc)
-            return rc;
+    pthread_mutex_lock(&f->view_mu);
+    /* An earlier view's failure that no view op has collected yet is reported now. */
+    int rc = settle_locked(f, -1);
+    if (rc) {
+        pthread_mutex_unlock(&f->view_mu);
+        return rc;
     }
-    return RFS_OK;
+    int known = 1;
+    for (int s = 0; s < f->nconn && known; s++)
+        known = conn_views_ok(f->conn[s]);
+    if (known) {
+        /* The server has views: send and go on. A failure clears the view on the server, so
+         * the view op that follows fails rather than use a stale view, and it reports this
+         * SET_VIEW's error (rfs_file_settle_view). */
+        f->pending_view.active = 1;
+        f->pending_view.view_id = view_id;
+        for (int s = 0; s < f->nconn; s++) {
+            rfs_req req;
+            fill_set_view(f, s, &req, view_id, disp, ftype_enc, enc_len);
+            rfs_call_init(&f->pending_view.calls[s]);
+            int src = rfs_conn_start(f->conn[s], &f->pending_view.calls[s], &req, NULL,
+                                     f->io_timeout_ms);
+            f->pending_view.started[s] = src == RFS_OK;
+            if (src && !rc)
+                rc = rfs_call_result(f->conn[s], &f->pending_view.calls[s], src, f->label);
+        }
+        if (rc) {
+            char cause[1536];
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            settle_locked(f, -1);
+            rc = rfs_fail(rc, "%s", cause);
+        }
+        pthread_mutex_unlock(&f->view_mu);
+        return rc;
+    }
+    /* First view on some connection: wait for the answer, so a server without views says
+     * RFS_E_UNSUPPORTED here and the caller can map views itself. Every stream's handle gets
+     * the view, all at once (one round trip in all). */
+    rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
+    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    int ok[RFS_CLIENT_MAX_STREAMS];
+    for (int s = 0; s < f->nconn; s++)
+        fill_set_view(f, s, &reqs[s], view_id, disp, ftype_enc, enc_len);
+    rc = rfs_file_fanout(f, 0, reqs, calls, ok);
+    for (int s = 0; s < f->nconn; s++) {
+        if (ok[s])
+            mark_views_ok(f->conn[s]);
+        rfs_call_destroy(&calls[s]);
+    }
+    pthread_mutex_unlock(&f->view_mu);
+    return rc;
 }
 
 int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done)
@@ -104,7 +196,9 @@ int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t
         *done = 0;
     if (!f || (!buf && len))
         return rfs_fail(RFS_E_INVAL, "rfs_view_read: NULL argument");
-    return rfs_xfer_contig(f, RFS_OP_VIEW_READ, view_id, pos, buf, NULL, len, done);
+    int rc = rfs_xfer_contig(f, RFS_OP_VIEW_READ, view_id, pos, buf, NULL, len, done);
+    int vrc = rfs_file_settle_view(f, view_id);
+    return vrc ? vrc : rc;
 }
 
 int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
@@ -116,5 +210,7 @@ int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf,
         return rfs_fail(RFS_E_INVAL, "rfs_view_write: NULL argument");
     if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
         return rfs_fail(RFS_E_ROFS, "%s: file was opened read-only", f->label);
-    return rfs_xfer_contig(f, RFS_OP_VIEW_WRITE, view_id, pos, NULL, buf, len, done);
+    int rc = rfs_xfer_contig(f, RFS_OP_VIEW_WRITE, view_id, pos, NULL, buf, len, done);
+    int vrc = rfs_file_settle_view(f, view_id);
+    return vrc ? vrc : rc;
 }

@@ -27,7 +27,7 @@ void mp_hints_default(mp_hints *h)
     h->max_extents = 16384;
     h->lock_wait_ms = 30000;
     h->file_perm = 0644;
-    h->abt = MP_DISABLE;
+    h->abt = MP_DISABLE;  /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
     h->abt_threads = RFS_ABT_DEFAULT_THREADS;
     h->abt_bg_staging = MP_ENABLE;

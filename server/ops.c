@@ -22,6 +22,20 @@ int rfsd_op_is_barrier(uint16_t op)
     }
 }
 
+int rfsd_op_is_quick(const rfs_req *r)
+{
+    switch (r->op) {
+    case RFS_OP_PING: case RFS_OP_GET_SIZE: case RFS_OP_COUNTER: case RFS_OP_UNLOCK:
+    case RFS_OP_STAT:
+        return 1;
+    case RFS_OP_PREAD: return r->u.pread.len <= RFSD_QUICK_MAX_BYTES;
+    case RFS_OP_VIEW_READ: return r->u.view_read.len <= RFSD_QUICK_MAX_BYTES;
+    case RFS_OP_PWRITE: case RFS_OP_VIEW_WRITE: return r->data_len <= RFSD_QUICK_MAX_BYTES;
+    default:
+        return 0;
+    }
+}
+
 int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
 {
     switch (r->op) {

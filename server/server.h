@@ -15,6 +15,7 @@
 #define RFSD_CONN_MAX_INFLIGHT_BYTES (64u * 1024u * 1024u)
 #define RFSD_MAX_HANDLES 4096u          /* open files per connection */
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
+#define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
 
 typedef struct rfsd_config {

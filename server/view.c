@@ -10,6 +10,9 @@
 
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
 {
+    /* The old view goes first: after a failed SET_VIEW the slot is unset, so a VIEW_READ or
+     * VIEW_WRITE the client pipelined behind it fails instead of using a stale view. */
+    rfsd_view_clear(v);
     rfs_dt *t = NULL;
     rfs_flat *f = NULL;
     int rc = rfs_dt_decode(enc, len, &t);
@@ -27,7 +30,6 @@ int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, c
         return rfs_fail(RFS_E_INVAL, "%s: a filetype needs data, a positive extent and "
                                      "nondecreasing, non-overlapping displacements", shown);
     }
-    rfsd_view_clear(v);
     v->flat = f;
     v->disp = disp;
     return RFS_OK;

@@ -18,6 +18,14 @@ A configuration says where the target file lives and how the application is run:
                                     library: a placeholder becomes live when its feature lands)
              symbol:NAME            librfs-mpiio.so defines NAME (e.g. MPI_File_iwrite_at)
   verify   False where reads cannot return the data (testfs)
+  phase    for the ABT suite (bench/lib/abt_suite.py): the computation-phase regime a
+           configuration is defined for ("long": a phase can carry a whole snapshot over the
+           link; "short": only 45-75% of one, rfs-abt sec. 4). Empty: any.
+
+Hints may hold placeholders that bench/lib/abt_suite.py fills per run (only that suite lists
+the configurations that use them): {buf} ABT buffer size, {snap_rank} bytes one rank writes per
+snapshot (the "large" memory cap), {half_snap_rank} half of that (the "small" cap),
+{staging} the staging directory (on the client's disk), {ranks} the number of ranks.
 """
 from dataclasses import dataclass, field
 
@@ -32,6 +40,7 @@ class Config:
     env: dict = field(default_factory=dict)
     needs: tuple = ()
     verify: bool = True
+    phase: str = ""
 
 
 CONFIGS = [
@@ -45,6 +54,39 @@ CONFIGS = [
            needs=("rfs",)),
     Config("RFS+ABT", "rfs", "RFS with active buffering threads (rfs-abt sec. 3)",
            hints="rfs_abt=enable", needs=("rfs", "hint:rfs_abt")),
+    # rfs-abt sec. 4's configurations (suite `abt`). "large": the memory cap holds one
+    # snapshot of this rank; "small": half of one, so half of every snapshot is staged in the
+    # foreground, fdatasync'ed as the paper did. Staging goes to the client's disk.
+    Config("MEMFS", "memfs", "the MPI's own MPI-IO collective write into tmpfs (/dev/shm): "
+           "data reorganization plus one memory copy, no disk, no network; the visible-write "
+           "peak when ROMIO's testfs (MPICH only) cannot run"),
+    Config("RFS+ABT-large-long", "rfs", "ABT, memory cap = one snapshot per rank, computation "
+           "phase long enough to send a whole snapshot: nothing should be staged",
+           hints="rfs_abt=enable;rfs_abt_buffer_size={buf};rfs_abt_max_memory={snap_rank};"
+                 "rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt_max_memory"), phase="long"),
+    Config("RFS+ABT-large-short", "rfs", "ABT, memory cap = one snapshot per rank, computation "
+           "phase carries only 45-75% of a snapshot: eq. (1) background staging must free the "
+           "rest before the next snapshot",
+           hints="rfs_abt=enable;rfs_abt_buffer_size={buf};rfs_abt_max_memory={snap_rank};"
+                 "rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt_max_memory", "hint:rfs_abt_bg_staging"), phase="short"),
+    Config("RFS+ABT-small-long", "rfs", "ABT, memory cap = half a snapshot per rank, long "
+           "phases: the other half is staged in the foreground (fdatasync, as in the paper)",
+           hints="rfs_abt=enable;rfs_abt_buffer_size={buf};rfs_abt_max_memory={half_snap_rank};"
+                 "rfs_abt_sync_staging=enable;rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt_max_memory", "hint:rfs_abt_sync_staging"), phase="long"),
+    # What a user gets by only switching ABT on (defaults: 4 MiB buffers, cap 25% of
+    # MemAvailable / ranks), and the same with other buffer sizes: the default-on question.
+    Config("RFS+ABT-1M", "rfs", "ABT with default settings but 1 MiB buffers",
+           hints="rfs_abt=enable;rfs_abt_buffer_size=1M;rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt_buffer_size")),
+    Config("RFS+ABT-4M", "rfs", "ABT with default settings (4 MiB buffers, cap 25% of "
+           "MemAvailable / ranks)", hints="rfs_abt=enable;rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt")),
+    Config("RFS+ABT-16M", "rfs", "ABT with default settings but 16 MiB buffers",
+           hints="rfs_abt=enable;rfs_abt_buffer_size=16M;rfs_staging_dir={staging}",
+           needs=("rfs", "hint:rfs_abt_buffer_size")),
     Config("RFS+ASYNC", "rfs", "RFS with the workload's nonblocking variant (--async: "
            "MPI_File_iwrite*, semplar sec. 4)", app_args=("--async",),
            needs=("rfs", "app:async", "symbol:MPI_File_iwrite_at")),

@@ -30,9 +30,26 @@ def _link_text(doc):
     return "local configurations only"
 
 
-def _title(doc, exp, extra=""):
+def _title(doc, exp, extra="", spread=", bars show min-max"):
     return (f"{exp['name']} ({doc['suite']}{' full' if doc['full'] else ''}, {doc['mpi']['name']}, "
-            f"{_link_text(doc)}){extra}\nmedian of {doc['reps']}, bars show min-max")
+            f"{_link_text(doc)}){extra}\nmedian of {doc['reps']} runs{spread}")
+
+
+def _anchor_lines(ax, doc, metric):
+    """Horizontal lines at what the same link gave a raw TCP copy and stage-by-copy in this run
+    (bench/anchors), so a bar can be read against the link."""
+    if metric not in ("write_bw_MBps", "read_bw_MBps", "io_bw_MBps") or doc["link"].get("mode") != "wan":
+        return
+    anchors = doc.get("anchors") or {}
+    if not anchors or "skipped" in anchors or "error" in anchors:
+        return
+    import report
+    ref = {k: v for k, _l, v, _n in report.anchor_rows(anchors) if v}
+    for key, label, style in (("tcp_copy_file", "anchor: raw TCP copy", "--"),
+                              ("staged_total", "anchor: stage by copy", ":")):
+        if ref.get(key):
+            ax.axhline(ref[key], color="black", linestyle=style, linewidth=1,
+                       label=f"{label} ({ref[key]:.3g} MB/s)")
 
 
 def _bars(doc, exp, path):
@@ -57,6 +74,7 @@ def _bars(doc, exp, path):
             lo.append(y - r["min"][metric])
             hi.append(r["max"][metric] - y)
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=c)
+    _anchor_lines(ax, doc, metric)
     ax.set_xticks(range(len(ranks)))
     ax.set_xticklabels([f"{n} ranks" for n in ranks])
     ax.set_ylabel(LABEL.get(metric, metric))
@@ -114,16 +132,18 @@ def _cases(doc, exp, path):
                     ys = [c.get(f"{op}_bw_MBps") for c in cs]
                     ax.plot(xs, [y if y is not None else float("nan") for y in ys], style,
                             marker="o", ms=3, color=color, label=f"{r['config']} n={r['ranks']} {op}")
-            ax.set_xscale("log", base=10 if kind == "small" else 2)
+            # The cases are powers of 4 (small) and of 2: ticks on them, labelled 1K, 4M...
+            ax.set_xscale("log", base=4 if kind == "small" else 2)
             if kind != "strided":
                 ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_size_label))
+                ax.tick_params(axis="x", labelsize=7, labelrotation=45)
             ax.set_yscale("log")
             ax.set_xlabel("contiguous regions" if kind == "strided" else "bytes per call")
             ax.set_title({"small": "small contiguous", "large": "large contiguous",
                           "strided": "strided noncontiguous (same total)"}[kind], fontsize=9)
         ax.set_ylabel("MB/s")
         ax.legend(fontsize=6)
-    fig.suptitle(_title(doc, exp), fontsize=9)
+    fig.suptitle(_title(doc, exp, spread=" per case"), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

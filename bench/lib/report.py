@@ -34,17 +34,206 @@ def _cell(r, metric):
     return f"{_fmt(med)} ({_fmt(lo)}-{_fmt(hi)})"
 
 
+# ---- anchors: what the same link gives other tools, measured in the same run -------------
+
+def _mbps(entry):
+    """MB/s (10^6 bytes) of an anchor entry that reports mbit_s, or None."""
+    if isinstance(entry, dict) and isinstance(entry.get("mbit_s"), (int, float)):
+        return entry["mbit_s"] / 8.0
+    return None
+
+
+def _mpi_anchor(entry):
+    """Median MB/s over the completed runs of an anchor's MPI-IO attempts, and a note."""
+    if not isinstance(entry, dict):
+        return None, "not measured"
+    if "mbit_s" in entry:
+        return entry["mbit_s"] / 8.0, ""
+    runs = [r for r in entry.get("runs", []) if r.get("ok") and r.get("mbit_s")]
+    if not runs:
+        return None, entry.get("reason") or "no run completed"
+    vals = sorted(r["mbit_s"] / 8.0 for r in runs)
+    note = f"{entry.get('runs_ok', '?')} runs completed"
+    if entry.get("usable") is False:
+        why = str(entry.get("reason", "some attempts hung or failed"))
+        note += "; " + (why if why.lower().startswith("not usable") else "NOT usable: " + why)
+    return vals[len(vals) // 2], note
+
+
+def anchor_rows(anchors):
+    """[(key, label, MB/s or None, note)] from bench/anchors/run-all's JSON."""
+    rows = []
+    raw = anchors.get("raw_link") or {}
+    xr = anchors.get("xrootd") or {}
+    ss = anchors.get("sshfs") or {}
+    st = anchors.get("stage_copy") or {}
+    size = (raw.get("link") or {}).get("file_bytes") or (st.get("link") or {}).get("file_bytes")
+    mib = f"{size / 2**20:g} MiB" if size else "the anchor file"
+    rows.append(("iperf3_1", "raw link: iperf3, 1 TCP stream (steady state)", _mbps(raw.get("iperf3_1")), ""))
+    rows.append(("iperf3_4", "raw link: iperf3, 4 TCP streams", _mbps(raw.get("iperf3_4")), ""))
+    rows.append(("tcp_copy_memory", f"raw link: one TCP copy of {mib}, memory to sink (incl. connect and slow start)",
+                 _mbps(raw.get("tcp_copy_memory")), ""))
+    rows.append(("tcp_copy_file", f"raw link: one TCP copy of {mib}, file to file", _mbps(raw.get("tcp_copy_file")), ""))
+    rows.append(("xrdcp_put", "xrootd: xrdcp put", _mbps(xr.get("xrdcp_put")), ""))
+    rows.append(("xrdcp_put_streams4", "xrootd: xrdcp put --streams 4", _mbps(xr.get("xrdcp_put_streams4")), ""))
+    rows.append(("xrdcp_get", "xrootd: xrdcp get", _mbps(xr.get("xrdcp_get")), ""))
+    rows.append(("xrd_stage", "xrootd: write locally, then xrdcp (total)", _mbps(xr.get("stage_write_then_xrdcp")), ""))
+    v, note = _mpi_anchor(xr.get("mpiio_xrdposix_preload"))
+    rows.append(("xrd_mpiio", "xrootd: MPI-IO through libXrdPosixPreload (collective write)", v, note))
+    rows.append(("sshfs_write", "sshfs: sequential write (dd bs=1M)", _mbps(ss.get("write")), ""))
+    rows.append(("sshfs_read", "sshfs: read of an uncached file", _mbps(ss.get("read")), ""))
+    v, note = _mpi_anchor(ss.get("mpiio_in_mount"))
+    rows.append(("sshfs_mpiio", "sshfs: MPI-IO in the mount (collective write)", v, note))
+    for tool, entry in (st.get("copy") or {}).items():
+        rows.append((f"copy_{tool}", f"stage by copy: {tool} of a local file", _mbps(entry), ""))
+    best = st.get("best_tool")
+    rows.append(("staged_total", f"stage by copy: local write + fastest copy ({best or '?'})",
+                 _mbps(st.get("staged_total")), ""))
+    return [r for r in rows if r[2] is not None or r[3]]
+
+
+def _anchor_section(doc):
+    anchors = doc.get("anchors") or {}
+    if not anchors:
+        return []
+    if "skipped" in anchors:
+        return [f"Anchors (raw link references): skipped: {anchors['skipped']}.", ""]
+    if "error" in anchors:
+        return [f"Anchors (raw link references): **failed**: {anchors['error']}.", ""]
+    rate = doc["link"].get("rate_mbit")
+    out = ["### Anchors: the same link through other tools (bench/anchors, this run)", "",
+           "Each anchor moves one file over the emulated link right before the workloads run; "
+           "MB/s = 10^6 bytes/s. \"of rate\" = the anchor's bit rate / the configured link rate "
+           "(TCP/IP headers alone cap goodput at about 0.965).", "",
+           "| anchor | MB/s | of rate | note |", "|---|---|---|---|"]
+    for _key, label, v, note in anchor_rows(anchors):
+        frac = f"{v * 8 / rate:.2f}" if v is not None and rate else "-"
+        out.append(f"| {label} | {_fmt(v)} | {frac} | {note} |")
+    out.append("")
+    return out
+
+
+# Workloads whose primary metric is a bandwidth and whose transfers are large enough to be
+# compared with a one-file copy: RFS's figure divided by the anchors'.
+ANCHOR_COMPARE = [("tcp_copy_file", "raw TCP copy"), ("staged_total", "stage by copy"),
+                  ("xrd_mpiio", "XRootD MPI-IO"), ("sshfs_mpiio", "sshfs MPI-IO")]
+
+
+def _rfs_vs_anchors(doc):
+    anchors = doc.get("anchors") or {}
+    if not anchors or "skipped" in anchors or "error" in anchors:
+        return []
+    ref = {k: v for k, _l, v, _n in anchor_rows(anchors) if v}
+    cols = [(k, label) for k, label in ANCHOR_COMPARE if ref.get(k)]
+    if not cols:
+        return []
+    out = ["### RFS against the anchors (same run)", "",
+           "Bandwidth of the RFS configurations whose calls return once the server has the "
+           "data (median `io_bw_MBps`: all bytes the workload wrote and read in timed calls / "
+           "the time spent in open + write + read + close) divided by each anchor's MB/s from "
+           "the table above; 1.0 = as fast as that tool on this link. Write-behind "
+           "configurations (RFS+ABT) are left out: their transfers continue outside the timed "
+           "calls (e.g. during romio_perf's untimed-for-bandwidth sync phase), so the same "
+           "quotient would exceed the link and mean nothing; their effect is in the ratios "
+           "`RFS+ABT/RFS` and `X/PEAK` below and in the `abt` suite. The "
+           "anchors move one file in one transfer; the workloads move what the column "
+           "\"bytes\" says, in their own pattern, with every round trip their MPI-IO calls "
+           "need and on connections that start in TCP slow start, so small workloads cannot "
+           "reach a one-file copy's rate on any implementation. For synthetic and tile the "
+           "whole-run figure includes thousands of tiny calls (one round trip each); their bulk "
+           "cases are listed separately, as the write bandwidth of calls that return once the "
+           "server has the data.", "",
+           "| workload | config | ranks | bytes | RFS MB/s | " +
+           " | ".join(f"/ {label}" for _k, label in cols) + " |",
+           "|---|---|---|---|---|" + "---|" * len(cols)]
+
+    def row(name, config, ranks, nbytes, v):
+        size = f"{nbytes / 2**20:.3g} MiB" if nbytes else "-"
+        return (f"| {name} | {config} | {ranks} | {size} | {_fmt(v)} | " +
+                " | ".join(f"{v / ref[k]:.2f}" for k, _l in cols) + " |")
+
+    for exp in doc["experiments"]:
+        if exp["primary"] == "total":
+            continue
+        for r in exp["results"]:
+            if r["status"] != "ok" or not r["config"].startswith("RFS"):
+                continue
+            if "rfs_abt=enable" in (doc["configs"].get(r["config"], {}).get("hints") or ""):
+                continue  # write-behind: see the note above the table
+            v = r.get("median", {}).get("io_bw_MBps")
+            s0 = r["samples"][0] if r.get("samples") else {}
+            nbytes = (s0.get("bytes_written") or 0) + (s0.get("bytes_read") or 0)
+            if v:
+                out.append(row(exp["name"], r["config"], r["ranks"], nbytes, v))
+            if exp["metric"] == "cases" and r["config"] in ("RFS", "RFS+STREAMS4"):
+                for cname, c in _bulk_cases(r.get("cases") or {}):
+                    cv = c.get("write_bw_MBps")
+                    if cv:
+                        out.append(row(f"{exp['name']}: case {cname}, write", r["config"],
+                                       r["ranks"], c["bytes"], cv))
+    out.append("")
+    return out
+
+
+def _bulk_cases(cases):
+    """The synthetic cases that move bulk data: the largest contiguous one, the strided one
+    with the most regions, and the tiles."""
+    out = []
+    large = [(n, c) for n, c in cases.items() if c.get("kind") == "large"]
+    if large:
+        out.append(max(large, key=lambda nc: nc[1].get("size", 0)))
+    strided = [(n, c) for n, c in cases.items() if c.get("kind") == "strided"]
+    if strided:
+        out.append(max(strided, key=lambda nc: nc[1].get("regions", 0)))
+    out += [(n, c) for n, c in cases.items() if c.get("kind") == "tile"]
+    return out
+
+
+RATIO_LEGEND = [
+    "How to read the ratios below (all from medians of this run, same workload and rank count):",
+    "",
+    "- `RFS/LOCAL`: RFS over the link against the same program writing to the client's own "
+    "disk (page cache, no sync): the price of putting the file on the other side of the link.",
+    "- `RFS/TESTFS`, `LOCAL/TESTFS`: against ROMIO's testfs (MPICH only), collective "
+    "reorganization without any storage: the best visible write bandwidth MPI-IO can give.",
+    "- `RFS+X/RFS`: what the optional layer X (ABT, nonblocking I/O, 4 streams, compression) "
+    "changes; for bandwidths > 1 is better, for run times (`total`) < 1 is better.",
+    "- `X/PEAK (total)`: run time of X / run time of the same program writing nothing: 1.0 means "
+    "the I/O cost nothing visible, 2.0 means the run took twice as long.",
+    "",
+    "The tables' primary metric is the one bench/README.md names per workload. For RFS+ABT "
+    "(write-behind) the visible write bandwidth is the speed of copying into ABT's buffers: "
+    "the transfer over the link still happens, in the background, and is paid in close (see "
+    "`io_bw` in the table above) or hidden behind computation (see `X/PEAK`); it is not a "
+    "faster link.",
+    "",
+]
+
+
 def _suite_section(doc):
     out = []
     link = doc["link"]
     out.append(f"## Suite `{doc['suite']}`{' (--full)' if doc['full'] else ''}")
     out.append("")
-    out.append(f"Run {doc['started']}, {doc['duration_s']} s, {doc['reps']} repetitions per cell, "
-               f"MPI {doc['mpi']['name']} ({doc['mpi']['why']}), {doc['host']['cores']} cores, "
-               f"kernel {doc['host']['kernel']}.")
+    host = doc["host"]
+    load = ""
+    if host.get("loadavg_1m_start") is not None:
+        load = (f", machine load (1-min average) {host['loadavg_1m_start']:g} at the start and "
+                f"{host.get('loadavg_1m_end', float('nan')):g} at the end")
+    out.append(f"Run {doc['started']}, {doc['duration_s']} s, {doc['reps']} repetitions per cell "
+               f"(every number is the median, with min-max), "
+               f"MPI {doc['mpi']['name']} ({doc['mpi']['why']}), {host['cores']} cores, "
+               f"kernel {host['kernel']}{load}."
+               + (f" rfsd and librfs-mpiio.so from `{doc['rfs_build_dir']}`." if doc.get("rfs_build_dir") else ""))
     if link.get("mode") == "wan":
+        w = doc.get("wan_settings") or {}
+        extra = ""
+        if w:
+            extra = (f"; bench/wan: tbf rate limit both ways, delay daemon {w.get('RFS_WAN_DELAY_MS', '?')} ms "
+                     f"each way, MTU {w.get('RFS_WAN_MTU', '?')}, TCP congestion control "
+                     f"{w.get('RFS_WAN_TCP_CC', '?')}, TCP buffers up to {w.get('RFS_WAN_TCP_BUF_MB', '?')} MB")
         out.append(f"Link: emulated WAN, {link['rate_mbit']:g} Mbit/s, RTT {link['rtt_ms']:g} ms "
-                   f"({link.get('reason', '')}).")
+                   f"({link.get('reason', '')}{extra}).")
     else:
         out.append(f"Link: {link.get('mode')}: {link.get('reason', '')}.")
     sel = doc.get("selection") or {}
@@ -66,15 +255,10 @@ def _suite_section(doc):
         out.append(f"**{doc['failed_cells']} cell(s) failed**: their numbers are missing, see the JSON.")
     for note in doc.get("notes", []):
         out.append(f"- Note: {note}")
-    anchors = doc.get("anchors") or {}
-    if anchors:
-        out.append("")
-        if "skipped" in anchors:
-            out.append(f"Anchors (raw link references): skipped: {anchors['skipped']}.")
-        else:
-            out.append("Anchors (raw link references from bench/anchors/): " +
-                       "; ".join(f"{k}: {json.dumps(v)[:160]}" for k, v in anchors.items()))
     out.append("")
+    out.extend(_anchor_section(doc))
+    out.extend(_rfs_vs_anchors(doc))
+    out.extend(RATIO_LEGEND)
     for exp in doc["experiments"]:
         metric = exp["primary"]
         out.append(f"### {exp['name']} (`{exp['app']} {' '.join(exp['args'])}`)")
@@ -128,6 +312,52 @@ def _suite_section(doc):
     return "\n".join(out)
 
 
+def _roundtrip_section(outdir):
+    """bench/roundtrip's result (roundtrip.json), if present."""
+    path = os.path.join(outdir, "roundtrip.json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    if d.get("benchmark") != "roundtrip":
+        return ""
+    tp, rat = d.get("throughput_MiBps", {}), d.get("throughput_ratio_vs_raw", {})
+    lat = d.get("latency_us", {})
+    goals = d.get("goals", {})
+    out = ["## Round trip (`bench/roundtrip`, loopback)", "",
+           f"Run {d.get('time', '?')}, {d.get('link', '?')}, files in {d.get('files_on', '?')}, "
+           f"{d.get('file_bytes', 0) / 2**20:g} MiB per transfer, {d.get('reps', '?')} repetitions "
+           f"interleaved, {d.get('statistic', 'median')}. Loopback on a shared 2-core machine: "
+           "only ratios taken in the same run mean anything, and they swing between runs too.", "",
+           "| quantity | median | ratio to raw TCP (median of per-rep ratios) | goal |",
+           "|---|---|---|---|"]
+    out.append(f"| raw TCP copy (file -> socket -> file) | {_fmt(tp.get('raw_tcp'))} MiB/s | 1 | |")
+    for k, v in tp.items():
+        if k == "raw_tcp":
+            continue
+        kind, _, streams = k.partition("_streams")
+        r = rat.get(f"{kind.replace('rfs_', '')}_streams{streams}_vs_raw")
+        goal = goals.get(f"{kind.replace('rfs_', '')}_streams{streams}_met")
+        out.append(f"| `rfs {kind.replace('rfs_', '')}` --streams {streams} | {_fmt(v)} MiB/s | "
+                   f"{_fmt(r)} | " + ("" if goal is None else
+                                      (">= 0.8: met" if goal else ">= 0.8: **not met**")) + " |")
+    lr = d.get("latency_ratio_rfs_vs_raw")
+    out.append(f"| 4-byte read: rfs_pread round trip | {_fmt(lat.get('rfs_pread4'))} us | "
+               f"{_fmt(lr)} (rfs / raw ping-pong {_fmt(lat.get('raw_pingpong4'))} us) | "
+               + ("<= 2: met" if goals.get("latency_met") else "<= 2: **not met**") + " |")
+    out.append("")
+    samples = d.get("throughput_samples_MiBps", {})
+    if samples:
+        out.append("Samples (MiB/s): " + "; ".join(
+            f"{k} " + ", ".join(f"{x:.0f}" for x in v) for k, v in samples.items()) +
+            ". Latency samples (us): " + "; ".join(
+            f"{k} " + ", ".join(f"{x:.1f}" for x in v)
+            for k, v in d.get("latency_samples_us", {}).items()) + ".")
+        out.append("")
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -138,7 +368,7 @@ def write_report(outdir):
             continue
         if isinstance(d, dict) and "experiments" in d and "suite" in d:
             docs.append(d)
-    order = {"standard": 0, "smoke": 1}
+    order = {"standard": 0, "abt": 1, "smoke": 2}
     docs.sort(key=lambda d: (order.get(d["suite"], 2), d["suite"]))
     text = ["# Benchmark report", "",
             "Generated by `bench/run` from the JSON files in this directory; do not edit by hand. "
@@ -146,7 +376,14 @@ def write_report(outdir):
             "CPU-bound figures swing by 30% or more between runs, so compare configurations "
             "only within one suite run (the ratios below), never across runs.", ""]
     for d in docs:
-        text.append(_suite_section(d))
+        if d.get("kind") == "abt":  # its own layout: bench/lib/abt_report.py
+            import abt_report
+            text.append(abt_report.section(d))
+        else:
+            text.append(_suite_section(d))
+    rt = _roundtrip_section(outdir)
+    if rt:
+        text.append(rt)
     path = os.path.join(outdir, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(text).rstrip() + "\n")

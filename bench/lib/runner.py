@@ -260,6 +260,10 @@ def run_once(ctx, exp, cfg, ranks, rep, args):
     if cfg.target == "rfs":
         target = ctx["server"].name(rel)
         on_disk = ctx["server"].local_path(rel)
+    elif cfg.target == "memfs":
+        if not ctx.get("memdir"):  # tmpfs: a file system without a disk (removed by main)
+            ctx["memdir"] = tempfile.mkdtemp(prefix="rfs-bench-", dir="/dev/shm")
+        target = on_disk = os.path.join(ctx["memdir"], rel)
     else:
         on_disk = os.path.join(ctx["workdir"], "client", rel)
         target = ("testfs:" + on_disk) if cfg.target == "testfs" else on_disk
@@ -278,6 +282,7 @@ def run_once(ctx, exp, cfg, ranks, rep, args):
             [os.path.join(ctx["bindir"], app), target] + list(args) + list(cfg.app_args) +
             ["--seed", str(seed), "--json", json_path] + ([] if verify else ["--no-verify"]))
     subprocess.run(["sync"], timeout=120)  # earlier runs' writeback must not land in this one
+    load = os.getloadavg()[0]  # the machine is shared: how busy it was when this run started
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -301,6 +306,7 @@ def run_once(ctx, exp, cfg, ranks, rep, args):
                 ("" if sample else ", no JSON report"), "stderr": err[-600:], "cmd": argv,
                 "sample": sample}
     sample["wall_s"] = round(wall, 4)
+    sample["loadavg_1m"] = round(load, 2)
     res = {"status": "ok", "sample": sample}
     # Check the bytes on the disk they landed on, independently of MPI, once per cell.
     if rep == 0 and cfg.target != "testfs" and not sample.get("peak"):
@@ -401,8 +407,12 @@ def main(argv=None):
     opts = ap.parse_args(argv)
 
     suite = suitemod.SUITES[opts.suite]
+    if suite.get("kind") == "abt":  # its own flow: calibration, interleaved reps, ABT stats
+        import abt_suite
+        return abt_suite.main(opts, suite)
     reps = opts.reps or (suite["full_reps"] if opts.full else suite["reps"])
     started = time.time()
+    load_start = round(os.getloadavg()[0], 2)
     mpi, mpi_why = choose_mpi(opts.mpi)
     bindir = build_apps(mpi)
     pre = Prereqs(mpi)
@@ -430,6 +440,7 @@ def main(argv=None):
     wan_ours = False
     server = None
     ns_prefix = []
+    ctx = {}
     needs_remote = any(s["status"] == "runnable" and s["target"] == "rfs" for s in cfg_status.values())
     try:
         if needs_remote:
@@ -466,8 +477,8 @@ def main(argv=None):
                          "namespace so process placement is the same")
 
         anchors = run_anchors(link, suite.get("anchor_size_mib", 32))
-        ctx = {"mpi": mpi, "bindir": bindir, "workdir": workdir, "server": server,
-               "ns_prefix": ns_prefix, "timeout": suite["timeout"]}
+        ctx.update({"mpi": mpi, "bindir": bindir, "workdir": workdir, "server": server,
+                    "ns_prefix": ns_prefix, "timeout": suite["timeout"]})
 
         plan = []
         for e in experiments:
@@ -539,6 +550,8 @@ def main(argv=None):
             log("bringing the WAN down (bench/wan/down)")
             wan_down()
         shutil.rmtree(workdir, ignore_errors=True)
+        if ctx.get("memdir"):
+            shutil.rmtree(ctx["memdir"], ignore_errors=True)
 
     failed = sum(1 for e in exp_out for r in e["results"] if r["status"] == "failed")
     doc = {
@@ -546,8 +559,10 @@ def main(argv=None):
         "started": datetime.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - started, 1),
         "host": {"cores": os.cpu_count(), "kernel": platform.release(),
-                 "python": platform.python_version()},
+                 "python": platform.python_version(),
+                 "loadavg_1m_start": load_start, "loadavg_1m_end": round(os.getloadavg()[0], 2)},
         "mpi": {"name": mpi, "why": mpi_why},
+        "rfs_build_dir": rfs_build_dir(),
         "link": {k: v for k, v in link.items() if k != "wan_env"},
         "wan_settings": link.get("wan_env"),
         "anchors": anchors, "configs": cfg_status, "experiments": exp_out,

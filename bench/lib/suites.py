@@ -19,6 +19,9 @@ RATIOS = [
     ("RFS", "TESTFS", "primary"),
     ("LOCAL", "TESTFS", "primary"),
     ("RFS+ABT", "RFS", "primary"),
+    # Write-behind makes the visible write bandwidth the speed of a memory copy; io_bw adds
+    # open and close (where the buffered data must have reached the server), the fair compare.
+    ("RFS+ABT", "RFS", "io_bw_MBps"),
     ("RFS+ASYNC", "RFS", "primary"),
     ("RFS+STREAMS4", "RFS", "primary"),
     ("RFS+ZSTD", "RFS", "primary"),
@@ -105,4 +108,60 @@ SUITES = {
                  full=["--local", "50", "--checkpoints", "10", "--compute", "20"]),
         ],
     },
+}
+
+# rfs-abt sec. 4 (Fig. 4, Tables 2 and 3) in miniature, plus the measurements behind the
+# "ABT on by default?" decision. Run by bench/lib/abt_suite.py (kind "abt"): it calibrates the
+# computation phase against the snapshot transfer time it measures on the link, interleaves the
+# repetitions (rep 1 of every cell, then rep 2, ...) so load drift on the shared machine hits all
+# configurations alike, and collects every rank's ABT statistics (RFS_ABT_STATS).
+SUITES["abt"] = {
+    "kind": "abt",
+    "desc": "active buffering with threads (rfs-abt sec. 4): 3-D Jacobi snapshots over the "
+            "emulated WAN with long and short computation phases, large and small buffers",
+    "reps": 3, "full_reps": 5, "timeout": 240,
+    "wan": {"rate_mbit": 100, "delay_ms": 25},
+    # Open MPI: MPICH's ch4:ucx busy-polls, which on 2 cores starves the ranks (and ABT's
+    # threads) at 4 ranks; the suite uses build-ompi/ when RFS_BUILD_DIR is not set.
+    "prefer_build": "build-ompi",
+    "ranks": [1, 2, 4], "full_ranks": [1, 2, 4],
+    # Per rank 64x64x128 doubles = 4 MiB per snapshot, 5 snapshots (paper: 32 MiB, 5).
+    "jacobi": {"nx": 64, "ny": 64, "nz": 128, "iters": 10, "every": 2},
+    "full_jacobi": {"nx": 128, "ny": 128, "nz": 256, "iters": 10, "every": 2},
+    # ABT buffer for the paper's configurations: 1/8 of a rank's snapshot, so staging (whose
+    # unit is one buffer) can move the fraction eq. (1) asks for.
+    "buffer": "512K", "full_buffer": "4M",
+    # Computation phase = factor x the measured transfer time of one snapshot (all ranks
+    # together) when RFS alone writes it after an idle phase: "long" carries a whole
+    # snapshot with margin, "short" carries 60% (the paper: 45-75%).
+    "phase_factor": {"long": 1.5, "short": 0.6},
+    "min_phase_s": 0.3,      # ABT sees a computation phase only after 100 ms without writes
+    "calib_phase_s": 0.6,    # phase (s) of the RFS run that measures the transfer time
+    "experiments": [
+        {"name": "long", "phase": "long",
+         "configs": ["PEAK", "TESTFS", "MEMFS", "LOCAL", "RFS", "RFS+ABT-large-long",
+                     "RFS+ABT-small-long"]},
+        # The visible-write peak (TESTFS/MEMFS) does not depend on the phase length: the
+        # short experiment's ratios use the long experiment's, measured in the same reps.
+        {"name": "short", "phase": "short",
+         "configs": ["PEAK", "RFS", "RFS+ABT-large-short"]},
+    ],
+    # ABT as a user would switch it on (default settings; buffer sizes 1/4/16 MiB), on three
+    # workloads: one it is made for and two where it cannot hide anything.
+    "decision_ranks": [2],
+    "decision": [
+        {"name": "write-compute", "app": "jacobi3d", "phase": "long", "baseline": "long",
+         "desc": "jacobi3d with long computation phases (as experiment long; RFS and PEAK "
+                 "are taken from it)",
+         "configs": ["RFS+ABT-1M", "RFS+ABT-4M", "RFS+ABT-16M"]},
+        {"name": "romio_perf", "app": "romio_perf", "args": ["--size", "8M"],
+         "desc": "romio_perf: write_at, write_at + MPI_File_sync, read_at of the same bytes, "
+                 "no computation: every buffered byte must reach the server before the sync "
+                 "or the read returns",
+         "configs": ["RFS", "RFS+ABT-4M"]},
+        {"name": "single-write", "app": "jacobi3d", "single": True,
+         "desc": "one collective snapshot (4 MiB per rank) written right after open, then "
+                 "close: no computation to hide the transfer behind",
+         "configs": ["RFS", "RFS+ABT-4M"]},
+    ],
 }

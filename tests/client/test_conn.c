@@ -489,10 +489,20 @@ static void test_pool_shares_connections(void **state)
     assert_int_equal(rfs_close(a), RFS_OK);
     assert_int_equal(rfs_close(b), RFS_OK);
     assert_int_equal(rfs_close(c), RFS_OK);
-    /* Everything released: the next open connects afresh. */
+    /* Released connections linger in the pool: the next open reuses one, no new connection. */
     rfs_file *d = open_ok(fk, &one);
-    assert_int_equal(fake_conns(fk), 4);
+    assert_int_equal(fake_conns(fk), 3);
     assert_int_equal(rfs_close(d), RFS_OK);
+    /* Without lingering, the next pool call closes every idle connection: the open connects
+     * afresh, and so does the one after it. */
+    setenv("RFS_CONN_LINGER_MS", "0", 1);
+    rfs_file *e = open_ok(fk, &one);
+    assert_int_equal(fake_conns(fk), 4);
+    assert_int_equal(rfs_close(e), RFS_OK);
+    rfs_file *g = open_ok(fk, &one);
+    assert_int_equal(fake_conns(fk), 5);
+    assert_int_equal(rfs_close(g), RFS_OK);
+    unsetenv("RFS_CONN_LINGER_MS");
     fake_stop(fk);
 }
 

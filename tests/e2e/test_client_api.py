@@ -86,6 +86,20 @@ def test_services_and_rfs_io(rfsd):
 
 
 @pytest.mark.parametrize("streams", [1, 3])
+def test_views_pipelined_and_failing(rfsd, streams):
+    run(rfsd, "views", streams)
+    d = (rfsd.root / "views").read_bytes()
+    # the good view's 16 bytes, at 100 + (0..3, 8..11) + 16k; nothing from the bad views
+    assert len(d) == 128 and d[:100] == b"\0" * 100
+    for k in range(2):
+        t = 100 + 16 * k
+        assert d[t:t + 4] == bytes(range(8 * k + 1, 8 * k + 5))
+        assert d[t + 8:t + 12] == bytes(range(8 * k + 5, 8 * k + 9))
+        assert d[t + 4:t + 8] == b"\0" * 4
+    assert d[112:116] == b"\0" * 4  # the hole between the two tiles
+
+
+@pytest.mark.parametrize("streams", [1, 3])
 def test_server_killed_mid_transfer(rfsd, streams):
     p = subprocess.Popen([binary("client_api_e2e"), "kill", rfsd.url(""), str(streams)],
                          env=rfsd.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -68,3 +68,16 @@ def test_view_errors(rfsd):
         ro = c.open("/verr", O_RDONLY)
         set_view(c, ro, 0, 0, STRIDED).check()
         assert c.call("VIEW_WRITE", struct.pack("<IIQ", ro, 0, 0) + b"x").status == E["ROFS"]
+
+
+def test_failed_set_view_unsets_the_view(rfsd):
+    """Clients may send VIEW_WRITE right behind SET_VIEW without waiting for its reply: when the
+    SET_VIEW fails, the write must fail too, not land through the view the slot held before."""
+    with session(rfsd) as c:
+        fh = c.open("/vstale", O_RDWR | O_CREAT)
+        set_view(c, fh, 2, 0, STRIDED).check()
+        assert set_view(c, fh, 2, 0, STRIDED[:-3]).status == E["INVAL"]
+        assert c.call("VIEW_WRITE", struct.pack("<IIQ", fh, 2, 0) + b"abcd").status == E["INVAL"]
+        assert c.call("VIEW_READ", struct.pack("<IIQI", fh, 2, 0, 4)).status == E["INVAL"]
+        c.close_fh(fh)
+    assert (rfsd.root / "vstale").read_bytes() == b""
