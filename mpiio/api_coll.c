@@ -3,8 +3,6 @@
  * returns its status), plus PMPI_ aliases and large-count variants where declared. */
 #include "mpiio/mpiio_internal.h"
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
-#define MP_NOCONST
 
 static int at_all(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                   MPI_Datatype type, MPI_Status *st)
@@ -32,27 +30,8 @@ static int ptr_all(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Dat
     return mp_raise(f, code ? code : crc);
 }
 
-#define AT_ALL(name, rw, cnt_t, cbuf)                                                            \
-    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,       \
-             MPI_Status *st)                                                                     \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, off, buf, count, type, st);                              \
-        return at_all(f, rw, off, (void *)buf, (MPI_Count)count, type, st);                      \
-    }                                                                                            \
-    MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
-                    MPI_Status *st))
-
-#define PTR_ALL(name, rw, cnt_t, cbuf)                                                            \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
-    {                                                                                             \
-        mp_file *f = mp_file_of(fh);                                                              \
-        if (!f)                                                                                   \
-            return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        return ptr_all(f, rw, (void *)buf, (MPI_Count)count, type, st);                           \
-    }                                                                                             \
-    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
+#define AT_ALL(name, rw, cnt_t, cbuf) MP_AT_ENTRY(name, at_all, rw, cnt_t, cbuf)
+#define PTR_ALL(name, rw, cnt_t, cbuf) MP_PTR_ENTRY(name, ptr_all, rw, cnt_t, cbuf)
 
 AT_ALL(MPI_File_read_at_all, 0, int, MP_NOCONST)
 AT_ALL(MPI_File_write_at_all, 1, int, const)

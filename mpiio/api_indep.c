@@ -5,7 +5,6 @@
 
 #include <limits.h>
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 
 static int at_io(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                  MPI_Datatype type, MPI_Status *st)
@@ -33,29 +32,9 @@ static int ptr_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Data
     return mp_raise(f, rc);
 }
 
-#define AT_FN(name, rw, cnt_t, cbuf)                                                             \
-    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,       \
-             MPI_Status *st)                                                                     \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, off, buf, count, type, st);                              \
-        return at_io(f, rw, off, (void *)buf, (MPI_Count)count, type, st);                       \
-    }                                                                                            \
-    MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
-                    MPI_Status *st))
+#define AT_FN(name, rw, cnt_t, cbuf) MP_AT_ENTRY(name, at_io, rw, cnt_t, cbuf)
+#define PTR_FN(name, rw, cnt_t, cbuf) MP_PTR_ENTRY(name, ptr_io, rw, cnt_t, cbuf)
 
-#define PTR_FN(name, rw, cnt_t, cbuf)                                                             \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
-    {                                                                                             \
-        mp_file *f = mp_file_of(fh);                                                              \
-        if (!f)                                                                                   \
-            return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        return ptr_io(f, rw, (void *)buf, (MPI_Count)count, type, st);                            \
-    }                                                                                             \
-    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
-
-#define MP_NOCONST
 
 AT_FN(MPI_File_read_at, 0, int, MP_NOCONST)
 AT_FN(MPI_File_write_at, 1, int, const)

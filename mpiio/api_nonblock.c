@@ -3,8 +3,6 @@
  * collective part now and return an already completed request. */
 #include "mpiio/mpiio_internal.h"
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
-#define MP_NOCONST
 
 static int i_at(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                 MPI_Datatype type, MPI_Request *req)

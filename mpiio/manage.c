@@ -3,7 +3,6 @@
  * c2f/f2c. Collective calls agree on errors so every rank reports the same outcome. */
 #include "mpiio/mpiio_internal.h"
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 
 static int size_op(mp_file *f, MPI_Offset size, int prealloc)
 {

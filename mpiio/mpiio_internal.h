@@ -35,6 +35,36 @@ void *mp_real_lookup(const char *name);
         mp_real_ptr_;                                                                     \
     }))
 
+/* We define both MPI_x and PMPI_x; PMPI_x is an alias of our MPI_x. */
+#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
+/* Buffer parameters MPI declares without const (reads). */
+#define MP_NOCONST
+
+/* Blocking data-access entry points: `impl` serves rfs files, anything else goes to the MPI
+ * library. The explicit-offset form (MP_AT_ENTRY) and the file-pointer form (MP_PTR_ENTRY),
+ * for reads (rw 0) and writes (rw 1), with int or MPI_Count counts. */
+#define MP_AT_ENTRY(name, impl, rw, cnt_t, cbuf)                                                 \
+    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,       \
+             MPI_Status *st)                                                                     \
+    {                                                                                            \
+        mp_file *f = mp_file_of(fh);                                                             \
+        if (!f)                                                                                  \
+            return MP_REAL(P##name)(fh, off, buf, count, type, st);                              \
+        return impl(f, rw, off, (void *)buf, (MPI_Count)count, type, st);                        \
+    }                                                                                            \
+    MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
+                    MPI_Status *st))
+
+#define MP_PTR_ENTRY(name, impl, rw, cnt_t, cbuf)                                                 \
+    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
+    {                                                                                             \
+        mp_file *f = mp_file_of(fh);                                                              \
+        if (!f)                                                                                   \
+            return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
+        return impl(f, rw, (void *)buf, (MPI_Count)count, type, st);                              \
+    }                                                                                             \
+    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
+
 /* ---- hints (hints.c) ---- */
 enum mp_tristate { MP_AUTO = 0, MP_ENABLE = 1, MP_DISABLE = 2 };
 enum mp_view_mode { MP_VIEW_AUTO = 0, MP_VIEW_SERVER = 1, MP_VIEW_CLIENT = 2 };

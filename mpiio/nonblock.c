@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 #define NBUCKETS 1024
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 
 static void options_from_hints(const mp_hints *h, rfs_options *o)
 {

@@ -4,7 +4,6 @@
  * the sizes gives each rank its place, one counter update claims the whole block. */
 #include "mpiio/mpiio_internal.h"
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 
 static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
 {
@@ -71,7 +70,6 @@ static int ordered_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_
     return mp_raise(f, rc != MPI_SUCCESS ? rc : crc);
 }
 
-#define MP_NOCONST
 #define SH_FN(name, fn, rw, cnt_t, cbuf)                                                          \
     int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
     {                                                                                             \

@@ -10,7 +10,6 @@
 
 #include <stdlib.h>
 
-#define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 
 typedef struct outcome {
     int code;
