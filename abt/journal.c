@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/fullio.h"
 
 /* Record layout:
  *   0 u32 magic  4 u8 version  5 u8 state  6 u16 name_len  8 u32 n_ext  12 u32 crc
@@ -46,34 +47,16 @@ static uint32_t crc_update(uint32_t crc, const void *p, size_t n)
 
 static int write_full(int fd, const void *buf, size_t len, uint64_t off)
 {
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
+    return rfs_pwrite_full(fd, buf, len, off);
 }
 
+/* Exactly len bytes, or -1: a journal record never ends early. */
 static int read_full(int fd, void *buf, size_t len, uint64_t off)
 {
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pread(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
+    ssize_t n = rfs_pread_full(fd, buf, len, off);
+    if (n >= 0 && (size_t)n != len)
+        errno = EIO;
+    return n >= 0 && (size_t)n == len ? 0 : -1;
 }
 
 int rfs_journal_open(const char *dir, rfs_journal **out)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fullio.h"
 #include "cli/progress.h"
 #include "cli/transfer_pool.h"
 
@@ -60,17 +61,10 @@ static int get_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
                  (unsigned long long)(off + got));
         return RFS_E_IO;
     }
-    size_t put = 0;
-    while (put < len) {
-        ssize_t w = pwrite(g->fd, (char *)buf + put, len - put, (off_t)(off + put));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            e->local = 1;
-            snprintf(e->msg, sizeof e->msg, "writing %s: %s", g->tmp, w < 0 ? strerror(errno) : "no progress");
-            return RFS_E_IO;
-        }
-        put += (size_t)w;
+    if (rfs_pwrite_full(g->fd, buf, len, off) != 0) {
+        e->local = 1;
+        snprintf(e->msg, sizeof e->msg, "writing %s: %s", g->tmp, strerror(errno));
+        return RFS_E_IO;
     }
     return RFS_OK;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fullio.h"
 #include "cli/progress.h"
 #include "cli/transfer_pool.h"
 
@@ -19,20 +20,14 @@ typedef struct put_ctx {
 static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e)
 {
     put_ctx *p = x->ctx;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(p->fd, (char *)buf + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            e->local = 1;
-            if (r < 0)
-                snprintf(e->msg, sizeof e->msg, "reading %s: %s", p->local, strerror(errno));
-            else
-                snprintf(e->msg, sizeof e->msg, "%s: file shrank during the transfer", p->local);
-            return RFS_E_IO;
-        }
-        got += (size_t)r;
+    ssize_t r = rfs_pread_full(p->fd, buf, len, off);
+    if (r < 0 || (size_t)r < len) {
+        e->local = 1;
+        if (r < 0)
+            snprintf(e->msg, sizeof e->msg, "reading %s: %s", p->local, strerror(errno));
+        else
+            snprintf(e->msg, sizeof e->msg, "%s: file shrank during the transfer", p->local);
+        return RFS_E_IO;
     }
     size_t done = 0;
     int rc = rfs_pwrite(p->f, buf, len, off, &done);

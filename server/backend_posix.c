@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/fullio.h"
 #include "proto/proto.h"
 
 #define OFF_MAX ((uint64_t)INT64_MAX)
@@ -83,19 +84,10 @@ int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off
     *done = 0;
     if (rc)
         return rc;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return fd_fail(shown, "read", errno);
-        }
-        if (n == 0)
-            break;  /* end of file: short only here */
-        got += (size_t)n;
-    }
-    *done = got;
+    ssize_t got = rfs_pread_full(fd, buf, len, off);  /* short only at end of file */
+    if (got < 0)
+        return fd_fail(shown, "read", errno);
+    *done = (size_t)got;
     return RFS_OK;
 }
 
@@ -104,18 +96,8 @@ int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint6
     int rc = range_ok(shown, off, len);
     if (rc)
         return rc;
-    size_t put = 0;
-    while (put < len) {
-        ssize_t n = pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + put));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return fd_fail(shown, "write", errno);
-        }
-        if (n == 0)
-            return rfs_fail(RFS_E_IO, "%s: write made no progress", shown);
-        put += (size_t)n;
-    }
+    if (rfs_pwrite_full(fd, buf, len, off) != 0)
+        return fd_fail(shown, "write", errno);
     return RFS_OK;
 }
 
