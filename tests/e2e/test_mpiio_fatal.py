@@ -20,12 +20,18 @@ CASES = {
 @pytest.mark.parametrize("mode", list(CASES))
 def test_fatal_error_handler_prints_rfs_message(rfsd, flavour, mode):
     path, cause, prefix = CASES[mode]
-    r = mpiexec(flavour, 2, [program(flavour, "t_fatal"), rfsd.url("/fatal.dat"), mode],
-                rfsd.env())
-    out = r.stdout  # stdout and stderr together
-    assert r.returncode != 0, out
-    assert "REACHED" not in out, out
-    lines = [ln for ln in out.splitlines() if ln.startswith(prefix)]
+    # MPICH's launcher sometimes tears down the aborting job before it has forwarded the last
+    # lines a rank wrote (the rank did write and flush them): every run must stop with a
+    # non-zero exit before REACHED, and the message must come through in one of three runs.
+    for _ in range(3):
+        r = mpiexec(flavour, 2, [program(flavour, "t_fatal"), rfsd.url("/fatal.dat"), mode],
+                    rfsd.env())
+        out = r.stdout  # stdout and stderr together
+        assert r.returncode != 0, out
+        assert "REACHED" not in out, out
+        lines = [ln for ln in out.splitlines() if ln.startswith(prefix)]
+        if lines:
+            break
     assert lines, out
     server = f"{rfsd.host}:{rfsd.port}"
     assert any(server in ln and path in ln and cause in ln for ln in lines), out
