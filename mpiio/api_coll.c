@@ -83,24 +83,15 @@ static int begin_check(mp_file *f)
     }                                                                                            \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type))
 
-#define SPLIT_END(name, cbuf)                                                                    \
-    int name(MPI_File fh, cbuf void *buf, MPI_Status *st)                                        \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, buf, st);                                                \
-        return mp_split_end(f, st);                                                              \
-    }                                                                                            \
-    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, MPI_Status *st))
 
 AT_BEGIN(MPI_File_read_at_all_begin, 0, int, MP_NOCONST)
 AT_BEGIN(MPI_File_write_at_all_begin, 1, int, const)
 PTR_BEGIN(MPI_File_read_all_begin, 0, int, MP_NOCONST)
 PTR_BEGIN(MPI_File_write_all_begin, 1, int, const)
-SPLIT_END(MPI_File_read_at_all_end, MP_NOCONST)
-SPLIT_END(MPI_File_write_at_all_end, const)
-SPLIT_END(MPI_File_read_all_end, MP_NOCONST)
-SPLIT_END(MPI_File_write_all_end, const)
+MP_SPLIT_END(MPI_File_read_at_all_end, MP_NOCONST)
+MP_SPLIT_END(MPI_File_write_at_all_end, const)
+MP_SPLIT_END(MPI_File_read_all_end, MP_NOCONST)
+MP_SPLIT_END(MPI_File_write_all_end, const)
 #if MP_HAVE_FILE_C
 AT_BEGIN(MPI_File_read_at_all_begin_c, 0, MPI_Count, MP_NOCONST)
 AT_BEGIN(MPI_File_write_at_all_begin_c, 1, MPI_Count, const)

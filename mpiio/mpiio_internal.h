@@ -65,6 +65,17 @@ void *mp_real_lookup(const char *name);
     }                                                                                             \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
 
+/* The _end of a split collective: hands back what _begin saved (mp_split_end). */
+#define MP_SPLIT_END(name, cbuf)                                                                    \
+    int name(MPI_File fh, cbuf void *buf, MPI_Status *st)                                        \
+    {                                                                                            \
+        mp_file *f = mp_file_of(fh);                                                             \
+        if (!f)                                                                                  \
+            return MP_REAL(P##name)(fh, buf, st);                                                \
+        return mp_split_end(f, st);                                                              \
+    }                                                                                            \
+    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, MPI_Status *st))
+
 /* ---- hints (hints.c) ---- */
 enum mp_tristate { MP_AUTO = 0, MP_ENABLE = 1, MP_DISABLE = 2 };
 enum mp_view_mode { MP_VIEW_AUTO = 0, MP_VIEW_SERVER = 1, MP_VIEW_CLIENT = 2 };

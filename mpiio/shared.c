@@ -113,20 +113,11 @@ static int split_begin(mp_file *f, int is_write, void *buf, MPI_Count count, MPI
         return split_begin(f, rw, (void *)buf, (MPI_Count)count, type);                          \
     }                                                                                            \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type))
-#define SPLIT_END(name, cbuf)                                                                    \
-    int name(MPI_File fh, cbuf void *buf, MPI_Status *st)                                        \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, buf, st);                                                \
-        return mp_split_end(f, st);                                                              \
-    }                                                                                            \
-    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, MPI_Status *st))
 
 SPLIT_BEGIN(MPI_File_read_ordered_begin, 0, int, MP_NOCONST)
 SPLIT_BEGIN(MPI_File_write_ordered_begin, 1, int, const)
-SPLIT_END(MPI_File_read_ordered_end, MP_NOCONST)
-SPLIT_END(MPI_File_write_ordered_end, const)
+MP_SPLIT_END(MPI_File_read_ordered_end, MP_NOCONST)
+MP_SPLIT_END(MPI_File_write_ordered_end, const)
 #if MP_HAVE_FILE_C
 SPLIT_BEGIN(MPI_File_read_ordered_begin_c, 0, MPI_Count, MP_NOCONST)
 SPLIT_BEGIN(MPI_File_write_ordered_begin_c, 1, MPI_Count, const)
