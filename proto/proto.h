@@ -27,7 +27,9 @@
 #define RFS_F_REPLY 0x0001u
 
 #define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
-#define RFS_FRAME_DEFAULT (4u * 1024u * 1024u)
+/* 4 MiB of payload plus room for the header and an op's fixed fields: MPI-IO and the CLI move
+ * data in 4 MiB pieces, and each should travel as one frame, not as 4 MiB - 4 KiB plus 4 KiB. */
+#define RFS_FRAME_DEFAULT (4u * 1024u * 1024u + 4096u)
 #define RFS_FRAME_HARD_MAX (64u * 1024u * 1024u)  /* never accepted above this */
 #define RFS_PRE_HELLO_MAX 4096u                 /* frames before HELLO/AUTH completes */
 #define RFS_MAX_PATH 4095u

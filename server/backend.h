@@ -16,6 +16,9 @@ int rfsd_be_open(int root_fd, const rfsd_path *p, uint32_t flags, uint32_t mode,
                  struct stat *st);
 /* Reads until len bytes or end of file; *done gets the count. */
 int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off, size_t *done);
+/* How many of the len bytes at off a read would return now (0 at or past end of file), for
+ * replies sent straight from the file. */
+int rfsd_be_readable(int fd, const char *shown, size_t len, uint64_t off, size_t *avail);
 /* Writes all len bytes. */
 int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off);
 int rfsd_be_sync(int fd, const char *shown);

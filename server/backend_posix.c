@@ -91,6 +91,21 @@ int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off
     return RFS_OK;
 }
 
+int rfsd_be_readable(int fd, const char *shown, size_t len, uint64_t off, size_t *avail)
+{
+    int rc = range_ok(shown, off, len);
+    *avail = 0;
+    if (rc)
+        return rc;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return fd_fail(shown, "stat", errno);
+    uint64_t size = (uint64_t)sb.st_size;
+    if (off < size)
+        *avail = size - off < len ? (size_t)(size - off) : len;
+    return RFS_OK;
+}
+
 int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off)
 {
     int rc = range_ok(shown, off, len);

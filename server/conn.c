@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -39,6 +40,14 @@ static int recv_all(int fd, void *buf, size_t len)
 }
 
 /* ---- replies ---- */
+
+static void send_broke(rfsd_conn *c, const char *why)
+{
+    RFS_LOGI("%s: cannot send reply (%s); dropping the connection", c->peer, why);
+    c->wbroken = 1;
+    shutdown(c->fd, SHUT_RDWR);
+}
+
 
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
 {
@@ -76,10 +85,7 @@ void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            RFS_LOGI("%s: cannot send reply (%s); dropping the connection", c->peer,
-                     errno == EAGAIN ? "client stopped reading" : strerror(errno));
-            c->wbroken = 1;
-            shutdown(c->fd, SHUT_RDWR);
+            send_broke(c, errno == EAGAIN ? "client stopped reading" : strerror(errno));
             break;
         }
         size_t left = (size_t)n;
@@ -92,6 +98,45 @@ void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
             mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + left;
             mh.msg_iov[0].iov_len -= left;
         }
+    }
+    pthread_mutex_unlock(&c->wmu);
+}
+
+void rfsd_conn_send_file(rfsd_conn *c, const rfs_rep *r, int fd, uint64_t off)
+{
+    uint8_t buf[RFS_HDR_SIZE + 64];
+    size_t len;
+    if (rfs_rep_encode(r, buf, sizeof buf, &len)) {
+        RFS_LOGE("%s: cannot encode %s reply: %s", c->peer, rfs_op_name(r->op), rfs_last_error());
+        pthread_mutex_lock(&c->wmu);
+        send_broke(c, "reply encoding failed");
+        pthread_mutex_unlock(&c->wmu);
+        return;
+    }
+    pthread_mutex_lock(&c->wmu);
+    size_t sent = 0;
+    while (!c->wbroken && sent < len) {
+        ssize_t n = send(c->fd, buf + sent, len - sent, MSG_NOSIGNAL | MSG_MORE);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            send_broke(c, errno == EAGAIN ? "client stopped reading" : strerror(errno));
+            break;
+        }
+        sent += (size_t)n;
+    }
+    off_t pos = (off_t)off;
+    size_t left = r->data_len;
+    while (!c->wbroken && left > 0) {
+        ssize_t n = sendfile(c->fd, fd, &pos, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            send_broke(c, n == 0 ? "file shrank while being sent"
+                                 : errno == EAGAIN ? "client stopped reading" : strerror(errno));
+            break;
+        }
+        left -= (size_t)n;
     }
     pthread_mutex_unlock(&c->wmu);
 }

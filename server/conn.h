@@ -77,6 +77,11 @@ void rfsd_conn_stop_reading(rfsd_conn *c);
 /* Sends one reply frame: r's header and fixed fields, then its trailing payload. A failure
  * marks the connection broken and shuts it down. */
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r);
+/* Sends r (a data reply whose r->data_len payload bytes are not in memory) followed by those
+ * bytes read from fd at off by the kernel (sendfile): no copy through a user buffer. If the
+ * file yields fewer bytes than promised (truncated meanwhile, read error) the frame cannot be
+ * completed, so the connection is dropped like any failed send. */
+void rfsd_conn_send_file(rfsd_conn *c, const rfs_rep *r, int fd, uint64_t off);
 /* Error reply carrying rfs_last_error() of the calling thread (or rfs_strerror). */
 void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err);
 

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <time.h>
 
 #include "common/err.h"
@@ -19,6 +20,8 @@ struct rfsd_fileid {
     ino_t ino;
     unsigned refs;                 /* registry mutex */
     struct rfsd_fileid *next;      /* registry bucket chain */
+    int serial_writes;             /* set at creation; see rfsd_fileid_write_begin */
+    pthread_mutex_t write_mu;
     pthread_mutex_t mu;            /* guards everything below */
     pthread_cond_t cv;             /* signalled when locks are released */
     counter *counters;
@@ -42,7 +45,37 @@ static unsigned bucket_of(dev_t dev, ino_t ino)
     return (unsigned)(h % NBUCKETS);
 }
 
-rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino)
+/* File systems whose buffered writes take the inode lock exclusively (so serialising them in
+ * user space loses no parallelism). */
+static int writes_serialised_by_kernel(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return 0;
+    switch ((unsigned long)sf.f_type) {
+    case 0x01021994ul: /* tmpfs */
+    case 0xEF53ul:     /* ext2/3/4 */
+    case 0x58465342ul: /* XFS */
+    case 0x9123683Eul: /* btrfs */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void rfsd_fileid_write_begin(rfsd_fileid *f)
+{
+    if (f->serial_writes)
+        pthread_mutex_lock(&f->write_mu);
+}
+
+void rfsd_fileid_write_end(rfsd_fileid *f)
+{
+    if (f->serial_writes)
+        pthread_mutex_unlock(&f->write_mu);
+}
+
+rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd)
 {
     unsigned b = bucket_of(dev, ino);
     pthread_mutex_lock(&reg_mu);
@@ -55,6 +88,8 @@ rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino)
         if (f) {
             f->dev = dev;
             f->ino = ino;
+            f->serial_writes = writes_serialised_by_kernel(fd);
+            pthread_mutex_init(&f->write_mu, NULL);
             pthread_mutex_init(&f->mu, NULL);
             pthread_condattr_t ca;
             pthread_condattr_init(&ca);
@@ -87,6 +122,7 @@ void rfsd_fileid_put(rfsd_fileid *f)
             break;
         }
     pthread_mutex_unlock(&reg_mu);
+    pthread_mutex_destroy(&f->write_mu);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f->counters);

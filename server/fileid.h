@@ -13,10 +13,19 @@ typedef struct rfsd_fileid rfsd_fileid;
 #define RFSD_MAX_COUNTERS_PER_FILE 1024u
 #define RFSD_MAX_LOCKS_PER_FILE 65536u
 
-/* Takes a reference (creates the entry on first open). NULL on allocation failure. */
-rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino);
+/* Takes a reference (creates the entry on first open; fd, an open descriptor of the file, tells
+ * which file system it lives on). NULL on allocation failure. */
+rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd);
 /* Drops a reference taken by get; the last one frees counters and locks. */
 void rfsd_fileid_put(rfsd_fileid *f);
+
+/* Bracket every data write to the file. On local file systems whose buffered writes hold the
+ * inode lock exclusively anyway (tmpfs, ext4, XFS, btrfs), workers writing one file queue here
+ * and sleep, instead of spinning in the kernel on that lock and taking CPU from the network
+ * threads (6% of the server's CPU in a loopback put on 2 cores). On other file systems (NFS,
+ * Lustre, GPFS...), where writes to different ranges do run in parallel, these do nothing. */
+void rfsd_fileid_write_begin(rfsd_fileid *f);
+void rfsd_fileid_write_end(rfsd_fileid *f);
 
 /* Atomic fetch-and-add (or store when set != 0); *old gets the value before. */
 int rfsd_counter_op(rfsd_fileid *f, uint32_t key, int set, int64_t delta, int64_t *old);

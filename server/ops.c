@@ -102,7 +102,7 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         return rc;
     rfsd_handle *h = calloc(1, sizeof *h);
     char *path = strdup(p.shown);
-    rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino);
+    rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino, fd);
     if (!h || !path || !fid) {
         free(h);
         free(path);
@@ -179,7 +179,10 @@ static int do_pwritev(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
         rfs_extent_at(q->u.iov.ext, i, &off, &len);
         if (len > q->data_len - packed)
             return rfs_fail(RFS_E_PROTO, "%s: list write data shorter than its extents", h->path);
-        if ((rc = rfsd_be_pwrite(h->fd, h->path, q->data + packed, (size_t)len, off)))
+        rfsd_fileid_write_begin(h->fid);
+        rc = rfsd_be_pwrite(h->fd, h->path, q->data + packed, (size_t)len, off);
+        rfsd_fileid_write_end(h->fid);
+        if (rc)
             return rc;
         packed += len;
     }
@@ -210,7 +213,19 @@ static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     return RFS_OK;
 }
 
-static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
+/* A reply payload to be sent from the file rather than from memory. */
+typedef struct file_tail {
+    int fd; /* -1: none */
+    uint64_t off;
+} file_tail;
+
+/* Reads at least this long are sent with sendfile: the kernel moves the file's pages to the
+ * socket, which saves the server a copy in and a copy out (on loopback, a third of rfsd's CPU
+ * time in a 1 GiB get). Shorter reads keep the one-sendmsg path, which is quicker for them. */
+#define SENDFILE_MIN ((size_t)64 << 10)
+
+static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf,
+                      file_tail *tail)
 {
     int rc;
     size_t done;
@@ -220,6 +235,14 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PREAD:
         if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
             return rc;
+        if (q->u.pread.len >= SENDFILE_MIN) {
+            if ((rc = rfsd_be_readable(h->fd, h->path, q->u.pread.len, q->u.pread.off, &done)))
+                return rc;
+            rep->data_len = (uint32_t)done;
+            tail->fd = h->fd;
+            tail->off = q->u.pread.off;
+            return RFS_OK;
+        }
         if (!(*buf = malloc(q->u.pread.len ? q->u.pread.len : 1)))
             return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", h->path);
         if ((rc = rfsd_be_pread(h->fd, h->path, *buf, q->u.pread.len, q->u.pread.off, &done)))
@@ -228,8 +251,12 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         rep->data_len = (uint32_t)done;
         return RFS_OK;
     case RFS_OP_PWRITE:
-        if ((rc = can_write(h)) ||
-            (rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off)))
+        if ((rc = can_write(h)))
+            return rc;
+        rfsd_fileid_write_begin(h->fid);
+        rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off);
+        rfsd_fileid_write_end(h->fid);
+        if (rc)
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
@@ -293,9 +320,13 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         uint32_t v = q->u.view_write.view_id;
         if (v >= RFSD_MAX_VIEWS)
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u)", h->path, v, RFSD_MAX_VIEWS);
-        if ((rc = can_write(h)) ||
-            (rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
-                                  q->data_len)))
+        if ((rc = can_write(h)))
+            return rc;
+        rfsd_fileid_write_begin(h->fid);
+        rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
+                             q->data_len);
+        rfsd_fileid_write_end(h->fid);
+        if (rc)
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
@@ -353,6 +384,7 @@ void rfsd_execute(rfsd_job *j)
     rep.op = q->op;
     rep.id = q->id;
     uint8_t *buf = NULL;
+    file_tail tail = {.fd = -1};
     int rc;
     if (j->h) {
         /* dispatched only after the CLOSE that preceded it finished: closed is stable here */
@@ -360,12 +392,14 @@ void rfsd_execute(rfsd_job *j)
             rc = rfs_fail(RFS_E_BADF, "%s: file handle %u was closed", rfs_op_name(q->op),
                           j->h->id);
         else
-            rc = do_file_op(c, j->h, q, &rep, &buf);
+            rc = do_file_op(c, j->h, q, &rep, &buf, &tail);
     } else {
         rc = do_path_op(c, q, &rep, &buf);
     }
     if (rc)
         rfsd_conn_send_error(c, q->op, q->id, rc);
+    else if (tail.fd >= 0 && rep.data_len > 0)
+        rfsd_conn_send_file(c, &rep, tail.fd, tail.off);
     else
         rfsd_conn_send(c, &rep);
     free(buf);

@@ -175,6 +175,19 @@ def test_write_read_bytes_on_disk(rfsd):
     assert (rfsd.root / "out.h5").read_bytes() == b"\0" * 5 + data
 
 
+def test_large_reads_cross_eof(rfsd):
+    """Reads of 64 KiB and more leave the server straight from the file (sendfile)."""
+    data = os.urandom((1 << 20) + 123)
+    (rfsd.root / "big.bin").write_bytes(data)
+    with session(rfsd) as c:
+        fh = c.open("/big.bin", O_RDONLY)
+        for off, n in [(0, 1 << 20), (1000, 256 << 10), ((1 << 20) - 5000, 256 << 10),
+                       (len(data) - 1, 1 << 16), (len(data), 1 << 16), (len(data) + 7, 1 << 20)]:
+            assert c.pread(fh, off, n) == data[off:off + n], (off, n)
+        assert c.call("PING").status == 0   # the stream stayed in step after every reply
+        c.close_fh(fh)
+
+
 def test_absolute_paths_are_relative_to_root(rfsd):
     (rfsd.root / "run42").mkdir()
     with session(rfsd) as c:

@@ -15,8 +15,8 @@ static int A, B;  /* two lock owners: their addresses are the identities */
 static void test_same_identity_same_entry(void **st)
 {
     (void)st;
-    rfsd_fileid *f1 = rfsd_fileid_get(1, 42), *f2 = rfsd_fileid_get(1, 42);
-    rfsd_fileid *g = rfsd_fileid_get(2, 42);
+    rfsd_fileid *f1 = rfsd_fileid_get(1, 42, -1), *f2 = rfsd_fileid_get(1, 42, -1);
+    rfsd_fileid *g = rfsd_fileid_get(2, 42, -1);
     assert_ptr_equal(f1, f2);
     assert_ptr_not_equal(f1, g);
     int64_t old;
@@ -35,7 +35,7 @@ static void test_same_identity_same_entry(void **st)
     rfsd_fileid_put(f2);
     rfsd_fileid_put(g);
     /* the last put freed the counters */
-    rfsd_fileid *f3 = rfsd_fileid_get(1, 42);
+    rfsd_fileid *f3 = rfsd_fileid_get(1, 42, -1);
     assert_int_equal(rfsd_counter_op(f3, 1, 0, 0, &old), RFS_OK);
     assert_int_equal(old, 0);
     rfsd_fileid_put(f3);
@@ -44,7 +44,7 @@ static void test_same_identity_same_entry(void **st)
 static void test_counter_limit(void **st)
 {
     (void)st;
-    rfsd_fileid *f = rfsd_fileid_get(3, 3);
+    rfsd_fileid *f = rfsd_fileid_get(3, 3, -1);
     int64_t old;
     for (uint32_t k = 0; k < RFSD_MAX_COUNTERS_PER_FILE; k++)
         assert_int_equal(rfsd_counter_op(f, k, 0, 1, &old), RFS_OK);
@@ -56,7 +56,7 @@ static void test_lock_conflicts(void **st)
 {
     (void)st;
     rfsd_lock_set_max_waiters(4);
-    rfsd_fileid *f = rfsd_fileid_get(4, 4);
+    rfsd_fileid *f = rfsd_fileid_get(4, 4, -1);
     assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_SHARED, 0, NULL), RFS_OK);
     assert_int_equal(rfsd_lock(f, &B, 50, 100, RFS_LOCK_SHARED, 0, NULL), RFS_OK);
     assert_int_equal(rfsd_lock(f, &B, 99, 1, RFS_LOCK_EXCL, 0, NULL), RFS_E_BUSY);
@@ -82,7 +82,7 @@ static void test_timed_wait_is_bounded(void **st)
 {
     (void)st;
     rfsd_lock_set_max_waiters(4);
-    rfsd_fileid *f = rfsd_fileid_get(5, 5);
+    rfsd_fileid *f = rfsd_fileid_get(5, 5, -1);
     assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
     assert_int_equal(rfsd_lock(f, &B, 0, 10, RFS_LOCK_EXCL, 50, NULL), RFS_E_BUSY);
     atomic_int cancelled = 1;
@@ -104,7 +104,7 @@ static void test_waiter_granted_on_unlock(void **st)
 {
     (void)st;
     rfsd_lock_set_max_waiters(4);
-    rfsd_fileid *f = rfsd_fileid_get(6, 6);
+    rfsd_fileid *f = rfsd_fileid_get(6, 6, -1);
     assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
     waiter w = {f, -999};
     pthread_t t;
