@@ -9,7 +9,7 @@ import subprocess
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STATE = os.environ.get("RFS_WAN_STATE_DIR", "/run/rfs-wan")
+STATE = os.environ.get("RFS_WAN_STATE_DIR", f"/run/{os.environ.get('RFS_WAN_NAME', 'rfs')}-wan")
 
 
 class WanError(RuntimeError):
