@@ -49,26 +49,49 @@ static int meta_call(meta *m, rfs_req *req, rfs_call *call)
     return rfs_conn_call(m->conn, call, req, m->o.io_timeout_ms, m->label);
 }
 
-static int path_op(const char *name, const rfs_options *opts, uint16_t op, unsigned mode)
+/* Puts the parsed path into whichever field of req names it. */
+static void set_path(rfs_req *req, const char *path)
+{
+    switch (req->op) {
+    case RFS_OP_MKDIR: req->u.mkdir.path = wpath(path); break;
+    case RFS_OP_RENAME: req->u.rename.from = wpath(path); break;
+    case RFS_OP_LIST: req->u.list.path = wpath(path); break;
+    case RFS_OP_PING: break;
+    default: req->u.path.path = wpath(path); break;
+    }
+}
+
+/* One request about name (req's op and other fields set by the caller) on a borrowed
+ * connection. On success *rep (if not NULL) gets the reply's fixed fields (pointers into the
+ * body are not valid after return) and *ns (if not NULL) the request's round-trip time. */
+static int meta_once(const char *name, const rfs_options *opts, rfs_req *req, rfs_rep *rep,
+                     int64_t *ns)
 {
     meta m;
     int rc = meta_begin(&m, name, opts);
     if (rc)
         return rc;
-    rfs_req req;
-    memset(&req, 0, sizeof req);
-    req.op = op;
-    if (op == RFS_OP_MKDIR) {
-        req.u.mkdir.path = wpath(m.name.path);
-        req.u.mkdir.mode = mode;
-    } else {
-        req.u.path.path = wpath(m.name.path);
-    }
+    set_path(req, m.name.path);
     rfs_call call;
-    rc = meta_call(&m, &req, &call);
+    int64_t t0 = rfs_now_ns();
+    rc = meta_call(&m, req, &call);
+    if (ns)
+        *ns = rfs_now_ns() - t0;
+    if (!rc && rep)
+        *rep = call.rep;
     rfs_call_destroy(&call);
     meta_end(&m);
     return rc;
+}
+
+static int path_op(const char *name, const rfs_options *opts, uint16_t op, unsigned mode)
+{
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = op;
+    if (op == RFS_OP_MKDIR)
+        req.u.mkdir.mode = mode;
+    return meta_once(name, opts, &req, NULL, NULL);
 }
 
 int rfs_delete(const char *name, const rfs_options *opts)
@@ -108,44 +131,28 @@ int rfs_rename(const char *name, const char *new_path, const rfs_options *opts)
                             RFS_MAX_PATH);
         snprintf(target, sizeof target, "%s%s", slash ? "/" : "", new_path);
     }
-    meta m;
-    int rc = meta_begin(&m, name, opts);
-    if (rc)
-        return rc;
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_RENAME;
-    req.u.rename.from = wpath(m.name.path);
     req.u.rename.to = wpath(target);
-    rfs_call call;
-    rc = meta_call(&m, &req, &call);
-    rfs_call_destroy(&call);
-    meta_end(&m);
-    return rc;
+    return meta_once(name, opts, &req, NULL, NULL);
 }
 
 int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
 {
     if (!st)
         return rfs_fail(RFS_E_INVAL, "rfs_stat: NULL output");
-    meta m;
-    int rc = meta_begin(&m, name, opts);
-    if (rc)
-        return rc;
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_STAT;
-    req.u.path.path = wpath(m.name.path);
-    rfs_call call;
-    rc = meta_call(&m, &req, &call);
+    rfs_rep rep;
+    int rc = meta_once(name, opts, &req, &rep, NULL);
     if (!rc) {
-        st->size = call.rep.u.stat.size;
-        st->mode = call.rep.u.stat.mode;
-        st->type = call.rep.u.stat.type;
-        st->mtime_ns = call.rep.u.stat.mtime_ns;
+        st->size = rep.u.stat.size;
+        st->mode = rep.u.stat.mode;
+        st->type = rep.u.stat.type;
+        st->mtime_ns = rep.u.stat.mtime_ns;
     }
-    rfs_call_destroy(&call);
-    meta_end(&m);
     return rc;
 }
 
@@ -185,7 +192,7 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
         rfs_req req;
         memset(&req, 0, sizeof req);
         req.op = RFS_OP_LIST;
-        req.u.list.path = wpath(m.name.path);
+        set_path(&req, m.name.path);
         req.u.list.start = start;
         rfs_call call;
         rc = meta_call(&m, &req, &call);
@@ -209,20 +216,12 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
 
 int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s)
 {
-    meta m;
-    int rc = meta_begin(&m, name, opts);
-    if (rc)
-        return rc;
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_PING;
-    rfs_call call;
-    int64_t t0 = rfs_now_ns();
-    rc = meta_call(&m, &req, &call);
-    int64_t t1 = rfs_now_ns();
+    int64_t ns = 0;
+    int rc = meta_once(name, opts, &req, NULL, &ns);
     if (!rc && rtt_s)
-        *rtt_s = (double)(t1 - t0) / 1e9;
-    rfs_call_destroy(&call);
-    meta_end(&m);
+        *rtt_s = (double)ns / 1e9;
     return rc;
 }
