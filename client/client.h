@@ -65,6 +65,7 @@ typedef struct rfs_call {
     rfs_rep rep;               /* decoded reply; pointers into body */
     uint8_t *body;             /* owned copy of a non-payload reply body */
     size_t data_len;           /* payload bytes stored at dst */
+    size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
 } rfs_call;
 
 void rfs_call_init(rfs_call *call);

@@ -85,6 +85,7 @@ void rfs_call_reset(rfs_call *call)
     call->status = 0;
     memset(&call->rep, 0, sizeof call->rep);
     call->data_len = 0;
+    call->moved = 0;
 }
 
 void rfs_call_destroy(rfs_call *call)
@@ -353,6 +354,7 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
 
     call->id = id;
     call->op = req->op;
+    call->moved = (size_t)req->data_len + call->dst_cap;
     call->timeout_ms = timeout_ms;
     call->deadline_ns = rfs_now_ns() + (int64_t)timeout_ms * 1000000;
     call->done = 0;
@@ -387,8 +389,14 @@ out:
  * (measured: most of the client's share of a 4-byte read's round trip). So look for it for a
  * short, bounded while first, yielding the CPU between looks: the receiver thread may need it. */
 #define SPIN_WAIT_NS 50000
+/* A call moving this many bytes takes longer than the spin anyway: polling for it only takes
+ * CPU from the receiver thread that is reading its reply (a 1 GiB loopback get on 2 cores,
+ * 8 interleaved runs: median 0.81 s with the spin, 0.74 s without). */
+#define SPIN_MAX_BYTES ((size_t)64 << 10)
 static void spin_for_reply(rfs_call *call)
 {
+    if (call->moved >= SPIN_MAX_BYTES)
+        return;
     int64_t until = rfs_now_ns() + SPIN_WAIT_NS;
     while (!__atomic_load_n(&call->done, __ATOMIC_ACQUIRE)) {
         if (rfs_now_ns() > until)

@@ -31,6 +31,8 @@ enum mode {
     M_OVERLONG,       /* answer PREAD with one byte more than asked */
     M_UNKNOWN_ID,     /* answer PREAD with an id nobody asked for */
     M_IMPOSTOR,       /* AUTH reply with a MAC made without the token */
+    M_HALF_STALL,     /* PREAD reply: full header, half the payload, then nothing more */
+    M_HALF_DIE,       /* PREAD reply: full header, half the payload, then close */
     M_REJECT_AUTH,    /* AUTH reply with an error */
 };
 
@@ -119,6 +121,26 @@ static void send_read(int fd, uint32_t id, uint64_t off, uint32_t len)
     free(d);
 }
 
+/* A PREAD reply that promises len bytes and delivers only half of them. */
+static void send_half_read(int fd, uint32_t id, uint64_t off, uint32_t len)
+{
+    uint8_t hb[RFS_HDR_SIZE];
+    rfs_rep r;
+    memset(&r, 0, sizeof r);
+    r.op = RFS_OP_PREAD;
+    r.id = id;
+    r.data_len = len;
+    size_t n;
+    if (rfs_rep_encode(&r, hb, sizeof hb, &n) != 0)
+        fail_msg("fake: encode: %s", rfs_last_error());
+    write_full(fd, hb, n);
+    uint8_t *d = malloc(len / 2 + 1);
+    for (uint32_t i = 0; i < len / 2; i++)
+        d[i] = pattern(off + i);
+    write_full(fd, d, len / 2);
+    free(d);
+}
+
 static void *handler_main(void *arg)
 {
     handler_arg *ha = arg;
@@ -198,6 +220,11 @@ static void *handler_main(void *arg)
                 quit = 1;
                 break;
             case M_SILENT:
+                break;
+            case M_HALF_STALL:
+            case M_HALF_DIE:
+                send_half_read(fd, q.id, q.u.pread.off, q.u.pread.len);
+                quit = fk->mode == M_HALF_DIE;
                 break;
             case M_OVERLONG:
                 send_read(fd, q.id, q.u.pread.off, q.u.pread.len + 1);
@@ -378,6 +405,39 @@ static void test_silent_server_times_out(void **state)
     fake_stop(fk);
 }
 
+/* A server stalling or dying in the middle of a large reply's payload must end the call with
+ * a timeout or a connection error, never a hang, and must not leave the stream usable. */
+static void half_reply(enum mode mode, int expect)
+{
+    fake *fk = fake_start(mode, NULL);
+    rfs_options o = {.token = "", .io_timeout_ms = 300};
+    rfs_file *f = open_ok(fk, &o);
+    size_t len = 512u << 10;
+    uint8_t *buf = malloc(len);
+    size_t done = 1;
+    int64_t t0 = rfs_now_ns();
+    assert_int_equal(rfs_pread(f, buf, len, 0, &done), expect);
+    assert_true((rfs_now_ns() - t0) / 1000000 < 30000);
+    assert_int_equal(done, 0);
+    /* The connection is gone: the next call fails at once instead of reading a stale stream. */
+    assert_int_not_equal(rfs_pread(f, buf, len, 0, &done), RFS_OK);
+    free(buf);
+    rfs_close(f);
+    fake_stop(fk);
+}
+
+static void test_server_stalls_mid_reply(void **state)
+{
+    (void)state;
+    half_reply(M_HALF_STALL, RFS_E_TIMEOUT);
+}
+
+static void test_server_dies_mid_reply(void **state)
+{
+    (void)state;
+    half_reply(M_HALF_DIE, RFS_E_CONN);
+}
+
 static void test_overlong_reply(void **state)
 {
     (void)state;
@@ -547,6 +607,8 @@ int main(void)
         cmocka_unit_test(test_replies_out_of_order),
         cmocka_unit_test(test_server_dies),
         cmocka_unit_test(test_silent_server_times_out),
+        cmocka_unit_test(test_server_stalls_mid_reply),
+        cmocka_unit_test(test_server_dies_mid_reply),
         cmocka_unit_test(test_overlong_reply),
         cmocka_unit_test(test_unknown_reply_id),
         cmocka_unit_test(test_impostor_server),
