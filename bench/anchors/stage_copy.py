@@ -2,11 +2,12 @@
 """Anchor (d): stage by copy -- write the output locally, then copy it to the server with the
 fastest tool available.
 
-  bench/anchors/stage_copy.py [--size-mib 256]
+  bench/anchors/stage_copy.py [--size-mib 256] [--tools xrdcp,scp,rsync]
 
 Measures in the same run, client -> server, each checked by SHA-256: xrdcp (xrootd as in
-xrootd.py), scp and rsync over ssh (sshd as in sshfs.py). The staged figure is local write
-time plus the fastest copy ("best_tool"). Prints JSON."""
+xrootd.py), scp and rsync over ssh (sshd as in sshfs.py); --tools picks a subset (rsync
+--whole-file and scp ride the same ssh cipher and measure alike). The staged figure is local
+write time plus the fastest copy ("best_tool"). Prints JSON."""
 
 import argparse
 import os
@@ -20,7 +21,9 @@ import anchorlib as al
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--tools", default="xrdcp,scp,rsync")
     a = ap.parse_args()
+    wanted = [t for t in a.tools.split(",") if t]
     size = a.size_mib << 20
     env = al.wanlib.load_env()
     cli = env["RFS_WAN_CLIENT_NS"]
@@ -49,6 +52,10 @@ def main():
             "rsync": ["rsync", "-a", "--whole-file", "-e", "ssh " + " ".join(opts), local,
                       "%s:%s/rsync.bin" % (target, export)],
         }
+        unknown = [t for t in wanted if t not in tools]
+        if unknown or not wanted:
+            raise al.wanlib.WanError("--tools: unknown or empty: %s" % ",".join(unknown))
+        tools = {k: v for k, v in tools.items() if k in wanted}
         for name, argv in tools.items():
             al.log("stage_copy", name)
             try:

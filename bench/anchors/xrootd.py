@@ -2,12 +2,14 @@
 """Anchor (b): XRootD over the emulated WAN.
 
   bench/anchors/xrootd.py [--size-mib 256] [--mpi-mib-per-rank 8] [--mpi-timeout 45] [--mpi-runs 5]
+                          [--no-stage]
 
 Starts xrootd (as the xrootd user, inside the server namespace, export with `nolock`) and
 measures from the client namespace:
   - xrdcp put (client file -> server) and get (server file -> client), default options, and
     put with --streams 4 (what a user tuning for a WAN would try);
-  - stage: write the file locally, then xrdcp it (the "write then copy" workflow);
+  - stage: write the file locally, then xrdcp it (the "write then copy" workflow; --no-stage
+    leaves it to stage_copy.py, which measures the same workflow with every copy tool);
   - MPI-IO straight to XRootD through libXrdPosixPreload.so with the name
     ufs:root://host:port//path (2 MPICH ranks, collective writes), --mpi-runs attempts each
     bounded by a timeout; "usable" only if every attempt completes, else the reason.
@@ -83,6 +85,7 @@ def main():
     ap.add_argument("--mpi-mib-per-rank", type=int, default=8)
     ap.add_argument("--mpi-timeout", type=int, default=45)
     ap.add_argument("--mpi-runs", type=int, default=5)
+    ap.add_argument("--no-stage", action="store_true")
     a = ap.parse_args()
     size = a.size_mib << 20
     env = al.wanlib.load_env()
@@ -121,17 +124,18 @@ def main():
         os.unlink(got)
         al.sync()
 
-        al.log("xrootd", "stage: write locally, then xrdcp")
-        local = os.path.join(work, "staged.bin")
-        t0 = time.monotonic()
-        al.make_file(local, size)
-        t_write = time.monotonic() - t0
-        t_copy = xrdcp(cli, [local, "%s/%s/staged.bin" % (url, export)], limit)
-        out["stage_write_then_xrdcp"] = dict(al.rate(size, t_write + t_copy),
-                                             local_write_s=round(t_write, 3),
-                                             copy_s=round(t_copy, 3))
-        al.check_same(local, os.path.join(export, "staged.bin"), "stage xrdcp")
-        al.sync()
+        if not a.no_stage:
+            al.log("xrootd", "stage: write locally, then xrdcp")
+            local = os.path.join(work, "staged.bin")
+            t0 = time.monotonic()
+            al.make_file(local, size)
+            t_write = time.monotonic() - t0
+            t_copy = xrdcp(cli, [local, "%s/%s/staged.bin" % (url, export)], limit)
+            out["stage_write_then_xrdcp"] = dict(al.rate(size, t_write + t_copy),
+                                                 local_write_s=round(t_write, 3),
+                                                 copy_s=round(t_copy, 3))
+            al.check_same(local, os.path.join(export, "staged.bin"), "stage xrdcp")
+            al.sync()
 
         al.log("xrootd", "MPI-IO through libXrdPosixPreload (timeout %ds)" % a.mpi_timeout)
         out["mpiio_xrdposix_preload"] = mpi_via_preload(cli, url, export, a.mpi_mib_per_rank,

@@ -12,12 +12,16 @@ A configuration says where the target file lives and how the application is run:
   needs    prerequisites; a configuration whose prerequisites are missing is recorded as
            "skipped: <reason>", never run with a substitute:
              app:peak / app:async   the workload supports --peak / --async
-             mpi:mpich              the run uses MPICH
+             mpi:mpich              the run uses MPICH, or (bench/run standard/smoke) MPICH
+                                    is installed to run this configuration on its own
              rfs                    build/librfs-mpiio.so and build/rfsd exist
              hint:KEY               librfs-mpiio.so knows the hint KEY (the string is in the
                                     library: a placeholder becomes live when its feature lands)
              symbol:NAME            librfs-mpiio.so defines NAME (e.g. MPI_File_iwrite_at)
   verify   False where reads cannot return the data (testfs)
+  mpi      the MPI this configuration needs whatever MPI the rest of the run uses ("mpich"
+           for testfs): when the run's MPI is another one, bench/run runs just this
+           configuration with it (its rows are labelled with the MPI); empty: the run's MPI
   phase    for the ABT suite (bench/lib/abt_suite.py): the computation-phase regime a
            configuration is defined for ("long": a phase can carry a whole snapshot over the
            link; "short": only 45-75% of one, rfs-abt sec. 4). Empty: any.
@@ -41,6 +45,7 @@ class Config:
     needs: tuple = ()
     verify: bool = True
     phase: str = ""
+    mpi: str = ""
 
 
 CONFIGS = [
@@ -48,7 +53,7 @@ CONFIGS = [
            "computation slowdown", app_args=("--peak",), needs=("app:peak",)),
     Config("TESTFS", "testfs", "ROMIO testfs: collective data reorganization without a disk "
            "(rfs-abt's PEAK: the best visible write bandwidth MPI-IO can give)",
-           needs=("mpi:mpich",), verify=False),
+           needs=("mpi:mpich",), verify=False, mpi="mpich"),
     Config("LOCAL", "local", "file on the client side's local disk"),
     Config("RFS", "rfs", "rfs: name over the emulated WAN, librfs-mpiio.so, no optional layer",
            needs=("rfs",)),

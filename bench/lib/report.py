@@ -140,7 +140,7 @@ def _rfs_vs_anchors(doc):
            "\"bytes\" says, in their own pattern, with every round trip their MPI-IO calls "
            "need and on connections that start in TCP slow start, so small workloads cannot "
            "reach a one-file copy's rate on any implementation. For synthetic and tile the "
-           "whole-run figure includes thousands of tiny calls (one round trip each); their bulk "
+           "whole-run figure includes many tiny calls (one round trip each); their bulk "
            "cases are listed separately, as the write bandwidth of calls that return once the "
            "server has the data.", "",
            "| workload | config | ranks | bytes | RFS MB/s | " +
@@ -210,6 +210,67 @@ RATIO_LEGEND = [
 ]
 
 
+def _row_mpis(doc, exp, config):
+    return {r.get("mpi") for r in exp["results"] if r["config"] == config and r.get("mpi")}
+
+
+def _config_label(doc, exp, config):
+    """The configuration's name, with its MPI when it differs from the run's."""
+    other = sorted(m for m in _row_mpis(doc, exp, config) if m != doc["mpi"]["name"])
+    return f"{config} [{', '.join(other)}]" if other else config
+
+
+def _mpi_text(doc):
+    """Which MPI each row used, and how MPICH's ranks were kept from spinning."""
+    mpi = doc["mpi"]
+    used = {}
+    for exp in doc["experiments"]:
+        for r in exp["results"]:
+            if r.get("mpi"):
+                used.setdefault(r["mpi"], set()).add(r["config"])
+    if len(used) > 1:
+        parts = [f"{m}: {', '.join(sorted(c))}" for m, c in sorted(used.items())]
+        text = (f"MPI per row: {'; '.join(parts)}. Rows that ran with another MPI than "
+                f"{mpi['name']} carry its name in brackets; ratios between them compare two "
+                "MPI-IO implementations (MPICH's ROMIO against Open MPI's) as well as the file "
+                "systems.")
+    else:
+        text = f"MPI per row: every row ran with {next(iter(used), mpi['name'])}."
+    if "mpich" in used:
+        if mpi.get("mpich_idle_yield"):
+            text += (" MPICH ranks ran with bench/apps/idle_yield.c preloaded: MPICH 4.0's ch4 "
+                     "device polls without ever yielding (no CVAR changes that), so on these 2 "
+                     "cores a waiting rank would burn the time slice of the rank it waits for "
+                     "(4 ranks of jacobi3d: 70 s instead of 1.8 s); the preload makes an idle "
+                     "rank yield, then nap once a wait passes 10 ms, as Open MPI does when "
+                     "oversubscribed. The I/O path is unchanged.")
+        elif mpi.get("mpich_idle_yield") is False:
+            text += (" MPICH ranks ran unmodified (RFS_BENCH_MPICH_SPIN=1 or no "
+                     "libidle_yield.so): with more ranks than cores they busy-poll.")
+    return text
+
+
+def _timing_text(doc):
+    """Where the run's wall time went (bench/README.md explains the budget)."""
+    t = doc.get("timing")
+    if not t:
+        return ""
+    runs = sum(s.get("wall_s", 0) for e in doc["experiments"] for r in e["results"]
+               for s in r.get("samples", []))
+    nruns = sum(len(r.get("samples", [])) for e in doc["experiments"] for r in e["results"])
+    parts = [f"building {t.get('build_s', 0):g} s", f"link and rfsd {t.get('link_and_server_s', 0):g} s",
+             f"anchors {t.get('anchors_s', 0):g} s"]
+    secs = ((doc.get("anchors") or {}).get("run_all") or {}).get("seconds")
+    if secs:
+        parts[-1] += " (" + ", ".join(f"{k} {v:g}" for k, v in secs.items()) + ")"
+    exps = t.get("experiments_s") or {}
+    if exps:
+        parts.append("workloads " + ", ".join(f"{k} {v:g}" for k, v in exps.items()) + " s")
+    return (f"Time: {doc['duration_s']} s in all: " + "; ".join(parts) +
+            f". {nruns} runs took {runs:.0f} s from mpiexec start to exit; the rest is `sync` "
+            "before each run, file checks and process start-up.")
+
+
 def _suite_section(doc):
     out = []
     link = doc["link"]
@@ -225,6 +286,7 @@ def _suite_section(doc):
                f"MPI {doc['mpi']['name']} ({doc['mpi']['why']}), {host['cores']} cores, "
                f"kernel {host['kernel']}{load}."
                + (f" rfsd and librfs-mpiio.so from `{doc['rfs_build_dir']}`." if doc.get("rfs_build_dir") else ""))
+
     if link.get("mode") == "wan":
         w = doc.get("wan_settings") or {}
         extra = ""
@@ -236,8 +298,14 @@ def _suite_section(doc):
                    f"({link.get('reason', '')}{extra}).")
     else:
         out.append(f"Link: {link.get('mode')}: {link.get('reason', '')}.")
+    out.append("")
+    out.append(_mpi_text(doc))
+    timing = _timing_text(doc)
+    if timing:
+        out.append("")
+        out.append(timing)
     sel = doc.get("selection") or {}
-    if sel.get("only") or sel.get("configs") or sel.get("reps_override"):
+    if sel.get("only") or sel.get("configs") or sel.get("reps_override") or sel.get("no_anchors"):
         out.append("")
         out.append(f"**Partial run** (selection {json.dumps(sel)}): not the whole suite.")
     out.append("")
@@ -284,7 +352,8 @@ def _suite_section(doc):
                     checks.add("verify " + ",".join(sorted({s["verify"] for s in r["samples"]})))
                 if r and r.get("filecheck"):
                     checks.add("file " + r["filecheck"])
-            out.append(f"| {c} | " + " | ".join(cells) + f" | {'; '.join(sorted(checks))} |")
+            out.append(f"| {_config_label(doc, exp, c)} | " + " | ".join(cells) +
+                       f" | {'; '.join(sorted(checks))} |")
         failed = [r for r in exp["results"] if r["status"] == "failed"]
         for r in failed:
             out.append(f"\nFAILED {r['config']} n={r['ranks']}: {r.get('reason')}")
@@ -303,8 +372,12 @@ def _suite_section(doc):
             out.append("Ratios measured in this run (medians; for time, >1 means slower):")
             out.append("")
             for q in exp["ratios"]:
+                mixed = ""
+                if q.get("mpis") and q["mpis"][0] != q["mpis"][1]:
+                    mixed = (f" ({q['num']} ran with {q['mpis'][0]}, {q['den']} with "
+                             f"{q['mpis'][1]}: different MPI-IO implementations)")
                 out.append(f"- {q['num']}/{q['den']} ({q['metric']}, {q['ranks']} ranks): "
-                           f"{q['value']:.3g}")
+                           f"{q['value']:.3g}{mixed}")
         plot = f"{doc['suite']}-{exp['name']}.png"
         out.append("")
         out.append(f"Plot: [{plot}]({plot})")

@@ -68,9 +68,28 @@ def choose_mpi(requested):
         flavor = lib_mpi_flavor(rfs_lib())
         if flavor:
             return flavor, f"the MPI {os.path.basename(rfs_lib())} links against"
-    # Open MPI yields the CPU when oversubscribed; MPICH's ch4:ucx busy-polls, so 4 ranks on
-    # these 2 cores measure the scheduler more than the I/O path (see bench/README.md).
-    return "openmpi", "default (no librfs-mpiio.so to match; Open MPI behaves when oversubscribed)"
+    # MPICH is the primary MPI and the only one with ROMIO's testfs here; its busy polling is
+    # tamed by bench/apps/idle_yield.c (see mpich_preload). Open MPI if MPICH is not installed.
+    if shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich"):
+        return "mpich", "default (no librfs-mpiio.so to match)"
+    return "openmpi", "default (no librfs-mpiio.so to match, MPICH not installed)"
+
+
+def mpich_installed():
+    return bool(shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich"))
+
+
+def mpich_preload(bindir):
+    """The library that makes MPICH's idle ranks sleep (bench/apps/idle_yield.c), or None.
+
+    MPICH 4.0's ch4:ucx device waits by polling without ever yielding (no CVAR changes that:
+    MPIR_CVAR_POLLS_BEFORE_YIELD is ch3's), so with more ranks than cores a waiting rank burns
+    its time slice while the rank it waits for is descheduled: 4 ranks of jacobi3d took 70 s
+    instead of 1.8 s here. RFS_BENCH_MPICH_SPIN=1 runs MPICH unmodified."""
+    if os.environ.get("RFS_BENCH_MPICH_SPIN") == "1":
+        return None
+    path = os.path.join(bindir, "libidle_yield.so")
+    return path if os.path.exists(path) else None
 
 
 def build_apps(mpi):
@@ -85,8 +104,11 @@ def build_apps(mpi):
 class Prereqs:
     """Answers 'can configuration X run here, and if not, why' once per suite."""
 
-    def __init__(self, mpi):
+    def __init__(self, mpi, extra_mpis=()):
         self.mpi = mpi
+        # MPIs a configuration with its own `mpi` may run with although the run uses another
+        # (bench/run builds the workloads for them too); the ABT suite passes none.
+        self.extra_mpis = tuple(extra_mpis)
         self._lib_bytes = None
         self._symbols = None
 
@@ -107,7 +129,7 @@ class Prereqs:
         """None if the configuration's environment is there, else why not (app-independent)."""
         for need in cfg.needs:
             kind, _, arg = need.partition(":")
-            if kind == "mpi" and self.mpi != arg:
+            if kind == "mpi" and self.mpi != arg and not (arg in self.extra_mpis and cfg.mpi == arg):
                 return f"needs {arg} (this run uses {self.mpi}; ROMIO testfs is MPICH-only here)"
             if kind == "rfs":
                 missing = [p for p in (rfs_lib(), rfs_daemon()) if not os.path.exists(p)]
@@ -175,17 +197,17 @@ def wan_down():
         subprocess.run([down], capture_output=True, text=True, timeout=120)
 
 
-def run_anchors(link, size_mib):
+def run_anchors(link, size_mib, extra_args=()):
     """Runs bench/anchors/run-all (the WAN helper's raw-link and user-tool references)."""
     script = os.path.join(BENCH, "anchors", "run-all")
     if not os.access(script, os.X_OK):
         return {"skipped": "bench/anchors/run-all not present"}
     if link.get("mode") != "wan":
         return {"skipped": "anchors measure the emulated WAN, which is not in use for this run"}
-    log(f"anchors: bench/anchors/run-all --size-mib {size_mib}")
+    argv = [script, "--size-mib", str(size_mib)] + list(extra_args)
+    log("anchors: bench/anchors/run-all " + " ".join(argv[1:]))
     try:
-        r = subprocess.run([script, "--size-mib", str(size_mib)], capture_output=True, text=True,
-                           timeout=900)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
         return {"error": "bench/anchors/run-all timed out after 900 s"}
     try:
@@ -245,6 +267,9 @@ def mpiexec_argv(mpi, ranks, env, in_namespace):
         argv = ["mpiexec.mpich", "-n", str(ranks)]
         if in_namespace:
             env = dict(env, UCX_TLS="self,sm")  # MPICH/UCX cannot init in a netns otherwise
+        if "UCX_TLS" not in env:
+            # UCX's default transport probe also opens TCP and IB; the ranks share this node.
+            env = dict(env, UCX_TLS="self,sm")
         for k, v in env.items():
             argv += ["-genv", k, v]
         return argv
@@ -271,17 +296,29 @@ def run_once(ctx, exp, cfg, ranks, rep, args):
     json_path = os.path.join(ctx["workdir"], "last.json")
     if os.path.exists(json_path):
         os.unlink(json_path)
+    # A configuration tied to another MPI (TESTFS: MPICH) runs with it when the run built the
+    # workloads for it (ctx["bindirs"]); otherwise the run's MPI, as the prerequisites said.
+    mpi, bindir = ctx["mpi"], ctx["bindir"]
+    if cfg.mpi and cfg.mpi != mpi and cfg.mpi in ctx.get("bindirs", {}):
+        mpi, bindir = cfg.mpi, ctx["bindirs"][cfg.mpi]
     env = dict(cfg.env)
+    preload = []
+    if mpi == "mpich" and mpich_preload(bindir):
+        preload.append(mpich_preload(bindir))
     if cfg.target == "rfs":
-        env["LD_PRELOAD"] = rfs_lib()
+        preload.append(rfs_lib())
         env["RFS_TOKEN"] = ctx["server"].token
         if cfg.hints:
             env["RFS_HINTS"] = cfg.hints
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
     verify = cfg.verify and (cfg.target != "rfs" or rep == 0)  # remote read-back costs link time
-    argv = (ctx["ns_prefix"] + mpiexec_argv(ctx["mpi"], ranks, env, bool(ctx["ns_prefix"])) +
-            [os.path.join(ctx["bindir"], app), target] + list(args) + list(cfg.app_args) +
+    argv = (ctx["ns_prefix"] + mpiexec_argv(mpi, ranks, env, bool(ctx["ns_prefix"])) +
+            [os.path.join(bindir, app), target] + list(args) + list(cfg.app_args) +
             ["--seed", str(seed), "--json", json_path] + ([] if verify else ["--no-verify"]))
+    t_sync = time.monotonic()
     subprocess.run(["sync"], timeout=120)  # earlier runs' writeback must not land in this one
+    t_sync = time.monotonic() - t_sync
     load = os.getloadavg()[0]  # the machine is shared: how busy it was when this run started
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -306,7 +343,10 @@ def run_once(ctx, exp, cfg, ranks, rep, args):
                 ("" if sample else ", no JSON report"), "stderr": err[-600:], "cmd": argv,
                 "sample": sample}
     sample["wall_s"] = round(wall, 4)
+    sample["sync_s"] = round(t_sync, 3)
     sample["loadavg_1m"] = round(load, 2)
+    sample["mpi"] = mpi
+    sample["mpich_idle_yield"] = bool(mpi == "mpich" and mpich_preload(bindir))
     res = {"status": "ok", "sample": sample}
     # Check the bytes on the disk they landed on, independently of MPI, once per cell.
     if rep == 0 and cfg.target != "testfs" and not sample.get("peak"):
@@ -386,8 +426,10 @@ def compute_ratios(exp, results):
             va, vb = a["median"].get(metric), b["median"].get(metric)
             if va is None or not vb:
                 continue
-            ratios.append({"num": num, "den": den, "ranks": ranks, "metric": metric,
-                           "value": va / vb})
+            q = {"num": num, "den": den, "ranks": ranks, "metric": metric, "value": va / vb}
+            if a.get("mpi") != b.get("mpi"):
+                q["mpis"] = [a.get("mpi"), b.get("mpi")]  # different MPI-IO implementations
+            ratios.append(q)
     return ratios
 
 
@@ -404,6 +446,8 @@ def main(argv=None):
     ap.add_argument("--no-wan", action="store_true", help="never bring the WAN up: loopback")
     ap.add_argument("--out", default=os.path.join(BENCH, "results"), help="results directory")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--no-anchors", action="store_true",
+                    help="skip bench/anchors (development runs; the report says so)")
     opts = ap.parse_args(argv)
 
     suite = suitemod.SUITES[opts.suite]
@@ -412,13 +456,24 @@ def main(argv=None):
         return abt_suite.main(opts, suite)
     reps = opts.reps or (suite["full_reps"] if opts.full else suite["reps"])
     started = time.time()
+    timing = {}  # where the wall time went (seconds), stored in the JSON and the report
     load_start = round(os.getloadavg()[0], 2)
     mpi, mpi_why = choose_mpi(opts.mpi)
     bindir = build_apps(mpi)
-    pre = Prereqs(mpi)
+    bindirs = {mpi: bindir}
     experiments = [e for e in suite["experiments"]
                    if not opts.only or e["name"] in opts.only.split(",")]
     wanted = set(opts.configs.split(",")) if opts.configs else None
+    # Configurations tied to another MPI (TESTFS needs MPICH's ROMIO) run with that MPI on
+    # their own when it is installed, so an Open MPI run still measures them.
+    extra = sorted({cfgmod.BY_NAME[n].mpi for e in experiments for n in e["configs"]
+                    if cfgmod.BY_NAME[n].mpi and cfgmod.BY_NAME[n].mpi != mpi
+                    and (wanted is None or n in wanted)})
+    extra = [m for m in extra if m != "mpich" or mpich_installed()]
+    for m in extra:
+        bindirs[m] = build_apps(m)
+    pre = Prereqs(mpi, extra)
+    timing["build_s"] = round(time.time() - started, 1)
 
     cfg_status = {}
     for e in experiments:
@@ -442,6 +497,9 @@ def main(argv=None):
     ns_prefix = []
     ctx = {}
     needs_remote = any(s["status"] == "runnable" and s["target"] == "rfs" for s in cfg_status.values())
+    exp_out = []
+    anchors = {}
+    t_setup = time.time()
     try:
         if needs_remote:
             env = None
@@ -476,9 +534,17 @@ def main(argv=None):
             notes.append("every configuration, local ones included, ran inside the client "
                          "namespace so process placement is the same")
 
-        anchors = run_anchors(link, suite.get("anchor_size_mib", 32))
-        ctx.update({"mpi": mpi, "bindir": bindir, "workdir": workdir, "server": server,
-                    "ns_prefix": ns_prefix, "timeout": suite["timeout"]})
+        timing["link_and_server_s"] = round(time.time() - t_setup, 1)
+        t0 = time.time()
+        if opts.no_anchors:
+            anchors = {"skipped": "--no-anchors given"}
+        else:
+            anchors = run_anchors(link, suite.get("anchor_size_mib", 32),
+                                  suite.get("full_anchor_args" if opts.full else "anchor_args", []))
+        timing["anchors_s"] = round(time.time() - t0, 1)
+        timeout = suite.get("full_timeout", suite["timeout"]) if opts.full else suite["timeout"]
+        ctx.update({"mpi": mpi, "bindir": bindir, "bindirs": bindirs, "workdir": workdir,
+                    "server": server, "ns_prefix": ns_prefix, "timeout": timeout})
 
         plan = []
         for e in experiments:
@@ -494,10 +560,13 @@ def main(argv=None):
         for name, s in cfg_status.items():
             if s["status"] != "runnable":
                 log(f"  {name}: skipped: {s['reason']}")
+            elif cfgmod.BY_NAME[name].mpi and cfgmod.BY_NAME[name].mpi != mpi:
+                log(f"  {name}: runs with {cfgmod.BY_NAME[name].mpi} (needs it; the rest uses {mpi})")
 
         done = 0
-        exp_out = []
+        timing["experiments_s"] = {}
         for e in experiments:
+            t_exp = time.time()
             args = e["full"] if opts.full else e["args"]
             results = []
             for ranks in (e["full_ranks"] if opts.full else e["ranks"]):
@@ -530,7 +599,9 @@ def main(argv=None):
                         log(f"{tag}: {mtxt} verify={s['verify']}"
                             + (f" file={r['filecheck']}" if "filecheck" in r else ""))
                     entry = {"config": name, "ranks": ranks,
-                             "status": "failed" if failure else "ok", "samples": samples}
+                             "status": "failed" if failure else "ok", "samples": samples,
+                             "mpi": (samples[0] if samples else failure.get("sample") or {}).get(
+                                 "mpi", cfg.mpi if cfg.mpi in bindirs else mpi)}
                     if failure:
                         entry["reason"] = failure["reason"]
                         entry["stderr"] = failure.get("stderr", "")
@@ -543,6 +614,7 @@ def main(argv=None):
             exp_out.append({"name": e["name"], "app": e["app"], "args": args, "metric": e["metric"],
                             "primary": primary(e), "results": results,
                             "ratios": compute_ratios(e, results)})
+            timing["experiments_s"][e["name"]] = round(time.time() - t_exp, 1)
     finally:
         if server:
             server.stop()
@@ -561,13 +633,17 @@ def main(argv=None):
         "host": {"cores": os.cpu_count(), "kernel": platform.release(),
                  "python": platform.python_version(),
                  "loadavg_1m_start": load_start, "loadavg_1m_end": round(os.getloadavg()[0], 2)},
-        "mpi": {"name": mpi, "why": mpi_why},
+        "mpi": {"name": mpi, "why": mpi_why, "also": extra,
+                "mpich_idle_yield": bool(mpich_preload(bindirs["mpich"]))
+                if "mpich" in bindirs else None},
+        "timing": timing,
         "rfs_build_dir": rfs_build_dir(),
         "link": {k: v for k, v in link.items() if k != "wan_env"},
         "wan_settings": link.get("wan_env"),
         "anchors": anchors, "configs": cfg_status, "experiments": exp_out,
         "failed_cells": failed, "notes": notes,
-        "selection": {"only": opts.only, "configs": opts.configs, "reps_override": opts.reps},
+        "selection": {"only": opts.only, "configs": opts.configs, "reps_override": opts.reps,
+                      "no_anchors": opts.no_anchors or None},
     }
     os.makedirs(opts.out, exist_ok=True)
     out_json = os.path.join(opts.out, f"{opts.suite}.json")

@@ -67,45 +67,70 @@ SUITES = {
     "standard": {
         "desc": "the seed papers' workloads at sizes that finish in about 10 minutes on the "
                 "2-core machine, over the emulated WAN when a remote configuration can run",
-        "reps": 3, "full_reps": 5, "timeout": 180,
+        # Budget (bench/README.md, "Time budget"): every run over the link is link-bound, so
+        # sizes are picked to move 2-16 MiB per run (a few times the link's 625 KB
+        # bandwidth-delay product, still past TCP slow start), 1, 2 and 4 ranks only for
+        # jacobi3d (rfs-abt Fig. 4's axis) and the smallest and largest rank count elsewhere.
+        # 3 repetitions: the median of 3 for every row; the spread of remote rows is ~1%.
+        "reps": 3, "full_reps": 5,
+        # A run over the link takes 1-12 s here: 90 s means it hung (the cell is marked failed
+        # and its remaining repetitions are skipped). --full moves up to ~1 GiB per run.
+        "timeout": 90, "full_timeout": 900,
         # The link the runner brings up when a remote configuration is runnable:
         # 100 Mbit/s each way, 25 ms one way (50 ms RTT), a long fat pipe in miniature.
         "wan": {"rate_mbit": 100, "delay_ms": 25},
-        "anchor_size_mib": 32,  # bench/anchors/run-all transfer size (its default 256 is too long)
+        # bench/anchors/run-all: 32 MiB transfers (its default 256 is too long), --quick: one
+        # measurement per tool, no repeats (see run-all's header); --full runs all of them.
+        "anchor_size_mib": 32, "anchor_args": ["--quick"], "full_anchor_args": [],
         "experiments": [
-            _exp("jacobi3d", "jacobi3d", ["--local", "48", "--iters", "10", "--every", "2"],
+            # 48^3 doubles (864 KiB) per rank per snapshot, 3 snapshots.
+            _exp("jacobi3d", "jacobi3d", ["--local", "48", "--iters", "6", "--every", "2"],
                  [1, 2, 4], "write_bw_MBps", ALL_CONFIGS,
                  full=["--nx", "128", "--ny", "128", "--nz", "256", "--iters", "10", "--every", "2"]),
             # The same with computation long enough to hide a snapshot's transfer (rfs-abt's
-            # "long" phases): 200 sweeps per iteration. Its X/PEAK total-time ratio is the
-            # computation slowdown that background I/O causes.
-            _exp("jacobi3d-long", "jacobi3d", ["--local", "48", "--iters", "10", "--every", "2",
-                                               "--compute-scale", "200"], [1, 2, 4],
+            # "long" phases): 1000 sweeps per iteration, ~0.25 s of computation between
+            # snapshots per rank, against ~0.2 s to send one rank's snapshot. Its X/PEAK
+            # total-time ratio is the computation slowdown that I/O causes. 1 and 2 ranks: at 4
+            # the 2 cores are time-sliced and PEAK itself is mostly waiting (bench/run abt
+            # measures overlap properly, with wall-clock phases calibrated against the link).
+            _exp("jacobi3d-long", "jacobi3d", ["--local", "48", "--iters", "6", "--every", "2",
+                                               "--compute-scale", "1000"], [1, 2],
                  "write_bw_MBps", ["PEAK", "TESTFS", "LOCAL", "RFS", "RFS+ABT"],
                  full=["--nx", "128", "--ny", "128", "--nz", "256", "--iters", "10", "--every", "2",
-                       "--compute-scale", "20"]),
-            _exp("romio_perf", "romio_perf", ["--size", "4M"], [1, 2, 4], "write_bw_MBps",
-                 ALL_CONFIGS, full=["--size", "32M"]),
-            _exp("laplace2d", "laplace2d", ["--n", "1024", "--iters", "40", "--every", "10"],
-                 [1, 2, 4], "total", ALL_CONFIGS,
-                 full=["--n", "3001", "--iters", "100", "--every", "25"]),
-            _exp("blast", "blast", ["--queries", "64", "--compute", "2"], [2, 4], "total",
+                       "--compute-scale", "20"], full_ranks=[1, 2, 4]),
+            _exp("romio_perf", "romio_perf", ["--size", "2M"], [1, 4], "write_bw_MBps",
+                 ALL_CONFIGS, full=["--size", "32M"], full_ranks=[1, 2, 4]),
+            # 2 MiB per checkpoint, 4 checkpoints.
+            _exp("laplace2d", "laplace2d", ["--n", "512", "--iters", "40", "--every", "10"],
+                 [1, 4], "total", ALL_CONFIGS,
+                 full=["--n", "3001", "--iters", "100", "--every", "25"], full_ranks=[1, 2, 4]),
+            # 32 records of 50 KiB, each appended by one MPI_File_write (one round trip each).
+            _exp("blast", "blast", ["--queries", "32", "--compute", "2"], [2, 4], "total",
                  ALL_CONFIGS, full=["--queries", "600", "--compute", "4"]),
-            _exp("synthetic", "synthetic", ["--only", "small,large,strided", "--large-max", "16M",
-                                            "--strided-total", "4M"], [1], "cases", ALL_CONFIGS,
+            # small: 1 B-1 MiB in powers of 4, 2 calls per size (each call is one round trip:
+            # more calls repeat the same 50 ms); large 1-4 MiB; strided 1 MiB in 1-64 regions.
+            _exp("synthetic", "synthetic", ["--only", "small,large,strided", "--max-calls", "2",
+                                            "--large-max", "4M", "--strided-total", "1M"], [1],
+                 "cases", ALL_CONFIGS,
                  full=["--only", "small,large,strided", "--large-max", "64M",
                        "--strided-total", "16M"]),
-            _exp("tile", "synthetic", ["--only", "tile", "--tile", "1024"], [2, 4], "cases",
+            # a 512 x 512 array of doubles (2 MiB), collective and independent tiles.
+            _exp("tile", "synthetic", ["--only", "tile", "--tile", "512"], [2, 4], "cases",
                  ALL_CONFIGS, full=["--only", "tile", "--tile", "4096"]),
-            _exp("btio", "btio", ["--n", "48", "--dumps", "5", "--compute", "5"], [1, 2, 4],
-                 "write_bw_MBps", ALL_CONFIGS, full=["--n", "102", "--dumps", "10", "--compute", "20"]),
-            _exp("flashio", "flashio", ["--blocks", "20", "--nxb", "8", "--vars", "12",
-                                        "--checkpoints", "2", "--compute", "5"], [1, 2, 4],
+            # 40^3 points x 5 doubles = 2.6 MB per dump, 3 dumps.
+            _exp("btio", "btio", ["--n", "40", "--dumps", "3", "--compute", "5"], [1, 4],
+                 "write_bw_MBps", ALL_CONFIGS, full=["--n", "102", "--dumps", "10", "--compute", "20"],
+                 full_ranks=[1, 2, 4]),
+            # one checkpoint of 8 variables (8 collective writes).
+            _exp("flashio", "flashio", ["--blocks", "20", "--nxb", "8", "--vars", "8",
+                                        "--checkpoints", "1", "--compute", "5"], [1, 4],
                  "write_bw_MBps", ALL_CONFIGS,
-                 full=["--blocks", "80", "--nxb", "16", "--vars", "24", "--checkpoints", "1"]),
-            _exp("s3dio", "s3dio", ["--local", "16", "--checkpoints", "3", "--compute", "5"],
-                 [1, 2, 4], "write_bw_MBps", ALL_CONFIGS,
-                 full=["--local", "50", "--checkpoints", "10", "--compute", "20"]),
+                 full=["--blocks", "80", "--nxb", "16", "--vars", "24", "--checkpoints", "1"],
+                 full_ranks=[1, 2, 4]),
+            _exp("s3dio", "s3dio", ["--local", "16", "--checkpoints", "2", "--compute", "5"],
+                 [1, 4], "write_bw_MBps", ALL_CONFIGS,
+                 full=["--local", "50", "--checkpoints", "10", "--compute", "20"],
+                 full_ranks=[1, 2, 4]),
         ],
     },
 }
