@@ -36,6 +36,10 @@ typedef struct rfs_abt_config {
  * application will want; foreground staging covers bigger outputs). */
 #define RFS_ABT_DEFAULT_MEM_SHARE 0.25
 #define RFS_ABT_DEFAULT_MEM_MAX (256ull << 20)
+/* Buffers touched in the background when the engine starts, so the first output phase does
+ * not pay first-touch page faults: the whole cap when rfs_abt_max_memory is given, else at
+ * most this much (docs/abt.md "Buffers and the queue"). */
+#define RFS_ABT_DEFAULT_PREFAULT (32ull << 20)
 
 void rfs_abt_config_default(rfs_abt_config *c);
 
@@ -60,6 +64,11 @@ typedef struct rfs_abt_stats {
     double interval_s;             /* learned I */
     uint64_t output_bytes;         /* learned N */
     uint64_t phases;               /* output phases seen */
+    double enqueue_s;              /* application-thread time inside ABT's write calls (copy
+                                    * into buffers, foreground staging): ABT's visible cost */
+    double thread_cpu_s;           /* CPU time of ABT's own threads (senders, stager, pool
+                                    * filler), summed when they exit at rfs_abt_finalize */
+    uint64_t bytes_prefaulted;     /* buffer memory touched in the background before use */
 } rfs_abt_stats;
 void rfs_abt_get_stats(rfs_abt_stats *s);
 

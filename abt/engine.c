@@ -28,6 +28,10 @@ abt_engine rfs_abt_engine = {
 #define CHUNK_MAX_EXT 65536u
 /* Bx is re-estimated once this much time passed between completions (see note_bandwidth). */
 #define BX_WINDOW_S 0.25
+/* Senders start a chunk only once the application has been out of ABT's write calls for
+ * SEND_QUIET_S, or the chunk has waited SEND_DEFER_MAX_S (see sendable()). */
+#define SEND_QUIET_S 0.0005
+#define SEND_DEFER_MAX_S 0.02
 
 /* Bx window (see note_bandwidth): opened at a completion, -1 while none is open. */
 static double win_start = -1, win_bytes;
@@ -91,7 +95,12 @@ static void *pool_get(void)
 {
     if (E.used_bufs >= E.cap_bufs)
         return NULL;
-    void *b = E.n_free ? E.free_bufs[--E.n_free] : malloc(E.buf_size);
+    void *b = NULL;
+    if (E.n_free) {
+        b = E.free_bufs[--E.n_free];
+    } else if ((b = malloc(E.buf_size)) != NULL) {
+        E.n_alloc++;
+    }
     if (!b)
         return NULL;
     E.used_bufs++;
@@ -112,7 +121,41 @@ static void pool_release_all(void)
         free(E.free_bufs[i]);
     free(E.free_bufs);
     E.free_bufs = NULL;
-    E.n_free = E.used_bufs = 0;
+    E.n_free = E.used_bufs = E.n_alloc = 0;
+}
+
+/* Allocates and touches buffers up to prefault_bufs while the application computes, so its
+ * first output phase copies into memory that is already mapped. Called by the stager with mu
+ * held; drops it while touching. A buffer the pool no longer has room for is freed. */
+static void pool_prefault(void)
+{
+    while (!E.stop && E.n_alloc < E.prefault_bufs && E.n_alloc < E.cap_bufs) {
+        E.n_alloc++;
+        pthread_mutex_unlock(&E.mu);
+        void *b = malloc(E.buf_size);
+        if (b)
+            memset(b, 0, E.buf_size);
+        pthread_mutex_lock(&E.mu);
+        if (!b) {
+            E.n_alloc--;
+            return;
+        }
+        if (E.n_free + E.used_bufs >= E.cap_bufs) {
+            free(b);
+            E.n_alloc--;
+            return;
+        }
+        E.free_bufs[E.n_free++] = b;
+        E.stats.bytes_prefaulted += E.buf_size;
+    }
+}
+
+/* Adds the calling thread's CPU time to the statistics (mu held), when it exits. */
+static void account_thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        E.stats.thread_cpu_s += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- journal (opened on first staging) ---- */
@@ -220,6 +263,15 @@ static void range_of(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi
         *lo = *hi = 0;
 }
 
+/* Buffers are queued without waking the senders (the write call wakes them once when it
+ * returns, see sendable()), except when the oldest chunk has waited longer than senders defer
+ * to a write: a long write call (many buffers, foreground staging) then streams. mu held. */
+static void wake_if_overdue(void)
+{
+    if (E.head && rfs_abt_now() - E.head->born >= SEND_DEFER_MAX_S)
+        pthread_cond_broadcast(&E.work);
+}
+
 /* Queues one piece of at most buf_size bytes. */
 static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t *data, uint64_t len)
 {
@@ -238,7 +290,7 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
             memcpy(c->buf + at, data, len);
             pthread_mutex_lock(&E.mu);
             c->busy--;
-            pthread_cond_broadcast(&E.work);
+            wake_if_overdue();
             pthread_mutex_unlock(&E.mu);
             return RFS_OK;
         }
@@ -251,6 +303,7 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
     }
     c->f = f;
     c->seq = E.next_seq++;
+    c->born = rfs_abt_now();
     c->len = len;
     c->busy = 1;
     c->buf = pool_get();
@@ -283,15 +336,17 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
     else
         E.stats.bytes_buffered += len;
     c->busy--;
-    pthread_cond_broadcast(&E.work);
+    wake_if_overdue();
     pthread_mutex_unlock(&E.mu);
     return RFS_OK;
 }
 
 int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *data, uint64_t len)
 {
+    double t_enter = rfs_abt_now();
     pthread_mutex_lock(&E.mu);
-    rfs_abt_phases_write(&E.phases, rfs_abt_now(), len);
+    rfs_abt_phases_write(&E.phases, t_enter, len);
+    E.writing++;
     pthread_mutex_unlock(&E.mu);
 
     /* Cut the write into pieces of at most one buffer, each with the extents it covers. */
@@ -337,6 +392,14 @@ int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *da
     }
     if (pext != stackbuf)
         free(pext);
+    double t_leave = rfs_abt_now();
+    pthread_mutex_lock(&E.mu);
+    E.stats.enqueue_s += t_leave - t_enter;
+    E.writing--;
+    E.last_write_end = t_leave;
+    /* One wake-up per write call, not per buffer: the senders wait for the write to end. */
+    pthread_cond_broadcast(&E.work);
+    pthread_mutex_unlock(&E.mu);
     return rc;
 }
 
@@ -501,6 +564,38 @@ static void note_bandwidth(uint64_t bytes, double now)
     }
 }
 
+/* Senders yield to the application: while it is copying a write into the buffers, a sender
+ * sending (copying into the socket, running the TCP stack) would take the CPU and memory
+ * bandwidth that write is waiting for, on a node whose cores all compute. A chunk is started
+ * once no write call has been in ABT for SEND_QUIET_S -- the link loses well under a
+ * millisecond per output phase -- or once it has waited SEND_DEFER_MAX_S, so a program that
+ * writes without pause still streams. Returns 1, or 0 and the time to look again. */
+static int sendable(const abt_chunk *c, double now, double *retry)
+{
+    if (E.stop)
+        return 1;
+    double quiet_at = E.writing ? now + SEND_DEFER_MAX_S : E.last_write_end + SEND_QUIET_S;
+    double due = c->born + SEND_DEFER_MAX_S;
+    if (now >= quiet_at || now >= due)
+        return 1;
+    *retry = quiet_at < due ? quiet_at : due;
+    return 0;
+}
+
+/* Waits on E.work until woken or until the monotonic time `until` (mu held). */
+static void wait_work_until(double until)
+{
+    double left = until - rfs_abt_now();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9) + 1000;
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(&E.work, &E.mu, &ts);
+}
+
 static void *sender_main(void *arg)
 {
     (void)arg;
@@ -514,6 +609,11 @@ static void *sender_main(void *arg)
             pthread_cond_wait(&E.work, &E.mu);
             continue;
         }
+        double retry;
+        if (!sendable(c, rfs_abt_now(), &retry)) {
+            wait_work_until(retry);
+            continue;
+        }
         c->inflight = 1;
         c->sealed = 1;
         if (E.n_inflight++ == 0)
@@ -525,6 +625,7 @@ static void *sender_main(void *arg)
         E.n_inflight--;
         finish_chunk(c, rc, msg);
     }
+    account_thread_cpu();
     pthread_mutex_unlock(&E.mu);
     return NULL;
 }
@@ -596,7 +697,14 @@ static void *stager_main(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&E.mu);
+    pool_prefault();
     while (!E.stop) {
+        if (!E.head) {
+            /* Nothing buffered, nothing to stage: sleep until a write queues a chunk (no
+             * 10 ms polling that would preempt the computation for nothing). */
+            pthread_cond_wait(&E.work, &E.mu);
+            continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10 * 1000000L;
@@ -608,6 +716,7 @@ static void *stager_main(void *arg)
         if (!E.stop && E.bg_staging)
             stage_one_step(rfs_abt_now());
     }
+    account_thread_cpu();
     pthread_mutex_unlock(&E.mu);
     return NULL;
 }
@@ -637,6 +746,9 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
         pthread_mutex_unlock(&E.mu);
         return rfs_fail(RFS_E_NOMEM, "ABT: out of memory");
     }
+    /* A cap the user gave is memory meant for ABT: touch all of it up front. */
+    uint64_t prefault = c->max_memory ? cap : RFS_ABT_DEFAULT_PREFAULT;
+    E.prefault_bufs = prefault / E.buf_size;
     resolve_staging_dir(c->staging_dir, E.staging_dir, sizeof E.staging_dir);
     E.n_threads = c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
     E.bg_staging = c->background_staging;

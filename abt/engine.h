@@ -17,6 +17,7 @@ typedef struct abt_chunk {
     struct abt_chunk *prev, *next;
     abt_file *f;
     uint64_t seq;
+    double born;             /* when it was queued: senders defer it at most SEND_DEFER_MAX_S */
     rfs_extent *ext;
     uint32_t n_ext, cap_ext;
     uint64_t lo, hi;         /* bounding file range of the extents */
@@ -52,10 +53,15 @@ typedef struct abt_engine {
     uint64_t next_seq;
     abt_file *open_files;    /* files not yet closed below (including deferred closes) */
 
-    /* Buffer pool: equal-sized buffers allocated on demand; freed ones are kept for reuse. */
+    /* Buffer pool: equal-sized buffers allocated on demand; freed ones are kept for reuse
+     * until finalize (memory given back to the kernel costs page faults to take again, and on
+     * a VM with free page reporting a host fault per page). The stager thread touches the
+     * first prefault_bufs buffers in the background when the engine starts. */
     uint64_t buf_size, cap_bufs, used_bufs;
     void **free_bufs;
     uint64_t n_free;
+    uint64_t n_alloc;        /* buffers allocated (in use + free + being prefaulted) */
+    uint64_t prefault_bufs;
 
     char staging_dir[4096];
     rfs_journal *journal;
@@ -72,6 +78,9 @@ typedef struct abt_engine {
 
     /* Bandwidth estimates (bytes/s): Bx over time with at least one send in flight. */
     int n_inflight;
+    /* Senders yield to the application's writes (see sendable() in engine.c). */
+    int writing;             /* application threads inside rfs_abt_enqueue */
+    double last_write_end;   /* when the last of them returned */
     double busy_mark;
     double bx, bw;
 

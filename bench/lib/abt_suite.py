@@ -60,6 +60,38 @@ def _jacobi_args(jac, phase_s=None, single=False):
     return a + (["--phase-seconds", f"{phase_s:.3f}"] if phase_s else ["--compute-scale", "1"])
 
 
+# Repetitions per rank count (interleaved; --reps or --full override): the 1-rank cells take
+# seconds, so they get enough repetitions for a median and a spread of the slowdown; the
+# larger ones fewer, to keep the suite near 15 minutes.
+REPS_BY_RANKS = {1: 7, 2: 3, 4: 2}
+
+
+def _cpu_layout():
+    """(cpus for the network side, cpus for the application) or None: on a cluster the
+    emulator, the server and the TCP stack of the far end are other machines, so they get CPU 0
+    and the computing ranks (with ABT's threads, as on a node whose cores all compute) the rest.
+    RFS_BENCH_ABT_PIN=off disables it."""
+    n = os.cpu_count() or 1
+    if n < 2 or os.environ.get("RFS_BENCH_ABT_PIN", "").lower() in ("off", "0", "no"):
+        return None
+    return [0], list(range(1, n))
+
+
+def _pin_pid(pid, cpus, saved):
+    """Pins every thread of pid to cpus; remembers the old masks in saved (for restore)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            saved.setdefault(tid, os.sched_getaffinity(tid))
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            pass
+    return len(tids)
+
+
 def _med(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -69,6 +101,9 @@ class AbtRun:
     def __init__(self, opts, suite):
         self.opts, self.suite = opts, suite
         self.reps = opts.reps or (suite["full_reps"] if opts.full else suite["reps"])
+        # Per rank count (see REPS_BY_RANKS); an explicit --reps or --full applies to all.
+        self.reps_by_ranks = ({} if (opts.reps or opts.full) else
+                              {n: max(r, 1) for n, r in REPS_BY_RANKS.items()})
         self.jac = suite["full_jacobi"] if opts.full else suite["jacobi"]
         self.ranks = suite["full_ranks"] if opts.full else suite["ranks"]
         self.buf = None  # ABT buffer size hint, set in main()
@@ -209,6 +244,7 @@ class AbtRun:
         self.link = {"mode": "none", "reason": "no remote configuration is runnable"}
         self.ctx = {}
         wan_ours, server, notes = False, None, []
+        saved_affinity, env = {}, None
         cells_out, calib = {}, {}
         try:
             remote = any(s["status"] == "runnable" and s["target"] == "rfs"
@@ -243,6 +279,25 @@ class AbtRun:
                 server = runner.RfsServer(srv_prefix, listen, self.workdir)
                 log(f"rfsd serving {server.root} at {server.host}:{server.port} "
                     f"({self.link['mode']})")
+            layout = _cpu_layout()
+            if layout:
+                net, app = layout
+                pinned = {}
+                if server:
+                    pinned["rfsd"] = _pin_pid(server.proc.pid, set(net), saved_affinity)
+                dpid = (env or {}).get("RFS_WAN_DELAYD_PID") if remote else None
+                if dpid and dpid.isdigit():
+                    pinned["delayd"] = _pin_pid(int(dpid), set(net), saved_affinity)
+                # mpiexec must not re-bind the ranks inside the CPUs it is given.
+                os.environ["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+                ns_prefix = ns_prefix + ["taskset", "-c", ",".join(map(str, app))]
+                self.pinning = {"network_cpus": net, "app_cpus": app, "threads_pinned": pinned,
+                                "how": "rfsd and delayd threads pinned with sched_setaffinity; "
+                                       "every run under `taskset -c` with Open MPI binding off"}
+                log(f"CPUs: network side (rfsd, delayd) {net}, application {app}")
+            else:
+                self.pinning = {"network_cpus": None, "app_cpus": None,
+                                "how": "not pinned (one CPU, or RFS_BENCH_ABT_PIN=off)"}
             self.ctx.update({"mpi": self.mpi, "bindir": bindir, "workdir": self.workdir,
                              "server": server, "ns_prefix": ns_prefix,
                              "timeout": suite["timeout"]})
@@ -254,13 +309,14 @@ class AbtRun:
                 self.cal[n] = calib[n] = self.calibrate(n)
             plan = self.plan()
             runnable = [p for p in plan if self.status[p[2]]["status"] == "runnable"]
-            log(f"suite abt: {len(runnable)} cells x {self.reps} reps, MPI {self.mpi}, "
+            total = sum(self.reps_for(p[3]) for p in runnable)
+            log(f"suite abt: {len(runnable)} cells, {total} runs (reps by ranks "
+                f"{ {n: self.reps_for(n) for n in self.ranks} }), MPI {self.mpi}, "
                 f"link {self.link['mode']}, buffer {self.buf}, {_size(self.snap_rank)} per rank "
                 f"per snapshot, {self.n_snap} snapshots")
             for name, s in self.status.items():
                 if s["status"] != "runnable":
                     log(f"  {name}: skipped: {s['reason']}")
-            total = len(runnable) * self.reps
             done = 0
             for p in plan:
                 key = (p[0], p[2], p[3])
@@ -268,10 +324,10 @@ class AbtRun:
                                   "samples": [], "abt": []}
                 if self.status[p[2]]["status"] != "runnable":
                     cells_out[key].update(status="skipped", reason=self.status[p[2]]["reason"])
-            for rep in range(self.reps):
+            for rep in range(max(self.reps_for(p[3]) for p in plan) if plan else 0):
                 for exp_name, app, cname, ranks, argfn in plan:
                     cell = cells_out[(exp_name, cname, ranks)]
-                    if cell.get("status") in ("skipped", "failed"):
+                    if cell.get("status") in ("skipped", "failed") or rep >= self.reps_for(ranks):
                         continue
                     done += 1
                     args = argfn()
@@ -286,6 +342,7 @@ class AbtRun:
                                     cmd=" ".join(r.get("cmd", [])))
                         continue
                     s = r["sample"]
+                    s["rep"] = rep  # samples of one repetition ran minutes apart at most: pairs
                     cell["samples"].append(s)
                     cell["abt"].append(r["abt"])
                     cell["hints"] = r["hints"]
@@ -301,6 +358,11 @@ class AbtRun:
                         f"phase={t.get('compute', 0) + t.get('comm', 0):.2f}s "
                         f"total={t['total'] - t.get('verify', 0):.2f}s verify={s['verify']}{extra}")
         finally:
+            for tid, mask in saved_affinity.items():  # delayd may outlive the suite
+                try:
+                    os.sched_setaffinity(tid, mask)
+                except OSError:
+                    pass
             if server:
                 server.stop()
             if wan_ours:
@@ -316,6 +378,8 @@ class AbtRun:
                 cell["summary"] = summarize(cell)
         doc = {
             "suite": "abt", "kind": "abt", "full": opts.full, "reps": self.reps,
+            "reps_by_ranks": {str(n): self.reps_for(n) for n in self.ranks},
+            "pinning": getattr(self, "pinning", None),
             "started": datetime.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "duration_s": round(time.time() - started, 1),
             "host": {"cores": os.cpu_count(), "kernel": platform.release(),
@@ -353,6 +417,9 @@ class AbtRun:
         log(f"bench: {ok} passed, {doc['failed_cells']} failed, "
             f"{sum(1 for c in doc['cells'] if c['status'] == 'skipped')} skipped")
         return 1 if doc["failed_cells"] else 0
+
+    def reps_for(self, ranks):
+        return self.reps_by_ranks.get(ranks, self.reps)
 
     def measure_link(self):
         """Raw TCP rate of the link (iperf3, 1 stream, 5 s), for the record."""
@@ -412,7 +479,19 @@ def summarize(cell):
             "interval_s": agg("interval_s", max),
             "output_bytes": agg("output_bytes", max),
             "phases": agg("phases", max),
+            # ABT's own costs: the application thread's time inside ABT's write calls (its
+            # visible part: copying into buffers, foreground staging), max over ranks, and the
+            # CPU time of its background threads, summed over ranks.
+            "enqueue_s": agg("enqueue_s", max),
+            "thread_cpu_s": agg("thread_cpu_s"),
         }
+        # Paired per repetition: that rank-summed thread CPU over the ranks' computation time.
+        shares = [sum(x.get("thread_cpu_s", 0) for x in st) /
+                  (len(st) * (t(s, "compute") + t(s, "comm")))
+                  for st, s in zip(cell["abt"], samples) if st and t(s, "compute") + t(s, "comm") > 0]
+        if shares:
+            out["abt"]["thread_cpu_share"] = {"median": statistics.median(shares),
+                                              "min": min(shares), "max": max(shares)}
     return out
 
 

@@ -181,6 +181,39 @@ static void test_tiny_cap_forces_foreground_staging(void **state)
     free(buf), free(fk->data), free(fk);
 }
 
+/* With an explicit cap the pool is allocated and touched in the background before the first
+ * write; ABT's own costs (time in write calls, its threads' CPU) are counted. */
+static void test_pool_prefaulted_and_costs_counted(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(4u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/p", &c, &io), RFS_OK);
+    rfs_abt_stats st;
+    for (int i = 0; i < 5000; i++) { /* bounded: 5 s at most */
+        rfs_abt_get_stats(&st);
+        if (st.bytes_prefaulted == (4u << 20))
+            break;
+        usleep(1000);
+    }
+    assert_int_equal(st.bytes_prefaulted, 4u << 20);
+    size_t n = 4u << 20;
+    uint8_t *buf = malloc(n);
+    fill(buf, n, 9);
+    assert_int_equal(io->ops->pwrite(io, buf, n, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_memory_equal(fk->data, buf, n);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    rfs_abt_get_stats(&st);
+    assert_int_equal(st.bytes_prefaulted, 4u << 20); /* never more than the cap */
+    assert_int_equal(st.memory_peak, 4u << 20);
+    assert_int_equal(st.bytes_sent, n);
+    assert_true(st.enqueue_s > 0);
+    assert_true(st.thread_cpu_s > 0);
+    free(buf), free(fk->data), free(fk);
+}
+
 /* A background failure is reported at the next sync, and the data is kept in the journal. */
 static void test_error_reported_at_sync_and_kept(void **state)
 {
@@ -329,6 +362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overlapping_writes_keep_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_sees_buffered_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiny_cap_forces_foreground_staging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_prefaulted_and_costs_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_reported_at_sync_and_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close, setup, teardown),
