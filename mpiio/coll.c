@@ -11,10 +11,13 @@
  *     writes of the data); an aggregator sorts and merges them and issues ONE list I/O for the
  *     bytes present. Holes are never read and written back: that read-modify-write would cross
  *     the network, so list I/O replaces ROMIO's data sieving here.
+ *     Writes of several rounds are pipelined (wpipe.c): up to rfs_cb_pipeline rounds' list
+ *     writes are in flight while the next round is exchanged.
  *  4. Reads: the aggregator reads the union of requested runs and sends each rank its bytes; the
  *     end of file seen by any aggregator is agreed, so every rank's count stops there.
  * Errors anywhere are agreed at the end so all ranks return the same outcome. */
 #include "mpiio/aggr.h"
+#include "mpiio/wpipe.h"
 
 #include "common/log.h"
 
@@ -74,6 +77,7 @@ typedef struct tp {
     char *data;                   /* my stream bytes */
     size_t *cursor;               /* per aggregator: first run not yet done */
     int64_t eof;                  /* first missing file byte seen by this aggregator */
+    mp_wpipe *pipe;               /* writes with several rounds: pipelined list writes */
     int err;                      /* first local error code */
 } tp;
 
@@ -184,6 +188,11 @@ static int aggregate_io(tp *t, piece *pcs, size_t np, char **rbuf)
         ext[ne++] = (rfs_extent){ (uint64_t)s, (uint64_t)(e - s) };
         pcs[i].data = buf + used;
         used += e - s;
+    }
+    if (t->is_write && t->pipe) {
+        /* The pipe owns ext and buf now; a failure is reported by mp_wpipe_finish. */
+        (void)mp_wpipe_submit(t->pipe, ext, ne, buf);
+        return MPI_SUCCESS;
     }
     size_t done = 0;
     int rc = mp_listio(f, t->is_write, ext, ne, buf, &done);
@@ -386,6 +395,18 @@ static int interleaved(const int64_t *se, int P)
     return inter;
 }
 
+/* Two-phase write rounds in flight. Automatic: enough rounds to have about 32 MiB on the way
+ * (a round trip's worth of data on a fast long link), at least 2 (so a round boundary never
+ * leaves the link idle for a round trip) and at most MP_WPIPE_MAX_DEPTH; the aggregator holds
+ * that many round buffers, so with the default 16 MiB cb_buffer_size it is 2. */
+static int pipeline_depth(const mp_hints *h)
+{
+    if (h->cb_pipeline > 0)
+        return h->cb_pipeline;
+    int64_t want = ((int64_t)32 << 20) / (h->cb_buffer_size > 0 ? h->cb_buffer_size : 1);
+    return want < 2 ? 2 : want > MP_WPIPE_MAX_DEPTH ? MP_WPIPE_MAX_DEPTH : (int)want;
+}
+
 int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Status *st, int64_t *got)
 {
@@ -483,10 +504,22 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             t.runpos[i] = acc;
             acc += (int64_t)runs[i].length;
         }
+        /* An aggregator writing several rounds keeps up to rfs_cb_pipeline of them in flight
+         * while it exchanges the next (wpipe.c); the call still returns only once every
+         * write's reply is in. */
+        int depth = pipeline_depth(&f->hints);
+        if (is_write && t.my_aggr >= 0 && t.rounds > 1 && depth > 1)
+            t.pipe = mp_wpipe_start(f, depth);
         for (int64_t r = 0; r < t.rounds; r++) {
             int e = round_io(&t, r);
             if (e != MPI_SUCCESS && code == MPI_SUCCESS)
                 code = e;
+        }
+        if (t.pipe) {
+            char msg[1024] = "";
+            int e = mp_wpipe_finish(t.pipe, msg, sizeof msg);
+            if (e != RFS_OK && code == MPI_SUCCESS)
+                code = mp_io_error(f, e, "collective write", msg);
         }
         int64_t eof = t.eof;
         if (!is_write)

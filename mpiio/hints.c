@@ -25,6 +25,7 @@ void mp_hints_default(mp_hints *h)
     h->connect_timeout_ms = 10000;
     h->io_timeout_ms = 120000;
     h->max_extents = 16384;
+    h->cb_pipeline = 0;  /* automatic: see pipeline_depth in coll.c */
     h->lock_wait_ms = 30000;
     h->file_perm = 0644;
     h->abt = MP_DISABLE;  /* opt-in: docs/abt.md "Default" says why */
@@ -135,6 +136,14 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 65536, 10, &x))
             return 0;
         h->max_extents = (int)x;
+    } else if (!strcmp(key, "rfs_cb_pipeline")) {
+        if (!strcmp(v, "automatic")) {
+            h->cb_pipeline = 0;
+            return 1;
+        }
+        if (!parse_long(v, 1, 4, 10, &x))
+            return 0;
+        h->cb_pipeline = (int)x;
     } else if (!strcmp(key, "rfs_lock_wait_ms")) {
         if (!parse_long(v, 0, 30000, 10, &x))
             return 0;
@@ -244,6 +253,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_max_extents", h->max_extents);
+    if (h->cb_pipeline)
+        SETI("rfs_cb_pipeline", h->cb_pipeline);
+    else
+        MPI_Info_set(info, "rfs_cb_pipeline", "automatic");
     SETI("rfs_lock_wait_ms", h->lock_wait_ms);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);

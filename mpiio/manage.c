@@ -45,7 +45,10 @@ int MPI_File_set_size(MPI_File fh, MPI_Offset size)
     mp_file *f = mp_file_of(fh);
     if (!f)
         return MP_REAL(PMPI_File_set_size)(fh, size);
-    return size_op(f, size, 0);
+    MP_TRACE_BEGIN("MPI_File_set_size");
+    int rc = size_op(f, size, 0);
+    MP_TRACE_END("MPI_File_set_size");
+    return rc;
 }
 MP_ALIAS(MPI_File_set_size, (MPI_File fh, MPI_Offset size))
 
@@ -150,6 +153,7 @@ int MPI_File_sync(MPI_File fh)
     mp_file *f = mp_file_of(fh);
     if (!f)
         return MP_REAL(PMPI_File_sync)(fh);
+    MP_TRACE_BEGIN("MPI_File_sync");
     /* Readers sync too (sync-barrier-sync): layers below drop what they cached. */
     int code = MPI_SUCCESS;
     mp_nb_drain(f);
@@ -159,7 +163,9 @@ int MPI_File_sync(MPI_File fh)
             code = mp_io_error(f, rc, "sync", rfs_last_error());
     }
     /* Collective: after it, every rank's data is on the server's disk. */
-    return mp_raise(f, mp_agree_error(f, f->comm, code));
+    code = mp_raise(f, mp_agree_error(f, f->comm, code));
+    MP_TRACE_END("MPI_File_sync");
+    return code;
 }
 MP_ALIAS(MPI_File_sync, (MPI_File fh))
 

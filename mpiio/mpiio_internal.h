@@ -40,6 +40,21 @@ void *mp_real_lookup(const char *name);
 /* Buffer parameters MPI declares without const (reads). */
 #define MP_NOCONST
 
+/* ---- call marks for RFS_TRACE=1 (trace.c): where each MPI_File call on an rfs file begins and
+ * ends, next to the client's per-request trace lines ---- */
+int mp_trace_enabled(void);
+void mp_trace_mark(const char *call, int begin);
+#define MP_TRACE_BEGIN(call)             \
+    do {                                 \
+        if (mp_trace_enabled())          \
+            mp_trace_mark((call), 1);    \
+    } while (0)
+#define MP_TRACE_END(call)               \
+    do {                                 \
+        if (mp_trace_enabled())          \
+            mp_trace_mark((call), 0);    \
+    } while (0)
+
 /* Blocking data-access entry points: `impl` serves rfs files, anything else goes to the MPI
  * library. The explicit-offset form (MP_AT_ENTRY) and the file-pointer form (MP_PTR_ENTRY),
  * for reads (rw 0) and writes (rw 1), with int or MPI_Count counts. */
@@ -50,7 +65,10 @@ void *mp_real_lookup(const char *name);
         mp_file *f = mp_file_of(fh);                                                             \
         if (!f)                                                                                  \
             return MP_REAL(P##name)(fh, off, buf, count, type, st);                              \
-        return impl(f, rw, off, (void *)buf, (MPI_Count)count, type, st);                        \
+        MP_TRACE_BEGIN(#name);                                                                   \
+        int rc_ = impl(f, rw, off, (void *)buf, (MPI_Count)count, type, st);                     \
+        MP_TRACE_END(#name);                                                                     \
+        return rc_;                                                                              \
     }                                                                                            \
     MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
                     MPI_Status *st))
@@ -61,7 +79,10 @@ void *mp_real_lookup(const char *name);
         mp_file *f = mp_file_of(fh);                                                              \
         if (!f)                                                                                   \
             return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        return impl(f, rw, (void *)buf, (MPI_Count)count, type, st);                              \
+        MP_TRACE_BEGIN(#name);                                                                    \
+        int rc_ = impl(f, rw, (void *)buf, (MPI_Count)count, type, st);                           \
+        MP_TRACE_END(#name);                                                                      \
+        return rc_;                                                                               \
     }                                                                                             \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
 
@@ -90,6 +111,8 @@ typedef struct mp_hints {
     int connect_timeout_ms;   /* rfs_connect_timeout_ms */
     int io_timeout_ms;        /* rfs_io_timeout_ms */
     int max_extents;          /* rfs_max_extents: runs per list I/O request */
+    int cb_pipeline;          /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
+                               * 0: automatic, see coll.c) */
     int lock_wait_ms;         /* rfs_lock_wait_ms: atomic-mode lock wait */
     unsigned file_perm;       /* rfs_file_perm (octal) for created files */
     /* Active buffering with threads (abt/, docs/abt.md) and deferred operations. */
@@ -141,7 +164,12 @@ typedef struct mp_file {
     int amode;
     mp_hints hints;
     int atomic;
-    uint32_t shared_key;      /* server counter key of the shared file pointer */
+    /* Shared file pointer (shared.c): base + the server counter `shared_key`, in etypes. */
+    uint32_t shared_key;      /* current server counter key; a fresh key's counter is 0 */
+    uint32_t shared_key0;     /* the key drawn at open; later keys derive from it */
+    int shared_keys_used;     /* fresh keys taken since open (bounded: the server keeps them) */
+    int64_t shared_base;      /* pointer value where the counter reads 0 (MPI_MODE_APPEND) */
+    int shared_dirty;         /* this rank changed the counter since it was last known 0 */
     pthread_mutex_t mu;       /* guards view refs/sent, server_views, pending */
     mp_view *view;
     uint32_t next_view_id;
@@ -242,8 +270,15 @@ int mp_agree_error(mp_file *f, MPI_Comm comm, int code);
 int mp_split_end(mp_file *f, MPI_Status *st);
 
 /* ---- shared file pointer (shared.c) ---- */
+/* Atomic fetch-and-add on the shared pointer; *old gets the value before (etypes). */
 int mp_shared_fetch_add(mp_file *f, int64_t delta, int64_t *old);
 int mp_shared_set(mp_file *f, int64_t value);
+/* Starts the shared pointer of a freshly opened file at `start` (no server request). */
+void mp_shared_init(mp_file *f, uint32_t key, int64_t start);
+/* Collective (set_view): puts the shared pointer back to 0 on every rank, with no server
+ * request unless the pointer was moved since it was last 0 and the fresh keys are used up.
+ * Returns MPI_SUCCESS or an error code (the same on every rank). */
+int mp_shared_reset(mp_file *f);
 
 /* ---- nonblocking (nonblock.c) ---- */
 int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,

@@ -1,7 +1,9 @@
 /* MPI_File_open / close / delete for rfs names, and closing forgotten files at MPI_Finalize.
- * Open is collective on a private dup of the communicator. Rank 0 opens first (and alone
- * creates the file, so MPI_MODE_EXCL has exactly one winner); the others then open the existing
- * file; all ranks agree on the outcome so either every rank has a handle or none does. */
+ * Open is collective on a private dup of the communicator. All ranks open at once (O_CREAT on
+ * the server is atomic, so concurrent creates make one file); only with MPI_MODE_EXCL does rank 0
+ * open first, alone creating the file so that exactly one open wins, and the others then open
+ * the existing file. All ranks agree on the outcome so either every rank has a handle or none
+ * does. */
 #include "mpiio/mpiio_internal.h"
 
 #include "abt/abt.h"
@@ -206,13 +208,21 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
         rrc = rfs_io_open_deferred(name, flags, f->hints.file_perm, &opts, &f->io);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
+    } else if (!(amode & MPI_MODE_EXCL)) {
+        /* Every rank opens at once, with O_CREAT when asked: the server's open(O_CREAT) is
+         * atomic, so concurrent creates make one file and each rank gets a handle on it; nobody
+         * waits for another rank's round trips (docs/mpiio.md, "Round trips"). */
+        rrc = rfs_io_open_remote(name, flags, f->hints.file_perm, &opts, &f->io);
+        if (rrc != RFS_OK)
+            code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else {
+        /* MPI_MODE_EXCL: exactly one rank may create, so rank 0 opens first and the others open
+         * the file it made (or all fail with its error). */
         if (rank == 0) {
             rrc = rfs_io_open_remote(name, flags, f->hints.file_perm, &opts, &f->io);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
-        /* Others open only once rank 0 has created the file (or failed). */
         int r0 = code != MPI_SUCCESS;
         PMPI_Bcast(&r0, 1, MPI_INT, 0, dup);
         if (rank != 0 && !r0) {
@@ -240,27 +250,34 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     }
     f->server_views = f->hints.view_mode != MP_VIEW_CLIENT && f->io->ops->set_view != NULL;
 
-    /* A fresh shared-pointer key per collective open (see shared.c). */
-    uint32_t key = 0;
-    if (rank == 0 && getrandom(&key, sizeof key, 0) != (ssize_t)sizeof key)
-        key = (uint32_t)rand();
-    PMPI_Bcast(&key, 1, MPI_UINT32_T, 0, dup);
-    f->shared_key = key | 1u;  /* never 0, which other tools might use */
-
+    /* Rank 0 draws a fresh shared-pointer key for this open (shared.c) and, with
+     * MPI_MODE_APPEND, reads the file size (the only request after the open); one broadcast
+     * hands both to every rank. */
+    struct {
+        uint64_t size;
+        uint32_t key;
+        int32_t failed;
+    } r0 = { 0, 0, 0 };
     mp_errh_inherit(f);
     mp_files_add(f);
     code = MPI_SUCCESS;
-    if (amode & MPI_MODE_APPEND) {
-        /* Both file pointers start at the end of the file. */
-        uint64_t sz = 0;
-        rrc = f->io->ops->get_size(f->io, &sz);
-        if (rrc != RFS_OK)
-            code = mp_io_error(f, rrc, "get_size", rfs_last_error());
-        f->ind_ptr = (int64_t)sz;
-        if (rank == 0 && code == MPI_SUCCESS)
-            code = mp_shared_set(f, (int64_t)sz);
+    if (rank == 0) {
+        if (getrandom(&r0.key, sizeof r0.key, 0) != (ssize_t)sizeof r0.key)
+            r0.key = (uint32_t)rand();
+        if (amode & MPI_MODE_APPEND) {
+            rrc = f->io->ops->get_size(f->io, &r0.size);
+            if (rrc != RFS_OK) {
+                code = mp_io_error(f, rrc, "get_size", rfs_last_error());
+                r0.failed = 1;
+            }
+        }
     }
-    code = mp_agree_error(NULL, dup, code);
+    PMPI_Bcast(&r0, (int)sizeof r0, MPI_BYTE, 0, dup);
+    /* Both file pointers start at the end of the file with MPI_MODE_APPEND. */
+    f->ind_ptr = (int64_t)r0.size;
+    mp_shared_init(f, r0.key, (int64_t)r0.size);
+    if (r0.failed)  /* everyone knows, so everyone takes part in the agreement */
+        code = mp_agree_error(NULL, dup, code);
     *fh = (MPI_File)f;
     return mp_raise(f, code);
 }
@@ -269,7 +286,10 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
 {
     if (!filename || !rfs_is_name(filename))
         return MP_REAL(PMPI_File_open)(comm, filename, amode, info, fh);
-    return open_rfs(comm, filename, amode, info, fh);
+    MP_TRACE_BEGIN("MPI_File_open");
+    int rc = open_rfs(comm, filename, amode, info, fh);
+    MP_TRACE_END("MPI_File_open");
+    return rc;
 }
 MP_ALIAS(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh))
 
@@ -323,6 +343,7 @@ int MPI_File_close(MPI_File *fh)
     mp_file *f = fh ? mp_file_of(*fh) : NULL;
     if (!f)
         return MP_REAL(PMPI_File_close)(fh);
+    MP_TRACE_BEGIN("MPI_File_close");
     int code = mp_close_file(f, 1);
     if (code != MPI_SUCCESS) {
         /* The handle is gone; the error still goes to the file's handler, with the handle the
@@ -331,14 +352,26 @@ int MPI_File_close(MPI_File *fh)
     }
     free_file(f);
     *fh = MPI_FILE_NULL;
+    MP_TRACE_END("MPI_File_close");
     return code;
 }
 MP_ALIAS(MPI_File_close, (MPI_File *fh))
+
+static int delete_rfs(const char *filename, MPI_Info info);
 
 int MPI_File_delete(const char *filename, MPI_Info info)
 {
     if (!filename || !rfs_is_name(filename))
         return MP_REAL(PMPI_File_delete)(filename, info);
+    MP_TRACE_BEGIN("MPI_File_delete");
+    int code = delete_rfs(filename, info);
+    MP_TRACE_END("MPI_File_delete");
+    return code;
+}
+MP_ALIAS(MPI_File_delete, (const char *filename, MPI_Info info))
+
+static int delete_rfs(const char *filename, MPI_Info info)
+{
     mp_hints h;
     mp_hints_default(&h);
     mp_hints_apply_env(&h);
@@ -354,7 +387,6 @@ int MPI_File_delete(const char *filename, MPI_Info info)
                                     rfs_strerror(rrc));
     return mp_raise_null(code);
 }
-MP_ALIAS(MPI_File_delete, (const char *filename, MPI_Info info))
 
 /* ---- finalize: close what the application forgot ---- */
 
@@ -397,12 +429,14 @@ static void write_abt_stats(int rank)
             "\"bytes_staged_bg\": %llu, \"bytes_sent\": %llu, \"bytes_failed\": %llu, "
             "\"memory_cap\": %llu, \"memory_peak\": %llu, \"remote_bw\": %.0f, "
             "\"staging_bw\": %.0f, \"interval_s\": %.3f, \"output_bytes\": %llu, "
-            "\"phases\": %llu}\n",
+            "\"phases\": %llu, \"enqueue_s\": %.6f, \"thread_cpu_s\": %.6f, "
+            "\"bytes_prefaulted\": %llu}\n",
             rank, (unsigned long long)st.bytes_buffered, (unsigned long long)st.bytes_staged_fg,
             (unsigned long long)st.bytes_staged_bg, (unsigned long long)st.bytes_sent,
             (unsigned long long)st.bytes_failed, (unsigned long long)st.memory_cap,
             (unsigned long long)st.memory_peak, st.remote_bw, st.staging_bw, st.interval_s,
-            (unsigned long long)st.output_bytes, (unsigned long long)st.phases);
+            (unsigned long long)st.output_bytes, (unsigned long long)st.phases, st.enqueue_s,
+            st.thread_cpu_s, (unsigned long long)st.bytes_prefaulted);
     fclose(out);
 }
 

@@ -1,9 +1,18 @@
 /* Shared file pointer: a counter kept by the server (rfs_io counter op: atomic fetch-and-add),
  * in etype units of the current view. Each collective open picks a fresh random key, so two
  * independent opens of the same file do not share a pointer. Ordered mode: an exclusive scan of
- * the sizes gives each rank its place, one counter update claims the whole block. */
+ * the sizes gives each rank its place, one counter update claims the whole block.
+ *
+ * Round trips: the pointer is `shared_base + counter(shared_key)`, and a key the server has
+ * never seen reads 0. So MPI_MODE_APPEND starts the pointer at the end of file with no request
+ * (base = size), and set_view puts it back to 0 with no request either: if no rank moved it
+ * since it was last 0 nothing is to be done, else every rank switches to the next fresh key
+ * (key0 + 2, key0 + 4, ...; all odd, never 0, distinct within one open). The server keeps a
+ * counter per key used while the file is open anywhere, so after MP_SHARED_MAX_KEYS fresh keys
+ * rank 0 resets the current counter instead (one round trip, as before). */
 #include "mpiio/mpiio_internal.h"
 
+#define MP_SHARED_MAX_KEYS 32
 
 static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
 {
@@ -11,6 +20,9 @@ static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
         return mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
                              "rfs: %s: the shared file pointer needs the counter operation, "
                              "which this I/O layer does not provide", f->name);
+    /* A failed request may still have reached the server: count the pointer as moved. */
+    if (set || delta != 0)
+        f->shared_dirty = 1;
     int64_t dummy;
     int rc = f->io->ops->counter(f->io, f->shared_key, set, delta, old ? old : &dummy);
     if (rc != RFS_OK)
@@ -20,12 +32,47 @@ static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
 
 int mp_shared_fetch_add(mp_file *f, int64_t delta, int64_t *old)
 {
-    return counter_op(f, 0, delta, old);
+    int64_t c = 0;
+    int rc = counter_op(f, 0, delta, &c);
+    /* unsigned arithmetic, as the server's counter: wrap-around is defined */
+    *old = (int64_t)((uint64_t)f->shared_base + (uint64_t)c);
+    return rc;
 }
 
 int mp_shared_set(mp_file *f, int64_t value)
 {
-    return counter_op(f, 1, value, NULL);
+    return counter_op(f, 1, (int64_t)((uint64_t)value - (uint64_t)f->shared_base), NULL);
+}
+
+void mp_shared_init(mp_file *f, uint32_t key, int64_t start)
+{
+    f->shared_key0 = key | 1u;  /* never 0, which other tools might use */
+    f->shared_key = f->shared_key0;
+    f->shared_keys_used = 0;
+    f->shared_base = start;
+    f->shared_dirty = 0;
+}
+
+int mp_shared_reset(mp_file *f)
+{
+    /* Every rank's shared-pointer accesses before this collective call have completed
+     * (blocking ones returned, nonblocking ones were drained), so "nobody moved it" is exact. */
+    int moved = f->shared_dirty || f->shared_base != 0, any = 0;
+    PMPI_Allreduce(&moved, &any, 1, MPI_INT, MPI_LOR, f->comm);
+    f->shared_base = 0;
+    if (!any)
+        return MPI_SUCCESS;  /* the counter still reads 0 */
+    f->shared_dirty = 0;
+    if (f->shared_keys_used < MP_SHARED_MAX_KEYS) {
+        f->shared_keys_used++;
+        f->shared_key = f->shared_key0 + 2u * (uint32_t)f->shared_keys_used;
+        return MPI_SUCCESS;
+    }
+    int code = MPI_SUCCESS;
+    if (f->rank == 0 && (code = counter_op(f, 1, 0, NULL)) == MPI_SUCCESS)
+        f->shared_dirty = 0;  /* on failure it stays moved: the next set_view tries again */
+    /* Collective outcome; it also orders the reset before any rank's next shared access. */
+    return mp_agree_error(f, f->comm, code);
 }
 
 static int shared_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Datatype type,
@@ -76,7 +123,10 @@ static int ordered_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_
         mp_file *f = mp_file_of(fh);                                                              \
         if (!f)                                                                                   \
             return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        return fn(f, rw, (void *)buf, (MPI_Count)count, type, st);                                \
+        MP_TRACE_BEGIN(#name);                                                                    \
+        int rc_ = fn(f, rw, (void *)buf, (MPI_Count)count, type, st);                             \
+        MP_TRACE_END(#name);                                                                      \
+        return rc_;                                                                               \
     }                                                                                             \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
 

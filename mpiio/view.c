@@ -136,12 +136,9 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
     return MPI_SUCCESS;
 }
 
-int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                      const char *datarep, MPI_Info info)
+static int set_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                    const char *datarep, MPI_Info info)
 {
-    mp_file *f = mp_file_of(fh);
-    if (!f)
-        return MP_REAL(PMPI_File_set_view)(fh, disp, etype, filetype, datarep, info);
     int code = MPI_SUCCESS;
     mp_view *v = NULL;
     if (!datarep || strcmp(datarep, "native"))
@@ -171,12 +168,20 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Data
     mp_hints_apply_info(&f->hints, info);
     install(f, v);
     f->ind_ptr = 0;
-    /* The shared pointer restarts at 0 too: one rank resets it, the barrier orders it before
-     * any rank's next shared access. */
-    if (f->rank == 0)
-        code = mp_shared_set(f, 0);
-    PMPI_Barrier(f->comm);
+    /* The shared pointer restarts at 0 too; usually without any request (shared.c). */
+    code = mp_shared_reset(f);
     return mp_raise(f, code);
+}
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                      const char *datarep, MPI_Info info)
+{
+    mp_file *f = mp_file_of(fh);
+    if (!f)
+        return MP_REAL(PMPI_File_set_view)(fh, disp, etype, filetype, datarep, info);
+    MP_TRACE_BEGIN("MPI_File_set_view");
+    int rc = set_view(f, disp, etype, filetype, datarep, info);
+    MP_TRACE_END("MPI_File_set_view");
+    return rc;
 }
 int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                        const char *datarep, MPI_Info info) __attribute__((alias("MPI_File_set_view")));

@@ -1,0 +1,28 @@
+/* RFS_TRACE=1: marks where each MPI_File call on an rfs file begins and ends, on stderr, in the
+ * same format and on the same clock (CLOCK_MONOTONIC, shared by all processes of a machine) as
+ * the client's per-request trace (client/conn.c). bench/mpiio/rtt_count.py uses the marks to
+ * tell which requests, and how many sequential round trips, each MPI-IO call costs. */
+#include "mpiio/mpiio_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int mp_trace_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("RFS_TRACE");
+        on = e && *e && strcmp(e, "0") != 0;
+    }
+    return on;
+}
+
+void mp_trace_mark(const char *call, int begin)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(stderr, "rfs trace %.6f mpi %s %s\n", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9,
+            begin ? "begin" : "end", call);
+}

@@ -1,0 +1,25 @@
+/* Pipelined list writes for two-phase collective writes (wpipe.c). */
+#ifndef RFS_MPIIO_WPIPE_H
+#define RFS_MPIIO_WPIPE_H
+
+#include "mpiio/mpiio_internal.h"
+
+/* Rounds in flight: the hint rfs_cb_pipeline (default 2, enough to keep the link busy across
+ * round boundaries), at most this many; each holds one round's buffer (about cb_buffer_size)
+ * until its replies are in. */
+#define MP_WPIPE_MAX_DEPTH 4
+
+typedef struct mp_wpipe mp_wpipe;
+
+/* Starts a pipe with `depth` writer threads (no MPI in them). NULL if no thread could be
+ * started: the caller then writes synchronously. */
+mp_wpipe *mp_wpipe_start(mp_file *f, int depth);
+/* Queues the list write of ext[0..n) from buf; the pipe takes ownership of ext and buf. Blocks
+ * while `depth` writes are in flight. Returns RFS_OK, or the first failure of an earlier write
+ * (the job is then dropped). */
+int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf);
+/* Waits for every queued write, stops the threads and frees p. Returns RFS_OK or the first
+ * failure (rfs_err), whose message goes to msg. */
+int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap);
+
+#endif
