@@ -216,6 +216,7 @@ typedef struct mp_buf {
     void *data;               /* the bytes in type-map order */
     int64_t len;
     void *tmp;                /* non-NULL when data is a packing buffer we own */
+    size_t tmp_cap;           /* its size (it may be a reused, larger buffer) */
     void *user;               /* user buffer, count, type for unpacking */
     MPI_Count count;
     MPI_Datatype type;
