@@ -334,9 +334,10 @@ def section(doc):
     pin = doc.get("pinning") or {}
     if pin.get("app_cpus"):
         o.append(f"CPUs: the network side (rfsd, the WAN emulator delayd: on a cluster, other "
-                 f"machines) on CPU {pin['network_cpus']}, every run (all ranks, with ABT's "
-                 f"threads, like a node whose cores all compute) on CPU {pin['app_cpus']} "
-                 f"({pin.get('how')}).")
+                 f"machines) on CPU {pin['network_cpus']}, runs of up to {len(pin['app_cpus'])} "
+                 f"rank(s) (with ABT's threads, like a node whose cores all compute) on CPU "
+                 f"{pin['app_cpus']}; larger runs unpinned on all CPUs, sharing them with the "
+                 f"network side ({pin.get('how')}).")
     elif pin:
         o.append(f"CPUs: {pin.get('how')}.")
     if link.get("mode") == "wan":
@@ -478,8 +479,8 @@ def section(doc):
         if (r["config"].startswith("RFS+ABT") and r.get("slowdown") is not None and app_cpus
                 and r["ranks"] > len(app_cpus)):
             goals.append(f"{r['config']} n={r['ranks']}: slowdown not judged ({r['ranks']} "
-                         f"ranks time-share {len(app_cpus)} CPU(s): every halo exchange waits "
-                         "for the scheduler)")
+                         f"ranks on {len(app_cpus) + 1} CPUs shared with rfsd and the WAN "
+                         "emulator, which on a cluster are other machines)")
         elif r["config"].startswith("RFS+ABT") and r.get("slowdown") is not None:
             goals.append(f"{r['config']} n={r['ranks']}: slowdown {_pct(r['slowdown'])} "
                          f"({'met' if r['slowdown'] <= GOAL_SLOWDOWN else 'NOT met'})")

@@ -132,7 +132,13 @@ class AbtRun:
         if cfg.target == "rfs" and "ABT" in cfg.name:
             env["RFS_ABT_STATS"] = stats_prefix
         c2 = dataclasses.replace(cfg, hints=self._hints(cfg, ranks), env=env)
-        r = runner.run_once(self.ctx, {"name": exp_name, "app": app}, c2, ranks, rep, args)
+        ctx = self.ctx
+        if self.unpinned_prefix is not None and ranks > len(self.pinning["app_cpus"]):
+            # More ranks than application CPUs: pinned, they would time-share one core and
+            # measure the scheduler (every two-phase exchange waits for a time slice), so they
+            # run on all cores, sharing them with the network side.
+            ctx = dict(self.ctx, ns_prefix=self.unpinned_prefix)
+        r = runner.run_once(ctx, {"name": exp_name, "app": app}, c2, ranks, rep, args)
         stats = []
         for path in sorted(glob.glob(stats_prefix + ".*.json")):
             try:
@@ -243,6 +249,7 @@ class AbtRun:
         os.makedirs(self.staging)
         self.link = {"mode": "none", "reason": "no remote configuration is runnable"}
         self.ctx = {}
+        self.unpinned_prefix = None  # set when runs are pinned: the prefix without taskset
         wan_ours, server, notes = False, None, []
         saved_affinity, env = {}, None
         cells_out, calib = {}, {}
@@ -290,10 +297,13 @@ class AbtRun:
                     pinned["delayd"] = _pin_pid(int(dpid), set(net), saved_affinity)
                 # mpiexec must not re-bind the ranks inside the CPUs it is given.
                 os.environ["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+                self.unpinned_prefix = list(ns_prefix)
                 ns_prefix = ns_prefix + ["taskset", "-c", ",".join(map(str, app))]
                 self.pinning = {"network_cpus": net, "app_cpus": app, "threads_pinned": pinned,
                                 "how": "rfsd and delayd threads pinned with sched_setaffinity; "
-                                       "every run under `taskset -c` with Open MPI binding off"}
+                                       "runs with at most as many ranks as application CPUs "
+                                       "under `taskset -c`, larger runs on all CPUs, Open MPI "
+                                       "binding off"}
                 log(f"CPUs: network side (rfsd, delayd) {net}, application {app}")
             else:
                 self.pinning = {"network_cpus": None, "app_cpus": None,
