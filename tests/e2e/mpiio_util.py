@@ -2,7 +2,10 @@
 librfs-mpiio.so preloaded, for the MPICH build (RFS_BUILD_DIR_MPICH, default RFS_BUILD_DIR) and,
 when it exists, the Open MPI build (RFS_BUILD_DIR_OMPI, default build-ompi)."""
 import os
+import queue
+import re
 import subprocess
+import threading
 from pathlib import Path
 
 from conftest import MPICH_BUILD, OMPI_BUILD
@@ -76,3 +79,44 @@ def run_both(srv, tmp_path, flavour, name, nprocs, fname, extra_args=(), extra_e
     remote = srv.root / remote_path.lstrip("/")
     return local.read_bytes() if local.exists() else None, \
         remote.read_bytes() if remote.exists() else None
+
+
+class OutputLines:
+    """A program's output lines, read by a thread so that waiting for one has a deadline."""
+
+    def __init__(self, p):
+        self.q = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._pump, args=(p.stdout,), daemon=True).start()
+
+    def _pump(self, f):
+        for line in f:
+            self.q.put(line)
+        self.q.put(None)
+
+    def wait_for(self, pattern, timeout):
+        """The first line matching the regular expression; fails if the output ends or stays
+        silent for timeout seconds first."""
+        rx = re.compile(pattern)
+        while True:
+            try:
+                line = self.q.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"{pattern} did not come within {timeout} s:\n{''.join(self.seen)}")
+            if line is None:
+                raise AssertionError(f"{pattern} never came:\n{''.join(self.seen)}")
+            self.seen.append(line)
+            if rx.search(line):
+                return line
+
+    def rest(self, timeout):
+        """Everything seen so far plus what follows until the output ends or stays silent for
+        timeout seconds."""
+        while True:
+            try:
+                line = self.q.get(timeout=timeout)
+            except queue.Empty:
+                return "".join(self.seen)
+            if line is None:
+                return "".join(self.seen)
+            self.seen.append(line)

@@ -1,14 +1,12 @@
 """MPI_Request_free on an rfs request returns at once, even while the server cannot answer; the
 I/O completes in the background and MPI_File_close waits for it (tests/mpiio/t_reqfree.c)."""
 import os
-import queue
 import signal
 import subprocess
-import threading
 
 import pytest
 
-from mpiio_util import FLAVOURS, program
+from mpiio_util import FLAVOURS, OutputLines, program
 
 pytestmark = pytest.mark.mpi
 
@@ -37,53 +35,21 @@ def popen(flavour, argv, env):
                             stderr=subprocess.STDOUT, text=True)
 
 
-class Lines:
-    """The program's output lines, read by a thread so waiting for one can have a deadline."""
-
-    def __init__(self, p):
-        self.q = queue.Queue()
-        self.seen = []
-        threading.Thread(target=self._pump, args=(p.stdout,), daemon=True).start()
-
-    def _pump(self, f):
-        for line in f:
-            self.q.put(line)
-        self.q.put(None)
-
-    def wait_for(self, tag, timeout):
-        while True:
-            try:
-                line = self.q.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"{tag} did not come within {timeout} s:\n{''.join(self.seen)}")
-            if line is None:
-                raise AssertionError(f"{tag} never came:\n{''.join(self.seen)}")
-            self.seen.append(line)
-            if line.strip() == tag:
-                return
-
-    def rest(self, timeout):
-        while True:
-            line = self.q.get(timeout=timeout)
-            if line is None:
-                return "".join(self.seen)
-            self.seen.append(line)
-
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 def test_request_free_does_not_wait_for_the_io(rfsd, flavour):
     env = dict(rfsd.env(), RFS_HINTS="rfs_io_timeout_ms=600000")
     p = popen(flavour, [program(flavour, "t_reqfree"), rfsd.url("/stopped.dat"), "stopped"], env)
-    lines = Lines(p)
+    lines = OutputLines(p)
     stopped = False
     try:
-        lines.wait_for("READY", TIMEOUT)
+        lines.wait_for(r"^READY$", TIMEOUT)
         rfsd.proc.send_signal(signal.SIGSTOP)  # the write cannot complete from here on
         stopped = True
         p.stdin.write("go\n")
         p.stdin.flush()
         # FREED comes only if MPI_Request_free returned without the server's reply.
-        lines.wait_for("FREED", FREED_WITHIN)
+        lines.wait_for(r"^FREED$", FREED_WITHIN)
         assert (rfsd.root / "stopped.dat").stat().st_size == 0  # the write is still in flight
         rfsd.proc.send_signal(signal.SIGCONT)
         stopped = False

@@ -3,16 +3,14 @@ concurrent creates (tests/mpiio/t_open.c), MPI_MODE_EXCL, MPI_MODE_APPEND, the s
 after set_view, pipelined two-phase writes (tests/mpiio/t_pipeline.c) with the same bytes as the
 MPI library's own MPI-IO, a server dying in the middle of pipelined writes, and the request
 budget of set_view and close read from the client's trace (RFS_TRACE=1)."""
-import queue
 import re
 import signal
 import subprocess
-import threading
 from collections import defaultdict
 
 import pytest
 
-from mpiio_util import FLAVOURS, mpiexec, mpiexec_command, program, run_both
+from mpiio_util import FLAVOURS, OutputLines, mpiexec, mpiexec_command, program, run_both
 
 pytestmark = pytest.mark.mpi
 
@@ -52,43 +50,6 @@ def test_pipelined_two_phase_same_bytes(rfsd, tmp_path, flavour, nprocs, hints):
     assert remote == local
 
 
-class Lines:
-    """Output lines read by a thread, so waiting for one has a deadline."""
-
-    def __init__(self, p):
-        self.q = queue.Queue()
-        self.seen = []
-        threading.Thread(target=self._pump, args=(p.stdout,), daemon=True).start()
-
-    def _pump(self, f):
-        for line in f:
-            self.q.put(line)
-        self.q.put(None)
-
-    def wait_for(self, pattern, timeout):
-        rx = re.compile(pattern)
-        while True:
-            try:
-                line = self.q.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"{pattern} did not come within {timeout} s:\n{''.join(self.seen)}")
-            if line is None:
-                raise AssertionError(f"{pattern} never came:\n{''.join(self.seen)}")
-            self.seen.append(line)
-            if rx.search(line):
-                return line
-
-    def rest(self, timeout):
-        out = []
-        while True:
-            try:
-                line = self.q.get(timeout=timeout)
-            except queue.Empty:
-                return "".join(self.seen + out)
-            if line is None:
-                return "".join(self.seen + out)
-            out.append(line)
-
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("nprocs", [2, 4])
@@ -103,7 +64,7 @@ def test_server_dies_during_pipelined_writes(rfsd_factory, flavour, nprocs):
                                srv.env(), extra_env={"RFS_HINTS": hints})
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        lines = Lines(p)
+        lines = OutputLines(p)
         lines.wait_for(r"^WROTE 2$", 120)
         srv.stop(signal.SIGKILL)
         err = lines.wait_for(r"^(ERROR|NO ERROR)", 120)
