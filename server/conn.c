@@ -48,7 +48,6 @@ static void send_broke(rfsd_conn *c, const char *why)
     shutdown(c->fd, SHUT_RDWR);
 }
 
-
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
 {
     const void *tail = r->status == 0 ? r->data : NULL;
