@@ -117,28 +117,15 @@ static int ordered_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_
     return mp_raise(f, rc != MPI_SUCCESS ? rc : crc);
 }
 
-#define SH_FN(name, fn, rw, cnt_t, cbuf)                                                          \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
-    {                                                                                             \
-        mp_file *f = mp_file_of(fh);                                                              \
-        if (!f)                                                                                   \
-            return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        MP_TRACE_BEGIN(#name);                                                                    \
-        int rc_ = fn(f, rw, (void *)buf, (MPI_Count)count, type, st);                             \
-        MP_TRACE_END(#name);                                                                      \
-        return rc_;                                                                               \
-    }                                                                                             \
-    MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
-
-SH_FN(MPI_File_read_shared, shared_io, 0, int, MP_NOCONST)
-SH_FN(MPI_File_write_shared, shared_io, 1, int, const)
-SH_FN(MPI_File_read_ordered, ordered_io, 0, int, MP_NOCONST)
-SH_FN(MPI_File_write_ordered, ordered_io, 1, int, const)
+MP_PTR_ENTRY(MPI_File_read_shared, shared_io, 0, int, MP_NOCONST)
+MP_PTR_ENTRY(MPI_File_write_shared, shared_io, 1, int, const)
+MP_PTR_ENTRY(MPI_File_read_ordered, ordered_io, 0, int, MP_NOCONST)
+MP_PTR_ENTRY(MPI_File_write_ordered, ordered_io, 1, int, const)
 #if MP_HAVE_FILE_C
-SH_FN(MPI_File_read_shared_c, shared_io, 0, MPI_Count, MP_NOCONST)
-SH_FN(MPI_File_write_shared_c, shared_io, 1, MPI_Count, const)
-SH_FN(MPI_File_read_ordered_c, ordered_io, 0, MPI_Count, MP_NOCONST)
-SH_FN(MPI_File_write_ordered_c, ordered_io, 1, MPI_Count, const)
+MP_PTR_ENTRY(MPI_File_read_shared_c, shared_io, 0, MPI_Count, MP_NOCONST)
+MP_PTR_ENTRY(MPI_File_write_shared_c, shared_io, 1, MPI_Count, const)
+MP_PTR_ENTRY(MPI_File_read_ordered_c, ordered_io, 0, MPI_Count, MP_NOCONST)
+MP_PTR_ENTRY(MPI_File_write_ordered_c, ordered_io, 1, MPI_Count, const)
 #endif
 
 /* Split ordered collectives: _begin does the whole operation, _end hands back its status. */
