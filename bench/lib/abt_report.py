@@ -12,6 +12,16 @@ GOAL_RATIO, GOAL_SLOWDOWN = 0.9, 0.05
 PEAK_CANDIDATES = ("TESTFS", "MEMFS", "LOCAL")
 
 
+
+def _save(fig, outdir, name):
+    """Writes one figure as outdir/name and frees it; returns the path."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    p = os.path.join(outdir, name)
+    fig.savefig(p, dpi=90)
+    plt.close(fig)
+    return p
+
 def _cells(doc):
     return {(c["exp"], c["config"], c["ranks"]): c for c in doc["cells"]}
 
@@ -224,11 +234,7 @@ def plot(doc, outdir):
         ax.set_ylabel("application-visible write bandwidth (MB/s)")
         ax.set_title(_title(doc, "Visible write bandwidth (rfs-abt Fig. 4)"), fontsize=9)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        p = os.path.join(outdir, "abt-bandwidth.png")
-        fig.savefig(p, dpi=90)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, outdir, "abt-bandwidth.png"))
 
     # 2. Table 2: bytes staged per snapshot, foreground and background.
     abt_rows = [r for r in rows if r["config"] in ABT_PAPER and r.get("abt")]
@@ -245,11 +251,7 @@ def plot(doc, outdir):
         ax.set_ylabel("% of all snapshot bytes staged to local disk")
         ax.set_title(_title(doc, "Data staged at the client (rfs-abt Table 2)"), fontsize=9)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        p = os.path.join(outdir, "abt-staging.png")
-        fig.savefig(p, dpi=90)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, outdir, "abt-staging.png"))
 
     # 3. Table 3: computation slowdown against PEAK, and run time against RFS.
     sl_rows = [r for r in rows if r["config"] not in ("PEAK",) and r.get("slowdown") is not None
@@ -275,11 +277,7 @@ def plot(doc, outdir):
             ax.set_xticklabels(labels, fontsize=6, rotation=60, ha="right")
         fig.suptitle(_title(doc, "Computation slowdown (rfs-abt Table 3) and run time"),
                      fontsize=9)
-        fig.tight_layout()
-        p = os.path.join(outdir, "abt-slowdown.png")
-        fig.savefig(p, dpi=90)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, outdir, "abt-slowdown.png"))
 
     # 4. Default-on: time against RFS on each workload.
     dec = [r for r in d["decision"] if r["status"] == "ok"]
@@ -297,11 +295,7 @@ def plot(doc, outdir):
             ax.set_ylabel("run time (s), lower is better")
             ax.set_title(wl, fontsize=9)
         fig.suptitle(_title(doc, "ABT with default settings vs RFS"), fontsize=9)
-        fig.tight_layout()
-        p = os.path.join(outdir, "abt-default.png")
-        fig.savefig(p, dpi=90)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(fig, outdir, "abt-default.png"))
     return paths
 
 
