@@ -47,6 +47,10 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out
 /* ---- monotonic clock ---- */
 int64_t rfs_now_ns(void);
 
+/* pthread_create with every signal blocked in the new thread: library threads must not take
+ * the application's signals (conn.c). */
+int rfs_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+
 /* ---- one request in flight (conn.c) ---- */
 typedef struct rfs_call {
     struct rfs_call *next;     /* hash chain in the connection's pending table */

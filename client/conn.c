@@ -469,8 +469,7 @@ int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, con
 
 /* ---- lifecycle ---- */
 
-/* Library threads must not take the application's signals. */
-static int start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+int rfs_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
     sigset_t all, old;
     sigfillset(&all);
@@ -512,13 +511,13 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
         rfs_conn_free(c);
         return rfs_fail(rc, "cannot connect: %s", cause);
     }
-    if (start_thread(&c->receiver, receiver_main, c)) {
+    if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
         rfs_conn_free(c);
         return rfs_fail(RFS_E_NOMEM, "cannot start the connection's receiver thread");
     }
     c->threads_started = 1;   /* receiver only: free() joins it */
-    if (start_thread(&c->watchdog, watchdog_main, c)) {
+    if (rfs_thread_start(&c->watchdog, watchdog_main, c)) {
         c->refs = 0;
         rfs_conn_free(c);
         return rfs_fail(RFS_E_NOMEM, "cannot start the connection's watchdog thread");

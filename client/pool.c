@@ -91,17 +91,6 @@ static void *dial_main(void *arg)
     return NULL;
 }
 
-/* Library threads must not take the application's signals. */
-static int start_dial(pthread_t *th, dial *d)
-{
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = pthread_create(th, NULL, dial_main, d);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r;
-}
-
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label)
 {
@@ -134,7 +123,7 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
         d[i].msg[0] = '\0';
     }
     for (int i = 1; i < need; i++)
-        spawned[i] = start_dial(&th[i], &d[i]) == 0;
+        spawned[i] = rfs_thread_start(&th[i], dial_main, &d[i]) == 0;
     dial_main(&d[0]);
     for (int i = 1; i < need; i++) {
         if (spawned[i])
