@@ -412,12 +412,7 @@ class AbtRun:
         import abt_report
         doc["derived"] = abt_report.derive(doc)
         doc["failed_cells"] = sum(1 for c in doc["cells"] if c["status"] == "failed")
-        os.makedirs(opts.out, exist_ok=True)
-        out_json = os.path.join(opts.out, "abt.json")
-        with open(out_json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        log(f"wrote {os.path.relpath(out_json, runner.REPO)}")
+        runner.write_results(doc, opts.out, "abt.json")
         if not opts.no_plots:
             for p in abt_report.plot(doc, opts.out):
                 log(f"wrote {os.path.relpath(p, runner.REPO)}")

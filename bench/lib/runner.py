@@ -34,6 +34,16 @@ def log(msg):
     print(msg, flush=True)
 
 
+def write_results(doc, outdir, name):
+    """Writes a suite's JSON document as outdir/name and says so."""
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, name)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    log(f"wrote {os.path.relpath(path, REPO)}")
+
+
 # ---- environment ------------------------------------------------------------------------
 
 def rfs_build_dir():
@@ -645,12 +655,7 @@ def main(argv=None):
         "selection": {"only": opts.only, "configs": opts.configs, "reps_override": opts.reps,
                       "no_anchors": opts.no_anchors or None},
     }
-    os.makedirs(opts.out, exist_ok=True)
-    out_json = os.path.join(opts.out, f"{opts.suite}.json")
-    with open(out_json, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    log(f"wrote {os.path.relpath(out_json, REPO)}")
+    write_results(doc, opts.out, f"{opts.suite}.json")
     if not opts.no_plots:
         import plots
         for p in plots.plot_suite(doc, opts.out):
