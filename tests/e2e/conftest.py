@@ -3,6 +3,7 @@ import os
 import secrets
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,28 @@ class Server:
         else:
             e.pop("RFS_TOKEN", None)
         return e
+
+    def freeze(self, timeout=20):
+        """SIGSTOP, and return only once every thread has stopped. kill() returns before that: the
+        group stop begins when one thread takes the signal, and until then the others keep serving."""
+        self.proc.send_signal(signal.SIGSTOP)
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = []
+            for t in tasks.iterdir():
+                try:
+                    # the state follows the ")" that closes the command name
+                    states.append((t / "stat").read_text().rsplit(")", 1)[1].split()[0])
+                except (FileNotFoundError, ProcessLookupError):
+                    continue
+            if states and all(s in "tT" for s in states):
+                return
+            time.sleep(0.01)  # polling a state, not timing: the loop ends when the kernel is done
+        raise RuntimeError(f"rfsd did not stop within {timeout} s")
+
+    def thaw(self):
+        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         if self.proc.poll() is None:

@@ -1,7 +1,6 @@
 """MPI_Request_free on an rfs request returns at once, even while the server cannot answer; the
 I/O completes in the background and MPI_File_close waits for it (tests/mpiio/t_reqfree.c)."""
 import os
-import signal
 import subprocess
 
 import pytest
@@ -44,21 +43,21 @@ def test_request_free_does_not_wait_for_the_io(rfsd, flavour):
     stopped = False
     try:
         lines.wait_for(r"^READY$", TIMEOUT)
-        rfsd.proc.send_signal(signal.SIGSTOP)  # the write cannot complete from here on
+        rfsd.freeze()  # the write cannot complete from here on
         stopped = True
         p.stdin.write("go\n")
         p.stdin.flush()
         # FREED comes only if MPI_Request_free returned without the server's reply.
         lines.wait_for(r"^FREED$", FREED_WITHIN)
         assert (rfsd.root / "stopped.dat").stat().st_size == 0  # the write is still in flight
-        rfsd.proc.send_signal(signal.SIGCONT)
+        rfsd.thaw()
         stopped = False
         p.stdin.close()
         p.wait(timeout=TIMEOUT)
         out = lines.rest(TIMEOUT)
     finally:
         if stopped:
-            rfsd.proc.send_signal(signal.SIGCONT)
+            rfsd.thaw()
         if p.poll() is None:
             p.kill()
             p.wait()
