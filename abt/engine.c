@@ -124,6 +124,17 @@ static void pool_release_all(void)
     E.n_free = E.used_bufs = E.n_alloc = 0;
 }
 
+/* Writes one byte per page so the kernel maps them now. Not memset(0): the compiler turns
+ * malloc + memset(0) into calloc, which leaves fresh mmap'ed memory untouched, so the
+ * application's first write took every page fault after all. */
+static void touch_pages(void *b, size_t len)
+{
+    volatile char *p = b;
+    for (size_t i = 0; i < len; i += 4096)
+        p[i] = 1;
+    p[len - 1] = 1;
+}
+
 /* Allocates and touches buffers up to prefault_bufs while the application computes, so its
  * first output phase copies into memory that is already mapped. Called by the stager with mu
  * held; drops it while touching. A buffer the pool no longer has room for is freed. */
@@ -134,7 +145,7 @@ static void pool_prefault(void)
         pthread_mutex_unlock(&E.mu);
         void *b = malloc(E.buf_size);
         if (b)
-            memset(b, 0, E.buf_size);
+            touch_pages(b, E.buf_size);
         pthread_mutex_lock(&E.mu);
         if (!b) {
             E.n_alloc--;
