@@ -25,6 +25,7 @@ typedef struct get_ctx {
      * a fifth of all CPU time in a 1 GiB loopback get on 2 cores, taken from the threads
      * receiving from the network). Queued on this mutex they sleep instead. */
     pthread_mutex_t write_mu;
+    int write_err;  /* first local write failure (errno), under write_mu */
 } get_ctx;
 
 /* The temporary file to remove if a signal ends the process mid-transfer. */
@@ -54,26 +55,39 @@ static void arm_cleanup(const char *path)
 
 static void disarm_cleanup(void) { cleanup_armed = 0; }
 
+/* Runs in the library's receiving thread, piece by piece as the data arrive: the bytes are
+ * written while still in that CPU's cache, instead of being handed to another thread through
+ * a buffer of the chunk's size (a 1 GiB loopback get went from 0.69 to ... of raw TCP). */
+static int write_piece(void *ctx, uint64_t off, const void *data, size_t len)
+{
+    get_ctx *g = ctx;
+    pthread_mutex_lock(&g->write_mu);
+    int err = g->write_err;
+    if (!err && rfs_pwrite_full(g->fd, data, len, off) != 0)
+        err = g->write_err = errno ? errno : EIO;
+    pthread_mutex_unlock(&g->write_mu);
+    return err;
+}
+
 static int get_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e)
 {
+    (void)buf;
     get_ctx *g = x->ctx;
     size_t got = 0;
-    int rc = rfs_pread(g->f, buf, len, off, &got);
+    int rc = rfs_pread_sink(g->f, write_piece, g, len, off, &got);
+    pthread_mutex_lock(&g->write_mu);
+    int werr = g->write_err;
+    pthread_mutex_unlock(&g->write_mu);
+    if (werr) {
+        e->local = 1;
+        snprintf(e->msg, sizeof e->msg, "writing %s: %s", g->tmp, strerror(werr));
+        return RFS_E_IO;
+    }
     if (rc != RFS_OK)
         return rc;
     if (got != len) {
         snprintf(e->msg, sizeof e->msg, "file shrank on the server during the transfer (short read at offset %llu)",
                  (unsigned long long)(off + got));
-        return RFS_E_IO;
-    }
-    pthread_mutex_lock(&g->write_mu);
-    int wrc = rfs_pwrite_full(g->fd, buf, len, off);
-    int werr = errno;
-    pthread_mutex_unlock(&g->write_mu);
-    if (wrc != 0) {
-        errno = werr;
-        e->local = 1;
-        snprintf(e->msg, sizeof e->msg, "writing %s: %s", g->tmp, strerror(errno));
         return RFS_E_IO;
     }
     return RFS_OK;
@@ -169,6 +183,7 @@ int cli_cmd_get(cli_ctx *c)
     progress prog;
     progress_init(&prog, name.path, x.total, !c->o.quiet && !c->o.no_progress);
     x.copy = get_chunk;
+    x.no_buffer = 1;
     x.ctx = &g;
     x.prog = &prog;
     rc = xfer_run(&x);

@@ -89,13 +89,14 @@ static void *worker(void *p)
     worker_arg *a = p;
     xfer *x = a->x;
     uint64_t end = x->total;
-    void *buf = malloc(x->chunk);
-    if (!buf) {
+    void *buf = x->no_buffer ? NULL : malloc(x->chunk);
+    int ok = x->no_buffer || buf;
+    if (!ok) {
         xfer_error e = {.err = RFS_E_NOMEM, .local = 1};
         snprintf(e.msg, sizeof e.msg, "out of memory for a %zu-byte transfer buffer", x->chunk);
         record_failure(x, &e);
     }
-    while (buf && !atomic_load(&x->stop)) {
+    while (ok && !atomic_load(&x->stop)) {
         uint64_t off = atomic_fetch_add(&x->cursor, (uint64_t)x->chunk);
         if (off >= end)
             break;

@@ -42,6 +42,7 @@ typedef struct xfer {
     uint32_t frame; /* rfs_options.max_frame to ask for (0: library default) */
     size_t chunk;
     xfer_chunk_fn copy;
+    int no_buffer;  /* copy moves the data itself and gets buf = NULL */
     void *ctx;
     progress *prog;
     /* Filled by xfer_run. */

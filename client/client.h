@@ -61,7 +61,13 @@ typedef struct rfs_call {
     pthread_cond_t cv;         /* CLOCK_MONOTONIC */
     /* A read's payload goes straight here (PREAD, PREADV, VIEW_READ); NULL otherwise. */
     void *dst;
-    size_t dst_cap;
+    size_t dst_cap;            /* the most payload bytes the reply may carry (dst or sink) */
+    /* Or, for a PREAD, to sink(sink_ctx, sink_off + k, piece, n) as it arrives; sink_err is
+     * the sink's first errno (the rest of the payload is then read and dropped). */
+    rfs_sink_fn sink;
+    void *sink_ctx;
+    uint64_t sink_off;
+    int sink_err;
     /* Results, written by the receiver (or by a connection failure) before done is set. */
     int done;
     int rc;                    /* RFS_OK: a reply came (see status); < 0: no reply (conn failure) */
@@ -99,7 +105,15 @@ struct rfs_conn {
     rfs_call *pending[64];
     size_t npending;
     uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
-    int views_ok;              /* a SET_VIEW succeeded here: the server has views */
+    int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
+    /* AUTH is sent and the first requests follow it at once; until the server's reply proves
+     * it knows the token (handshake.c), replies to anything else kill the connection and
+     * requests carrying file data wait (auth_cv). */
+    int auth_pending;
+    pthread_cond_t auth_cv;
+    rfs_call auth_call;
+    uint8_t auth_expect[RFS_MAC_LEN];
+    uint8_t *sink_buf;         /* the receiver's scratch for sink deliveries (lazily made) */
     int dead;
     int dead_err;
     char dead_msg[768];
@@ -108,6 +122,11 @@ struct rfs_conn {
     pthread_t receiver, watchdog;
     int threads_started;
 };
+
+/* handshake.c, for the receiver: checks the AUTH reply in c->auth_call. Returns 0 when the
+ * server proved itself (requests waiting on auth_cv are released), else kills the connection
+ * with RFS_E_AUTH and returns -1. */
+int rfs_auth_settle(rfs_conn *c);
 
 /* Connects, runs HELLO/AUTH and starts the receiver. The new connection has refs = 1.
  * On failure the message names the server and the cause. */
@@ -183,6 +202,9 @@ size_t rfs_chunk_for_frame(uint32_t max_frame);
 /* ---- pipelined transfers (xfer.c) ---- */
 int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
                     const void *wbuf, size_t len, size_t *done);
+/* PREAD of [off, off+len) delivered to sink (rfs_pread_sink). */
+int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
+                  size_t *done);
 int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
                   const void *wbuf, size_t *done);
 

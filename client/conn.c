@@ -80,6 +80,10 @@ void rfs_call_reset(rfs_call *call)
     call->timeout_ms = 0;
     call->dst = NULL;
     call->dst_cap = 0;
+    call->sink = NULL;
+    call->sink_ctx = NULL;
+    call->sink_off = 0;
+    call->sink_err = 0;
     call->done = 0;
     call->rc = 0;
     call->status = 0;
@@ -156,6 +160,7 @@ void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...)
             }
         }
         c->npending = 0;
+        pthread_cond_broadcast(&c->auth_cv);
     }
     pthread_mutex_unlock(&c->lock);
     /* Unblocks the receiver (and a writer stuck on a full socket) without freeing anything. */
@@ -181,11 +186,46 @@ uint32_t rfs_conn_max_frame(rfs_conn *c)
 
 /* ---- receiver ---- */
 
+/* Sink deliveries go out in pieces this large: small enough to stay in this thread's cache
+ * between the receive and the sink's write, large enough that each costs one system call. */
+#define SINK_PIECE ((size_t)256 << 10)
+
+/* A PREAD payload handed to the call's sink piece by piece as it is received. */
+static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
+{
+    if (h->body_len > call->dst_cap)
+        return rfs_fail(RFS_E_PROTO, "server sent %u bytes in reply to a %s of %zu bytes",
+                        h->body_len, rfs_op_name(h->op), call->dst_cap);
+    rfs_hdr empty = *h;
+    empty.body_len = 0;
+    if (rfs_rep_decode(&empty, NULL, 0, &call->rep))
+        return RFS_E_PROTO;
+    if (!c->sink_buf && !(c->sink_buf = malloc(SINK_PIECE)))
+        return rfs_fail(RFS_E_PROTO, "out of memory for a %zu-byte receive buffer", SINK_PIECE);
+    size_t got = 0;
+    while (got < h->body_len) {
+        size_t n = h->body_len - got < SINK_PIECE ? h->body_len - got : SINK_PIECE;
+        int rc = rfs_transport_read_all(c->t, c->sink_buf, n);
+        if (rc)
+            return rc;
+        if (!call->sink_err)
+            call->sink_err = call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf, n);
+        got += n;
+    }
+    call->rep.data_len = h->body_len;
+    call->data_len = h->body_len;
+    call->status = RFS_OK;
+    call->rc = RFS_OK;
+    return RFS_OK;
+}
+
 /* Reads the body of a reply for call. Returns 0, RFS_E_CONN (transport) or RFS_E_PROTO, with
  * the message set. */
 static int receive_body(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
 {
     int rc;
+    if (h->status == 0 && call->sink)
+        return receive_to_sink(c, h, call);
     if (h->status == 0 && call->dst) {
         /* PREAD / PREADV / VIEW_READ: the body is the payload; put it where the caller wants it. */
         if (h->body_len > call->dst_cap)
@@ -243,11 +283,22 @@ static void *receiver_main(void *arg)
             break;
         }
         pthread_mutex_lock(&c->lock);
+        int auth_pending = c->auth_pending;
         rfs_call *call = pending_take(c, h.req_id);
         pthread_mutex_unlock(&c->lock);
         if (!call) {
             rfs_conn_kill(c, RFS_E_PROTO, "reply to unknown request id %u (%s)", h.req_id,
                           rfs_op_name(h.op));
+            break;
+        }
+        if (auth_pending && call != &c->auth_call) {
+            /* A genuine server answers AUTH before reading what follows it. */
+            rfs_conn_kill(c, RFS_E_AUTH, "server %s answered %s before proving it knows the "
+                          "token; connection closed", c->server, rfs_op_name(h.op));
+            pthread_mutex_lock(&c->lock);
+            call->rc = c->dead_err;
+            complete_locked(call);
+            pthread_mutex_unlock(&c->lock);
             break;
         }
         if (trace_on())
@@ -266,6 +317,11 @@ static void *receiver_main(void *arg)
             complete_locked(call);
             pthread_mutex_unlock(&c->lock);
             break;
+        }
+        if (call == &c->auth_call) {
+            if (rfs_auth_settle(c))
+                break;
+            continue;  /* nobody waits for it */
         }
         pthread_mutex_lock(&c->lock);
         complete_locked(call);
@@ -314,6 +370,8 @@ static int fail_dead(rfs_conn *c)
     char msg[sizeof c->dead_msg];
     snprintf(msg, sizeof msg, "%s", c->dead_msg);
     pthread_mutex_unlock(&c->lock);
+    if (err == RFS_E_AUTH)
+        return rfs_fail(err, "%s", msg);
     return rfs_fail(err, "%s (server file handles do not survive a lost connection: reopen "
                     "the file)", msg);
 }
@@ -330,6 +388,10 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
         return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
 
     pthread_mutex_lock(&c->lock);
+    /* File data goes only to a server that has proven it knows the token. The wait is bounded:
+     * the AUTH call has a deadline the watchdog enforces, and a kill wakes us. */
+    while (req->data_len && c->auth_pending && !c->dead)
+        pthread_cond_wait(&c->auth_cv, &c->lock);
     int dead = c->dead;
     uint32_t id = c->next_id++;
     if (c->next_id == 0)
@@ -499,6 +561,8 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->send_lock, NULL);
     cond_init_monotonic(&c->wd_cv);
+    pthread_cond_init(&c->auth_cv, NULL);
+    rfs_call_init(&c->auth_call);
 
     rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
                              .rcvbuf = o->rcvbuf, .nodelay = 1};
@@ -551,6 +615,9 @@ void rfs_conn_free(rfs_conn *c)
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->send_lock);
     pthread_cond_destroy(&c->wd_cv);
+    pthread_cond_destroy(&c->auth_cv);
+    rfs_call_destroy(&c->auth_call);
+    free(c->sink_buf);
     /* The token is a secret: do not leave it in freed memory. */
     explicit_bzero(c->token, sizeof c->token);
     free(c);

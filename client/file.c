@@ -241,6 +241,16 @@ int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
     return rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done);
 }
 
+int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off,
+                   size_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || !sink)
+        return rfs_fail(RFS_E_INVAL, "rfs_pread_sink: NULL argument");
+    return rfs_xfer_sink(f, off, len, sink, ctx, done);
+}
+
 int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done)
 {
     if (done)

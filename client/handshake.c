@@ -1,8 +1,9 @@
-/* HELLO (version and frame size) and AUTH (mutual challenge-response, common/auth.h).
+/* HELLO (version, frame size, features) and AUTH (mutual challenge-response, common/auth.h).
  *
  * The client proves it knows the token, and then checks the server's MAC: a server that
  * does not know the token (an impostor on the port, or a server configured with another
- * token) is refused before any file data is sent to it. */
+ * token) is refused before any file data is sent to it. AUTH's round trip is shared with the
+ * connection's first request (see authenticate). */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -41,6 +42,10 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
     return rc;
 }
 
+/* Sends AUTH and returns without its reply: the connection's first request follows in the
+ * same round trip. The receiver checks the server's proof (rfs_auth_settle) before it hands
+ * any other reply to a caller, and requests carrying file data wait for that check, so an
+ * impostor can learn at most the first request's path name, never file data. */
 static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_nonce)
 {
     rfs_req req;
@@ -50,32 +55,43 @@ static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_n
         return rfs_fail(RFS_E_IO, "no randomness for the authentication nonce");
     size_t tlen = strlen(o->token);
     rfs_auth_client_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, req.u.auth.mac);
-
-    rfs_call call;
-    rfs_call_init(&call);
-    int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
-    if (!rc)
-        rc = rfs_conn_wait(c, &call);
+    pthread_mutex_lock(&c->lock);
+    rfs_auth_server_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, c->auth_expect);
+    c->auth_pending = 1;
+    pthread_mutex_unlock(&c->lock);
+    int rc = rfs_conn_start(c, &c->auth_call, &req, NULL, o->connect_timeout_ms);
+    explicit_bzero(&req.u.auth, sizeof req.u.auth);
     if (rc) {
         char cause[1024];
         snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        rc = rfs_fail(rc, "authentication with %s failed: %s", c->server, cause);
-    } else if (call.status) {
-        rc = rfs_fail(RFS_E_AUTH, "server %s rejected the token (%.*s); check RFS_TOKEN, "
-                      "RFS_TOKEN_FILE or rfs_options.token", c->server, (int)call.rep.u.err.len,
-                      call.rep.u.err.s ? call.rep.u.err.s : "");
-    } else {
-        uint8_t expect[RFS_MAC_LEN];
-        rfs_auth_server_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, expect);
-        if (!rfs_auth_equal(expect, call.rep.u.auth.server_mac, RFS_MAC_LEN)) {
-            rfs_conn_kill(c, RFS_E_AUTH, "server failed mutual authentication");
-            rc = rfs_fail(RFS_E_AUTH, "server %s did not prove it knows the token (a different "
-                          "token, or not the expected server); connection closed", c->server);
-        }
-        explicit_bzero(expect, sizeof expect);
+        return rfs_fail(rc, "authentication with %s failed: %s", c->server, cause);
     }
-    rfs_call_destroy(&call);
-    return rc;
+    return RFS_OK;
+}
+
+int rfs_auth_settle(rfs_conn *c)
+{
+    rfs_call *call = &c->auth_call;
+    if (call->status) {
+        rfs_conn_kill(c, RFS_E_AUTH, "server %s rejected the token (%.*s); check RFS_TOKEN, "
+                      "RFS_TOKEN_FILE or rfs_options.token", c->server, (int)call->rep.u.err.len,
+                      call->rep.u.err.s ? call->rep.u.err.s : "");
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    int ok = rfs_auth_equal(c->auth_expect, call->rep.u.auth.server_mac, RFS_MAC_LEN);
+    explicit_bzero(c->auth_expect, sizeof c->auth_expect);
+    if (ok) {
+        c->auth_pending = 0;
+        pthread_cond_broadcast(&c->auth_cv);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!ok) {
+        rfs_conn_kill(c, RFS_E_AUTH, "server %s did not prove it knows the token (a different "
+                      "token, or not the expected server); connection closed", c->server);
+        return -1;
+    }
+    return 0;
 }
 
 int rfs_handshake(rfs_conn *c, const rfs_copts *o)
@@ -87,6 +103,8 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
     uint32_t mf = rep.u.hello.max_frame < o->max_frame ? rep.u.hello.max_frame : o->max_frame;
     pthread_mutex_lock(&c->lock);
     c->max_frame = mf;
+    if (rep.u.hello.features & RFS_FEAT_VIEWS)
+        c->views_ok = 1;
     pthread_mutex_unlock(&c->lock);
     if (!rep.u.hello.auth_required)
         return RFS_OK;

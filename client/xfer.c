@@ -28,6 +28,8 @@ typedef struct xfer {
     uint32_t view_id;
     uint8_t *rbuf;
     const uint8_t *wbuf;
+    rfs_sink_fn sink;    /* reads: deliver here instead of rbuf (rbuf offsets become file offsets) */
+    void *sink_ctx;
     xjob *jobs;
     size_t njobs;
     uint64_t *pieces;    /* list I/O: host-order pairs, frame by frame */
@@ -95,7 +97,12 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
         req.u.view_write.pos = jb->off;
         break;
     }
-    if (is_read(x->op)) {
+    if (x->sink) {
+        call->sink = x->sink;
+        call->sink_ctx = x->sink_ctx;
+        call->sink_off = jb->off;
+        call->dst_cap = jb->len;
+    } else if (is_read(x->op)) {
         call->dst = x->rbuf + jb->buf_off;
         call->dst_cap = jb->len;
     } else {
@@ -118,6 +125,9 @@ static int finish(xfer *x, int s, size_t j, rfs_call *call, int wait_rc)
     if (rc)
         return rc;
     size_t want = x->jobs[j].len;
+    if (call->sink_err)
+        return rfs_fail(RFS_E_IO, "%s: delivering the data read at offset %llu failed: %s",
+                        f->label, (unsigned long long)x->jobs[j].off, strerror(call->sink_err));
     if (is_read(x->op)) {
         x->got[j] = call->data_len;
         if (call->data_len < want) {
@@ -238,9 +248,10 @@ static int run(xfer *x, size_t *done)
     return RFS_OK;
 }
 
-int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
-                    const void *wbuf, size_t len, size_t *done)
+/* Cuts [off, off+len) into frame-sized jobs and runs them; x's op and buffers are set. */
+static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
 {
+    rfs_file *f = x0->f;
     if (done)
         *done = 0;
     if (off > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - off)
@@ -248,13 +259,7 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
                         f->label, (unsigned long long)off, len);
     if (len == 0)
         return RFS_OK;
-    xfer x;
-    memset(&x, 0, sizeof x);
-    x.f = f;
-    x.op = op;
-    x.view_id = view_id;
-    x.rbuf = rbuf;
-    x.wbuf = wbuf;
+    xfer x = *x0;
     x.njobs = (len + f->chunk - 1) / f->chunk;
     x.jobs = malloc(x.njobs * sizeof *x.jobs);
     if (!x.jobs)
@@ -268,6 +273,31 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
     int rc = run(&x, done);
     free(x.jobs);
     return rc;
+}
+
+int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
+                    const void *wbuf, size_t len, size_t *done)
+{
+    xfer x;
+    memset(&x, 0, sizeof x);
+    x.f = f;
+    x.op = op;
+    x.view_id = view_id;
+    x.rbuf = rbuf;
+    x.wbuf = wbuf;
+    return run_contig(&x, off, len, done);
+}
+
+int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
+                  size_t *done)
+{
+    xfer x;
+    memset(&x, 0, sizeof x);
+    x.f = f;
+    x.op = RFS_OP_PREAD;
+    x.sink = sink;
+    x.sink_ctx = ctx;
+    return run_contig(&x, off, len, done);
 }
 
 /* ---- list I/O planning ---- */

@@ -37,6 +37,9 @@
 #define RFS_MAX_EXTENTS 65536u                  /* (offset,len) pairs in one PREADV/PWRITEV */
 #define RFS_EXTENT_WIRE 16u                     /* u64 offset, u64 length */
 #define RFS_NONCE_LEN 32u
+/* HELLO reply feature bits: what this server can do beyond the version's mandatory ops, so a
+ * client need not ask with a round trip. Clients ignore bits they do not know. */
+#define RFS_FEAT_VIEWS 0x0001u   /* SET_VIEW / VIEW_READ / VIEW_WRITE are served */
 #define RFS_MAC_LEN 32u
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
 
@@ -129,7 +132,7 @@ typedef struct rfs_rep {
     uint32_t status;          /* 0 or -rfs_err */
     union {
         struct { const char *s; uint16_t len; } err;       /* status != 0 */
-        struct { uint16_t version; uint32_t max_frame; uint32_t auth_required;
+        struct { uint16_t version; uint16_t features; uint32_t max_frame; uint32_t auth_required;
                  uint8_t nonce[RFS_NONCE_LEN]; } hello;
         struct { uint8_t server_mac[RFS_MAC_LEN]; } auth;
         struct { uint32_t fh; uint64_t size; } open;

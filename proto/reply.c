@@ -112,9 +112,9 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
             break;
         case SHAPE_OTHER:
             switch (r->op) {
-            case RFS_OP_HELLO: /* u16 version, u16 reserved, u32 max_frame, u32 auth_required, nonce[32] */
+            case RFS_OP_HELLO: /* u16 version, u16 features, u32 max_frame, u32 auth_required, nonce[32] */
                 wr_u16(&w, r->u.hello.version);
-                wr_u16(&w, 0);
+                wr_u16(&w, r->u.hello.features);
                 wr_u32(&w, r->u.hello.max_frame);
                 wr_u32(&w, r->u.hello.auth_required);
                 wr_bytes(&w, r->u.hello.nonce, RFS_NONCE_LEN);
@@ -206,12 +206,10 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
         switch (h->op) {
         case RFS_OP_HELLO: {
             r->u.hello.version = rd_u16(&in);
-            uint16_t reserved = rd_u16(&in);
+            r->u.hello.features = rd_u16(&in); /* unknown bits: a newer server, ignored */
             r->u.hello.max_frame = rd_u32(&in);
             r->u.hello.auth_required = rd_u32(&in);
             rd_bytes(&in, r->u.hello.nonce, RFS_NONCE_LEN);
-            if (!in.bad && reserved != 0)
-                return rfs_fail(RFS_E_PROTO, "HELLO reply: reserved field 0x%04x", reserved);
             break;
         }
         case RFS_OP_AUTH:

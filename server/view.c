@@ -8,6 +8,11 @@
 #ifdef RFSD_HAVE_DTYPE
 #include "dtype/dtype.h"
 
+int rfsd_views_built(void)
+{
+    return 1;
+}
+
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
 {
     /* The old view goes first: after a failed SET_VIEW the slot is unset, so a VIEW_READ or
@@ -102,6 +107,11 @@ void rfsd_view_clear(rfsd_view *v)
 }
 
 #else /* built without dtype/: views are refused with a clear reason */
+
+int rfsd_views_built(void)
+{
+    return 0;
+}
 
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
 {

@@ -23,5 +23,7 @@ int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, 
 int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
                     size_t len);
 void rfsd_view_clear(rfsd_view *v);
+/* 1 if this build serves views (announced in the HELLO reply's features). */
+int rfsd_views_built(void);
 
 #endif

@@ -104,6 +104,17 @@ int rfs_close(rfs_file *f);
 /* Short counts only at end of file (reads). *done may be NULL. */
 int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done);
 int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done);
+/* Where rfs_pread_sink delivers data: called with each piece as it comes off the network, in
+ * file order within one call of rfs_pread_sink, from a library thread (the one receiving
+ * them, so the bytes are still in its cache). Pieces of different frames may be delivered
+ * concurrently by different threads when the file has several streams. off is the piece's
+ * offset in the remote file. Returns 0, or an errno value to stop the transfer. */
+typedef int (*rfs_sink_fn)(void *ctx, uint64_t off, const void *data, size_t len);
+/* Like rfs_pread, with the data handed to sink instead of copied into a buffer (rfs get
+ * writes them to the local file this way). A sink failure returns RFS_E_IO naming the
+ * errno; *done counts only bytes the sink accepted, in order from off. */
+int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off,
+                   size_t *done);
 /* List I/O: buf holds the runs' bytes packed back to back, in list order. */
 int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done);
 int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done);

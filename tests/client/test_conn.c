@@ -1,6 +1,7 @@
 /* The connection layer against a scripted fake server (in-process, 127.0.0.1:0): replies out
  * of order, a server that dies, stays silent, sends too much, lies about ids, fails mutual
  * authentication or does not support an op; and connection sharing in the pool. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -34,6 +36,9 @@ enum mode {
     M_HALF_STALL,     /* PREAD reply: full header, half the payload, then nothing more */
     M_HALF_DIE,       /* PREAD reply: full header, half the payload, then close */
     M_REJECT_AUTH,    /* AUTH reply with an error */
+    M_AUTH_LATE,      /* AUTH reply held until the next frame has arrived, then sent */
+    M_AUTH_AFTER,     /* AUTH reply held; the next request is answered first */
+    M_VIEWS,          /* announces views; a SET_VIEW is answered only once the next frame came */
 };
 
 #define MAX_CONNS 8
@@ -49,6 +54,10 @@ typedef struct fake {
     int fds[MAX_CONNS];
     pthread_t handlers[MAX_CONNS];
     int nconns;
+    uint16_t after_auth_op;   /* first frame read after AUTH (the pipelined request) */
+    int data_frames;          /* PWRITE frames received */
+    uint16_t after_view_op;   /* M_VIEWS: the frame that came while a SET_VIEW was unanswered */
+    int handlers_done;        /* handlers that have read to the end and quit */
 } fake;
 
 typedef struct handler_arg {
@@ -151,6 +160,12 @@ static void *handler_main(void *arg)
     memset(server_nonce, 0x42, sizeof server_nonce);
     struct { uint32_t id; uint64_t off; uint32_t len; } held[64];
     int nheld = 0;
+    rfs_rep auth_rep;          /* an AUTH reply held back (M_AUTH_LATE / M_AUTH_AFTER) */
+    int auth_held = 0, auth_seen = 0;
+    rfs_rep view_rep;          /* a SET_VIEW reply held back (M_VIEWS) */
+    int view_held = 0;
+    struct timeval tv = {.tv_sec = 20};  /* no test hangs on a client that never sends */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     for (;;) {
         uint8_t hb[RFS_HDR_SIZE];
         if (read_full(fd, hb, sizeof hb))
@@ -168,6 +183,20 @@ static void *handler_main(void *arg)
             free(body);
             break;
         }
+        if (auth_seen && !fk->after_auth_op && q.op != RFS_OP_AUTH) {
+            pthread_mutex_lock(&fk->lock);
+            fk->after_auth_op = q.op;
+            pthread_mutex_unlock(&fk->lock);
+        }
+        if (q.op == RFS_OP_PWRITE) {
+            pthread_mutex_lock(&fk->lock);
+            fk->data_frames++;
+            pthread_mutex_unlock(&fk->lock);
+        }
+        if (auth_held && fk->mode == M_AUTH_LATE) {
+            send_rep(fd, &auth_rep, NULL, 0);
+            auth_held = 0;
+        }
         rfs_rep r;
         memset(&r, 0, sizeof r);
         r.op = q.op;
@@ -178,6 +207,7 @@ static void *handler_main(void *arg)
             r.u.hello.version = RFS_PROTO_VERSION;
             r.u.hello.max_frame = q.u.hello.max_frame;
             r.u.hello.auth_required = fk->token != NULL;
+            r.u.hello.features = fk->mode == M_VIEWS ? RFS_FEAT_VIEWS : 0;
             memcpy(r.u.hello.nonce, server_nonce, RFS_NONCE_LEN);
             send_rep(fd, &r, NULL, 0);
             break;
@@ -192,6 +222,12 @@ static void *handler_main(void *arg)
             const char *secret = fk->mode == M_IMPOSTOR ? "not-the-token" : fk->token;
             rfs_auth_server_mac(secret, strlen(secret), server_nonce, q.u.auth.client_nonce,
                                 r.u.auth.server_mac);
+            auth_seen = 1;
+            if (fk->mode == M_AUTH_LATE || fk->mode == M_AUTH_AFTER) {
+                auth_rep = r;
+                auth_held = 1;
+                break;
+            }
             send_rep(fd, &r, NULL, 0);
             break;
         }
@@ -201,6 +237,25 @@ static void *handler_main(void *arg)
             break;
         case RFS_OP_CLOSE:
         case RFS_OP_SYNC:
+            send_rep(fd, &r, NULL, 0);
+            break;
+        case RFS_OP_SET_VIEW:
+            if (fk->mode != M_VIEWS) {
+                send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "no views here");
+                break;
+            }
+            view_rep = r;
+            view_held = 1;
+            break;
+        case RFS_OP_VIEW_WRITE:
+            if (view_held) {
+                pthread_mutex_lock(&fk->lock);
+                fk->after_view_op = q.op;
+                pthread_mutex_unlock(&fk->lock);
+                send_rep(fd, &view_rep, NULL, 0);
+                view_held = 0;
+            }
+            r.u.u64.value = q.data_len;
             send_rep(fd, &r, NULL, 0);
             break;
         case RFS_OP_COUNTER:
@@ -250,11 +305,18 @@ static void *handler_main(void *arg)
         default:
             send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "fake server");
         }
+        if (auth_held && fk->mode == M_AUTH_AFTER && q.op != RFS_OP_AUTH) {
+            send_rep(fd, &auth_rep, NULL, 0);
+            auth_held = 0;
+        }
         free(body);
         if (quit)
             break;
     }
     shutdown(fd, SHUT_RDWR);
+    pthread_mutex_lock(&fk->lock);
+    fk->handlers_done++;
+    pthread_mutex_unlock(&fk->lock);
     return NULL;
 }
 
@@ -480,6 +542,163 @@ static void test_impostor_server(void **state)
     fake_stop(fk);
 }
 
+/* AUTH and the first request share a round trip: the server reads the OPEN before it has
+ * answered AUTH (a client that waited for the AUTH reply would never send it: the fake's
+ * read would time out and the open fail). */
+static void test_auth_shares_round_trip_with_first_request(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_AUTH_LATE, "s3cret");
+    rfs_options o = {.token = "s3cret"};
+    rfs_file *f = open_ok(fk, &o);
+    assert_int_equal(fk->after_auth_op, RFS_OP_OPEN);
+    uint8_t buf[16];
+    size_t done;
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 5, &done), RFS_OK);
+    assert_int_equal(buf[0], pattern(5));
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+}
+
+/* A server that answers the pipelined request before proving itself is refused, and its
+ * answer never reaches the caller. */
+static void test_reply_before_server_proof_refused(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_AUTH_AFTER, "s3cret");
+    char name[64];
+    name_of(fk, name, sizeof name);
+    rfs_options o = {.token = "s3cret"};
+    rfs_file *f = NULL;
+    assert_int_equal(rfs_open(name, RFS_O_RDWR, 0, &o, &f), RFS_E_AUTH);
+    assert_null(f);
+    assert_non_null(strstr(rfs_last_error(), "before proving"));
+    fake_stop(fk);
+}
+
+/* File data is never sent to a server that has not proven it knows the token: a PWRITE that
+ * is a connection's first request waits for the AUTH reply, which here is an impostor's. */
+static void test_no_file_data_before_server_proof(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_IMPOSTOR, "s3cret");
+    rfs_copts o;
+    rfs_options opts = {.token = "s3cret"};
+    assert_int_equal(rfs_copts_resolve(&opts, "test", &o), RFS_OK);
+    rfs_conn *c = NULL;
+    assert_int_equal(rfs_conn_open("127.0.0.1", (uint16_t)fk->port, &o, &c), RFS_OK);
+    uint8_t data[1000];
+    memset(data, 0x5c, sizeof data);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_PWRITE;
+    req.u.pwrite.fh = 7;
+    req.data = data;
+    req.data_len = sizeof data;
+    rfs_call call;
+    rfs_call_init(&call);
+    int rc = rfs_conn_start(c, &call, &req, NULL, 10000);
+    if (rc == RFS_OK)
+        rc = rfs_conn_wait(c, &call);
+    assert_int_equal(rc, RFS_E_AUTH);
+    assert_non_null(strstr(rfs_last_error(), "prove"));
+    rfs_call_destroy(&call);
+    c->refs = 0;
+    rfs_conn_free(c);
+    /* The handler reads everything the client sent, up to the close. */
+    int done = 0, frames = -1;
+    for (int i = 0; i < 10000 && !done; i++) { /* bounded: 10 s */
+        pthread_mutex_lock(&fk->lock);
+        done = fk->handlers_done;
+        frames = fk->data_frames;
+        pthread_mutex_unlock(&fk->lock);
+        if (!done)
+            usleep(1000);
+    }
+    assert_int_equal(done, 1);
+    assert_int_equal(frames, 0);
+    fake_stop(fk);
+}
+
+/* A server that announces views in HELLO gets the first SET_VIEW pipelined with the access
+ * behind it (the fake answers SET_VIEW only after that access arrived); one that does not
+ * gets a SET_VIEW that is waited for, so its refusal comes back from rfs_set_view. */
+static void test_views_feature_saves_round_trip(void **state)
+{
+    (void)state;
+    static const uint8_t enc[] = {1, 2, 3, 4};  /* opaque to the client and to the fake */
+    fake *fk = fake_start(M_VIEWS, NULL);
+    rfs_options o = {.token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    assert_int_equal(rfs_set_view(f, 1, 0, enc, sizeof enc), RFS_OK);
+    uint8_t data[64] = {0};
+    size_t done = 0;
+    assert_int_equal(rfs_view_write(f, 1, 0, data, sizeof data, &done), RFS_OK);
+    assert_int_equal(done, sizeof data);
+    assert_int_equal(fk->after_view_op, RFS_OP_VIEW_WRITE);
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+
+    fk = fake_start(M_NORMAL, NULL);
+    f = open_ok(fk, &o);
+    assert_int_equal(rfs_set_view(f, 1, 0, enc, sizeof enc), RFS_E_UNSUPPORTED);
+    assert_non_null(strstr(rfs_last_error(), "no views here"));
+    assert_int_equal(rfs_close(f), RFS_OK);
+    fake_stop(fk);
+}
+
+typedef struct sink_state {
+    uint8_t *got;
+    uint64_t base;
+    uint64_t next;       /* offset the next piece must start at (one stream: file order) */
+    int pieces;
+    int fail_at;         /* piece number that fails with ENOSPC, or -1 */
+} sink_state;
+
+static int collect(void *ctx, uint64_t off, const void *data, size_t len)
+{
+    sink_state *s = ctx;
+    if (off != s->next)
+        return EILSEQ;
+    if (s->pieces++ == s->fail_at)
+        return ENOSPC;
+    memcpy(s->got + (off - s->base), data, len);
+    s->next = off + len;
+    return 0;
+}
+
+/* rfs_pread_sink hands every byte to the sink in order, at the right offsets; a sink failure
+ * ends the call with RFS_E_IO naming the errno, and the connection stays in step (the rest of
+ * the payload was drained), so the next read on it works. */
+static void test_pread_sink(void **state)
+{
+    (void)state;
+    fake *fk = fake_start(M_NORMAL, NULL);
+    rfs_options o = {.token = ""};
+    rfs_file *f = open_ok(fk, &o);
+    size_t n = (3u << 20) + 12345;
+    sink_state s = {.got = malloc(n), .base = 777, .next = 777, .fail_at = -1};
+    size_t done = 0;
+    assert_int_equal(rfs_pread_sink(f, collect, &s, n, 777, &done), RFS_OK);
+    assert_int_equal(done, n);
+    assert_true(s.pieces > 1); /* delivered as it came, not in one piece */
+    for (size_t i = 0; i < n; i++)
+        if (s.got[i] != pattern(777 + i))
+            fail_msg("byte %zu differs", i);
+    s = (sink_state){.got = s.got, .base = 0, .next = 0, .fail_at = 2};
+    assert_int_equal(rfs_pread_sink(f, collect, &s, n, 0, &done), RFS_E_IO);
+    assert_non_null(strstr(rfs_last_error(), strerror(ENOSPC)));
+    assert_true(done < n);
+    uint8_t buf[100];
+    assert_int_equal(rfs_pread(f, buf, sizeof buf, 9, &done), RFS_OK);
+    assert_int_equal(done, sizeof buf);
+    assert_int_equal(buf[0], pattern(9));
+    assert_int_equal(rfs_pread_sink(f, NULL, &s, 10, 0, &done), RFS_E_INVAL);
+    assert_int_equal(rfs_close(f), RFS_OK);
+    free(s.got);
+    fake_stop(fk);
+}
+
 static void test_auth_rejected_and_missing(void **state)
 {
     (void)state;
@@ -613,6 +832,11 @@ int main(void)
         cmocka_unit_test(test_unknown_reply_id),
         cmocka_unit_test(test_impostor_server),
         cmocka_unit_test(test_auth_rejected_and_missing),
+        cmocka_unit_test(test_pread_sink),
+        cmocka_unit_test(test_views_feature_saves_round_trip),
+        cmocka_unit_test(test_auth_shares_round_trip_with_first_request),
+        cmocka_unit_test(test_reply_before_server_proof_refused),
+        cmocka_unit_test(test_no_file_data_before_server_proof),
         cmocka_unit_test(test_unsupported_passes_through),
         cmocka_unit_test(test_pool_shares_connections),
         cmocka_unit_test(test_connect_refused),

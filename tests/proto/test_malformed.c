@@ -323,13 +323,13 @@ static void test_bad_replies(void **state)
     put_le16(buf + RFS_HDR_SIZE, 4);  /* longer than the body */
     assert_int_equal(rep_rc(RFS_HDR_SIZE + 5), RFS_E_PROTO);
 
-    /* HELLO reply: reserved field, frame bounds, auth flag. */
+    /* HELLO reply: feature bits a newer server may set are accepted; frame bounds, auth flag. */
     rfs_rep hr = {.op = RFS_OP_HELLO};
     hr.u.hello.version = 1;
     hr.u.hello.max_frame = RFS_FRAME_DEFAULT;
     size_t n = frame_rep(&hr, buf, sizeof buf);
-    put_le16(buf + RFS_HDR_SIZE + 2, 1);
-    assert_int_equal(rep_rc(n), RFS_E_PROTO);
+    put_le16(buf + RFS_HDR_SIZE + 2, 0xffff);
+    assert_int_equal(rep_rc(n), RFS_OK);
     put_le16(buf + RFS_HDR_SIZE + 2, 0);
     put_le32(buf + RFS_HDR_SIZE + 4, 100);
     assert_int_equal(rep_rc(n), RFS_E_PROTO);

@@ -24,11 +24,13 @@ static void test_hello_auth(void **state)
 {
     rfs_rep r = {.op = RFS_OP_HELLO, .id = 1}, o;
     r.u.hello.version = 1;
+    r.u.hello.features = RFS_FEAT_VIEWS | 0x8000;
     r.u.hello.max_frame = RFS_FRAME_MIN;
     r.u.hello.auth_required = 1;
     memset(r.u.hello.nonce, 0x5A, RFS_NONCE_LEN);
     roundtrip(&r, &o);
     assert_int_equal(o.u.hello.version, 1);
+    assert_int_equal(o.u.hello.features, RFS_FEAT_VIEWS | 0x8000);
     assert_int_equal(o.u.hello.max_frame, RFS_FRAME_MIN);
     assert_int_equal(o.u.hello.auth_required, 1);
     assert_memory_equal(o.u.hello.nonce, r.u.hello.nonce, RFS_NONCE_LEN);
