@@ -233,10 +233,11 @@ class Conn:
     # ---- session ----
     def hello(self, max_frame=FRAME_DEFAULT, min_v=1, max_v=1):
         rep = self.call("HELLO", b_hello(min_v, max_v, max_frame)).check()
-        version, reserved, mf, auth_req = struct.unpack_from("<HHII", rep.body)
+        version, features, mf, auth_req = struct.unpack_from("<HHII", rep.body)
         nonce = rep.body[12:44]
         assert len(rep.body) == 44
-        return dict(version=version, max_frame=mf, auth_required=auth_req, nonce=nonce)
+        return dict(version=version, features=features, max_frame=mf, auth_required=auth_req,
+                    nonce=nonce)
 
     def auth(self, token, server_nonce):
         secret = token.encode() if isinstance(token, str) else token

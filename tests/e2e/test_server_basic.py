@@ -11,8 +11,8 @@ from conftest import binary
 from rfswire import rfsd_exits_cleanly  # noqa: F401 (autouse fixture)
 from rfswire import (E, O_APPEND, O_CREAT, O_EXCL, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, OP,
                      PRE_HELLO_MAX, TYPE_DIR, TYPE_FILE, Conn, RfsError, b_auth, b_fh, b_iov,
-                     b_list, b_mkdir, b_open, b_path, b_pread, b_rename, b_size, parse_list,
-                     session)
+                     b_list, b_mkdir, b_open, b_path, b_pread, b_pwrite, b_rename, b_size,
+                     client_mac, frame, parse_list, server_mac, session)
 
 
 def run_rfsd(*args, timeout=20):
@@ -93,6 +93,50 @@ def test_auth_success_and_server_proves_secret(rfsd):
         assert h["max_frame"] == 4 * 1024 * 1024
         c.auth(rfsd.token, h["nonce"])  # also verifies the server's MAC
         assert c.call("STAT", b_path("/")).check()
+
+
+def test_hello_announces_views(rfsd):
+    with Conn.to(rfsd) as c:
+        assert c.hello()["features"] & 1  # RFS_FEAT_VIEWS: this build has dtype/
+
+
+def test_requests_pipelined_behind_auth(rfsd):
+    """AUTH and the frames behind it go out in one write: the server answers AUTH first, then
+    serves them (in any order) with the negotiated frame size: a 1 MiB PING is over the
+    pre-handshake limit."""
+    data = os.urandom(1 << 20)
+    with Conn.to(rfsd) as c:
+        h = c.hello()
+        cn = os.urandom(32)
+        secret = rfsd.token.encode()
+        burst = (frame(OP["AUTH"], 2, b_auth(cn, client_mac(secret, h["nonce"], cn)))
+                 + frame(OP["OPEN"], 3, b_open("/piped", O_RDWR | O_CREAT))
+                 + frame(OP["PING"], 4, data))
+        c.next_id = 5
+        c.send_raw(burst)
+        rep = c.recv()
+        assert rep.op == OP["AUTH"] and rep.req_id == 2 and rep.status == 0
+        assert rep.body == server_mac(secret, h["nonce"], cn)
+        reps = {r.req_id: r for r in (c.recv(), c.recv())}
+        assert reps[4].check().body == data
+        fh = struct.unpack_from("<I", reps[3].check().body)[0]
+        c.call("PWRITE", b_pwrite(fh, 0, b"after")).check()
+        c.call("CLOSE", b_fh(fh)).check()
+    assert (rfsd.root / "piped").read_bytes() == b"after"
+
+
+def test_nothing_behind_a_failed_auth_is_served(rfsd):
+    """A wrong token: the server answers AUTH with an error and closes; the create pipelined
+    behind it never happens."""
+    with Conn.to(rfsd) as c:
+        h = c.hello()
+        cn = os.urandom(32)
+        c.send_raw(frame(OP["AUTH"], 2, b_auth(cn, client_mac(b"wrong", h["nonce"], cn)))
+                   + frame(OP["OPEN"], 3, b_open("/never", O_RDWR | O_CREAT)))
+        rep = c.recv()
+        assert rep.op == OP["AUTH"] and rep.status == E["AUTH"]
+        assert c.peer_closed()
+    assert not (rfsd.root / "never").exists()
 
 
 def test_wrong_token_gets_auth_error_then_close(rfsd):
