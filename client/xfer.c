@@ -278,25 +278,14 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
 int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
                     const void *wbuf, size_t len, size_t *done)
 {
-    xfer x;
-    memset(&x, 0, sizeof x);
-    x.f = f;
-    x.op = op;
-    x.view_id = view_id;
-    x.rbuf = rbuf;
-    x.wbuf = wbuf;
+    xfer x = {.f = f, .op = op, .view_id = view_id, .rbuf = rbuf, .wbuf = wbuf};
     return run_contig(&x, off, len, done);
 }
 
 int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
                   size_t *done)
 {
-    xfer x;
-    memset(&x, 0, sizeof x);
-    x.f = f;
-    x.op = RFS_OP_PREAD;
-    x.sink = sink;
-    x.sink_ctx = ctx;
+    xfer x = {.f = f, .op = RFS_OP_PREAD, .sink = sink, .sink_ctx = ctx};
     return run_contig(&x, off, len, done);
 }
 
