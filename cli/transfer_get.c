@@ -57,7 +57,9 @@ static void disarm_cleanup(void) { cleanup_armed = 0; }
 
 /* Runs in the library's receiving thread, piece by piece as the data arrive: the bytes are
  * written while still in that CPU's cache, instead of being handed to another thread through
- * a buffer of the chunk's size (a 1 GiB loopback get went from 0.69 to ... of raw TCP). */
+ * a buffer of the chunk's size. (Also tried for a 1 GiB loopback get into /dev/shm: mmap'ing
+ * the destination and reading into it, 0.9-1.3 s against 0.6-0.8 s; posix_fallocate first,
+ * no gain.) */
 static int write_piece(void *ctx, uint64_t off, const void *data, size_t len)
 {
     get_ctx *g = ctx;

@@ -186,9 +186,10 @@ uint32_t rfs_conn_max_frame(rfs_conn *c)
 
 /* ---- receiver ---- */
 
-/* Sink deliveries go out in pieces this large: small enough to stay in this thread's cache
- * between the receive and the sink's write, large enough that each costs one system call. */
-#define SINK_PIECE ((size_t)256 << 10)
+/* Sink deliveries go out in pieces of at most this much: what the thread received is written
+ * while still in its cache, with few system calls. On a 1 GiB loopback get into /dev/shm,
+ * 64 KiB pieces took 0.88-1.03 s, 256 KiB 0.75-1.02 s, 1 MiB 0.59-0.73 s, 4 MiB 0.69-0.78 s. */
+#define SINK_PIECE ((size_t)1 << 20)
 
 /* A PREAD payload handed to the call's sink piece by piece as it is received. */
 static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
@@ -204,13 +205,16 @@ static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
         return rfs_fail(RFS_E_PROTO, "out of memory for a %zu-byte receive buffer", SINK_PIECE);
     size_t got = 0;
     while (got < h->body_len) {
-        size_t n = h->body_len - got < SINK_PIECE ? h->body_len - got : SINK_PIECE;
-        int rc = rfs_transport_read_all(c->t, c->sink_buf, n);
-        if (rc)
-            return rc;
+        /* Whatever has arrived goes on at once: waiting for a full piece would put this
+         * thread to sleep while the sender is still filling the socket. */
+        size_t want = h->body_len - got < SINK_PIECE ? h->body_len - got : SINK_PIECE;
+        long n = rfs_transport_read_some(c->t, c->sink_buf, want);
+        if (n < 0)
+            return (int)n;
         if (!call->sink_err)
-            call->sink_err = call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf, n);
-        got += n;
+            call->sink_err = call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf,
+                                        (size_t)n);
+        got += (size_t)n;
     }
     call->rep.data_len = h->body_len;
     call->data_len = h->body_len;

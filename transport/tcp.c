@@ -93,21 +93,20 @@ static int tcp_write_all(rfs_transport *t, const struct iovec *iov, int n)
     return RFS_OK;
 }
 
-static int tcp_read_all(rfs_transport *t, void *buf, size_t len)
+/* One successful recv of up to len bytes; got: bytes of the caller's whole read so far (for
+ * the message). Returns the count, or a negative rfs_err. */
+static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_t want)
 {
     int fd = fd_of(t);
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = recv(fd, (char *)buf + got, len - got, 0);
-        if (r > 0) {
-            got += (size_t)r;
-            continue;
-        }
+    for (;;) {
+        ssize_t r = recv(fd, buf, len, 0);
+        if (r > 0)
+            return (long)r;
         if (r == 0) {
             if (got == 0)
                 return rfs_fail(RFS_E_CONN, "%s: connection closed by peer", t->peer);
             return rfs_fail(RFS_E_CONN, "%s: connection closed by peer after %zu of %zu bytes",
-                            t->peer, got, len);
+                            t->peer, got, want);
         }
         if (errno == EINTR)
             continue;
@@ -116,7 +115,23 @@ static int tcp_read_all(rfs_transport *t, void *buf, size_t len)
         int e = errno;
         return rfs_fail(RFS_E_CONN, "%s: connection lost while receiving: %s", t->peer, strerror(e));
     }
+}
+
+static int tcp_read_all(rfs_transport *t, void *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        long r = recv_some(t, (char *)buf + got, len - got, got, len);
+        if (r < 0)
+            return (int)r;
+        got += (size_t)r;
+    }
     return RFS_OK;
+}
+
+static long tcp_read_some(rfs_transport *t, void *buf, size_t len)
+{
+    return recv_some(t, buf, len, 0, len);
 }
 
 static void tcp_shutdown(rfs_transport *t) { shutdown(fd_of(t), SHUT_RDWR); }
@@ -130,6 +145,7 @@ static void tcp_close(rfs_transport *t)
 static const rfs_transport_ops tcp_ops = {
     .write_all = tcp_write_all,
     .read_all = tcp_read_all,
+    .read_some = tcp_read_some,
     .shutdown = tcp_shutdown,
     .close = tcp_close,
 };

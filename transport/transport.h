@@ -20,6 +20,10 @@ typedef struct rfs_transport_ops {
     int (*write_all)(rfs_transport *t, const struct iovec *iov, int n);
     /* Read exactly len bytes. RFS_E_CONN on EOF/reset (message says which). */
     int (*read_all)(rfs_transport *t, void *buf, size_t len);
+    /* Read what has arrived, at least 1 and at most len bytes (waiting only while nothing has):
+     * returns the count, or a negative rfs_err like read_all. For consumers that can use any
+     * amount at once, so they do not sleep until a whole buffer has filled. */
+    long (*read_some)(rfs_transport *t, void *buf, size_t len);
     /* Unblocks a reader/writer in another thread (shutdown), without freeing. */
     void (*shutdown)(rfs_transport *t);
     void (*close)(rfs_transport *t);  /* frees t */
@@ -40,6 +44,8 @@ static inline int rfs_transport_write_all(rfs_transport *t, const struct iovec *
 { return t->ops->write_all(t, iov, n); }
 static inline int rfs_transport_read_all(rfs_transport *t, void *buf, size_t len)
 { return t->ops->read_all(t, buf, len); }
+static inline long rfs_transport_read_some(rfs_transport *t, void *buf, size_t len)
+{ return t->ops->read_some(t, buf, len); }
 static inline void rfs_transport_close(rfs_transport *t) { if (t) t->ops->close(t); }
 
 #endif
