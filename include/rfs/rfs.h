@@ -154,7 +154,11 @@ int rfs_unlock(rfs_file *f, uint64_t off, uint64_t len);
 /* File views: the server flattens a portable datatype encoding (docs/datatypes.md) and does the
  * list I/O itself, so a noncontiguous access is one small request. view_id is chosen by the
  * caller (per file); data are the packed bytes of the access. `pos` is the byte position in the
- * view's data stream (etype-offset * etype size). */
+ * view's data stream (etype-offset * etype size). rfs_set_view does not wait for the server
+ * when the server announced views (protocol HELLO features): a refused encoding is reported by
+ * the file's next view call (rfs_view_read/rfs_view_write of that view, or rfs_set_view), which
+ * then fails without touching data. With a server that did not announce them it waits, and
+ * RFS_E_UNSUPPORTED comes back from rfs_set_view itself. */
 int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc, size_t enc_len);
 int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
 int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
