@@ -161,6 +161,11 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
 int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size_t cap, size_t *len);
 /* Decode a request body (the header already decoded). Pointers in r point into body. */
 int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r);
+/* The fixed fields of a PWRITE (RFS_PWRITE_FIXED bytes) whose data are still to be read: r is
+ * what rfs_req_decode would give, with data NULL and data_len the rest of the body, and the
+ * same checks (the write's range included). */
+#define RFS_PWRITE_FIXED 12u
+int rfs_req_decode_pwrite_head(const rfs_hdr *h, const uint8_t *fixed, rfs_req *r);
 
 /* Same for replies. For error replies set status and u.err. */
 int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len);

@@ -441,3 +441,20 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
                         r->data_len, (unsigned long long)total);
     return RFS_OK;
 }
+
+int rfs_req_decode_pwrite_head(const rfs_hdr *h, const uint8_t *fixed, rfs_req *r)
+{
+    if (h->op != RFS_OP_PWRITE || h->body_len < RFS_PWRITE_FIXED)
+        return rfs_fail(RFS_E_PROTO, "%s request of %u bytes is not a PWRITE head",
+                        rfs_op_name(h->op), h->body_len);
+    rfs_hdr head = *h;
+    head.body_len = RFS_PWRITE_FIXED;
+    int rc = rfs_req_decode(&head, fixed, RFS_PWRITE_FIXED, r);
+    if (rc)
+        return rc;
+    r->data = NULL;
+    r->data_len = h->body_len - RFS_PWRITE_FIXED;
+    uint64_t total;
+    int have_total;
+    return check_req(r, NULL, &total, &have_total);
+}

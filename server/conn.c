@@ -419,6 +419,75 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     return 0;
 }
 
+/* ---- streamed writes ---- */
+
+/* A PWRITE at least this large, arriving when nothing else of the connection is in flight, is
+ * written by the reader itself as its data come in, STREAM_PIECE at a time: each piece is
+ * written while still in this thread's cache, and no worker has to be woken. The usual path
+ * (the whole frame into a buffer, then a worker writes it) made rfsd the bottleneck of a
+ * loopback put, at 1.5x the CPU time of a plain receive-and-write loop; streamed, a 1 GiB put
+ * took 0.90 of the time (median of 12 paired runs). Each piece takes the file's write mutex
+ * on its own, so a slow sender does not hold up other connections writing the same file. */
+#define STREAM_MIN ((size_t)256 << 10)
+#define STREAM_PIECE ((size_t)1 << 20)
+#define NOT_STREAMED 1
+
+typedef struct stream_src {
+    rfsd_conn *c;
+    size_t left;     /* payload bytes not read yet */
+} stream_src;
+
+static int next_piece(void *ctx, void *buf, size_t n)
+{
+    stream_src *src = ctx;
+    if (n > src->left || recv_all(src->c->fd, buf, n) != 1)
+        return -1;
+    src->left -= n;
+    return 0;
+}
+
+/* head: the PWRITE's fixed fields, already read. Returns NOT_STREAMED when the write must go
+ * the usual way (its body is then read by the caller), else 0 to continue or -1 to close. */
+static int try_streamed_pwrite(rfsd_conn *c, const rfs_hdr *hdr, const uint8_t *head)
+{
+    rfs_req req;
+    if (rfs_req_decode_pwrite_head(hdr, head, &req))
+        return NOT_STREAMED;  /* the usual decode reports it */
+    if (!c->stream_buf && !(c->stream_buf = malloc(STREAM_PIECE)))
+        return NOT_STREAMED;
+    rfsd_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NOT_STREAMED;
+    pthread_mutex_lock(&c->mu);
+    rfsd_handle *h = rfsd_handle_find(c, req.u.pwrite.fh);
+    if (!h || c->inflight > 0) {
+        /* unknown handle: the usual path replies BADF; work in flight: keep its order */
+        pthread_mutex_unlock(&c->mu);
+        free(j);
+        return NOT_STREAMED;
+    }
+    j->work.run = job_run;
+    j->conn = c;
+    j->req = req;
+    j->cost = rfsd_request_cost(&req, hdr->body_len);
+    j->h = h;
+    h->refs++;
+    h->active++;
+    c->inflight++;
+    c->inflight_bytes += j->cost;
+    pthread_mutex_unlock(&c->mu);
+
+    stream_src src = {.c = c, .left = req.data_len};
+    rfsd_stream st = {.next = next_piece, .ctx = &src, .buf = c->stream_buf, .cap = STREAM_PIECE};
+    j->stream = &st;
+    job_run(&j->work);  /* writes, replies, and frees j */
+    if (st.lost) {
+        RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
+        return -1;
+    }
+    return src.left && drain(c, (uint32_t)src.left) ? -1 : 0;
+}
+
 /* Reads one frame and acts on it. Returns 0 to continue, -1 to close. */
 static int read_one(rfsd_conn *c, session *s)
 {
@@ -456,14 +525,28 @@ static int read_one(rfsd_conn *c, session *s)
         rfsd_conn_send_error(c, raw_op, h.req_id, rfs_fail(rc, "%s", msg));
         return 0;
     }
+    uint8_t head[RFS_PWRITE_FIXED];
+    uint32_t have = 0;  /* body bytes read already */
+    if (s->state == ST_READY && h.op == RFS_OP_PWRITE &&
+        h.body_len >= RFS_PWRITE_FIXED + STREAM_MIN) {
+        if (recv_all(c->fd, head, sizeof head) != 1) {
+            RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
+            return -1;
+        }
+        int sr = try_streamed_pwrite(c, &h, head);
+        if (sr != NOT_STREAMED)
+            return sr;
+        have = sizeof head;
+    }
     uint8_t *body = malloc(h.body_len ? h.body_len : 1);
     if (!body) {
-        if (drain(c, h.body_len))
+        if (drain(c, h.body_len - have))
             return -1;
         rfsd_conn_send_error(c, h.op, h.req_id, rfs_fail(RFS_E_NOMEM, "server out of memory"));
         return 0;
     }
-    if (h.body_len && recv_all(c->fd, body, h.body_len) != 1) {
+    memcpy(body, head, have);
+    if (h.body_len > have && recv_all(c->fd, body + have, h.body_len - have) != 1) {
         RFS_LOGI("%s: connection ended inside a %s frame", c->peer, rfs_op_name(h.op));
         free(body);
         return -1;
@@ -552,6 +635,7 @@ void rfsd_conn_reap(rfsd_server *srv)
     while (dead) {
         rfsd_conn *next = dead->next;
         pthread_join(dead->reader, NULL);
+        free(dead->stream_buf);
         free(dead);
         dead = next;
     }

@@ -33,8 +33,20 @@ typedef struct rfsd_handle {
     rfsd_view views[RFSD_MAX_VIEWS];
 } rfsd_handle;
 
+/* Where a streamed PWRITE's data come from: the connection's socket, read piece by piece by
+ * the reader thread that runs the write (conn.c), so each piece is written while still in that
+ * thread's cache instead of being handed to a worker in a frame-sized buffer. */
+typedef struct rfsd_stream {
+    int (*next)(void *ctx, void *buf, size_t n);  /* the next n bytes; 0, or -1: connection lost */
+    void *ctx;
+    uint8_t *buf;
+    size_t cap;                   /* piece size */
+    int lost;                     /* set when next failed: the connection is gone */
+} rfsd_stream;
+
 struct rfsd_job {
     rfsd_work work;               /* first: the pool hands back this pointer */
+    rfsd_stream *stream;          /* PWRITE data still in the socket (req.data is NULL), or NULL */
     rfsd_conn *conn;
     rfsd_handle *h;               /* NULL for ops without a file handle */
     rfs_req req;                  /* points into body */
@@ -61,6 +73,8 @@ struct rfsd_conn {
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
+
+    uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */
 
     rfsd_handle *slots[RFSD_MAX_HANDLES];
     uint32_t gens[RFSD_MAX_HANDLES];

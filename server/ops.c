@@ -224,8 +224,35 @@ typedef struct file_tail {
  * time in a 1 GiB get). Shorter reads keep the one-sendmsg path, which is quicker for them. */
 #define SENDFILE_MIN ((size_t)64 << 10)
 
+/* A PWRITE whose data arrive piece by piece from st. After a failed write the rest is still
+ * read (and dropped), so the connection stays in step and the error can be replied. */
+static int pwrite_streamed(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, rfsd_stream *st)
+{
+    int rc = can_write(h);
+    uint64_t off = q->u.pwrite.off;
+    size_t left = q->data_len;
+    while (left > 0) {
+        size_t n = left < st->cap ? left : st->cap;
+        if (st->next(st->ctx, st->buf, n)) {
+            st->lost = 1;
+            return rfs_fail(RFS_E_CONN, "%s: connection lost inside a PWRITE", h->path);
+        }
+        if (rc == RFS_OK) {
+            rfsd_fileid_write_begin(h->fid);
+            rc = rfsd_be_pwrite(h->fd, h->path, st->buf, n, off);
+            rfsd_fileid_write_end(h->fid);
+        }
+        off += n;
+        left -= n;
+    }
+    if (rc)
+        return rc;
+    rep->u.u64.value = q->data_len;
+    return RFS_OK;
+}
+
 static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf,
-                      file_tail *tail)
+                      file_tail *tail, rfsd_stream *st)
 {
     int rc;
     size_t done;
@@ -251,6 +278,8 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         rep->data_len = (uint32_t)done;
         return RFS_OK;
     case RFS_OP_PWRITE:
+        if (st)
+            return pwrite_streamed(h, q, rep, st);
         if ((rc = can_write(h)))
             return rc;
         rfsd_fileid_write_begin(h->fid);
@@ -392,7 +421,7 @@ void rfsd_execute(rfsd_job *j)
             rc = rfs_fail(RFS_E_BADF, "%s: file handle %u was closed", rfs_op_name(q->op),
                           j->h->id);
         else
-            rc = do_file_op(c, j->h, q, &rep, &buf, &tail);
+            rc = do_file_op(c, j->h, q, &rep, &buf, &tail, j->stream);
     } else {
         rc = do_path_op(c, q, &rep, &buf);
     }

@@ -9,7 +9,7 @@ import pytest
 
 from rfswire import rfsd_exits_cleanly  # noqa: F401 (autouse fixture)
 from rfswire import (E, HDR, MAGIC, OP, O_CREAT, O_RDWR, PRE_HELLO_MAX, Conn, b_fh, b_iov,
-                     b_open, b_path, b_pread, frame, header, session)
+                     b_open, b_path, b_pread, b_pwrite, frame, header, session)
 
 
 def still_serving(srv):
@@ -143,3 +143,49 @@ def test_many_bad_clients_then_good(rfsd):
         with Conn.to(rfsd) as c:
             c.send_raw(os.urandom(i * 37 + 1))
     still_serving(rfsd)
+
+
+# ---- large PWRITEs, which the reader writes piece by piece as they arrive (server/conn.c) ----
+
+BIG = 3 * 1024 * 1024 + 7  # over the streaming threshold, pieces of 1 MiB plus a tail
+
+
+def test_streamed_pwrite_lands_byte_exact(rfsd):
+    data = os.urandom(BIG)
+    with session(rfsd) as c:
+        fh = c.open("/big", O_RDWR | O_CREAT)
+        assert c.pwrite(fh, 5, data) == len(data)
+        assert c.pread(fh, 5, 1 << 20) == data[:1 << 20]
+        c.close_fh(fh)
+    assert (rfsd.root / "big").read_bytes() == b"\0" * 5 + data
+
+
+def test_streamed_pwrite_refused_then_drained(rfsd):
+    """A large write the server must refuse (read-only handle, unknown handle, a range past the
+    largest offset) gets an error reply; its payload is read and dropped, so the next request
+    on the same connection is understood and the file is untouched."""
+    (rfsd.root / "ro").write_bytes(b"keep")
+    data = os.urandom(BIG)
+    with session(rfsd) as c:
+        rep = c.call("OPEN", b_open("/ro", 1)).check()  # RDONLY
+        fh = struct.unpack_from("<I", rep.body)[0]
+        assert c.call("PWRITE", b_pwrite(fh, 0, data)).status == E["ROFS"]
+        assert c.call("PWRITE", b_pwrite(fh + 1000, 0, data)).status == E["BADF"]
+        assert c.call("PWRITE", b_pwrite(fh, (1 << 63) - 10, data)).status in (E["FBIG"],
+                                                                                 E["INVAL"])
+        assert c.call("PING", b"next").check().body == b"next"
+    assert (rfsd.root / "ro").read_bytes() == b"keep"
+    still_serving(rfsd)
+
+
+def test_client_vanishes_inside_streamed_pwrite(rfsd):
+    """The client sends half of a large write's payload and disconnects: rfsd drops the
+    connection, keeps serving others, and what reached the file is a prefix of the data."""
+    data = os.urandom(BIG)
+    with session(rfsd) as c:
+        fh = c.open("/half", O_RDWR | O_CREAT)
+        body = b_pwrite(fh, 0, data)
+        c.send_raw(header(OP["PWRITE"], 99, len(body)) + body[:len(body) // 2])
+    still_serving(rfsd)
+    got = (rfsd.root / "half").read_bytes()
+    assert len(got) < len(data) and got == data[:len(got)]

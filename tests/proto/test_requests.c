@@ -97,6 +97,44 @@ static void test_pread_pwrite(void **state)
     assert_int_equal(o.u.pwrite.off, 12345);
 }
 
+/* A PWRITE head decoded before its data are read gives what the whole frame would, and is
+ * refused for what the whole frame would be refused for. */
+static void test_pwrite_head(void **state)
+{
+    (void)state;
+    static uint8_t data[5000];
+    rfs_req w = {.op = RFS_OP_PWRITE, .id = 22, .data = data, .data_len = sizeof data};
+    w.u.pwrite.fh = 9;
+    w.u.pwrite.off = 1ull << 33;
+    uint8_t buf[FRAME_BUF];
+    size_t n = frame_req(&w, NULL, buf, sizeof buf);
+    rfs_hdr h;
+    assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_DEFAULT, &h), RFS_OK);
+    assert_int_equal(n, RFS_HDR_SIZE + RFS_PWRITE_FIXED + sizeof data);
+    rfs_req o;
+    assert_int_equal(rfs_req_decode_pwrite_head(&h, buf + RFS_HDR_SIZE, &o), RFS_OK);
+    assert_int_equal(o.id, 22);
+    assert_int_equal(o.u.pwrite.fh, 9);
+    assert_int_equal(o.u.pwrite.off, 1ull << 33);
+    assert_int_equal(o.data_len, sizeof data);
+    assert_null(o.data);
+
+    /* a range past the largest file offset */
+    rfs_hdr far = h;
+    uint8_t fixed[RFS_PWRITE_FIXED];
+    memcpy(fixed, buf + RFS_HDR_SIZE, sizeof fixed);
+    for (int i = 0; i < 8; i++)
+        fixed[4 + i] = i == 7 ? 0x7f : 0xff;
+    assert_int_not_equal(rfs_req_decode_pwrite_head(&far, fixed, &o), RFS_OK);
+    /* not a PWRITE, or too short to hold the fixed fields */
+    rfs_hdr other = h;
+    other.op = RFS_OP_PREAD;
+    assert_int_equal(rfs_req_decode_pwrite_head(&other, buf + RFS_HDR_SIZE, &o), RFS_E_PROTO);
+    rfs_hdr shorty = h;
+    shorty.body_len = RFS_PWRITE_FIXED - 1;
+    assert_int_equal(rfs_req_decode_pwrite_head(&shorty, buf + RFS_HDR_SIZE, &o), RFS_E_PROTO);
+}
+
 static void test_preadv_pwritev(void **state)
 {
     const uint64_t ext[] = {0, 10, 100, 20, 1ull << 33, 5};
@@ -321,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_hello_auth_ping),
         cmocka_unit_test(test_open_and_fh_ops),
         cmocka_unit_test(test_pread_pwrite),
+        cmocka_unit_test(test_pwrite_head),
         cmocka_unit_test(test_preadv_pwritev),
         cmocka_unit_test(test_pwritev_caller_sends_extents),
         cmocka_unit_test(test_path_ops),
