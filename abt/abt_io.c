@@ -21,30 +21,43 @@ static int check_range(rfs_io *io, uint64_t off, uint64_t len)
     return RFS_OK;
 }
 
-static int abt_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+static int abt_pwritev_gather(rfs_io *io, const rfs_extent *ext, size_t n,
+                              const struct iovec *mem, size_t nmem, size_t *done)
 {
-    rfs_extent e = {off, len};
-    int rc = check_range(io, off, len);
-    if (rc == RFS_OK && len)
-        rc = rfs_abt_enqueue(F(io), &e, 1, buf, len);
-    if (done)
-        *done = rc == RFS_OK ? len : 0;
-    return rc;
-}
-
-static int abt_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
-{
-    uint64_t total = 0;
+    uint64_t total = 0, have = 0;
     int rc = RFS_OK;
     for (size_t i = 0; i < n && rc == RFS_OK; i++) {
         rc = check_range(io, ext[i].offset, ext[i].length);
         total += ext[i].length;
     }
-    if (rc == RFS_OK && total)
-        rc = rfs_abt_enqueue(F(io), ext, n, buf, total);
+    for (size_t i = 0; i < nmem; i++)
+        have += mem[i].iov_len;
+    if (rc == RFS_OK && have != total)
+        rc = rfs_fail(RFS_E_INVAL, "%s:%s: %llu bytes of memory for %llu bytes of extents",
+                      io->server, io->path, (unsigned long long)have, (unsigned long long)total);
+    if (rc == RFS_OK && total) {
+        abt_src src = {.iov = mem, .n = nmem};
+        rc = rfs_abt_enqueue(F(io), ext, n, &src, total);
+    }
     if (done)
         *done = rc == RFS_OK ? total : 0;
     return rc;
+}
+
+static int abt_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    rfs_extent e = {off, len};
+    struct iovec m = {(void *)buf, len};
+    return abt_pwritev_gather(io, &e, 1, &m, 1, done);
+}
+
+static int abt_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ext[i].length;
+    struct iovec m = {(void *)buf, (size_t)total};
+    return abt_pwritev_gather(io, ext, n, &m, 1, done);
 }
 
 static int abt_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
@@ -154,6 +167,7 @@ static const rfs_io_ops abt_ops = {
     .pwrite = abt_pwrite,
     .preadv = abt_preadv,
     .pwritev = abt_pwritev,
+    .pwritev_gather = abt_pwritev_gather,
     .sync = abt_sync,
     .get_size = abt_get_size,
     .set_size = abt_set_size,

@@ -283,8 +283,45 @@ static void wake_if_overdue(void)
         pthread_cond_broadcast(&E.work);
 }
 
-/* Queues one piece of at most buf_size bytes. */
-static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t *data, uint64_t len)
+/* Copies the next len bytes of the source to dst. */
+static void src_copy(abt_src *s, uint8_t *dst, size_t len)
+{
+    while (len > 0 && s->i < s->n) {
+        size_t left = s->iov[s->i].iov_len - s->at;
+        size_t k = left < len ? left : len;
+        memcpy(dst, (const uint8_t *)s->iov[s->i].iov_base + s->at, k);
+        dst += k;
+        len -= k;
+        s->at += k;
+        if (s->at == s->iov[s->i].iov_len) {
+            s->i++;
+            s->at = 0;
+        }
+    }
+}
+
+/* The next len bytes of the source as one contiguous block: in place when one run holds them,
+ * else gathered into *bounce (the caller frees it). NULL when out of memory. */
+static const uint8_t *src_take(abt_src *s, size_t len, uint8_t **bounce)
+{
+    *bounce = NULL;
+    while (s->i < s->n && s->at == s->iov[s->i].iov_len) {
+        s->i++;
+        s->at = 0;
+    }
+    if (s->i < s->n && s->iov[s->i].iov_len - s->at >= len) {
+        const uint8_t *p = (const uint8_t *)s->iov[s->i].iov_base + s->at;
+        s->at += len;
+        return p;
+    }
+    if (!(*bounce = malloc(len ? len : 1)))
+        return NULL;
+    src_copy(s, *bounce, len);
+    return *bounce;
+}
+
+/* Queues one piece of at most buf_size bytes, taken from src. */
+static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len)
 {
     uint64_t lo, hi;
     range_of(ext, n, &lo, &hi);
@@ -298,7 +335,7 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
             c->busy++;
             E.stats.bytes_buffered += len;
             pthread_mutex_unlock(&E.mu);
-            memcpy(c->buf + at, data, len);
+            src_copy(src, c->buf + at, len);
             pthread_mutex_lock(&E.mu);
             c->busy--;
             wake_if_overdue();
@@ -327,18 +364,27 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
 
     int staged = 0;
     if (c->buf) {
-        memcpy(c->buf, data, len);
-    } else if (stage_chunk(c, data, f->sync_staging) == RFS_OK) {
-        staged = 1;  /* foreground staging: memory cap reached */
+        src_copy(src, c->buf, len);
     } else {
-        /* The staging disk failed too: wait for a buffer rather than lose or reject data. */
-        RFS_LOGW("%s: foreground staging failed (%s); waiting for buffer space", f->name,
-                 rfs_last_error());
-        pthread_mutex_lock(&E.mu);
-        while (!(c->buf = pool_get()))
-            pthread_cond_wait(&E.done, &E.mu);
-        pthread_mutex_unlock(&E.mu);
-        memcpy(c->buf, data, len);
+        uint8_t *bounce;
+        const uint8_t *data = src_take(src, len, &bounce);
+        if (data && stage_chunk(c, data, f->sync_staging) == RFS_OK) {
+            staged = 1;  /* foreground staging: memory cap reached */
+        } else {
+            /* The staging disk (or memory for gathering) failed too: wait for a buffer
+             * rather than lose or reject data. */
+            RFS_LOGW("%s: foreground staging failed (%s); waiting for buffer space", f->name,
+                     data ? rfs_last_error() : "out of memory");
+            pthread_mutex_lock(&E.mu);
+            while (!(c->buf = pool_get()))
+                pthread_cond_wait(&E.done, &E.mu);
+            pthread_mutex_unlock(&E.mu);
+            if (data)
+                memcpy(c->buf, data, len);
+            else
+                src_copy(src, c->buf, len);
+        }
+        free(bounce);
     }
     pthread_mutex_lock(&E.mu);
     c->staged = staged;
@@ -352,7 +398,7 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, const uint8_t
     return RFS_OK;
 }
 
-int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *data, uint64_t len)
+int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len)
 {
     double t_enter = rfs_abt_now();
     pthread_mutex_lock(&E.mu);
@@ -361,7 +407,6 @@ int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *da
     pthread_mutex_unlock(&E.mu);
 
     /* Cut the write into pieces of at most one buffer, each with the extents it covers. */
-    const uint8_t *p = data;
     size_t i = 0;
     uint64_t used_in_ext = 0;
     rfs_extent stackbuf[64];
@@ -397,8 +442,7 @@ int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *da
         }
         if (rc != RFS_OK || plen == 0)
             break;
-        rc = put_piece(f, pext, pn, p, plen);
-        p += plen;
+        rc = put_piece(f, pext, pn, src, plen);
         len -= plen;
     }
     if (pext != stackbuf)

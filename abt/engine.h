@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "abt/abt.h"
 #include "abt/journal.h"
@@ -94,8 +95,18 @@ extern abt_engine rfs_abt_engine;
 double rfs_abt_now(void);
 /* Starts the engine on first use (config sets the pool); raises the memory cap afterwards. */
 int rfs_abt_engine_start(const rfs_abt_config *c);
-/* Queues a write (extents + packed data). Copies the data; returns when it is buffered/staged. */
-int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, const void *data, uint64_t len);
+/* Where a queued write's bytes come from, in stream order: the runs of memory in iov (one
+ * run for packed data; the application's own runs for a gathered write, which then needs no
+ * packing copy above ABT). Consumed as the write is queued. */
+typedef struct abt_src {
+    const struct iovec *iov;
+    size_t n;
+    size_t i;     /* current run */
+    size_t at;    /* bytes of run i already taken */
+} abt_src;
+/* Queues a write (extents + len bytes from src). Copies the data; returns when it is
+ * buffered/staged. */
+int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len);
 /* Waits until no queued chunk of f overlaps [lo, hi) (hi = UINT64_MAX: all of f). */
 void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi);
 /* Takes f's unreported background error (clearing it), or RFS_OK. */

@@ -47,18 +47,13 @@ static int cmp_piece(const void *a, const void *b)
 static int indep(mp_file *f, int is_write, uint64_t pos, mp_buf *b, int64_t *got)
 {
     mp_view *v = mp_view_get(f);
-    uint64_t lo = 0, hi = 0;
     size_t done = 0;
-    int rc = RFS_OK;
-    if (f->atomic)
-        rc = mp_atomic_lock(f, v, is_write, pos, (uint64_t)b->len, &lo, &hi);
-    if (rc == RFS_OK) {
-        rc = mp_stream_io(f, v, is_write, pos, b->data, (size_t)b->len, &done);
-        if (f->atomic)
-            mp_atomic_unlock(f, lo, hi);
-    }
+    int pack_rc;
+    int rc = mp_io_through_view(f, v, is_write, pos, b, &done, &pack_rc);
     mp_view_put(f, v);
     *got = (int64_t)done;
+    if (pack_rc != MPI_SUCCESS)
+        return mp_error_code(pack_rc, "rfs: %s: cannot pack the data of this access", f->name);
     if (rc != RFS_OK)
         return mp_io_error(f, rc, is_write ? "write" : "read", rfs_last_error());
     return MPI_SUCCESS;
@@ -414,8 +409,13 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     mp_buf b;
     memset(&b, 0, sizeof b);
     int code = mp_check_access(f, is_write, 0);
+    int mode = is_write ? f->hints.cb_write : f->hints.cb_read;
+    /* Known to go independent: a write may then be gathered instead of packed (indep). */
+    int surely_indep = f->size == 1 || mode == MP_DISABLE || f->atomic;
     if (code == MPI_SUCCESS) {
-        int e = is_write ? mp_buf_for_write(&b, buf, count, type) : mp_buf_for_read(&b, buf, count, type);
+        int e = !is_write ? mp_buf_for_read(&b, buf, count, type)
+                : surely_indep ? mp_buf_for_write_lazy(&b, buf, count, type)
+                               : mp_buf_for_write(&b, buf, count, type);
         if (e != MPI_SUCCESS)
             code = mp_error_code(e, "rfs: %s: bad count or datatype for this access", f->name);
     }
@@ -449,9 +449,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             gmin = mp_min64(gmin, all[2 * j]);
             gmax = all[2 * j + 1] > gmax ? all[2 * j + 1] : gmax;
         }
-    int mode = is_write ? f->hints.cb_write : f->hints.cb_read;
-    int use_indep = P == 1 || mode == MP_DISABLE || f->atomic ||
-                    (mode == MP_AUTO && !interleaved(all, P));
+    int use_indep = surely_indep || (mode == MP_AUTO && !interleaved(all, P));
     free(all);
 
     int64_t moved = 0;

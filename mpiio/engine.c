@@ -9,6 +9,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+
+#include "common/log.h"
 
 typedef struct run_list {
     rfs_extent *ext;
@@ -125,6 +128,34 @@ static int ensure_server_view(mp_file *f, mp_view *v)
     }
     pthread_mutex_unlock(&f->mu);
     return rc == RFS_OK ? 1 : rc;
+}
+
+/* Gathering a write from more runs than this costs more in bookkeeping than the packing copy
+ * it saves (16 bytes of iovec per run, and ABT walks them). */
+#define GATHER_MAX_RUNS ((size_t)1 << 20)
+
+int mp_gather_write(mp_file *f, mp_view *v, uint64_t pos, const mp_buf *b, size_t *done)
+{
+    rfs_io *io = f->io;
+    *done = 0;
+    if (!io->ops->pwritev_gather || b->data || b->len <= 0)
+        return MP_NOT_GATHERED;
+    struct iovec *mem;
+    size_t nmem;
+    if (mp_buf_runs(b, GATHER_MAX_RUNS, &mem, &nmem) != MPI_SUCCESS)
+        return MP_NOT_GATHERED;
+    rfs_extent one = {(uint64_t)v->disp + pos, (uint64_t)b->len}, *ext = &one;
+    size_t n = 1;
+    int rc = v->contig ? RFS_OK : mp_view_runs(v, pos, (uint64_t)b->len, &ext, &n);
+    if (rc == RFS_OK) {
+        RFS_LOGD("mpiio: %s: write of %lld bytes gathered from %zu memory runs", f->name,
+                 (long long)b->len, nmem);
+        rc = io->ops->pwritev_gather(io, ext, n, mem, nmem, done);
+    }
+    if (ext != &one)
+        free(ext);
+    free(mem);
+    return rc;
 }
 
 int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data, size_t len,

@@ -224,6 +224,14 @@ typedef struct mp_buf {
 } mp_buf;
 /* MPI calls: application thread only. */
 int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type);
+/* The same without packing yet: b->data is set only when the memory is one dense run; pack
+ * with mp_buf_pack unless the write goes out gathered (mp_gather_write). */
+int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type);
+int mp_buf_pack(mp_buf *b);
+/* The memory runs of an unpacked write buffer, in type-map order (what packing would copy),
+ * at most max runs; *iov is malloc'd. MPI_SUCCESS, or an error when the type cannot be
+ * described that way (negative offsets, too many runs): then pack instead. */
+int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n);
 int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type);
 /* After a read of `got` bytes into b->data: scatter them into the user buffer. */
 int mp_buf_finish_read(mp_buf *b, int64_t got);
@@ -237,6 +245,18 @@ int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data,
                  size_t *done);
 /* Lists the file runs of stream bytes [pos,pos+len) (no MPI). Caller frees *ext. */
 int mp_view_runs(const mp_view *v, uint64_t pos, uint64_t len, rfs_extent **ext, size_t *n);
+/* A write of unpacked memory (mp_buf_for_write_lazy) straight into a layer that copies it
+ * anyway (rfs_io pwritev_gather: ABT), without packing it first. Returns RFS_OK or a negative
+ * rfs_err, or MP_NOT_GATHERED when that cannot be done here (no such layer, dense or
+ * undescribable memory): the caller packs and writes as usual. MPI calls (datatype
+ * decoding): application thread only. */
+#define MP_NOT_GATHERED 1
+/* One independent access of b through view v (access.c): gathered when it can be, else packed
+ * (writes), with atomic-mode locks. Returns the rfs_io result; *pack_rc is an MPI error when
+ * packing the data failed (nothing was written then). MPI calls: application thread only. */
+int mp_io_through_view(mp_file *f, mp_view *v, int is_write, uint64_t pos, mp_buf *b,
+                       size_t *done, int *pack_rc);
+int mp_gather_write(mp_file *f, mp_view *v, uint64_t pos, const mp_buf *b, size_t *done);
 /* Runs a list I/O in chunks of hints.max_extents (no MPI). */
 int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *data, size_t *done);
 

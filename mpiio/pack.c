@@ -7,6 +7,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+
+#include "dtype/dtype.h"
+#include "dtype/encode_mpi.h"
 
 /* The packing buffer of the last access, kept for the next one. A buffer malloc'd and freed per
  * call comes back from the kernel page-faulting each time (glibc unmaps large blocks): on this
@@ -166,21 +170,83 @@ static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype typ
     return MPI_SUCCESS;
 }
 
-int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
 {
-    int rc = prepare(b, buf, count, type);
-    if (rc != MPI_SUCCESS || b->len == 0 || b->data)
-        return rc;
+    return prepare(b, buf, count, type);
+}
+
+int mp_buf_pack(mp_buf *b)
+{
+    if (b->len == 0 || b->data)
+        return MPI_SUCCESS;
     b->tmp = tmp_alloc((size_t)b->len, &b->tmp_cap);
     if (!b->tmp)
         return MPI_ERR_NO_MEM;
-    rc = pack_into(buf, count, type, b->tmp, b->len);
+    int rc = pack_into(b->user, b->count, b->type, b->tmp, b->len);
     if (rc != MPI_SUCCESS) {
         mp_buf_free(b);
         return rc;
     }
     b->data = b->tmp;
     return MPI_SUCCESS;
+}
+
+int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+{
+    int rc = prepare(b, buf, count, type);
+    return rc != MPI_SUCCESS ? rc : mp_buf_pack(b);
+}
+
+int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
+{
+    *iov = NULL;
+    *n = 0;
+    uint8_t *enc = NULL;
+    size_t enc_len = 0;
+    if (rfs_dt_encode_mpi(b->type, &enc, &enc_len) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    rfs_dt *t = NULL;
+    rfs_flat *fl = NULL;
+    int rc = rfs_dt_decode(enc, enc_len, &t);
+    free(enc);
+    if (rc == RFS_OK)
+        rc = rfs_dt_flatten(t, &fl);
+    rfs_dt_free(t);
+    if (rc != RFS_OK)
+        return MPI_ERR_TYPE;
+    int code = MPI_SUCCESS;
+    uint64_t want = (uint64_t)fl->n * (uint64_t)b->count;
+    if (fl->n == 0 || b->count <= 0 || want / (uint64_t)b->count != fl->n || want > max) {
+        code = MPI_ERR_TYPE;
+    } else if (!(*iov = malloc((size_t)want * sizeof **iov))) {
+        code = MPI_ERR_NO_MEM;
+    } else {
+        /* Element e of the buffer starts e extents after buf; adjacent runs are merged.
+         * Integer arithmetic: buf may be MPI_BOTTOM with absolute displacements. */
+        size_t k = 0;
+        int64_t total = 0;
+        for (MPI_Count e = 0; e < b->count; e++) {
+            uintptr_t base = (uintptr_t)b->user + (uintptr_t)((int64_t)e * fl->extent);
+            for (size_t r = 0; r < fl->n; r++) {
+                char *p = (char *)(base + (uintptr_t)fl->off[r]);
+                size_t len = (size_t)fl->len[r];
+                total += fl->len[r];
+                if (k && (char *)(*iov)[k - 1].iov_base + (*iov)[k - 1].iov_len == p)
+                    (*iov)[k - 1].iov_len += len;
+                else
+                    (*iov)[k++] = (struct iovec){p, len};
+            }
+        }
+        *n = k;
+        if (total != b->len) {  /* the decoder's view of the type differs from MPI's */
+            free(*iov);
+            *iov = NULL;
+            *n = 0;
+            code = MPI_ERR_TYPE;
+        }
+    }
+    rfs_flat_free(fl);
+    return code;
 }
 
 int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type)

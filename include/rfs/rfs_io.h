@@ -11,6 +11,8 @@
 
 #include "rfs/rfs.h"
 
+#include <sys/uio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,12 @@ typedef struct rfs_io_ops {
     int (*pwrite)(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done);
     int (*preadv)(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done);
     int (*pwritev)(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done);
+    /* pwritev whose data are not packed: the bytes for the extents, in order, are the memory
+     * runs mem[0..nmem) (same total). A layer that copies the data anyway (ABT) takes them
+     * from the application's memory directly, so the layer above need not pack them first.
+     * NULL: pack and use pwritev. */
+    int (*pwritev_gather)(rfs_io *io, const rfs_extent *ext, size_t n, const struct iovec *mem,
+                          size_t nmem, size_t *done);
     int (*sync)(rfs_io *io);
     int (*get_size)(rfs_io *io, uint64_t *size);
     int (*set_size)(rfs_io *io, uint64_t size);

@@ -182,6 +182,53 @@ static void test_tiny_cap_forces_foreground_staging(void **state)
     free(buf), free(fk->data), free(fk);
 }
 
+/* A gathered write (memory runs, no packed copy) lands as the packed bytes would, whether the
+ * runs fit ABT's buffers or span them, in memory or (cap 0: every piece staged, gathered into
+ * one block first) through the journal; a size mismatch between runs and extents is refused. */
+static void gather_into(uint64_t cap, uint64_t bufsize, const char *name)
+{
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(cap, bufsize);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, name, &c, &io), RFS_OK);
+    assert_non_null(io->ops->pwritev_gather);
+    size_t n = 3u << 20;
+    uint8_t *mem = malloc(2 * n);
+    fill(mem, 2 * n, 5);
+    /* 700 runs of 3000 bytes every 6000 bytes, plus one last run up to n bytes in all */
+    struct iovec iov[701];
+    size_t k = 0, total = 0;
+    for (; k < 700 && total + 3000 <= n; k++, total += 3000)
+        iov[k] = (struct iovec){mem + k * 6000, 3000};
+    iov[k++] = (struct iovec){mem + 5000000, n - total};
+    uint8_t *want = malloc(n);
+    for (size_t i = 0, at = 0; i < k; at += iov[i].iov_len, i++)
+        memcpy(want + at, iov[i].iov_base, iov[i].iov_len);
+    rfs_extent ext[2] = {{4096, n / 2}, {n, n - n / 2}};  /* a hole between the two */
+    size_t done = 0;
+    assert_int_equal(io->ops->pwritev_gather(io, ext, 2, iov, k, &done), RFS_OK);
+    assert_int_equal(done, n);
+    rfs_extent bad = {0, n + 1};
+    assert_int_equal(io->ops->pwritev_gather(io, &bad, 1, iov, k, &done), RFS_E_INVAL);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_memory_equal(fk->data + 4096, want, n / 2);
+    assert_memory_equal(fk->data + n, want + n / 2, n - n / 2);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(mem), free(want), free(fk->data), free(fk);
+}
+
+static void test_gathered_write_in_memory(void **state)
+{
+    (void)state;
+    gather_into(8u << 20, 256u << 10, "rfs:fake:1:/g1");
+}
+
+static void test_gathered_write_staged(void **state)
+{
+    (void)state;
+    gather_into(1, 256u << 10, "rfs:fake:1:/g2");
+}
+
 /* With an explicit cap the pool is allocated and touched in the background before the first
  * write; ABT's own costs (time in write calls, its threads' CPU) are counted. */
 static void test_pool_prefaulted_and_costs_counted(void **state)
@@ -370,6 +417,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_sees_buffered_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiny_cap_forces_foreground_staging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_prefaulted_and_costs_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gathered_write_in_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gathered_write_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_reported_at_sync_and_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close, setup, teardown),
