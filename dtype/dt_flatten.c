@@ -162,3 +162,14 @@ int rfs_dt_flatten(const rfs_dt *t, rfs_flat **out)
     const dt_node *root = t->root;
     return dt_flat_make(r.off, r.len, r.n, root->size, root->lb, dt_extent(root), out);
 }
+
+int rfs_flat_from_encoding(const uint8_t *enc, size_t len, rfs_flat **out)
+{
+    rfs_dt *t = NULL;
+    *out = NULL;
+    int rc = rfs_dt_decode(enc, len, &t);
+    if (rc == RFS_OK)
+        rc = rfs_dt_flatten(t, out);
+    rfs_dt_free(t);
+    return rc;
+}

@@ -29,6 +29,8 @@ typedef struct rfs_flat {
 } rfs_flat;
 
 int rfs_dt_flatten(const rfs_dt *t, rfs_flat **out);
+/* rfs_dt_decode then rfs_dt_flatten, for callers that keep only the flattened type. */
+int rfs_flat_from_encoding(const uint8_t *enc, size_t len, rfs_flat **out);
 void rfs_flat_free(rfs_flat *f);
 /* A contiguous type of n bytes (the default view). */
 int rfs_flat_bytes(uint64_t n, rfs_flat **out);

@@ -205,13 +205,9 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
     size_t enc_len = 0;
     if (rfs_dt_encode_mpi(b->type, &enc, &enc_len) != MPI_SUCCESS)
         return MPI_ERR_TYPE;
-    rfs_dt *t = NULL;
     rfs_flat *fl = NULL;
-    int rc = rfs_dt_decode(enc, enc_len, &t);
+    int rc = rfs_flat_from_encoding(enc, enc_len, &fl);
     free(enc);
-    if (rc == RFS_OK)
-        rc = rfs_dt_flatten(t, &fl);
-    rfs_dt_free(t);
     if (rc != RFS_OK)
         return MPI_ERR_TYPE;
     int code = MPI_SUCCESS;

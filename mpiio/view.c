@@ -104,17 +104,13 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
         mp_view_free(v);
         return mp_error_code(code, "rfs: %s: set_view: cannot duplicate the datatypes", f->name);
     }
-    rfs_dt *dt = NULL;
     int erc = rfs_dt_encode_mpi(filetype, &v->enc, &v->enc_len);
     if (erc != MPI_SUCCESS) {
         mp_view_free(v);
         return mp_error_code(erc, "rfs: %s: set_view: cannot encode the filetype: %s", f->name,
                              rfs_last_error());
     }
-    int rc = rfs_dt_decode(v->enc, v->enc_len, &dt);
-    if (rc == RFS_OK)
-        rc = rfs_dt_flatten(dt, &v->flat);
-    rfs_dt_free(dt);
+    int rc = rfs_flat_from_encoding(v->enc, v->enc_len, &v->flat);
     if (rc != RFS_OK) {
         mp_view_free(v);
         return mp_error_code(MPI_ERR_TYPE, "rfs: %s: set_view: cannot describe the filetype: %s",

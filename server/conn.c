@@ -261,8 +261,11 @@ static void job_run(rfsd_work *w)
     job_finish(j);
 }
 
-/* Hands a decoded request to the pool, or parks it behind its handle's ordering rule. */
-static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t body_len)
+/* Hands a decoded request to the pool, or parks it behind its handle's ordering rule. st: a
+ * PWRITE whose data are still in the socket; the caller has seen the connection idle, so the
+ * write runs right here (only this thread adds work, so it stays idle until then). */
+static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t body_len,
+                     rfsd_stream *st)
 {
     rfsd_job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -274,6 +277,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     j->conn = c;
     j->req = *req;
     j->body = body;
+    j->stream = st;
     j->cost = rfsd_request_cost(req, body_len);
     j->barrier = rfsd_op_is_barrier(req->op);
     uint32_t fh;
@@ -297,8 +301,8 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     /* A quick request on an otherwise idle connection runs right here: nothing else of this
      * client's is in flight, so it cannot overtake anything or hold anything up, and skipping
      * the hand-off to a worker saves a thread wake-up (a sizeable part of a small request's
-     * round trip on loopback or a LAN). */
-    int inline_run = c->inflight == 0 && rfsd_op_is_quick(req);
+     * round trip on loopback or a LAN). A streamed write runs here always (see st). */
+    int inline_run = c->inflight == 0 && (st || rfsd_op_is_quick(req));
     c->inflight++;
     c->inflight_bytes += j->cost;
     rfsd_handle *h = j->h;
@@ -455,32 +459,15 @@ static int try_streamed_pwrite(rfsd_conn *c, const rfs_hdr *hdr, const uint8_t *
         return NOT_STREAMED;  /* the usual decode reports it */
     if (!c->stream_buf && !(c->stream_buf = malloc(STREAM_PIECE)))
         return NOT_STREAMED;
-    rfsd_job *j = calloc(1, sizeof *j);
-    if (!j)
-        return NOT_STREAMED;
     pthread_mutex_lock(&c->mu);
-    rfsd_handle *h = rfsd_handle_find(c, req.u.pwrite.fh);
-    if (!h || c->inflight > 0) {
-        /* unknown handle: the usual path replies BADF; work in flight: keep its order */
-        pthread_mutex_unlock(&c->mu);
-        free(j);
-        return NOT_STREAMED;
-    }
-    j->work.run = job_run;
-    j->conn = c;
-    j->req = req;
-    j->cost = rfsd_request_cost(&req, hdr->body_len);
-    j->h = h;
-    h->refs++;
-    h->active++;
-    c->inflight++;
-    c->inflight_bytes += j->cost;
+    /* unknown handle: the usual path replies BADF; work in flight: keep its order */
+    int idle = c->inflight == 0 && rfsd_handle_find(c, req.u.pwrite.fh);
     pthread_mutex_unlock(&c->mu);
-
+    if (!idle)
+        return NOT_STREAMED;
     stream_src src = {.c = c, .left = req.data_len};
     rfsd_stream st = {.next = next_piece, .ctx = &src, .buf = c->stream_buf, .cap = STREAM_PIECE};
-    j->stream = &st;
-    job_run(&j->work);  /* writes, replies, and frees j */
+    dispatch(c, NULL, &req, hdr->body_len, &st);  /* runs here: writes and replies */
     if (st.lost) {
         RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
         return -1;
@@ -577,7 +564,7 @@ static int read_one(rfsd_conn *c, session *s)
         free(body);
         return 0;
     }
-    dispatch(c, body, &req, h.body_len);
+    dispatch(c, body, &req, h.body_len, NULL);
     return 0;
 }
 
