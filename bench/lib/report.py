@@ -385,6 +385,26 @@ def _suite_section(doc):
     return "\n".join(out)
 
 
+def _roundtrip_pool_lines(outdir):
+    """bench/roundtrip/pool.py's result (roundtrip_pooled.json): the goals judged on several runs."""
+    try:
+        with open(os.path.join(outdir, "roundtrip_pooled.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return []
+    r, g = d.get("ratios_vs_raw", {}), d.get("goals", {})
+    runs = d.get("runs", [])
+    per_run = "; ".join(f"{x.get('time', '?')}: put {_fmt(x.get('put_streams1_vs_raw'))}, "
+                        f"get {_fmt(x.get('get_streams1_vs_raw'))}" for x in runs)
+    return [f"Pooled over {len(runs)} runs ({d.get('reps_pooled', '?')} paired repetitions, "
+            "`bench/roundtrip/pool.py`, bench/results/roundtrip_runs/; the goals are judged on "
+            "this pool, since one run's median moves by about 0.1): "
+            f"put {_fmt(r.get('put_streams1_vs_raw'))}, get {_fmt(r.get('get_streams1_vs_raw'))} "
+            "of raw TCP (" + ("both >= 0.8: met" if g.get("put_streams1_met") and
+                             g.get("get_streams1_met") else ">= 0.8: **not met**") +
+            f"). Each run's own median: {per_run}.", ""]
+
+
 def _roundtrip_section(outdir):
     """bench/roundtrip's result (roundtrip.json), if present."""
     path = os.path.join(outdir, "roundtrip.json")
@@ -420,6 +440,7 @@ def _roundtrip_section(outdir):
                f"{_fmt(lr)} (rfs / raw ping-pong {_fmt(lat.get('raw_pingpong4'))} us) | "
                + ("<= 2: met" if goals.get("latency_met") else "<= 2: **not met**") + " |")
     out.append("")
+    out += _roundtrip_pool_lines(outdir)
     samples = d.get("throughput_samples_MiBps", {})
     if samples:
         out.append("Samples (MiB/s): " + "; ".join(
