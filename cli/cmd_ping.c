@@ -4,6 +4,20 @@
 
 #include "cli/cli.h"
 
+/* The connection as TCP runs it: the congestion control, and whether writes after a pause
+ * (an application computing between checkpoints) restart in slow start (docs/tuning.md). */
+static void print_tcp(const rfs_tcp_info *t)
+{
+    const char *ssai = t->slow_start_after_idle == 1 ? "on" : t->slow_start_after_idle == 0 ? "off"
+                                                                                              : "unknown";
+    printf("tcp: congestion control %s, slow start after idle %s, srtt %.3f ms, cwnd %u x %u bytes\n",
+           t->congestion, ssai, t->rtt_ms, t->cwnd_segments, t->mss);
+    if (t->restarts_after_idle)
+        printf("tcp: a write after an idle period longer than the retransmission timeout starts "
+               "again from the initial window; on a long link see docs/tuning.md "
+               "(RFS_TCP_CONGESTION=bbr or net.ipv4.tcp_slow_start_after_idle=0)\n");
+}
+
 int cli_cmd_ping(cli_ctx *c)
 {
     char url[4400];
@@ -13,9 +27,10 @@ int cli_cmd_ping(cli_ctx *c)
     char server[300];
     cli_server_str(&name, server, sizeof server);
     double min = 0, max = 0, sum = 0;
+    rfs_tcp_info tcp;
     for (int i = 0; i < c->o.count; i++) {
         double rtt = 0;
-        int rc = rfs_ping(url, &c->ropts, &rtt);
+        int rc = rfs_ping_tcp(url, &c->ropts, &rtt, &tcp);
         if (rc != RFS_OK)
             return cli_fail_remote(c, &name, rc, NULL);
         if (i == 0 || rtt < min)
@@ -28,5 +43,6 @@ int cli_cmd_ping(cli_ctx *c)
     }
     printf("%s: %d replies, rtt min/avg/max = %.3f/%.3f/%.3f ms\n", server, c->o.count, min * 1e3,
            sum / c->o.count * 1e3, max * 1e3);
+    print_tcp(&tcp);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

@@ -38,6 +38,7 @@ typedef struct rfs_copts {
     int window;
     int has_token;
     char token[RFS_TOKEN_MAX];
+    char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names

@@ -569,7 +569,7 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     rfs_call_init(&c->auth_call);
 
     rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
-                             .rcvbuf = o->rcvbuf, .nodelay = 1};
+                             .rcvbuf = o->rcvbuf, .nodelay = 1, .congestion = o->congestion};
     int rc = rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
         char cause[1024];

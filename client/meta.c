@@ -63,9 +63,8 @@ static void set_path(rfs_req *req, const char *path)
 
 /* One request about name (req's op and other fields set by the caller) on a borrowed
  * connection. On success *rep (if not NULL) gets the reply's fixed fields (pointers into the
- * body are not valid after return) and *ns (if not NULL) the request's round-trip time. */
-static int meta_once(const char *name, const rfs_options *opts, rfs_req *req, rfs_rep *rep,
-                     int64_t *ns)
+ * body are not valid after return). */
+static int meta_once(const char *name, const rfs_options *opts, rfs_req *req, rfs_rep *rep)
 {
     meta m;
     int rc = meta_begin(&m, name, opts);
@@ -73,10 +72,7 @@ static int meta_once(const char *name, const rfs_options *opts, rfs_req *req, rf
         return rc;
     set_path(req, m.name.path);
     rfs_call call;
-    int64_t t0 = rfs_now_ns();
     rc = meta_call(&m, req, &call);
-    if (ns)
-        *ns = rfs_now_ns() - t0;
     if (!rc && rep)
         *rep = call.rep;
     rfs_call_destroy(&call);
@@ -91,7 +87,7 @@ static int path_op(const char *name, const rfs_options *opts, uint16_t op, unsig
     req.op = op;
     if (op == RFS_OP_MKDIR)
         req.u.mkdir.mode = mode;
-    return meta_once(name, opts, &req, NULL, NULL);
+    return meta_once(name, opts, &req, NULL);
 }
 
 int rfs_delete(const char *name, const rfs_options *opts)
@@ -135,7 +131,7 @@ int rfs_rename(const char *name, const char *new_path, const rfs_options *opts)
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_RENAME;
     req.u.rename.to = wpath(target);
-    return meta_once(name, opts, &req, NULL, NULL);
+    return meta_once(name, opts, &req, NULL);
 }
 
 int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
@@ -146,7 +142,7 @@ int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_STAT;
     rfs_rep rep;
-    int rc = meta_once(name, opts, &req, &rep, NULL);
+    int rc = meta_once(name, opts, &req, &rep);
     if (!rc) {
         st->size = rep.u.stat.size;
         st->mode = rep.u.stat.mode;
@@ -216,12 +212,38 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
 
 int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s)
 {
+    return rfs_ping_tcp(name, opts, rtt_s, NULL);
+}
+
+int rfs_ping_tcp(const char *name, const rfs_options *opts, double *rtt_s, rfs_tcp_info *tcp)
+{
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_PING;
-    int64_t ns = 0;
-    int rc = meta_once(name, opts, &req, NULL, &ns);
+    rfs_call call;
+    int64_t t0 = rfs_now_ns();
+    rc = meta_call(&m, &req, &call);
+    int64_t ns = rfs_now_ns() - t0;
+    rfs_call_destroy(&call);
     if (!rc && rtt_s)
         *rtt_s = (double)ns / 1e9;
+    if (!rc && tcp) {
+        rfs_tcp_state st;
+        rc = rfs_tcp_describe(m.conn->t, &st);
+        if (!rc) {
+            memset(tcp, 0, sizeof *tcp);
+            snprintf(tcp->congestion, sizeof tcp->congestion, "%s", st.congestion);
+            tcp->slow_start_after_idle = st.slow_start_after_idle;
+            tcp->restarts_after_idle = st.restarts_after_idle;
+            tcp->rtt_ms = st.rtt_ms;
+            tcp->cwnd_segments = st.cwnd_segments;
+            tcp->mss = st.mss;
+        }
+    }
+    meta_end(&m);
     return rc;
 }

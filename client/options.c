@@ -2,7 +2,9 @@
 #include "client/client.h"
 
 #include "common/err.h"
+#include "common/log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,24 @@ static int set_token(rfs_copts *o, const char *tok, const char *label, const cha
     return RFS_OK;
 }
 
+/* $RFS_TCP_CONGESTION: a congestion control for every connection this process makes (see
+ * transport/tcp_cc.c for why). One the kernel refuses is reported once and the system's default
+ * is used: a tuning knob must not stop a job from writing its data. */
+static void resolve_congestion(rfs_copts *o)
+{
+    static atomic_int warned;
+    const char *cc = getenv("RFS_TCP_CONGESTION");
+    if (!cc || !cc[0])
+        return;
+    if (rfs_tcp_check_congestion(cc) != RFS_OK) {
+        if (!atomic_exchange(&warned, 1))
+            RFS_LOGW("$RFS_TCP_CONGESTION: %s; using the system's default", rfs_last_error());
+        rfs_clear_error();
+        return;
+    }
+    snprintf(o->congestion, sizeof o->congestion, "%s", cc);
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
     rfs_options none;
@@ -50,6 +70,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (mf > RFS_FRAME_HARD_MAX)
         mf = RFS_FRAME_HARD_MAX;
     o->max_frame = mf;
+    resolve_congestion(o);
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)

@@ -7,7 +7,9 @@
  * (default 30 s; 0 closes at once), so the next file opened on that server - an application
  * writing one file per checkpoint, say - skips the three round trips of TCP + HELLO + AUTH and
  * inherits a congestion window that already fits the path instead of starting slow start
- * again (on a 50 ms path that is 150 ms plus several round trips of ramp-up per file).
+ * again (on a 50 ms path that is 150 ms plus several round trips of ramp-up per file). The
+ * window survives the pause only with bbr or net.ipv4.tcp_slow_start_after_idle=0; otherwise
+ * the kernel restarts slow start after any idle period longer than the RTO (docs/tuning.md).
  * Lingering connections that expired or died are closed by the next pool call.
  *
  * A shared connection keeps the options of whoever opened it (frame size, socket buffers). */

@@ -21,6 +21,7 @@
 #include "fileid.h"
 #include "pool.h"
 #include "server.h"
+#include "transport/transport.h"
 
 static int signal_pipe[2] = {-1, -1};
 
@@ -100,6 +101,11 @@ static void accept_loop(rfsd_server *srv, int lfd)
         peer_name(&ss, peer, sizeof peer);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (srv->cfg.tcp_congestion && rfs_tcp_set_congestion(fd, srv->cfg.tcp_congestion)) {
+            /* Checked at startup, so only a changed system gets here: serve anyway. */
+            RFS_LOGW("%s: %s", peer, rfs_last_error());
+            rfs_clear_error();
+        }
         pthread_mutex_lock(&srv->mu);
         unsigned n = srv->nconns;
         pthread_mutex_unlock(&srv->mu);

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/err.h"
 #include "proto/proto.h"
+#include "transport/transport.h"
 #include "server.h"
 
 static void usage(FILE *out)
@@ -15,6 +17,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: rfsd --root DIR [--listen HOST:PORT] (--token-file FILE | --no-auth)\n"
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
+        "            [--tcp-congestion NAME]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -26,6 +29,9 @@ static void usage(FILE *out)
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
         "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
+        "  --tcp-congestion NAME\n"
+        "                      TCP congestion control for client connections (default: the\n"
+        "                      system's); bbr keeps reads fast after idle periods (docs/tuning.md)\n"
         "  --help              show this help\n"
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
@@ -49,7 +55,7 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
-    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_HELP };
+    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -58,6 +64,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"threads", required_argument, 0, O_THREADS},
         {"max-frame", required_argument, 0, O_FRAME},
         {"log-level", required_argument, 0, O_LOG},
+        {"tcp-congestion", required_argument, 0, O_CC},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -104,6 +111,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                         optarg);
                 return -1;
             }
+            break;
+        case O_CC:
+            /* Checked now: an operator's typo must stop rfsd, not every connection later. */
+            if (rfs_tcp_check_congestion(optarg) != RFS_OK) {
+                fprintf(stderr, "rfsd: --tcp-congestion: %s\n", rfs_last_error());
+                return -1;
+            }
+            cfg->tcp_congestion = optarg;
             break;
         case O_HELP: usage(stdout); return 1;
         default:

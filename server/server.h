@@ -26,6 +26,7 @@ typedef struct rfsd_config {
     int threads;
     uint32_t max_frame;
     int log_level;
+    const char *tcp_congestion;         /* NULL: the system's default */
 } rfsd_config;
 
 struct rfsd_pool;

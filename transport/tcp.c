@@ -2,6 +2,7 @@
  * IPv4 and IPv6, a bounded non-blocking connect, and writev-style sends that never raise
  * SIGPIPE (sendmsg with MSG_NOSIGNAL), so a library inside an MPI program cannot kill it. */
 #include "transport/transport.h"
+#include "transport/tcp_cc.h"
 
 #include "common/err.h"
 
@@ -150,6 +151,13 @@ static const rfs_transport_ops tcp_ops = {
     .close = tcp_close,
 };
 
+int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out)
+{
+    if (!t || t->ops != &tcp_ops)
+        return rfs_fail(RFS_E_INVAL, "not a TCP transport");
+    return rfs_tcp_describe_fd(fd_of(t), out);
+}
+
 /* nodelay: 0 means the default (on), negative turns it off, so a zeroed options struct
  * gets the latency-friendly setting the pipelined protocol wants. */
 static int apply_opts(int fd, const rfs_transport_opts *o, const char *peer)
@@ -162,6 +170,11 @@ static int apply_opts(int fd, const rfs_transport_opts *o, const char *peer)
         return rfs_fail(RFS_E_CONN, "%s: SO_SNDBUF %d: %s", peer, o->sndbuf, strerror(errno));
     if (o && o->rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof o->rcvbuf) < 0)
         return rfs_fail(RFS_E_CONN, "%s: SO_RCVBUF %d: %s", peer, o->rcvbuf, strerror(errno));
+    if (o && o->congestion && o->congestion[0] && rfs_tcp_set_congestion(fd, o->congestion)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rfs_last_error());
+        return rfs_fail(RFS_E_CONN, "%s: %s", peer, why);
+    }
     return RFS_OK;
 }
 

@@ -13,6 +13,9 @@ typedef struct rfs_transport_opts {
     int sndbuf, rcvbuf;      /* 0: kernel default (autotuning) */
     int nodelay;             /* TCP_NODELAY (default on: the protocol pipelines its own frames) */
                              /* (0 or > 0: on, < 0: off, so zeroed opts get the default) */
+    const char *congestion;  /* TCP congestion control ("bbr", "cubic"...); NULL or "": the
+                                system's default. Check it first with rfs_tcp_check_congestion:
+                                here a refusal fails the connect. */
 } rfs_transport_opts;
 
 typedef struct rfs_transport_ops {
@@ -39,6 +42,30 @@ struct rfs_transport {
 int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out);
 /* Wraps an accepted socket (server side). Takes ownership of fd. */
 int rfs_tcp_from_fd(int fd, const rfs_transport_opts *o, rfs_transport **out);
+
+/* Longest congestion control name the kernel takes (TCP_CA_NAME_MAX), with its NUL. */
+#define RFS_TCP_CC_MAX 16
+
+/* Whether this process may use congestion control `name` on its sockets: RFS_OK, or
+ * RFS_E_INVAL with a message that says why (not on this kernel, or not permitted without
+ * CAP_NET_ADMIN) and lists the ones that would work. */
+int rfs_tcp_check_congestion(const char *name);
+/* Sets congestion control `name` on a connected or accepted socket. 0 or negative rfs_err. */
+int rfs_tcp_set_congestion(int fd, const char *name);
+
+/* What TCP does on a connection, for diagnostics (rfs ping). */
+typedef struct rfs_tcp_state {
+    char congestion[RFS_TCP_CC_MAX];  /* the socket's congestion control */
+    int slow_start_after_idle;        /* net.ipv4.tcp_slow_start_after_idle here: 1, 0, -1 unknown */
+    /* 1: data sent after the connection was idle for longer than the retransmission timeout
+     * starts again from the initial congestion window (a loss-based algorithm with the sysctl
+     * on; bbr keeps its rate estimate across idle periods). */
+    int restarts_after_idle;
+    double rtt_ms;                    /* the kernel's smoothed round-trip time */
+    unsigned cwnd_segments, mss;      /* congestion window now, and segment size */
+} rfs_tcp_state;
+/* Fills *out for a transport made by rfs_tcp_connect / rfs_tcp_from_fd (RFS_E_INVAL otherwise). */
+int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out);
 
 static inline int rfs_transport_write_all(rfs_transport *t, const struct iovec *iov, int n)
 { return t->ops->write_all(t, iov, n); }

@@ -136,6 +136,19 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
 /* Round trip of an empty PING, in seconds. */
 int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s);
 
+/* The TCP connection to a server as this client sees it (rfs_ping_tcp). The congestion control
+ * is the system's default unless $RFS_TCP_CONGESTION names another (docs/tuning.md). */
+typedef struct rfs_tcp_info {
+    char congestion[16];          /* congestion control of the connection */
+    int slow_start_after_idle;    /* net.ipv4.tcp_slow_start_after_idle: 1, 0, or -1 unknown */
+    int restarts_after_idle;      /* 1: a write after an idle period longer than the
+                                     retransmission timeout starts again in slow start */
+    double rtt_ms;                /* the kernel's smoothed round-trip time */
+    unsigned cwnd_segments, mss;  /* congestion window now, in segments of mss bytes */
+} rfs_tcp_info;
+/* rfs_ping, and a description of the connection it used (tcp may be NULL). */
+int rfs_ping_tcp(const char *name, const rfs_options *opts, double *rtt_s, rfs_tcp_info *tcp);
+
 /* ---- Services for the MPI-IO layer (also usable by other clients) ---- */
 
 /* Atomic fetch-and-add on a named 64-bit counter kept by the server for this file (keyed by the

@@ -188,7 +188,11 @@ def test_ping(rfsd):
     out = ok(rfs(rfsd, "ping", "--count", "3", rfsd.url("/"))).stdout.splitlines()
     replies = [line for line in out if re.search(r"seq=\d+ time=\d+\.\d{3} ms$", line)]
     assert len(replies) == 3
-    assert re.search(r"3 replies, rtt min/avg/max = [\d.]+/[\d.]+/[\d.]+ ms$", out[-1])
+    summary = [i for i, line in enumerate(out)
+               if re.search(r"3 replies, rtt min/avg/max = [\d.]+/[\d.]+/[\d.]+ ms$", line)]
+    assert summary == [3], out
+    # then the connection as TCP runs it (test_tcp_tuning.py checks its content)
+    assert out[4].startswith("tcp: congestion control "), out
 
 
 # ---------------------------------------------------------------- errors

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -300,6 +301,72 @@ static void test_bad_args(void **state)
     assert_non_null(strstr(rfs_last_error(), "resolve"));
 }
 
+/* net.ipv4.tcp_slow_start_after_idle as this test sees it, -1 if unreadable. */
+static int ssai_sysctl(void)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_slow_start_after_idle", "r");
+    int v = -1;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* reno is built into every kernel and open to unprivileged processes: set on both ends, read
+ * back from the kernel, and judged as an algorithm that restarts after idle. */
+static void test_congestion_set_and_described(void **state)
+{
+    rfs_transport_opts o = {.congestion = "reno"};
+    rfs_transport *c, *s;
+    pair(AF_INET, "127.0.0.1", &o, &c, &s);
+    exchange(c, s);
+    rfs_tcp_state st;
+    assert_int_equal(rfs_tcp_describe(c, &st), RFS_OK);
+    assert_string_equal(st.congestion, "reno");
+    assert_int_equal(st.slow_start_after_idle, ssai_sysctl());
+    assert_int_equal(st.restarts_after_idle, st.slow_start_after_idle != 0);
+    assert_true(st.mss > 0 && st.cwnd_segments > 0 && st.rtt_ms >= 0);
+    assert_int_equal(rfs_tcp_describe(s, &st), RFS_OK);
+    assert_string_equal(st.congestion, "reno");
+    rfs_transport_close(c);
+    rfs_transport_close(s);
+}
+
+static void test_congestion_refused(void **state)
+{
+    assert_int_equal(rfs_tcp_check_congestion("reno"), RFS_OK);
+    assert_int_equal(rfs_tcp_check_congestion("nosuchcc"), RFS_E_INVAL);
+    assert_non_null(strstr(rfs_last_error(), "\"nosuchcc\" is not available"));
+    assert_non_null(strstr(rfs_last_error(), "reno"));  /* the list of those that are */
+    const char *bad[] = {"", "a;b", "Reno", "averyveryverylongname"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(rfs_tcp_check_congestion(bad[i]), RFS_E_INVAL);
+        assert_non_null(strstr(rfs_last_error(), "bad TCP congestion control name"));
+    }
+    /* Given to connect anyway, it fails the connect and says why. */
+    unsigned port;
+    int lfd = listen_on(AF_INET, 4, &port);
+    assert_true(lfd >= 0);
+    rfs_transport_opts o = {.congestion = "nosuchcc"};
+    rfs_transport *c = NULL;
+    assert_int_equal(rfs_tcp_connect("127.0.0.1", port, &o, &c), RFS_E_CONN);
+    assert_null(c);
+    assert_non_null(strstr(rfs_last_error(), "nosuchcc"));
+    close(lfd);
+}
+
+static void not_tcp_close(rfs_transport *t) { (void)t; }
+
+static void test_describe_needs_tcp(void **state)
+{
+    static const rfs_transport_ops other = {.close = not_tcp_close};
+    rfs_transport t = {.ops = &other};
+    rfs_tcp_state st;
+    assert_int_equal(rfs_tcp_describe(&t, &st), RFS_E_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +379,9 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_congestion_set_and_described),
+        cmocka_unit_test(test_congestion_refused),
+        cmocka_unit_test(test_describe_needs_tcp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
