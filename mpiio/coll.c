@@ -15,7 +15,11 @@
  *     writes are in flight while the next round is exchanged.
  *  4. Reads: the aggregator reads the union of requested runs and sends each rank its bytes; the
  *     end of file seen by any aggregator is agreed, so every rank's count stops there.
- * Errors anywhere are agreed at the end so all ranks return the same outcome. */
+ * Errors anywhere are agreed at the end so all ranks return the same outcome. Memory: the few
+ * words per rank a call needs are taken once per call; each round's buffers (piece lists, data,
+ * the aggregator's list I/O) are taken before any data moves and the ranks agree on the result,
+ * so a rank that cannot get them makes every rank stop with MPI_ERR_NO_MEM instead of leaving
+ * the others waiting in an exchange (or killing the job). */
 #include "mpiio/aggr.h"
 #include "mpiio/wpipe.h"
 
@@ -60,6 +64,44 @@ static int indep(mp_file *f, int is_write, uint64_t pos, mp_buf *b, int64_t *got
 }
 
 /* ---- two-phase ---- */
+/* One round's buffers whose size depends on the data. Kept from round to round of one call
+ * and grown when a round needs more, so the rounds after the first reuse pages already
+ * touched; ext and iobuf go to the write pipe when there is one. */
+typedef struct round_mem {
+    int64_t *sp, *rp;             /* piece lists sent / received */
+    char *sdata, *rdata;          /* data sent / received (reads: the other way round) */
+    piece *pcs;                   /* aggregator: the pieces received */
+    rfs_extent *ext;              /* aggregator: its list I/O (a write pipe may take it) */
+    char *iobuf;                  /* aggregator: that list I/O's data (likewise) */
+    size_t sp_cap, rp_cap, sdata_cap, rdata_cap, pcs_cap, ext_cap, iobuf_cap;  /* bytes */
+} round_mem;
+
+static void round_mem_free(round_mem *m)
+{
+    free(m->sp);
+    free(m->rp);
+    free(m->sdata);
+    free(m->rdata);
+    free(m->pcs);
+    free(m->ext);
+    free(m->iobuf);
+    memset(m, 0, sizeof *m);
+}
+
+/* Makes *p hold at least need bytes (contents not kept). 0, or -1 with *p freed. */
+static int grow(void *pp, size_t *cap, size_t need)
+{
+    void **p = pp;
+    if (need == 0)
+        need = 1;
+    if (*p && *cap >= need)
+        return 0;
+    free(*p);
+    *p = malloc(need);
+    *cap = *p ? need : 0;
+    return *p ? 0 : -1;
+}
+
 typedef struct tp {
     mp_file *f;
     int is_write;
@@ -74,7 +116,60 @@ typedef struct tp {
     int64_t eof;                  /* first missing file byte seen by this aggregator */
     mp_wpipe *pipe;               /* writes with several rounds: pipelined list writes */
     int err;                      /* first local error code */
+    /* Per-call scratch, reused by every round (coll_scratch). */
+    int64_t **pairs, **spos;      /* per aggregator: my pieces (off,len) and their stream offsets */
+    int *na;                      /* per aggregator: my piece count */
+    int64_t *ba;                  /* per aggregator: my bytes */
+    int *sc, *rc;                 /* per rank: (pieces, bytes) sent / received */
+    int *scnt, *sdsp, *rcnt, *rdsp;  /* piece list exchange (int64 units) */
+    int *bsc, *bsd, *brc, *brd;      /* data exchange (bytes) */
+    round_mem mem;
 } tp;
+
+/* The words per rank one collective call needs, in one block: P is the number of ranks and
+ * bounds the number of aggregators. */
+typedef struct coll_scratch {
+    void *block;
+    int64_t *all;                 /* allgather of (start, end) per rank */
+    int64_t *sorted;              /* interleaved(): (start, end) pairs */
+} coll_scratch;
+
+static void *carve(char **p, size_t bytes)
+{
+    void *r = *p;
+    *p += (bytes + 15) & ~(size_t)15;
+    return r;
+}
+
+/* A few words per rank: without them the call cannot even take part in the collectives that
+ * would let the others know, so these are the allocations that stop the process. */
+static _Noreturn void bookkeeping_oom(size_t bytes, int P)
+{
+    fprintf(stderr, "librfs-mpiio: out of memory for %zu bytes of collective I/O bookkeeping "
+            "(%d ranks)\n", bytes, P);
+    abort();
+}
+
+static void coll_scratch_init(coll_scratch *cs, tp *t, int P)
+{
+    size_t n = (size_t)P;
+    size_t bytes = 16 * 16 + n * (2 + 2) * sizeof(int64_t) + n * 2 * sizeof(int64_t *) +
+                   n * sizeof(int) + n * sizeof(int64_t) + n * 12 * sizeof(int);
+    char *p = cs->block = calloc(1, bytes);
+    if (!p)
+        bookkeeping_oom(bytes, P);
+    cs->all = carve(&p, n * 2 * sizeof(int64_t));
+    cs->sorted = carve(&p, n * 2 * sizeof(int64_t));
+    t->pairs = carve(&p, n * sizeof(int64_t *));
+    t->spos = carve(&p, n * sizeof(int64_t *));
+    t->na = carve(&p, n * sizeof(int));
+    t->ba = carve(&p, n * sizeof(int64_t));
+    t->sc = carve(&p, n * 2 * sizeof(int));
+    t->rc = carve(&p, n * 2 * sizeof(int));
+    int **one[] = {&t->scnt, &t->sdsp, &t->rcnt, &t->rdsp, &t->bsc, &t->bsd, &t->brc, &t->brd};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        *one[i] = carve(&p, n * sizeof(int));
+}
 
 static int aggr_rank(const tp *t, int i) { return t->aggr[i]; }
 
@@ -134,27 +229,16 @@ static int my_pieces(tp *t, int a, int64_t r, int64_t **pairs, int64_t **spos, i
     return MPI_SUCCESS;
 }
 
-/* Merges sorted pieces into extents for one list I/O. Writes: the data are packed in extent
- * order (overlapping pieces are both sent, in rank order, as independent writes would). Reads:
- * the union of the requested ranges is read and each piece's data points into *rbuf (caller
- * frees). */
-static int aggregate_io(tp *t, piece *pcs, size_t np, char **rbuf)
+/* Merges sorted pieces into extents for one list I/O, in ext (room for np) and buf (room for
+ * every piece's bytes), both allocated by the caller before the round's agreement. Writes: the
+ * data are packed in extent order (overlapping pieces are both sent, in rank order, as
+ * independent writes would); with a pipe, the pipe takes ext and buf. Reads: the union of the
+ * requested ranges is read into buf and each piece's data points into it. */
+static int aggregate_io(tp *t, piece *pcs, size_t np, rfs_extent *ext, char *buf, int *handed_off)
 {
     mp_file *f = t->f;
-    *rbuf = NULL;
-    if (np == 0)
-        return MPI_SUCCESS;
+    *handed_off = 0;
     qsort(pcs, np, sizeof *pcs, cmp_piece);
-    rfs_extent *ext = malloc(np * sizeof *ext);
-    int64_t total = 0;
-    for (size_t i = 0; i < np; i++)
-        total += pcs[i].len;
-    char *buf = malloc(total ? (size_t)total : 1);
-    if (!ext || !buf) {
-        free(ext);
-        free(buf);
-        return MPI_ERR_NO_MEM;
-    }
     size_t ne = 0;
     int64_t used = 0, bstart = 0;
     for (size_t i = 0; i < np; i++) {
@@ -185,17 +269,21 @@ static int aggregate_io(tp *t, piece *pcs, size_t np, char **rbuf)
         used += e - s;
     }
     if (t->is_write && t->pipe) {
-        /* The pipe owns ext and buf now; a failure is reported by mp_wpipe_finish. */
-        (void)mp_wpipe_submit(t->pipe, ext, ne, buf);
-        return MPI_SUCCESS;
+        *handed_off = 1;
+        /* A failure of this or an earlier write is reported again by mp_wpipe_finish; this
+         * one covers a job the pipe could not even queue. */
+        int rc = mp_wpipe_submit(t->pipe, ext, ne, buf);
+        return rc == RFS_OK ? MPI_SUCCESS
+                            : mp_io_error(f, rc, "collective write", rc == RFS_E_NOMEM
+                                          ? "out of memory queueing a list write"
+                                          : "an earlier list write failed");
     }
     size_t done = 0;
     int rc = mp_listio(f, t->is_write, ext, ne, buf, &done);
-    int code = MPI_SUCCESS;
-    if (rc != RFS_OK) {
-        code = mp_io_error(f, rc, t->is_write ? "collective write" : "collective read",
+    if (rc != RFS_OK)
+        return mp_io_error(f, rc, t->is_write ? "collective write" : "collective read",
                            rfs_last_error());
-    } else if (!t->is_write && (int64_t)done < used) {
+    if (!t->is_write && (int64_t)done < used) {
         /* End of file inside this window: note the file offset of the first missing byte. */
         int64_t left = (int64_t)done;
         for (size_t i = 0; i < ne; i++) {
@@ -209,185 +297,180 @@ static int aggregate_io(tp *t, piece *pcs, size_t np, char **rbuf)
         }
         memset(buf + done, 0, (size_t)(used - (int64_t)done));
     }
-    free(ext);
-    if (t->is_write)
-        free(buf);
-    else
-        *rbuf = buf;
-    return code;
+    return MPI_SUCCESS;
 }
 
 static int fits_int(int64_t x) { return x >= 0 && x <= INT_MAX; }
 
-/* One round r of the exchange + I/O. Returns a local error code (communication always runs to
- * the end so no rank is left waiting). */
-static int round_io(tp *t, int64_t r)
+/* One round r of the exchange + I/O. Returns a local error code; *stop is set, the same on
+ * every rank, when some rank could not take part (no memory for the round): the ranks then
+ * leave the round loop together. */
+static int round_io(tp *t, int64_t r, int *stop)
 {
     int P = t->nprocs, A = t->naggr;
-    int code = MPI_SUCCESS;
+    int code = t->err;
     MPI_Comm comm = t->f->comm;
-    int64_t **pairs = calloc((size_t)A, sizeof *pairs), **spos = calloc((size_t)A, sizeof *spos);
-    int *na = calloc((size_t)A, sizeof *na);
-    int64_t *ba = calloc((size_t)A, sizeof *ba);
-    int *sc = calloc((size_t)P * 2, sizeof *sc), *rc = calloc((size_t)P * 2, sizeof *rc);
-    int *scnt = calloc((size_t)P, sizeof *scnt), *sdsp = calloc((size_t)P, sizeof *sdsp);
-    int *rcnt = calloc((size_t)P, sizeof *rcnt), *rdsp = calloc((size_t)P, sizeof *rdsp);
-    if (!pairs || !spos || !na || !ba || !sc || !rc || !scnt || !sdsp || !rcnt || !rdsp)
-        abort();  /* a few words per rank: nothing sensible to do without them */
+    int *sc = t->sc, *rc = t->rc;
+    round_mem *m = &t->mem;
 
     for (int a = 0; a < A; a++) {
-        int e = my_pieces(t, a, r, &pairs[a], &spos[a], &na[a], &ba[a]);
-        if (e != MPI_SUCCESS || !fits_int(ba[a]) || na[a] > INT_MAX / 2) {
-            code = code ? code : (e ? e : MPI_ERR_COUNT);
-            na[a] = 0;
-            ba[a] = 0;
+        t->pairs[a] = t->spos[a] = NULL;
+        t->na[a] = 0;
+        t->ba[a] = 0;
+        int e = code == MPI_SUCCESS ? my_pieces(t, a, r, &t->pairs[a], &t->spos[a], &t->na[a],
+                                                &t->ba[a])
+                                    : code;
+        if (e == MPI_SUCCESS && (!fits_int(t->ba[a]) || t->na[a] > INT_MAX / 2))
+            e = mp_error_code(MPI_ERR_COUNT, "rfs: %s: a collective round holds more than "
+                              "2^31 bytes or pieces for one aggregator", t->f->name);
+        if (e != MPI_SUCCESS) {
+            code = code ? code : e;
+            t->na[a] = 0;
+            t->ba[a] = 0;
         }
         int j = aggr_rank(t, a);
-        sc[2 * j] = na[a];
-        sc[2 * j + 1] = (int)ba[a];
+        sc[2 * j] = t->na[a];
+        sc[2 * j + 1] = (int)t->ba[a];
     }
     PMPI_Alltoall(sc, 2, MPI_INT, rc, 2, MPI_INT, comm);
 
-    /* Piece lists to the aggregators. */
-    int64_t stot = 0, rtot = 0, rbytes = 0;
+    /* Sizes of this round's exchanges, then every buffer they need, before anything moves. */
+    int64_t stot = 0, rtot = 0, sb = 0, rb = 0;
     for (int j = 0; j < P; j++) {
-        scnt[j] = 2 * sc[2 * j];
-        sdsp[j] = (int)stot;
-        stot += scnt[j];
-        rcnt[j] = 2 * rc[2 * j];
-        rdsp[j] = (int)rtot;
-        rtot += rcnt[j];
-        rbytes += rc[2 * j + 1];
+        t->scnt[j] = 2 * sc[2 * j];
+        t->sdsp[j] = (int)stot;
+        stot += t->scnt[j];
+        t->rcnt[j] = 2 * rc[2 * j];
+        t->rdsp[j] = (int)rtot;
+        rtot += t->rcnt[j];
+        t->bsc[j] = sc[2 * j + 1];
+        t->bsd[j] = (int)sb;
+        sb += t->bsc[j];
+        t->brc[j] = rc[2 * j + 1];
+        t->brd[j] = (int)rb;
+        rb += t->brc[j];
+        if (!fits_int(stot) || !fits_int(rtot) || !fits_int(sb) || !fits_int(rb))
+            break;
     }
-    if (!fits_int(stot) || !fits_int(rtot) || !fits_int(rbytes))
-        abort();  /* bounded by cb_buffer_size per window: cannot happen with valid hints */
-    int64_t *sp = malloc((size_t)(stot ? stot : 1) * sizeof *sp);
-    int64_t *rp = malloc((size_t)(rtot ? rtot : 1) * sizeof *rp);
-    if (!sp || !rp)
-        abort();
-    for (int a = 0; a < A; a++)
-        if (na[a])
-            memcpy(sp + sdsp[aggr_rank(t, a)], pairs[a], (size_t)na[a] * 2 * sizeof *sp);
-    PMPI_Alltoallv(sp, scnt, sdsp, MPI_INT64_T, rp, rcnt, rdsp, MPI_INT64_T, comm);
+    size_t np = (size_t)(rtot / 2);
+    int local = code != MPI_SUCCESS;
+    if (!local && (!fits_int(stot) || !fits_int(rtot) || !fits_int(sb) || !fits_int(rb))) {
+        /* Overlapping accesses of many ranks can pile more than 2^31 bytes on one window. */
+        code = mp_error_code(MPI_ERR_COUNT, "rfs: %s: a collective round would exchange more "
+                             "than 2^31 bytes; lower cb_buffer_size", t->f->name);
+        local = 1;
+    }
+    if (!local) {
+        int io = t->my_aggr >= 0 && np;
+        int bad = grow(&m->sp, &m->sp_cap, (size_t)stot * sizeof *m->sp) |
+                  grow(&m->rp, &m->rp_cap, (size_t)rtot * sizeof *m->rp) |
+                  grow(&m->sdata, &m->sdata_cap, (size_t)sb) |
+                  grow(&m->rdata, &m->rdata_cap, (size_t)rb) |
+                  grow(&m->pcs, &m->pcs_cap, np * sizeof *m->pcs);
+        if (io)
+            bad |= grow(&m->ext, &m->ext_cap, np * sizeof *m->ext) |
+                   grow(&m->iobuf, &m->iobuf_cap, (size_t)rb);
+        if (bad) {
+            code = mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory for a collective "
+                                 "round (%lld bytes of data to send, %lld to receive)",
+                                 t->f->name, (long long)sb, (long long)rb);
+            local = 1;
+        }
+    }
+    int any = 0;
+    PMPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any) {
+        *stop = 1;
+        goto out;
+    }
 
-    /* Byte counts and displacements of the data exchange (same for both directions). */
-    int64_t sb = 0, rb = 0;
-    int *bsc = calloc((size_t)P, sizeof *bsc), *bsd = calloc((size_t)P, sizeof *bsd);
-    int *brc = calloc((size_t)P, sizeof *brc), *brd = calloc((size_t)P, sizeof *brd);
-    if (!bsc || !bsd || !brc || !brd)
-        abort();
-    for (int j = 0; j < P; j++) {
-        bsc[j] = sc[2 * j + 1];
-        bsd[j] = (int)sb;
-        sb += bsc[j];
-        brc[j] = rc[2 * j + 1];
-        brd[j] = (int)rb;
-        rb += brc[j];
-    }
-    char *sdata = malloc((size_t)(sb ? sb : 1)), *rdata = malloc((size_t)(rb ? rb : 1));
-    if (!sdata || !rdata)
-        abort();
+    for (int a = 0; a < A; a++)
+        if (t->na[a])
+            memcpy(m->sp + t->sdsp[aggr_rank(t, a)], t->pairs[a], (size_t)t->na[a] * 2 * sizeof *m->sp);
+    PMPI_Alltoallv(m->sp, t->scnt, t->sdsp, MPI_INT64_T, m->rp, t->rcnt, t->rdsp, MPI_INT64_T, comm);
+
     if (t->is_write) {
         for (int a = 0; a < A; a++) {
-            char *d = sdata + bsd[aggr_rank(t, a)];
-            for (int i = 0; i < na[a]; i++) {
-                memcpy(d, t->data + spos[a][i], (size_t)pairs[a][2 * i + 1]);
-                d += pairs[a][2 * i + 1];
+            char *d = m->sdata + t->bsd[aggr_rank(t, a)];
+            for (int i = 0; i < t->na[a]; i++) {
+                memcpy(d, t->data + t->spos[a][i], (size_t)t->pairs[a][2 * i + 1]);
+                d += t->pairs[a][2 * i + 1];
             }
         }
-        PMPI_Alltoallv(sdata, bsc, bsd, MPI_BYTE, rdata, brc, brd, MPI_BYTE, comm);
+        PMPI_Alltoallv(m->sdata, t->bsc, t->bsd, MPI_BYTE, m->rdata, t->brc, t->brd, MPI_BYTE, comm);
     }
 
     /* The aggregator's I/O. */
-    size_t np = (size_t)(rtot / 2);
-    piece *pcs = malloc((np ? np : 1) * sizeof *pcs);
-    if (!pcs)
-        abort();
     size_t k = 0;
     for (int j = 0; j < P; j++) {
-        int64_t boff = brd[j];
-        for (int i = 0; i < rcnt[j] / 2; i++, k++) {
-            int64_t off = rp[rdsp[j] + 2 * i], len = rp[rdsp[j] + 2 * i + 1];
-            pcs[k] = (piece){ off, len, rdata + boff, j, boff };
+        int64_t boff = t->brd[j];
+        for (int i = 0; i < t->rcnt[j] / 2; i++, k++) {
+            int64_t off = m->rp[t->rdsp[j] + 2 * i], len = m->rp[t->rdsp[j] + 2 * i + 1];
+            m->pcs[k] = (piece){ off, len, m->rdata + boff, j, boff };
             boff += len;
         }
     }
-    char *rbuf = NULL;
+    int have_data = 0;
     if (t->my_aggr >= 0 && np) {
-        int e = aggregate_io(t, pcs, np, &rbuf);
+        int handed_off = 0;
+        int e = aggregate_io(t, m->pcs, np, m->ext, m->iobuf, &handed_off);
+        if (handed_off) {  /* the write pipe owns them now */
+            m->ext = NULL, m->iobuf = NULL;
+            m->ext_cap = m->iobuf_cap = 0;
+        }
         if (e != MPI_SUCCESS && code == MPI_SUCCESS)
             code = e;
+        have_data = !t->is_write && e == MPI_SUCCESS;
     }
     if (!t->is_write) {
         /* Replies: each piece's bytes at its place in the reply to its rank (idx holds it). */
-        if (rbuf)
+        if (have_data)
             for (size_t i = 0; i < np; i++)
-                memcpy(rdata + pcs[i].idx, pcs[i].data, (size_t)pcs[i].len);
+                memcpy(m->rdata + m->pcs[i].idx, m->pcs[i].data, (size_t)m->pcs[i].len);
         else
-            memset(rdata, 0, (size_t)(rb ? rb : 1));
-        PMPI_Alltoallv(rdata, brc, brd, MPI_BYTE, sdata, bsc, bsd, MPI_BYTE, comm);
+            memset(m->rdata, 0, (size_t)(rb ? rb : 1));
+        PMPI_Alltoallv(m->rdata, t->brc, t->brd, MPI_BYTE, m->sdata, t->bsc, t->bsd, MPI_BYTE, comm);
         for (int a = 0; a < A; a++) {
-            const char *d = sdata + bsd[aggr_rank(t, a)];
-            for (int i = 0; i < na[a]; i++) {
-                memcpy(t->data + spos[a][i], d, (size_t)pairs[a][2 * i + 1]);
-                d += pairs[a][2 * i + 1];
+            const char *d = m->sdata + t->bsd[aggr_rank(t, a)];
+            for (int i = 0; i < t->na[a]; i++) {
+                memcpy(t->data + t->spos[a][i], d, (size_t)t->pairs[a][2 * i + 1]);
+                d += t->pairs[a][2 * i + 1];
             }
         }
     }
-    free(rbuf);
-    free(pcs);
-    free(sdata);
-    free(rdata);
-    free(bsc);
-    free(bsd);
-    free(brc);
-    free(brd);
-    free(sp);
-    free(rp);
+out:
     for (int a = 0; a < A; a++) {
-        free(pairs[a]);
-        free(spos[a]);
+        free(t->pairs[a]);
+        free(t->spos[a]);
+        t->pairs[a] = t->spos[a] = NULL;
     }
-    free(pairs);
-    free(spos);
-    free(na);
-    free(ba);
-    free(sc);
-    free(rc);
-    free(scnt);
-    free(sdsp);
-    free(rcnt);
-    free(rdsp);
     return code;
 }
 
-static int interleaved(const int64_t *se, int P)
+/* se: (start, end) per rank (start >= end: no access). Sorted by start, any overlap?
+ * sorted: room for P (start, end) pairs. */
+static int interleaved(const int64_t *se, int P, int64_t *sorted)
 {
-    /* se: start,end per rank (start > end: no access). Sorted by start, any overlap? */
-    int64_t *idx = malloc((size_t)P * 2 * sizeof *idx);
     int n = 0;
-    if (!idx)
-        return 1;
     for (int j = 0; j < P; j++)
         if (se[2 * j] < se[2 * j + 1]) {
-            idx[2 * n] = se[2 * j];
-            idx[2 * n + 1] = se[2 * j + 1];
+            sorted[2 * n] = se[2 * j];
+            sorted[2 * n + 1] = se[2 * j + 1];
             n++;
         }
     /* insertion sort on starts: P is the number of ranks, fine for the sizes we run */
     for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && idx[2 * j] < idx[2 * (j - 1)]; j--) {
-            int64_t a = idx[2 * j], b = idx[2 * j + 1];
-            idx[2 * j] = idx[2 * (j - 1)];
-            idx[2 * j + 1] = idx[2 * (j - 1) + 1];
-            idx[2 * (j - 1)] = a;
-            idx[2 * (j - 1) + 1] = b;
+        for (int j = i; j > 0 && sorted[2 * j] < sorted[2 * (j - 1)]; j--) {
+            int64_t a = sorted[2 * j], b = sorted[2 * j + 1];
+            sorted[2 * j] = sorted[2 * (j - 1)];
+            sorted[2 * j + 1] = sorted[2 * (j - 1) + 1];
+            sorted[2 * (j - 1)] = a;
+            sorted[2 * (j - 1) + 1] = b;
         }
-    int inter = 0;
-    for (int i = 1; i < n && !inter; i++)
-        inter = idx[2 * i] < idx[2 * (i - 1) + 1];
-    free(idx);
-    return inter;
+    for (int i = 1; i < n; i++)
+        if (sorted[2 * i] < sorted[2 * (i - 1) + 1])
+            return 1;
+    return 0;
 }
 
 /* Two-phase write rounds in flight. Automatic: enough rounds to have about 32 MiB on the way
@@ -433,24 +516,24 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             nruns = 0;
         }
     }
+    int P = f->size;
+    tp t;
+    memset(&t, 0, sizeof t);
+    coll_scratch cs;
+    coll_scratch_init(&cs, &t, P);
     int64_t se[2] = { INT64_MAX, INT64_MIN };
     if (nruns) {
         se[0] = (int64_t)runs[0].offset;
         se[1] = (int64_t)(runs[nruns - 1].offset + runs[nruns - 1].length);
     }
-    int P = f->size;
-    int64_t *all = malloc((size_t)P * 2 * sizeof *all);
-    if (!all)
-        abort();
-    PMPI_Allgather(se, 2, MPI_INT64_T, all, 2, MPI_INT64_T, f->comm);
+    PMPI_Allgather(se, 2, MPI_INT64_T, cs.all, 2, MPI_INT64_T, f->comm);
     int64_t gmin = INT64_MAX, gmax = INT64_MIN;
     for (int j = 0; j < P; j++)
-        if (all[2 * j] < all[2 * j + 1]) {
-            gmin = mp_min64(gmin, all[2 * j]);
-            gmax = all[2 * j + 1] > gmax ? all[2 * j + 1] : gmax;
+        if (cs.all[2 * j] < cs.all[2 * j + 1]) {
+            gmin = mp_min64(gmin, cs.all[2 * j]);
+            gmax = cs.all[2 * j + 1] > gmax ? cs.all[2 * j + 1] : gmax;
         }
-    int use_indep = surely_indep || (mode == MP_AUTO && !interleaved(all, P));
-    free(all);
+    int use_indep = surely_indep || (mode == MP_AUTO && !interleaved(cs.all, P, cs.sorted));
 
     int64_t moved = 0;
     if (gmin >= gmax) {
@@ -463,13 +546,11 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         if (b.len > 0 && code == MPI_SUCCESS)
             code = indep(f, is_write, pos, &b, &moved);
     } else {
-        tp t;
-        memset(&t, 0, sizeof t);
         t.f = f;
         t.is_write = is_write;
         t.nprocs = P;
         if (mp_aggregators(f, f->hints.cb_nodes, &t.aggr, &t.naggr) != MPI_SUCCESS)
-            abort();  /* one int per rank */
+            bookkeeping_oom(3 * sizeof(int) * (size_t)P, P);
         t.my_aggr = -1;
         for (int a = 0; a < t.naggr; a++)
             if (aggr_rank(&t, a) == f->rank)
@@ -495,12 +576,16 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         }
         t.runpos = malloc((nruns ? nruns : 1) * sizeof *t.runpos);
         t.cursor = calloc((size_t)t.naggr, sizeof *t.cursor);
-        if (!t.runpos || !t.cursor)
-            abort();
-        int64_t acc = 0;
-        for (size_t i = 0; i < nruns; i++) {
-            t.runpos[i] = acc;
-            acc += (int64_t)runs[i].length;
+        if (!t.runpos || !t.cursor) {
+            /* Round 0's agreement stops every rank. */
+            t.err = mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory for the %zu runs of "
+                                  "a collective access", f->name, nruns);
+        } else {
+            int64_t acc = 0;
+            for (size_t i = 0; i < nruns; i++) {
+                t.runpos[i] = acc;
+                acc += (int64_t)runs[i].length;
+            }
         }
         /* An aggregator writing several rounds keeps up to rfs_cb_pipeline of them in flight
          * while it exchanges the next (wpipe.c); the call still returns only once every
@@ -508,8 +593,9 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         int depth = pipeline_depth(&f->hints);
         if (is_write && t.my_aggr >= 0 && t.rounds > 1 && depth > 1)
             t.pipe = mp_wpipe_start(f, depth);
-        for (int64_t r = 0; r < t.rounds; r++) {
-            int e = round_io(&t, r);
+        int stop = 0;
+        for (int64_t r = 0; r < t.rounds && !stop; r++) {
+            int e = round_io(&t, r, &stop);
             if (e != MPI_SUCCESS && code == MPI_SUCCESS)
                 code = e;
         }
@@ -533,11 +619,13 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
                 moved += eof - ro;
             break;
         }
+        round_mem_free(&t.mem);
         free(t.runpos);
         free(t.cursor);
         free(t.aggr);
     }
     free(runs);
+    free(cs.block);
     mp_view_put(f, v);
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS && !is_write)

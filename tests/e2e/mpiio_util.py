@@ -28,15 +28,17 @@ def program(flavour, name):
 OMPIO_REFERENCE = {"t_nonblock"}
 
 
-def mpiexec_command(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False):
-    """The launcher command line and environment for argv on nprocs ranks."""
+def mpiexec_command(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False,
+                    preload_first=()):
+    """The launcher command line and environment for argv on nprocs ranks. preload_first:
+    libraries to load before librfs-mpiio.so (a malloc interposer, say)."""
     lib = str(FLAVOURS[flavour] / "librfs-mpiio.so")
     envs = dict(extra_env or {})
     if preload:
         # RFS_PRELOAD_FIRST: libraries that must come before ours (libasan.so for a sanitizer
         # build of the library: the ASan runtime has to be the first object loaded).
-        first = os.environ.get("RFS_PRELOAD_FIRST")
-        envs["LD_PRELOAD"] = f"{first}:{lib}" if first else lib
+        first = [os.environ.get("RFS_PRELOAD_FIRST")] + list(preload_first)
+        envs["LD_PRELOAD"] = ":".join([x for x in first if x] + [lib])
     if flavour == "mpich":
         cmd = ["mpiexec.mpich", "-n", str(nprocs), "-genv", "UCX_TLS", "self,sm"]
         for k, v in envs.items():
@@ -57,9 +59,11 @@ def mpiexec_command(flavour, nprocs, argv, env, preload=True, extra_env=None, re
     return cmd + list(argv), e
 
 
-def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False):
+def mpiexec(flavour, nprocs, argv, env, preload=True, extra_env=None, reference=False,
+            preload_first=()):
     """Runs argv on nprocs ranks; returns the CompletedProcess (stdout+stderr text)."""
-    cmd, e = mpiexec_command(flavour, nprocs, argv, env, preload, extra_env, reference)
+    cmd, e = mpiexec_command(flavour, nprocs, argv, env, preload, extra_env, reference,
+                             preload_first)
     return subprocess.run(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=RUN_TIMEOUT)
 
