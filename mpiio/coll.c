@@ -270,13 +270,13 @@ static int aggregate_io(tp *t, piece *pcs, size_t np, rfs_extent *ext, char *buf
     }
     if (t->is_write && t->pipe) {
         *handed_off = 1;
-        /* A failure of this or an earlier write is reported again by mp_wpipe_finish; this
-         * one covers a job the pipe could not even queue. */
-        int rc = mp_wpipe_submit(t->pipe, ext, ne, buf);
-        return rc == RFS_OK ? MPI_SUCCESS
-                            : mp_io_error(f, rc, "collective write", rc == RFS_E_NOMEM
-                                          ? "out of memory queueing a list write"
-                                          : "an earlier list write failed");
+        /* A failed write is reported, with its cause, by mp_wpipe_finish; a write the pipe
+         * could not even queue only here. */
+        int rc = mp_wpipe_submit(t->pipe, ext, ne, buf, t->mem.iobuf_cap);
+        if (rc == RFS_E_NOMEM)
+            return mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory queueing a collective "
+                                 "round's write", f->name);
+        return MPI_SUCCESS;
     }
     size_t done = 0;
     int rc = mp_listio(f, t->is_write, ext, ne, buf, &done);
@@ -367,6 +367,8 @@ static int round_io(tp *t, int64_t r, int *stop)
                   grow(&m->sdata, &m->sdata_cap, (size_t)sb) |
                   grow(&m->rdata, &m->rdata_cap, (size_t)rb) |
                   grow(&m->pcs, &m->pcs_cap, np * sizeof *m->pcs);
+        if (io && !m->iobuf && t->pipe)
+            m->iobuf = mp_wpipe_reuse(t->pipe, (size_t)rb, &m->iobuf_cap);
         if (io)
             bad |= grow(&m->ext, &m->ext_cap, np * sizeof *m->ext) |
                    grow(&m->iobuf, &m->iobuf_cap, (size_t)rb);

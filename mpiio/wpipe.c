@@ -19,6 +19,7 @@ typedef struct job {
     rfs_extent *ext;
     size_t n;
     char *buf;
+    size_t cap;
 } job;
 
 struct mp_wpipe {
@@ -33,6 +34,10 @@ struct mp_wpipe {
     int depth;
     int err;                    /* first failure (rfs_err), RFS_OK if none */
     char msg[1024];
+    /* Data buffers of finished writes, for mp_wpipe_reuse: at most depth of them. */
+    char *spare[MP_WPIPE_MAX_DEPTH];
+    size_t spare_cap[MP_WPIPE_MAX_DEPTH];
+    int nspare;
 };
 
 static void free_job(job *j)
@@ -40,6 +45,18 @@ static void free_job(job *j)
     free(j->ext);
     free(j->buf);
     free(j);
+}
+
+/* Keeps a finished job's buffer for reuse (caller holds mu), else frees it; frees the rest. */
+static void retire_job(mp_wpipe *p, job *j)
+{
+    if (p->nspare < p->depth) {
+        p->spare[p->nspare] = j->buf;
+        p->spare_cap[p->nspare] = j->cap;
+        p->nspare++;
+        j->buf = NULL;
+    }
+    free_job(j);
 }
 
 static void *worker(void *arg)
@@ -67,8 +84,8 @@ static void *worker(void *arg)
             if (rc != RFS_OK)
                 snprintf(msg, sizeof msg, "%s", rfs_last_error());
         }
-        free_job(j);
         pthread_mutex_lock(&p->mu);
+        retire_job(p, j);
         if (rc != RFS_OK && p->err == RFS_OK) {
             p->err = rc;
             memcpy(p->msg, msg, sizeof p->msg);
@@ -108,7 +125,24 @@ mp_wpipe *mp_wpipe_start(mp_file *f, int depth)
     return p;
 }
 
-int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf)
+char *mp_wpipe_reuse(mp_wpipe *p, size_t need, size_t *cap)
+{
+    char *buf = NULL;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->nspare; i++)
+        if (p->spare_cap[i] >= need) {
+            buf = p->spare[i];
+            *cap = p->spare_cap[i];
+            p->nspare--;
+            p->spare[i] = p->spare[p->nspare];
+            p->spare_cap[i] = p->spare_cap[p->nspare];
+            break;
+        }
+    pthread_mutex_unlock(&p->mu);
+    return buf;
+}
+
+int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t cap)
 {
     job *j = malloc(sizeof *j);
     if (!j) {
@@ -116,7 +150,7 @@ int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf)
         free(buf);
         return RFS_E_NOMEM;
     }
-    *j = (job){ NULL, ext, n, buf };
+    *j = (job){ NULL, ext, n, buf, cap };
     pthread_mutex_lock(&p->mu);
     /* Bounded memory: at most depth rounds' buffers are held by the pipe. */
     while (p->queued + p->running >= p->depth && p->err == RFS_OK)
@@ -148,6 +182,8 @@ int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap)
     int err = p->err;
     if (err != RFS_OK && msg && cap)
         snprintf(msg, cap, "%s", p->msg);
+    for (int i = 0; i < p->nspare; i++)
+        free(p->spare[i]);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p);

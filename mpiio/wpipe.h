@@ -14,10 +14,14 @@ typedef struct mp_wpipe mp_wpipe;
 /* Starts a pipe with `depth` writer threads (no MPI in them). NULL if no thread could be
  * started: the caller then writes synchronously. */
 mp_wpipe *mp_wpipe_start(mp_file *f, int depth);
-/* Queues the list write of ext[0..n) from buf; the pipe takes ownership of ext and buf. Blocks
- * while `depth` writes are in flight. Returns RFS_OK, or the first failure of an earlier write
- * (the job is then dropped). */
-int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf);
+/* Queues the list write of ext[0..n) from buf (cap bytes allocated); the pipe takes ownership
+ * of ext and buf. Blocks while `depth` writes are in flight. Returns RFS_OK, or the first
+ * failure of an earlier write (the job is then dropped). */
+int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t cap);
+/* A data buffer of a finished write with room for at least need bytes, now the caller's, or
+ * NULL if there is none: the next round fills pages already touched instead of fresh ones.
+ * *cap gets its size. */
+char *mp_wpipe_reuse(mp_wpipe *p, size_t need, size_t *cap);
 /* Waits for every queued write, stops the threads and frees p. Returns RFS_OK or the first
  * failure (rfs_err), whose message goes to msg. */
 int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap);
