@@ -1,7 +1,7 @@
-"""Out of memory in a two-phase collective write, on one rank only (tests/mpiio/t_nomem.c with
-tests/mpiio/failmalloc.c preloaded): every rank returns MPI_ERR_NO_MEM from the same call
-instead of hanging in an exchange or aborting the job, and the write repeated afterwards puts
-the right bytes on the server's disk."""
+"""Out of memory in a two-phase collective write or read, on one rank only (tests/mpiio/t_nomem.c
+with tests/mpiio/failmalloc.c preloaded): every rank returns MPI_ERR_NO_MEM from the same call
+instead of hanging in an exchange or aborting the job, and the call repeated afterwards works:
+the right bytes on the server's disk, the right bytes read back."""
 import re
 
 import pytest
@@ -15,10 +15,10 @@ NO_MEM = {"mpich": 34, "openmpi": 39}  # MPI_ERR_NO_MEM in each MPI's mpi.h
 
 CASES = {
     # who fails: (rank, threshold, the allocation it must hit)
-    # the aggregator (rank 0, one per node): the round's receive buffer, all ranks' pieces
+    # the aggregator (rank 0, one per node): the round's buffer for all ranks' pieces
     "aggregator": (0, 48 * MB, RANKS * NB * MB),
-    # another rank: its send buffer, its own pieces
-    "sender": (1, 16 * MB, NB * MB),
+    # another rank: its buffer for its own pieces (sent for a write, received for a read)
+    "other": (1, 16 * MB, NB * MB),
 }
 
 
@@ -27,22 +27,24 @@ def expected(size):
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
+@pytest.mark.parametrize("call", ["write", "read"])
 @pytest.mark.parametrize("who", list(CASES))
-def test_one_rank_out_of_memory_fails_the_call_on_every_rank(rfsd, flavour, who):
+def test_one_rank_out_of_memory_fails_the_call_on_every_rank(rfsd, flavour, call, who):
     rank, threshold, refused = CASES[who]
     shim = str(FLAVOURS[flavour] / "mpiio-tests" / "libmpiio_failmalloc.so")
-    r = mpiexec(flavour, RANKS, [program(flavour, "t_nomem"), rfsd.url(f"/nomem-{who}.dat")],
+    name = f"/nomem-{who}-{call}.dat"
+    r = mpiexec(flavour, RANKS, [program(flavour, "t_nomem"), rfsd.url(name), call],
                 rfsd.env(), preload_first=[shim],
                 extra_env={"RFS_TEST_FAIL_MALLOC_ABOVE": str(threshold),
                            "RFS_TEST_FAIL_MALLOC_RANK": str(rank)})
     out = r.stdout
     assert r.returncode == 0 and "OK" in out.splitlines(), out
     assert f"failmalloc: refused {refused} bytes" in out, out  # the failure we meant happened
-    firsts = re.findall(r"^rank (\d+) first write: class (\d+): (.*)$", out, re.M)
+    firsts = re.findall(rf"^rank (\d+) first {call}: class (\d+): (.*)$", out, re.M)
     assert sorted(int(x[0]) for x in firsts) == list(range(RANKS)), out
     for _, cls, msg in firsts:
         assert int(cls) == NO_MEM[flavour], out
     failing = [msg for rk, _, msg in firsts if int(rk) == rank][0]
     assert "out of memory for a collective round" in failing, out
-    data = (rfsd.root / f"nomem-{who}.dat").read_bytes()
+    data = (rfsd.root / name.lstrip("/")).read_bytes()
     assert len(data) == RANKS * NB * MB and data == expected(RANKS * NB * MB)

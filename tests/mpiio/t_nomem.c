@@ -1,11 +1,13 @@
-/* A collective write on which one rank runs out of memory (tests/mpiio/failmalloc.c, preloaded
- * by tests/e2e/test_mpiio_nomem.py): every rank must get an error of class MPI_ERR_NO_MEM from
- * the same call, nobody may hang or abort, and the same write repeated afterwards must succeed.
- *
- * Each rank writes NB blocks of 1 MiB, interleaved with the other ranks' (two-phase forced,
+/* A collective write or read on which one rank runs out of memory (tests/mpiio/failmalloc.c,
+ * preloaded by tests/e2e/test_mpiio_nomem.py): every rank must get an error of class
+ * MPI_ERR_NO_MEM from the same call, nobody may hang or abort, and the same call repeated
+ * afterwards must succeed.
+ *   t_nomem FILE write   the collective write is the one that fails
+ *   t_nomem FILE read    the data go in with independent writes; the collective read fails
+ * Each rank's NB blocks of 1 MiB are interleaved with the other ranks' (two-phase forced,
  * cb_buffer_size covering the whole access so there is a single round). The program's own
  * buffers come from mmap so that the injected failure hits the library's allocations only.
- * Prints "rank R first write: class C: MESSAGE" for the driver; byte at offset o is t_pat(o, 0). */
+ * Prints "rank R first CALL: class C: MESSAGE" for the driver; byte at offset o is t_pat(o, 0). */
 #include "t_common.h"
 
 #include <sys/mman.h>
@@ -25,6 +27,7 @@ static unsigned char *map(size_t len)
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    int reading = argc > 2 && !strcmp(argv[2], "read");
     size_t len = (size_t)NB * MB;
     unsigned char *w = map(len), *r = map(len);
     for (size_t b = 0; b < NB; b++)
@@ -47,16 +50,27 @@ int main(int argc, char **argv)
     MPI_OK(MPI_File_set_view(fh, (MPI_Offset)t_rank * MB, MPI_BYTE, ft, "native", info));
 
     MPI_Status st;
-    int rc = MPI_File_write_at_all(fh, 0, w, (int)len, MPI_BYTE, &st);
-    printf("rank %d first write: class %d: %s\n", t_rank, t_class(rc),
+    int rc, cnt = 0;
+    if (reading) {
+        MPI_OK(MPI_File_write_at(fh, 0, w, (int)len, MPI_BYTE, &st));
+        MPI_Barrier(MPI_COMM_WORLD);
+        rc = MPI_File_read_at_all(fh, 0, r, (int)len, MPI_BYTE, &st);
+    } else {
+        rc = MPI_File_write_at_all(fh, 0, w, (int)len, MPI_BYTE, &st);
+    }
+    printf("rank %d first %s: class %d: %s\n", t_rank, reading ? "read" : "write", t_class(rc),
            rc == MPI_SUCCESS ? "success" : t_errstr(rc));
     fflush(stdout);
 
-    MPI_OK(MPI_File_write_at_all(fh, 0, w, (int)len, MPI_BYTE, &st));
-    int cnt = 0;
-    MPI_Get_count(&st, MPI_BYTE, &cnt);
-    CHECK(cnt == (int)len, "second write count %d", cnt);
+    if (!reading) {
+        MPI_OK(MPI_File_write_at_all(fh, 0, w, (int)len, MPI_BYTE, &st));
+        MPI_Get_count(&st, MPI_BYTE, &cnt);
+        CHECK(cnt == (int)len, "second write count %d", cnt);
+    }
+    memset(r, 0, len);
     MPI_OK(MPI_File_read_at_all(fh, 0, r, (int)len, MPI_BYTE, &st));
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    CHECK(cnt == (int)len, "read count %d", cnt);
     CHECK(memcmp(r, w, len) == 0, "read back differs");
     MPI_OK(MPI_File_close(&fh));
     MPI_Type_free(&ft);
