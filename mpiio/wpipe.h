@@ -6,7 +6,8 @@
 
 /* Rounds in flight: the hint rfs_cb_pipeline (default 2, enough to keep the link busy across
  * round boundaries), at most this many; each holds one round's buffer (about cb_buffer_size)
- * until its replies are in. */
+ * until its replies are in, and the buffer then waits in the pipe for a later round
+ * (mp_wpipe_reuse) until mp_wpipe_finish. */
 #define MP_WPIPE_MAX_DEPTH 4
 
 typedef struct mp_wpipe mp_wpipe;
