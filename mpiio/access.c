@@ -29,28 +29,30 @@ void mp_set_status(MPI_Status *st, int64_t bytes)
     st->MPI_TAG = MPI_ANY_TAG;
 }
 
-int mp_io_through_view(mp_file *f, mp_view *v, int is_write, uint64_t pos, mp_buf *b,
-                       size_t *done, int *pack_rc)
+int mp_indep_io(mp_file *f, int is_write, uint64_t pos, mp_buf *b, size_t *done)
 {
     *done = 0;
-    *pack_rc = MPI_SUCCESS;
-    if (is_write && !f->atomic) {
-        int rc = mp_gather_write(f, v, pos, b, done);
-        if (rc != MP_NOT_GATHERED)
-            return rc;
+    mp_view *v = mp_view_get(f);
+    int rc = MP_NOT_GATHERED;
+    if (is_write && !f->atomic)
+        rc = mp_gather_write(f, v, pos, b, done);
+    if (rc == MP_NOT_GATHERED) {
+        int pack = is_write ? mp_buf_pack(b) : MPI_SUCCESS;
+        if (pack != MPI_SUCCESS) {
+            mp_view_put(f, v);
+            return mp_error_code(pack, "rfs: %s: cannot pack the data of this access", f->name);
+        }
+        uint64_t lo = 0, hi = 0;
+        rc = f->atomic ? mp_atomic_lock(f, v, is_write, pos, (uint64_t)b->len, &lo, &hi) : RFS_OK;
+        if (rc == RFS_OK) {
+            rc = mp_stream_io(f, v, is_write, pos, b->data, (size_t)b->len, done);
+            if (f->atomic)
+                mp_atomic_unlock(f, lo, hi);
+        }
     }
-    if (is_write && (*pack_rc = mp_buf_pack(b)) != MPI_SUCCESS)
-        return RFS_OK;
-    uint64_t lo = 0, hi = 0;
-    int rc = RFS_OK;
-    if (f->atomic)
-        rc = mp_atomic_lock(f, v, is_write, pos, (uint64_t)b->len, &lo, &hi);
-    if (rc == RFS_OK) {
-        rc = mp_stream_io(f, v, is_write, pos, b->data, (size_t)b->len, done);
-        if (f->atomic)
-            mp_atomic_unlock(f, lo, hi);
-    }
-    return rc;
+    mp_view_put(f, v);
+    return rc == RFS_OK ? MPI_SUCCESS
+                        : mp_io_error(f, rc, is_write ? "write" : "read", rfs_last_error());
 }
 
 int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
@@ -62,19 +64,12 @@ int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count
                       : mp_buf_for_read(&b, buf, count, type);
     if (rc != MPI_SUCCESS)
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);
-    mp_view *v = mp_view_get(f);
     size_t done = 0;
-    int rrc = mp_io_through_view(f, v, is_write, pos, &b, &done, &rc);
-    mp_view_put(f, v);
-    if (rc != MPI_SUCCESS) {  /* packing failed */
+    rc = mp_indep_io(f, is_write, pos, &b, &done);
+    if (rc != MPI_SUCCESS) {
         mp_buf_free(&b);
         mp_set_status(st, 0);
-        return mp_error_code(rc, "rfs: %s: cannot pack the data of this access", f->name);
-    }
-    if (rrc != RFS_OK) {
-        mp_buf_free(&b);
-        mp_set_status(st, 0);
-        return mp_io_error(f, rrc, is_write ? "write" : "read", rfs_last_error());
+        return rc;
     }
     if (!is_write)
         rc = mp_buf_finish_read(&b, (int64_t)done);

@@ -47,22 +47,6 @@ static int cmp_piece(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* ---- independent fallback (also the path for non-interleaved accesses) ---- */
-static int indep(mp_file *f, int is_write, uint64_t pos, mp_buf *b, int64_t *got)
-{
-    mp_view *v = mp_view_get(f);
-    size_t done = 0;
-    int pack_rc;
-    int rc = mp_io_through_view(f, v, is_write, pos, b, &done, &pack_rc);
-    mp_view_put(f, v);
-    *got = (int64_t)done;
-    if (pack_rc != MPI_SUCCESS)
-        return mp_error_code(pack_rc, "rfs: %s: cannot pack the data of this access", f->name);
-    if (rc != RFS_OK)
-        return mp_io_error(f, rc, is_write ? "write" : "read", rfs_last_error());
-    return MPI_SUCCESS;
-}
-
 /* ---- two-phase ---- */
 /* One round's buffers whose size depends on the data. Kept from round to round of one call
  * and grown when a round needs more, so the rounds after the first reuse pages already
@@ -495,7 +479,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     memset(&b, 0, sizeof b);
     int code = mp_check_access(f, is_write, 0);
     int mode = is_write ? f->hints.cb_write : f->hints.cb_read;
-    /* Known to go independent: a write may then be gathered instead of packed (indep). */
+    /* Known to go independent: a write may then be gathered instead of packed (mp_indep_io). */
     int surely_indep = f->size == 1 || mode == MP_DISABLE || f->atomic;
     if (code == MPI_SUCCESS) {
         int e = !is_write ? mp_buf_for_read(&b, buf, count, type)
@@ -545,8 +529,11 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             RFS_LOGD("mpiio: %s: collective %s: independent", f->name, is_write ? "write" : "read");
         free(runs);
         runs = NULL;
-        if (b.len > 0 && code == MPI_SUCCESS)
-            code = indep(f, is_write, pos, &b, &moved);
+        if (b.len > 0 && code == MPI_SUCCESS) {
+            size_t done = 0;
+            code = mp_indep_io(f, is_write, pos, &b, &done);
+            moved = (int64_t)done;
+        }
     } else {
         t.f = f;
         t.is_write = is_write;

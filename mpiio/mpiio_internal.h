@@ -251,11 +251,11 @@ int mp_view_runs(const mp_view *v, uint64_t pos, uint64_t len, rfs_extent **ext,
  * undescribable memory): the caller packs and writes as usual. MPI calls (datatype
  * decoding): application thread only. */
 #define MP_NOT_GATHERED 1
-/* One independent access of b through view v (access.c): gathered when it can be, else packed
- * (writes), with atomic-mode locks. Returns the rfs_io result; *pack_rc is an MPI error when
- * packing the data failed (nothing was written then). MPI calls: application thread only. */
-int mp_io_through_view(mp_file *f, mp_view *v, int is_write, uint64_t pos, mp_buf *b,
-                       size_t *done, int *pack_rc);
+/* One independent access of b through the file's current view (access.c): gathered when it
+ * can be, else packed (writes), with atomic-mode locks. Returns MPI_SUCCESS or an MPI error
+ * code whose message names the file and cause (a failed packing writes nothing); *done gets
+ * the bytes moved. MPI calls: application thread only. */
+int mp_indep_io(mp_file *f, int is_write, uint64_t pos, mp_buf *b, size_t *done);
 int mp_gather_write(mp_file *f, mp_view *v, uint64_t pos, const mp_buf *b, size_t *done);
 /* Runs a list I/O in chunks of hints.max_extents (no MPI). */
 int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *data, size_t *done);
