@@ -11,7 +11,7 @@ static void print_tcp(const rfs_tcp_info *t)
     const char *ssai = t->slow_start_after_idle == 1 ? "on" : t->slow_start_after_idle == 0 ? "off"
                                                                                               : "unknown";
     printf("tcp: congestion control %s, slow start after idle %s, srtt %.3f ms, cwnd %u x %u bytes\n",
-           t->congestion, ssai, t->rtt_ms, t->cwnd_segments, t->mss);
+           t->congestion[0] ? t->congestion : "unknown", ssai, t->rtt_ms, t->cwnd_segments, t->mss);
     if (t->restarts_after_idle)
         printf("tcp: a write after an idle period longer than the retransmission timeout starts "
                "again from the initial window; on a long link see docs/tuning.md "

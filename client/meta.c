@@ -231,17 +231,20 @@ int rfs_ping_tcp(const char *name, const rfs_options *opts, double *rtt_s, rfs_t
     rfs_call_destroy(&call);
     if (!rc && rtt_s)
         *rtt_s = (double)ns / 1e9;
-    if (!rc && tcp) {
+    if (tcp) {
+        /* The ping's outcome stands even if the kernel will not describe the socket. */
         rfs_tcp_state st;
-        rc = rfs_tcp_describe(m.conn->t, &st);
-        if (!rc) {
-            memset(tcp, 0, sizeof *tcp);
+        memset(tcp, 0, sizeof *tcp);
+        tcp->slow_start_after_idle = -1;
+        if (!rc && rfs_tcp_describe(m.conn->t, &st) == RFS_OK) {
             snprintf(tcp->congestion, sizeof tcp->congestion, "%s", st.congestion);
             tcp->slow_start_after_idle = st.slow_start_after_idle;
             tcp->restarts_after_idle = st.restarts_after_idle;
             tcp->rtt_ms = st.rtt_ms;
             tcp->cwnd_segments = st.cwnd_segments;
             tcp->mss = st.mss;
+        } else if (!rc) {
+            rfs_clear_error();
         }
     }
     meta_end(&m);

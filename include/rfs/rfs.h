@@ -146,7 +146,8 @@ typedef struct rfs_tcp_info {
     double rtt_ms;                /* the kernel's smoothed round-trip time */
     unsigned cwnd_segments, mss;  /* congestion window now, in segments of mss bytes */
 } rfs_tcp_info;
-/* rfs_ping, and a description of the connection it used (tcp may be NULL). */
+/* rfs_ping, and a description of the connection it used (tcp may be NULL). What the kernel
+ * does not tell stays unknown: congestion "", slow_start_after_idle -1, numbers 0. */
 int rfs_ping_tcp(const char *name, const rfs_options *opts, double *rtt_s, rfs_tcp_info *tcp);
 
 /* ---- Services for the MPI-IO layer (also usable by other clients) ---- */
