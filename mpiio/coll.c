@@ -127,10 +127,10 @@ static void *carve(char **p, size_t bytes)
 
 /* A few words per rank: without them the call cannot even take part in the collectives that
  * would let the others know, so these are the allocations that stop the process. */
-static _Noreturn void bookkeeping_oom(size_t bytes, int P)
+static _Noreturn void bookkeeping_oom(const char *what, int P)
 {
-    fprintf(stderr, "librfs-mpiio: out of memory for %zu bytes of collective I/O bookkeeping "
-            "(%d ranks)\n", bytes, P);
+    fprintf(stderr, "librfs-mpiio: out of memory for %s of a collective access (%d ranks)\n",
+            what, P);
     abort();
 }
 
@@ -141,7 +141,7 @@ static void coll_scratch_init(coll_scratch *cs, tp *t, int P)
                    n * sizeof(int) + n * sizeof(int64_t) + n * 12 * sizeof(int);
     char *p = cs->block = calloc(1, bytes);
     if (!p)
-        bookkeeping_oom(bytes, P);
+        bookkeeping_oom("the per-rank bookkeeping", P);
     cs->all = carve(&p, n * 2 * sizeof(int64_t));
     cs->sorted = carve(&p, n * 2 * sizeof(int64_t));
     t->pairs = carve(&p, n * sizeof(int64_t *));
@@ -539,7 +539,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         t.is_write = is_write;
         t.nprocs = P;
         if (mp_aggregators(f, f->hints.cb_nodes, &t.aggr, &t.naggr) != MPI_SUCCESS)
-            bookkeeping_oom(3 * sizeof(int) * (size_t)P, P);
+            bookkeeping_oom("the list of aggregators", P);
         t.my_aggr = -1;
         for (int a = 0; a < t.naggr; a++)
             if (aggr_rank(&t, a) == f->rank)
