@@ -3,6 +3,7 @@
 #include "rfs/rfs_io.h"
 
 #include "common/err.h"
+#include "proto/proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ static int r_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wai
 { return rfs_lock(file_of(io), off, len, mode, wait_ms); }
 static int r_unlock(rfs_io *io, uint64_t off, uint64_t len)
 { return rfs_unlock(file_of(io), off, len); }
+_Static_assert(RFS_IO_VIEW_SLOTS == RFS_MAX_VIEWS, "rfs_io view slots are the protocol's view ids");
+
 static int r_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len)
 { return rfs_set_view(file_of(io), view_id, disp, enc, enc_len); }
 static int r_view_read(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done)

@@ -134,6 +134,9 @@ int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype
 {
     if (!f || !ftype_enc || enc_len == 0)
         return rfs_fail(RFS_E_INVAL, "rfs_set_view: NULL or empty argument");
+    if (view_id >= RFS_MAX_VIEWS)
+        return rfs_fail(RFS_E_INVAL, "%s: view id %u: ids run from 0 to %u (slots, reused by "
+                        "setting a view again)", f->label, view_id, RFS_MAX_VIEWS - 1);
     if (enc_len > f->chunk)
         return rfs_fail(RFS_E_TOOBIG, "%s: datatype encoding of %zu bytes does not fit one frame "
                         "(%zu bytes)", f->label, enc_len, f->chunk);

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/uio.h>
 
 #include "common/log.h"
@@ -108,26 +109,117 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
     return RFS_OK;
 }
 
-/* Makes sure the server knows view v; returns 1 to use view ops, 0 to map on the client, or a
- * negative rfs_err. */
-static int ensure_server_view(mp_file *f, mp_view *v)
+/* ---- server view slots ----
+ * The server keeps RFS_IO_VIEW_SLOTS decoded views per handle; the view ids are slot numbers.
+ * A view is sent into a slot at its first access (lazily, as rfs-abt.txt sec. 3.1 does), and an
+ * access finds a slot already holding an identical view (same displacement and encoding) before
+ * it sends anything, so the few views HDF5 sets over and over cross the network once. When every
+ * slot holds another view, the least recently used one that no access in flight is using is
+ * refilled; the server applies SET_VIEW only after the requests sent before it (a barrier), so
+ * refilling a slot cannot change a view under an access already sent. When all slots are busy
+ * (more distinct views in flight at once than slots), the access maps the view on the client. */
+
+static int slot_holds(const mp_view_slot *s, const mp_view *v)
+{
+    return s->enc && s->hash == v->hash && s->disp == v->disp && s->enc_len == v->enc_len &&
+           memcmp(s->enc, v->enc, v->enc_len) == 0;
+}
+
+/* Caller holds f->mu. The slot for v, pinned, or -1 when every slot is busy or out of memory;
+ * *fill is set when the slot must be (re)filled with SET_VIEW. */
+static int pin_slot(mp_file *f, mp_view *v, int *fill)
+{
+    *fill = 0;
+    int k = -1;
+    if (v->slot >= 0 && f->slots[v->slot].gen == v->slot_gen) {
+        k = v->slot;
+    } else {
+        for (int i = 0; i < (int)RFS_IO_VIEW_SLOTS && k < 0; i++)
+            if (slot_holds(&f->slots[i], v))
+                k = i;
+        if (k >= 0)
+            f->set_views_saved++;
+    }
+    if (k < 0) {
+        for (int i = 0; i < (int)RFS_IO_VIEW_SLOTS; i++) {
+            mp_view_slot *s = &f->slots[i];
+            if (s->pins == 0 && (k < 0 || !s->enc ||
+                                 (f->slots[k].enc && s->last_use < f->slots[k].last_use)))
+                k = i;
+            if (k == i && !s->enc)
+                break;
+        }
+        if (k < 0)
+            return -1;
+        mp_view_slot *s = &f->slots[k];
+        uint8_t *copy = malloc(v->enc_len);
+        if (!copy)
+            return -1;
+        memcpy(copy, v->enc, v->enc_len);
+        free(s->enc);
+        *s = (mp_view_slot){.enc = copy, .enc_len = v->enc_len, .disp = v->disp, .hash = v->hash,
+                            .gen = ++f->slot_clock};
+        *fill = 1;
+    }
+    f->slots[k].pins++;
+    f->slots[k].last_use = ++f->slot_clock;
+    v->slot = k;
+    v->slot_gen = f->slots[k].gen;
+    return k;
+}
+
+/* An access through slot k is over; failed: the server may not hold what we think (a refused
+ * SET_VIEW clears its slot), so the slot is emptied and the next access sends the view again. */
+static void unpin_slot(mp_file *f, int k, int failed)
+{
+    pthread_mutex_lock(&f->mu);
+    mp_view_slot *s = &f->slots[k];
+    s->pins--;
+    if (failed) {
+        free(s->enc);
+        s->enc = NULL;
+        s->gen = ++f->slot_clock;
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+void mp_view_slots_free(mp_file *f)
+{
+    for (unsigned i = 0; i < RFS_IO_VIEW_SLOTS; i++) {
+        free(f->slots[i].enc);
+        f->slots[i].enc = NULL;
+    }
+    if (mp_stats_enabled() || mp_trace_enabled())
+        fprintf(stderr, "rfs stats %s: views sent %llu, found already on the server %llu\n",
+                f->name, (unsigned long long)f->set_views_sent,
+                (unsigned long long)f->set_views_saved);
+}
+
+/* Makes sure a server slot holds view v. *slot is the pinned slot (unpin_slot when the access
+ * is over), or -1 to map the view on the client. Returns RFS_OK or an rfs_err. */
+static int ensure_server_view(mp_file *f, mp_view *v, int *slot)
 {
     rfs_io *io = f->io;
     pthread_mutex_lock(&f->mu);
     int use = f->server_views && io->ops->set_view && io->ops->view_read && io->ops->view_write;
-    if (!use || v->sent) {
+    int fill = 0;
+    *slot = use ? pin_slot(f, v, &fill) : -1;
+    if (*slot < 0 || !fill) {
         pthread_mutex_unlock(&f->mu);
-        return use;
+        return RFS_OK;
     }
-    int rc = io->ops->set_view(io, v->view_id, (uint64_t)v->disp, v->enc, v->enc_len);
-    if (rc == RFS_OK) {
-        v->sent = 1;
-    } else if (rc == RFS_E_UNSUPPORTED && f->hints.view_mode != MP_VIEW_SERVER) {
+    /* Sent under the lock: an access that finds this slot afterwards is sent after it. */
+    int rc = io->ops->set_view(io, (uint32_t)*slot, (uint64_t)v->disp, v->enc, v->enc_len);
+    if (rc == RFS_OK)
+        f->set_views_sent++;
+    else if (rc == RFS_E_UNSUPPORTED && f->hints.view_mode != MP_VIEW_SERVER)
         f->server_views = 0;  /* a server without views: map on the client from now on */
-        rc = 0;
-    }
     pthread_mutex_unlock(&f->mu);
-    return rc == RFS_OK ? 1 : rc;
+    if (rc == RFS_OK)
+        return RFS_OK;
+    unpin_slot(f, *slot, 1);
+    *slot = -1;
+    return rc == RFS_E_UNSUPPORTED && !f->server_views ? RFS_OK : rc;
 }
 
 /* Gathering a write from more runs than this costs more in bookkeeping than the packing copy
@@ -170,12 +262,15 @@ int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data,
         return is_write ? io->ops->pwrite(io, data, len, off, done)
                         : io->ops->pread(io, data, len, off, done);
     }
-    int use = ensure_server_view(f, v);
-    if (use < 0)
-        return use;
-    if (use)
-        return is_write ? io->ops->view_write(io, v->view_id, pos, data, len, done)
-                        : io->ops->view_read(io, v->view_id, pos, data, len, done);
+    int k, vrc = ensure_server_view(f, v, &k);
+    if (vrc != RFS_OK)
+        return vrc;
+    if (k >= 0) {
+        int rc = is_write ? io->ops->view_write(io, (uint32_t)k, pos, data, len, done)
+                          : io->ops->view_read(io, (uint32_t)k, pos, data, len, done);
+        unpin_slot(f, k, rc != RFS_OK);
+        return rc;
+    }
     rfs_extent *ext;
     size_t n;
     int rc = mp_view_runs(v, pos, len, &ext, &n);

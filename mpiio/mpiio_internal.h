@@ -42,6 +42,7 @@ void *mp_real_lookup(const char *name);
 
 /* ---- call marks for RFS_TRACE=1 (trace.c): where each MPI_File call on an rfs file begins and
  * ends, next to the client's per-request trace lines ---- */
+int mp_stats_enabled(void);
 int mp_trace_enabled(void);
 void mp_trace_mark(const char *call, int begin);
 #define MP_TRACE_BEGIN(call)             \
@@ -148,9 +149,22 @@ typedef struct mp_view {
     rfs_flat *flat;           /* NULL when contig */
     uint8_t *enc;             /* portable encoding of the filetype (for the server) */
     size_t enc_len;
-    uint32_t view_id;
-    int sent;                 /* set_view reached the server (guarded by mp_file.mu) */
+    uint64_t hash;            /* of disp and enc: finds a server slot already holding it */
+    int slot;                 /* server slot last found holding it, -1 none (mp_file.mu) */
+    uint64_t slot_gen;        /* that slot's generation then: stale once it is refilled */
 } mp_view;
+
+/* A server view slot (rfs_io view id): which view it holds, and the accesses in flight through
+ * it, which keep it from being refilled under them. Guarded by mp_file.mu. */
+typedef struct mp_view_slot {
+    uint8_t *enc;             /* NULL: empty */
+    size_t enc_len;
+    int64_t disp;
+    uint64_t hash;
+    uint64_t gen;             /* bumped at each refill */
+    uint64_t last_use;        /* LRU clock */
+    unsigned pins;
+} mp_view_slot;
 
 /* ---- the handle ---- */
 #define MP_FILE_MAGIC 0x52465346u /* "FSFR" */
@@ -172,7 +186,9 @@ typedef struct mp_file {
     int shared_dirty;         /* this rank changed the counter since it was last known 0 */
     pthread_mutex_t mu;       /* guards view refs/sent, server_views, pending */
     mp_view *view;
-    uint32_t next_view_id;
+    mp_view_slot slots[RFS_IO_VIEW_SLOTS];
+    uint64_t slot_clock;      /* LRU clock and generation source for slots */
+    uint64_t set_views_sent, set_views_saved;  /* RFS_STATS */
     int server_views;         /* 1: use set_view/view_read/view_write; 0: map on the client */
     int64_t ind_ptr;          /* individual file pointer, in etypes */
     MPI_Errhandler errh;
@@ -265,6 +281,7 @@ int64_t mp_view_eof_pos(const mp_view *v, int64_t size);
 mp_view *mp_view_get(mp_file *f);   /* takes a reference */
 void mp_view_put(mp_file *f, mp_view *v);
 int mp_view_default(mp_file *f);    /* byte view at disp 0 */
+void mp_view_slots_free(mp_file *f);
 void mp_view_free(mp_view *v);
 
 /* Checks for a data access; returns MPI_SUCCESS or a code (not yet raised). */

@@ -331,6 +331,7 @@ int mp_close_file(mp_file *f, int collective)
 
 static void free_file(mp_file *f)
 {
+    mp_view_slots_free(f);
     mp_errh_release(f);
     pthread_mutex_destroy(&f->mu);
     free(f->name);

@@ -26,3 +26,14 @@ void mp_trace_mark(const char *call, int begin)
     fprintf(stderr, "rfs trace %.6f mpi %s %s\n", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9,
             begin ? "begin" : "end", call);
 }
+
+/* RFS_STATS=1: one line per rfs file at close with what the view slots saved (engine.c). */
+int mp_stats_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("RFS_STATS");
+        on = e && *e && strcmp(e, "0") != 0;
+    }
+    return on;
+}

@@ -56,7 +56,7 @@ static int install(mp_file *f, mp_view *v)
     pthread_mutex_lock(&f->mu);
     mp_view *old = f->view;
     v->refs = 1;
-    v->view_id = ++f->next_view_id;
+    v->slot = -1;
     f->view = v;
     pthread_mutex_unlock(&f->mu);
     if (old)
@@ -116,6 +116,13 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
         return mp_error_code(MPI_ERR_TYPE, "rfs: %s: set_view: cannot describe the filetype: %s",
                              f->name, rfs_last_error()[0] ? rfs_last_error() : rfs_strerror(rc));
     }
+    /* FNV-1a over the displacement and the encoding: server slots are matched by it. */
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof disp; i++)
+        h = (h ^ (uint8_t)((uint64_t)disp >> (8 * i))) * 1099511628211ull;
+    for (size_t i = 0; i < v->enc_len; i++)
+        h = (h ^ v->enc[i]) * 1099511628211ull;
+    v->hash = h;
     rfs_flat *fl = v->flat;
     if (fl->n == 1 && fl->off[0] == 0 && fl->len[0] == fl->extent) {
         v->contig = 1;  /* plain bytes: no need to tell the server or map anything */

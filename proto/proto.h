@@ -34,6 +34,7 @@
 #define RFS_PRE_HELLO_MAX 4096u                 /* frames before HELLO/AUTH completes */
 #define RFS_MAX_PATH 4095u
 #define RFS_MAX_MSG 1024u
+#define RFS_MAX_VIEWS 16u                       /* view ids 0..15 per handle (slots, reused) */
 #define RFS_MAX_EXTENTS 65536u                  /* (offset,len) pairs in one PREADV/PWRITEV */
 #define RFS_EXTENT_WIRE 16u                     /* u64 offset, u64 length */
 #define RFS_NONCE_LEN 32u

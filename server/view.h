@@ -7,7 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RFSD_MAX_VIEWS 16u
+#include "proto/proto.h"
+
+/* A handle keeps this many decoded views: the client reuses ids as slots, so memory stays
+ * bounded however often an application sets views. */
+#define RFSD_MAX_VIEWS RFS_MAX_VIEWS
 
 struct rfs_flat;
 

@@ -37,12 +37,17 @@ typedef struct rfs_io_ops {
     int (*counter)(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old);
     int (*lock)(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms);
     int (*unlock)(rfs_io *io, uint64_t off, uint64_t len);
+    /* A view id names one of RFS_IO_VIEW_SLOTS slots per file; set_view into a slot replaces what
+     * it held once the accesses sent before it are done, so a caller may reuse ids forever. */
     int (*set_view)(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len);
     int (*view_read)(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
     int (*view_write)(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
     /* Closes this layer and the ones below; frees io. Reports errors not yet reported. */
     int (*close)(rfs_io *io);
 } rfs_io_ops;
+
+/* View slots per file that a server keeps (protocol: view_id 0..15 per handle). */
+#define RFS_IO_VIEW_SLOTS 16u
 
 struct rfs_io {
     const rfs_io_ops *ops;
