@@ -225,10 +225,15 @@ static void leave_if_mismatched(const char *when)
     if (first_rank())
         fprintf(stderr, "rfs: librfs-mpiio.so was built for " OUR_MPI " but this program uses "
                 OTHER_MPI ": %s; running it without rfs\n", adv);
-    char **argv = getenv(GUARD_ENV) ? NULL : own_argv();
+    /* The guard holds our pid: execv keeps it, so only this process's second start sees it,
+     * not the programs it launches later. */
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    const char *guard = getenv(GUARD_ENV);
+    char **argv = guard && strcmp(guard, pid) == 0 ? NULL : own_argv();
     if (argv) {
         drop_self_from_preload();
-        setenv(GUARD_ENV, "1", 1);
+        setenv(GUARD_ENV, pid, 1);
         execv("/proc/self/exe", argv);
     }
     /* Still loaded after starting over (preloaded some other way), or no way to start over:

@@ -172,6 +172,13 @@ static void stripped_names(void)
     char dotted[4300];
     snprintf(dotted, sizeof dotted, "./%s", lfile);
     CHECK(access(dotted, F_OK) == -1 && disk_size(xname) > 0, "the local file went first");
+    /* rename of two stripped names, neither there locally: on the server */
+    char moved[4300];
+    snprintf(moved, sizeof moved, "%s.moved", stripped);
+    SUCCEEDS(rename(stripped, moved));
+    CHECK(disk_size(xname) == -1, "stripped rename on disk");
+    SUCCEEDS(rename(moved, stripped));
+    CHECK(disk_size(xname) == (long long)t_size * BLOCK, "renamed back");
     SUCCEEDS(unlink(stripped));                 /* none locally: the server's */
     CHECK(disk_size(xname) == -1, "then the remote one: %lld", disk_size(xname));
     FAILS_WITH(unlink(stripped), ENOENT);
