@@ -32,6 +32,9 @@ static const cli_command commands[] = {
      "deliver writes that active buffering staged but never sent",
      "  Replays, in their original order, the writes kept in the staging journals of\n"
      "  STAGING_DIR that no running process holds, then removes the journals.\n", NULL},
+    /* run: no cli_ctx, its arguments are the launcher's (main hands them over untouched) */
+    {"run", NULL, 0, 0, 0, "[--] LAUNCHER ARGS",
+     "run an MPI launcher with the right librfs-mpiio.so preloaded", NULL, NULL},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -66,6 +69,10 @@ static void print_main_help(FILE *out)
 
 static void print_cmd_help(const cli_command *cmd)
 {
+    if (!cmd->run) {
+        cli_run_help(stdout);
+        return;
+    }
     printf("usage: rfs %s [OPTIONS] %s\n\n%c%s.\n", cmd->name, cmd->synopsis, toupper((unsigned char)cmd->summary[0]),
            cmd->summary + 1);
     if (cmd->details)
@@ -143,6 +150,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "rfs: unknown command '%s' (run 'rfs --help')\n", argv[cmd_at]);
         return CLI_EXIT_USAGE;
     }
+    if (!cmd->run)
+        return cli_cmd_run(argc - cmd_at - 1, argv + cmd_at + 1);
 
     /* Options may stand before or after the command name: parse them all, without it. */
     char **rest = malloc(sizeof(char *) * (size_t)argc);

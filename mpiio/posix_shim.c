@@ -1,13 +1,14 @@
-/* Read-only POSIX access to rfs names, for libraries that look at a file outside MPI-IO before
- * opening it with MPI_File_open: PnetCDF's ncmpi_open probes the file format with open() +
- * read() on rank 0, HDF5 and NetCDF tools stat() or access() names. Served here:
+/* POSIX access to rfs names through descriptors, for libraries that look at a file outside
+ * MPI-IO before opening it with MPI_File_open: PnetCDF's ncmpi_open probes the file format with
+ * open() + read() on rank 0, HDF5 and NetCDF tools stat() or access() names. Served here:
  *
  *   open open64 openat openat64 __open_2 __open64_2 __openat_2 __openat64_2, close, read
  *   __read_chk pread pread64 __pread_chk __pread64_chk, lseek lseek64, fstat fstat64 __fxstat
  *   __fxstat64, stat stat64 lstat lstat64 __xstat __xstat64 __lxstat __lxstat64, access
- *   faccessat
+ *   faccessat; write pwrite pwrite64 ftruncate ftruncate64 (refused on our descriptors)
  *
- * on names starting with "rfs:" (rfs:HOST:PORT:/path, rfs://HOST:PORT/path). Because several
+ * on names starting with "rfs:" (rfs:HOST:PORT:/path, rfs://HOST:PORT/path). The calls that
+ * change names (unlink, rename, truncate, mkdir, rmdir...) are in posix_names.c. Because several
  * libraries strip a "prefix:" from a name before calling POSIX (PnetCDF turns
  * "rfs:h:7070:/a.nc" into "h:7070:/a.nc", ROMIO's file-system prefix convention), a name that
  * does not exist locally (ENOENT) and reads as a valid rfs name once "rfs:" is put in front of
@@ -17,10 +18,14 @@
  * Its descriptor is a real one, from memfd_create, so the kernel never hands the same number to
  * anyone else while it is ours; our table maps it to the rfs file. Every other descriptor and
  * name goes to the C library's function (dlsym RTLD_NEXT), so the client library's own sockets
- * and files, and the MPI library's, pass straight through. Write access (O_WRONLY, O_RDWR,
- * O_CREAT, O_TRUNC, O_APPEND; access(W_OK)) on an rfs name fails with EROFS: writes go through
- * MPI-IO. Not served: stdio (fopen/fdopen read through the C library's internal calls), dup,
- * mmap, fcntl locks on these descriptors.
+ * and files, and the MPI library's, pass straight through. open() for writing (O_WRONLY, O_RDWR,
+ * O_CREAT, O_TRUNC, O_APPEND) on an rfs name fails with EROFS, by design: file data is written
+ * through MPI-IO, whose collective open and two-phase writes a POSIX descriptor could not honour.
+ * A program that wants a fresh file unlink()s it and re-creates it with MPI_File_open, and can
+ * cut or grow it with truncate(). write/pwrite on our descriptors fail with EBADF and ftruncate
+ * with EINVAL, as for a file the kernel opened read-only. access(W_OK) answers by the permission
+ * bits. Not served: stdio (fopen/fdopen read through the C library's internal calls), dup, mmap,
+ * fcntl locks on these descriptors.
  *
  * Thread safety: the table is guarded by a mutex; each open file has its own mutex for the
  * file position and a reference count, so a close while another thread reads is safe. */
@@ -42,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "mpiio/posix_shim.h"
 #include "rfs/rfs.h"
 
 /* Old glibc stat entry points: no longer declared by glibc 2.33+ headers, still exported for
@@ -62,24 +68,13 @@ ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
 
 /* ---- the C library's functions ---- */
 
-static void *next_fn(const char *name, const char *version)
+void *shim_next_fn(const char *name, const char *version)
 {
     void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
     if (!p)
         p = dlsym(RTLD_NEXT, name);
     return p;
 }
-
-#define REAL(fn, version)                                                                 \
-    (*({                                                                                  \
-        static __typeof__(&fn) real_ptr_;                                                 \
-        __typeof__(&fn) p_ = __atomic_load_n(&real_ptr_, __ATOMIC_ACQUIRE);               \
-        if (!p_) {                                                                        \
-            p_ = (__typeof__(&fn))next_fn(#fn, version);                                  \
-            __atomic_store_n(&real_ptr_, p_, __ATOMIC_RELEASE);                           \
-        }                                                                                 \
-        p_;                                                                               \
-    }))
 
 /* ---- open files ---- */
 
@@ -122,10 +117,14 @@ static void file_put(shim_file *s)
     }
 }
 
-static int errno_of(int e)
+int shim_errno_of(int e)
 {
     switch (e) {
     case RFS_E_NOENT: return ENOENT;
+    case RFS_E_EXIST: return EEXIST;
+    case RFS_E_NOTEMPTY: return ENOTEMPTY;
+    case RFS_E_DQUOT: return EDQUOT;
+    case RFS_E_BUSY: return EBUSY;
     case RFS_E_ACCESS:
     case RFS_E_AUTH: return EACCES;
     case RFS_E_ROFS: return EROFS;
@@ -144,7 +143,7 @@ static int errno_of(int e)
     }
 }
 
-static void options(rfs_options *o)
+void shim_options(rfs_options *o)
 {
     mp_hints h;
     mp_hints_default(&h);
@@ -154,10 +153,7 @@ static void options(rfs_options *o)
     o->io_timeout_ms = h.io_timeout_ms;
 }
 
-/* The rfs name for a POSIX name: itself if it starts with "rfs:"; for a name the C library
- * reported missing, "rfs:" + name if that parses (a stripped prefix); else NULL. *buf holds
- * the result when it is not `name`. */
-static const char *rfs_name_for(const char *name, int local_missing, char *buf, size_t cap)
+const char *shim_rfs_name(const char *name, int local_missing, char *buf, size_t cap)
 {
     if (!name)
         return NULL;
@@ -188,12 +184,12 @@ static int shim_open(const char *rname, int flags)
         return -1;
     }
     rfs_options o;
-    options(&o);
+    shim_options(&o);
     rfs_file *rf = NULL;
     int rc = rfs_open(rname, RFS_O_RDONLY, 0, &o, &rf);
     if (rc != RFS_OK) {
         RFS_LOGD("mpiio posix: open %s: %s", rname, rfs_last_error());
-        errno = errno_of(rc);
+        errno = shim_errno_of(rc);
         return -1;
     }
     shim_file *s = calloc(1, sizeof *s);
@@ -244,13 +240,13 @@ static int shim_open(const char *rname, int flags)
 /* The common open path: rfs names directly; other names through the C library first. */
 static int do_open(int dirfd, const char *path, int flags, mode_t mode, int at)
 {
-    char buf[4200];
+    char buf[SHIM_NAME_MAX];
     if (path && rfs_is_name(path))
         return shim_open(path, flags);
     int fd = at ? REAL(openat, NULL)(dirfd, path, flags, mode) : REAL(open, NULL)(path, flags, mode);
     if (fd >= 0 || errno != ENOENT || write_flags(flags))
         return fd;
-    const char *rname = rfs_name_for(path, 1, buf, sizeof buf);
+    const char *rname = shim_rfs_name(path, 1, buf, sizeof buf);
     if (!rname)
         return fd;
     int r = shim_open(rname, flags);
@@ -343,7 +339,7 @@ static ssize_t shim_read(shim_file *s, void *buf, size_t n, int64_t off)
     }
     file_put(s);
     if (rc != RFS_OK && done == 0) {
-        errno = errno_of(rc);
+        errno = shim_errno_of(rc);
         return -1;
     }
     return (ssize_t)done;
@@ -411,7 +407,7 @@ static off64_t shim_lseek(shim_file *s, off64_t off, int whence)
     if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
         int rc = rfs_get_size(s->rf, &size);
         if (rc != RFS_OK)
-            err = errno_of(rc);
+            err = shim_errno_of(rc);
     }
     if (!err) {
         int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)s->pos
@@ -451,6 +447,47 @@ off64_t lseek64(int fd, off64_t off, int whence)
     return s ? shim_lseek(s, off, whence) : REAL(lseek64, NULL)(fd, off, whence);
 }
 
+/* ---- writes on our descriptors ----
+ * The memfd behind a descriptor of ours is writable, so without these a write or ftruncate
+ * would "succeed" on the memfd and change nothing remote. The descriptor stands for a file
+ * opened read-only: refuse as the kernel does for one (EBADF; EINVAL for ftruncate). */
+
+static int refuse_write(int fd, int err)
+{
+    shim_file *s = file_get(fd);
+    if (!s)
+        return 0;
+    RFS_LOGD("mpiio posix: fd %d (%s) is read-only: write refused", fd, s->name);
+    file_put(s);
+    errno = err;
+    return 1;
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    return refuse_write(fd, EBADF) ? -1 : REAL(write, NULL)(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return refuse_write(fd, EBADF) ? -1 : REAL(pwrite, NULL)(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+    return refuse_write(fd, EBADF) ? -1 : REAL(pwrite64, NULL)(fd, buf, n, off);
+}
+
+int ftruncate(int fd, off_t len)
+{
+    return refuse_write(fd, EINVAL) ? -1 : REAL(ftruncate, NULL)(fd, len);
+}
+
+int ftruncate64(int fd, off64_t len)
+{
+    return refuse_write(fd, EINVAL) ? -1 : REAL(ftruncate64, NULL)(fd, len);
+}
+
 /* ---- stat family ---- */
 
 /* Fills a struct stat (or stat64: same layout on 64-bit Linux) for an rfs object. */
@@ -479,11 +516,11 @@ static void fill_stat(struct stat *st, const char *rname, uint64_t size, uint32_
 static int shim_stat_name(const char *rname, struct stat *st)
 {
     rfs_options o;
-    options(&o);
+    shim_options(&o);
     rfs_stat_info info;
     int rc = rfs_stat(rname, &o, &info);
     if (rc != RFS_OK) {
-        errno = errno_of(rc);
+        errno = shim_errno_of(rc);
         return -1;
     }
     fill_stat(st, rname, info.size, info.type, info.mode, info.mtime_ns);
@@ -498,7 +535,7 @@ static int shim_fstat(shim_file *s, struct stat *st)
         fill_stat(st, s->name, size, RFS_TYPE_FILE, 0444, 0);
     file_put(s);
     if (rc != RFS_OK) {
-        errno = errno_of(rc);
+        errno = shim_errno_of(rc);
         return -1;
     }
     return 0;
@@ -508,13 +545,13 @@ static int shim_fstat(shim_file *s, struct stat *st)
  * reach it. Returns the final result. */
 #define STAT_BY_NAME(path, st, real_call)                                                 \
     do {                                                                                  \
-        char buf_[4200];                                                                  \
+        char buf_[SHIM_NAME_MAX];                                                                  \
         if (rfs_is_name(path)) /* NULL-safe */                                            \
             return shim_stat_name((path), (struct stat *)(st));                           \
         int r_ = (real_call);                                                             \
         if (r_ == 0 || errno != ENOENT)                                                   \
             return r_;                                                                    \
-        const char *rn_ = rfs_name_for((path), 1, buf_, sizeof buf_);                     \
+        const char *rn_ = shim_rfs_name((path), 1, buf_, sizeof buf_);                     \
         if (!rn_ || shim_stat_name(rn_, (struct stat *)(st)) != 0) {                      \
             errno = ENOENT;                                                               \
             return -1;                                                                    \
@@ -595,11 +632,10 @@ static int shim_access(const char *rname, int how)
     struct stat st;
     if (shim_stat_name(rname, &st) != 0)
         return -1;
-    if (how & W_OK) {
-        errno = EROFS;
-        return -1;
-    }
-    if (((how & R_OK) && !(st.st_mode & 0444)) || ((how & X_OK) && !(st.st_mode & 0111))) {
+    /* W_OK by the permission bits too: the name is writable through MPI-IO, truncate(),
+     * unlink() and rename(), even though open() for writing is refused. */
+    if (((how & R_OK) && !(st.st_mode & 0444)) || ((how & W_OK) && !(st.st_mode & 0222)) ||
+        ((how & X_OK) && !(st.st_mode & 0111))) {
         errno = EACCES;
         return -1;
     }
@@ -608,18 +644,18 @@ static int shim_access(const char *rname, int how)
 
 static int do_access(int dirfd, const char *path, int how, int flags, int at)
 {
-    char buf[4200];
+    char buf[SHIM_NAME_MAX];
     if (path && rfs_is_name(path))
         return shim_access(path, how);
     int r = at ? REAL(faccessat, NULL)(dirfd, path, how, flags) : REAL(access, NULL)(path, how);
     if (r == 0 || errno != ENOENT)
         return r;
-    const char *rname = rfs_name_for(path, 1, buf, sizeof buf);
+    const char *rname = shim_rfs_name(path, 1, buf, sizeof buf);
     if (!rname)
         return r;
     int saved = errno;
     r = shim_access(rname, how);
-    if (r != 0 && errno != EROFS && errno != EACCES)
+    if (r != 0 && errno != EACCES)
         errno = saved;  /* not there either: the local answer stands */
     return r;
 }

@@ -238,7 +238,9 @@ def test_malformed_url_is_usage_error(rfsd, tmp_path, url):
 @pytest.mark.parametrize("args", [[], ["frobnicate"], ["put", "onlyone"], ["get", "a", "b", "c"],
                                   ["put", "--streams", "0", "a", "rfs:h:1:/a"],
                                   ["put", "--streams", "x", "a", "rfs:h:1:/a"],
-                                  ["ls", "--bogus", "rfs:h:1:/"], ["ping", "--count"]])
+                                  ["ls", "--bogus", "rfs:h:1:/"], ["ping", "--count"],
+                                  ["run"], ["run", "--"], ["run", "--mpi", "lam", "mpiexec"],
+                                  ["run", "--bogus", "mpiexec"], ["run", "--", "/bin/true"]])
 def test_usage_errors(rfsd, args):
     one_line_error(rfs(rfsd, *args), status=2)
 
@@ -284,8 +286,11 @@ def test_failed_get_leaves_no_partial_file(rfsd, tmp_path):
 
 def test_help_and_version(rfsd):
     out = ok(rfs(rfsd, "--help")).stdout
-    for cmd in ("put", "get", "ls", "stat", "rm", "mkdir", "ping"):
+    for cmd in ("put", "get", "ls", "stat", "rm", "mkdir", "ping", "recover", "run"):
         assert re.search(rf"^  {cmd} ", out, re.M), cmd
+    run_help = ok(rfs(rfsd, "run", "--help")).stdout
+    assert "--mpi" in run_help and "RFS_MPIIO_DIR" in run_help
+    assert ok(rfs(rfsd, "help", "run")).stdout == run_help
     put_help = ok(rfs(rfsd, "put", "--help")).stdout
     assert "--streams" in put_help and "--token-file" in put_help
     assert "--count" in ok(rfs(rfsd, "ping", "--help")).stdout
