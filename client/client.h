@@ -36,6 +36,7 @@ typedef struct rfs_copts {
     int sndbuf, rcvbuf;
     uint32_t max_frame;
     int window;
+    size_t write_window;
     int has_token;
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
@@ -185,7 +186,26 @@ struct rfs_file {
         int started[RFS_CLIENT_MAX_STREAMS];
         rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     } pending_view;
+    /* The write window (wwin.c): PWRITEs sent whose replies are not collected yet, oldest
+     * first, and the first failure among them not yet reported. */
+    pthread_mutex_t ww_mu;
+    size_t ww_cap, ww_bytes;
+    unsigned ww_count;
+    struct rfs_wwrite *ww_head, *ww_tail;
+    int ww_err;
+    char ww_msg[1536];
 };
+
+/* ---- the write window (wwin.c) ---- */
+#define RFS_WWIN_DECLINED 1
+/* Sends a PWRITE or VIEW_WRITE (off: the view position) without waiting for its reply; RFS_WWIN_DECLINED when the window does not
+ * take it (off, several streams, larger than a frame): then write the ordinary way. A failure
+ * of an earlier windowed write is returned instead, once. */
+int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
+                   uint64_t off, size_t *done);
+/* Collects the replies that have arrived (all: waits for every one) and returns the first
+ * failure not yet reported. Every other call on the file calls it first. */
+int rfs_wwin_settle(rfs_file *f, int all);
 
 /* Collects the replies of a pending SET_VIEW (all of them when view_id < 0, else only if it
  * was for view_id) and returns its first failure, "label: cause". */

@@ -104,6 +104,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     if (!f)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     pthread_mutex_init(&f->view_mu, NULL);
+    pthread_mutex_init(&f->ww_mu, NULL);
     int rc = rfs_parse_name(name, &f->name);
     if (rc)
         goto fail;
@@ -128,6 +129,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     f->flags = flags;
     f->io_timeout_ms = o.io_timeout_ms;
     f->window = o.window;
+    f->ww_cap = o.write_window;
     if ((rc = rfs_pool_get(&f->name, &o, o.streams, f->conn, f->label)))
         goto fail;
     f->nconn = o.streams;
@@ -178,6 +180,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     return RFS_OK;
 fail:
     pthread_mutex_destroy(&f->view_mu);
+    pthread_mutex_destroy(&f->ww_mu);
     free(f);
     return rc;
 }
@@ -186,8 +189,13 @@ int rfs_close(rfs_file *f)
 {
     if (!f)
         return RFS_OK;
-    /* A SET_VIEW still in flight is collected first; its failure is the close's error. */
-    int vrc = rfs_file_settle_view(f, -1);
+    /* Windowed writes and a SET_VIEW still in flight are collected first; their failure is
+     * the close's error. */
+    int vrc = rfs_wwin_settle(f, 1);
+    if (!vrc)
+        vrc = rfs_file_settle_view(f, -1);
+    else
+        rfs_file_settle_view(f, -1);
     char vcause[1536] = "";
     if (vrc)
         snprintf(vcause, sizeof vcause, "%s", rfs_last_error());
@@ -212,6 +220,7 @@ int rfs_close(rfs_file *f)
     }
     release_conns(f);
     pthread_mutex_destroy(&f->view_mu);
+    pthread_mutex_destroy(&f->ww_mu);
     free(f);
     if (first)
         return rfs_fail(first, "%s", cause);
@@ -259,6 +268,9 @@ int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *d
         return rfs_fail(RFS_E_INVAL, "rfs_pwrite: NULL argument");
     if (read_only(f))
         return fail_ro(f);
+    int rc = rfs_wwin_write(f, RFS_OP_PWRITE, 0, buf, len, off, done);
+    if (rc != RFS_WWIN_DECLINED)
+        return rc;
     return rfs_xfer_contig(f, RFS_OP_PWRITE, 0, off, NULL, buf, len, done);
 }
 
@@ -285,6 +297,9 @@ int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, s
 /* One request with a handle on stream 0; the reply lands in *call. */
 static int fh_call(rfs_file *f, rfs_req *req, rfs_call *call)
 {
+    int rc = rfs_wwin_settle(f, 0);
+    if (rc)
+        return rc;
     return rfs_conn_call(f->conn[0], call, req, f->io_timeout_ms, f->label);
 }
 
@@ -296,8 +311,11 @@ int rfs_sync(rfs_file *f)
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
     char cause[1536] = "";
-    /* A SET_VIEW still in flight: its failure is reported here at the latest. */
-    int first = rfs_file_settle_view(f, -1);
+    /* Windowed writes and a SET_VIEW still in flight: their failure is reported here at the
+     * latest. */
+    int first = rfs_wwin_settle(f, 1);
+    if (!first)
+        first = rfs_file_settle_view(f, -1);
     if (first)
         snprintf(cause, sizeof cause, "%s", rfs_last_error());
     for (int s = 0; s < f->nconn; s++) {
@@ -325,6 +343,13 @@ int rfs_sync(rfs_file *f)
         rfs_call_destroy(&calls[s]);
     }
     return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+}
+
+int rfs_flush(rfs_file *f)
+{
+    if (!f)
+        return rfs_fail(RFS_E_INVAL, "rfs_flush: NULL file");
+    return rfs_wwin_settle(f, 1);
 }
 
 int rfs_get_size(rfs_file *f, uint64_t *size)

@@ -67,6 +67,15 @@ static int d_sync(rfs_io *io)
     return rc != RFS_OK ? rc : r->ops->sync(r);
 }
 
+static int d_flush(rfs_io *io)
+{
+    deferred *d = (deferred *)io;
+    pthread_mutex_lock(&d->mu);
+    rfs_io *r = d->real;  /* not opened yet: nothing was written */
+    pthread_mutex_unlock(&d->mu);
+    return r && r->ops->flush ? r->ops->flush(r) : RFS_OK;
+}
+
 static int d_close(rfs_io *io)
 {
     deferred *d = (deferred *)io;
@@ -85,7 +94,7 @@ static int d_close(rfs_io *io)
 
 static const rfs_io_ops deferred_ops = {
     .pread = d_pread, .pwrite = d_pwrite, .preadv = d_preadv, .pwritev = d_pwritev,
-    .sync = d_sync, .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
+    .sync = d_sync, .flush = d_flush, .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
     .counter = d_counter, .lock = d_lock, .unlock = d_unlock, .set_view = d_set_view,
     .view_read = d_view_read, .view_write = d_view_write, .close = d_close,
 };

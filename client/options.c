@@ -62,6 +62,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     o->io_timeout_ms = opts->io_timeout_ms ? opts->io_timeout_ms : 120000;
     o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
+    o->write_window = opts->write_window;
     o->sndbuf = opts->sndbuf;
     o->rcvbuf = opts->rcvbuf;
     uint32_t mf = opts->max_frame ? opts->max_frame : RFS_FRAME_DEFAULT;

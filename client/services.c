@@ -12,6 +12,9 @@
 static int one_call(rfs_file *f, rfs_req *req, rfs_call *call, int extra_ms)
 {
     rfs_call_init(call);
+    int rc = rfs_wwin_settle(f, 0);
+    if (rc)
+        return rc;
     return rfs_conn_call(f->conn[0], call, req, f->io_timeout_ms + extra_ms, f->label);
 }
 
@@ -213,7 +216,12 @@ int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf,
         return rfs_fail(RFS_E_INVAL, "rfs_view_write: NULL argument");
     if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
         return rfs_fail(RFS_E_ROFS, "%s: file was opened read-only", f->label);
-    int rc = rfs_xfer_contig(f, RFS_OP_VIEW_WRITE, view_id, pos, NULL, buf, len, done);
+    /* Windowed, the SET_VIEW before it is collected later too (next set_view, sync, close):
+     * waiting for its reply here would cost the round trip the window saves. */
+    int rc = rfs_wwin_write(f, RFS_OP_VIEW_WRITE, view_id, buf, len, pos, done);
+    if (rc != RFS_WWIN_DECLINED)
+        return rc;
+    rc = rfs_xfer_contig(f, RFS_OP_VIEW_WRITE, view_id, pos, NULL, buf, len, done);
     int vrc = rfs_file_settle_view(f, view_id);
     return vrc ? vrc : rc;
 }

@@ -278,6 +278,12 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
 int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
                     const void *wbuf, size_t len, size_t *done)
 {
+    int rc = rfs_wwin_settle(f, 0);
+    if (rc) {
+        if (done)
+            *done = 0;
+        return rc;
+    }
     xfer x = {.f = f, .op = op, .view_id = view_id, .rbuf = rbuf, .wbuf = wbuf};
     return run_contig(&x, off, len, done);
 }
@@ -285,6 +291,12 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
 int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
                   size_t *done)
 {
+    int rc = rfs_wwin_settle(f, 0);
+    if (rc) {
+        if (done)
+            *done = 0;
+        return rc;
+    }
     xfer x = {.f = f, .op = RFS_OP_PREAD, .sink = sink, .sink_ctx = ctx};
     return run_contig(&x, off, len, done);
 }
@@ -367,6 +379,9 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
 {
     if (done)
         *done = 0;
+    int wrc = rfs_wwin_settle(f, 0);
+    if (wrc)
+        return wrc;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)

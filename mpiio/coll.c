@@ -478,6 +478,10 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     mp_buf b;
     memset(&b, 0, sizeof b);
     int code = mp_check_access(f, is_write, 0);
+    /* A collective read sees what every rank wrote before it (the ranks' early-returned
+     * writes are confirmed here, before the exchange that precedes any aggregator's read). */
+    if (!is_write && code == MPI_SUCCESS)
+        code = mp_flush_writes(f);
     int mode = is_write ? f->hints.cb_write : f->hints.cb_read;
     /* Known to go independent: a write may then be gathered instead of packed (mp_indep_io). */
     int surely_indep = f->size == 1 || mode == MP_DISABLE || f->atomic;
@@ -616,6 +620,14 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     free(runs);
     free(cs.block);
     mp_view_put(f, v);
+    /* A collective write ends with every rank's writes confirmed: programs go on to have
+     * other ranks write or read the same bytes after it (HDF5 fills new chunks collectively,
+     * then ranks write their rows into them), as they may on a local file system. */
+    if (is_write) {
+        int e = mp_flush_writes(f);
+        if (e != MPI_SUCCESS && code == MPI_SUCCESS)
+            code = e;
+    }
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS && !is_write)
         code = mp_buf_finish_read(&b, moved);

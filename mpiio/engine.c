@@ -109,6 +109,14 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
     return RFS_OK;
 }
 
+int mp_flush_writes(mp_file *f)
+{
+    if (!f->io->ops->flush)
+        return MPI_SUCCESS;
+    int rc = f->io->ops->flush(f->io);
+    return rc == RFS_OK ? MPI_SUCCESS : mp_io_error(f, rc, "write", rfs_last_error());
+}
+
 /* ---- server view slots ----
  * The server keeps RFS_IO_VIEW_SLOTS decoded views per handle; the view ids are slot numbers.
  * A view is sent into a slot at its first access (lazily, as rfs-abt.txt sec. 3.1 does), and an

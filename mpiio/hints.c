@@ -27,6 +27,7 @@ void mp_hints_default(mp_hints *h)
     h->max_extents = 16384;
     h->cb_pipeline = 0;  /* automatic: see pipeline_depth in coll.c */
     h->lock_wait_ms = 30000;
+    h->write_window = 0;  /* opt-in: docs/hints.md says what it relaxes */
     h->file_perm = 0644;
     h->abt = MP_DISABLE;  /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
@@ -132,6 +133,8 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, INT_MAX, 10, &x))
             return 0;
         h->io_timeout_ms = (int)x;
+    } else if (!strcmp(key, "rfs_write_window")) {
+        return parse_size(v, 0, (int64_t)1 << 30, &h->write_window);
     } else if (!strcmp(key, "rfs_max_extents")) {
         if (!parse_long(v, 1, 65536, 10, &x))
             return 0;
@@ -258,6 +261,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     else
         MPI_Info_set(info, "rfs_cb_pipeline", "automatic");
     SETI("rfs_lock_wait_ms", h->lock_wait_ms);
+    SETI("rfs_write_window", h->write_window);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
     MPI_Info_set(info, "rfs_abt", h->abt == MP_ENABLE ? "enable" : "disable");

@@ -7,19 +7,22 @@
 static int size_op(mp_file *f, MPI_Offset size, int prealloc)
 {
     /* All ranks pass the same size; one rank changes the file. */
-    int code = MPI_SUCCESS;
+    /* Every rank's nonblocking and early-returned writes land before rank 0 changes the
+     * size (the Allreduce below orders them). */
+    mp_nb_drain(f);
+    int code = mp_flush_writes(f);
     MPI_Offset mm[2] = { size, -size }, red[2];
     PMPI_Allreduce(mm, red, 2, MPI_OFFSET, MPI_MAX, f->comm);
-    if (size < 0)
+    if (code == MPI_SUCCESS && size < 0)
         code = mp_error_code(MPI_ERR_ARG, "rfs: %s: negative size", f->name);
-    else if (red[0] != -red[1])
+    else if (code == MPI_SUCCESS && red[0] != -red[1])
         code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different sizes", f->name);
-    else if ((f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) == MPI_MODE_RDONLY)
+    else if (code == MPI_SUCCESS &&
+             (f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) == MPI_MODE_RDONLY)
         code = mp_error_code(MPI_ERR_READ_ONLY, "rfs: %s: file opened MPI_MODE_RDONLY", f->name);
-    else if (f->amode & MPI_MODE_SEQUENTIAL)
+    else if (code == MPI_SUCCESS && (f->amode & MPI_MODE_SEQUENTIAL))
         code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
                              "rfs: %s: size change on a MPI_MODE_SEQUENTIAL file", f->name);
-    mp_nb_drain(f);
     if (code == MPI_SUCCESS && f->rank == 0) {
         rfs_io *io = f->io;
         int rc;

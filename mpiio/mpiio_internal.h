@@ -115,6 +115,7 @@ typedef struct mp_hints {
     int cb_pipeline;          /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
                                * 0: automatic, see coll.c) */
     int lock_wait_ms;         /* rfs_lock_wait_ms: atomic-mode lock wait */
+    int64_t write_window;     /* rfs_write_window: unconfirmed small-write bytes (0: off) */
     unsigned file_perm;       /* rfs_file_perm (octal) for created files */
     /* Active buffering with threads (abt/, docs/abt.md) and deferred operations. */
     int abt;                  /* rfs_abt: MP_ENABLE / MP_DISABLE */
@@ -257,6 +258,9 @@ int mp_type_bytes(MPI_Datatype type, MPI_Count count, int64_t *bytes);
 
 /* Byte-stream I/O through a view: bytes [pos, pos+len) of the view's data stream.
  * Result: RFS_OK or negative rfs_err with *msg (static per-thread) describing it. No MPI. */
+/* Waits for the server to confirm this rank's writes that returned early (the write window,
+ * rfs_write_window) and returns an MPI code for their first failure. */
+int mp_flush_writes(mp_file *f);
 int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data, size_t len,
                  size_t *done);
 /* Lists the file runs of stream bytes [pos,pos+len) (no MPI). Caller frees *ext. */

@@ -21,6 +21,9 @@ static void options_from_hints(const mp_hints *h, rfs_options *o)
     o->connect_timeout_ms = h->connect_timeout_ms;
     o->io_timeout_ms = h->io_timeout_ms;
     o->streams = h->streams;
+    /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
+     * under ABT every write must wait for the server's reply. */
+    o->write_window = h->abt == MP_ENABLE ? 0 : (size_t)h->write_window;
 }
 
 static int check_amode(const char *name, int amode)

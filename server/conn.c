@@ -218,6 +218,54 @@ static void handle_free(rfsd_handle *h)
 
 /* ---- jobs ---- */
 
+/* The ordering rule (docs/design.md): a barrier waits for everything before it and holds
+ * everything after it; a data op waits for earlier unfinished data ops it conflicts with (the
+ * same bytes, and one of the two writes them), so a client may send a write and a read or
+ * write of the same bytes without waiting for the first reply. Caller holds c->mu. */
+static int conflicts(const rfsd_handle *h, const rfsd_job *j)
+{
+    if (!j->ranged)
+        return 0;
+    for (const rfsd_job *r = h->running; r; r = r->rnext)
+        if ((r->writes || j->writes) && r->lo < j->hi && j->lo < r->hi)
+            return 1;
+    return 0;
+}
+
+static int may_start(const rfsd_handle *h, const rfsd_job *j)
+{
+    return j->barrier ? h->active == 0 : !h->barrier_running && !conflicts(h, j);
+}
+
+static void start_on_handle(rfsd_handle *h, rfsd_job *j)
+{
+    h->active++;
+    if (j->barrier)
+        h->barrier_running = 1;
+    if (j->ranged) {
+        j->rprev = NULL;
+        j->rnext = h->running;
+        if (h->running)
+            h->running->rprev = j;
+        h->running = j;
+    }
+}
+
+static void end_on_handle(rfsd_handle *h, rfsd_job *j)
+{
+    h->active--;
+    if (j->barrier)
+        h->barrier_running = 0;
+    if (j->ranged) {
+        if (j->rprev)
+            j->rprev->rnext = j->rnext;
+        else
+            h->running = j->rnext;
+        if (j->rnext)
+            j->rnext->rprev = j->rprev;
+    }
+}
+
 static void job_finish(rfsd_job *j)
 {
     rfsd_conn *c = j->conn;
@@ -226,20 +274,16 @@ static void job_finish(rfsd_job *j)
     c->inflight--;
     c->inflight_bytes -= j->cost;
     if (h) {
-        h->active--;
-        if (j->barrier)
-            h->barrier_running = 0;
+        end_on_handle(h, j);
         /* start what the ordering rule held back, in arrival order */
         while (h->qhead) {
             rfsd_job *n = h->qhead;
-            if (n->barrier ? h->active > 0 : h->barrier_running)
+            if (!may_start(h, n))
                 break;
             h->qhead = n->qnext;
             if (!h->qhead)
                 h->qtail = NULL;
-            h->active++;
-            if (n->barrier)
-                h->barrier_running = 1;
+            start_on_handle(h, n);
             rfsd_pool_submit(c->srv->pool, &n->work);
         }
         if (--h->refs == 0)
@@ -280,6 +324,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     j->stream = st;
     j->cost = rfsd_request_cost(req, body_len);
     j->barrier = rfsd_op_is_barrier(req->op);
+    j->ranged = rfsd_op_range(req, &j->lo, &j->hi, &j->writes);
     uint32_t fh;
     int has_fh = rfsd_op_handle(req, &fh);
 
@@ -307,27 +352,21 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     c->inflight_bytes += j->cost;
     rfsd_handle *h = j->h;
     if (inline_run) {
-        if (h) {
-            h->active++;
-            if (j->barrier)
-                h->barrier_running = 1;
-        }
+        if (h)
+            start_on_handle(h, j);
         pthread_mutex_unlock(&c->mu);
         job_run(&j->work);
         return;
     }
-    if (h && (h->qhead || (j->barrier ? h->active > 0 : h->barrier_running))) {
+    if (h && (h->qhead || !may_start(h, j))) {
         if (h->qtail)
             h->qtail->qnext = j;
         else
             h->qhead = j;
         h->qtail = j;
     } else {
-        if (h) {
-            h->active++;
-            if (j->barrier)
-                h->barrier_running = 1;
-        }
+        if (h)
+            start_on_handle(h, j);
         rfsd_pool_submit(c->srv->pool, &j->work);
     }
     pthread_mutex_unlock(&c->mu);

@@ -29,6 +29,7 @@ typedef struct rfsd_handle {
     unsigned active;              /* dispatched, unfinished requests on this handle */
     int barrier_running;
     rfsd_job *qhead, *qtail;      /* requests held back by the ordering rule */
+    rfsd_job *running;            /* data ops started and not finished, for the overlap rule */
     /* Views are only changed by SET_VIEW, a barrier, so readers never race a writer. */
     rfsd_view views[RFSD_MAX_VIEWS];
 } rfsd_handle;
@@ -53,7 +54,10 @@ struct rfsd_job {
     uint8_t *body;
     size_t cost;                  /* bytes charged to the connection's in-flight budget */
     int barrier;
+    int ranged, writes;           /* a data op on [lo, hi); writes: it changes those bytes */
+    uint64_t lo, hi;
     rfsd_job *qnext;
+    rfsd_job *rnext, *rprev;      /* the handle's running data ops (rfsd_handle.running) */
 };
 
 struct rfsd_conn {
@@ -117,5 +121,7 @@ int rfsd_op_is_barrier(uint16_t op);
 int rfsd_op_is_quick(const rfs_req *r);
 /* 1 if the op names a file handle; *fh gets it. */
 int rfsd_op_handle(const rfs_req *r, uint32_t *fh);
+/* 1 for a data op on a byte range [lo, hi) of its file (writes: it changes bytes); 0 if none. */
+int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes);
 
 #endif

@@ -54,6 +54,42 @@ int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
     }
 }
 
+int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes)
+{
+    *writes = r->op == RFS_OP_PWRITE || r->op == RFS_OP_PWRITEV || r->op == RFS_OP_VIEW_WRITE;
+    switch (r->op) {
+    case RFS_OP_PREAD:
+        *lo = r->u.pread.off;
+        *hi = *lo + r->u.pread.len;
+        return 1;
+    case RFS_OP_PWRITE:
+        *lo = r->u.pwrite.off;
+        *hi = *lo + r->data_len;
+        return 1;
+    case RFS_OP_PREADV: case RFS_OP_PWRITEV:
+        *lo = UINT64_MAX;
+        *hi = 0;
+        for (uint32_t i = 0; i < r->u.iov.count; i++) {
+            uint64_t off, len;
+            rfs_extent_at(r->u.iov.ext, i, &off, &len);
+            if (off < *lo)
+                *lo = off;
+            if (off + len > *hi)
+                *hi = off + len;
+        }
+        if (*lo > *hi)
+            *lo = *hi = 0;
+        return 1;
+    case RFS_OP_VIEW_READ: case RFS_OP_VIEW_WRITE:
+        /* where a view position lands is known only once mapped: the whole file */
+        *lo = 0;
+        *hi = UINT64_MAX;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
 {
     size_t reply = 0;

@@ -69,6 +69,11 @@ typedef struct rfs_options {
     int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
     uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
     int window;                /* frames in flight per transfer; 0: default (8) */
+    /* Write window: a pwrite of at most one frame returns once sent, without waiting for its
+     * reply, while fewer than this many bytes are unconfirmed (single-stream files only).
+     * A failure is then reported by the next call on the file; rfs_sync and rfs_close wait for
+     * every reply. 0: off (every pwrite waits for its reply). */
+    size_t write_window;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;
@@ -119,6 +124,10 @@ int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_
 int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done);
 int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done);
 int rfs_sync(rfs_file *f);
+/* Waits until the server has confirmed every write of f that returned early (the write
+ * window, rfs_options.write_window) and returns their first failure; no server round trip
+ * of its own. rfs_sync and rfs_close do this too. */
+int rfs_flush(rfs_file *f);
 int rfs_get_size(rfs_file *f, uint64_t *size);
 int rfs_set_size(rfs_file *f, uint64_t size);
 int rfs_preallocate(rfs_file *f, uint64_t size);

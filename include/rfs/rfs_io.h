@@ -31,6 +31,9 @@ typedef struct rfs_io_ops {
     int (*pwritev_gather)(rfs_io *io, const rfs_extent *ext, size_t n, const struct iovec *mem,
                           size_t nmem, size_t *done);
     int (*sync)(rfs_io *io);
+    /* Waits until every write that returned is confirmed by the server (no durability asked
+     * for); reports their first failure. NULL: writes are confirmed when they return. */
+    int (*flush)(rfs_io *io);
     int (*get_size)(rfs_io *io, uint64_t *size);
     int (*set_size)(rfs_io *io, uint64_t size);
     int (*preallocate)(rfs_io *io, uint64_t size);

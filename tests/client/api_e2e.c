@@ -660,6 +660,50 @@ static int t_kill(int argc, char **argv)
     return 0;
 }
 
+/* ---- the write window ---- */
+/* Small writes return before their replies (rfs_options.write_window); later writes and reads
+ * of the same bytes still see them in order, and a failure is reported by flush or close,
+ * once. argv[3]: the reference file the Python side compares with the server's. */
+static int t_wwin(int argc, char **argv)
+{
+    CHECK(argc > 3);
+    rfs_options o = {.write_window = 1 << 20};
+    rfs_file *f = must_open("/wwin", RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC, &o);
+    enum { BLK = 512, NBLK = 500, NW = 2000 };
+    static uint8_t expect[BLK * NBLK], got[BLK * NBLK];
+    uint8_t blk[BLK];
+    for (int i = 0; i < NW; i++) {
+        memset(blk, i & 0xff, sizeof blk);
+        size_t done = 0;
+        CHECK_RC(rfs_pwrite(f, blk, BLK, (uint64_t)(i % NBLK) * BLK, &done), RFS_OK);
+        CHECK(done == BLK);
+        memset(blk, 0xee, sizeof blk);  /* the caller's buffer is free once the call returns */
+        memset(expect + (i % NBLK) * BLK, i & 0xff, BLK);
+    }
+    size_t done = 0;
+    CHECK_RC(rfs_pread(f, got, sizeof got, 0, &done), RFS_OK);
+    CHECK(done == sizeof got && memcmp(got, expect, sizeof got) == 0);
+    CHECK_RC(rfs_sync(f), RFS_OK);
+    write_ref(argv[3], expect, sizeof expect);
+
+    /* A VIEW_WRITE through a view never set fails on the server: the call has returned. */
+    CHECK_RC(rfs_view_write(f, 7, 0, blk, 100, &done), RFS_OK);
+    CHECK(done == 100);
+    CHECK_RC(rfs_flush(f), RFS_E_INVAL);
+    CHECK(strstr(rfs_last_error(), "reported late") && strstr(rfs_last_error(), "view position"));
+    CHECK_RC(rfs_flush(f), RFS_OK);  /* reported once */
+    CHECK_RC(rfs_view_write(f, 7, 0, blk, 100, &done), RFS_OK);
+    CHECK_RC(rfs_close(f), RFS_E_INVAL);
+
+    /* Off: every write waits for its reply and fails at the call. */
+    rfs_options off = {0};
+    f = must_open("/wwin", RFS_O_RDWR, &off);
+    CHECK_RC(rfs_view_write(f, 7, 0, blk, 100, &done), RFS_E_INVAL);
+    CHECK_RC(rfs_close(f), RFS_OK);
+    puts("OK");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -670,7 +714,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*fn)(int, char **); } tests[] = {
         {"flags", t_flags}, {"bigrw", t_bigrw}, {"listio", t_listio}, {"eof", t_eof},
         {"size", t_size}, {"meta", t_meta}, {"errors", t_errors}, {"threads", t_threads},
-        {"services", t_services}, {"kill", t_kill}, {"views", t_views},
+        {"services", t_services}, {"kill", t_kill}, {"views", t_views}, {"wwin", t_wwin},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if (strcmp(argv[1], tests[i].name) == 0)

@@ -114,3 +114,12 @@ def test_server_killed_mid_transfer(rfsd, streams):
             p.wait()
     assert p.returncode == 0, out + err
     assert "ERR -13" in out and out.strip().endswith("OK"), out + err
+
+
+def test_write_window_order_and_late_errors(rfsd, tmp_path):
+    """rfs_options.write_window: 2000 small overlapping writes returned before their replies
+    land in the order sent (a read right after sees the last ones, as does the server's
+    disk); a windowed write's failure comes back from rfs_flush or rfs_close, once."""
+    ref = tmp_path / "ref.bin"
+    run(rfsd, "wwin", ref)
+    assert (rfsd.root / "wwin").read_bytes() == ref.read_bytes()

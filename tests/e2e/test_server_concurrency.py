@@ -215,3 +215,35 @@ def test_handle_limit_per_connection(rfsd):
         assert len(ok) == 4096 and len(full) == 4
         handles = {struct.unpack("<IQ", r.body)[0] for r in ok}
         assert len(handles) == 4096
+
+
+def test_overlapping_data_ops_apply_in_arrival_order(rfsd):
+    """Rule 3 of the per-handle ordering (docs/design.md): a write, a write over the same bytes
+    and a read of them, sent back to back without waiting, are applied in the order sent. A
+    LOCK waiting on another client's lock keeps the connection busy, so the 4 MiB write goes
+    to a worker instead of being run by the reader itself; without the rule, the small
+    overwrite sent after it would land first and then be overwritten, and the read would see
+    the first write."""
+    big = 4 * 1024 * 1024 - 4096
+    with session(rfsd) as c, session(rfsd) as other:
+        fh = c.open("/overlap.bin", O_RDWR | O_CREAT)
+        busy = c.open("/overlap-lock.bin", O_RDWR | O_CREAT)
+        ofh = other.open("/overlap-lock.bin", O_RDWR)
+        for rnd in range(10):
+            other.call("LOCK", b_lock(ofh, 0, 1, LOCK_EXCL, 0)).check()
+            lk = c.send("LOCK", b_lock(busy, 0, 1, LOCK_EXCL, 20000))
+            first = bytes([rnd]) * big
+            patch = bytes([255 - rnd]) * 4096
+            w1 = c.send("PWRITE", b_pwrite(fh, 0, first))
+            w2 = c.send("PWRITE", b_pwrite(fh, big - 8192, patch))
+            r = c.send("PREAD", b_pread(fh, big - 8192, 8192))
+            got = collect(c, [w1, w2, r])
+            assert got[w1].u64() == big and got[w2].u64() == 4096
+            assert got[r].check().body == patch + bytes([rnd]) * 4096, f"round {rnd}"
+            other.call("UNLOCK", b_unlock(ofh, 0, 1)).check()
+            collect(c, [lk])[lk].check()
+            c.call("UNLOCK", b_unlock(busy, 0, 1)).check()
+        c.close_fh(fh)
+    d = (rfsd.root / "overlap.bin").read_bytes()
+    assert d[:big - 8192] == bytes([9]) * (big - 8192)
+    assert d[big - 8192:big - 4096] == bytes([255 - 9]) * 4096

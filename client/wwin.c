@@ -1,0 +1,134 @@
+/* The write window: small writes sent without waiting for their replies.
+ *
+ * A PWRITE or VIEW_WRITE that fits one frame is written into the socket and the call returns;
+ * its reply is collected later. On a long link this turns a run of small writes (HDF5's metadata and
+ * dataset writes: a few per dataset) from one round trip each into one stream. It is safe to
+ * go on without the reply because
+ *  - the frame is in the socket before the call returns, so the caller's buffer is free;
+ *  - rfsd applies requests of one handle that touch the same bytes in the order they arrive
+ *    (docs/design.md, rule 3), and barriers (SYNC, GET_SIZE, SET_SIZE, CLOSE, SET_VIEW) after
+ *    every earlier request, so later reads, writes and size queries see these writes; the
+ *    window is used only on single-stream files, where every request shares one connection;
+ *  - sync and close wait for every reply and report any failure, so nothing is called durable
+ *    before the server confirmed it.
+ * A failure of a windowed write is reported by the next call on the file (any call), naming
+ * the write; rfs.h and docs/mpiio.md say so. The window is bounded in bytes (the option) and in
+ * writes (WWIN_MAX_WRITES): a full window waits for its oldest reply. */
+#include "client/client.h"
+
+#include "common/err.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WWIN_MAX_WRITES 4096u
+
+struct rfs_wwrite {
+    rfs_call call;
+    uint64_t off;
+    size_t len;
+    struct rfs_wwrite *next;
+};
+
+/* Collects the oldest write's reply (waiting for it); caller holds ww_mu. */
+static void collect_head(rfs_file *f)
+{
+    struct rfs_wwrite *w = f->ww_head;
+    int rc = rfs_call_result(f->conn[0], &w->call, rfs_conn_wait(f->conn[0], &w->call), f->label);
+    if (rc && !f->ww_err) {
+        f->ww_err = rc;
+        snprintf(f->ww_msg, sizeof f->ww_msg, "write of %zu bytes at %s %llu (reported late: "
+                 "the write call had returned): %s", w->len,
+                 w->call.op == RFS_OP_VIEW_WRITE ? "view position" : "offset",
+                 (unsigned long long)w->off, rfs_last_error());
+    }
+    f->ww_head = w->next;
+    if (!f->ww_head)
+        f->ww_tail = NULL;
+    f->ww_bytes -= w->len;
+    f->ww_count--;
+    rfs_call_destroy(&w->call);
+    free(w);
+}
+
+/* Caller holds ww_mu. Returns the first failure not yet reported, once. */
+static int take_error(rfs_file *f)
+{
+    if (!f->ww_err)
+        return RFS_OK;
+    int rc = rfs_fail(f->ww_err, "%s", f->ww_msg);
+    f->ww_err = 0;
+    return rc;
+}
+
+int rfs_wwin_settle(rfs_file *f, int all)
+{
+    if (!f->ww_cap)
+        return RFS_OK;
+    pthread_mutex_lock(&f->ww_mu);
+    while (f->ww_head && (all || __atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE)))
+        collect_head(f);
+    int rc = take_error(f);
+    pthread_mutex_unlock(&f->ww_mu);
+    return rc;
+}
+
+int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
+                   uint64_t off, size_t *done)
+{
+    /* Offsets out of range are refused by the ordinary path, at the call. */
+    if (!f->ww_cap || f->nconn != 1 || len > f->chunk || len > f->ww_cap ||
+        off > (uint64_t)INT64_MAX - len)
+        return RFS_WWIN_DECLINED;
+    struct rfs_wwrite *w = calloc(1, sizeof *w);
+    if (!w)
+        return RFS_WWIN_DECLINED;  /* the ordinary path reports memory trouble itself */
+    pthread_mutex_lock(&f->ww_mu);
+    while (f->ww_head && (__atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE) ||
+                          f->ww_bytes + len > f->ww_cap || f->ww_count >= WWIN_MAX_WRITES))
+        collect_head(f);
+    int rc = take_error(f);
+    if (rc) {
+        pthread_mutex_unlock(&f->ww_mu);
+        free(w);
+        return rc;
+    }
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = op;
+    if (op == RFS_OP_VIEW_WRITE) {
+        req.u.view_write.fh = f->fh[0];
+        req.u.view_write.view_id = view_id;
+        req.u.view_write.pos = off;
+    } else {
+        req.u.pwrite.fh = f->fh[0];
+        req.u.pwrite.off = off;
+    }
+    req.data = buf;
+    req.data_len = (uint32_t)len;
+    rfs_call_init(&w->call);
+    w->off = off;
+    w->len = len;
+    /* Started under ww_mu: writes enter the socket in the order they are queued here. */
+    rc = rfs_conn_start(f->conn[0], &w->call, &req, NULL, f->io_timeout_ms);
+    if (rc) {
+        rc = rfs_call_result(f->conn[0], &w->call, rc, f->label);
+        pthread_mutex_unlock(&f->ww_mu);
+        rfs_call_destroy(&w->call);
+        free(w);
+        return rc;
+    }
+    if (f->ww_tail)
+        f->ww_tail->next = w;
+    else
+        f->ww_head = w;
+    f->ww_tail = w;
+    f->ww_bytes += len;
+    f->ww_count++;
+    pthread_mutex_unlock(&f->ww_mu);
+    if (done)
+        *done = len;
+    return RFS_OK;
+}
