@@ -170,7 +170,8 @@ int mp_stream_io(mp_file *f, mp_view *v, int is_write, uint64_t pos, void *data,
         return is_write ? io->ops->pwrite(io, data, len, off, done)
                         : io->ops->pread(io, data, len, off, done);
     }
-    int use = ensure_server_view(f, v);
+    /* The server takes only views without overlaps (server/view.c). */
+    int use = v->overlap ? 0 : ensure_server_view(f, v);
     if (use < 0)
         return use;
     if (use)
