@@ -514,8 +514,9 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         for (size_t i = 0; v->overlap && i < nruns; i++)
             if ((int64_t)(runs[i].offset + runs[i].length) > se[1])
                 se[1] = (int64_t)(runs[i].offset + runs[i].length);
-        /* Two-phase needs runs that do not overlap. A rank whose view has overlaps sends its
-         * start negated, so that every rank learns from this one exchange to go independent. */
+        /* Two-phase needs runs that do not overlap: my_pieces' cursor passes a run that lies
+         * inside an earlier, longer one. A rank whose view has overlaps sends its start
+         * negated, so that every rank learns from this one exchange to go independent. */
         if (v->overlap)
             se[0] = -1 - se[0];
     }

@@ -18,17 +18,19 @@ static int is_named(MPI_Datatype t)
     return comb == MPI_COMBINER_NAMED;
 }
 
-/* MPI offers no query; MPI_Pack_size checks it in both MPICH and Open MPI, and reports
- * through MPI_COMM_SELF's handler, which must not abort the program here. */
+/* MPI offers no query; packing nothing checks it in both MPICH and Open MPI (Open MPI's
+ * MPI_Pack_size does not), and reports through MPI_COMM_SELF's handler, which must not abort
+ * the program here. */
 static int committed(MPI_Datatype t)
 {
     if (is_named(t))
         return 1;
     MPI_Errhandler old;
-    int sz;
+    char in, out;
+    int pos = 0;
     PMPI_Comm_get_errhandler(MPI_COMM_SELF, &old);
     PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    int ok = PMPI_Pack_size(1, t, MPI_COMM_SELF, &sz) == MPI_SUCCESS;
+    int ok = PMPI_Pack(&in, 0, t, &out, 1, &pos, MPI_COMM_SELF) == MPI_SUCCESS;
     PMPI_Comm_set_errhandler(MPI_COMM_SELF, old);
     PMPI_Errhandler_free(&old);
     return ok;

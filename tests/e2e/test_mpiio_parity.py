@@ -24,21 +24,28 @@ def lines(out, kind):
     return [ln for ln in out.splitlines() if ln.startswith(kind + " ")]
 
 
-def run(flavour, nprocs, name, target, env, reference, extra=(), ompio=False):
+def run(flavour, nprocs, name, target, env, reference, extra=(), ompio=False, hints=None):
     argv = [program(flavour, name), target, *extra]
     r = mpiexec(flavour, nprocs, argv, env, preload=not reference,
-                reference=reference and not ompio)
+                reference=reference and not ompio,
+                extra_env={"RFS_HINTS": hints} if hints else None)
     return r
 
 
+# Two-phase forced: a collective read through an overlapping view must still go independent.
+HINTS = [None, "romio_cb_read=enable;romio_cb_write=enable;cb_nodes=2",
+         "rfs_view=client"]
+
+
+@pytest.mark.parametrize("hints", HINTS, ids=["default", "two-phase", "client-views"])
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
-def test_parity_facts_match_romio(rfsd, tmp_path, flavour, nprocs):
+def test_parity_facts_match_romio(rfsd, tmp_path, flavour, nprocs, hints):
     """Reads past EOF, invalid views, the MPI_FILE_NULL handler, overlapping filetypes."""
     ref = run("mpich", nprocs, "t_parity", str(tmp_path / "ref.dat"), rfsd.env(), True)
     assert ref.returncode == 0 and "OK" in ref.stdout, f"ROMIO reference failed:\n{ref.stdout}"
     got = run(flavour, nprocs, "t_parity", rfsd.url(f"/parity-{flavour}-{nprocs}.dat"),
-              rfsd.env(), False)
+              rfsd.env(), False, ["--rfs-only"], hints=hints)
     assert got.returncode == 0 and "OK" in got.stdout, f"rfs run failed:\n{got.stdout}"
     want = lines(ref.stdout, "FACT")
     assert len(want) > 20
@@ -50,9 +57,10 @@ def test_parity_facts_match_romio(rfsd, tmp_path, flavour, nprocs):
             assert buf.endswith("ee" * 6), ln
 
 
+@pytest.mark.parametrize("hints", HINTS, ids=["default", "two-phase", "client-views"])
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("nprocs", [1, 2, 4])
-def test_datarep_against_library_and_pack_external(rfsd, tmp_path, flavour, nprocs):
+def test_datarep_against_library_and_pack_external(rfsd, tmp_path, flavour, nprocs, hints):
     """external32 on every access path and a user representation: rfs passes every check of
     its own (file bytes equal MPI_Pack_external's), agrees with the library on the facts, and
     leaves the same bytes as a library run whose own checks all passed (OMPIO for Open MPI)."""
@@ -61,7 +69,7 @@ def test_datarep_against_library_and_pack_external(rfsd, tmp_path, flavour, npro
               ompio=flavour == "openmpi")
     assert ref.returncode == 0 and "OK" in ref.stdout, f"reference run failed:\n{ref.stdout}"
     path = f"/datarep-{flavour}-{nprocs}.dat"
-    got = run(flavour, nprocs, "t_datarep", rfsd.url(path), rfsd.env(), False)
+    got = run(flavour, nprocs, "t_datarep", rfsd.url(path), rfsd.env(), False, hints=hints)
     assert got.returncode == 0 and "OK" in got.stdout, f"rfs run failed:\n{got.stdout}"
     results = lines(got.stdout, "RESULT")
     assert len(results) >= 16 and all(ln.endswith(" ok") for ln in results), got.stdout
