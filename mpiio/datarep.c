@@ -216,10 +216,11 @@ int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *r
                          MPI_Datarep_conversion_function *write_fn,
                          MPI_Datarep_extent_function *extent_fn, void *extra)
 {
-    /* Forwarded so the MPI library's own files know the name too. Its refusals of bad
-     * arguments stand; MPICH's ROMIO refuses every user representation with conversion
-     * functions (MPI_ERR_CONVERSION), which rfs files can still use, so that one is not passed
-     * on. */
+    /* Forwarded so the MPI library's own files know the name too. The arguments are checked
+     * here; a name the library already knows stands as its refusal, any other refusal means
+     * the library cannot convert (MPICH 4.0: MPI_ERR_CONVERSION for conversion functions;
+     * Open MPI 4.1: MPI_ERR_CONVERSION, or MPI_ERR_OTHER for MPI_CONVERSION_FN_NULL), which
+     * rfs files still can, so it is not passed on. */
     if (!datarep || !extent_fn || strlen(datarep) >= MPI_MAX_DATAREP_STRING)
         return mp_raise_null(mp_error_code(MPI_ERR_ARG, "rfs: MPI_Register_datarep: no name, "
                                            "a name too long, or no extent function"));
@@ -231,8 +232,7 @@ int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *r
     int cls = rc;
     if (rc != MPI_SUCCESS)
         PMPI_Error_class(rc, &cls);
-    if (rc != MPI_SUCCESS && cls != MPI_ERR_CONVERSION && cls != MPI_ERR_UNSUPPORTED_DATAREP &&
-        cls != MPI_ERR_UNSUPPORTED_OPERATION)
+    if (rc != MPI_SUCCESS && cls == MPI_ERR_DUP_DATAREP)
         return rc;
     mp_datarep *d = calloc(1, sizeof *d);
     if (!d)

@@ -224,6 +224,30 @@ int main(int argc, char **argv)
     MPI_Pack_external_size("external32", 1, MPI_LONG, &e32);
     NOTE("ext32.long memory=%d external32=%ld set_view=%s", es, (long)e32,
          rc == MPI_SUCCESS ? "ok" : t_errstr(rc));
+    /* The same type in memory only, under a byte view: refused at the access. */
+    MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "external32", MPI_INFO_NULL));
+    long lone = 1;
+    rc = MPI_File_write_at(fh, r_int, &lone, 1, MPI_LONG, &st);  /* a region rewritten later */
+    NOTE("ext32.long_memory write=%s", rc == MPI_SUCCESS ? "ok" : t_errstr(rc));
+    if (!reference && es != e32)
+        CHECK(t_class(rc) == MPI_ERR_UNSUPPORTED_DATAREP && strstr(t_errstr(rc), "MPI_LONG"),
+              "MPI_LONG memory under external32: %s", t_errstr(rc));
+    /* "internal": native bytes under its own name. */
+    rc = MPI_File_set_view(fh, r_int, MPI_INT, MPI_INT, "internal", MPI_INFO_NULL);
+    rep[0] = 0;
+    if (rc == MPI_SUCCESS)
+        MPI_OK(MPI_File_get_view(fh, &d, &e, &ft, rep));
+    /* ROMIO's get_view says "native", OMPIO refuses "internal"; rfs returns the name given. */
+    NOTE("internal.set_view %s get_view=%s", rc == MPI_SUCCESS ? "ok" : t_errstr(rc), rep);
+    if (!reference)
+        CHECK(rc == MPI_SUCCESS && !strcmp(rep, "internal"), "internal: %s %s", t_errstr(rc), rep);
+    if (rc == MPI_SUCCESS) {
+        int raw[N], back[N];
+        MPI_OK(MPI_File_read_at(fh, r * N, back, N, MPI_INT, &st));
+        MPI_OK(MPI_File_set_view(fh, r_int, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+        MPI_OK(MPI_File_read_at(fh, r * N, raw, N, MPI_INT, &st));
+        result("internal.is_native", !memcmp(raw, back, sizeof raw));
+    }
     MPI_OK(MPI_File_close(&fh));
 
     /* A user representation. */
@@ -260,6 +284,23 @@ int main(int argc, char **argv)
         MPI_OK(MPI_File_iread_at(fh, r * N, ir, N, MPI_INT, &rq));
         MPI_OK(MPI_Wait(&rq, &st));
         result("user.iread_at", !memcmp(ir, iv, sizeof iv));
+    }
+    /* MPI_CONVERSION_FN_NULL: no conversion, the bytes as in memory. */
+    rc = MPI_Register_datarep("rfs-plain", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL,
+                              same_extent, NULL);
+    NOTE("user.register_null_conversion %s", rc == MPI_SUCCESS ? "ok" : t_errstr(rc));
+    rc = MPI_File_set_view(fh, r_flt, MPI_INT, MPI_INT, "rfs-plain", MPI_INFO_NULL);
+    if (rc == MPI_SUCCESS) {
+        int raw[N];
+        MPI_OK(MPI_File_write_at_all(fh, r * N, iv, N, MPI_INT, &st));
+        MPI_OK(MPI_File_sync(fh));
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_OK(MPI_File_set_view(fh, r_flt, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+        MPI_OK(MPI_File_read_at(fh, r * N, raw, N, MPI_INT, &st));
+        result("user.null_conversion", !memcmp(raw, iv, sizeof iv));
+    } else {
+        NOTE("user.null_conversion set_view=%s", t_errstr(rc));
+        result("user.null_conversion", 0);
     }
     rc = MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "rfs-wide", MPI_INFO_NULL);
     if (!reference)
