@@ -58,11 +58,6 @@ int mp_datarep_find(const char *name, const mp_datarep **rep)
                          "MPI_Register_datarep)", name);
 }
 
-const char *mp_datarep_name(const mp_datarep *rep)
-{
-    return rep->name;
-}
-
 /* Size of one predefined type in the representation. */
 static int file_size(const mp_datarep *rep, MPI_Datatype t, MPI_Aint *sz)
 {

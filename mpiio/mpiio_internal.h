@@ -144,7 +144,6 @@ typedef struct mp_datarep mp_datarep;
 /* For set_view: *rep = NULL for "native"/"internal", else external32 or a registered one.
  * MPI_SUCCESS or an MPI_ERR_UNSUPPORTED_DATAREP code. */
 int mp_datarep_find(const char *name, const mp_datarep **rep);
-const char *mp_datarep_name(const mp_datarep *rep);
 /* MPI_SUCCESS if every predefined type in `type` has its memory size in the representation
  * (all rfs supports), else an MPI_ERR_UNSUPPORTED_DATAREP code naming the type. */
 int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname);

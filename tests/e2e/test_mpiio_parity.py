@@ -9,7 +9,9 @@ MPI builds of the library. Measured (2 ranks): ROMIO gives MPI_ERR_ARG for a fil
 multiple of the etype, a negative displacement and null types, MPI_ERR_TYPE for an uncommitted
 type, MPI_ERR_IO for non-monotonic or (on writable files) overlapping filetypes, accepts
 overlapping but nondecreasing filetypes on read-only files; Open MPI's romio321 refuses those
-too (MPI_ERR_TYPE), its OMPIO hangs in t_parity's nonblocking read past end of file. Neither
+too (MPI_ERR_TYPE, and MPI_ERR_TYPE for null types); its OMPIO moves the file pointer by the
+count asked for after a short read and hangs in t_parity's nonblocking read past end of file
+at 2 ranks. Neither
 library converts with user representations (MPI_Register_datarep: MPI_ERR_CONVERSION);
 MPICH's ROMIO leaves MPI_File_iwrite_at and read_ordered unconverted in external32; OMPIO
 converts every path (so its file is the byte reference for external32)."""
