@@ -248,19 +248,17 @@ static void overlapping(const char *name, int rfs_only)
     hex(h, buf, 32);
     NOTE("ovl.hindexed_eof read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
 
-    rc = MPI_File_set_view(fh, 4, MPI_BYTE, nonmono, "native", MPI_INFO_NULL);
+    /* Both refuse it. ROMIO keeps part of the refused view and reads through it out of
+     * bounds of its own buffer (AddressSanitizer), so nothing is read after a refusal. */
+    int view_ok = (rc = MPI_File_set_view(fh, 4, MPI_BYTE, nonmono, "native", MPI_INFO_NULL)) ==
+                  MPI_SUCCESS;
     FACT("ovl.nonmonotonic set_view=%s", cls_name(rc));
-    memset(buf, 0xEE, sizeof buf);
-    rc = MPI_File_read_at(fh, 2, buf, 20, MPI_BYTE, &st);
-    hex(h, buf, 32);
-    NOTE("ovl.nonmonotonic read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
-    memset(buf, 0xEE, sizeof buf);
-    MPI_Request rq;
-    rc = MPI_File_iread_at(fh, 3, buf, 12, MPI_BYTE, &rq);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Wait(&rq, &st);
-    hex(h, buf, 16);
-    NOTE("ovl.nonmonotonic_iread read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
+    if (view_ok) {
+        memset(buf, 0xEE, sizeof buf);
+        rc = MPI_File_read_at(fh, 2, buf, 20, MPI_BYTE, &st);
+        hex(h, buf, 32);
+        NOTE("ovl.nonmonotonic read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
+    }
 
     rc = MPI_File_set_view(fh, 0, MPI_INT, ovl_contig, "native", MPI_INFO_NULL);
     FACT("ovl.contig set_view=%s", cls_name(rc));
@@ -304,11 +302,7 @@ static void overlapping(const char *name, int rfs_only)
     }
     MPI_Type_free(&t3);
     MPI_Type_free(&nest);
-    rc = MPI_File_set_view(fh, 4, MPI_BYTE, nonmono, "native", MPI_INFO_NULL);
-    memset(buf, 0xEE, sizeof buf);
-    rc = MPI_File_read_at_all(fh, 8 * t_rank, buf, 8, MPI_BYTE, &st);
-    hex(h, buf, 16);
-    NOTE("ovl.nonmonotonic_read_all read=%s buf=%s", cls_name(rc), h);
+
     MPI_OK(MPI_File_close(&fh));
     MPI_Type_free(&t1);
     MPI_Type_free(&t2);
