@@ -60,8 +60,8 @@ int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count
 {
     mp_buf b;
     *got = 0;
-    int rc = is_write ? mp_buf_for_write_lazy(&b, buf, count, type)
-                      : mp_buf_for_read(&b, buf, count, type);
+    int rc = is_write ? mp_buf_for_write_lazy(&b, buf, count, type, f->view->rep)
+                      : mp_buf_for_read(&b, buf, count, type, f->view->rep);
     if (rc != MPI_SUCCESS)
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);
     size_t done = 0;

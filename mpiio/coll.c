@@ -486,9 +486,9 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     /* Known to go independent: a write may then be gathered instead of packed (mp_indep_io). */
     int surely_indep = f->size == 1 || mode == MP_DISABLE || f->atomic;
     if (code == MPI_SUCCESS) {
-        int e = !is_write ? mp_buf_for_read(&b, buf, count, type)
-                : surely_indep ? mp_buf_for_write_lazy(&b, buf, count, type)
-                               : mp_buf_for_write(&b, buf, count, type);
+        int e = !is_write ? mp_buf_for_read(&b, buf, count, type, f->view->rep)
+                : surely_indep ? mp_buf_for_write_lazy(&b, buf, count, type, f->view->rep)
+                               : mp_buf_for_write(&b, buf, count, type, f->view->rep);
         if (e != MPI_SUCCESS)
             code = mp_error_code(e, "rfs: %s: bad count or datatype for this access", f->name);
     }
@@ -515,15 +515,30 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     if (nruns) {
         se[0] = (int64_t)runs[0].offset;
         se[1] = (int64_t)(runs[nruns - 1].offset + runs[nruns - 1].length);
+        for (size_t i = 0; v->overlap && i < nruns; i++)
+            if ((int64_t)(runs[i].offset + runs[i].length) > se[1])
+                se[1] = (int64_t)(runs[i].offset + runs[i].length);
+        /* Two-phase needs runs that do not overlap: my_pieces' cursor passes a run that lies
+         * inside an earlier, longer one. A rank whose view has overlaps sends its start
+         * negated, so that every rank learns from this one exchange to go independent. */
+        if (v->overlap)
+            se[0] = -1 - se[0];
     }
     PMPI_Allgather(se, 2, MPI_INT64_T, cs.all, 2, MPI_INT64_T, f->comm);
+    int overlaps = 0;
+    for (int j = 0; j < P; j++)
+        if (cs.all[2 * j] < 0) {
+            overlaps = 1;
+            cs.all[2 * j] = -1 - cs.all[2 * j];
+        }
     int64_t gmin = INT64_MAX, gmax = INT64_MIN;
     for (int j = 0; j < P; j++)
         if (cs.all[2 * j] < cs.all[2 * j + 1]) {
             gmin = mp_min64(gmin, cs.all[2 * j]);
             gmax = cs.all[2 * j + 1] > gmax ? cs.all[2 * j + 1] : gmax;
         }
-    int use_indep = surely_indep || (mode == MP_AUTO && !interleaved(cs.all, P, cs.sorted));
+    int use_indep = surely_indep || overlaps ||
+                    (mode == MP_AUTO && !interleaved(cs.all, P, cs.sorted));
 
     int64_t moved = 0;
     if (gmin >= gmax) {

@@ -97,6 +97,13 @@ int mp_error_code(int cls, const char *fmt, ...)
     if (!initialized || finalized)
         return cls;
     pthread_mutex_lock(&err_mu);
+    /* A code of ours already says what failed more precisely than a caller further up. */
+    for (int i = 0; i < nrings; i++)
+        for (int j = 0; j < rings[i].ncodes; j++)
+            if (rings[i].codes[j] == cls) {
+                pthread_mutex_unlock(&err_mu);
+                return cls;
+            }
     int code;
     char *slot = code_for_class(cls, &code);
     if (slot) {

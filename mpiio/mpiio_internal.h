@@ -140,8 +140,29 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out);
 /* Parses one key=value; returns 1 if the key is ours and the value valid, 0 otherwise. */
 int mp_hint_set(mp_hints *h, const char *key, const char *value);
 
+/* ---- data representations (datarep.c) ---- */
+/* A representation other than native (NULL everywhere means native: no conversion). */
+typedef struct mp_datarep mp_datarep;
+/* For set_view: *rep = NULL for "native"/"internal", else external32 or a registered one.
+ * MPI_SUCCESS or an MPI_ERR_UNSUPPORTED_DATAREP code. */
+int mp_datarep_find(const char *name, const mp_datarep **rep);
+/* MPI_SUCCESS if every predefined type in `type` has its memory size in the representation
+ * (all rfs supports), else an MPI_ERR_UNSUPPORTED_DATAREP code naming the type. */
+int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname);
+/* MPI_File_get_type_extent in the representation (rep may be NULL). */
+int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent);
+/* count elements of type in user memory <-> len bytes of the representation. MPI calls. */
+int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
+                       MPI_Datatype type, void *out, int64_t len);
+int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, void *user,
+                         MPI_Count count, MPI_Datatype type);
+
 /* ---- views (view.c) ---- */
 typedef struct mp_view {
+    const mp_datarep *rep;    /* NULL: native bytes */
+    char datarep[MPI_MAX_DATAREP_STRING];   /* as given to set_view, for get_view */
+    int overlap;              /* read-only file, filetype with overlapping runs: the server
+                               * refuses such views, so they are mapped on the client */
     int refs;                 /* guarded by mp_file.mu */
     int64_t disp;
     int64_t etype_size;
@@ -238,18 +259,22 @@ typedef struct mp_buf {
     MPI_Count count;
     MPI_Datatype type;
     int64_t type_size;
+    const mp_datarep *rep;    /* file representation (NULL: native); never used in place */
 } mp_buf;
 /* MPI calls: application thread only. */
-int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type);
+int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
+                     const mp_datarep *rep);
 /* The same without packing yet: b->data is set only when the memory is one dense run; pack
  * with mp_buf_pack unless the write goes out gathered (mp_gather_write). */
-int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type);
+int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
+                          const mp_datarep *rep);
 int mp_buf_pack(mp_buf *b);
 /* The memory runs of an unpacked write buffer, in type-map order (what packing would copy),
  * at most max runs; *iov is malloc'd. MPI_SUCCESS, or an error when the type cannot be
  * described that way (negative offsets, too many runs): then pack instead. */
 int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n);
-int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type);
+int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type,
+                    const mp_datarep *rep);
 /* After a read of `got` bytes into b->data: scatter them into the user buffer. */
 int mp_buf_finish_read(mp_buf *b, int64_t got);
 void mp_buf_free(mp_buf *b);

@@ -343,7 +343,8 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
     mp_req *r = calloc(1, sizeof *r);
     if (!r)
         return MPI_ERR_NO_MEM;
-    int rc = is_write ? mp_buf_for_write(&r->b, buf, count, type) : mp_buf_for_read(&r->b, buf, count, type);
+    int rc = is_write ? mp_buf_for_write(&r->b, buf, count, type, f->view->rep)
+                      : mp_buf_for_read(&r->b, buf, count, type, f->view->rep);
     if (rc != MPI_SUCCESS) {
         free(r);
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);

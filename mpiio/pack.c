@@ -150,12 +150,16 @@ static int unpack_from(const void *in, int64_t inlen, void *outbuf, MPI_Count co
 #endif
 }
 
-static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
+                   const mp_datarep *rep)
 {
     memset(b, 0, sizeof *b);
     int rc = mp_type_bytes(type, count, &b->len);
+    if (rc == MPI_SUCCESS)
+        rc = mp_datarep_check(rep, type, "this access");
     if (rc != MPI_SUCCESS)
         return rc;
+    b->rep = rep;
     MPI_Count sz = 0;
     PMPI_Type_size_x(type, &sz);
     b->type_size = sz;
@@ -166,13 +170,28 @@ static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype typ
         b->data = NULL;
         return MPI_SUCCESS;
     }
-    b->data = dense_start(buf, count, type, b->len);
+    /* Data in another representation is always converted through a buffer of ours. */
+    b->data = rep ? NULL : dense_start(buf, count, type, b->len);
     return MPI_SUCCESS;
 }
 
-int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+int mp_buf_for_write_lazy(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
+                          const mp_datarep *rep)
 {
-    return prepare(b, buf, count, type);
+    return prepare(b, buf, count, type, rep);
+}
+
+/* Memory -> the byte stream of the file (packed, and converted when the view asks for it). */
+static int to_stream(const mp_buf *b, const void *user, MPI_Count count, void *out, int64_t len)
+{
+    return b->rep ? mp_datarep_to_file(b->rep, user, count, b->type, out, len)
+                  : pack_into(user, count, b->type, out, len);
+}
+
+static int from_stream(const mp_buf *b, const void *in, int64_t len, void *user, MPI_Count count)
+{
+    return b->rep ? mp_datarep_from_file(b->rep, in, len, user, count, b->type)
+                  : unpack_from(in, len, user, count, b->type);
 }
 
 int mp_buf_pack(mp_buf *b)
@@ -182,7 +201,7 @@ int mp_buf_pack(mp_buf *b)
     b->tmp = tmp_alloc((size_t)b->len, &b->tmp_cap);
     if (!b->tmp)
         return MPI_ERR_NO_MEM;
-    int rc = pack_into(b->user, b->count, b->type, b->tmp, b->len);
+    int rc = to_stream(b, b->user, b->count, b->tmp, b->len);
     if (rc != MPI_SUCCESS) {
         mp_buf_free(b);
         return rc;
@@ -191,9 +210,10 @@ int mp_buf_pack(mp_buf *b)
     return MPI_SUCCESS;
 }
 
-int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type)
+int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
+                     const mp_datarep *rep)
 {
-    int rc = prepare(b, buf, count, type);
+    int rc = prepare(b, buf, count, type, rep);
     return rc != MPI_SUCCESS ? rc : mp_buf_pack(b);
 }
 
@@ -201,6 +221,8 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
 {
     *iov = NULL;
     *n = 0;
+    if (b->rep)
+        return MPI_ERR_TYPE;  /* the memory bytes are not the file's: convert, then write */
     uint8_t *enc = NULL;
     size_t enc_len = 0;
     if (rfs_dt_encode_mpi(b->type, &enc, &enc_len) != MPI_SUCCESS)
@@ -245,9 +267,10 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
     return code;
 }
 
-int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type)
+int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type,
+                    const mp_datarep *rep)
 {
-    int rc = prepare(b, buf, count, type);
+    int rc = prepare(b, buf, count, type, rep);
     if (rc != MPI_SUCCESS || b->len == 0 || b->data)
         return rc;
     b->tmp = tmp_alloc((size_t)b->len, &b->tmp_cap);
@@ -265,7 +288,7 @@ int mp_buf_finish_read(mp_buf *b, int64_t got)
     int64_t part = got % b->type_size;
     int rc = MPI_SUCCESS;
     if (full > 0)
-        rc = unpack_from(b->tmp, full * b->type_size, b->user, full, b->type);
+        rc = from_stream(b, b->tmp, full * b->type_size, b->user, full);
     if (rc == MPI_SUCCESS && part > 0) {
         /* A read that stopped at end of file inside an element: pack that element's current
          * memory, overlay the bytes read, unpack it back, so bytes not read stay untouched. */
@@ -275,10 +298,10 @@ int mp_buf_finish_read(mp_buf *b, int64_t got)
         char *elem = malloc((size_t)b->type_size);
         if (!elem)
             return MPI_ERR_NO_MEM;
-        rc = pack_into(elem_mem, 1, b->type, elem, b->type_size);
+        rc = to_stream(b, elem_mem, 1, elem, b->type_size);
         if (rc == MPI_SUCCESS) {
             memcpy(elem, (char *)b->tmp + full * b->type_size, (size_t)part);
-            rc = unpack_from(elem, b->type_size, elem_mem, 1, b->type);
+            rc = from_stream(b, elem, b->type_size, elem_mem, 1);
         }
         free(elem);
     }
