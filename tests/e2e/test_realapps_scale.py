@@ -7,7 +7,8 @@ launched with `rfs run` (which preloads the build made for the launcher's MPI), 
   pass checking everything on every rank.
 - tests/realclients/hdf5_scale.c, the same in C with the parallel HDF5 API, built against
   libhdf5-openmpi (1000 datasets) and libhdf5-mpich (60 datasets: MPICH busy-polls, and 4
-  ranks on a small machine make its collective-heavy runs slow).
+  ranks on a small machine make its collective-heavy runs slow); with Open MPI also with
+  collective metadata operations (the metadata cache flushed by all ranks at once).
 - tests/realclients/netcdf4_par.c (libnetcdf-mpi, which links Open MPI's HDF5): nc_create_par
   with NC_NETCDF4, six variables incl. an unlimited dimension, collective and independent
   access, an append pass with nc_open_par(NC_WRITE), verification with nc_open_par.
@@ -249,21 +250,27 @@ def c_programs(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("mpi", ["ompi", "mpich"])
-def test_hdf5_c_scale_through_rfs(rfsd, tmp_path, c_programs, mpi):
+@pytest.mark.parametrize("mpi,mode", [("ompi", ""), ("mpich", ""), ("ompi", "collmeta")],
+                         ids=["ompi", "mpich", "ompi-collmeta"])
+def test_hdf5_c_scale_through_rfs(rfsd, tmp_path, c_programs, mpi, mode):
+    """mode collmeta: collective metadata reads and writes (H5Pset_all_coll_metadata_ops,
+    H5Pset_coll_metadata_write): the metadata cache is flushed by all ranks at once."""
     need_lib(mpi)
     prog = c_programs("hdf5_scale", mpi)
     n = NDATASETS[mpi]
+    extra = [mode] if mode else []
+    what = f"hdf5_scale ({mpi}{', ' + mode if mode else ''})"
     local = tmp_path / "local.h5"
-    r = run_local(mpi, [prog, local, n], rfsd.env(), tmp_path)
-    check_ok(r, f"hdf5_scale ({mpi}) on a local file (reference)", "hdf5_scale: ok")
-    r, stats = run_rfs(mpi, [prog, rfsd.url("/scale-c.h5"), n], rfsd.env(), tmp_path)
-    check_ok(r, f"hdf5_scale ({mpi}) on an rfs: name", "hdf5_scale: ok rfs:")
+    r = run_local(mpi, [prog, local, n, *extra], rfsd.env(), tmp_path)
+    check_ok(r, f"{what} on a local file (reference)", "hdf5_scale: ok")
+    r, stats = run_rfs(mpi, [prog, rfsd.url("/scale-c.h5"), n, *extra], rfsd.env(), tmp_path)
+    check_ok(r, f"{what} on an rfs: name", "hdf5_scale: ok rfs:")
     assert f"{n} chunked datasets" in r.stdout
+    assert ("collective metadata" in r.stdout) == bool(mode)
     content = assert_same_hdf5(rfsd.root / "scale-c.h5", local, tmp_path)
     assert sum(1 for v in content.values() if v[0] == "dataset") == n + 2 + 12
     assert len(stats) == 3 * NP, r.stdout + r.stderr
-    report_stats(f"hdf5_scale ({mpi})", stats)
+    report_stats(what, stats)
 
 
 # ---------------------------------------------------------------- NetCDF-4

@@ -12,7 +12,10 @@
  *   3. reopen read-only: every value, type, shape, chunk shape and attribute checked on every
  *      rank, then each rank's own rows of some datasets read again collectively.
  *
- * Usage: hdf5_scale FILE [NDATASETS]   (default 1000)
+ * Usage: hdf5_scale FILE [NDATASETS [collmeta]]   (default 1000)
+ * collmeta: H5Pset_all_coll_metadata_ops and H5Pset_coll_metadata_write, as large codes set
+ * them: metadata is read by rank 0 and broadcast, and the metadata cache is flushed with one
+ * collective write of all ranks through a derived file view.
  * Prints "hdf5_scale: ok ..." on rank 0 and exits 0 when every rank found everything as
  * expected; an HDF5 error prints the call, the file and the phase and aborts the job; wrong
  * values are printed per rank and the exit status is 1.
@@ -42,6 +45,7 @@ typedef struct {
 
 static int rank, nprocs;
 static const char *path, *phase = "create";
+static int coll_metadata; /* "collmeta": metadata reads and writes collective too */
 static long nbad;
 
 /* Every HDF5 call returns a negative value on failure (hid_t, herr_t, htri_t, hssize_t all fit
@@ -267,6 +271,10 @@ static hid_t fapl(void)
 {
     hid_t p = H(H5Pcreate(H5P_FILE_ACCESS));
     H(H5Pset_fapl_mpio(p, MPI_COMM_WORLD, MPI_INFO_NULL));
+    if (coll_metadata) {
+        H(H5Pset_all_coll_metadata_ops(p, 1));
+        H(H5Pset_coll_metadata_write(p, 1));
+    }
     return p;
 }
 
@@ -581,14 +589,15 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (argc < 2 || argc > 3) {
+    if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "collmeta") != 0)) {
         if (rank == 0)
-            fprintf(stderr, "usage: hdf5_scale FILE [NDATASETS]\n");
+            fprintf(stderr, "usage: hdf5_scale FILE [NDATASETS [collmeta]]\n");
         MPI_Finalize();
         return 2;
     }
     path = argv[1];
-    int ndatasets = argc == 3 ? atoi(argv[2]) : 1000;
+    int ndatasets = argc >= 3 ? atoi(argv[2]) : 1000;
+    coll_metadata = argc == 4;
     if (ndatasets < 1 || ndatasets > 100 * FIELDS_PER_STEP) {
         if (rank == 0)
             fprintf(stderr, "hdf5_scale: NDATASETS must be 1..%d\n", 100 * FIELDS_PER_STEP);
@@ -607,9 +616,9 @@ int main(int argc, char **argv)
         unsigned maj, min, rel;
         H5get_libversion(&maj, &min, &rel);
         printf("hdf5_scale: ok %s on %d ranks: %d chunked datasets in %d groups, %d extensions, "
-               "%d appended (hdf5 %u.%u.%u)\n", path, nprocs, ndatasets,
+               "%d appended%s (hdf5 %u.%u.%u)\n", path, nprocs, ndatasets,
                (ndatasets + FIELDS_PER_STEP - 1) / FIELDS_PER_STEP, EXTENSIONS + 1, APPENDED,
-               maj, min, rel);
+               coll_metadata ? ", collective metadata" : "", maj, min, rel);
         fflush(stdout);
     }
     MPI_Finalize();
