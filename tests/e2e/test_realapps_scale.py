@@ -141,12 +141,15 @@ def assert_same_hdf5(server_copy, local, cwd):
     need_tool("h5diff")
     r = subprocess.run(["h5diff", str(local), str(server_copy)], capture_output=True, text=True,
                        cwd=cwd, timeout=TIMEOUT)
-    assert r.returncode == 0, f"h5diff {local} {server_copy}: exit {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
+    assert r.returncode == 0, (f"h5diff {local} {server_copy}: exit {r.returncode}\n"
+                               f"{r.stdout[-3000:]}{r.stderr[-2000:]}")
     a, b = h5_content(local), h5_content(server_copy)
-    assert a.keys() == b.keys(), (f"objects only in the local file: {sorted(a.keys() - b.keys())[:10]}"
-                                  f", only on the server: {sorted(b.keys() - a.keys())[:10]}")
+    assert a.keys() == b.keys(), (
+        f"objects only in the local file: {sorted(a.keys() - b.keys())[:10]}, "
+        f"only on the server: {sorted(b.keys() - a.keys())[:10]}")
     differ = [k for k in a if a[k] != b[k]]
-    assert not differ, f"{len(differ)} objects differ between {local} and {server_copy}: {differ[:10]}"
+    assert not differ, (f"{len(differ)} objects differ between {local} and {server_copy}: "
+                        f"{differ[:10]}")
     return a
 
 
@@ -280,7 +283,8 @@ def netcdf_mpi():
     lib = subprocess.run(["cc", "-print-file-name=libnetcdf_mpi.so"], capture_output=True,
                          text=True).stdout.strip()
     deps = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
-    assert "libnetcdf_mpi" in lib and deps, f"libnetcdf_mpi.so not found (scripts/deps: libnetcdf-mpi-dev)"
+    assert "libnetcdf_mpi" in lib and deps, \
+        "libnetcdf_mpi.so not found (scripts/deps installs libnetcdf-mpi-dev)"
     if "libmpich" in deps:
         return "mpich"
     assert re.search(r"libmpi\.so\.\d", deps), f"cannot tell which MPI {lib} links:\n{deps}"
