@@ -8,7 +8,8 @@ launched with `rfs run` (which preloads the build made for the launcher's MPI), 
 - tests/realclients/hdf5_scale.c, the same in C with the parallel HDF5 API, built against
   libhdf5-openmpi (1000 datasets) and libhdf5-mpich (60 datasets: MPICH busy-polls, and 4
   ranks on a small machine make its collective-heavy runs slow); with Open MPI also with
-  collective metadata operations (the metadata cache flushed by all ranks at once).
+  collective metadata operations (the metadata cache flushed by all ranks at once), and
+  without fill values under rfs_abt=enable.
 - tests/realclients/netcdf4_par.c (libnetcdf-mpi, which links Open MPI's HDF5): nc_create_par
   with NC_NETCDF4, six variables incl. an unlimited dimension, collective and independent
   access, an append pass with nc_open_par(NC_WRITE), verification with nc_open_par.
@@ -21,6 +22,7 @@ attribute, every value); NetCDF files by ncdump output. The packages come from s
 missing one fails these tests, it does not skip them.
 """
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -80,12 +82,17 @@ def run_local(mpi, args, env, cwd):
                           capture_output=True, text=True, timeout=TIMEOUT)
 
 
-def run_rfs(mpi, args, env, cwd):
-    """The program through `rfs run` with RFS_STATS=1; returns (result, [(views sent, found)]
-    one per rank and open)."""
+def run_rfs(mpi, args, env, cwd, hints=None, abt_stats=None):
+    """The program through `rfs run` with RFS_STATS=1 (and RFS_HINTS=hints, RFS_ABT_STATS=
+    abt_stats); returns (result, [(views sent, found)] one per rank and open)."""
     need_lib(mpi)
     e = dict(env)
-    e.pop("LD_PRELOAD", None)
+    for k in ("LD_PRELOAD", "RFS_HINTS", "RFS_ABT_STATS"):
+        e.pop(k, None)
+    if hints:
+        e["RFS_HINTS"] = hints
+    if abt_stats:
+        e["RFS_ABT_STATS"] = str(abt_stats)
     e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", RFS_STATS="1",
              RFS_MPIIO_DIR=str(BUILDS[mpi]))
     r = subprocess.run([binary("rfs"), "run", "--", *launcher(mpi), *[str(a) for a in args]],
@@ -253,11 +260,15 @@ def c_programs(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("mpi,mode", [("ompi", ""), ("mpich", ""), ("ompi", "collmeta")],
-                         ids=["ompi", "mpich", "ompi-collmeta"])
+@pytest.mark.parametrize("mpi,mode", [("ompi", ""), ("mpich", ""), ("ompi", "collmeta"),
+                                      ("ompi", "nofill")],
+                         ids=["ompi", "mpich", "ompi-collmeta", "ompi-nofill-abt"])
 def test_hdf5_c_scale_through_rfs(rfsd, tmp_path, c_programs, mpi, mode):
     """mode collmeta: collective metadata reads and writes (H5Pset_all_coll_metadata_ops,
-    H5Pset_coll_metadata_write): the metadata cache is flushed by all ranks at once."""
+    H5Pset_coll_metadata_write): the metadata cache is flushed by all ranks at once.
+    mode nofill: H5D_FILL_TIME_NEVER, run with rfs_abt=enable: the way to use ABT with parallel
+    HDF5 (docs/mpiio.md: with fill values, one rank's buffered fill of a new chunk can reach
+    the server after other ranks' data in it)."""
     need_lib(mpi)
     prog = c_programs("hdf5_scale", mpi)
     n = NDATASETS[mpi]
@@ -266,10 +277,17 @@ def test_hdf5_c_scale_through_rfs(rfsd, tmp_path, c_programs, mpi, mode):
     local = tmp_path / "local.h5"
     r = run_local(mpi, [prog, local, n, *extra], rfsd.env(), tmp_path)
     check_ok(r, f"{what} on a local file (reference)", "hdf5_scale: ok")
-    r, stats = run_rfs(mpi, [prog, rfsd.url("/scale-c.h5"), n, *extra], rfsd.env(), tmp_path)
+    abt = mode == "nofill"
+    r, stats = run_rfs(mpi, [prog, rfsd.url("/scale-c.h5"), n, *extra], rfsd.env(), tmp_path,
+                       hints="rfs_abt=enable" if abt else None,
+                       abt_stats=tmp_path / "abt" if abt else None)
     check_ok(r, f"{what} on an rfs: name", "hdf5_scale: ok rfs:")
     assert f"{n} chunked datasets" in r.stdout
-    assert ("collective metadata" in r.stdout) == bool(mode)
+    assert ("collective metadata" in r.stdout) == (mode == "collmeta")
+    assert ("no fill" in r.stdout) == (mode == "nofill")
+    if abt:  # the writes did go through ABT's buffers
+        per_rank = [json.loads(p.read_text()) for p in tmp_path.glob("abt.*.json")]
+        assert len(per_rank) == NP and all(s["bytes_buffered"] > 0 for s in per_rank), per_rank
     content = assert_same_hdf5(rfsd.root / "scale-c.h5", local, tmp_path)
     assert sum(1 for v in content.values() if v[0] == "dataset") == n + 2 + 12
     assert len(stats) == 3 * NP, r.stdout + r.stderr

@@ -12,10 +12,12 @@
  *   3. reopen read-only: every value, type, shape, chunk shape and attribute checked on every
  *      rank, then each rank's own rows of some datasets read again collectively.
  *
- * Usage: hdf5_scale FILE [NDATASETS [collmeta]]   (default 1000)
+ * Usage: hdf5_scale FILE [NDATASETS [collmeta|nofill]]   (default 1000)
  * collmeta: H5Pset_all_coll_metadata_ops and H5Pset_coll_metadata_write, as large codes set
  * them: metadata is read by rank 0 and broadcast, and the metadata cache is flushed with one
  * collective write of all ranks through a derived file view.
+ * nofill: H5Pset_fill_time(H5D_FILL_TIME_NEVER) on every dataset: HDF5 does not write fill
+ * values into chunks it allocates (docs/mpiio.md: what that has to do with rfs_abt).
  * Prints "hdf5_scale: ok ..." on rank 0 and exits 0 when every rank found everything as
  * expected; an HDF5 error prints the call, the file and the phase and aborts the job; wrong
  * values are printed per rank and the exit status is 1.
@@ -46,6 +48,7 @@ typedef struct {
 static int rank, nprocs;
 static const char *path, *phase = "create";
 static int coll_metadata; /* "collmeta": metadata reads and writes collective too */
+static int no_fill;       /* "nofill": H5D_FILL_TIME_NEVER, chunks are not filled when allocated */
 static long nbad;
 
 /* Every HDF5 call returns a negative value on failure (hid_t, herr_t, htri_t, hssize_t all fit
@@ -261,6 +264,8 @@ static hid_t create_chunked(hid_t loc, const char *name, hid_t ftype, hsize_t nr
     hid_t sp = H(H5Screate_simple(2, dims, maxdims));
     hid_t dc = H(H5Pcreate(H5P_DATASET_CREATE));
     H(H5Pset_chunk(dc, 2, chunk));
+    if (no_fill)
+        H(H5Pset_fill_time(dc, H5D_FILL_TIME_NEVER));
     hid_t d = H(H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, dc, H5P_DEFAULT));
     H(H5Pclose(dc));
     H(H5Sclose(sp));
@@ -334,6 +339,8 @@ static void create_file(int ndatasets)
     hid_t sp = H(H5Screate_simple(1, &n, NULL));
     hid_t dc = H(H5Pcreate(H5P_DATASET_CREATE));
     H(H5Pset_chunk(dc, 1, &chunk));
+    if (no_fill)
+        H(H5Pset_fill_time(dc, H5D_FILL_TIME_NEVER));
     hid_t d = H(H5Dcreate2(m, "records", rt, sp, H5P_DEFAULT, dc, H5P_DEFAULT));
     static record recs[NRECORDS];
     for (int k = 0; k < NRECORDS; k++)
@@ -589,15 +596,17 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (argc < 2 || argc > 4 || (argc == 4 && strcmp(argv[3], "collmeta") != 0)) {
+    if (argc < 2 || argc > 4 ||
+        (argc == 4 && strcmp(argv[3], "collmeta") != 0 && strcmp(argv[3], "nofill") != 0)) {
         if (rank == 0)
-            fprintf(stderr, "usage: hdf5_scale FILE [NDATASETS [collmeta]]\n");
+            fprintf(stderr, "usage: hdf5_scale FILE [NDATASETS [collmeta|nofill]]\n");
         MPI_Finalize();
         return 2;
     }
     path = argv[1];
     int ndatasets = argc >= 3 ? atoi(argv[2]) : 1000;
-    coll_metadata = argc == 4;
+    coll_metadata = argc == 4 && strcmp(argv[3], "collmeta") == 0;
+    no_fill = argc == 4 && strcmp(argv[3], "nofill") == 0;
     if (ndatasets < 1 || ndatasets > 100 * FIELDS_PER_STEP) {
         if (rank == 0)
             fprintf(stderr, "hdf5_scale: NDATASETS must be 1..%d\n", 100 * FIELDS_PER_STEP);
@@ -618,7 +627,7 @@ int main(int argc, char **argv)
         printf("hdf5_scale: ok %s on %d ranks: %d chunked datasets in %d groups, %d extensions, "
                "%d appended%s (hdf5 %u.%u.%u)\n", path, nprocs, ndatasets,
                (ndatasets + FIELDS_PER_STEP - 1) / FIELDS_PER_STEP, EXTENSIONS + 1, APPENDED,
-               coll_metadata ? ", collective metadata" : "", maj, min, rel);
+               coll_metadata ? ", collective metadata" : no_fill ? ", no fill" : "", maj, min, rel);
         fflush(stdout);
     }
     MPI_Finalize();
