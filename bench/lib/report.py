@@ -452,6 +452,36 @@ def _roundtrip_section(outdir):
     return "\n".join(out)
 
 
+def _hdf5_section(outdir):
+    """bench/hdf5's result (hdf5_ckpt.json), if present."""
+    try:
+        with open(os.path.join(outdir, "hdf5_ckpt.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    if d.get("benchmark") != "hdf5_ckpt" or "medians" not in d:
+        return ""
+    link, w, med = d.get("link", {}), d.get("workload", {}), d["medians"]
+    out = ["## HDF5 checkpoints (`bench/hdf5`, h5py over the WAN testbed)", "",
+           f"Run {d.get('when', '?')}: {w.get('ranks')} ranks (Open MPI, h5py), {w.get('ckpts')} "
+           f"checkpoint files of {w.get('datasets_per_file')} chunked datasets of "
+           f"{_fmt(w.get('bytes_per_dataset', 0) / 2**10)} KiB, {w.get('bytes_total', 0) / 1e6:.1f} "
+           f"MB in all; link {_fmt(link.get('rate_mbit'))} Mbit/s, RTT {_fmt(link.get('rtt_ms'))} ms "
+           f"(moving the bytes alone takes {_fmt(d.get('link_time_s'))} s); {d.get('reps')} "
+           "repetitions, medians. io_visible: seconds the application spends from each file's "
+           "create to its close (summed); STAGE = LOCAL + xrdcp of the files.", "",
+           "| configuration | io_visible s | wall s |", "|---|---|---|"]
+    for cfg, m in med.items():
+        out.append(f"| {cfg} | {_fmt(m.get('io_visible_s'))} | {_fmt(m.get('wall_s'))} |")
+    out.append("")
+    out.append("Ratios (io_visible): " + ", ".join(f"{k} {_fmt(v)}"
+                                                  for k, v in d.get("ratios", {}).items()) + ".")
+    for g, v in d.get("goals", {}).items():
+        out.append(f"- {g}: {_fmt(v.get('ratio'))}, " + ("met" if v.get("met") else "**not met**"))
+    out.append("")
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -475,9 +505,9 @@ def write_report(outdir):
             text.append(abt_report.section(d))
         else:
             text.append(_suite_section(d))
-    rt = _roundtrip_section(outdir)
-    if rt:
-        text.append(rt)
+    for section in (_roundtrip_section(outdir), _hdf5_section(outdir)):
+        if section:
+            text.append(section)
     path = os.path.join(outdir, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(text).rstrip() + "\n")
