@@ -206,6 +206,8 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
 /* Collects the replies that have arrived (all: waits for every one) and returns the first
  * failure not yet reported. Every other call on the file calls it first. */
 int rfs_wwin_settle(rfs_file *f, int all);
+/* Waits for every reply; a failure stays recorded for the next call to report. */
+void rfs_wwin_wait(rfs_file *f);
 
 /* Collects the replies of a pending SET_VIEW (all of them when view_id < 0, else only if it
  * was for view_id) and returns its first failure, "label: cause". */

@@ -352,6 +352,12 @@ int rfs_flush(rfs_file *f)
     return rfs_wwin_settle(f, 1);
 }
 
+void rfs_flush_quiet(rfs_file *f)
+{
+    if (f)
+        rfs_wwin_wait(f);
+}
+
 int rfs_get_size(rfs_file *f, uint64_t *size)
 {
     if (!f || !size)

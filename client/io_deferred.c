@@ -67,13 +67,13 @@ static int d_sync(rfs_io *io)
     return rc != RFS_OK ? rc : r->ops->sync(r);
 }
 
-static int d_flush(rfs_io *io)
+static int d_flush(rfs_io *io, int report)
 {
     deferred *d = (deferred *)io;
     pthread_mutex_lock(&d->mu);
     rfs_io *r = d->real;  /* not opened yet: nothing was written */
     pthread_mutex_unlock(&d->mu);
-    return r && r->ops->flush ? r->ops->flush(r) : RFS_OK;
+    return r && r->ops->flush ? r->ops->flush(r, report) : RFS_OK;
 }
 
 static int d_close(rfs_io *io)

@@ -24,7 +24,13 @@ static int r_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size
 static int r_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 { return rfs_pwritev(file_of(io), ext, n, buf, done); }
 static int r_sync(rfs_io *io) { return rfs_sync(file_of(io)); }
-static int r_flush(rfs_io *io) { return rfs_flush(file_of(io)); }
+static int r_flush(rfs_io *io, int report)
+{
+    if (report)
+        return rfs_flush(file_of(io));
+    rfs_flush_quiet(file_of(io));
+    return RFS_OK;
+}
 static int r_get_size(rfs_io *io, uint64_t *size) { return rfs_get_size(file_of(io), size); }
 static int r_set_size(rfs_io *io, uint64_t size) { return rfs_set_size(file_of(io), size); }
 static int r_preallocate(rfs_io *io, uint64_t size) { return rfs_preallocate(file_of(io), size); }

@@ -75,6 +75,16 @@ int rfs_wwin_settle(rfs_file *f, int all)
     return rc;
 }
 
+void rfs_wwin_wait(rfs_file *f)
+{
+    if (!f->ww_cap)
+        return;
+    pthread_mutex_lock(&f->ww_mu);
+    while (f->ww_head)
+        collect_head(f);
+    pthread_mutex_unlock(&f->ww_mu);
+}
+
 int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
                    uint64_t off, size_t *done)
 {

@@ -635,14 +635,6 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     free(runs);
     free(cs.block);
     mp_view_put(f, v);
-    /* A collective write ends with every rank's writes confirmed: programs go on to have
-     * other ranks write or read the same bytes after it (HDF5 fills new chunks collectively,
-     * then ranks write their rows into them), as they may on a local file system. */
-    if (is_write) {
-        int e = mp_flush_writes(f);
-        if (e != MPI_SUCCESS && code == MPI_SUCCESS)
-            code = e;
-    }
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS && !is_write)
         code = mp_buf_finish_read(&b, moved);

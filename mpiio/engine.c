@@ -113,7 +113,7 @@ int mp_flush_writes(mp_file *f)
 {
     if (!f->io->ops->flush)
         return MPI_SUCCESS;
-    int rc = f->io->ops->flush(f->io);
+    int rc = f->io->ops->flush(f->io, 1);
     return rc == RFS_OK ? MPI_SUCCESS : mp_io_error(f, rc, "write", rfs_last_error());
 }
 

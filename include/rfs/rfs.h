@@ -128,6 +128,8 @@ int rfs_sync(rfs_file *f);
  * window, rfs_options.write_window) and returns their first failure; no server round trip
  * of its own. rfs_sync and rfs_close do this too. */
 int rfs_flush(rfs_file *f);
+/* The same, but a failure stays for the next call on f to report. */
+void rfs_flush_quiet(rfs_file *f);
 int rfs_get_size(rfs_file *f, uint64_t *size);
 int rfs_set_size(rfs_file *f, uint64_t size);
 int rfs_preallocate(rfs_file *f, uint64_t size);

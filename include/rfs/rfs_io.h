@@ -32,8 +32,9 @@ typedef struct rfs_io_ops {
                           size_t nmem, size_t *done);
     int (*sync)(rfs_io *io);
     /* Waits until every write that returned is confirmed by the server (no durability asked
-     * for); reports their first failure. NULL: writes are confirmed when they return. */
-    int (*flush)(rfs_io *io);
+     * for). report: returns their first failure (reported once); 0: leaves it for the next
+     * call on the file. NULL: writes are confirmed when they return. */
+    int (*flush)(rfs_io *io, int report);
     int (*get_size)(rfs_io *io, uint64_t *size);
     int (*set_size)(rfs_io *io, uint64_t size);
     int (*preallocate)(rfs_io *io, uint64_t size);

@@ -25,6 +25,9 @@ CASES = [
     ("t_reqfree", (), {"RFS_HINTS": "rfs_io_threads=1;rfs_view=client"}),
     ("t_errors", (), None),
     ("t_finalize", (), None),
+    # writes that return early are in the file once the writer passed MPI_Barrier
+    ("t_barrier", (), {"RFS_HINTS": "rfs_write_window=16M"}),
+    ("t_barrier", (), {"RFS_HINTS": "rfs_abt=enable"}),
 ]
 
 

@@ -1,0 +1,27 @@
+/* MPI_Barrier, seen by librfs-mpiio.so: before the ranks meet, every write of this rank that
+ * returned early (the write window, active buffering) is delivered to the server.
+ *
+ * Why: programs order writes between ranks with a barrier. HDF5 has one rank fill a new chunk
+ * and the others write their rows into it after MPI_Barrier; a header written by rank 0 is read
+ * by all after a barrier. On a local or parallel file system a returned write is already in the
+ * file; here it may still sit in ABT's buffers or in flight, and another rank's later write
+ * reaches the server first over its own connection (the server orders requests per connection
+ * only). So the barrier waits for this rank's writes first. Failures are not reported here:
+ * they stay for the next call on the file (window) or for sync and close (ABT). Only
+ * MPI_Barrier is wrapped, not PMPI_Barrier: tools and our own code call the library's. */
+#include "mpiio/mpiio_internal.h"
+
+#include <stdlib.h>
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    size_t n = 0;
+    mp_file **all = mp_files_all(&n);
+    for (size_t i = 0; i < n; i++) {
+        rfs_io *io = all[i]->io;
+        if (io && io->ops->flush)
+            io->ops->flush(io, 0);
+    }
+    free(all);
+    return PMPI_Barrier(comm);
+}
