@@ -15,6 +15,7 @@
 
 int MPI_Barrier(MPI_Comm comm)
 {
+    MP_TRACE_BEGIN("MPI_Barrier");
     size_t n = 0;
     mp_file **all = mp_files_all(&n);
     for (size_t i = 0; i < n; i++) {
@@ -23,5 +24,7 @@ int MPI_Barrier(MPI_Comm comm)
             io->ops->flush(io, 0);
     }
     free(all);
-    return PMPI_Barrier(comm);
+    int rc = PMPI_Barrier(comm);
+    MP_TRACE_END("MPI_Barrier");
+    return rc;
 }

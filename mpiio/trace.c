@@ -9,13 +9,17 @@
 #include <string.h>
 #include <time.h>
 
+static int env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e && *e && strcmp(e, "0") != 0;
+}
+
 int mp_trace_enabled(void)
 {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("RFS_TRACE");
-        on = e && *e && strcmp(e, "0") != 0;
-    }
+    if (on < 0)
+        on = env_on("RFS_TRACE");
     return on;
 }
 
@@ -31,9 +35,7 @@ void mp_trace_mark(const char *call, int begin)
 int mp_stats_enabled(void)
 {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("RFS_STATS");
-        on = e && *e && strcmp(e, "0") != 0;
-    }
+    if (on < 0)
+        on = env_on("RFS_STATS");
     return on;
 }
