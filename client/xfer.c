@@ -254,6 +254,9 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
     rfs_file *f = x0->f;
     if (done)
         *done = 0;
+    int wrc = rfs_wwin_settle(f, 0);
+    if (wrc)
+        return wrc;
     if (off > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - off)
         return rfs_fail(RFS_E_FBIG, "%s: range %llu+%zu beyond the largest file offset",
                         f->label, (unsigned long long)off, len);
@@ -278,12 +281,6 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
 int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
                     const void *wbuf, size_t len, size_t *done)
 {
-    int rc = rfs_wwin_settle(f, 0);
-    if (rc) {
-        if (done)
-            *done = 0;
-        return rc;
-    }
     xfer x = {.f = f, .op = op, .view_id = view_id, .rbuf = rbuf, .wbuf = wbuf};
     return run_contig(&x, off, len, done);
 }
@@ -291,12 +288,6 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
 int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
                   size_t *done)
 {
-    int rc = rfs_wwin_settle(f, 0);
-    if (rc) {
-        if (done)
-            *done = 0;
-        return rc;
-    }
     xfer x = {.f = f, .op = RFS_OP_PREAD, .sink = sink, .sink_ctx = ctx};
     return run_contig(&x, off, len, done);
 }
