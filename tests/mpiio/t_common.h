@@ -68,6 +68,18 @@ static inline int t_finish(void)
     return any;
 }
 
+/* One line of facts for the driver to compare (t_parity, t_datarep). Every rank evaluates the
+ * arguments (they may make the calls); rank 0 prints. */
+#define SAY(kind, ...)                                       \
+    do {                                                     \
+        char line_[1024];                                    \
+        snprintf(line_, sizeof line_, __VA_ARGS__);          \
+        if (t_rank == 0)                                     \
+            printf("%s %s\n", kind, line_);                  \
+    } while (0)
+#define FACT(...) SAY("FACT", __VA_ARGS__)
+#define NOTE(...) SAY("NOTE", __VA_ARGS__)
+
 /* Deterministic byte pattern: value of byte at file offset off, written by "writer" w. */
 static inline unsigned char t_pat(long long off, int w) { return (unsigned char)(off * 7 + w * 31 + 1); }
 

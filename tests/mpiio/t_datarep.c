@@ -11,15 +11,6 @@
 #define N 8
 #define KEY 0x5A5A5A5A
 
-#define SAY(kind, ...)                                       \
-    do {                                                     \
-        char line_[512];                                     \
-        snprintf(line_, sizeof line_, __VA_ARGS__);          \
-        if (t_rank == 0)                                     \
-            printf("%s %s\n", kind, line_);                  \
-    } while (0)
-#define FACT(...) SAY("FACT", __VA_ARGS__)
-#define NOTE(...) SAY("NOTE", __VA_ARGS__)
 
 static int ival(int r, int i) { return r * 1000003 + i * 77 + 0x01020304; }
 static double dval(int r, int i) { return r * 1.5 + i / 8.0 + 1e-3; }

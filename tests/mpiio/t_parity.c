@@ -35,16 +35,6 @@ static void hex(char *out, const unsigned char *p, int n)
     out[2 * n] = 0;
 }
 
-/* Every rank evaluates the arguments (they make the calls); rank 0 prints. */
-#define SAY(kind, ...)                                       \
-    do {                                                     \
-        char line_[1024];                                    \
-        snprintf(line_, sizeof line_, __VA_ARGS__);          \
-        if (t_rank == 0)                                     \
-            printf("%s %s\n", kind, line_);                  \
-    } while (0)
-#define FACT(...) SAY("FACT", __VA_ARGS__)
-#define NOTE(...) SAY("NOTE", __VA_ARGS__)
 
 /* The status of a read as "count(int) count(byte) elements(int)". */
 static const char *counts(MPI_Status *st)
