@@ -20,6 +20,7 @@
 
 #define RFS_CLIENT_MAX_STREAMS 16
 #define RFS_CLIENT_MAX_WINDOW 64
+#define RFS_DEFAULT_RETRY_TIMEOUT_MS 60000
 #define RFS_CLIENT_LABEL_MAX (sizeof "rfs:[]:65535:" + 255 + 4096)
 
 /* ---- names (name.c) ---- */
@@ -37,6 +38,7 @@ typedef struct rfs_copts {
     uint32_t max_frame;
     int window;
     size_t write_window;
+    int retry_timeout_ms;
     int has_token;
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
@@ -116,6 +118,19 @@ struct rfs_conn {
     rfs_call auth_call;
     uint8_t auth_expect[RFS_MAC_LEN];
     uint8_t *sink_buf;         /* the receiver's scratch for sink deliveries (lazily made) */
+    /* The session (handshake.c): a random id named in SESSION right after AUTH, so that a
+     * later connection can fence this one; the server's lease (0: the server has none, no
+     * pings) and its host's boot id, from the reply. */
+    uint8_t session[RFS_SESSION_LEN];
+    rfs_call session_call;
+    int session_known;
+    uint32_t lease_ms;
+    uint8_t boot[RFS_SESSION_LEN];
+    /* Pings keep the lease while the connection is idle (watchdog). */
+    rfs_call ping_call;
+    int ping_busy;
+    int ping_timeout_ms;
+    int64_t last_send_ns;
     int dead;
     int dead_err;
     char dead_msg[768];
@@ -155,8 +170,14 @@ int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *
 /* Marks c dead, fails every pending call with err, unblocks the receiver. */
 void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* HELLO + AUTH on a connection whose receiver runs (handshake.c). */
+/* HELLO + AUTH + SESSION on a connection whose receiver runs (handshake.c). */
 int rfs_handshake(rfs_conn *c, const rfs_copts *o);
+/* handshake.c, for the receiver: records the SESSION reply in c->session_call. */
+void rfs_session_settle(rfs_conn *c);
+/* Ends the server session `old` (a dead connection of this client) and waits until the server
+ * confirms nothing more of it will be applied. *boot gets the server host's boot id. */
+int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_ms,
+                   uint8_t boot[RFS_SESSION_LEN]);
 
 /* ---- pool (pool.c) ---- */
 /* count connections to host:port authenticated with o's token; shares live ones. */
@@ -194,7 +215,50 @@ struct rfs_file {
     struct rfs_wwrite *ww_head, *ww_tail;
     int ww_err;
     char ww_msg[1536];
+    struct rfs_wwrite *ww_lost_head, *ww_lost_tail;  /* lost with a connection: to send again */
+
+    /* Recovery after a lost connection (recover.c). Operations hold rw for reading; recovery
+     * holds it for writing while it swaps connections and handles. */
+    pthread_rwlock_t rw;
+    unsigned gen, recoveries;
+    int gave_up;               /* the last recovery failed: the next tries once */
+    int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
+    rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
+    int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */
+    int dirty;                 /* written since the last successful sync */
+    int lost_unsynced;         /* the server host rebooted while dirty: sync must fail */
+    int boot_known;
+    uint8_t boot[RFS_SESSION_LEN];
+    struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];
+    struct rfs_held_lock { uint64_t off, len; unsigned mode; } *locks;
+    size_t nlocks, locks_cap;
 };
+
+/* ---- recovery (recover.c) ---- */
+#define RFS_ATTEMPT_RETRY 1u   /* idempotent: run it again once the file is recovered */
+#define RFS_ATTEMPT_WRITES 2u  /* changes the file's bytes (so a later sync has work) */
+typedef struct rfs_attempt {
+    unsigned how;
+    unsigned gen;
+    int64_t deadline_ns;
+} rfs_attempt;
+/* Every public operation on a file:
+ *     rfs_attempt a; rfs_attempt_begin(f, &a, how);
+ *     do rc = op(...); while (rfs_attempt_again(f, &a, &rc));
+ * again() recovers the file when the attempt failed on a lost connection and says whether to
+ * run the operation again; otherwise *rc is the outcome. */
+void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how);
+int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc);
+/* Reconnects, fences the old sessions, reopens, restores views, locks and lost window writes;
+ * retries with backoff until deadline_ns. gen: the file generation the caller saw. */
+int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns);
+/* Sends again, in order, the window's writes whose replies were lost (wwin.c). */
+int rfs_wwin_replay(rfs_file *f);
+/* Frees what was never sent again (the file is being closed after a failed recovery). */
+void rfs_wwin_replay_drop(rfs_file *f);
+/* Saved state that recovery restores (services.c). */
+int rfs_file_save_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *enc, size_t len);
+void rfs_file_free_saved(rfs_file *f);
 
 /* ---- the write window (wwin.c) ---- */
 #define RFS_WWIN_DECLINED 1

@@ -327,6 +327,16 @@ static void *receiver_main(void *arg)
                 break;
             continue;  /* nobody waits for it */
         }
+        if (call == &c->session_call) {
+            rfs_session_settle(c);
+            continue;
+        }
+        if (call == &c->ping_call) {
+            pthread_mutex_lock(&c->lock);
+            c->ping_busy = 0;
+            pthread_mutex_unlock(&c->lock);
+            continue;
+        }
         pthread_mutex_lock(&c->lock);
         complete_locked(call);
         pthread_mutex_unlock(&c->lock);
@@ -358,6 +368,23 @@ static void *watchdog_main(void *arg)
             pthread_mutex_unlock(&c->lock);
             rfs_conn_kill(c, RFS_E_TIMEOUT, "no reply to %s within %d ms; connection closed",
                           rfs_op_name(op), ms);
+            pthread_mutex_lock(&c->lock);
+        } else if (c->lease_ms && !c->ping_busy && !c->auth_pending &&
+                   now - c->last_send_ns > (int64_t)c->lease_ms * 1000000 / 4) {
+            /* Idle for a quarter of the server's lease: a ping keeps the session (and tells
+             * us, within io_timeout, if the link is gone). */
+            c->ping_busy = 1;
+            int timeout = c->ping_timeout_ms;
+            pthread_mutex_unlock(&c->lock);
+            rfs_req req;
+            memset(&req, 0, sizeof req);
+            req.op = RFS_OP_PING;
+            rfs_call_reset(&c->ping_call);
+            if (rfs_conn_start(c, &c->ping_call, &req, NULL, timeout) != RFS_OK) {
+                pthread_mutex_lock(&c->lock);
+                c->ping_busy = 0;
+                pthread_mutex_unlock(&c->lock);
+            }
             pthread_mutex_lock(&c->lock);
         }
     }
@@ -431,6 +458,7 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
         goto out;
     }
     pending_add(c, call);
+    c->last_send_ns = rfs_now_ns();
     pthread_mutex_unlock(&c->lock);
 
     if (trace_on())
@@ -567,6 +595,10 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     cond_init_monotonic(&c->wd_cv);
     pthread_cond_init(&c->auth_cv, NULL);
     rfs_call_init(&c->auth_call);
+    rfs_call_init(&c->session_call);
+    rfs_call_init(&c->ping_call);
+    c->ping_timeout_ms = o->io_timeout_ms;
+    c->last_send_ns = rfs_now_ns();
 
     rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
                              .rcvbuf = o->rcvbuf, .nodelay = 1, .congestion = o->congestion};
@@ -621,6 +653,8 @@ void rfs_conn_free(rfs_conn *c)
     pthread_cond_destroy(&c->wd_cv);
     pthread_cond_destroy(&c->auth_cv);
     rfs_call_destroy(&c->auth_call);
+    rfs_call_destroy(&c->session_call);
+    rfs_call_destroy(&c->ping_call);
     free(c->sink_buf);
     /* The token is a secret: do not leave it in freed memory. */
     explicit_bzero(c->token, sizeof c->token);

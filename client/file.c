@@ -4,9 +4,9 @@
  * the server). With several streams the file is opened once per connection: the first OPEN
  * carries CREAT/EXCL/TRUNC, the others (side by side) open the file that now exists.
  *
- * When a file's connection dies its handles are gone with it: every later operation fails
- * with RFS_E_CONN and the file must be closed and reopened (new opens get new connections).
- * Writes are never replayed behind the caller's back. */
+ * When a file's connection dies its handles are gone with it; every operation runs as an
+ * attempt (recover.c) that reconnects, fences the old session, reopens the file and runs the
+ * operation again, within the retry timeout. */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OPEN_FLAGS_KNOWN (RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND)
 
@@ -86,6 +87,37 @@ static int close_one(rfs_file *f, int s)
     return rc;
 }
 
+/* A server being restarted refuses connections for a moment: opening retries a refused or
+ * failed connection with backoff within the retry timeout. (Only connecting is retried: an
+ * OPEN whose reply was lost is not repeated, since EXCL or TRUNC may already have acted.) */
+static int connect_streams(rfs_file *f, const rfs_copts *o)
+{
+    int64_t deadline = rfs_now_ns() + (int64_t)o->retry_timeout_ms * 1000000;
+    int delay = 50;
+    for (;;) {
+        int rc = rfs_pool_get(&f->name, o, o->streams, f->conn, f->label);
+        if (rc != RFS_E_CONN && rc != RFS_E_TIMEOUT)
+            return rc;
+        if (rfs_now_ns() + (int64_t)delay * 1000000 > deadline)
+            return rc;
+        struct timespec ts = {.tv_sec = delay / 1000, .tv_nsec = (long)(delay % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        delay = delay * 2 > 2000 ? 2000 : delay * 2;
+    }
+}
+
+/* The server host's boot id as the session reported it (it arrives before OPEN's reply). */
+static void note_boot(rfs_file *f)
+{
+    rfs_conn *c = f->conn[0];
+    pthread_mutex_lock(&c->lock);
+    if (c->session_known && c->lease_ms) {
+        memcpy(f->boot, c->boot, RFS_SESSION_LEN);
+        f->boot_known = 1;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 static void release_conns(rfs_file *f)
 {
     for (int s = 0; s < f->nconn; s++)
@@ -105,6 +137,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     pthread_mutex_init(&f->view_mu, NULL);
     pthread_mutex_init(&f->ww_mu, NULL);
+    pthread_rwlock_init(&f->rw, NULL);
     int rc = rfs_parse_name(name, &f->name);
     if (rc)
         goto fail;
@@ -130,7 +163,8 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     f->io_timeout_ms = o.io_timeout_ms;
     f->window = o.window;
     f->ww_cap = o.write_window;
-    if ((rc = rfs_pool_get(&f->name, &o, o.streams, f->conn, f->label)))
+    f->retry_ms = o.retry_timeout_ms;
+    if ((rc = connect_streams(f, &o)))
         goto fail;
     f->nconn = o.streams;
     uint32_t mf = UINT32_MAX;
@@ -175,20 +209,22 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
             goto fail;
         }
     }
+    f->copts = o;
     explicit_bzero(o.token, sizeof o.token);
+    note_boot(f);
     *out = f;
     return RFS_OK;
 fail:
+    explicit_bzero(o.token, sizeof o.token);
     pthread_mutex_destroy(&f->view_mu);
     pthread_mutex_destroy(&f->ww_mu);
+    pthread_rwlock_destroy(&f->rw);
     free(f);
     return rc;
 }
 
-int rfs_close(rfs_file *f)
+static int close_once(rfs_file *f)
 {
-    if (!f)
-        return RFS_OK;
     /* Windowed writes and a SET_VIEW still in flight are collected first; their failure is
      * the close's error. */
     int vrc = rfs_wwin_settle(f, 1);
@@ -218,12 +254,39 @@ int rfs_close(rfs_file *f)
         first = vrc;
         snprintf(cause, sizeof cause, "%s", vcause);
     }
-    release_conns(f);
-    pthread_mutex_destroy(&f->view_mu);
-    pthread_mutex_destroy(&f->ww_mu);
-    free(f);
+    if (!first && f->lost_unsynced) {
+        first = RFS_E_IO;
+        snprintf(cause, sizeof cause, "%s: the server's host restarted (its boot id changed) "
+                 "after writes that were never synced: they may be lost", f->label);
+    }
     if (first)
         return rfs_fail(first, "%s", cause);
+    return RFS_OK;
+}
+
+int rfs_close(rfs_file *f)
+{
+    if (!f)
+        return RFS_OK;
+    rfs_attempt a;
+    int rc;
+    rfs_attempt_begin(f, &a, RFS_ATTEMPT_RETRY);
+    do
+        rc = close_once(f);
+    while (rfs_attempt_again(f, &a, &rc));
+    char cause[1536] = "";
+    if (rc)
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    release_conns(f);
+    rfs_wwin_replay_drop(f);
+    rfs_file_free_saved(f);
+    explicit_bzero(&f->copts, sizeof f->copts);
+    pthread_mutex_destroy(&f->view_mu);
+    pthread_mutex_destroy(&f->ww_mu);
+    pthread_rwlock_destroy(&f->rw);
+    free(f);
+    if (rc)
+        return rfs_fail(rc, "%s", cause);
     rfs_clear_error();
     return RFS_OK;
 }
@@ -241,13 +304,25 @@ static int fail_ro(rfs_file *f)
     return rfs_fail(RFS_E_ROFS, "%s: file was opened read-only", f->label);
 }
 
+/* The run-again loop of every data operation below (recover.c). */
+#define ATTEMPT(f, how, call)                              \
+    do {                                                   \
+        rfs_attempt a_;                                    \
+        int rc_;                                           \
+        rfs_attempt_begin((f), &a_, (how));                \
+        do                                                 \
+            rc_ = (call);                                  \
+        while (rfs_attempt_again((f), &a_, &rc_));         \
+        return rc_;                                        \
+    } while (0)
+
 int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
 {
     if (done)
         *done = 0;
     if (!f || (!buf && len))
         return rfs_fail(RFS_E_INVAL, "rfs_pread: NULL argument");
-    return rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done));
 }
 
 int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off,
@@ -257,7 +332,15 @@ int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_
         *done = 0;
     if (!f || !sink)
         return rfs_fail(RFS_E_INVAL, "rfs_pread_sink: NULL argument");
-    return rfs_xfer_sink(f, off, len, sink, ctx, done);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_sink(f, off, len, sink, ctx, done));
+}
+
+static int pwrite_once(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    int rc = rfs_wwin_write(f, RFS_OP_PWRITE, 0, buf, len, off, done);
+    if (rc != RFS_WWIN_DECLINED)
+        return rc;
+    return rfs_xfer_contig(f, RFS_OP_PWRITE, 0, off, NULL, buf, len, done);
 }
 
 int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done)
@@ -268,10 +351,7 @@ int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *d
         return rfs_fail(RFS_E_INVAL, "rfs_pwrite: NULL argument");
     if (read_only(f))
         return fail_ro(f);
-    int rc = rfs_wwin_write(f, RFS_OP_PWRITE, 0, buf, len, off, done);
-    if (rc != RFS_WWIN_DECLINED)
-        return rc;
-    return rfs_xfer_contig(f, RFS_OP_PWRITE, 0, off, NULL, buf, len, done);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES, pwrite_once(f, buf, len, off, done));
 }
 
 int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done)
@@ -280,7 +360,7 @@ int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *
         *done = 0;
     if (!f || (n && (!ext || !buf)))
         return rfs_fail(RFS_E_INVAL, "rfs_preadv: NULL argument");
-    return rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done));
 }
 
 int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
@@ -291,7 +371,8 @@ int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, s
         return rfs_fail(RFS_E_INVAL, "rfs_pwritev: NULL argument");
     if (read_only(f))
         return fail_ro(f);
-    return rfs_xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, buf, done);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES,
+            rfs_xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, buf, done));
 }
 
 /* One request with a handle on stream 0; the reply lands in *call. */
@@ -303,10 +384,8 @@ static int fh_call(rfs_file *f, rfs_req *req, rfs_call *call)
     return rfs_conn_call(f->conn[0], call, req, f->io_timeout_ms, f->label);
 }
 
-int rfs_sync(rfs_file *f)
+static int sync_once(rfs_file *f)
 {
-    if (!f)
-        return rfs_fail(RFS_E_INVAL, "rfs_sync: NULL file");
     /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
@@ -342,14 +421,31 @@ int rfs_sync(rfs_file *f)
         }
         rfs_call_destroy(&calls[s]);
     }
-    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+    if (first)
+        return rfs_fail(first, "%s", cause);
+    if (f->lost_unsynced) {
+        /* Reported once, like any deferred error; what is written from now on is safe. */
+        f->lost_unsynced = 0;
+        f->dirty = 0;
+        return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
+                        "writes that were never synced: they may be lost", f->label);
+    }
+    f->dirty = 0;
+    return RFS_OK;
+}
+
+int rfs_sync(rfs_file *f)
+{
+    if (!f)
+        return rfs_fail(RFS_E_INVAL, "rfs_sync: NULL file");
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, sync_once(f));
 }
 
 int rfs_flush(rfs_file *f)
 {
     if (!f)
         return rfs_fail(RFS_E_INVAL, "rfs_flush: NULL file");
-    return rfs_wwin_settle(f, 1);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_wwin_settle(f, 1));
 }
 
 void rfs_flush_quiet(rfs_file *f)
@@ -358,10 +454,8 @@ void rfs_flush_quiet(rfs_file *f)
         rfs_wwin_wait(f);
 }
 
-int rfs_get_size(rfs_file *f, uint64_t *size)
+static int get_size_once(rfs_file *f, uint64_t *size)
 {
-    if (!f || !size)
-        return rfs_fail(RFS_E_INVAL, "rfs_get_size: NULL argument");
     rfs_call call;
     rfs_call_init(&call);
     rfs_req req;
@@ -375,7 +469,14 @@ int rfs_get_size(rfs_file *f, uint64_t *size)
     return rc;
 }
 
-static int size_op(rfs_file *f, uint16_t op, uint64_t size)
+int rfs_get_size(rfs_file *f, uint64_t *size)
+{
+    if (!f || !size)
+        return rfs_fail(RFS_E_INVAL, "rfs_get_size: NULL argument");
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, get_size_once(f, size));
+}
+
+static int size_op_once(rfs_file *f, uint16_t op, uint64_t size)
 {
     if (!f)
         return rfs_fail(RFS_E_INVAL, "%s: NULL file", rfs_op_name(op));
@@ -394,6 +495,13 @@ static int size_op(rfs_file *f, uint16_t op, uint64_t size)
     int rc = fh_call(f, &req, &call);
     rfs_call_destroy(&call);
     return rc;
+}
+
+static int size_op(rfs_file *f, uint16_t op, uint64_t size)
+{
+    if (!f)
+        return rfs_fail(RFS_E_INVAL, "%s: NULL file", rfs_op_name(op));
+    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES, size_op_once(f, op, size));
 }
 
 int rfs_set_size(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_SET_SIZE, size); }

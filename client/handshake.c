@@ -94,6 +94,59 @@ int rfs_auth_settle(rfs_conn *c)
     return 0;
 }
 
+void rfs_session_settle(rfs_conn *c)
+{
+    rfs_call *call = &c->session_call;
+    pthread_mutex_lock(&c->lock);
+    /* An error reply (a server without sessions) leaves lease 0: no pings, no fencing. */
+    if (!call->status) {
+        c->lease_ms = call->rep.u.session.lease_ms;
+        memcpy(c->boot, call->rep.u.session.boot, RFS_SESSION_LEN);
+    }
+    c->session_known = 1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Names this connection's session without waiting for the reply (the receiver records it). */
+static int start_session(rfs_conn *c, const rfs_copts *o)
+{
+    if (rfs_auth_random(c->session, RFS_SESSION_LEN))
+        return rfs_fail(RFS_E_IO, "no randomness for the session id");
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_SESSION;
+    memcpy(req.u.session.id, c->session, RFS_SESSION_LEN);
+    int rc = rfs_conn_start(c, &c->session_call, &req, NULL, o->connect_timeout_ms);
+    if (rc) {
+        char cause[1024];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        return rfs_fail(rc, "session setup with %s failed: %s", c->server, cause);
+    }
+    return RFS_OK;
+}
+
+int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_ms,
+                   uint8_t boot[RFS_SESSION_LEN])
+{
+    rfs_call call;
+    rfs_call_init(&call);
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_SESSION;
+    memcpy(req.u.session.id, c->session, RFS_SESSION_LEN);
+    memcpy(req.u.session.fence, old, RFS_SESSION_LEN);
+    int rc = rfs_conn_start(c, &call, &req, NULL, timeout_ms);
+    if (!rc)
+        rc = rfs_conn_wait(c, &call);
+    if (!rc && call.status)
+        rc = rfs_fail(call.status, "%.*s", (int)call.rep.u.err.len,
+                      call.rep.u.err.s ? call.rep.u.err.s : rfs_strerror(call.status));
+    if (!rc)
+        memcpy(boot, call.rep.u.session.boot, RFS_SESSION_LEN);
+    rfs_call_destroy(&call);
+    return rc;
+}
+
 int rfs_handshake(rfs_conn *c, const rfs_copts *o)
 {
     rfs_rep rep;
@@ -106,10 +159,12 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
     if (rep.u.hello.features & RFS_FEAT_VIEWS)
         c->views_ok = 1;
     pthread_mutex_unlock(&c->lock);
-    if (!rep.u.hello.auth_required)
-        return RFS_OK;
-    if (!o->has_token)
-        return rfs_fail(RFS_E_AUTH, "server %s requires a token: set RFS_TOKEN to it, or "
-                        "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)", c->server);
-    return authenticate(c, o, rep.u.hello.nonce);
+    if (rep.u.hello.auth_required) {
+        if (!o->has_token)
+            return rfs_fail(RFS_E_AUTH, "server %s requires a token: set RFS_TOKEN to it, or "
+                            "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)", c->server);
+        if ((rc = authenticate(c, o, rep.u.hello.nonce)))
+            return rc;
+    }
+    return start_session(c, o);
 }

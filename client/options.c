@@ -48,6 +48,23 @@ static void resolve_congestion(rfs_copts *o)
     snprintf(o->congestion, sizeof o->congestion, "%s", cc);
 }
 
+/* The caller's value, else $RFS_RETRY_TIMEOUT_MS, else the default; negative: off. */
+static int retry_timeout(int asked)
+{
+    if (asked < 0)
+        return 0;
+    if (asked > 0)
+        return asked;
+    const char *e = getenv("RFS_RETRY_TIMEOUT_MS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= 86400000)
+            return (int)v;
+    }
+    return RFS_DEFAULT_RETRY_TIMEOUT_MS;
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
     rfs_options none;
@@ -63,6 +80,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;
+    o->retry_timeout_ms = retry_timeout(opts->retry_timeout_ms);
     o->sndbuf = opts->sndbuf;
     o->rcvbuf = opts->rcvbuf;
     uint32_t mf = opts->max_frame ? opts->max_frame : RFS_FRAME_DEFAULT;

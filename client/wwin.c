@@ -12,7 +12,9 @@
  *  - sync and close wait for every reply and report any failure, so nothing is called durable
  *    before the server confirmed it.
  * A failure of a windowed write is reported by the next call on the file (any call), naming
- * the write; rfs.h and docs/mpiio.md say so. The window is bounded in bytes (the option) and in
+ * the write; rfs.h and docs/mpiio.md say so. With recovery on (retry timeout), each write keeps a
+ * copy of its bytes until its reply: a write whose connection was lost is not an error but is
+ * sent again, in order, once the file is recovered (rfs_wwin_replay). The window is bounded in bytes (the option) and in
  * writes (WWIN_MAX_WRITES): a full window waits for its oldest reply. */
 #include "client/client.h"
 
@@ -27,16 +29,47 @@
 
 struct rfs_wwrite {
     rfs_call call;
+    uint16_t op;
+    uint32_t view_id;
     uint64_t off;
     size_t len;
+    uint8_t *copy;             /* the bytes, kept to send again after a lost connection */
     struct rfs_wwrite *next;
 };
+
+static void lost_push(rfs_file *f, struct rfs_wwrite *w)
+{
+    w->next = NULL;
+    if (f->ww_lost_tail)
+        f->ww_lost_tail->next = w;
+    else
+        f->ww_lost_head = w;
+    f->ww_lost_tail = w;
+}
+
+static void wwrite_free(struct rfs_wwrite *w)
+{
+    rfs_call_destroy(&w->call);
+    free(w->copy);
+    free(w);
+}
 
 /* Collects the oldest write's reply (waiting for it); caller holds ww_mu. */
 static void collect_head(rfs_file *f)
 {
     struct rfs_wwrite *w = f->ww_head;
-    int rc = rfs_call_result(f->conn[0], &w->call, rfs_conn_wait(f->conn[0], &w->call), f->label);
+    int wrc = rfs_conn_wait(f->conn[0], &w->call);
+    if ((wrc == RFS_E_CONN || wrc == RFS_E_TIMEOUT) && w->copy) {
+        /* no reply because the connection was lost: recovery sends it again */
+        f->ww_head = w->next;
+        if (!f->ww_head)
+            f->ww_tail = NULL;
+        f->ww_bytes -= w->len;
+        f->ww_count--;
+        lost_push(f, w);
+        return;
+    }
+    int rc = rfs_call_result(f->conn[0], &w->call, wrc, f->label);
     if (rc && !f->ww_err) {
         f->ww_err = rc;
         snprintf(f->ww_msg, sizeof f->ww_msg, "write of %zu bytes at %s %llu (reported late: "
@@ -49,13 +82,15 @@ static void collect_head(rfs_file *f)
         f->ww_tail = NULL;
     f->ww_bytes -= w->len;
     f->ww_count--;
-    rfs_call_destroy(&w->call);
-    free(w);
+    wwrite_free(w);
 }
 
 /* Caller holds ww_mu. Returns the first failure not yet reported, once. */
 static int take_error(rfs_file *f)
 {
+    if (f->ww_lost_head)
+        return rfs_fail(RFS_E_CONN, "%s: connection lost with writes to send again",
+                        f->label);
     if (!f->ww_err)
         return RFS_OK;
     int rc = rfs_fail(f->ww_err, "%s", f->ww_msg);
@@ -119,15 +154,24 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     req.data = buf;
     req.data_len = (uint32_t)len;
     rfs_call_init(&w->call);
+    w->op = op;
+    w->view_id = view_id;
     w->off = off;
     w->len = len;
+    if (f->retry_ms > 0 && !(w->copy = malloc(len ? len : 1))) {
+        pthread_mutex_unlock(&f->ww_mu);
+        rfs_call_destroy(&w->call);
+        free(w);
+        return RFS_WWIN_DECLINED;
+    }
+    if (w->copy)
+        memcpy(w->copy, buf, len);
     /* Started under ww_mu: writes enter the socket in the order they are queued here. */
     rc = rfs_conn_start(f->conn[0], &w->call, &req, NULL, f->io_timeout_ms);
     if (rc) {
         rc = rfs_call_result(f->conn[0], &w->call, rc, f->label);
         pthread_mutex_unlock(&f->ww_mu);
-        rfs_call_destroy(&w->call);
-        free(w);
+        wwrite_free(w);
         return rc;
     }
     if (f->ww_tail)
@@ -141,4 +185,46 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     if (done)
         *done = len;
     return RFS_OK;
+}
+
+int rfs_wwin_replay(rfs_file *f)
+{
+    pthread_mutex_lock(&f->ww_mu);
+    struct rfs_wwrite *w = f->ww_lost_head;
+    f->ww_lost_head = f->ww_lost_tail = NULL;
+    pthread_mutex_unlock(&f->ww_mu);
+    while (w) {
+        size_t done = 0;
+        int rc = rfs_xfer_contig(f, w->op, w->view_id, w->off, NULL, w->copy, w->len, &done);
+        if (rc) {
+            /* the rest goes back, ahead of anything lost since, for the next recovery */
+            char cause[1536];
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            pthread_mutex_lock(&f->ww_mu);
+            struct rfs_wwrite *last = w;
+            while (last->next)
+                last = last->next;
+            last->next = f->ww_lost_head;
+            if (!f->ww_lost_head)
+                f->ww_lost_tail = last;
+            f->ww_lost_head = w;
+            pthread_mutex_unlock(&f->ww_mu);
+            return rfs_fail(rc, "%s", cause);
+        }
+        struct rfs_wwrite *next = w->next;
+        wwrite_free(w);
+        w = next;
+    }
+    return RFS_OK;
+}
+
+void rfs_wwin_replay_drop(rfs_file *f)
+{
+    struct rfs_wwrite *w = f->ww_lost_head;
+    f->ww_lost_head = f->ww_lost_tail = NULL;
+    while (w) {
+        struct rfs_wwrite *next = w->next;
+        wwrite_free(w);
+        w = next;
+    }
 }

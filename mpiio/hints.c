@@ -133,6 +133,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, INT_MAX, 10, &x))
             return 0;
         h->io_timeout_ms = (int)x;
+    } else if (!strcmp(key, "rfs_retry_timeout")) {
+        if (!parse_long(v, 0, 86400, 10, &x))
+            return 0;
+        h->retry_timeout_ms = x ? (int)x * 1000 : -1;
     } else if (!strcmp(key, "rfs_write_window")) {
         return parse_size(v, 0, (int64_t)1 << 30, &h->write_window);
     } else if (!strcmp(key, "rfs_max_extents")) {
@@ -255,6 +259,9 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_streams", h->streams);
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
+    SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0
+                              : h->retry_timeout_ms ? h->retry_timeout_ms / 1000
+                                                    : RFS_DEFAULT_RETRY_S);
     SETI("rfs_max_extents", h->max_extents);
     if (h->cb_pipeline)
         SETI("rfs_cb_pipeline", h->cb_pipeline);

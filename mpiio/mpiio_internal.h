@@ -38,6 +38,9 @@ void *mp_real_lookup(const char *name);
 /* We define both MPI_x and PMPI_x; PMPI_x is an alias of our MPI_x. */
 #define MP_ALIAS(name, params) int P##name params __attribute__((alias(#name)));
 /* Buffer parameters MPI declares without const (reads). */
+/* rfs_retry_timeout when no hint sets it (the C library default, RFS_DEFAULT_RETRY_TIMEOUT_MS) */
+#define RFS_DEFAULT_RETRY_S 60
+
 #define MP_NOCONST
 
 /* ---- call marks for RFS_TRACE=1 (trace.c): where each MPI_File call on an rfs file begins and
@@ -111,6 +114,7 @@ typedef struct mp_hints {
     int streams;              /* rfs_streams */
     int connect_timeout_ms;   /* rfs_connect_timeout_ms */
     int io_timeout_ms;        /* rfs_io_timeout_ms */
+    int retry_timeout_ms;     /* rfs_retry_timeout (s); 0: the library default, -1: off */
     int max_extents;          /* rfs_max_extents: runs per list I/O request */
     int cb_pipeline;          /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
                                * 0: automatic, see coll.c) */

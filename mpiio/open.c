@@ -20,6 +20,7 @@ static void options_from_hints(const mp_hints *h, rfs_options *o)
     memset(o, 0, sizeof *o);
     o->connect_timeout_ms = h->connect_timeout_ms;
     o->io_timeout_ms = h->io_timeout_ms;
+    o->retry_timeout_ms = h->retry_timeout_ms;
     o->streams = h->streams;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
      * under ABT every write must wait for the server's reply. */

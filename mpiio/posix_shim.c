@@ -151,6 +151,7 @@ void shim_options(rfs_options *o)
     memset(o, 0, sizeof *o);
     o->connect_timeout_ms = h.connect_timeout_ms;
     o->io_timeout_ms = h.io_timeout_ms;
+    o->retry_timeout_ms = h.retry_timeout_ms;
 }
 
 const char *shim_rfs_name(const char *name, int local_missing, char *buf, size_t cap)

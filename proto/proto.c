@@ -14,6 +14,7 @@ const char *rfs_op_name(uint16_t op)
     case RFS_OP_HELLO: return "HELLO";
     case RFS_OP_AUTH: return "AUTH";
     case RFS_OP_PING: return "PING";
+    case RFS_OP_SESSION: return "SESSION";
     case RFS_OP_OPEN: return "OPEN";
     case RFS_OP_CLOSE: return "CLOSE";
     case RFS_OP_PREAD: return "PREAD";

@@ -42,12 +42,14 @@
  * client need not ask with a round trip. Clients ignore bits they do not know. */
 #define RFS_FEAT_VIEWS 0x0001u   /* SET_VIEW / VIEW_READ / VIEW_WRITE are served */
 #define RFS_MAC_LEN 32u
+#define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
 
 typedef enum rfs_op {
     RFS_OP_HELLO = 1,
     RFS_OP_AUTH = 2,
     RFS_OP_PING = 3,
+    RFS_OP_SESSION = 4,
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -95,6 +97,9 @@ typedef struct rfs_req {
     union {
         struct { uint16_t min_version, max_version; uint32_t max_frame; } hello;
         struct { uint8_t client_nonce[RFS_NONCE_LEN]; uint8_t mac[RFS_MAC_LEN]; } auth;
+        /* id: this connection's session (random, chosen by the client); fence: a previous
+         * session of the same client to end first (all zero: none). */
+        struct { uint8_t id[RFS_SESSION_LEN]; uint8_t fence[RFS_SESSION_LEN]; } session;
         struct { rfs_wpath path; uint32_t flags; uint32_t mode; } open;
         struct { uint32_t fh; } fh;                          /* CLOSE, SYNC, GET_SIZE */
         struct { uint32_t fh; uint64_t off; uint32_t len; } pread;
@@ -136,6 +141,9 @@ typedef struct rfs_rep {
         struct { uint16_t version; uint16_t features; uint32_t max_frame; uint32_t auth_required;
                  uint8_t nonce[RFS_NONCE_LEN]; } hello;
         struct { uint8_t server_mac[RFS_MAC_LEN]; } auth;
+        /* lease_ms: silence after which the server ends a session; boot: the server host's
+         * boot id (a change means its page cache, and unsynced writes, may be gone). */
+        struct { uint32_t lease_ms; uint32_t fenced; uint8_t boot[RFS_SESSION_LEN]; } session;
         struct { uint32_t fh; uint64_t size; } open;
         /* PWRITE / PWRITEV / VIEW_WRITE: bytes written; GET_SIZE: size; COUNTER: old value. */
         struct { uint64_t value; } u64;

@@ -24,6 +24,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
         return SHAPE_EMPTY;
     case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
+    case RFS_OP_SESSION:
         return SHAPE_OTHER;
     }
     return SHAPE_OTHER;
@@ -43,6 +44,10 @@ static int check_rep(const rfs_rep *r, int bad)
         if (r->u.hello.max_frame < RFS_FRAME_MIN || r->u.hello.max_frame > RFS_FRAME_HARD_MAX)
             return rfs_fail(bad, "HELLO reply: max frame %u outside %u..%u", r->u.hello.max_frame,
                             RFS_FRAME_MIN, RFS_FRAME_HARD_MAX);
+        return RFS_OK;
+    case RFS_OP_SESSION:
+        if (r->u.session.fenced > 1)
+            return rfs_fail(bad, "SESSION reply: fenced %u", r->u.session.fenced);
         return RFS_OK;
     case RFS_OP_OPEN:
         if (r->u.open.size > (uint64_t)INT64_MAX)
@@ -121,6 +126,11 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 break;
             case RFS_OP_AUTH:  /* server_mac[32] */
                 wr_bytes(&w, r->u.auth.server_mac, RFS_MAC_LEN);
+                break;
+            case RFS_OP_SESSION: /* u32 lease_ms, u32 fenced, boot[16] */
+                wr_u32(&w, r->u.session.lease_ms);
+                wr_u32(&w, r->u.session.fenced);
+                wr_bytes(&w, r->u.session.boot, RFS_SESSION_LEN);
                 break;
             case RFS_OP_OPEN:  /* u32 fh, u64 size */
                 wr_u32(&w, r->u.open.fh);
@@ -214,6 +224,11 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
         }
         case RFS_OP_AUTH:
             rd_bytes(&in, r->u.auth.server_mac, RFS_MAC_LEN);
+            break;
+        case RFS_OP_SESSION:
+            r->u.session.lease_ms = rd_u32(&in);
+            r->u.session.fenced = rd_u32(&in);
+            rd_bytes(&in, r->u.session.boot, RFS_SESSION_LEN);
             break;
         case RFS_OP_OPEN:
             r->u.open.fh = rd_u32(&in);

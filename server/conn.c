@@ -1,6 +1,7 @@
 /* Connection reader: frames in, HELLO/AUTH inline, everything else handed to the worker pool
  * subject to the in-flight budget and the per-handle ordering rule (docs/design.md). */
 #include "conn.h"
+#include "session.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "common/auth.h"
@@ -37,6 +40,19 @@ static int recv_all(int fd, void *buf, size_t len)
         return (n == 0 && got == 0) ? 0 : -1;
     }
     return 1;
+}
+
+/* recv_all on the connection's socket; what arrives renews the lease. A read that waits a
+ * whole lease (SO_RCVTIMEO) fails: the session has expired. */
+static int conn_recv(rfsd_conn *c, void *buf, size_t len)
+{
+    int r = recv_all(c->fd, buf, len);
+    if (r == 1)
+        rfsd_session_heard(c);
+    else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&c->fenced))
+        RFS_LOGI("%s: nothing received for %d ms: session expired, closing it and dropping "
+                 "whatever it sends later", c->peer, c->srv->cfg.lease_ms);
+    return r;
 }
 
 /* ---- replies ---- */
@@ -329,6 +345,13 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     int has_fh = rfsd_op_handle(req, &fh);
 
     pthread_mutex_lock(&c->mu);
+    if (atomic_load(&c->fenced)) {
+        /* read before the fence shut the socket, but after it: never applied */
+        pthread_mutex_unlock(&c->mu);
+        free(j->body);
+        free(j);
+        return;
+    }
     if (has_fh) {
         rfsd_handle *h = rfsd_handle_find(c, fh);
         if (!h) {
@@ -389,7 +412,7 @@ static int drain(rfsd_conn *c, uint32_t n)
     uint8_t scratch[4096];
     while (n > 0) {
         uint32_t k = n < sizeof scratch ? n : (uint32_t)sizeof scratch;
-        if (recv_all(c->fd, scratch, k) != 1)
+        if (conn_recv(c, scratch, k) != 1)
             return -1;
         n -= k;
     }
@@ -483,7 +506,7 @@ typedef struct stream_src {
 static int next_piece(void *ctx, void *buf, size_t n)
 {
     stream_src *src = ctx;
-    if (n > src->left || recv_all(src->c->fd, buf, n) != 1)
+    if (atomic_load(&src->c->fenced) || n > src->left || conn_recv(src->c, buf, n) != 1)
         return -1;
     src->left -= n;
     return 0;
@@ -518,7 +541,7 @@ static int try_streamed_pwrite(rfsd_conn *c, const rfs_hdr *hdr, const uint8_t *
 static int read_one(rfsd_conn *c, session *s)
 {
     uint8_t hb[RFS_HDR_SIZE];
-    int r = recv_all(c->fd, hb, sizeof hb);
+    int r = conn_recv(c, hb, sizeof hb);
     if (r == 0)
         return -1;
     if (r < 0) {
@@ -555,7 +578,7 @@ static int read_one(rfsd_conn *c, session *s)
     uint32_t have = 0;  /* body bytes read already */
     if (s->state == ST_READY && h.op == RFS_OP_PWRITE &&
         h.body_len >= RFS_PWRITE_FIXED + STREAM_MIN) {
-        if (recv_all(c->fd, head, sizeof head) != 1) {
+        if (conn_recv(c, head, sizeof head) != 1) {
             RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
             return -1;
         }
@@ -572,7 +595,7 @@ static int read_one(rfsd_conn *c, session *s)
         return 0;
     }
     memcpy(body, head, have);
-    if (h.body_len > have && recv_all(c->fd, body + have, h.body_len - have) != 1) {
+    if (h.body_len > have && conn_recv(c, body + have, h.body_len - have) != 1) {
         RFS_LOGI("%s: connection ended inside a %s frame", c->peer, rfs_op_name(h.op));
         free(body);
         return -1;
@@ -583,6 +606,11 @@ static int read_one(rfsd_conn *c, session *s)
         rfsd_conn_send_error(c, h.op, h.req_id, rc);
         free(body);
         return 0;
+    }
+    if (req.op == RFS_OP_SESSION && s->state == ST_READY) {
+        rc = rfsd_session_request(c, &req);
+        free(body);
+        return rc;
     }
     if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH) {
         rc = req.op == RFS_OP_HELLO ? on_hello(c, s, &req) : on_auth(c, s, &req);
@@ -697,6 +725,18 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
     /* a client that stops reading its replies must not pin a worker forever */
     struct timeval tv = {.tv_sec = RFSD_SEND_TIMEOUT_S};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    /* The lease: a connection silent this long is ended (clients ping well within it). */
+    struct timeval lease = {.tv_sec = srv->cfg.lease_ms / 1000,
+                            .tv_usec = (srv->cfg.lease_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &lease, sizeof lease);
+    /* Keepalive finds a peer that vanished while the reader is not waiting in recv (its
+     * requests still running): dead connections release their handles and locks. */
+    int one = 1, idle = 30, intvl = 10, cnt = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    rfsd_session_heard(c);
 
     pthread_mutex_lock(&srv->mu);
     c->next = srv->conns;
@@ -730,4 +770,12 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
 void rfsd_conn_stop_reading(rfsd_conn *c)
 {
     shutdown(c->fd, SHUT_RD);
+}
+
+void rfsd_conn_fence(rfsd_conn *c)
+{
+    atomic_store(&c->fenced, 1);
+    atomic_store(&c->closing, 1);
+    shutdown(c->fd, SHUT_RDWR);
+    rfsd_fileid_wake_all();  /* a LOCK of its waiting for someone else gives up now */
 }

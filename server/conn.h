@@ -76,6 +76,10 @@ struct rfsd_conn {
     int wbroken;
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
+    atomic_int fenced;                 /* superseded by a new session: apply nothing more */
+    _Atomic int64_t last_rx_ns;        /* when bytes last arrived (monotonic): the lease */
+    int has_session;                   /* session: set once by SESSION (srv->mu) */
+    uint8_t session[RFS_SESSION_LEN];
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */
@@ -91,6 +95,9 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer);
 void rfsd_conn_reap(rfsd_server *srv);
 /* Stops reading new requests (SIGTERM); in-flight ones are still answered. Call under srv->mu. */
 void rfsd_conn_stop_reading(rfsd_conn *c);
+/* Ends a superseded session at once: nothing more it sent is applied, its reader stops, and
+ * what it has in flight finishes (session.c waits for that). Call under srv->mu. */
+void rfsd_conn_fence(rfsd_conn *c);
 
 /* Sends one reply frame: r's header and fixed fields, then its trailing payload. A failure
  * marks the connection broken and shuts it down. */

@@ -21,6 +21,7 @@
 #include "fileid.h"
 #include "pool.h"
 #include "server.h"
+#include "session.h"
 #include "transport/transport.h"
 
 static int signal_pipe[2] = {-1, -1};
@@ -164,6 +165,7 @@ int main(int argc, char **argv)
         RFS_LOGW("--no-auth: any client that can connect can read and write the export");
     }
 
+    rfsd_boot_id(srv.boot_id);
     srv.root_fd = open(srv.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (srv.root_fd < 0) {
         fprintf(stderr, "rfsd: --root %s: %s\n", srv.cfg.root, strerror(errno));

@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "session.h"
 
 int rfsd_op_is_barrier(uint16_t op)
 {
@@ -146,6 +147,8 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         close(fd);
         return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
     }
+    if ((q->u.open.flags & RFS_O_ACCMODE) != RFS_O_RDONLY)
+        rfsd_session_wait_silent_writers(c, fid, p.shown);
     h->fd = fd;
     h->flags = q->u.open.flags;
     h->fid = fid;

@@ -17,7 +17,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: rfsd --root DIR [--listen HOST:PORT] (--token-file FILE | --no-auth)\n"
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
-        "            [--tcp-congestion NAME]\n"
+        "            [--tcp-congestion NAME] [--lease-ms MS]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -32,11 +32,15 @@ static void usage(FILE *out)
         "  --tcp-congestion NAME\n"
         "                      TCP congestion control for client connections (default: the\n"
         "                      system's); bbr keeps reads fast after idle periods (docs/tuning.md)\n"
+        "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
+        "                      locks and late frames dropped (default %d; clients ping at a\n"
+        "                      quarter of it; docs/reliability.md)\n"
         "  --help              show this help\n"
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
-        RFSD_DEFAULT_LISTEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX);
+        RFSD_DEFAULT_LISTEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
+        RFSD_DEFAULT_LEASE_MS);
 }
 
 static int parse_ulong(const char *s, unsigned long long lo, unsigned long long hi,
@@ -55,7 +59,7 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
-    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP };
+    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_LEASE, O_HELP };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -65,6 +69,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"max-frame", required_argument, 0, O_FRAME},
         {"log-level", required_argument, 0, O_LOG},
         {"tcp-congestion", required_argument, 0, O_CC},
+        {"lease-ms", required_argument, 0, O_LEASE},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -72,6 +77,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->listen = RFSD_DEFAULT_LISTEN;
     cfg->max_frame = RFS_FRAME_DEFAULT;
     cfg->log_level = RFS_LOG_INFO;
+    cfg->lease_ms = RFSD_DEFAULT_LEASE_MS;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* Workers block in the reply's send until a slow or distant client has taken it (a 4 MiB
      * read reply is 35 ms on a 1 Gbit/s link), so far more workers than CPUs are needed to
@@ -119,6 +125,13 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                 return -1;
             }
             cfg->tcp_congestion = optarg;
+            break;
+        case O_LEASE:
+            if (parse_ulong(optarg, 200, 86400000, &v)) {
+                fprintf(stderr, "rfsd: --lease-ms: expected 200..86400000 ms, got '%s'\n", optarg);
+                return -1;
+            }
+            cfg->lease_ms = (int)v;
             break;
         case O_HELP: usage(stdout); return 1;
         default:

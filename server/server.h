@@ -17,6 +17,7 @@
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
+#define RFSD_DEFAULT_LEASE_MS 60000     /* --lease-ms */
 
 typedef struct rfsd_config {
     const char *root;
@@ -27,6 +28,7 @@ typedef struct rfsd_config {
     uint32_t max_frame;
     int log_level;
     const char *tcp_congestion;         /* NULL: the system's default */
+    int lease_ms;                       /* a connection silent this long is closed */
 } rfsd_config;
 
 struct rfsd_pool;
@@ -45,6 +47,7 @@ typedef struct rfsd_server {
     struct rfsd_conn *dead;             /* ended, reader thread still to be joined */
     unsigned nconns;
     int stopping;
+    uint8_t boot_id[16];                /* the host's boot id, for SESSION replies */
 } rfsd_server;
 
 /* options.c: parse argv. Returns 0 to run, 1 when --help was printed, -1 on a usage error

@@ -74,6 +74,10 @@ typedef struct rfs_options {
      * A failure is then reported by the next call on the file; rfs_sync and rfs_close wait for
      * every reply. 0: off (every pwrite waits for its reply). */
     size_t write_window;
+    /* After a lost connection (server restart, cut or silent link), how long to keep trying
+     * to reconnect, reopen the file and repeat the operation before failing it. 0: default
+     * (60000, or $RFS_RETRY_TIMEOUT_MS); negative: never retry. docs/reliability.md. */
+    int retry_timeout_ms;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;

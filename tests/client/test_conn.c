@@ -183,7 +183,7 @@ static void *handler_main(void *arg)
             free(body);
             break;
         }
-        if (auth_seen && !fk->after_auth_op && q.op != RFS_OP_AUTH) {
+        if (auth_seen && !fk->after_auth_op && q.op != RFS_OP_AUTH && q.op != RFS_OP_SESSION) {
             pthread_mutex_lock(&fk->lock);
             fk->after_auth_op = q.op;
             pthread_mutex_unlock(&fk->lock);
@@ -425,7 +425,7 @@ static void test_server_dies(void **state)
 {
     (void)state;
     fake *fk = fake_start(M_DIE_ON_DATA, NULL);
-    rfs_options o = {.token = "", .max_frame = RFS_FRAME_MIN};
+    rfs_options o = {.token = "", .max_frame = RFS_FRAME_MIN, .retry_timeout_ms = -1};
     rfs_file *f = open_ok(fk, &o);
     size_t len = 1u << 20;
     uint8_t *buf = calloc(1, len);
@@ -451,7 +451,7 @@ static void test_silent_server_times_out(void **state)
 {
     (void)state;
     fake *fk = fake_start(M_SILENT, NULL);
-    rfs_options o = {.token = "", .io_timeout_ms = 300};
+    rfs_options o = {.token = "", .io_timeout_ms = 300, .retry_timeout_ms = -1};
     rfs_file *f = open_ok(fk, &o);
     uint8_t buf[100];
     size_t done = 1;
@@ -472,7 +472,7 @@ static void test_silent_server_times_out(void **state)
 static void half_reply(enum mode mode, int expect)
 {
     fake *fk = fake_start(mode, NULL);
-    rfs_options o = {.token = "", .io_timeout_ms = 300};
+    rfs_options o = {.token = "", .io_timeout_ms = 300, .retry_timeout_ms = -1};
     rfs_file *f = open_ok(fk, &o);
     size_t len = 512u << 10;
     uint8_t *buf = malloc(len);
@@ -795,7 +795,8 @@ static void test_connect_refused(void **state)
     char name[64];
     snprintf(name, sizeof name, "rfs:127.0.0.1:%u:/x", ntohs(a.sin_port));
     rfs_file *f = NULL;
-    rfs_options o = {.token = "", .connect_timeout_ms = 2000};
+    /* Opening retries a refused connection within the retry timeout, then fails. */
+    rfs_options o = {.token = "", .connect_timeout_ms = 2000, .retry_timeout_ms = 300};
     assert_int_equal(rfs_open(name, RFS_O_RDONLY, 0, &o, &f), RFS_E_CONN);
     assert_null(f);
     assert_non_null(strstr(rfs_last_error(), name));

@@ -11,9 +11,15 @@ from conftest import binary
 TIMEOUT = 240  # a hang is a failure, not a wait
 
 
-def run(srv, test, *args, timeout=TIMEOUT):
+def no_retry_env(srv):
+    """The failure paths with recovery off (a lost connection fails at once); recovery itself
+    is tested in tests/faults/test_reconnect.py."""
+    return {**srv.env(), "RFS_RETRY_TIMEOUT_MS": "0"}
+
+
+def run(srv, test, *args, timeout=TIMEOUT, env=None):
     p = subprocess.run([binary("client_api_e2e"), test, srv.url(""), *map(str, args)],
-                       env=srv.env(), capture_output=True, text=True, timeout=timeout)
+                       env=env or srv.env(), capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"{test}: rc={p.returncode}\n{p.stdout}\n{p.stderr}"
     assert p.stdout.strip().endswith("OK"), p.stdout
     return p.stdout
@@ -70,7 +76,7 @@ def test_path_calls(rfsd):
 
 def test_errors(rfsd):
     refused = f"rfs:127.0.0.1:{free_port()}:/x"
-    run(rfsd, "errors", refused, rfsd.root.parent / "token")
+    run(rfsd, "errors", refused, rfsd.root.parent / "token", env=no_retry_env(rfsd))
 
 
 def test_threads_disjoint_ranges(rfsd, tmp_path):
@@ -102,7 +108,7 @@ def test_views_pipelined_and_failing(rfsd, streams):
 @pytest.mark.parametrize("streams", [1, 3])
 def test_server_killed_mid_transfer(rfsd, streams):
     p = subprocess.Popen([binary("client_api_e2e"), "kill", rfsd.url(""), str(streams)],
-                         env=rfsd.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=no_retry_env(rfsd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()
         assert line.strip() == "STARTED", line + p.stderr.read()
