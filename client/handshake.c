@@ -116,12 +116,9 @@ static int start_session(rfs_conn *c, const rfs_copts *o)
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_SESSION;
     memcpy(req.u.session.id, c->session, RFS_SESSION_LEN);
-    int rc = rfs_conn_start(c, &c->session_call, &req, NULL, o->connect_timeout_ms);
-    if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "session setup with %s failed: %s", c->server, cause);
-    }
+    /* Not sent only when the connection is already dead (say, the AUTH reply came back wrong
+     * meanwhile): the next request reports why, as it would without sessions. */
+    rfs_conn_start(c, &c->session_call, &req, NULL, o->connect_timeout_ms);
     return RFS_OK;
 }
 
