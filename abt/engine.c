@@ -535,9 +535,21 @@ static void close_below_locked(abt_file *f)
     pthread_cond_broadcast(&E.done);
 }
 
+/* 1 if a chunk of c's file other than c is being sent. */
+static int file_busy_besides(const abt_chunk *c)
+{
+    for (abt_chunk *d = E.head; d; d = d->next)
+        if (d != c && d->f == c->f && d->inflight)
+            return 1;
+    return 0;
+}
+
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
+    /* Replay safety: with no other write of the file in flight, what the server reports now is
+     * the version `rfs recover` must find before it replays this file (abt/journal.h). */
+    char *probe = rc == RFS_OK && !file_busy_besides(c) ? strdup(f->name) : NULL;
     if (rc == RFS_OK) {
         E.stats.bytes_sent += c->len;
         if (c->staged) {
@@ -580,6 +592,12 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
     pthread_cond_broadcast(&E.done);
     if (f->closing && f->pending == 0)
         close_below_locked(f);
+    if (probe) {
+        pthread_mutex_unlock(&E.mu);
+        rfs_journal_track(probe);
+        pthread_mutex_lock(&E.mu);
+        free(probe);
+    }
 }
 
 /* Bx is measured between completions: bytes completed after a completion, over the time since

@@ -82,10 +82,10 @@ static int do_recover(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
-    uint64_t records = 0, bytes = 0;
-    int rc = rfs_abt_recover(argv[2], NULL, NULL, NULL, &records, &bytes);
-    printf("recover=%d records=%llu bytes=%llu %s\n", rc, (unsigned long long)records,
-           (unsigned long long)bytes, rc ? rfs_last_error() : "");
+    rfs_abt_recover_result res;
+    int rc = rfs_abt_recover(argv[2], NULL, &res);
+    printf("recover=%d records=%llu bytes=%llu %s\n", rc, (unsigned long long)res.records,
+           (unsigned long long)res.bytes, rc ? rfs_last_error() : "");
     return rc == RFS_OK ? 0 : 1;
 }
 
