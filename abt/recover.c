@@ -131,8 +131,12 @@ static void note(run *r, const char *fmt, ...)
 
 static void human(uint64_t b, char *out, size_t cap)
 {
-    if (b >= (1ull << 20))
+    if (b >= (1ull << 30))
+        snprintf(out, cap, "%" PRIu64 " bytes (%.1f GiB)", b, (double)b / (1ull << 30));
+    else if (b >= (1ull << 20))
         snprintf(out, cap, "%" PRIu64 " bytes (%.1f MiB)", b, (double)b / (1 << 20));
+    else if (b >= 1024)
+        snprintf(out, cap, "%" PRIu64 " bytes (%.1f KiB)", b, (double)b / 1024);
     else
         snprintf(out, cap, "%" PRIu64 " bytes", b);
 }
@@ -221,18 +225,24 @@ static int by_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* "NAME: N bytes, NAME2: M bytes" of what is still undelivered. */
+/* " (NAME: N bytes, NAME2: M bytes)" of what is still undelivered, when several files are. */
 static void undelivered_list(const rjournal *j, char *out, size_t cap)
 {
-    size_t at = 0;
+    size_t at = 0, files = 0;
     out[0] = '\0';
+    for (size_t i = 0; i < j->n_files; i++)
+        files += j->files[i].undelivered != 0;
+    if (files < 2)
+        return;
     for (size_t i = 0; i < j->n_files && at < cap; i++) {
         if (!j->files[i].undelivered)
             continue;
         char h[64];
         human(j->files[i].undelivered, h, sizeof h);
-        at += (size_t)snprintf(out + at, cap - at, "%s%s: %s", at ? ", " : "", j->files[i].dest, h);
+        at += (size_t)snprintf(out + at, cap - at, "%s%s: %s", at ? ", " : " (", j->files[i].dest, h);
     }
+    if (at + 2 < cap)
+        strcat(out, ")");
 }
 
 static uint64_t undelivered_total(const rjournal *j)
@@ -459,7 +469,7 @@ static int deliver_all(rjournal *j)
         const target *t = &j->files[j->v[i].file];
         const char *srv = strncmp(cause, "rfs:", 4) == 0 ? "" : t->dest;
         return rfs_fail(rc, "%s%s%s (record %" PRIu64 " at journal offset %" PRIu64 ", %s not "
-                        "delivered: %s; journal %s kept)", srv, srv[0] ? ": " : "", cause,
+                        "delivered%s; journal %s kept)", srv, srv[0] ? ": " : "", cause,
                         j->v[i].index, j->v[i].rec_off, total, left, j->path);
     }
     return finish_files(j);
