@@ -286,22 +286,22 @@ int rfs_journal_open(const char *dir, rfs_journal **out)
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(j->path, sizeof j->path, "%s/rfs-abt-%s-%ld-%lx%s", dir, host, (long)getpid(),
              (unsigned long)(ts.tv_nsec ^ (long)(uintptr_t)j), RFS_JOURNAL_SUFFIX);
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    /* Made under a name recovery does not look at, locked, given its header, and only then
+     * renamed: recovery never sees a half-made journal, nor takes its lock before the writer. */
+    char tmp[sizeof j->path + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", j->path);
+    j->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (j->fd < 0) {
         int e = errno;
         free(j);
         return rfs_fail(rfs_err_from_errno(e), "staging journal in %s: %s", dir, strerror(e));
     }
-    /* Locked before the header exists, so recovery never sees a half-made live journal. */
-    int lk = flock(j->fd, LOCK_EX | LOCK_NB);
-    int e = errno;
-    if (lk == 0 && write_file_header(j->fd) != 0) {
-        lk = -1;
-        e = errno;
-    }
-    if (lk != 0) {
+    int ok = flock(j->fd, LOCK_EX | LOCK_NB) == 0 && write_file_header(j->fd) == 0 &&
+             rename(tmp, j->path) == 0;
+    if (!ok) {
+        int e = errno;
         close(j->fd);
-        unlink(j->path);
+        unlink(tmp);
         free(j);
         return rfs_fail(rfs_err_from_errno(e), "staging journal in %s: %s", dir, strerror(e));
     }

@@ -434,9 +434,9 @@ static void keep_corrupt(rjournal *j, const rfs_journal_end *end)
         snprintf(claim, sizeof claim, "; the bad record claims %" PRIu64 " bytes for %s",
                  end->claimed_len, end->name);
     rfs_fail(RFS_E_IO, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is corrupt (%s); "
-             "the %" PRIu64 " records before it were delivered, the %s from there on were not%s; "
-             "journal kept as %s", j->path, end->index, end->off, end->why, end->index - 1, lost,
-             claim, kept);
+             "the records before it were delivered (%" PRIu64 " bytes), the %s of journal from "
+             "there on were not%s; journal kept as %s", j->path, end->index, end->off, end->why,
+             j->delivered_bytes, lost, claim, kept);
 }
 
 static void release(rjournal *j)
@@ -475,6 +475,22 @@ static int deliver_all(rjournal *j)
     return finish_files(j);
 }
 
+/* A record cut short by the writer's death: its write never returned to the application
+ * (foreground staging) or its data was also in memory (background staging), so dropping it
+ * loses nothing the journal promised. Cut off now, so the version records this run appends
+ * follow intact records and a later run reads them. */
+static int drop_torn_tail(rjournal *j, const rfs_journal_end *end)
+{
+    note(j->r, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is incomplete (%" PRIu64
+         " of %s%" PRIu64 " bytes: the writer died while appending it); ignored", j->path,
+         end->index, end->off, end->present, end->want ? "" : "at least ",
+         end->want ? end->want : (uint64_t)40);
+    if (ftruncate(j->fd, (off_t)end->off) != 0)
+        return rfs_fail(rfs_err_from_errno(errno), "%s: cannot cut off its incomplete last "
+                        "record: %s", j->path, strerror(errno));
+    return RFS_OK;
+}
+
 static int recover_one(run *r, const char *path)
 {
     rjournal j = {.r = r, .path = path, .fd = -1};
@@ -489,17 +505,12 @@ static int recover_one(run *r, const char *path)
     }
     rfs_journal_end end;
     int rc = rfs_journal_scan(j.fd, 0, collect, &j, &end);
+    if (rc == RFS_OK && end.kind == RFS_JOURNAL_TORN)
+        rc = drop_torn_tail(&j, &end);
     if (rc == RFS_OK)
         rc = check_versions(&j);
     if (rc == RFS_OK)
         rc = deliver_all(&j);
-    if (rc == RFS_OK && end.kind == RFS_JOURNAL_TORN)
-        /* A record cut short by the writer's death: its write never returned to the
-         * application, so dropping it loses nothing the application was promised. */
-        note(r, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is incomplete (%" PRIu64
-             " of %s%" PRIu64 " bytes: the writer died while appending it); ignored", path,
-             end.index, end.off, end.present, end.want ? "" : "at least ",
-             end.want ? end.want : (uint64_t)40);
     if (rc == RFS_OK && end.kind == RFS_JOURNAL_CORRUPT) {
         keep_corrupt(&j, &end);
         rc = RFS_E_IO;
