@@ -547,9 +547,21 @@ static int file_busy_besides(const abt_chunk *c)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
-    /* Replay safety: with no other write of the file in flight, what the server reports now is
-     * the version `rfs recover` must find before it replays this file (abt/journal.h). */
     char *probe = rc == RFS_OK && !file_busy_besides(c) ? strdup(f->name) : NULL;
+    if (probe) {
+        /* Replay safety: with no other write of the file in flight, what the server reports
+         * now is the version `rfs recover` must find before it replays this file
+         * (abt/journal.h). Asked while c is still queued, so a sync of the file returns only
+         * once it is known; c counts as no longer in flight (another completion of the file
+         * asks too) but busy (nobody sends or stages it again). */
+        c->inflight = 0;
+        c->busy++;
+        pthread_mutex_unlock(&E.mu);
+        rfs_journal_track(probe);
+        pthread_mutex_lock(&E.mu);
+        c->busy--;
+        free(probe);
+    }
     if (rc == RFS_OK) {
         E.stats.bytes_sent += c->len;
         if (c->staged) {
@@ -592,12 +604,6 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
     pthread_cond_broadcast(&E.done);
     if (f->closing && f->pending == 0)
         close_below_locked(f);
-    if (probe) {
-        pthread_mutex_unlock(&E.mu);
-        rfs_journal_track(probe);
-        pthread_mutex_lock(&E.mu);
-        free(probe);
-    }
 }
 
 /* Bx is measured between completions: bytes completed after a completion, over the time since

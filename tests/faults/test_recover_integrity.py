@@ -56,7 +56,7 @@ def data_records(path):
 class Site:
     """A server that died with a journal of SIZE undelivered bytes (seed 5) in staging."""
 
-    def __init__(self, tmp_path, seed=5):
+    def __init__(self, tmp_path, seed=5, split=False):
         self.tmp = tmp_path
         self.root = tmp_path / "export"
         self.root.mkdir()
@@ -67,15 +67,16 @@ class Site:
         self.port = srv.port
         self.url = srv.url(NAME)
         w = subprocess.Popen([binary("abt_remote"), "write", self.url, str(self.staging), "1",
-                              str(SIZE), str(seed), "--wait"], env=srv.env(),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              str(SIZE), str(seed), "--split" if split else "--wait"],
+                             env=srv.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        assert w.stdout.readline().strip() == "opened"
+        assert w.stdout.readline().strip() == ("synced=0" if split else "opened")
         srv.stop(sig=9)
         out, err = w.communicate("go\n", timeout=120)
         assert w.returncode == 0 and "finalize=0" not in out, out + err
         (self.journal,) = list(self.staging.glob("*.rfsj"))
-        assert len(data_records(self.journal)) == SIZE // WRITE
+        self.first = SIZE // 2 if split else 0   # bytes the writer delivered itself
+        assert len(data_records(self.journal)) == (SIZE - self.first) // WRITE
         self.srv = None
 
     def start(self, root=None, port=None):
@@ -281,3 +282,26 @@ def test_server_error_names_server_file_and_record(site):
     assert f"7 records, {left} bytes delivered" in r.stdout
     assert site.server_bytes() == pattern(SIZE, site.seed)
     assert list(site.staging.iterdir()) == []
+
+
+def test_writer_records_version_after_its_deliveries(tmp_path):
+    """The writer delivered half, then the server died: the journal expects the file as that
+    delivery left it (not as it was at open), so recovery goes ahead without --force; a change
+    after that delivery is refused."""
+    site = Site(tmp_path, split=True)
+    try:
+        half = SIZE // 2
+        versions = [r for r in records(site.journal) if r[0] == VERSION]
+        assert versions
+        st = (site.root / NAME.lstrip("/")).stat()
+        b = site.journal.read_bytes()
+        v = versions[-1]
+        size, mtime = struct.unpack_from("<Qq", b, v[2])
+        assert (size, mtime) == (half, st.st_mtime_ns)
+        site.start()
+        r = site.recover()
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"{SIZE - half} bytes delivered" in r.stdout
+        assert site.server_bytes() == pattern(SIZE, site.seed)
+    finally:
+        site.stop()
