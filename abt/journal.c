@@ -529,6 +529,7 @@ static int parse_body(int fd, uint64_t off, const parsed *p, int meta_only, rfs_
         rc = corrupt(end, "unreadable");
     else if (rfs_crc32c(0, body, p->total - J_HDR) != p->body_crc) {
         rc = corrupt(end, "record data fails its checksum");
+        end->next_off = off + p->total;
         memcpy(name, body, p->nl);
         name[p->nl] = '\0';
         snprintf(end->name, sizeof end->name, "%s", name);
@@ -568,8 +569,14 @@ static int file_size(int fd, uint64_t *size)
 int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx,
                      rfs_journal_end *end)
 {
+    return rfs_journal_scan_from(fd, RFS_JOURNAL_FILE_HDR, 1, meta_only, fn, ctx, end);
+}
+
+int rfs_journal_scan_from(int fd, uint64_t off, uint64_t first_index, int meta_only,
+                          rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end)
+{
     memset(end, 0, sizeof *end);
-    uint64_t size = 0, off = RFS_JOURNAL_FILE_HDR, index = 0;
+    uint64_t size = 0, index = first_index - 1;
     int rc = file_size(fd, &size);
     while (rc == RFS_OK && off < size) {
         index++;

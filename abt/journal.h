@@ -119,6 +119,7 @@ typedef struct rfs_journal_end {
     char why[160];           /* CORRUPT: what is wrong */
     char name[512];          /* the file the bad record claims to be for, if its header is sane */
     uint64_t claimed_len;    /* and the data bytes it claims to carry (0 if unknown) */
+    uint64_t next_off;       /* CORRUPT with an intact head: where the next record starts */
 } rfs_journal_end;
 
 /* Calls fn for each intact record of the journal open on fd (header already checked), in file
@@ -128,6 +129,10 @@ typedef struct rfs_journal_end {
 typedef int (*rfs_journal_rec_fn)(void *ctx, const rfs_journal_rec *r);
 int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx,
                      rfs_journal_end *end);
+/* The same from the record at off, numbered first_index (to look past a corrupt record whose
+ * head is intact: end->next_off). */
+int rfs_journal_scan_from(int fd, uint64_t off, uint64_t first_index, int meta_only,
+                          rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end);
 /* Parses the one record at rec_off (as found by a scan), verifies it again and calls fn. */
 int rfs_journal_read_at(int fd, uint64_t rec_off, rfs_journal_rec_fn fn, void *ctx);
 /* Marks a record done in a journal opened for recovery. */

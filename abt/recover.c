@@ -148,7 +148,7 @@ static int redirect(const char *name, const char *to, char **out)
         *out = strdup(name);
         return *out ? RFS_OK : rfs_fail(RFS_E_NOMEM, "recover: out of memory");
     }
-    static rfs_name src, dst; /* large; recover runs on one thread */
+    rfs_name src, dst;
     if (rfs_parse_name(name, &src) != RFS_OK)
         return rfs_fail(RFS_E_NAME, "journal names '%s', which is not an rfs name", name);
     char probe[600];
@@ -422,21 +422,67 @@ static int open_locked(run *r, const char *path, int *fd)
     return J_DONE;
 }
 
+/* Report scan past a corrupt record: what the intact records after it would have delivered. */
+static int tally(void *ctx, const rfs_journal_rec *rec)
+{
+    rjournal *j = ctx;
+    size_t fi;
+    if (rec->kind != RFS_JOURNAL_DATA || rec->done)
+        return 0;
+    int rc = target_for(j, rec->name, &fi);
+    if (rc == RFS_OK)
+        j->files[fi].undelivered += rec->len;
+    return rc;
+}
+
+/* What a corrupt record keeps from the files: its own claimed bytes and the pending records
+ * after it (looked at, never delivered: order cannot be kept past a hole), per file. */
+static void lost_per_file(rjournal *j, const rfs_journal_end *end, char *out, size_t cap)
+{
+    size_t fi;
+    char unread[160] = "";
+    if (end->name[0] && target_for(j, end->name, &fi) == RFS_OK)
+        j->files[fi].undelivered += end->claimed_len;
+    if (end->next_off) {
+        rfs_journal_end e2;
+        if (rfs_journal_scan_from(j->fd, end->next_off, end->index + 1, 0, tally, j, &e2) ==
+                RFS_OK && e2.kind != RFS_JOURNAL_CLEAN) {
+            char h[64];
+            human(e2.bytes_after, h, sizeof h);
+            snprintf(unread, sizeof unread, "; %s from offset %" PRIu64 " on cannot be read", h,
+                     e2.off);
+        }
+    } else {
+        snprintf(unread, sizeof unread, "; its head is damaged, so what follows cannot be read");
+    }
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < j->n_files && at < cap; i++) {
+        if (!j->files[i].undelivered)
+            continue;
+        char h[64];
+        human(j->files[i].undelivered, h, sizeof h);
+        at += (size_t)snprintf(out + at, cap - at, "%s%s: %s", at ? ", " : "", j->files[i].dest, h);
+    }
+    if (!at)
+        at += (size_t)snprintf(out, cap, "unknown");
+    if (at < cap)
+        snprintf(out + at, cap - at, "%s", unread);
+}
+
 /* Renames a journal with a bad record so no later run trusts it, and says what was lost. */
 static void keep_corrupt(rjournal *j, const rfs_journal_end *end)
 {
-    char kept[4300], lost[64], claim[700] = "";
+    char kept[4300], lost[64], per[2048];
+    lost_per_file(j, end, per, sizeof per);
     snprintf(kept, sizeof kept, "%s.corrupt", j->path);
     if (rename(j->path, kept) != 0)
         snprintf(kept, sizeof kept, "%s (could not rename it: %s)", j->path, strerror(errno));
     human(end->bytes_after, lost, sizeof lost);
-    if (end->name[0])
-        snprintf(claim, sizeof claim, "; the bad record claims %" PRIu64 " bytes for %s",
-                 end->claimed_len, end->name);
     rfs_fail(RFS_E_IO, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is corrupt (%s); "
-             "the records before it were delivered (%" PRIu64 " bytes), the %s of journal from "
-             "there on were not%s; journal kept as %s", j->path, end->index, end->off, end->why,
-             j->delivered_bytes, lost, claim, kept);
+             "the records before it were delivered (%" PRIu64 " bytes); not delivered: %s (the "
+             "last %s of the journal); journal kept as %s", j->path, end->index, end->off,
+             end->why, j->delivered_bytes, per, lost, kept);
 }
 
 static void release(rjournal *j)

@@ -133,8 +133,9 @@ def test_bit_flip_in_the_middle(site):
     msg = r.stderr
     assert f"record {index} at journal offset {rec_off} is corrupt" in msg, msg
     assert "checksum" in msg
-    assert f"{len(b) - rec_off} bytes (" in msg        # what was not delivered
-    assert f"claims {WRITE} bytes for {site.url}" in msg
+    assert f"{len(b) - rec_off} bytes (" in msg        # journal bytes not delivered
+    left = SIZE - bad * WRITE                          # and per file: the bad record and after
+    assert f"not delivered: {site.url}: {left} bytes ({left / 1024:.1f} KiB)" in msg, msg
     assert "incomplete" not in msg                     # not taken for a torn tail
     # The records before it were delivered, nothing else; the journal is kept aside.
     assert site.server_bytes() == pattern(SIZE, site.seed)[: bad * WRITE]
