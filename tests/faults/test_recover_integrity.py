@@ -306,3 +306,40 @@ def test_writer_records_version_after_its_deliveries(tmp_path):
         assert site.server_bytes() == pattern(SIZE, site.seed)
     finally:
         site.stop()
+
+
+def test_journals_of_two_writers_of_one_file(tmp_path):
+    """Two processes (like two ranks) write the same file; each delivered some, then the
+    server died. Each journal knows only its own last delivery, so the file matches at most
+    the newest of them: recovery accepts a version any journal of the directory recorded, then
+    the one it left itself, and delivers both without --force."""
+    root = tmp_path / "export"
+    root.mkdir()
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    srv = Server(root, token=TOKEN)
+    url, port = srv.url(NAME), srv.port
+    writers = []
+    for _ in range(2):
+        # Same bytes at the same offsets: the outcome is exact whatever order they land in.
+        w = subprocess.Popen([binary("abt_remote"), "write", url, str(staging), "1", str(SIZE),
+                              "5", "--split"], env=srv.env(), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert w.stdout.readline().strip() == "synced=0"   # one after the other
+        writers.append(w)
+    srv.stop(sig=9)
+    for w in writers:
+        out, err = w.communicate("go\n", timeout=120)
+        assert w.returncode == 0 and "finalize=0" not in out, out + err
+    journals = sorted(staging.glob("*.rfsj"))
+    assert len(journals) == 2
+    srv = Server(root, token=TOKEN, listen=f"127.0.0.1:{port}")
+    try:
+        r = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv.env(),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"{SIZE} bytes delivered" in r.stdout       # both second halves
+        assert (root / NAME.lstrip("/")).read_bytes() == pattern(SIZE, 5)
+        assert list(staging.iterdir()) == []
+    finally:
+        srv.stop()
