@@ -547,7 +547,8 @@ static int file_busy_besides(const abt_chunk *c)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
-    char *probe = rc == RFS_OK && !file_busy_besides(c) ? strdup(f->name) : NULL;
+    char *probe = rc == RFS_OK && !file_busy_besides(c) &&
+                  (f->pending == 1 || rfs_journal_track_due(f->name)) ? strdup(f->name) : NULL;
     if (probe) {
         /* Replay safety: with no other write of the file in flight, what the server reports
          * now is the version `rfs recover` must find before it replays this file

@@ -158,6 +158,7 @@ typedef struct vt_entry {
     char *name;
     rfs_journal_version v;
     uint64_t written_gen;   /* journal generation whose records include this name (0: none) */
+    int64_t asked_ns;       /* when it was last asked (CLOCK_MONOTONIC) */
 } vt_entry;
 
 static pthread_mutex_t vt_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -232,12 +233,33 @@ static int append_version_locked(rfs_journal *j, const char *name, const rfs_jou
     return RFS_OK;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int rfs_journal_track_due(const char *name)
+{
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *e = vt_find(name);
+    int due = !e || mono_ns() - e->asked_ns >= RFS_JOURNAL_TRACK_INTERVAL_NS;
+    pthread_mutex_unlock(&vt_mu);
+    return due;
+}
+
 void rfs_journal_track(const char *name)
 {
     if (strlen(name) > RFS_JOURNAL_MAX_NAME)
         return;
     rfs_journal_version v;
     memset(&v, 0, sizeof v);
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *asked = vt_find(name);
+    if (asked)
+        asked->asked_ns = mono_ns();
+    pthread_mutex_unlock(&vt_mu);
     v.ticket = atomic_fetch_add(&vt_ticket, 1) + 1;
     if (vt_probe(name, &v) != RFS_OK)
         return;
