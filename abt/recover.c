@@ -394,11 +394,17 @@ enum { J_DONE, J_HELD, J_KEPT, J_NOT_JOURNAL };
 static int open_locked(run *r, const char *path, int *fd)
 {
     struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int ls = lstat(path, &st);
+    if (ls == 0 && !S_ISREG(st.st_mode)) {
         note(r, "%s: not a regular file: left alone", path);
         return J_NOT_JOURNAL;
     }
-    *fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    *fd = ls == 0 ? open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (*fd < 0 && errno == ENOENT) {
+        /* Gone since the directory was listed: another recover delivered and removed it. */
+        note(r, "%s: already recovered by another process; skipped", path);
+        return J_HELD;
+    }
     if (*fd < 0) {
         rfs_fail(rfs_err_from_errno(errno), "%s: %s", path, strerror(errno));
         note(r, "%s", rfs_last_error());
