@@ -205,6 +205,7 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
         free(nm);
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
+    rfs_journal_track(name); /* the version recovery expects if nothing gets delivered */
     f->io.ops = &abt_ops;
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);

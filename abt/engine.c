@@ -535,9 +535,34 @@ static void close_below_locked(abt_file *f)
     pthread_cond_broadcast(&E.done);
 }
 
+/* 1 if a chunk of c's file other than c is being sent. */
+static int file_busy_besides(const abt_chunk *c)
+{
+    for (abt_chunk *d = E.head; d; d = d->next)
+        if (d != c && d->f == c->f && d->inflight)
+            return 1;
+    return 0;
+}
+
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
+    char *probe = rc == RFS_OK && !file_busy_besides(c) &&
+                  (f->pending == 1 || rfs_journal_track_due(f->name)) ? strdup(f->name) : NULL;
+    if (probe) {
+        /* Replay safety: with no other write of the file in flight, what the server reports
+         * now is the version `rfs recover` must find before it replays this file
+         * (abt/journal.h). Asked while c is still queued, so a sync of the file returns only
+         * once it is known; c counts as no longer in flight (another completion of the file
+         * asks too) but busy (nobody sends or stages it again). */
+        c->inflight = 0;
+        c->busy++;
+        pthread_mutex_unlock(&E.mu);
+        rfs_journal_track(probe);
+        pthread_mutex_lock(&E.mu);
+        c->busy--;
+        free(probe);
+    }
     if (rc == RFS_OK) {
         E.stats.bytes_sent += c->len;
         if (c->staged) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,40 +11,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abt/crc32c.h"
 #include "common/err.h"
 #include "common/fullio.h"
 
-/* Record layout:
- *   0 u32 magic  4 u8 version  5 u8 state  6 u16 name_len  8 u32 n_ext  12 u32 crc
- *  16 u64 seq   24 u64 data_len   32 name | n_ext * (u64 off, u64 len) | data
- * crc (CRC-32) covers bytes 16..31, name, extents and data; state is outside it because it
- * is flipped in place after delivery. */
+/* File header (RFS_JOURNAL_FILE_HDR = 128 bytes):
+ *   0 char[8] "RFSJRNL\n"  8 u32 format  12 u32 header size  16 i64 created (ns, realtime)
+ *  24 u32 writer pid  28 u32 CRC-32C of bytes 0..27 and 32..127  32 char[64] host  96 zero
+ *
+ * Record (J_HDR = 40 bytes, then name | n_ext * (u64 off, u64 len) | data):
+ *   0 u32 magic "RFSJ"  4 u8 kind  5 u8 state  6 u16 name_len  8 u32 n_ext
+ *  12 u32 body CRC (name, extents, data)  16 u64 seq (data) / ticket (version)
+ *  24 u64 data length  32 u32 head CRC (bytes 0..4 and 6..31)  36 u32 zero
+ * The head CRC makes the lengths trustworthy on their own: a record whose head is intact but
+ * which runs past the end of the file was cut short (torn tail), while a record whose head or
+ * body fails its CRC is corruption. The state byte is outside both CRCs because it is flipped
+ * in place after delivery. A version record's data is u64 size, i64 mtime_ns, u32 flags
+ * (1: known, 2: exists), u32 zero; its state is always "done". */
+static const char J_FILE_MAGIC[8] = {'R', 'F', 'S', 'J', 'R', 'N', 'L', '\n'};
 #define J_MAGIC 0x4A534652u /* "RFSJ" */
-#define J_VERSION 1u
-#define J_HDR 32u
+#define J_HDR 40u
 #define J_STATE_OFF 5u
-
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-static uint32_t crc_update(uint32_t crc, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    crc = ~crc;
-    while (n--)
-        crc = crc_table[(crc ^ *b++) & 0xFFu] ^ (crc >> 8);
-    return ~crc;
-}
+#define J_VERSION_DATA 24u
+/* No single staged write is near this; a larger claimed length is a damaged head. */
+#define J_MAX_DATA (1ull << 46)
 
 static int write_full(int fd, const void *buf, size_t len, uint64_t off)
 {
@@ -59,9 +50,253 @@ static int read_full(int fd, void *buf, size_t len, uint64_t off)
     return n >= 0 && (size_t)n == len ? 0 : -1;
 }
 
+/* ---- file header ---- */
+
+static uint32_t file_hdr_crc(const uint8_t *h)
+{
+    uint32_t c = rfs_crc32c(0, h, 28);
+    return rfs_crc32c(c, h + 32, RFS_JOURNAL_FILE_HDR - 32);
+}
+
+static int write_file_header(int fd)
+{
+    uint8_t h[RFS_JOURNAL_FILE_HDR];
+    memset(h, 0, sizeof h);
+    memcpy(h, J_FILE_MAGIC, 8);
+    uint32_t fmt = RFS_JOURNAL_FORMAT, hsz = RFS_JOURNAL_FILE_HDR, pid = (uint32_t)getpid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t created = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    memcpy(h + 8, &fmt, 4);
+    memcpy(h + 12, &hsz, 4);
+    memcpy(h + 16, &created, 8);
+    memcpy(h + 24, &pid, 4);
+    gethostname((char *)h + 32, 63);
+    uint32_t crc = file_hdr_crc(h);
+    memcpy(h + 28, &crc, 4);
+    return write_full(fd, h, sizeof h, 0);
+}
+
+int rfs_journal_check_header(int fd, rfs_journal_info *info)
+{
+    uint8_t h[RFS_JOURNAL_FILE_HDR];
+    ssize_t n = rfs_pread_full(fd, h, sizeof h, 0);
+    if (n < 0)
+        return rfs_fail(RFS_E_IO, "cannot read: %s", strerror(errno));
+    uint32_t magic1 = 0;
+    if (n >= 5)
+        memcpy(&magic1, h, 4);
+    if (n >= 5 && magic1 == J_MAGIC && h[4] == 1)
+        return rfs_fail(RFS_E_VERSION, "a journal of format 1 (written by rfs before 2026-11-25, "
+                        "no file header): recover it with that version of rfs");
+    if (n < 8 || memcmp(h, J_FILE_MAGIC, 8) != 0)
+        return rfs_fail(RFS_E_INVAL, "not an rfs journal (%s)", n == 0 ? "empty file" : "no journal header");
+    uint32_t fmt, hsz, crc;
+    memcpy(&fmt, h + 8, 4);
+    memcpy(&hsz, h + 12, 4);
+    if (n == (ssize_t)sizeof h && fmt > RFS_JOURNAL_FORMAT)
+        return rfs_fail(RFS_E_VERSION, "a journal of format %u, newer than this rfs reads (%u)",
+                        fmt, RFS_JOURNAL_FORMAT);
+    memcpy(&crc, h + 28, 4);
+    if (n != (ssize_t)sizeof h || hsz != RFS_JOURNAL_FILE_HDR || crc != file_hdr_crc(h))
+        return rfs_fail(RFS_E_INVAL, "not an rfs journal (its header is %s)",
+                        n != (ssize_t)sizeof h ? "cut short" : "damaged: checksum mismatch");
+    memset(info, 0, sizeof *info);
+    info->format = fmt;
+    memcpy(&info->created_ns, h + 16, 8);
+    memcpy(&info->pid, h + 24, 4);
+    memcpy(info->host, h + 32, 63);
+    return RFS_OK;
+}
+
+/* ---- record encoding ---- */
+
+static uint32_t head_crc(const uint8_t *hdr)
+{
+    uint32_t c = rfs_crc32c(0, hdr, J_STATE_OFF);
+    return rfs_crc32c(c, hdr + J_STATE_OFF + 1, 32 - J_STATE_OFF - 1);
+}
+
+/* Fills a record head (and writes name and extents after it) for body CRC body_crc. */
+static void put_head(uint8_t *hdr, unsigned kind, int done, const char *name, uint32_t n_ext,
+                     uint64_t seq, uint64_t len, uint32_t body_crc)
+{
+    uint32_t magic = J_MAGIC, zero = 0;
+    uint16_t nl = (uint16_t)strlen(name);
+    memcpy(hdr, &magic, 4);
+    hdr[4] = (uint8_t)kind;
+    hdr[J_STATE_OFF] = (uint8_t)(done != 0);
+    memcpy(hdr + 6, &nl, 2);
+    memcpy(hdr + 8, &n_ext, 4);
+    memcpy(hdr + 12, &body_crc, 4);
+    memcpy(hdr + 16, &seq, 8);
+    memcpy(hdr + 24, &len, 8);
+    uint32_t hc = head_crc(hdr);
+    memcpy(hdr + 32, &hc, 4);
+    memcpy(hdr + 36, &zero, 4);
+}
+
+/* A version record, encoded into out (J_HDR + name + J_VERSION_DATA bytes). */
+static size_t encode_version(uint8_t *out, const char *name, const rfs_journal_version *v)
+{
+    size_t nl = strlen(name);
+    uint8_t *d = out + J_HDR + nl;
+    uint32_t flags = (v->known ? 1u : 0u) | (v->exists ? 2u : 0u), zero = 0;
+    memcpy(out + J_HDR, name, nl);
+    memcpy(d, &v->size, 8);
+    memcpy(d + 8, &v->mtime_ns, 8);
+    memcpy(d + 16, &flags, 4);
+    memcpy(d + 20, &zero, 4);
+    uint32_t bc = rfs_crc32c(0, out + J_HDR, nl + J_VERSION_DATA);
+    put_head(out, RFS_JOURNAL_VERSION, 1, name, 0, v->ticket, J_VERSION_DATA, bc);
+    return J_HDR + nl + J_VERSION_DATA;
+}
+
+/* ---- the writer's table of target file versions ---- */
+
+typedef struct vt_entry {
+    char *name;
+    rfs_journal_version v;
+    uint64_t written_gen;   /* journal generation whose records include this name (0: none) */
+    int64_t asked_ns;       /* when it was last asked (CLOCK_MONOTONIC) */
+} vt_entry;
+
+static pthread_mutex_t vt_mu = PTHREAD_MUTEX_INITIALIZER;
+static vt_entry *vt;
+static size_t vt_n, vt_cap;
+static rfs_journal *vt_live;          /* the process's open journal (ABT has one) */
+static _Atomic uint64_t vt_ticket;
+static uint64_t vt_next_gen = 1;
+
+static int default_probe(const char *name, rfs_journal_version *v)
+{
+    return rfs_journal_probe_stat(name, NULL, v);
+}
+static rfs_journal_probe_fn vt_probe = default_probe;
+
+void rfs_journal_set_probe(rfs_journal_probe_fn fn)
+{
+    vt_probe = fn ? fn : default_probe;
+}
+
+int rfs_journal_probe_stat(const char *name, const rfs_options *opts, rfs_journal_version *v)
+{
+    rfs_options o;
+    if (opts)
+        o = *opts;
+    else {
+        /* A dead server must not hold a sender thread for the default 120 s. */
+        memset(&o, 0, sizeof o);
+        o.connect_timeout_ms = 5000;
+        o.io_timeout_ms = 10000;
+    }
+    rfs_stat_info st;
+    int rc = rfs_stat(name, &o, &st);
+    v->known = rc == RFS_OK || rc == RFS_E_NOENT;
+    v->exists = rc == RFS_OK;
+    v->size = rc == RFS_OK ? st.size : 0;
+    v->mtime_ns = rc == RFS_OK ? st.mtime_ns : 0;
+    return v->known ? RFS_OK : rc;
+}
+
+/* Called with vt_mu held. NULL when out of memory. */
+static vt_entry *vt_find(const char *name)
+{
+    for (size_t i = 0; i < vt_n; i++)
+        if (strcmp(vt[i].name, name) == 0)
+            return &vt[i];
+    if (vt_n == vt_cap) {
+        size_t cap = vt_cap ? vt_cap * 2 : 16;
+        vt_entry *nv = realloc(vt, sizeof *nv * cap);
+        if (!nv)
+            return NULL;
+        vt = nv;
+        vt_cap = cap;
+    }
+    char *nm = strdup(name);
+    if (!nm)
+        return NULL;
+    vt[vt_n] = (vt_entry){.name = nm};
+    return &vt[vt_n++];
+}
+
+/* Appends a version record at the journal's end; called with j->mu held, so it can neither
+ * interleave with a truncation nor leave a hole. */
+static int append_version_locked(rfs_journal *j, const char *name, const rfs_journal_version *v)
+{
+    uint8_t buf[J_HDR + RFS_JOURNAL_MAX_NAME + J_VERSION_DATA];
+    size_t n = encode_version(buf, name, v);
+    if (write_full(j->fd, buf, n, j->end) != 0)
+        return rfs_fail(rfs_err_from_errno(errno), "staging journal %s: write failed: %s", j->path,
+                        strerror(errno));
+    j->end += n;
+    return RFS_OK;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int rfs_journal_track_due(const char *name)
+{
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *e = vt_find(name);
+    int due = !e || mono_ns() - e->asked_ns >= RFS_JOURNAL_TRACK_INTERVAL_NS;
+    pthread_mutex_unlock(&vt_mu);
+    return due;
+}
+
+void rfs_journal_track(const char *name)
+{
+    if (strlen(name) > RFS_JOURNAL_MAX_NAME)
+        return;
+    rfs_journal_version v;
+    memset(&v, 0, sizeof v);
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *asked = vt_find(name);
+    if (asked)
+        asked->asked_ns = mono_ns();
+    pthread_mutex_unlock(&vt_mu);
+    v.ticket = atomic_fetch_add(&vt_ticket, 1) + 1;
+    if (vt_probe(name, &v) != RFS_OK)
+        return;
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *e = vt_find(name);
+    if (e && v.ticket > e->v.ticket) {
+        e->v = v;
+        rfs_journal *j = vt_live;
+        if (j) {
+            pthread_mutex_lock(&j->mu);
+            if (e->written_gen == j->gen)
+                append_version_locked(j, name, &v); /* failure: the older version stays */
+            pthread_mutex_unlock(&j->mu);
+        }
+    }
+    pthread_mutex_unlock(&vt_mu);
+}
+
+int rfs_journal_append_version_fd(int fd, const char *name, const rfs_journal_version *v)
+{
+    if (strlen(name) > RFS_JOURNAL_MAX_NAME)
+        return rfs_fail(RFS_E_TOOBIG, "journal: name too long");
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return rfs_fail(RFS_E_IO, "journal: fstat: %s", strerror(errno));
+    uint8_t buf[J_HDR + RFS_JOURNAL_MAX_NAME + J_VERSION_DATA];
+    size_t n = encode_version(buf, name, v);
+    if (write_full(fd, buf, n, (uint64_t)st.st_size) != 0 || fdatasync(fd) != 0)
+        return rfs_fail(rfs_err_from_errno(errno), "journal: cannot record the file version: %s",
+                        strerror(errno));
+    return RFS_OK;
+}
+
+/* ---- the writer's journal ---- */
+
 int rfs_journal_open(const char *dir, rfs_journal **out)
 {
-    pthread_once(&crc_once, crc_init);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return rfs_fail(rfs_err_from_errno(errno), "staging directory %s: %s", dir, strerror(errno));
     rfs_journal *j = calloc(1, sizeof *j);
@@ -73,20 +308,31 @@ int rfs_journal_open(const char *dir, rfs_journal **out)
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(j->path, sizeof j->path, "%s/rfs-abt-%s-%ld-%lx%s", dir, host, (long)getpid(),
              (unsigned long)(ts.tv_nsec ^ (long)(uintptr_t)j), RFS_JOURNAL_SUFFIX);
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    /* Made under a name recovery does not look at, locked, given its header, and only then
+     * renamed: recovery never sees a half-made journal, nor takes its lock before the writer. */
+    char tmp[sizeof j->path + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", j->path);
+    j->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (j->fd < 0) {
         int e = errno;
         free(j);
         return rfs_fail(rfs_err_from_errno(e), "staging journal in %s: %s", dir, strerror(e));
     }
-    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
+    int ok = flock(j->fd, LOCK_EX | LOCK_NB) == 0 && write_file_header(j->fd) == 0 &&
+             rename(tmp, j->path) == 0;
+    if (!ok) {
         int e = errno;
         close(j->fd);
-        unlink(j->path);
+        unlink(tmp);
         free(j);
-        return rfs_fail(RFS_E_IO, "staging journal in %s: cannot lock: %s", dir, strerror(e));
+        return rfs_fail(rfs_err_from_errno(e), "staging journal in %s: %s", dir, strerror(e));
     }
+    j->end = RFS_JOURNAL_FILE_HDR;
     pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_lock(&vt_mu);
+    j->gen = vt_next_gen++;
+    vt_live = j;
+    pthread_mutex_unlock(&vt_mu);
     *out = j;
     return RFS_OK;
 }
@@ -96,45 +342,56 @@ int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs
                        uint64_t *rec_off, uint64_t *data_off)
 {
     size_t name_len = strlen(name);
-    if (name_len > RFS_JOURNAL_MAX_NAME || n_ext > RFS_JOURNAL_MAX_EXT)
+    if (name_len == 0 || name_len > RFS_JOURNAL_MAX_NAME || n_ext > RFS_JOURNAL_MAX_EXT ||
+        len > J_MAX_DATA)
         return rfs_fail(RFS_E_TOOBIG, "staging journal: record too large");
     size_t meta = J_HDR + name_len + (size_t)n_ext * 16u;
     uint8_t *hdr = malloc(meta);
     if (!hdr)
         return rfs_fail(RFS_E_NOMEM, "out of memory staging %llu bytes", (unsigned long long)len);
-    uint32_t magic = J_MAGIC, n = n_ext;
-    uint16_t nl = (uint16_t)name_len;
-    memcpy(hdr, &magic, 4);
-    hdr[4] = J_VERSION;
-    hdr[J_STATE_OFF] = 0;
-    memcpy(hdr + 6, &nl, 2);
-    memcpy(hdr + 8, &n, 4);
-    memcpy(hdr + 16, &seq, 8);
-    memcpy(hdr + 24, &len, 8);
     memcpy(hdr + J_HDR, name, name_len);
     for (uint32_t i = 0; i < n_ext; i++) {
         memcpy(hdr + J_HDR + name_len + 16u * i, &ext[i].offset, 8);
         memcpy(hdr + J_HDR + name_len + 16u * i + 8, &ext[i].length, 8);
     }
-    uint32_t crc = crc_update(0, hdr + 16, meta - 16);
-    crc = crc_update(crc, data, len);
-    memcpy(hdr + 12, &crc, 4);
+    uint32_t bc = rfs_crc32c(0, hdr + J_HDR, meta - J_HDR);
+    bc = rfs_crc32c(bc, data, len);
+    put_head(hdr, RFS_JOURNAL_DATA, 0, name, n_ext, seq, len, bc);
 
+    /* The first record of a name in this journal (generation) is preceded by the version the
+     * writer last saw of it. Space is reserved and pending counted under j->mu, so a trim
+     * cannot truncate under a record being written. */
+    pthread_mutex_lock(&vt_mu);
+    vt_entry *e = vt_find(name);
     pthread_mutex_lock(&j->mu);
+    int rc = RFS_OK;
+    if (e && e->written_gen != j->gen) {
+        rc = append_version_locked(j, name, &e->v);
+        if (rc == RFS_OK)
+            e->written_gen = j->gen;
+    }
     uint64_t at = j->end;
-    j->end += meta + len;
-    j->pending++;
+    if (rc == RFS_OK) {
+        j->end += meta + len;
+        j->pending++;
+    }
     pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&vt_mu);
+    if (rc != RFS_OK) {
+        free(hdr);
+        return rc;
+    }
 
-    int rc = write_full(j->fd, hdr, meta, at);
-    if (rc == 0)
-        rc = write_full(j->fd, data, len, at + meta);
-    if (rc == 0 && sync)
-        rc = fdatasync(j->fd);
-    int e = errno;
+    int wr = write_full(j->fd, hdr, meta, at);
+    if (wr == 0)
+        wr = write_full(j->fd, data, len, at + meta);
+    if (wr == 0 && sync)
+        wr = fdatasync(j->fd);
+    int err = errno;
     free(hdr);
-    if (rc != 0)
-        return rfs_fail(rfs_err_from_errno(e), "staging journal %s: write failed: %s", j->path, strerror(e));
+    if (wr != 0)
+        return rfs_fail(rfs_err_from_errno(err), "staging journal %s: write failed: %s", j->path,
+                        strerror(err));
     *rec_off = at;
     *data_off = at + meta;
     return RFS_OK;
@@ -166,16 +423,24 @@ int rfs_journal_mark_done(rfs_journal *j, uint64_t rec_off)
 
 void rfs_journal_trim(rfs_journal *j)
 {
+    pthread_mutex_lock(&vt_mu);
     pthread_mutex_lock(&j->mu);
-    if (j->pending == 0 && j->end > 0) {
-        if (ftruncate(j->fd, 0) == 0)
-            j->end = 0;
+    if (j->pending == 0 && j->end > RFS_JOURNAL_FILE_HDR) {
+        if (ftruncate(j->fd, RFS_JOURNAL_FILE_HDR) == 0) {
+            j->end = RFS_JOURNAL_FILE_HDR;
+            j->gen = vt_next_gen++; /* the version records went too */
+        }
     }
     pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&vt_mu);
 }
 
 int rfs_journal_close(rfs_journal *j)
 {
+    pthread_mutex_lock(&vt_mu);
+    if (vt_live == j)
+        vt_live = NULL;
+    pthread_mutex_unlock(&vt_mu);
     int keep = j->pending > 0;
     if (!keep)
         unlink(j->path);
@@ -185,53 +450,132 @@ int rfs_journal_close(rfs_journal *j)
     return keep;
 }
 
-/* Parses the record at off: 0 and *next on success (fn called), 1 if torn/corrupt, or fn's
- * non-zero value / a negative rfs_err. */
-static int parse_one(int fd, uint64_t size, uint64_t off, rfs_journal_rec_fn fn, void *ctx,
-                     uint64_t *next)
-{
+/* ---- reading ---- */
+
+typedef struct parsed {
     uint8_t hdr[J_HDR];
-    if (off >= size || size - off < J_HDR || read_full(fd, hdr, J_HDR, off) != 0)
-        return 1;
-    uint32_t magic, n_ext, crc;
+    unsigned kind;
+    int done;
     uint16_t nl;
-    uint64_t seq, len;
-    memcpy(&magic, hdr, 4);
-    memcpy(&nl, hdr + 6, 2);
-    memcpy(&n_ext, hdr + 8, 4);
-    memcpy(&crc, hdr + 12, 4);
-    memcpy(&seq, hdr + 16, 8);
-    memcpy(&len, hdr + 24, 8);
-    uint64_t meta = J_HDR + (uint64_t)nl + (uint64_t)n_ext * 16u;
-    if (magic != J_MAGIC || hdr[4] != J_VERSION || nl == 0 || nl > RFS_JOURNAL_MAX_NAME ||
-        n_ext > RFS_JOURNAL_MAX_EXT || meta > size - off || len > size - off - meta)
-        return 1;
-    uint8_t *rec = malloc(meta - J_HDR + len + 1);
-    if (!rec)
-        return rfs_fail(RFS_E_NOMEM, "journal: record of %llu bytes", (unsigned long long)len);
-    if (read_full(fd, rec, meta - J_HDR + len, off + J_HDR) != 0) {
-        free(rec);
-        return 1;
+    uint32_t n_ext, body_crc;
+    uint64_t seq, len, meta, total;
+} parsed;
+
+enum { P_OK = 0, P_TORN = 1, P_CORRUPT = 2 };
+
+static int corrupt(rfs_journal_end *end, const char *why)
+{
+    end->kind = RFS_JOURNAL_CORRUPT;
+    snprintf(end->why, sizeof end->why, "%s", why);
+    return P_CORRUPT;
+}
+
+/* Reads and checks the head of the record at off (avail bytes to the end of the file). */
+static int parse_head(int fd, uint64_t off, uint64_t avail, parsed *p, rfs_journal_end *end)
+{
+    size_t n = avail < J_HDR ? (size_t)avail : J_HDR;
+    if (read_full(fd, p->hdr, n, off) != 0)
+        return corrupt(end, "unreadable");
+    uint32_t magic = J_MAGIC;
+    if (n < J_HDR) {
+        /* Cut inside the head: torn if what is there starts like a record. */
+        if (memcmp(p->hdr, &magic, n < 4 ? n : 4) != 0)
+            return corrupt(end, "bad record magic");
+        end->kind = RFS_JOURNAL_TORN;
+        end->present = n;
+        end->want = 0;
+        return P_TORN;
     }
-    uint32_t c = crc_update(0, hdr + 16, 16);
-    c = crc_update(c, rec, meta - J_HDR + len);
-    char *name = c == crc ? malloc((size_t)nl + 1) : NULL;
-    rfs_extent *ext = name ? malloc(sizeof *ext * (n_ext ? n_ext : 1)) : NULL;
-    if (!ext) {
-        free(rec), free(name);
-        return c == crc ? rfs_fail(RFS_E_NOMEM, "journal: out of memory") : 1;
+    uint32_t hc;
+    memcpy(&hc, p->hdr + 32, 4);
+    int zero = 1;
+    for (size_t i = 0; i < J_HDR && zero; i++)
+        zero = p->hdr[i] == 0;
+    if (zero)
+        return corrupt(end, "record head is all zeros (never written)");
+    if (memcmp(p->hdr, &magic, 4) != 0)
+        return corrupt(end, "bad record magic");
+    if (hc != head_crc(p->hdr))
+        return corrupt(end, "record head fails its checksum");
+    p->kind = p->hdr[4];
+    p->done = p->hdr[J_STATE_OFF] != 0;
+    memcpy(&p->nl, p->hdr + 6, 2);
+    memcpy(&p->n_ext, p->hdr + 8, 4);
+    memcpy(&p->body_crc, p->hdr + 12, 4);
+    memcpy(&p->seq, p->hdr + 16, 8);
+    memcpy(&p->len, p->hdr + 24, 8);
+    if ((p->kind != RFS_JOURNAL_DATA && p->kind != RFS_JOURNAL_VERSION) || p->nl == 0 ||
+        p->nl > RFS_JOURNAL_MAX_NAME || p->n_ext > RFS_JOURNAL_MAX_EXT || p->len > J_MAX_DATA ||
+        (p->kind == RFS_JOURNAL_VERSION && (p->len != J_VERSION_DATA || p->n_ext != 0)))
+        return corrupt(end, "record head has impossible fields");
+    p->meta = J_HDR + (uint64_t)p->nl + (uint64_t)p->n_ext * 16u;
+    p->total = p->meta + p->len;
+    if (p->total > avail) {
+        /* The head is intact, so the length is true: the record was cut short. */
+        end->kind = RFS_JOURNAL_TORN;
+        end->present = avail;
+        end->want = p->total;
+        return P_TORN;
     }
-    memcpy(name, rec, nl);
-    name[nl] = '\0';
-    for (uint32_t i = 0; i < n_ext; i++) {
-        memcpy(&ext[i].offset, rec + nl + 16u * i, 8);
-        memcpy(&ext[i].length, rec + nl + 16u * i + 8, 8);
+    return P_OK;
+}
+
+static void decode_version(const uint8_t *d, rfs_journal_version *v, uint64_t ticket)
+{
+    uint32_t flags;
+    memcpy(&v->size, d, 8);
+    memcpy(&v->mtime_ns, d + 8, 8);
+    memcpy(&flags, d + 16, 4);
+    v->known = (flags & 1u) != 0;
+    v->exists = (flags & 2u) != 0;
+    v->ticket = ticket;
+}
+
+/* Reads, verifies and hands over the body of a record whose head parse_head accepted.
+ * Returns P_CORRUPT, fn's value, or a negative rfs_err. */
+static int parse_body(int fd, uint64_t off, const parsed *p, int meta_only, rfs_journal_rec *r,
+                      rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end)
+{
+    if (meta_only && p->kind == RFS_JOURNAL_DATA)
+        return 0;  /* a quick look wants only the versions */
+    uint8_t *body = malloc(p->total - J_HDR + 1);
+    char *name = malloc((size_t)p->nl + 1);
+    rfs_extent *ext = malloc(sizeof *ext * (p->n_ext ? p->n_ext : 1));
+    if (!body || !name || !ext) {
+        free(body), free(name), free(ext);
+        return rfs_fail(RFS_E_NOMEM, "journal: out of memory for a record of %llu bytes",
+                        (unsigned long long)p->len);
     }
-    rfs_journal_rec r = {.rec_off = off, .seq = seq, .len = len, .done = hdr[J_STATE_OFF] != 0,
-                         .name = name, .ext = ext, .n_ext = n_ext, .data = rec + meta - J_HDR};
-    int rc = fn(ctx, &r);
-    free(rec), free(name), free(ext);
-    *next = off + meta + len;
+    int rc;
+    if (read_full(fd, body, p->total - J_HDR, off + J_HDR) != 0)
+        rc = corrupt(end, "unreadable");
+    else if (rfs_crc32c(0, body, p->total - J_HDR) != p->body_crc) {
+        rc = corrupt(end, "record data fails its checksum");
+        end->next_off = off + p->total;
+        memcpy(name, body, p->nl);
+        name[p->nl] = '\0';
+        snprintf(end->name, sizeof end->name, "%s", name);
+        end->claimed_len = p->kind == RFS_JOURNAL_DATA ? p->len : 0;
+    } else {
+        memcpy(name, body, p->nl);
+        name[p->nl] = '\0';
+        for (uint32_t i = 0; i < p->n_ext; i++) {
+            memcpy(&ext[i].offset, body + p->nl + 16u * i, 8);
+            memcpy(&ext[i].length, body + p->nl + 16u * i + 8, 8);
+        }
+        r->kind = p->kind;
+        r->seq = p->seq;
+        r->len = p->len;
+        r->done = p->done;
+        r->name = name;
+        r->ext = ext;
+        r->n_ext = p->n_ext;
+        r->data = body + p->meta - J_HDR;
+        if (p->kind == RFS_JOURNAL_VERSION)
+            decode_version(body + p->nl, &r->version, p->seq);
+        rc = fn(ctx, r);
+    }
+    free(body), free(name), free(ext);
     return rc;
 }
 
@@ -244,29 +588,55 @@ static int file_size(int fd, uint64_t *size)
     return RFS_OK;
 }
 
-int rfs_journal_scan(int fd, rfs_journal_rec_fn fn, void *ctx, int *torn)
+int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx,
+                     rfs_journal_end *end)
 {
-    pthread_once(&crc_once, crc_init);
-    *torn = 0;
-    uint64_t size = 0, off = 0;
+    return rfs_journal_scan_from(fd, RFS_JOURNAL_FILE_HDR, 1, meta_only, fn, ctx, end);
+}
+
+int rfs_journal_scan_from(int fd, uint64_t off, uint64_t first_index, int meta_only,
+                          rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end)
+{
+    memset(end, 0, sizeof *end);
+    uint64_t size = 0, index = first_index - 1;
     int rc = file_size(fd, &size);
     while (rc == RFS_OK && off < size) {
-        rc = parse_one(fd, size, off, fn, ctx, &off);
-        if (rc == 1) {
-            *torn = 1;
+        index++;
+        parsed p;
+        rfs_journal_rec r = {.rec_off = off, .index = index};
+        rc = parse_head(fd, off, size - off, &p, end);
+        if (rc == P_OK) {
+            r.rec_len = p.total;
+            rc = parse_body(fd, off, &p, meta_only, &r, fn, ctx, end);
+        }
+        if (rc == P_TORN || rc == P_CORRUPT) {
+            end->index = index;
+            end->off = off;
+            end->bytes_after = size - off;
             return RFS_OK;
         }
+        off += p.total;
     }
     return rc;
 }
 
 int rfs_journal_read_at(int fd, uint64_t rec_off, rfs_journal_rec_fn fn, void *ctx)
 {
-    pthread_once(&crc_once, crc_init);
-    uint64_t size = 0, next;
+    uint64_t size = 0;
     int rc = file_size(fd, &size);
-    if (rc == RFS_OK)
-        rc = parse_one(fd, size, rec_off, fn, ctx, &next);
-    return rc == 1 ? rfs_fail(RFS_E_IO, "journal: record at %llu is corrupt",
-                              (unsigned long long)rec_off) : rc;
+    if (rc != RFS_OK)
+        return rc;
+    rfs_journal_end end;
+    memset(&end, 0, sizeof end);
+    parsed p;
+    rfs_journal_rec r = {.rec_off = rec_off};
+    rc = rec_off < size ? parse_head(fd, rec_off, size - rec_off, &p, &end) : P_TORN;
+    if (rc == P_OK) {
+        r.rec_len = p.total;
+        rc = parse_body(fd, rec_off, &p, 0, &r, fn, ctx, &end);
+    }
+    if (rc == P_TORN || rc == P_CORRUPT)
+        return rfs_fail(RFS_E_IO, "journal: record at offset %llu changed since it was verified",
+                        (unsigned long long)rec_off);
+    return rc;
 }

@@ -20,6 +20,7 @@
 #define CLI_OPT_COUNT 0x02u
 #define CLI_OPT_PARENTS 0x04u
 #define CLI_OPT_PROGRESS 0x08u /* --no-progress */
+#define CLI_OPT_RECOVER 0x10u  /* recover: --to SERVER, --force */
 /* --token-file, --quiet, --timeout and --help are accepted by every command. */
 
 #define CLI_MAX_ARGS 4
@@ -33,6 +34,8 @@ typedef struct cli_opts {
     int no_progress;
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
+    const char *to;         /* recover --to rfs:HOST:PORT */
+    int force;              /* recover --force */
     int nargs;
     const char *args[CLI_MAX_ARGS];
 } cli_opts;

@@ -96,6 +96,12 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
                 return cli_usage(cn, "--count needs a number from 1 to 1000000, got '%s'", v);
         } else if ((cmd->accepts & CLI_OPT_PARENTS) && (strcmp(a, "-p") == 0 || strcmp(a, "--parents") == 0)) {
             o->parents = 1;
+        } else if ((cmd->accepts & CLI_OPT_RECOVER) && matches(a, "--to")) {
+            if (!(v = option_value(cn, "--to", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            o->to = v;
+        } else if ((cmd->accepts & CLI_OPT_RECOVER) && strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else {
             return cli_usage(cn, "unknown option '%s' (run 'rfs %s --help')", a, cn);
         }

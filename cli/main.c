@@ -28,10 +28,15 @@ static const cli_command commands[] = {
     {"ping", cli_cmd_ping, 1, 1, CLI_OPT_COUNT, "URL [--count N]",
      "measure round trips to a server", NULL,
      "  -c, --count N      number of round trips (default 4)\n"},
-    {"recover", cli_cmd_recover, 1, 1, 0, "STAGING_DIR",
+    {"recover", cli_cmd_recover, 1, 1, CLI_OPT_RECOVER, "STAGING_DIR",
      "deliver writes that active buffering staged but never sent",
      "  Replays, in their original order, the writes kept in the staging journals of\n"
-     "  STAGING_DIR that no running process holds, then removes the journals.\n", NULL},
+     "  STAGING_DIR that no running process holds, then removes the journals.\n"
+     "  Every record is checksummed: replay stops at the first bad one and the journal\n"
+     "  is kept as *.rfsj.corrupt. Files that are not journals are left alone. A file\n"
+     "  changed on the server since the writer's last delivery is not overwritten.\n",
+     "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
+     "  --force            replay even onto files changed since the writer's last delivery\n"},
     /* run: no cli_ctx, its arguments are the launcher's (main hands them over untouched) */
     {"run", NULL, 0, 0, 0, "[--] LAUNCHER ARGS",
      "run an MPI launcher with the right librfs-mpiio.so preloaded", NULL, NULL},

@@ -3,7 +3,9 @@
  *     Opens NAME through ABT (buffer 256 KiB, memory cap CAP_BYTES), writes SIZE_BYTES of a
  *     seeded pattern in 100 000-byte writes, syncs, closes, finalizes. With --wait it prints
  *     "opened" after the open and waits for a line on stdin before writing (the test kills the
- *     server in between). Prints "sync=CODE close=CODE finalize=CODE" and the last message.
+ *     server in between). With --split instead it writes the first half, syncs, prints
+ *     "synced=CODE" and waits for a line before writing the rest (the server dies in between,
+ *     after a delivery). Prints "sync=CODE close=CODE finalize=CODE" and the last message.
  *   abt_remote recover STAGING_DIR
  *     Replays the journals left in STAGING_DIR; prints "records=N bytes=M". */
 #include <stdio.h>
@@ -33,6 +35,7 @@ static int do_write(int argc, char **argv)
     uint64_t size = strtoull(argv[5], NULL, 10);
     unsigned seed = (unsigned)atoi(argv[6]);
     int wait = argc > 7 && strcmp(argv[7], "--wait") == 0;
+    int split = argc > 7 && strcmp(argv[7], "--split") == 0;
 
     rfs_io *remote, *io;
     int rc = rfs_io_open_remote(name, RFS_O_RDWR | RFS_O_CREAT, 0644, NULL, &remote);
@@ -53,6 +56,15 @@ static int do_write(int argc, char **argv)
     }
     unsigned char *buf = malloc(100000);
     for (uint64_t off = 0; off < size; off += 100000) {
+        if (split && off == (size / 2 / 100000) * 100000) {
+            /* First half delivered (sync), then the test kills the server. */
+            int s1 = io->ops->sync(io);
+            printf("synced=%d\n", s1);
+            fflush(stdout);
+            char line[16];
+            if (!fgets(line, sizeof line, stdin))
+                return 1;
+        }
         size_t n = size - off < 100000 ? (size_t)(size - off) : 100000;
         pattern(buf, n, off, seed);
         if ((rc = io->ops->pwrite(io, buf, n, off, NULL)) != RFS_OK) {
@@ -82,10 +94,10 @@ static int do_recover(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
-    uint64_t records = 0, bytes = 0;
-    int rc = rfs_abt_recover(argv[2], NULL, NULL, NULL, &records, &bytes);
-    printf("recover=%d records=%llu bytes=%llu %s\n", rc, (unsigned long long)records,
-           (unsigned long long)bytes, rc ? rfs_last_error() : "");
+    rfs_abt_recover_result res;
+    int rc = rfs_abt_recover(argv[2], NULL, &res);
+    printf("recover=%d records=%llu bytes=%llu %s\n", rc, (unsigned long long)res.records,
+           (unsigned long long)res.bytes, rc ? rfs_last_error() : "");
     return rc == RFS_OK ? 0 : 1;
 }
 
