@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,12 @@
 #include "pool.h"
 #include "server.h"
 #include "transport/transport.h"
+#include "view.h"
 
 static int signal_pipe[2] = {-1, -1};
+/* Set by the acceptor when a signal arrives: long per-request work (datatype flattening, view
+ * mapping) polls it and gives up, so shutdown takes a bounded time (docs/security.md). */
+static atomic_int stop_flag;
 
 /* Only an async-signal-safe write: the acceptor loop does the work. */
 static void on_signal(int sig)
@@ -81,6 +86,7 @@ static void accept_loop(rfsd_server *srv, int lfd)
             unsigned char sig = 0;
             if (read(signal_pipe[0], &sig, 1) == 1)
                 RFS_LOGI("signal %d: shutting down", sig);
+            atomic_store(&stop_flag, 1);
             return;
         }
         rfsd_conn_reap(srv);
@@ -185,6 +191,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rfsd_lock_set_max_waiters(srv.cfg.threads - 1);
+    rfsd_views_set_cancel(&stop_flag);
 
     RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %s", srv.cfg.root,
              srv.cfg.threads, srv.cfg.max_frame,

@@ -13,6 +13,8 @@ int rfsd_views_built(void)
     return 1;
 }
 
+void rfsd_views_set_cancel(const atomic_int *flag) { rfs_dt_set_cancel(flag); }
+
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
 {
     /* The old view goes first: after a failed SET_VIEW the slot is unset, so a VIEW_READ or
@@ -28,8 +30,11 @@ int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, c
     }
     rc = rfs_dt_flatten(t, &f);
     rfs_dt_free(t);
-    if (rc)
-        return rfs_fail(rc, "%s: cannot flatten file view datatype", shown);
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rfs_last_error());
+        return rfs_fail(rc, "%s: cannot flatten file view datatype: %s", shown, why);
+    }
     if (!f->monotonic || f->size <= 0 || f->extent <= 0) {
         rfs_flat_free(f);
         return rfs_fail(RFS_E_INVAL, "%s: a filetype needs data, a positive extent and "
@@ -112,6 +117,8 @@ int rfsd_views_built(void)
 {
     return 0;
 }
+
+void rfsd_views_set_cancel(const atomic_int *flag) { (void)flag; }
 
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
 {

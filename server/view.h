@@ -4,6 +4,7 @@
 #ifndef RFSD_VIEW_H
 #define RFSD_VIEW_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,9 @@ int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, 
 int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
                     size_t len);
 void rfsd_view_clear(rfsd_view *v);
+/* Long view work (flattening, mapping) stops with RFS_E_BUSY once *flag is non-zero: rfsd
+ * points it at its shutdown flag so SIGTERM is not held up by a hostile datatype. */
+void rfsd_views_set_cancel(const atomic_int *flag);
 /* 1 if this build serves views (announced in the HELLO reply's features). */
 int rfsd_views_built(void);
 

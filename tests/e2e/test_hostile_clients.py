@@ -1,0 +1,129 @@
+"""Hostile authenticated clients (issue #21, docs/security.md "Hostile authenticated clients").
+
+Each test runs one attack with a raw protocol client (rfswire.py: well-formed frames, the real
+token) against a real rfsd and checks that the server answers the attacker with the documented
+error, and that an honest client (the real `rfs` binary) is served within a bound meanwhile.
+No test sleeps to wait for something: bounds are timeouts on conditions."""
+import os
+import signal
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import binary
+from rfswire import (E, O_CREAT, O_RDWR, b_lock, b_set_view, b_view_read, b_view_write,
+                     session)
+
+HONEST_BOUND_S = 20  # an honest put/get must finish within this while attackers run
+
+
+def rfs(srv, *args, timeout=HONEST_BOUND_S, env=None):
+    return subprocess.run([binary("rfs"), *map(str, args)], capture_output=True, text=True,
+                          env=env or srv.env(), timeout=timeout)
+
+
+def honest_roundtrip(srv, tmp_path, name="honest.bin", size=1 << 20):
+    """`rfs put` then `rfs get` of a fresh file, each within HONEST_BOUND_S; data checked."""
+    src, dst = tmp_path / (name + ".src"), tmp_path / (name + ".dst")
+    data = os.urandom(size)
+    src.write_bytes(data)
+    t0 = time.monotonic()
+    res = rfs(srv, "put", src, srv.url("/" + name))
+    assert res.returncode == 0, res.stderr
+    res = rfs(srv, "get", srv.url("/" + name), dst)
+    assert res.returncode == 0, res.stderr
+    assert dst.read_bytes() == data
+    return time.monotonic() - t0
+
+
+# ---- datatype encodings (docs/datatypes.md), built here from the document ----
+NAMED, CONTIGUOUS, VECTOR, HVECTOR, STRUCT = 1, 3, 4, 5, 10
+
+
+def dt(tree):
+    return b"RFDT" + bytes([1, 0, 0, 0]) + struct.pack("<Q", 16 + len(tree)) + tree
+
+
+def dt_byte():
+    return bytes([NAMED]) + struct.pack("<qqqIqq", 1, 0, 1, 1, 0, 1)
+
+
+def dt_vector(kind, count, bl, stride, kid):
+    return bytes([kind]) + struct.pack("<qqq", count, bl, stride) + kid
+
+
+def dt_struct(bls, disps, kids):
+    return (bytes([STRUCT]) + struct.pack("<q", len(bls)) + struct.pack(f"<{len(bls)}q", *bls)
+            + struct.pack(f"<{len(disps)}q", *disps) + b"".join(kids))
+
+
+def issue_attack_type(children=256):
+    """The issue's filetype: STRUCT of 256 zero-blocklength VECTOR(2^24, 1, 2) children of
+    bytes (16 Mi runs each if expanded) plus one real byte at displacement 7."""
+    empty = dt_vector(VECTOR, 1 << 24, 1, 2, dt_byte())
+    return dt(dt_struct([0] * children + [1], [0] * children + [7],
+                        [empty] * children + [dt_byte()]))
+
+
+def open_file(c, path):
+    return c.open(path, O_RDWR | O_CREAT)
+
+
+# ---- item 1: bounded work per request ----
+
+def test_struct_of_empty_children_answered_quickly_and_correctly(rfsd, tmp_path):
+    """16 connections each set the issue's view (once it held 16 workers for minutes): every
+    SET_VIEW is answered, the views are right, and an honest put/get is served meanwhile."""
+    enc = issue_attack_type()
+    conns, ids = [], []
+    for i in range(16):
+        c = session(rfsd, timeout=30)
+        fh = open_file(c, f"/attack{i}")
+        ids.append((c.send("SET_VIEW", b_set_view(fh, 0, 0, enc)), fh))
+        conns.append(c)
+    honest_roundtrip(rfsd, tmp_path)
+    for c, (rid, fh) in zip(conns, ids):
+        rep = c.recv()
+        assert rep.req_id == rid and rep.status == 0, rep.error()
+        # a one-byte filetype at displacement 7 with extent 1: stream bytes land at 7, 8, 9
+        assert c.call("VIEW_WRITE", b_view_write(fh, 0, 0, b"abc")).u64() == 3
+        assert c.call("VIEW_READ", b_view_read(fh, 0, 1, 2)).check().body == b"bc"
+        assert c.pread(fh, 0, 10) == b"\0" * 7 + b"abc"
+        c.close()
+
+
+def test_sigterm_under_flatten_attack(rfsd_factory, tmp_path):
+    """Attackers keep every worker flattening fragmented (valid) views; SIGTERM still stops rfsd
+    within a bound, because flattening polls the shutdown flag."""
+    srv = rfsd_factory()
+    frag = dt(dt_vector(HVECTOR, 1 << 19, 1, 2, dt_byte()))  # 512 Ki runs, ~12 MiB flattened
+    conns = []
+    for i in range(8):
+        c = session(srv, timeout=30)
+        fh = open_file(c, f"/f{i}")
+        for _ in range(32):
+            c.send("SET_VIEW", b_set_view(fh, 0, 0, frag))
+        conns.append(c)
+    # the server is busy: the first reply of each attacker proves its requests are being run
+    for c in conns:
+        assert c.recv().status in (0, E["BUSY"])
+    t0 = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    rc = srv.proc.wait(timeout=10)
+    took = time.monotonic() - t0
+    assert rc == 0, srv.proc.stderr.read()[-2000:]
+    assert took < 10
+    for c in conns:
+        c.close()
+
+
+def test_flatten_over_run_limit_is_toobig(rfsd):
+    """A type past the run limit is refused with TOOBIG naming the limit, quickly."""
+    with session(rfsd) as c:
+        fh = open_file(c, "/big")
+        enc = dt(dt_vector(HVECTOR, 1 << 40, 1, 2, dt_byte()))
+        rep = c.call("SET_VIEW", b_set_view(fh, 0, 0, enc))
+        assert rep.status == E["TOOBIG"], rep.error()
+        assert "runs" in rep.error().msg and "limit" in rep.error().msg
