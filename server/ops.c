@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "guard.h"
 
 int rfsd_op_is_barrier(uint16_t op)
 {
@@ -134,7 +135,8 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         return rc;
     int fd;
     struct stat st;
-    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, q->u.open.mode, &fd, &st)))
+    uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.open.mode, 0);
+    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, mode, &fd, &st)))
         return rc;
     rfsd_handle *h = calloc(1, sizeof *h);
     char *path = strdup(p.shown);
@@ -334,11 +336,13 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_GET_SIZE:
         return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
     case RFS_OP_SET_SIZE:
-        if ((rc = can_write(h)))
+        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
+                                                         q->u.size.size)))
             return rc;
         return rfsd_be_set_size(h->fd, h->path, q->u.size.size);
     case RFS_OP_PREALLOCATE:
-        if ((rc = can_write(h)))
+        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
+                                                         q->u.size.size)))
             return rc;
         return rfsd_be_preallocate(h->fd, h->path, q->u.size.size);
     case RFS_OP_COUNTER: {
@@ -433,7 +437,7 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
     case RFS_OP_MKDIR:
         if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
             return rc;
-        return rfsd_be_mkdir(root, &p, q->u.mkdir.mode);
+        return rfsd_be_mkdir(root, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
     }

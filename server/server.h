@@ -13,7 +13,9 @@
 #define RFSD_MAX_CONNS 1024u            /* accepted connections beyond this are closed at once */
 #define RFSD_CONN_MAX_INFLIGHT 64u      /* requests read but not yet answered, per connection */
 #define RFSD_CONN_MAX_INFLIGHT_BYTES (64u * 1024u * 1024u)
-#define RFSD_MAX_HANDLES 4096u          /* open files per connection */
+#define RFSD_MAX_HANDLES 4096u          /* open files per connection (table size; --max-handles) */
+#define RFSD_DEFAULT_LOCKS_PER_CONN 4096u  /* byte-range locks per connection (--max-locks) */
+#define RFSD_DEFAULT_VIEW_BYTES (256ull << 20) /* decoded views per connection (--max-view-bytes) */
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
@@ -27,6 +29,11 @@ typedef struct rfsd_config {
     uint32_t max_frame;
     int log_level;
     const char *tcp_congestion;         /* NULL: the system's default */
+    int allow_setid;                    /* keep set-uid/set-gid/sticky in client modes */
+    uint64_t reserve_bytes;             /* free space PREALLOCATE/SET_SIZE must leave; 0: off */
+    unsigned max_handles;               /* open files per connection */
+    unsigned max_locks;                 /* byte-range locks held per connection */
+    uint64_t max_view_bytes;            /* decoded file views per connection */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import binary
-from rfswire import (E, O_CREAT, O_RDWR, b_lock, b_set_view, b_view_read, b_view_write,
-                     session)
+from rfswire import (E, O_CREAT, O_RDWR, b_lock, b_mkdir, b_set_view, b_size, b_view_read,
+                     b_view_write, session)
 
 HONEST_BOUND_S = 20  # an honest put/get must finish within this while attackers run
 
@@ -127,3 +127,40 @@ def test_flatten_over_run_limit_is_toobig(rfsd):
         rep = c.call("SET_VIEW", b_set_view(fh, 0, 0, enc))
         assert rep.status == E["TOOBIG"], rep.error()
         assert "runs" in rep.error().msg and "limit" in rep.error().msg
+
+
+# ---- item 4: host safety ----
+
+def test_setid_bits_cleared_on_disk(rfsd):
+    with session(rfsd) as c:
+        for name, mode in (("suid", 0o4755), ("sgid", 0o2755), ("sticky", 0o1755)):
+            c.close_fh(c.open("/" + name, O_RDWR | O_CREAT, mode))
+            got = os.stat(rfsd.root / name).st_mode & 0o7777
+            assert got & 0o7000 == 0, (name, oct(got))
+        c.call("MKDIR", b_mkdir("/d", 0o6755)).check()
+        got = os.stat(rfsd.root / "d").st_mode & 0o7777
+        assert got & 0o6000 == 0, oct(got)
+
+
+def test_allow_setid_keeps_them(rfsd_factory):
+    srv = rfsd_factory(extra=["--allow-setid"])
+    with session(srv) as c:
+        c.close_fh(c.open("/suid", O_RDWR | O_CREAT, 0o4755))
+        assert os.stat(srv.root / "suid").st_mode & 0o4000
+
+
+def test_reserve_refuses_growth_with_dquot(rfsd_factory, tmp_path):
+    """A reserve larger than the disk: PREALLOCATE and SET_SIZE growth get DQUOT naming the
+    reserve; shrinking still works and an honest put/get is unaffected."""
+    reserve = 1 << 62
+    srv = rfsd_factory(extra=["--reserve-bytes", str(reserve)])
+    with session(srv) as c:
+        fh = c.open("/f", O_RDWR | O_CREAT)
+        c.pwrite(fh, 0, b"x" * 4096)
+        for op in ("PREALLOCATE", "SET_SIZE"):
+            rep = c.call(op, b_size(fh, 1 << 40))
+            assert rep.status == E["DQUOT"], (op, rep.status)
+            assert f"reserve of {reserve} bytes" in rep.error().msg
+        c.call("SET_SIZE", b_size(fh, 10)).check()
+        assert os.stat(srv.root / "f").st_size == 10
+    honest_roundtrip(srv, tmp_path)
