@@ -32,6 +32,10 @@ static const cli_command commands[] = {
      "deliver writes that active buffering staged but never sent",
      "  Replays, in their original order, the writes kept in the staging journals of\n"
      "  STAGING_DIR that no running process holds, then removes the journals.\n", NULL},
+    {"token", cli_cmd_token, 0, 0, 0, "",
+     "print a fresh authentication token (32 random bytes in hex)",
+     "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
+     "    rfs token > secret && chmod 600 secret\n", NULL},
     /* run: no cli_ctx, its arguments are the launcher's (main hands them over untouched) */
     {"run", NULL, 0, 0, 0, "[--] LAUNCHER ARGS",
      "run an MPI launcher with the right librfs-mpiio.so preloaded", NULL, NULL},

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "authlimit.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -409,6 +410,14 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "HELLO sent twice"));
         return 0;
     }
+    /* an address in its failed-AUTH backoff is told so and dropped, before any HMAC work */
+    uint64_t wait = c->srv->cfg.no_auth ? 0 : rfsd_authlimit_wait_ms(c->peer);
+    if (wait) {
+        rfsd_conn_send_error(c, req->op, req->id,
+                             rfs_fail(RFS_E_AUTH, "too many failed authentications from this "
+                                      "address: retry in %llu ms", (unsigned long long)wait));
+        return -1;
+    }
     rfs_rep rep = {.op = RFS_OP_HELLO, .id = req->id};
     int rc = rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version,
                               req->u.hello.max_frame, c->srv->cfg.max_frame,
@@ -446,7 +455,10 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         want);
     if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
-        RFS_LOGW("%s: authentication failed (wrong token)", c->peer);
+        unsigned n;
+        uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
+        RFS_LOGW("%s: authentication failed (wrong token); failure %u from this address, "
+                 "its next attempt in %llu ms", c->peer, n, (unsigned long long)ms);
         rfsd_conn_send_error(c, req->op, req->id,
                              rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
                                                   "not match the server's"));
@@ -457,6 +469,7 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
                         rep.u.auth.server_mac);
     s->state = ST_READY;
     c->max_frame = s->negotiated;
+    rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
     RFS_LOGD("%s: authenticated", c->peer);
     return 0;

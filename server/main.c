@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "authlimit.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -163,6 +164,15 @@ int main(int argc, char **argv)
             return 2;
         }
         srv.secret_len = strlen(srv.secret);
+        /* A short token can be guessed offline from one recorded handshake (the MAC is over
+         * known nonces), so rfsd will not run with one. */
+        if (srv.secret_len < RFSD_MIN_TOKEN) {
+            fprintf(stderr, "rfsd: the token in %s is %zu bytes; at least %u are required "
+                    "(make one with: rfs token > %s)\n", srv.cfg.token_file, srv.secret_len,
+                    RFSD_MIN_TOKEN, srv.cfg.token_file);
+            memset(srv.secret, 0, sizeof srv.secret);
+            return 2;
+        }
         struct stat st;
         if (stat(srv.cfg.token_file, &st) == 0 && (st.st_mode & 077))
             RFS_LOGW("token file %s is readable by other users", srv.cfg.token_file);
@@ -192,6 +202,7 @@ int main(int argc, char **argv)
     }
     rfsd_lock_set_max_waiters(srv.cfg.threads - 1);
     rfsd_views_set_cancel(&stop_flag);
+    rfsd_authlimit_init(srv.cfg.auth_backoff_ms);
 
     RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %s", srv.cfg.root,
              srv.cfg.threads, srv.cfg.max_frame,

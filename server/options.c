@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "proto/proto.h"
 #include "transport/transport.h"
+#include "authlimit.h"
 #include "fileid.h"
 #include "server.h"
 
@@ -20,13 +21,15 @@ static void usage(FILE *out)
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
         "            [--tcp-congestion NAME] [--allow-setid] [--reserve-bytes N]\n"
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
+        "            [--auth-backoff-ms N]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
         "  --root DIR          export root; clients can never reach outside it\n"
         "  --listen HOST:PORT  address to listen on (default %s; IPv6 as [::1]:7070;\n"
         "                      port 0 picks a free port)\n"
-        "  --token-file FILE   shared secret for HMAC challenge-response authentication\n"
+        "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
+        "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
@@ -41,13 +44,16 @@ static void usage(FILE *out)
         "  --max-handles N     open files per connection (default %u, 1..%u)\n"
         "  --max-locks N       byte-range locks held per connection (default %u, 1..%u)\n"
         "  --max-view-bytes N  memory for decoded file views per connection (default %llu)\n"
+        "  --auth-backoff-ms N after %u failed AUTHs the client's address waits N ms before it\n"
+        "                      may try again, doubling per failure up to %u ms (default %u)\n"
         "  --help              show this help\n"
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
-        RFSD_DEFAULT_LISTEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
+        RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
         RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
-        (unsigned long long)RFSD_DEFAULT_VIEW_BYTES);
+        (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,
+        RFSD_AUTH_BACKOFF_MS);
 }
 
 static int parse_ulong(const char *s, unsigned long long lo, unsigned long long hi,
@@ -67,7 +73,7 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
-           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB };
+           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -83,6 +89,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"max-handles", required_argument, 0, O_HANDLES},
         {"max-locks", required_argument, 0, O_LOCKS},
         {"max-view-bytes", required_argument, 0, O_VIEWB},
+        {"auth-backoff-ms", required_argument, 0, O_BACKOFF},
         {0, 0, 0, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -92,6 +99,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->max_handles = RFSD_MAX_HANDLES;
     cfg->max_locks = RFSD_DEFAULT_LOCKS_PER_CONN;
     cfg->max_view_bytes = RFSD_DEFAULT_VIEW_BYTES;
+    cfg->auth_backoff_ms = RFSD_AUTH_BACKOFF_MS;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* Workers block in the reply's send until a slow or distant client has taken it (a 4 MiB
      * read reply is 35 ms on a 1 Gbit/s link), so far more workers than CPUs are needed to
@@ -172,6 +180,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                 return -1;
             }
             cfg->max_view_bytes = v;
+            break;
+        case O_BACKOFF:
+            if (parse_ulong(optarg, 1, RFSD_AUTH_BACKOFF_MAX_MS, &v)) {
+                fprintf(stderr, "rfsd: --auth-backoff-ms: expected 1..%u, got '%s'\n",
+                        RFSD_AUTH_BACKOFF_MAX_MS, optarg);
+                return -1;
+            }
+            cfg->auth_backoff_ms = (unsigned)v;
             break;
         case O_HELP: usage(stdout); return 1;
         default:

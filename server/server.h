@@ -14,6 +14,7 @@
 #define RFSD_CONN_MAX_INFLIGHT 64u      /* requests read but not yet answered, per connection */
 #define RFSD_CONN_MAX_INFLIGHT_BYTES (64u * 1024u * 1024u)
 #define RFSD_MAX_HANDLES 4096u          /* open files per connection (table size; --max-handles) */
+#define RFSD_MIN_TOKEN 16u              /* bytes; rfsd refuses shorter tokens at start */
 #define RFSD_DEFAULT_LOCKS_PER_CONN 4096u  /* byte-range locks per connection (--max-locks) */
 #define RFSD_DEFAULT_VIEW_BYTES (256ull << 20) /* decoded views per connection (--max-view-bytes) */
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
@@ -34,6 +35,7 @@ typedef struct rfsd_config {
     unsigned max_handles;               /* open files per connection */
     unsigned max_locks;                 /* byte-range locks held per connection */
     uint64_t max_view_bytes;            /* decoded file views per connection */
+    unsigned auth_backoff_ms;           /* delay after a failed AUTH, doubling per failure */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import binary
-from rfswire import (E, O_CREAT, O_RDWR, b_lock, b_mkdir, b_set_view, b_size, b_view_read,
-                     b_view_write, session)
+from rfswire import (E, O_CREAT, O_RDWR, Conn, RfsError, b_hello, b_lock, b_mkdir, b_set_view,
+                     b_size, b_view_read, b_view_write, session)
 
 HONEST_BOUND_S = 20  # an honest put/get must finish within this while attackers run
 
@@ -164,3 +164,62 @@ def test_reserve_refuses_growth_with_dquot(rfsd_factory, tmp_path):
         c.call("SET_SIZE", b_size(fh, 10)).check()
         assert os.stat(srv.root / "f").st_size == 10
     honest_roundtrip(srv, tmp_path)
+
+
+# ---- item 5: authentication hardening ----
+
+def run_rfsd(*args):
+    return subprocess.run([binary("rfsd"), *map(str, args)], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_short_token_refused_at_start(tmp_path):
+    tf = tmp_path / "tok"
+    tf.write_text("x" * 15 + "\n")
+    res = run_rfsd("--root", tmp_path, "--listen", "127.0.0.1:0", "--token-file", tf)
+    assert res.returncode == 2
+    assert "15 bytes" in res.stderr and "at least 16" in res.stderr and "rfs token" in res.stderr
+
+
+def test_rfs_token_makes_a_good_token(rfsd_factory, tmp_path):
+    toks = [subprocess.run([binary("rfs"), "token"], capture_output=True, text=True,
+                           timeout=30, check=True).stdout for _ in range(2)]
+    for t in toks:
+        assert len(t) == 65 and t.endswith("\n") and int(t, 16) >= 0
+    assert toks[0] != toks[1]
+    srv = rfsd_factory(token=toks[0].strip())
+    honest_roundtrip(srv, tmp_path)
+
+
+def fail_auth(srv, source):
+    """One connection from source that presents a wrong token: AUTH refused and closed."""
+    c = session_raw(srv, source)
+    h = c.hello()
+    with pytest.raises(RfsError) as ei:
+        c.auth("wrong-token-wrong-token", h["nonce"])
+    assert ei.value.status == E["AUTH"]
+    c.close()
+
+
+def session_raw(srv, source):
+    return Conn(srv.host, srv.port, source=source)
+
+
+def test_auth_failures_back_off_per_address(rfsd_factory, tmp_path):
+    """127.0.0.2 fails AUTH repeatedly: after the free attempts it is refused at HELLO, even with
+    the right token; 127.0.0.1 (an honest session and `rfs put/get`) is not slowed."""
+    srv = rfsd_factory(extra=["--auth-backoff-ms", "60000"])
+    for _ in range(4):  # 3 free failures, the 4th starts a 60 s backoff
+        fail_auth(srv, "127.0.0.2")
+    c = session_raw(srv, "127.0.0.2")
+    rep = c.call("HELLO", b_hello())
+    assert rep.status == E["AUTH"] and "retry in" in rep.error().msg
+    assert c.peer_closed()
+    c.close()
+    with session(srv) as ok:  # from 127.0.0.1
+        assert ok.call("PING", b"x").check().body == b"x"
+    honest_roundtrip(srv, tmp_path)
+    assert srv.stop() == 0
+    log = srv.proc.stderr.read()
+    fails = [line for line in log.splitlines() if "authentication failed" in line]
+    assert len(fails) == 4 and all("127.0.0.2" in line for line in fails), log[-2000:]
