@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import binary
-from rfswire import (E, O_CREAT, O_RDWR, Conn, RfsError, b_hello, b_lock, b_mkdir, b_set_view,
-                     b_size, b_view_read, b_view_write, session)
+from rfswire import (E, O_CREAT, O_RDWR, Conn, RfsError, b_hello, b_lock, b_mkdir, b_open,
+                     b_path, b_set_view, b_size, b_view_read, b_view_write, session)
 
 HONEST_BOUND_S = 20  # an honest put/get must finish within this while attackers run
 
@@ -223,3 +223,36 @@ def test_auth_failures_back_off_per_address(rfsd_factory, tmp_path):
     log = srv.proc.stderr.read()
     fails = [line for line in log.splitlines() if "authentication failed" in line]
     assert len(fails) == 4 and all("127.0.0.2" in line for line in fails), log[-2000:]
+
+
+# ---- item 6: client side ----
+
+def test_ls_escapes_control_characters(rfsd):
+    """A name made by another client (here: directly on disk) with a terminal escape sequence
+    and a line break is shown escaped, as `ls -b` would, never raw."""
+    evil = "\x1b[31mred\nfake-line\x07\\x"
+    (rfsd.root / evil).write_bytes(b"1")
+    (rfsd.root / "caf\u00e9").write_bytes(b"2")
+    res = rfs(rfsd, "ls", rfsd.url("/"))
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2, res.stdout
+    assert any(line.endswith("\\e[31mred\\nfake-line\\a\\\\x") for line in lines), res.stdout
+    assert any(line.endswith("caf\u00e9") for line in lines), res.stdout  # UTF-8 kept
+
+
+def test_over_long_names_get_name_error_with_limit(rfsd, tmp_path):
+    src = tmp_path / "src"
+    src.write_bytes(b"x")
+    res = rfs(rfsd, "put", src, rfsd.url("/" + "a" * 256))
+    assert res.returncode != 0 and "limit 255" in res.stderr, res.stderr
+    res = rfs(rfsd, "put", src, rfsd.url("/" + "b/" * 2100))
+    assert res.returncode != 0 and "limit 4095" in res.stderr, res.stderr
+    with session(rfsd) as c:  # the server says the same to a raw client
+        for op, body in (("OPEN", b_open("/" + "a" * 256, O_RDWR | O_CREAT)),
+                         ("MKDIR", b_mkdir("/d/" + "c" * 300)),
+                         ("STAT", b_path("/" + "s" * 256))):
+            rep = c.call(op, body)
+            assert rep.status == E["NAME"], (op, rep.status)
+            assert "limit 255" in rep.error().msg
