@@ -76,6 +76,8 @@ struct rfsd_conn {
     int wbroken;
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
+    atomic_uint nlocks;                /* byte-range locks held (cap: rfsd --max-locks) */
+    _Atomic uint64_t view_bytes;       /* decoded views held (cap: rfsd --max-view-bytes) */
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */

@@ -20,6 +20,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "fdlimit.h"
 #include "fileid.h"
 #include "pool.h"
 #include "server.h"
@@ -72,6 +73,14 @@ static void peer_name(const struct sockaddr_storage *ss, char *out, size_t cap)
     snprintf(out, cap, "%s:%u", ip, ntohs(s4->sin_port));
 }
 
+static unsigned conn_count(rfsd_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    unsigned n = srv->nconns;
+    pthread_mutex_unlock(&srv->mu);
+    return n;
+}
+
 static void accept_loop(rfsd_server *srv, int lfd)
 {
     for (;;) {
@@ -98,9 +107,16 @@ static void accept_loop(rfsd_server *srv, int lfd)
         int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
+                /* the spare descriptor lets one client at a time hear why; others wait in the
+                 * backlog while we back off instead of spinning on a full fd table */
+                char why[64];
+                snprintf(why, sizeof why, "out of file descriptors with %u connections",
+                         conn_count(srv));
+                if (rfsd_busy_accept_with_spare(lfd, why) == 0)
+                    continue;
                 RFS_LOGW("accept: %s; waiting for connections to end", strerror(errno));
                 struct pollfd sp = {.fd = signal_pipe[0], .events = POLLIN};
-                poll(&sp, 1, 100);  /* back off instead of spinning on a full fd table */
+                poll(&sp, 1, 100);
             }
             continue;
         }
@@ -113,12 +129,13 @@ static void accept_loop(rfsd_server *srv, int lfd)
             RFS_LOGW("%s: %s", peer, rfs_last_error());
             rfs_clear_error();
         }
-        pthread_mutex_lock(&srv->mu);
-        unsigned n = srv->nconns;
-        pthread_mutex_unlock(&srv->mu);
-        if (n >= RFSD_MAX_CONNS) {
-            RFS_LOGW("%s: refused: already %u connections", peer, n);
-            close(fd);
+        unsigned n = conn_count(srv);
+        if (n >= RFSD_MAX_CONNS || rfsd_fd_conn_too_high(fd)) {
+            /* answered, not just closed: the client learns why instead of hanging at HELLO */
+            RFS_LOGW("%s: refused: server busy with %u connections", peer, n);
+            char why[64];
+            snprintf(why, sizeof why, "%u connections", n);
+            rfsd_busy_reply(fd, why);
             continue;
         }
         RFS_LOGD("%s: connected", peer);
@@ -146,7 +163,7 @@ static void shutdown_connections(rfsd_server *srv)
 static void keep_frame_buffers(void)
 {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, RFSD_TRIM_THRESHOLD);
 }
 
 int main(int argc, char **argv)
@@ -157,6 +174,7 @@ int main(int argc, char **argv)
         return prc > 0 ? 0 : 2;
     rfs_log_set_level(srv.cfg.log_level);
     keep_frame_buffers();
+    unsigned long nofile = rfsd_fd_init();
 
     if (srv.cfg.token_file) {
         if (rfs_auth_read_token_file(srv.cfg.token_file, srv.secret, sizeof srv.secret)) {
@@ -201,11 +219,12 @@ int main(int argc, char **argv)
         return 2;
     }
     rfsd_lock_set_max_waiters(srv.cfg.threads - 1);
+    rfsd_lock_set_max_per_conn(srv.cfg.max_locks);
     rfsd_views_set_cancel(&stop_flag);
     rfsd_authlimit_init(srv.cfg.auth_backoff_ms);
 
-    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %s", srv.cfg.root,
-             srv.cfg.threads, srv.cfg.max_frame,
+    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %lu descriptors, %s",
+             srv.cfg.root, srv.cfg.threads, srv.cfg.max_frame, nofile,
              srv.cfg.no_auth ? "no authentication" : "token authentication");
     printf("rfsd listening on %s\n", addr);
     fflush(stdout);

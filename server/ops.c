@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "fdlimit.h"
 #include "guard.h"
 
 int rfsd_op_is_barrier(uint16_t op)
@@ -138,6 +139,10 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.open.mode, 0);
     if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, mode, &fd, &st)))
         return rc;
+    if ((rc = rfsd_fd_check(fd, p.shown))) {
+        close(fd);
+        return rc;
+    }
     rfsd_handle *h = calloc(1, sizeof *h);
     char *path = strdup(p.shown);
     rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino, fd);
@@ -152,8 +157,11 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     h->flags = q->u.open.flags;
     h->fid = fid;
     h->path = path;
+    unsigned max = c->srv->cfg.max_handles;
     pthread_mutex_lock(&c->mu);
-    rc = rfsd_handle_add(c, h);
+    rc = c->nhandles >= max ? rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection "
+                                       "(limit %u, rfsd --max-handles)", p.shown, max)
+                            : rfsd_handle_add(c, h);
     pthread_mutex_unlock(&c->mu);
     if (rc) {
         rfsd_handle_release(h);
@@ -355,7 +363,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     }
     case RFS_OP_LOCK:
         rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode,
-                       q->u.lock.wait_ms, &c->closing);
+                       q->u.lock.wait_ms, &c->closing, &c->nlocks);
         if (rc) {
             char why[RFS_MAX_MSG];
             snprintf(why, sizeof why, "%s", rfs_last_error());
@@ -369,7 +377,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u views per file)", h->path,
                             q->u.set_view.view_id, RFSD_MAX_VIEWS);
         return rfsd_view_set(&h->views[q->u.set_view.view_id], q->u.set_view.disp, q->data,
-                             q->data_len, h->path);
+                             q->data_len, h->path, &c->view_bytes, c->srv->cfg.max_view_bytes);
     case RFS_OP_VIEW_READ: {
         uint32_t v = q->u.view_read.view_id;
         if (v >= RFSD_MAX_VIEWS)

@@ -19,6 +19,7 @@
 #define RFSD_DEFAULT_VIEW_BYTES (256ull << 20) /* decoded views per connection (--max-view-bytes) */
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
+#define RFSD_TRIM_THRESHOLD (256 << 20) /* glibc M_TRIM_THRESHOLD: keep frame buffers (main.c) */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
 
 typedef struct rfsd_config {

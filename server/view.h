@@ -19,9 +19,15 @@ struct rfs_flat;
 typedef struct rfsd_view {
     struct rfs_flat *flat;   /* NULL: view not set */
     uint64_t disp;
+    uint64_t bytes;          /* memory the flattened view holds, charged to *acct */
+    _Atomic uint64_t *acct;
 } rfsd_view;
 
-int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown);
+/* Decodes and flattens the filetype into slot v. The flattened view's memory is charged to
+ * *acct (the connection's view bytes) and may not take it past limit: flattening stops at the
+ * runs the remaining budget can hold, and the error names the limit (RFS_E_TOOBIG). */
+int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown,
+                  _Atomic uint64_t *acct, uint64_t limit);
 /* Reads up to len bytes of the stream from pos; short only at end of file. */
 int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, void *buf,
                    size_t len, size_t *done);

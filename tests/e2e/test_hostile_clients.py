@@ -5,6 +5,7 @@ token) against a real rfsd and checks that the server answers the attacker with 
 error, and that an honest client (the real `rfs` binary) is served within a bound meanwhile.
 No test sleeps to wait for something: bounds are timeouts on conditions."""
 import os
+import resource
 import signal
 import struct
 import subprocess
@@ -119,14 +120,15 @@ def test_sigterm_under_flatten_attack(rfsd_factory, tmp_path):
         c.close()
 
 
-def test_flatten_over_run_limit_is_toobig(rfsd):
-    """A type past the run limit is refused with TOOBIG naming the limit, quickly."""
+def test_flatten_over_view_memory_is_toobig(rfsd):
+    """A type of a trillion runs is refused with TOOBIG naming the connection's view memory
+    limit, after flattening no more than that limit allows."""
     with session(rfsd) as c:
         fh = open_file(c, "/big")
         enc = dt(dt_vector(HVECTOR, 1 << 40, 1, 2, dt_byte()))
         rep = c.call("SET_VIEW", b_set_view(fh, 0, 0, enc))
         assert rep.status == E["TOOBIG"], rep.error()
-        assert "runs" in rep.error().msg and "limit" in rep.error().msg
+        assert "limit 268435456 bytes" in rep.error().msg and "--max-view-bytes" in rep.error().msg
 
 
 # ---- item 4: host safety ----
@@ -256,3 +258,106 @@ def test_over_long_names_get_name_error_with_limit(rfsd, tmp_path):
             rep = c.call(op, body)
             assert rep.status == E["NAME"], (op, rep.status)
             assert "limit 255" in rep.error().msg
+
+
+# ---- item 3: per-connection limits, descriptors, memory ----
+
+def rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def wait_for(cond, timeout=15):
+    """Bounded polling for a condition (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def test_view_memory_per_connection_and_returned(rfsd_factory, tmp_path):
+    """Views of one connection are capped by --max-view-bytes (error names it); another
+    connection has its own budget; when the client leaves, rfsd's RSS returns near idle."""
+    srv = rfsd_factory(extra=["--max-view-bytes", str(100 << 20)])
+    frag = dt(dt_vector(HVECTOR, 1 << 20, 1, 2, dt_byte()))  # 1 Mi runs: ~24 MiB flattened
+    idle = rss_kib(srv.proc.pid)
+    c = session(srv, timeout=60)
+    fh = open_file(c, "/v")
+    for slot in range(4):
+        c.call("SET_VIEW", b_set_view(fh, slot, 0, frag)).check()
+    rep = c.call("SET_VIEW", b_set_view(fh, 4, 0, frag))
+    assert rep.status == E["TOOBIG"] and "--max-view-bytes" in rep.error().msg, rep.error()
+    with session(srv) as other:  # its own budget
+        other.call("SET_VIEW", b_set_view(open_file(other, "/w"), 0, 0, frag)).check()
+    assert rss_kib(srv.proc.pid) > idle + 80 * 1024
+    honest_roundtrip(srv, tmp_path)
+    c.close()
+    assert wait_for(lambda: rss_kib(srv.proc.pid) < idle + 48 * 1024), \
+        (idle, rss_kib(srv.proc.pid))
+
+
+def test_handles_per_connection_flag(rfsd_factory, tmp_path):
+    srv = rfsd_factory(extra=["--max-handles", "8"])
+    with session(srv) as c:
+        for i in range(8):
+            c.open(f"/h{i}", O_RDWR | O_CREAT)
+        rep = c.call("OPEN", b_open("/h8", O_RDWR | O_CREAT))
+        assert rep.status == E["NOSPC"] and "limit 8" in rep.error().msg
+        honest_roundtrip(srv, tmp_path)  # others still open files
+
+
+def test_locks_per_connection_below_file_cap(rfsd_factory):
+    """One connection cannot take a file's whole lock table: it stops at --max-locks, and a
+    second client still locks a free range of the same file."""
+    srv = rfsd_factory(extra=["--max-locks", "100"])
+    with session(srv) as a, session(srv) as b:
+        fa = a.open("/locked", O_RDWR | O_CREAT)
+        for i in range(100):
+            rids = a.send("LOCK", b_lock(fa, 2 * i, 1, 2, 0))
+            assert a.recv().status == 0, rids
+        rep = a.call("LOCK", b_lock(fa, 1000, 1, 2, 0))
+        assert rep.status == E["NOSPC"] and "limit 100" in rep.error().msg
+        fb = b.open("/locked", O_RDWR)
+        b.call("LOCK", b_lock(fb, 5000, 10, 2, 0)).check()
+        a.close_fh(fa)  # releases a's locks and its count
+        fa = a.open("/locked", O_RDWR)
+        a.call("LOCK", b_lock(fa, 0, 1, 2, 0)).check()
+
+
+def test_out_of_descriptors_busy_not_hang(rfsd_factory, tmp_path):
+    """With a low descriptor limit, clients opening files until refused leave room to accept:
+    OPEN gets NOSPC naming the limit, and a new client is answered (served or told busy) at
+    HELLO instead of hanging; rfsd keeps serving once files close."""
+    srv = rfsd_factory(preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    attackers = []
+    refused = None
+    for k in range(4):
+        c = session(srv)
+        attackers.append(c)
+        for i in range(300):
+            rep = c.call("OPEN", b_open(f"/fd{k}_{i}", O_RDWR | O_CREAT))
+            if rep.status:
+                refused = rep
+                break
+        if refused:
+            break
+    assert refused is not None and refused.status == E["NOSPC"], refused
+    assert "file descriptors" in refused.error().msg
+    # new clients are still answered at HELLO: served (the reserve) or told busy
+    answered = []
+    for _ in range(40):
+        c = Conn(srv.host, srv.port, timeout=10)
+        rep = c.call("HELLO", b_hello())
+        answered.append(rep.status)
+        attackers.append(c)
+        if rep.status:
+            assert rep.status == E["BUSY"] and "server busy" in rep.error().msg
+            break
+    assert answered[-1] == E["BUSY"], answered  # the reserve ran out: told, not hung
+    for c in attackers:
+        c.close()
+    honest_roundtrip(srv, tmp_path)
