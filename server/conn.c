@@ -451,6 +451,14 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
         return 0;
     }
+    /* connections that said HELLO before their address's failures began wait too */
+    uint64_t wait = rfsd_authlimit_wait_ms(c->peer);
+    if (wait) {
+        rfsd_conn_send_error(c, req->op, req->id,
+                             rfs_fail(RFS_E_AUTH, "too many failed authentications from this "
+                                      "address: retry in %llu ms", (unsigned long long)wait));
+        return -1;
+    }
     uint8_t want[RFS_MAC_LEN];
     rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         want);

@@ -53,6 +53,11 @@ int rfsd_fd_conn_too_high(int fd)
     return fd_limit > RFSD_FD_RESERVE && (unsigned long)fd >= fd_limit - RFSD_FD_RESERVE / 2;
 }
 
+/* Busy answers in progress: a flood of connections past the limit must not become a flood of
+ * threads; past this many the extra clients are just closed (they see EOF, not a hang). */
+#define BUSY_THREADS_MAX 32
+static atomic_int busy_threads;
+
 typedef struct busy {
     int fd, uses_spare;
     char why[200];
@@ -99,11 +104,19 @@ static void *busy_main(void *arg)
     if (b->uses_spare)
         atomic_store(&spare, open("/dev/null", O_RDONLY | O_CLOEXEC));
     free(b);
+    atomic_fetch_sub(&busy_threads, 1);
     return NULL;
 }
 
 static void start_busy(int fd, const char *why, int uses_spare)
 {
+    if (atomic_fetch_add(&busy_threads, 1) >= BUSY_THREADS_MAX) {
+        atomic_fetch_sub(&busy_threads, 1);
+        close(fd);
+        if (uses_spare)
+            atomic_store(&spare, open("/dev/null", O_RDONLY | O_CLOEXEC));
+        return;
+    }
     busy *b = calloc(1, sizeof *b);
     pthread_t t;
     pthread_attr_t a;
@@ -118,6 +131,7 @@ static void start_busy(int fd, const char *why, int uses_spare)
         pthread_attr_destroy(&a);
     }
     if (!ok) {
+        atomic_fetch_sub(&busy_threads, 1);
         close(fd);
         free(b);
         if (uses_spare)

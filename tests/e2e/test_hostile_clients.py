@@ -211,8 +211,14 @@ def test_auth_failures_back_off_per_address(rfsd_factory, tmp_path):
     """127.0.0.2 fails AUTH repeatedly: after the free attempts it is refused at HELLO, even with
     the right token; 127.0.0.1 (an honest session and `rfs put/get`) is not slowed."""
     srv = rfsd_factory(extra=["--auth-backoff-ms", "60000"])
+    early = session_raw(srv, "127.0.0.2")  # said HELLO before the failures began
+    early_hello = early.hello()
     for _ in range(4):  # 3 free failures, the 4th starts a 60 s backoff
         fail_auth(srv, "127.0.0.2")
+    with pytest.raises(RfsError) as ei:  # even the right token waits, unchecked
+        early.auth(srv.token, early_hello["nonce"])
+    assert ei.value.status == E["AUTH"] and "retry in" in ei.value.msg
+    early.close()
     c = session_raw(srv, "127.0.0.2")
     rep = c.call("HELLO", b_hello())
     assert rep.status == E["AUTH"] and "retry in" in rep.error().msg
