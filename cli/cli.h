@@ -97,6 +97,7 @@ int cli_cmd_rm(cli_ctx *c);
 int cli_cmd_mkdir(cli_ctx *c);
 int cli_cmd_ping(cli_ctx *c);
 int cli_cmd_recover(cli_ctx *c);
+int cli_cmd_token(cli_ctx *c);
 /* `rfs run` takes its arguments as they are (they are the launcher's): argv after "run". */
 int cli_cmd_run(int argc, char **argv);
 void cli_run_help(FILE *out);

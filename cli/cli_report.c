@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/escape.h"
 
 void cli_server_str(const rfs_name *n, char *out, size_t cap)
 {
@@ -14,14 +15,12 @@ void cli_server_str(const rfs_name *n, char *out, size_t cap)
         snprintf(out, cap, "%s:%u", n->host, (unsigned)n->port);
 }
 
-/* Copies msg with line breaks and control characters replaced, so it stays one line. */
+/* The message (server-supplied text) made safe for a terminal and kept on one line: control
+ * characters are escaped as `ls -b` does (escape.h), trailing blanks dropped. */
 static void one_line(const char *msg, char *out, size_t cap)
 {
-    size_t j = 0;
-    for (size_t i = 0; msg[i] && j + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)msg[i];
-        out[j++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
-    }
+    cli_escape(msg, out, cap);
+    size_t j = strlen(out);
     while (j > 0 && out[j - 1] == ' ')
         j--;
     out[j] = '\0';
@@ -29,19 +28,20 @@ static void one_line(const char *msg, char *out, size_t cap)
 
 int cli_fail_remote(const cli_ctx *c, const rfs_name *n, int err, const char *msg)
 {
-    char server[300], text[2048];
+    char server[300], text[4 * 1024 + 64], path[4 * 4096 + 1];
     cli_server_str(n, server, sizeof server);
     one_line(msg ? msg : rfs_last_error(), text, sizeof text);
+    cli_escape(n->path, path, sizeof path);
     if (text[0] == '\0')
-        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, n->path, rfs_strerror(err));
-    else if (strstr(text, n->host) && strstr(text, n->path))
+        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, path, rfs_strerror(err));
+    else if (strstr(text, n->host) && strstr(text, path))
         fprintf(stderr, "rfs %s: %s\n", c->cmd, text);
-    else if (strstr(text, n->path))
+    else if (strstr(text, path))
         fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, server, text);
     else if (strstr(text, n->host))
-        fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, n->path, text);
+        fprintf(stderr, "rfs %s: %s: %s\n", c->cmd, path, text);
     else
-        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, n->path, text);
+        fprintf(stderr, "rfs %s: %s:%s: %s\n", c->cmd, server, path, text);
     return CLI_EXIT_FAIL;
 }
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/escape.h"
 
 static char type_char(uint32_t type)
 {
@@ -44,9 +45,10 @@ static void format_mtime(int64_t ns, int precise, char *out, size_t cap)
 
 static void print_entry(const char *name, const rfs_stat_info *st)
 {
-    char when[64];
+    char when[64], shown[4 * 256 + 1]; /* a LIST name is at most 255 bytes, 4 per escape */
     format_mtime(st->mtime_ns, 0, when, sizeof when);
-    printf("%c %14" PRIu64 "  %s  %s\n", type_char(st->type), st->size, when, name);
+    cli_escape(name, shown, sizeof shown);  /* names come from the server: no raw controls */
+    printf("%c %14" PRIu64 "  %s  %s\n", type_char(st->type), st->size, when, shown);
 }
 
 typedef struct listing {
@@ -148,16 +150,17 @@ int cli_cmd_stat(cli_ctx *c)
     int rc = rfs_stat(url, &c->ropts, &st);
     if (rc != RFS_OK)
         return cli_fail_remote(c, &name, rc, NULL);
-    char server[300], when[96];
+    char server[300], when[96], path[4 * 4096 + 1];
     cli_server_str(&name, server, sizeof server);
     format_mtime(st.mtime_ns, 1, when, sizeof when);
+    cli_escape(name.path, path, sizeof path);
     printf("server: %s\n"
            "path:   %s\n"
            "type:   %s\n"
            "size:   %" PRIu64 "\n"
            "mode:   %04o\n"
            "mtime:  %s\n",
-           server, name.path, type_name(st.type), st.size, (unsigned)(st.mode & 07777), when);
+           server, path, type_name(st.type), st.size, (unsigned)(st.mode & 07777), when);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 

@@ -37,6 +37,10 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
+    {"token", cli_cmd_token, 0, 0, 0, "",
+     "print a fresh authentication token (32 random bytes in hex)",
+     "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
+     "    rfs token > secret && chmod 600 secret\n", NULL},
     /* run: no cli_ctx, its arguments are the launcher's (main hands them over untouched) */
     {"run", NULL, 0, 0, 0, "[--] LAUNCHER ARGS",
      "run an MPI launcher with the right librfs-mpiio.so preloaded", NULL, NULL},

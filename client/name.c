@@ -98,10 +98,20 @@ static int set_path(const char *name, const char *path, rfs_name *out)
         return bad_name(name, "missing path");
     int add_slash = path[0] != '/';
     if (len + (size_t)add_slash > 4095)
-        return bad_name(name, "path longer than 4095 bytes");
+        return rfs_fail(RFS_E_NAME, "rfs name '%.300s': path of %zu bytes (limit %u)", name,
+                        len + (size_t)add_slash, RFS_MAX_PATH);
     for (const char *q = path; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f)
             return bad_name(name, "control character in path");
+    /* Checked here, not left to the server's kernel (ENAMETOOLONG), so the error names it. */
+    for (const char *q = path; *q;) {
+        size_t comp = strcspn(q, "/");
+        if (comp > RFS_MAX_NAME)
+            return rfs_fail(RFS_E_NAME, "rfs name '%.300s': path component of %zu bytes "
+                            "(limit %u)", name, comp, RFS_MAX_NAME);
+        q += comp;
+        q += *q == '/';
+    }
     char *d = out->path;
     if (add_slash)
         *d++ = '/';

@@ -71,7 +71,8 @@ int rfs_err_from_errno(int e)
     case EEXIST: return RFS_E_EXIST;
     case EACCES: case EPERM: case EXDEV: case ELOOP: return RFS_E_ACCESS;
     case EROFS: case EBADF: return e == EROFS ? RFS_E_ROFS : RFS_E_BADF;
-    case EINVAL: case ENAMETOOLONG: return RFS_E_INVAL;
+    case EINVAL: return RFS_E_INVAL;
+    case ENAMETOOLONG: return RFS_E_NAME;
     case ENOSPC: return RFS_E_NOSPC;
     case EDQUOT: return RFS_E_DQUOT;
     case EISDIR: return RFS_E_ISDIR;

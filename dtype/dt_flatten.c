@@ -1,7 +1,16 @@
 /* Flattening: the type map of a decoded datatype as (offset, length) runs in type-map order,
- * with adjacent runs merged. Repetitions of a contiguous child collapse into one run without
- * iterating, and every other repetition adds at least one run per iteration, so the work is
- * bounded by RFS_DT_MAX_RUNS even for types with astronomically large counts. */
+ * with adjacent runs merged.
+ *
+ * Work is bounded by what the type describes, not by how it is written (issue #21):
+ * - a subtree that holds no data (size 0: zero count or blocklength anywhere on the way), or a
+ *   block of zero copies, is skipped without visiting it, so a STRUCT of zero-blocklength
+ *   children that would each expand to millions of runs costs one step per child;
+ * - a child placed once is emitted straight into the parent's output at its offset; only a
+ *   child repeated two or more times is materialised, and then each copy adds at least one run
+ *   (runs inside a copy never merge with each other) or the copies collapse without iterating;
+ * - every step (node visited, run emitted at any level) is charged to a budget proportional to
+ *   the input and the data (dt_internal.h), and the cancellation flag is polled, so no type can
+ *   hold a thread longer than the budget and none can hold up a server's shutdown. */
 #include "dt_flat.h"
 #include "dt_internal.h"
 
@@ -14,6 +23,12 @@ typedef struct {
     size_t n, cap;
 } runs;
 
+/* One flattening: its step counter and budget, and its run limit. */
+typedef struct {
+    uint64_t work, budget;
+    size_t max_runs;
+} fctx;
+
 static void runs_free(runs *r)
 {
     free(r->off);
@@ -22,27 +37,46 @@ static void runs_free(runs *r)
 }
 
 static _Thread_local size_t max_runs = RFS_DT_MAX_RUNS;
+static _Thread_local uint64_t budget_override, last_work;
 
 void dt_set_max_runs(size_t n) { max_runs = n ? n : RFS_DT_MAX_RUNS; }
+void dt_set_work_budget(uint64_t n) { budget_override = n; }
+uint64_t dt_last_work(void) { return last_work; }
 
-#define TOO_MANY() rfs_fail(RFS_E_INVAL, "datatype has more than %zu runs", max_runs)
+#define TOO_MANY(x) rfs_fail(RFS_E_TOOBIG, "datatype has more than %zu runs (limit)", (x)->max_runs)
 #define OVERFLOW() rfs_fail(RFS_E_INVAL, "datatype displacement overflow")
 
-static int emit_run(runs *r, int64_t off, int64_t len)
+static int step(fctx *x)
+{
+    if (++x->work > x->budget)
+        return rfs_fail(RFS_E_TOOBIG, "datatype flattening needs more than its work budget of "
+                        "%llu steps (%u per data byte up to %zu runs, %u per encoded item, %u)",
+                        (unsigned long long)x->budget, DT_WORK_PER_RUN, x->max_runs,
+                        DT_WORK_PER_META, DT_WORK_SLACK);
+    /* polled on the first step too, so requests still queued at shutdown stop at once */
+    if (x->work % DT_CANCEL_POLL == 1 && dt_cancelled())
+        return rfs_fail(RFS_E_BUSY, "datatype flattening cancelled: shutting down");
+    return 0;
+}
+
+static int emit_run(fctx *x, runs *r, int64_t off, int64_t len)
 {
     if (len == 0)
         return 0;
+    int rc = step(x);
+    if (rc)
+        return rc;
     if (r->n > 0) {
         int64_t end;
         if (dt_add(r->off[r->n - 1], r->len[r->n - 1], &end) && end == off)
             return dt_add(r->len[r->n - 1], len, &r->len[r->n - 1]) ? 0 : OVERFLOW();
     }
     if (r->n == r->cap) {
-        if (r->cap >= max_runs)
-            return TOO_MANY();
+        if (r->cap >= x->max_runs)
+            return TOO_MANY(x);
         size_t cap = r->cap ? 2 * r->cap : 16;
-        if (cap > max_runs)
-            cap = max_runs;
+        if (cap > x->max_runs)
+            cap = x->max_runs;
         int64_t *o = realloc(r->off, cap * sizeof *o);
         if (o)
             r->off = o;
@@ -66,7 +100,7 @@ static bool is_dense(const runs *c, int64_t kid_ext)
 }
 
 /* m consecutive copies of the flattened child c at base, base + ext, ... */
-static int emit_copies(runs *out, const runs *c, int64_t ext, int64_t base, int64_t m)
+static int emit_copies(fctx *x, runs *out, const runs *c, int64_t ext, int64_t base, int64_t m)
 {
     if (c->n == 0 || m == 0)
         return 0;
@@ -74,7 +108,7 @@ static int emit_copies(runs *out, const runs *c, int64_t ext, int64_t base, int6
     if (c->n == 1 && (m == 1 || c->len[0] == ext)) {
         if (!dt_add(base, c->off[0], &off) || !dt_mul(m, c->len[0], &len))
             return OVERFLOW();
-        return emit_run(out, off, len);
+        return emit_run(x, out, off, len);
     }
     for (int64_t j = 0; j < m; j++) {
         int64_t d;
@@ -83,7 +117,7 @@ static int emit_copies(runs *out, const runs *c, int64_t ext, int64_t base, int6
         for (size_t i = 0; i < c->n; i++) {
             if (!dt_add(d, c->off[i], &off))
                 return OVERFLOW();
-            int rc = emit_run(out, off, c->len[i]);
+            int rc = emit_run(x, out, off, c->len[i]);
             if (rc)
                 return rc;
         }
@@ -91,70 +125,133 @@ static int emit_copies(runs *out, const runs *c, int64_t ext, int64_t base, int6
     return 0;
 }
 
-static int flatten_node(const dt_node *n, runs *out);
+static int flatten_at(fctx *x, const dt_node *n, int64_t base, runs *out);
 
-static int flatten_hvec(const dt_node *n, const runs *c, runs *out)
+/* The child's runs relative to its origin, for repeating them. */
+static int materialise(fctx *x, const dt_node *kid, runs *c)
+{
+    c->n = 0;
+    return flatten_at(x, kid, 0, c);
+}
+
+static int flatten_hvec(fctx *x, const dt_node *n, int64_t base, runs *out)
 {
     const dt_node *kid = n->kids[0];
     int64_t ext = dt_extent(kid), block, d;
-    int rc = 0;
-    if (c->n == 0)
-        return 0;
-    /* blocks that are single runs exactly stride apart merge into one run */
-    if (n->blocklen == 0 || n->count == 0) {
-        /* only the tail block, if any */
-    } else if (c->n == 1 && (n->blocklen == 1 || is_dense(c, ext)) &&
-               dt_mul(n->blocklen, c->len[0], &block) && block == n->stride) {
-        int64_t len;
-        rc = dt_mul(n->count, block, &len) ? emit_run(out, c->off[0], len) : OVERFLOW();
+    bool blocks = n->count > 0 && n->blocklen > 0;
+    /* exactly one copy in all: no need to materialise it */
+    if (blocks && n->count == 1 && n->blocklen == 1 && n->tail == 0)
+        return flatten_at(x, kid, base, out);
+    if (!blocks && n->tail == 1) {
+        if (!dt_mul(n->count, n->stride, &d) || !dt_add(d, base, &d))
+            return OVERFLOW();
+        return flatten_at(x, kid, d, out);
+    }
+    runs c = {0};
+    int rc = materialise(x, kid, &c);
+    if (rc || c.n == 0)
+        goto done;
+    if (!blocks) {
+        /* only the tail block */
+    } else if (c.n == 1 && (n->blocklen == 1 || is_dense(&c, ext)) &&
+               dt_mul(n->blocklen, c.len[0], &block) && block == n->stride) {
+        /* blocks that are single runs exactly stride apart merge into one run */
+        int64_t len, off;
+        rc = dt_mul(n->count, block, &len) && dt_add(base, c.off[0], &off)
+                 ? emit_run(x, out, off, len) : OVERFLOW();
     } else
         for (int64_t i = 0; rc == 0 && i < n->count; i++)
-            rc = dt_mul(i, n->stride, &d) ? emit_copies(out, c, ext, d, n->blocklen) : OVERFLOW();
+            rc = dt_mul(i, n->stride, &d) && dt_add(d, base, &d)
+                     ? emit_copies(x, out, &c, ext, d, n->blocklen) : OVERFLOW();
     if (rc == 0 && n->tail > 0)
-        rc = dt_mul(n->count, n->stride, &d) ? emit_copies(out, c, ext, d, n->tail) : OVERFLOW();
+        rc = dt_mul(n->count, n->stride, &d) && dt_add(d, base, &d)
+                 ? emit_copies(x, out, &c, ext, d, n->tail) : OVERFLOW();
+done:
+    runs_free(&c);
     return rc;
 }
 
-static int flatten_node(const dt_node *n, runs *out)
+/* DT_HIDX and DT_STRUCT: block i is bl copies of its kid at disps[i]. */
+static int flatten_indexed(fctx *x, const dt_node *n, int64_t base, runs *out)
 {
-    if (n->kind == DT_LEAF) {
-        for (int64_t i = 0; i < n->nruns; i++) {
-            int rc = emit_run(out, n->runs[2 * i], n->runs[2 * i + 1]);
-            if (rc)
-                return rc;
-        }
-        return 0;
-    }
-    if (n->kind == DT_RESIZED)
-        return flatten_node(n->kids[0], out);
-    int rc = 0;
     runs c = {0};
-    if (n->kind == DT_HVEC) {
-        rc = flatten_node(n->kids[0], &c);
-        if (rc == 0)
-            rc = flatten_hvec(n, &c, out);
-    } else { /* DT_HIDX, DT_STRUCT */
-        for (int64_t i = 0; rc == 0 && i < n->count; i++) {
-            const dt_node *kid = n->kind == DT_STRUCT ? n->kids[i] : n->kids[0];
-            if (i == 0 || n->kind == DT_STRUCT) {
-                c.n = 0;
-                rc = flatten_node(kid, &c);
-            }
-            if (rc == 0)
-                rc = emit_copies(out, &c, dt_extent(kid), n->disps[i], n->bls ? n->bls[i] : n->blocklen);
+    const dt_node *held = NULL;   /* the kid whose runs c holds */
+    int rc = 0;
+    for (int64_t i = 0; rc == 0 && i < n->count; i++) {
+        const dt_node *kid = n->kind == DT_STRUCT ? n->kids[i] : n->kids[0];
+        int64_t bl = n->bls ? n->bls[i] : n->blocklen, d;
+        if (bl == 0 || kid->size == 0) {
+            rc = step(x);  /* contributes no data: never expanded */
+            continue;
         }
+        if (!dt_add(base, n->disps[i], &d)) {
+            rc = OVERFLOW();
+            break;
+        }
+        /* A STRUCT's kids are distinct subtrees, each visited once: a single copy goes straight
+         * to the output. An HIDX repeats one kid in every block, so it is materialised once
+         * (unless there is a single copy in all). */
+        if (bl == 1 && kid != held && (n->kind == DT_STRUCT || n->count == 1)) {
+            rc = flatten_at(x, kid, d, out);
+            continue;
+        }
+        if (kid != held) {
+            rc = materialise(x, kid, &c);
+            held = kid;
+        }
+        if (rc == 0)
+            rc = emit_copies(x, out, &c, dt_extent(kid), d, bl);
     }
     runs_free(&c);
     return rc;
 }
 
+static int flatten_at(fctx *x, const dt_node *n, int64_t base, runs *out)
+{
+    int rc = step(x);
+    if (rc || n->size == 0)
+        return rc;  /* a subtree without data adds nothing, however it is built */
+    switch (n->kind) {
+    case DT_LEAF:
+        for (int64_t i = 0; rc == 0 && i < n->nruns; i++) {
+            int64_t off;
+            rc = dt_add(base, n->runs[2 * i], &off) ? emit_run(x, out, off, n->runs[2 * i + 1])
+                                                     : OVERFLOW();
+        }
+        return rc;
+    case DT_RESIZED:
+        return flatten_at(x, n->kids[0], base, out);
+    case DT_HVEC:
+        return flatten_hvec(x, n, base, out);
+    default: /* DT_HIDX, DT_STRUCT */
+        return flatten_indexed(x, n, base, out);
+    }
+}
+
+static uint64_t work_budget(const dt_node *root, size_t limit)
+{
+    if (budget_override)
+        return budget_override;
+    uint64_t data = (uint64_t)root->size < limit ? (uint64_t)root->size : limit;
+    return DT_WORK_PER_RUN * data + DT_WORK_PER_META * root->nmeta + DT_WORK_SLACK;
+}
+
 int rfs_dt_flatten(const rfs_dt *t, rfs_flat **out)
+{
+    return rfs_dt_flatten_max(t, 0, out);
+}
+
+int rfs_dt_flatten_max(const rfs_dt *t, size_t limit, rfs_flat **out)
 {
     if (!t || !out)
         return rfs_fail(RFS_E_INVAL, "rfs_dt_flatten: null argument");
     *out = NULL;
     runs r = {0};
-    int rc = flatten_node(t->root, &r);
+    if (limit == 0 || limit > max_runs)
+        limit = max_runs;
+    fctx x = {.budget = work_budget(t->root, limit), .max_runs = limit};
+    int rc = flatten_at(&x, t->root, 0, &r);
+    last_work = x.work;
     if (rc) {
         runs_free(&r);
         return rc;

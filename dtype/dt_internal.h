@@ -31,6 +31,8 @@ typedef struct dt_node {
     size_t nkids;
     unsigned height;            /* 1 for a leaf, else 1 + the tallest kid */
     uint64_t nnodes;            /* nodes in this subtree, itself included */
+    uint64_t nmeta;             /* nodes + block entries + leaf runs: the subtree's input size,
+                                   which the flattening work budget is proportional to */
 } dt_node;
 
 struct rfs_dt {
@@ -66,6 +68,24 @@ size_t dt_alloc_total(void);
 /* The run limit rfs_dt_flatten enforces: RFS_DT_MAX_RUNS unless a test lowers it (so that
  * hitting it does not need a quarter gigabyte). Per thread. */
 void dt_set_max_runs(size_t n);
+
+/* Flattening work budget (docs/datatypes.md "Work budget"): steps = nodes visited + runs
+ * emitted at every level before merging. A type may take
+ *   DT_WORK_PER_RUN * min(size, run limit) + DT_WORK_PER_META * nmeta + DT_WORK_SLACK
+ * steps, i.e. a small multiple of its input and of the data it describes; past it rfs_dt_flatten
+ * answers RFS_E_TOOBIG. The flattener emits single copies in place and materialises a child
+ * only when it is repeated, so an honest type needs at most about 2 steps per final run plus
+ * one per metadata item. dt_set_work_budget(n) overrides the computed budget (tests; 0 restores). */
+#define DT_WORK_PER_RUN 4u
+#define DT_WORK_PER_META 4u
+#define DT_WORK_SLACK 64u
+void dt_set_work_budget(uint64_t n);
+/* Steps the last rfs_dt_flatten of this thread took (tests prove skipped subtrees cost nothing). */
+uint64_t dt_last_work(void);
+
+/* Long loops poll this every DT_CANCEL_POLL steps: non-zero when rfs_dt_set_cancel's flag is. */
+#define DT_CANCEL_POLL 65536u
+int dt_cancelled(void);
 
 /* SUBARRAY / DARRAY expansion (dt_expand.c). Arrays have ndims entries; kid is always consumed
  * (freed on failure). Returns 0 or RFS_E_INVAL. */

@@ -127,7 +127,7 @@ int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, 
     size_t i = run_at(cum, ft->n, r);
     int64_t within = r - cum[i];
     pending p = {fn, ctx, 0, 0};
-    uint64_t left = len;
+    uint64_t left = len, steps = 0;
     if (ft->n == 1 && ft->len[0] == ext) {
         /* contiguous tiles: the whole range is one run */
         if (!dt_mul(tile, ext, &base) || !dt_add(base, (int64_t)disp, &base) ||
@@ -150,6 +150,10 @@ int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, 
             int rc = push(&p, (uint64_t)file, (uint64_t)chunk);
             if (rc)
                 return rc;
+            /* runs produced are bounded by len (each holds a byte), but a reply of millions of
+             * one-byte runs takes a while: a shutting-down server must not wait for it */
+            if (++steps % DT_CANCEL_POLL == 0 && dt_cancelled())
+                return rfs_fail(RFS_E_BUSY, "file view mapping cancelled: shutting down");
             left -= (uint64_t)chunk;
         }
         i = 0;

@@ -51,18 +51,24 @@ static bool bounds_add_block(bounds *b, int64_t disp, int64_t bl, const dt_node 
     return true;
 }
 
-/* Sets height and subtree node count from the kids. */
+/* Sets height, subtree node count and metadata items from the kids. */
 static void set_shape(dt_node *n)
 {
     unsigned h = 0;
-    uint64_t c = 1;
+    uint64_t c = 1, m = 1;
+    if (n->kind == DT_LEAF)
+        m += (uint64_t)n->nruns;
+    else if (n->kind == DT_HIDX || n->kind == DT_STRUCT)
+        m += (uint64_t)n->count;
     for (size_t i = 0; i < n->nkids; i++) {
         if (n->kids[i]->height > h)
             h = n->kids[i]->height;
         c += n->kids[i]->nnodes;
+        m += n->kids[i]->nmeta;
     }
     n->height = h + 1;
     n->nnodes = c;
+    n->nmeta = m;
 }
 
 static bool finish(dt_node *n, const bounds *b)

@@ -6,6 +6,7 @@
 #ifndef RFS_DTYPE_H
 #define RFS_DTYPE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,7 +29,13 @@ typedef struct rfs_flat {
     int monotonic;   /* 1 if offsets are nondecreasing and runs do not overlap (valid filetype) */
 } rfs_flat;
 
+/* RFS_E_TOOBIG past RFS_DT_MAX_RUNS runs or past the work budget (docs/datatypes.md), both
+ * named in the message; RFS_E_BUSY when cancelled (rfs_dt_set_cancel). */
 int rfs_dt_flatten(const rfs_dt *t, rfs_flat **out);
+/* The same with a lower run limit (0: RFS_DT_MAX_RUNS), e.g. what a caller's memory budget
+ * allows (RFS_DT_FLAT_BYTES_PER_RUN each); the work budget shrinks with it. */
+#define RFS_DT_FLAT_BYTES_PER_RUN 24u
+int rfs_dt_flatten_max(const rfs_dt *t, size_t max_runs, rfs_flat **out);
 /* rfs_dt_decode then rfs_dt_flatten, for callers that keep only the flattened type. */
 int rfs_flat_from_encoding(const uint8_t *enc, size_t len, rfs_flat **out);
 void rfs_flat_free(rfs_flat *f);
@@ -40,5 +47,9 @@ int rfs_flat_bytes(uint64_t n, rfs_flat **out);
  * (adjacent runs merged). Stops and returns fn's value if it is non-zero. */
 typedef int (*rfs_run_fn)(void *ctx, uint64_t file_off, uint64_t len);
 int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, rfs_run_fn fn, void *ctx);
+
+/* Process-wide: long flattening and view mapping poll *flag and stop with RFS_E_BUSY once it
+ * is non-zero, so a server's shutdown is not held up by one hostile datatype. NULL: never. */
+void rfs_dt_set_cancel(const atomic_int *flag);
 
 #endif

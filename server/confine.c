@@ -14,11 +14,20 @@ int rfsd_path_from_wire(const rfs_wpath *w, rfsd_path *p)
     if (!w->s || w->len == 0)
         return rfs_fail(RFS_E_INVAL, "empty path");
     if (w->len > RFS_MAX_PATH)
-        return rfs_fail(RFS_E_TOOBIG, "path longer than %u bytes", RFS_MAX_PATH);
+        return rfs_fail(RFS_E_NAME, "path of %u bytes (limit %u)", w->len, RFS_MAX_PATH);
     if (memchr(w->s, '\0', w->len))
         return rfs_fail(RFS_E_INVAL, "path contains a NUL byte");
     memcpy(p->shown, w->s, w->len);
     p->shown[w->len] = '\0';
+    /* the kernel would say ENAMETOOLONG without the limit; say it here */
+    for (const char *q = p->shown; *q;) {
+        size_t comp = strcspn(q, "/");
+        if (comp > RFS_MAX_NAME)
+            return rfs_fail(RFS_E_NAME, "path component of %zu bytes (limit %u)", comp,
+                            RFS_MAX_NAME);
+        q += comp;
+        q += *q == '/';
+    }
     const char *s = p->shown;
     while (*s == '/')
         s++;  /* absolute client paths are relative to the export root */

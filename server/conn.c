@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "authlimit.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -425,6 +426,19 @@ typedef struct session {
     uint32_t negotiated;
 } session;
 
+/* 1 (refusal sent) if the peer's address is in its failed-AUTH backoff: it is told so and
+ * dropped before any HMAC work (authlimit.h). */
+static int backed_off(rfsd_conn *c, const rfs_req *req)
+{
+    uint64_t wait = rfsd_authlimit_wait_ms(c->peer);
+    if (!wait)
+        return 0;
+    rfsd_conn_send_error(c, req->op, req->id,
+                         rfs_fail(RFS_E_AUTH, "too many failed authentications from this "
+                                  "address: retry in %llu ms", (unsigned long long)wait));
+    return 1;
+}
+
 /* Returns 0 to go on reading, -1 to close the connection. */
 static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
 {
@@ -432,6 +446,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "HELLO sent twice"));
         return 0;
     }
+    if (!c->srv->cfg.no_auth && backed_off(c, req))
+        return -1;
     rfs_rep rep = {.op = RFS_OP_HELLO, .id = req->id};
     int rc = rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version,
                               req->u.hello.max_frame, c->srv->cfg.max_frame,
@@ -465,11 +481,16 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
         return 0;
     }
+    if (backed_off(c, req))  /* also when HELLO came before the address's failures */
+        return -1;
     uint8_t want[RFS_MAC_LEN];
     rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         want);
     if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
-        RFS_LOGW("%s: authentication failed (wrong token)", c->peer);
+        unsigned n;
+        uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
+        RFS_LOGW("%s: authentication failed (wrong token); failure %u from this address, "
+                 "its next attempt in %llu ms", c->peer, n, (unsigned long long)ms);
         rfsd_conn_send_error(c, req->op, req->id,
                              rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
                                                   "not match the server's"));
@@ -480,6 +501,7 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
                         rep.u.auth.server_mac);
     s->state = ST_READY;
     c->max_frame = s->negotiated;
+    rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
     RFS_LOGD("%s: authenticated", c->peer);
     return 0;

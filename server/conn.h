@@ -80,6 +80,8 @@ struct rfsd_conn {
     _Atomic int64_t last_rx_ns;        /* when bytes last arrived (monotonic): the lease */
     int has_session;                   /* session: set once by SESSION (srv->mu) */
     uint8_t session[RFS_SESSION_LEN];
+    atomic_uint nlocks;                /* byte-range locks held (cap: rfsd --max-locks) */
+    _Atomic uint64_t view_bytes;       /* decoded views held (cap: rfsd --max-view-bytes) */
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */

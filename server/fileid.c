@@ -13,7 +13,13 @@
 #include "server.h"
 
 typedef struct counter { uint32_t key; uint64_t value; } counter;
-typedef struct range_lock { const void *owner; uint64_t start, end; uint32_t mode; } range_lock;
+/* acct: the owner's connection's count of held locks (NULL: not counted) */
+typedef struct range_lock {
+    const void *owner;
+    uint64_t start, end;
+    uint32_t mode;
+    atomic_uint *acct;
+} range_lock;
 
 struct rfsd_fileid {
     dev_t dev;
@@ -188,11 +194,20 @@ static int conflicts(const rfsd_fileid *f, const void *owner, uint64_t start, ui
     return 0;
 }
 
-static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t end, uint32_t mode)
+static unsigned max_locks_per_acct = RFSD_MAX_LOCKS_PER_FILE;
+
+void rfsd_lock_set_max_per_conn(unsigned n) { max_locks_per_acct = n; }
+
+static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t end, uint32_t mode,
+                    atomic_uint *acct)
 {
     if (f->nlocks >= RFSD_MAX_LOCKS_PER_FILE)
         return rfs_fail(RFS_E_NOSPC, "too many byte-range locks on this file (limit %u)",
                         RFSD_MAX_LOCKS_PER_FILE);
+    /* below the per-file cap, so one client cannot take a file's whole lock table */
+    if (acct && atomic_load(acct) >= max_locks_per_acct)
+        return rfs_fail(RFS_E_NOSPC, "too many byte-range locks held by this connection "
+                        "(limit %u, rfsd --max-locks)", max_locks_per_acct);
     if (f->nlocks == f->locks_cap) {
         size_t cap = f->locks_cap ? 2 * f->locks_cap : 4;
         range_lock *n = realloc(f->locks, cap * sizeof *n);
@@ -201,12 +216,24 @@ static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t 
         f->locks = n;
         f->locks_cap = cap;
     }
-    f->locks[f->nlocks++] = (range_lock){owner, start, end, mode};
+    f->locks[f->nlocks++] = (range_lock){owner, start, end, mode, acct};
+    if (acct)
+        atomic_fetch_add(acct, 1);
     return RFS_OK;
 }
 
+/* Removes lock i (caller holds f->mu). */
+static range_lock drop_lock(rfsd_fileid *f, size_t i)
+{
+    range_lock l = f->locks[i];
+    f->locks[i] = f->locks[--f->nlocks];
+    if (l.acct)
+        atomic_fetch_sub(l.acct, 1);
+    return l;
+}
+
 int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uint32_t mode,
-              uint32_t wait_ms, const atomic_int *cancelled)
+              uint32_t wait_ms, const atomic_int *cancelled, atomic_uint *acct)
 {
     if (mode != RFS_LOCK_SHARED && mode != RFS_LOCK_EXCL)
         return rfs_fail(RFS_E_INVAL, "lock mode %u is neither shared (1) nor exclusive (2)", mode);
@@ -225,7 +252,7 @@ int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uin
     pthread_mutex_lock(&f->mu);
     for (;;) {
         if (!conflicts(f, owner, start, end, mode)) {
-            rc = add_lock(f, owner, start, end, mode);
+            rc = add_lock(f, owner, start, end, mode, acct);
             break;
         }
         if (wait_ms == 0 || (cancelled && atomic_load(cancelled))) {
@@ -268,10 +295,10 @@ int rfsd_unlock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len)
             continue;
         }
         /* remove, then put back the parts outside [start, end) */
-        f->locks[i] = f->locks[--f->nlocks];
-        if (l.start < start && (rc = add_lock(f, owner, l.start, start, l.mode)))
+        drop_lock(f, i);
+        if (l.start < start && (rc = add_lock(f, owner, l.start, start, l.mode, l.acct)))
             break;
-        if (end < l.end && (rc = add_lock(f, owner, end, l.end, l.mode)))
+        if (end < l.end && (rc = add_lock(f, owner, end, l.end, l.mode, l.acct)))
             break;
         /* re-added pieces are outside the range, so rescanning from i is safe */
     }
@@ -285,7 +312,7 @@ void rfsd_unlock_all(rfsd_fileid *f, const void *owner)
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nlocks;) {
         if (f->locks[i].owner == owner)
-            f->locks[i] = f->locks[--f->nlocks];
+            drop_lock(f, i);
         else
             i++;
     }

@@ -33,9 +33,13 @@ int rfsd_counter_op(rfsd_fileid *f, uint32_t key, int set, int64_t delta, int64_
 /* Byte-range lock [off, off+len) (len 0 = to the end of any file) for owner; mode
  * RFS_LOCK_SHARED or RFS_LOCK_EXCL. Waits up to wait_ms (capped by the server's bound) for
  * conflicting locks held by other owners to go; then RFS_E_BUSY. `cancelled` is polled after
- * every wake-up: when it becomes non-zero (disconnect, shutdown) the wait ends with RFS_E_BUSY. */
+ * every wake-up: when it becomes non-zero (disconnect, shutdown) the wait ends with RFS_E_BUSY.
+ * acct (NULL: none) counts the locks held by the owner's connection: at the per-connection
+ * limit (rfsd_lock_set_max_per_conn) a new lock, or an UNLOCK that splits one, is RFS_E_NOSPC. */
 int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uint32_t mode,
-              uint32_t wait_ms, const atomic_int *cancelled);
+              uint32_t wait_ms, const atomic_int *cancelled, atomic_uint *acct);
+/* Set once at start-up (rfsd --max-locks); default RFSD_MAX_LOCKS_PER_FILE. */
+void rfsd_lock_set_max_per_conn(unsigned n);
 /* Releases owner's locks within [off, off+len) (len 0 = to the end), splitting partly covered
  * ones. Releasing nothing is not an error. */
 int rfsd_unlock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len);

@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "authlimit.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "fdlimit.h"
 #include "fileid.h"
 #include "pool.h"
 #include "server.h"
 #include "session.h"
 #include "transport/transport.h"
+#include "view.h"
 
 static int signal_pipe[2] = {-1, -1};
+/* Set by the acceptor when a signal arrives: long per-request work (datatype flattening, view
+ * mapping) polls it and gives up, so shutdown takes a bounded time (docs/security.md). */
+static atomic_int stop_flag;
 
 /* Only an async-signal-safe write: the acceptor loop does the work. */
 static void on_signal(int sig)
@@ -67,6 +74,14 @@ static void peer_name(const struct sockaddr_storage *ss, char *out, size_t cap)
     snprintf(out, cap, "%s:%u", ip, ntohs(s4->sin_port));
 }
 
+static unsigned conn_count(rfsd_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    unsigned n = srv->nconns;
+    pthread_mutex_unlock(&srv->mu);
+    return n;
+}
+
 static void accept_loop(rfsd_server *srv, int lfd)
 {
     for (;;) {
@@ -82,6 +97,7 @@ static void accept_loop(rfsd_server *srv, int lfd)
             unsigned char sig = 0;
             if (read(signal_pipe[0], &sig, 1) == 1)
                 RFS_LOGI("signal %d: shutting down", sig);
+            atomic_store(&stop_flag, 1);
             return;
         }
         rfsd_conn_reap(srv);
@@ -92,9 +108,16 @@ static void accept_loop(rfsd_server *srv, int lfd)
         int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
+                /* the spare descriptor lets one client at a time hear why; others wait in the
+                 * backlog while we back off instead of spinning on a full fd table */
+                char why[64];
+                snprintf(why, sizeof why, "out of file descriptors with %u connections",
+                         conn_count(srv));
+                if (rfsd_busy_accept_with_spare(lfd, why) == 0)
+                    continue;
                 RFS_LOGW("accept: %s; waiting for connections to end", strerror(errno));
                 struct pollfd sp = {.fd = signal_pipe[0], .events = POLLIN};
-                poll(&sp, 1, 100);  /* back off instead of spinning on a full fd table */
+                poll(&sp, 1, 100);
             }
             continue;
         }
@@ -107,12 +130,13 @@ static void accept_loop(rfsd_server *srv, int lfd)
             RFS_LOGW("%s: %s", peer, rfs_last_error());
             rfs_clear_error();
         }
-        pthread_mutex_lock(&srv->mu);
-        unsigned n = srv->nconns;
-        pthread_mutex_unlock(&srv->mu);
-        if (n >= RFSD_MAX_CONNS) {
-            RFS_LOGW("%s: refused: already %u connections", peer, n);
-            close(fd);
+        unsigned n = conn_count(srv);
+        if (n >= RFSD_MAX_CONNS || rfsd_fd_conn_too_high(fd)) {
+            /* answered, not just closed: the client learns why instead of hanging at HELLO */
+            RFS_LOGW("%s: refused: server busy with %u connections", peer, n);
+            char why[64];
+            snprintf(why, sizeof why, "%u connections", n);
+            rfsd_busy_reply(fd, why);
             continue;
         }
         RFS_LOGD("%s: connected", peer);
@@ -140,7 +164,7 @@ static void shutdown_connections(rfsd_server *srv)
 static void keep_frame_buffers(void)
 {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, RFSD_TRIM_THRESHOLD);
 }
 
 int main(int argc, char **argv)
@@ -151,6 +175,7 @@ int main(int argc, char **argv)
         return prc > 0 ? 0 : 2;
     rfs_log_set_level(srv.cfg.log_level);
     keep_frame_buffers();
+    unsigned long nofile = rfsd_fd_init();
 
     if (srv.cfg.token_file) {
         if (rfs_auth_read_token_file(srv.cfg.token_file, srv.secret, sizeof srv.secret)) {
@@ -158,6 +183,15 @@ int main(int argc, char **argv)
             return 2;
         }
         srv.secret_len = strlen(srv.secret);
+        /* A short token can be guessed offline from one recorded handshake (the MAC is over
+         * known nonces), so rfsd will not run with one. */
+        if (srv.secret_len < RFSD_MIN_TOKEN) {
+            fprintf(stderr, "rfsd: the token in %s is %zu bytes; at least %u are required "
+                    "(make one with: rfs token > %s)\n", srv.cfg.token_file, srv.secret_len,
+                    RFSD_MIN_TOKEN, srv.cfg.token_file);
+            memset(srv.secret, 0, sizeof srv.secret);
+            return 2;
+        }
         struct stat st;
         if (stat(srv.cfg.token_file, &st) == 0 && (st.st_mode & 077))
             RFS_LOGW("token file %s is readable by other users", srv.cfg.token_file);
@@ -187,9 +221,12 @@ int main(int argc, char **argv)
         return 2;
     }
     rfsd_lock_set_max_waiters(srv.cfg.threads - 1);
+    rfsd_lock_set_max_per_conn(srv.cfg.max_locks);
+    rfsd_views_set_cancel(&stop_flag);
+    rfsd_authlimit_init(srv.cfg.auth_backoff_ms);
 
-    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %s", srv.cfg.root,
-             srv.cfg.threads, srv.cfg.max_frame,
+    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %lu descriptors, %s",
+             srv.cfg.root, srv.cfg.threads, srv.cfg.max_frame, nofile,
              srv.cfg.no_auth ? "no authentication" : "token authentication");
     printf("rfsd listening on %s\n", addr);
     fflush(stdout);

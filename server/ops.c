@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "conn.h"
 #include "session.h"
+#include "fdlimit.h"
+#include "guard.h"
 
 int rfsd_op_is_barrier(uint16_t op)
 {
@@ -135,8 +137,13 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         return rc;
     int fd;
     struct stat st;
-    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, q->u.open.mode, &fd, &st)))
+    uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.open.mode, 0);
+    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, mode, &fd, &st)))
         return rc;
+    if ((rc = rfsd_fd_check(fd, p.shown))) {
+        close(fd);
+        return rc;
+    }
     rfsd_handle *h = calloc(1, sizeof *h);
     char *path = strdup(p.shown);
     rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino, fd);
@@ -153,8 +160,11 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     h->flags = q->u.open.flags;
     h->fid = fid;
     h->path = path;
+    unsigned max = c->srv->cfg.max_handles;
     pthread_mutex_lock(&c->mu);
-    rc = rfsd_handle_add(c, h);
+    rc = c->nhandles >= max ? rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection "
+                                       "(limit %u, rfsd --max-handles)", p.shown, max)
+                            : rfsd_handle_add(c, h);
     pthread_mutex_unlock(&c->mu);
     if (rc) {
         rfsd_handle_release(h);
@@ -337,11 +347,13 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_GET_SIZE:
         return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
     case RFS_OP_SET_SIZE:
-        if ((rc = can_write(h)))
+        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
+                                                         q->u.size.size)))
             return rc;
         return rfsd_be_set_size(h->fd, h->path, q->u.size.size);
     case RFS_OP_PREALLOCATE:
-        if ((rc = can_write(h)))
+        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
+                                                         q->u.size.size)))
             return rc;
         return rfsd_be_preallocate(h->fd, h->path, q->u.size.size);
     case RFS_OP_COUNTER: {
@@ -354,7 +366,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     }
     case RFS_OP_LOCK:
         rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode,
-                       q->u.lock.wait_ms, &c->closing);
+                       q->u.lock.wait_ms, &c->closing, &c->nlocks);
         if (rc) {
             char why[RFS_MAX_MSG];
             snprintf(why, sizeof why, "%s", rfs_last_error());
@@ -368,7 +380,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u views per file)", h->path,
                             q->u.set_view.view_id, RFSD_MAX_VIEWS);
         return rfsd_view_set(&h->views[q->u.set_view.view_id], q->u.set_view.disp, q->data,
-                             q->data_len, h->path);
+                             q->data_len, h->path, &c->view_bytes, c->srv->cfg.max_view_bytes);
     case RFS_OP_VIEW_READ: {
         uint32_t v = q->u.view_read.view_id;
         if (v >= RFSD_MAX_VIEWS)
@@ -436,7 +448,7 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
     case RFS_OP_MKDIR:
         if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
             return rc;
-        return rfsd_be_mkdir(root, &p, q->u.mkdir.mode);
+        return rfsd_be_mkdir(root, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
     }

@@ -10,6 +10,8 @@
 #include "common/err.h"
 #include "proto/proto.h"
 #include "transport/transport.h"
+#include "authlimit.h"
+#include "fileid.h"
 #include "server.h"
 
 static void usage(FILE *out)
@@ -17,14 +19,17 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: rfsd --root DIR [--listen HOST:PORT] (--token-file FILE | --no-auth)\n"
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
-        "            [--tcp-congestion NAME] [--lease-ms MS]\n"
+        "            [--tcp-congestion NAME] [--lease-ms MS] [--allow-setid] [--reserve-bytes N]\n"
+        "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
+        "            [--auth-backoff-ms N]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
         "  --root DIR          export root; clients can never reach outside it\n"
         "  --listen HOST:PORT  address to listen on (default %s; IPv6 as [::1]:7070;\n"
         "                      port 0 picks a free port)\n"
-        "  --token-file FILE   shared secret for HMAC challenge-response authentication\n"
+        "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
+        "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
@@ -32,6 +37,15 @@ static void usage(FILE *out)
         "  --tcp-congestion NAME\n"
         "                      TCP congestion control for client connections (default: the\n"
         "                      system's); bbr keeps reads fast after idle periods (docs/tuning.md)\n"
+        "  --allow-setid       keep set-uid/set-gid (and sticky on files) in the modes clients\n"
+        "                      give to OPEN and MKDIR (default: cleared)\n"
+        "  --reserve-bytes N   refuse PREALLOCATE/SET_SIZE growth that would leave less than N\n"
+        "                      bytes free on the export's file system (default 0: off)\n"
+        "  --max-handles N     open files per connection (default %u, 1..%u)\n"
+        "  --max-locks N       byte-range locks held per connection (default %u, 1..%u)\n"
+        "  --max-view-bytes N  memory for decoded file views per connection (default %llu)\n"
+        "  --auth-backoff-ms N after %u failed AUTHs the client's address waits N ms before it\n"
+        "                      may try again, doubling per failure up to %u ms (default %u)\n"
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
         "                      locks and late frames dropped (default %d; clients ping at a\n"
         "                      quarter of it; docs/reliability.md)\n"
@@ -39,8 +53,10 @@ static void usage(FILE *out)
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
-        RFSD_DEFAULT_LISTEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
-        RFSD_DEFAULT_LEASE_MS);
+        RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
+        RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
+        (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,
+        RFSD_AUTH_BACKOFF_MS, RFSD_DEFAULT_LEASE_MS);
 }
 
 static int parse_ulong(const char *s, unsigned long long lo, unsigned long long hi,
@@ -59,7 +75,8 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
-    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_LEASE, O_HELP };
+    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
+           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -71,6 +88,12 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"tcp-congestion", required_argument, 0, O_CC},
         {"lease-ms", required_argument, 0, O_LEASE},
         {"help", no_argument, 0, O_HELP},
+        {"allow-setid", no_argument, 0, O_SETID},
+        {"reserve-bytes", required_argument, 0, O_RESERVE},
+        {"max-handles", required_argument, 0, O_HANDLES},
+        {"max-locks", required_argument, 0, O_LOCKS},
+        {"max-view-bytes", required_argument, 0, O_VIEWB},
+        {"auth-backoff-ms", required_argument, 0, O_BACKOFF},
         {0, 0, 0, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -78,6 +101,10 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->max_frame = RFS_FRAME_DEFAULT;
     cfg->log_level = RFS_LOG_INFO;
     cfg->lease_ms = RFSD_DEFAULT_LEASE_MS;
+    cfg->max_handles = RFSD_MAX_HANDLES;
+    cfg->max_locks = RFSD_DEFAULT_LOCKS_PER_CONN;
+    cfg->max_view_bytes = RFSD_DEFAULT_VIEW_BYTES;
+    cfg->auth_backoff_ms = RFSD_AUTH_BACKOFF_MS;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* Workers block in the reply's send until a slow or distant client has taken it (a 4 MiB
      * read reply is 35 ms on a 1 Gbit/s link), so far more workers than CPUs are needed to
@@ -132,6 +159,47 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                 return -1;
             }
             cfg->lease_ms = (int)v;
+            break;
+        case O_SETID: cfg->allow_setid = 1; break;
+        case O_RESERVE:
+            if (parse_ulong(optarg, 0, INT64_MAX, &v)) {
+                fprintf(stderr, "rfsd: --reserve-bytes: expected a number of bytes, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->reserve_bytes = v;
+            break;
+        case O_HANDLES:
+            if (parse_ulong(optarg, 1, RFSD_MAX_HANDLES, &v)) {
+                fprintf(stderr, "rfsd: --max-handles: expected 1..%u, got '%s'\n",
+                        RFSD_MAX_HANDLES, optarg);
+                return -1;
+            }
+            cfg->max_handles = (unsigned)v;
+            break;
+        case O_LOCKS:
+            if (parse_ulong(optarg, 1, RFSD_MAX_LOCKS_PER_FILE, &v)) {
+                fprintf(stderr, "rfsd: --max-locks: expected 1..%u, got '%s'\n",
+                        RFSD_MAX_LOCKS_PER_FILE, optarg);
+                return -1;
+            }
+            cfg->max_locks = (unsigned)v;
+            break;
+        case O_VIEWB:
+            if (parse_ulong(optarg, 1, INT64_MAX, &v)) {
+                fprintf(stderr, "rfsd: --max-view-bytes: expected a number of bytes, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->max_view_bytes = v;
+            break;
+        case O_BACKOFF:
+            if (parse_ulong(optarg, 1, RFSD_AUTH_BACKOFF_MAX_MS, &v)) {
+                fprintf(stderr, "rfsd: --auth-backoff-ms: expected 1..%u, got '%s'\n",
+                        RFSD_AUTH_BACKOFF_MAX_MS, optarg);
+                return -1;
+            }
+            cfg->auth_backoff_ms = (unsigned)v;
             break;
         case O_HELP: usage(stdout); return 1;
         default:

@@ -13,9 +13,13 @@
 #define RFSD_MAX_CONNS 1024u            /* accepted connections beyond this are closed at once */
 #define RFSD_CONN_MAX_INFLIGHT 64u      /* requests read but not yet answered, per connection */
 #define RFSD_CONN_MAX_INFLIGHT_BYTES (64u * 1024u * 1024u)
-#define RFSD_MAX_HANDLES 4096u          /* open files per connection */
+#define RFSD_MAX_HANDLES 4096u          /* open files per connection (table size; --max-handles) */
+#define RFSD_MIN_TOKEN 16u              /* bytes; rfsd refuses shorter tokens at start */
+#define RFSD_DEFAULT_LOCKS_PER_CONN 4096u  /* byte-range locks per connection (--max-locks) */
+#define RFSD_DEFAULT_VIEW_BYTES (256ull << 20) /* decoded views per connection (--max-view-bytes) */
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
+#define RFSD_TRIM_THRESHOLD (256 << 20) /* glibc M_TRIM_THRESHOLD: keep frame buffers (main.c) */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
 #define RFSD_DEFAULT_LEASE_MS 60000     /* --lease-ms */
 
@@ -29,6 +33,12 @@ typedef struct rfsd_config {
     int log_level;
     const char *tcp_congestion;         /* NULL: the system's default */
     int lease_ms;                       /* a connection silent this long is closed */
+    int allow_setid;                    /* keep set-uid/set-gid/sticky in client modes */
+    uint64_t reserve_bytes;             /* free space PREALLOCATE/SET_SIZE must leave; 0: off */
+    unsigned max_handles;               /* open files per connection */
+    unsigned max_locks;                 /* byte-range locks held per connection */
+    uint64_t max_view_bytes;            /* decoded file views per connection */
+    unsigned auth_backoff_ms;           /* delay after a failed AUTH, doubling per failure */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -1,9 +1,13 @@
 #include "view.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "backend.h"
 #include "common/err.h"
+#include "server.h"
 
 #ifdef RFSD_HAVE_DTYPE
 #include "dtype/dtype.h"
@@ -13,7 +17,16 @@ int rfsd_views_built(void)
     return 1;
 }
 
-int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
+void rfsd_views_set_cancel(const atomic_int *flag) { rfs_dt_set_cancel(flag); }
+
+/* Bytes a flattened view of n runs holds: off, len and prefix sums (dtype/dt_flat.h). */
+static uint64_t view_cost(size_t n)
+{
+    return (uint64_t)n * RFS_DT_FLAT_BYTES_PER_RUN + 128;
+}
+
+int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown,
+                  _Atomic uint64_t *acct, uint64_t limit)
 {
     /* The old view goes first: after a failed SET_VIEW the slot is unset, so a VIEW_READ or
      * VIEW_WRITE the client pipelined behind it fails instead of using a stale view. */
@@ -26,17 +39,45 @@ int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, c
         snprintf(why, sizeof why, "%s", rfs_last_error());
         return rfs_fail(rc, "%s: bad file view datatype: %s", shown, why);
     }
-    rc = rfs_dt_flatten(t, &f);
+    /* Flatten no further than the connection's view memory allows, so the limit bounds the
+     * work and the memory before they are spent, not after. */
+    uint64_t used = atomic_load(acct), room = used < limit ? limit - used : 0;
+    size_t max_runs = room / RFS_DT_FLAT_BYTES_PER_RUN;
+    if (max_runs == 0) {
+        rfs_dt_free(t);
+        return rfs_fail(RFS_E_TOOBIG, "%s: file views of this connection hold %llu bytes "
+                        "(limit %llu, rfsd --max-view-bytes)", shown, (unsigned long long)used,
+                        (unsigned long long)limit);
+    }
+    rc = rfs_dt_flatten_max(t, max_runs < RFS_DT_MAX_RUNS ? max_runs : 0, &f);
     rfs_dt_free(t);
-    if (rc)
-        return rfs_fail(rc, "%s: cannot flatten file view datatype", shown);
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rfs_last_error());
+        if (rc == RFS_E_TOOBIG && max_runs < RFS_DT_MAX_RUNS && strstr(why, "runs (limit)"))
+            return rfs_fail(rc, "%s: file view needs more memory than this connection has left "
+                            "(limit %llu bytes of views, %llu used; rfsd --max-view-bytes)",
+                            shown, (unsigned long long)limit, (unsigned long long)used);
+        return rfs_fail(rc, "%s: cannot flatten file view datatype: %s", shown, why);
+    }
     if (!f->monotonic || f->size <= 0 || f->extent <= 0) {
         rfs_flat_free(f);
         return rfs_fail(RFS_E_INVAL, "%s: a filetype needs data, a positive extent and "
                                      "nondecreasing, non-overlapping displacements", shown);
     }
+    /* charge it; concurrent SET_VIEWs on other handles may have taken the room meanwhile */
+    uint64_t cost = view_cost(f->n);
+    if (atomic_fetch_add(acct, cost) + cost > limit) {
+        atomic_fetch_sub(acct, cost);
+        rfs_flat_free(f);
+        return rfs_fail(RFS_E_TOOBIG, "%s: file view of %llu bytes is over what this connection "
+                        "has left (limit %llu, rfsd --max-view-bytes)", shown,
+                        (unsigned long long)cost, (unsigned long long)limit);
+    }
     v->flat = f;
     v->disp = disp;
+    v->bytes = cost;
+    v->acct = acct;
     return RFS_OK;
 }
 
@@ -98,12 +139,32 @@ int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos,
     return rc < 0 ? rc : RFS_OK;
 }
 
+/* Memory of big views goes back to the kernel when they are dropped (a client leaving, a slot
+ * refilled). rfsd keeps freed heap memory on purpose (M_TRIM_THRESHOLD, main.c) for its frame
+ * buffers, and glibc never trims the top of a worker thread's arena below that threshold, not
+ * even in malloc_trim; so around the free of a big view the threshold is lowered, and
+ * malloc_trim then returns the free pages inside the arenas too. */
+#define TRIM_VIEW_MIN (4ull << 20)
+static pthread_mutex_t trim_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void rfsd_view_clear(rfsd_view *v)
 {
-    if (v->flat)
+    if (v->acct)
+        atomic_fetch_sub(v->acct, v->bytes);
+    if (v->flat && v->bytes >= TRIM_VIEW_MIN) {
+        pthread_mutex_lock(&trim_mu);
+        mallopt(M_TRIM_THRESHOLD, (int)TRIM_VIEW_MIN);
         rfs_flat_free(v->flat);
+        mallopt(M_TRIM_THRESHOLD, RFSD_TRIM_THRESHOLD);
+        malloc_trim(0);
+        pthread_mutex_unlock(&trim_mu);
+    } else if (v->flat) {
+        rfs_flat_free(v->flat);
+    }
     v->flat = NULL;
     v->disp = 0;
+    v->bytes = 0;
+    v->acct = NULL;
 }
 
 #else /* built without dtype/: views are refused with a clear reason */
@@ -113,9 +174,12 @@ int rfsd_views_built(void)
     return 0;
 }
 
-int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown)
+void rfsd_views_set_cancel(const atomic_int *flag) { (void)flag; }
+
+int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown,
+                  _Atomic uint64_t *acct, uint64_t limit)
 {
-    (void)v; (void)disp; (void)enc; (void)len;
+    (void)v; (void)disp; (void)enc; (void)len; (void)acct; (void)limit;
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build", shown);
 }
 

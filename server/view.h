@@ -4,6 +4,7 @@
 #ifndef RFSD_VIEW_H
 #define RFSD_VIEW_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,15 +19,24 @@ struct rfs_flat;
 typedef struct rfsd_view {
     struct rfs_flat *flat;   /* NULL: view not set */
     uint64_t disp;
+    uint64_t bytes;          /* memory the flattened view holds, charged to *acct */
+    _Atomic uint64_t *acct;
 } rfsd_view;
 
-int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown);
+/* Decodes and flattens the filetype into slot v. The flattened view's memory is charged to
+ * *acct (the connection's view bytes) and may not take it past limit: flattening stops at the
+ * runs the remaining budget can hold, and the error names the limit (RFS_E_TOOBIG). */
+int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown,
+                  _Atomic uint64_t *acct, uint64_t limit);
 /* Reads up to len bytes of the stream from pos; short only at end of file. */
 int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, void *buf,
                    size_t len, size_t *done);
 int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
                     size_t len);
 void rfsd_view_clear(rfsd_view *v);
+/* Long view work (flattening, mapping) stops with RFS_E_BUSY once *flag is non-zero: rfsd
+ * points it at its shutdown flag so SIGTERM is not held up by a hostile datatype. */
+void rfsd_views_set_cancel(const atomic_int *flag);
 /* 1 if this build serves views (announced in the HELLO reply's features). */
 int rfsd_views_built(void);
 

@@ -177,9 +177,20 @@ static void test_lengths(void **state)
     strcpy(s + 4 + 256, ":1:/a");
     assert_non_null(strstr(expect_bad(s), "255"));
 
-    /* path: 4095 bytes fit (with the leading '/' added to a relative one), 4096 do not */
+    /* a path component: 255 bytes fit, 256 do not (RFS_E_NAME naming the limit) */
+    strcpy(s, "rfs:h:1:/d/");
+    memset(s + 11, 'q', 255);
+    s[11 + 255] = '\0';
+    assert_int_equal(rfs_parse_name(s, &n), RFS_OK);
+    strcat(s, "q/e");
+    assert_non_null(strstr(expect_bad(s), "limit 255"));
+
+    /* path: 4095 bytes fit (with the leading '/' added to a relative one), 4096 do not;
+     * components of 63 bytes keep each under the component limit */
     strcpy(s, "rfs:h:1:/");
     memset(s + 9, 'p', 4094);
+    for (int i = 63; i < 4094; i += 64)
+        s[9 + i] = '/';
     s[9 + 4094] = '\0';
     assert_int_equal(rfs_parse_name(s, &n), RFS_OK);
     assert_int_equal(strlen(n.path), 4095);
@@ -187,6 +198,8 @@ static void test_lengths(void **state)
     assert_non_null(strstr(expect_bad(s), "4095"));
     strcpy(s, "rfs:h:1:");
     memset(s + 8, 'p', 4095);
+    for (int i = 63; i < 4095; i += 64)
+        s[8 + i] = '/';
     s[8 + 4095] = '\0';
     expect_bad(s);                            /* 4095 + the added '/' */
     s[8 + 4094] = '\0';

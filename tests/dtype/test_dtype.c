@@ -634,7 +634,7 @@ static void test_byte_flips_never_crash(void **state)
                 dt_set_max_runs(4096);
                 rc = rfs_dt_flatten(t, &f);
                 dt_set_max_runs(0);
-                assert_true(rc == 0 || rc == RFS_E_INVAL);
+                assert_true(rc == 0 || rc == RFS_E_INVAL || rc == RFS_E_TOOBIG);
                 rfs_flat_free(f);
                 rfs_dt_free(t);
             }
@@ -836,7 +836,8 @@ static void test_run_limit(void **state)
     assert_int_equal(rfs_dt_decode(e.b, e.n, &t), 0);
     rfs_flat *f = (rfs_flat *)1;
     dt_set_max_runs(1000);
-    assert_int_equal(rfs_dt_flatten(t, &f), RFS_E_INVAL);
+    assert_int_equal(rfs_dt_flatten(t, &f), RFS_E_TOOBIG);
+    assert_non_null(strstr(rfs_last_error(), "1000 runs"));
     dt_set_max_runs(0);
     assert_null(f);
     rfs_dt_free(t);
@@ -850,6 +851,97 @@ static void test_run_limit(void **state)
     assert_int_equal(f->n, 0);
     assert_int_equal(f->size, 0);
     rfs_flat_free(f);
+}
+
+/* Issue #21's attack: a STRUCT of 256 zero-blocklength children, each VECTOR(2^24, 1, 2) of bytes
+ * (16 Mi runs if expanded), plus one real byte. A valid one-byte type: the empty children must be
+ * skipped without expanding them. */
+static void test_struct_of_empty_children_is_cheap(void **state)
+{
+    enum { EMPTY = 256 };
+    enc e = start();
+    u8(&e, RFS_DTW_STRUCT);
+    i64(&e, EMPTY + 1);
+    for (int i = 0; i < EMPTY; i++)
+        i64(&e, 0);
+    i64(&e, 1);
+    for (int i = 0; i <= EMPTY; i++)
+        i64(&e, i == EMPTY ? 7 : 0);
+    for (int i = 0; i < EMPTY; i++) {
+        vector_hdr(&e, RFS_DTW_VECTOR, (int64_t)1 << 24, 1, 2);
+        leaf(&e, 1);
+    }
+    leaf(&e, 1);
+    rfs_flat *f = flat_of(&e);
+    assert_runs(f, (int64_t[]){7, 1}, 1);
+    assert_int_equal(f->size, 1);
+    /* one step per node visited or skipped, none for the 2^32 runs the children would make */
+    assert_true(dt_last_work() < 4 * (EMPTY + 2));
+    rfs_flat_free(f);
+}
+
+/* Single copies are emitted in place: a chain of 60 CONTIGUOUS(1) over a fragmented vector costs
+ * about one step per run, not one per run per level (which would also blow the budget). */
+static void test_single_copy_chain_is_linear(void **state)
+{
+    enc e = start();
+    for (int i = 0; i < 60; i++)
+        contig_hdr(&e, 1);
+    vector_hdr(&e, RFS_DTW_HVECTOR, 100000, 1, 2);
+    leaf(&e, 1);
+    rfs_flat *f = flat_of(&e);
+    assert_int_equal(f->n, 100000);
+    assert_true(dt_last_work() < 2 * 100000 + 200);
+    rfs_flat_free(f);
+}
+
+/* Past the work budget: RFS_E_TOOBIG naming the budget; a repeated child still costs one step
+ * per run it adds. */
+static void test_work_budget(void **state)
+{
+    enc e = start();
+    contig_hdr(&e, 3);
+    vector_hdr(&e, RFS_DTW_HVECTOR, 1000, 1, 2);
+    leaf(&e, 1);
+    finish(&e);
+    rfs_dt *t = NULL;
+    assert_int_equal(rfs_dt_decode(e.b, e.n, &t), 0);
+    rfs_flat *f = NULL;
+    assert_int_equal(rfs_dt_flatten(t, &f), 0);
+    assert_int_equal(f->n, 2998); /* copies touch: the last run of one merges with the next */
+    assert_true(dt_last_work() <= 4000 + 100);
+    rfs_flat_free(f);
+    f = (rfs_flat *)1;
+    dt_set_work_budget(500);
+    assert_int_equal(rfs_dt_flatten(t, &f), RFS_E_TOOBIG);
+    dt_set_work_budget(0);
+    assert_null(f);
+    assert_non_null(strstr(rfs_last_error(), "work budget of 500 steps"));
+    rfs_dt_free(t);
+    free(e.b);
+}
+
+/* A set cancellation flag stops a long flatten (a server's SIGTERM) with RFS_E_BUSY. */
+static void test_cancel(void **state)
+{
+    enc e = start();
+    vector_hdr(&e, RFS_DTW_HVECTOR, 1 << 20, 1, 2);
+    leaf(&e, 1);
+    finish(&e);
+    rfs_dt *t = NULL;
+    assert_int_equal(rfs_dt_decode(e.b, e.n, &t), 0);
+    atomic_int stop = 1;
+    rfs_dt_set_cancel(&stop);
+    rfs_flat *f = NULL;
+    assert_int_equal(rfs_dt_flatten(t, &f), RFS_E_BUSY);
+    assert_true(dt_last_work() <= DT_CANCEL_POLL);
+    atomic_store(&stop, 0);
+    assert_int_equal(rfs_dt_flatten(t, &f), 0);
+    assert_int_equal(f->n, 1 << 20);
+    rfs_dt_set_cancel(NULL);
+    rfs_flat_free(f);
+    rfs_dt_free(t);
+    free(e.b);
 }
 
 int main(void)
@@ -880,6 +972,10 @@ int main(void)
         cmocka_unit_test(test_node_bomb),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_run_limit),
+        cmocka_unit_test(test_struct_of_empty_children_is_cheap),
+        cmocka_unit_test(test_single_copy_chain_is_linear),
+        cmocka_unit_test(test_work_budget),
+        cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

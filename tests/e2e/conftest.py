@@ -23,7 +23,7 @@ def binary(name):
 
 
 class Server:
-    def __init__(self, root, token=None, extra=(), listen="127.0.0.1:0"):
+    def __init__(self, root, token=None, extra=(), listen="127.0.0.1:0", preexec=None):
         self.root = Path(root)
         self.token = token
         args = [binary("rfsd"), "--root", str(self.root), "--listen", listen]
@@ -35,7 +35,9 @@ class Server:
             tf.chmod(0o600)
             args += ["--token-file", str(tf)]
         args += list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # preexec: run in the child before exec (e.g. lower a resource limit for one test)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec)
         line = self.proc.stdout.readline()
         if not line.startswith("rfsd listening on "):
             self.proc.kill()
@@ -103,11 +105,11 @@ def rfsd(tmp_path):
 def rfsd_factory(tmp_path):
     started = []
 
-    def make(token="default", extra=(), root=None):
+    def make(token="default", extra=(), root=None, preexec=None):
         r = Path(root) if root else tmp_path / f"export{len(started)}"
         r.mkdir(exist_ok=True)
         tok = secrets.token_hex(16) if token == "default" else token
-        s = Server(r, token=tok, extra=extra)
+        s = Server(r, token=tok, extra=extra, preexec=preexec)
         started.append(s)
         return s
 

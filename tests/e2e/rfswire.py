@@ -121,6 +121,18 @@ def b_unlock(fh, off, length):
     return struct.pack("<IQQ", fh, off, length)
 
 
+def b_set_view(fh, view_id, disp, enc):
+    return struct.pack("<IIQ", fh, view_id, disp) + enc
+
+
+def b_view_read(fh, view_id, pos, length):
+    return struct.pack("<IIQI", fh, view_id, pos, length)
+
+
+def b_view_write(fh, view_id, pos, data):
+    return struct.pack("<IIQ", fh, view_id, pos) + data
+
+
 def client_mac(secret, server_nonce, client_nonce):
     return hmac.new(secret, b"rfs-auth-client-v1" + server_nonce + client_nonce,
                     hashlib.sha256).digest()
@@ -169,8 +181,10 @@ def parse_list(body):
 class Conn:
     """One connection. send() pipelines; recv() returns replies in the server's order."""
 
-    def __init__(self, host, port, timeout=15):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host, port, timeout=15, source=None):
+        """source: local address to connect from (e.g. "127.0.0.2"), for per-address limits."""
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 1
         self.max_frame = PRE_HELLO_MAX

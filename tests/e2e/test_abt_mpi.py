@@ -116,7 +116,7 @@ def test_abt_server_killed_then_recover(tmp_path, flavour):
     root.mkdir()
     staging = tmp_path / "staging"
     staging.mkdir()
-    srv = Server(root, token="abt-kill-token")
+    srv = Server(root, token="abt-kill-token-0123456789")
     expect = local_reference(srv, tmp_path, flavour, nprocs)
     port = srv.port
     p = popen(flavour, nprocs, [program(flavour, "t_abt"), srv.url("/killed.dat"), "kill"], srv.env(),
@@ -136,7 +136,7 @@ def test_abt_server_killed_then_recover(tmp_path, flavour):
     assert "finalize=0" not in out
     assert any(staging.iterdir())
 
-    srv2 = Server(root, token="abt-kill-token", listen=f"127.0.0.1:{port}")
+    srv2 = Server(root, token="abt-kill-token-0123456789", listen=f"127.0.0.1:{port}")
     try:
         rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv2.env(),
                              capture_output=True, text=True, timeout=120)

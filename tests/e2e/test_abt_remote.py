@@ -48,7 +48,7 @@ def test_server_killed_then_recover(tmp_path):
     root.mkdir()
     staging = tmp_path / "staging"
     staging.mkdir()
-    srv = Server(root, token="s3cret-token")
+    srv = Server(root, token="s3cret-token-0123456789")
     size = 2_000_000
     # The server stays dead: with recovery off the failure comes at once (a server that comes
     # back within the retry timeout is tests/faults/test_reconnect.py).
@@ -70,7 +70,7 @@ def test_server_killed_then_recover(tmp_path):
     assert not (root / "killed.bin").exists() or (root / "killed.bin").stat().st_size < size
 
     # Restart on the same port so the names recorded in the journal resolve.
-    srv2 = Server(root, token="s3cret-token", listen=f"127.0.0.1:{port}")
+    srv2 = Server(root, token="s3cret-token-0123456789", listen=f"127.0.0.1:{port}")
     try:
         # A journal held by no process is what `rfs recover` replays.
         rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv2.env(),

@@ -57,22 +57,22 @@ static void test_lock_conflicts(void **st)
     (void)st;
     rfsd_lock_set_max_waiters(4);
     rfsd_fileid *f = rfsd_fileid_get(4, 4, -1);
-    assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_SHARED, 0, NULL), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 50, 100, RFS_LOCK_SHARED, 0, NULL), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 99, 1, RFS_LOCK_EXCL, 0, NULL), RFS_E_BUSY);
-    assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_EXCL, 0, NULL), RFS_E_BUSY);
-    assert_int_equal(rfsd_lock(f, &B, 150, 0, RFS_LOCK_EXCL, 0, NULL), RFS_OK);  /* to the end */
-    assert_int_equal(rfsd_lock(f, &A, UINT64_MAX - 5, 1, RFS_LOCK_SHARED, 0, NULL), RFS_E_BUSY);
-    assert_int_equal(rfsd_lock(f, &A, 0, 1, 7, 0, NULL), RFS_E_INVAL);
+    assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &B, 50, 100, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &B, 99, 1, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &B, 150, 0, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);  /* to the end */
+    assert_int_equal(rfsd_lock(f, &A, UINT64_MAX - 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &A, 0, 1, 7, 0, NULL, NULL), RFS_E_INVAL);
     /* A's own locks never conflict with A */
-    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
     rfsd_unlock_all(f, &B);
-    assert_int_equal(rfsd_lock(f, &B, 150, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &B, 150, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
     /* unlocking the middle of a range splits it */
     assert_int_equal(rfsd_unlock(f, &A, 20, 10), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 20, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 19, 1, RFS_LOCK_SHARED, 0, NULL), RFS_OK);  /* shared+shared */
-    assert_int_equal(rfsd_lock(f, &B, 5, 1, RFS_LOCK_SHARED, 0, NULL), RFS_E_BUSY); /* A excl [0,10) */
+    assert_int_equal(rfsd_lock(f, &B, 20, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &B, 19, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_OK);  /* shared+shared */
+    assert_int_equal(rfsd_lock(f, &B, 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_E_BUSY); /* A excl [0,10) */
     rfsd_unlock_all(f, &A);
     rfsd_unlock_all(f, &B);
     rfsd_fileid_put(f);
@@ -83,10 +83,10 @@ static void test_timed_wait_is_bounded(void **st)
     (void)st;
     rfsd_lock_set_max_waiters(4);
     rfsd_fileid *f = rfsd_fileid_get(5, 5, -1);
-    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 0, 10, RFS_LOCK_EXCL, 50, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &B, 0, 10, RFS_LOCK_EXCL, 50, NULL, NULL), RFS_E_BUSY);
     atomic_int cancelled = 1;
-    assert_int_equal(rfsd_lock(f, &B, 0, 10, RFS_LOCK_EXCL, 30000, &cancelled), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &B, 0, 10, RFS_LOCK_EXCL, 30000, &cancelled, NULL), RFS_E_BUSY);
     rfsd_unlock_all(f, &A);
     rfsd_fileid_put(f);
 }
@@ -96,7 +96,7 @@ typedef struct waiter { rfsd_fileid *f; int rc; } waiter;
 static void *wait_for_lock(void *arg)
 {
     waiter *w = arg;
-    w->rc = rfsd_lock(w->f, &B, 0, 10, RFS_LOCK_EXCL, 30000, NULL);
+    w->rc = rfsd_lock(w->f, &B, 0, 10, RFS_LOCK_EXCL, 30000, NULL, NULL);
     return NULL;
 }
 
@@ -105,7 +105,7 @@ static void test_waiter_granted_on_unlock(void **st)
     (void)st;
     rfsd_lock_set_max_waiters(4);
     rfsd_fileid *f = rfsd_fileid_get(6, 6, -1);
-    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL), RFS_OK);
+    assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
     waiter w = {f, -999};
     pthread_t t;
     pthread_create(&t, NULL, wait_for_lock, &w);
@@ -113,7 +113,7 @@ static void test_waiter_granted_on_unlock(void **st)
     assert_int_equal(rfsd_unlock(f, &A, 0, 10), RFS_OK);
     pthread_join(t, NULL);
     assert_int_equal(w.rc, RFS_OK);
-    assert_int_equal(rfsd_lock(f, &A, 0, 1, RFS_LOCK_SHARED, 0, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &A, 0, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_E_BUSY);
     rfsd_unlock_all(f, &B);
     rfsd_fileid_put(f);
 }
