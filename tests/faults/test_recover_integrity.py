@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Server, binary
 
-TOKEN = "journal-token"
+TOKEN = "recover-integrity-token-0123456789"
 WRITE = 100_000          # abt_remote writes in pieces of this size: one record each
 SIZE = 1_000_000         # 10 records
 NAME = "/j.bin"
@@ -244,19 +244,11 @@ class LimitedServer(Server):
     writes fail with EFBIG): a server that runs out of room in the middle of a recovery."""
 
     def __init__(self, root, limit, listen):
-        real_popen = subprocess.Popen
+        def pre():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        def limited(*a, **kw):
-            def pre():
-                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-            return real_popen(*a, preexec_fn=pre, **kw)
-
-        subprocess.Popen = limited
-        try:
-            super().__init__(root, token=TOKEN, listen=listen)
-        finally:
-            subprocess.Popen = real_popen
+        super().__init__(root, token=TOKEN, listen=listen, preexec=pre)
 
 
 def test_server_error_names_server_file_and_record(site):
