@@ -480,10 +480,11 @@ static int placement_failed(abt_chunk *c, int rc, const char *why, const char *c
     char srv[600] = "";
     if (E.last_failed)
         snprintf(srv, sizeof srv, " (last failure: %s)", E.last_fail);
-    return rfs_fail(rc, "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted: "
-                    "no buffer or staging room in %s (%s), and %s%s; nothing of it was buffered",
-                    c->f->io.server, c->f->io.path, c->len, c->lo, E.staging_dir, cause, why,
-                    srv);
+    /* The reason first: MPI error strings may be cut at 256 characters (Open MPI). */
+    return rfs_fail(rc, "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted "
+                    "(nothing of it buffered): no buffer or staging room and %s%s; staging in "
+                    "%s: %s", c->f->io.server, c->f->io.path, c->len, c->lo, why, srv,
+                    E.staging_dir, cause);
 }
 
 /* Puts a new chunk's data in a buffer (with journal room reserved) or in the journal. When
