@@ -276,3 +276,31 @@ def test_permission_denied(nobody_export, flavour, name):
         assert_acked_on_server(nobody_export / "ok.dat", acks)
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+def test_quota_at_the_write(tmp_path, monkeypatch, flavour):
+    """EDQUOT maps to MPI_ERR_QUOTA at the write. This kernel has no quota support, so rfsd gets
+    its EDQUOT from a pwrite interposer (tests/faults/fakequota.c): a 3.5 MiB limit per file."""
+    lib = Path(binary("faults-tests/libfaults_fakequota.so"))
+    root = tmp_path / "export"
+    root.mkdir()
+    limit = 7 * MIB // 2
+    monkeypatch.setenv("LD_PRELOAD", str(lib))
+    monkeypatch.setenv("RFS_TEST_QUOTA_BYTES", str(limit))
+    srv = Server(root, token="quota")
+    monkeypatch.delenv("LD_PRELOAD")
+    try:
+        argv = [program(flavour, "t_nospc"), srv.url("/q.dat"), str(MIB), "4"]
+        r = mpiexec(flavour, NPROCS, argv, srv.env())
+        acks, errs = parse(r.stdout)
+        assert r.returncode == 0 and r.stdout.count("DONE") == NPROCS, r.stdout
+        assert errs, r.stdout
+        for e in errs:
+            assert e.split()[2] == "write" and err_field(e, "class") == "QUOTA", e
+            assert "/q.dat" in e and f"127.0.0.1:{srv.port}" in e and "quota" in e.lower(), e
+        assert all(off + n <= limit for _, off, n in acks), r.stdout
+        assert_acked_on_server(root / "q.dat", acks)
+        assert (root / "q.dat").stat().st_size == limit  # the short write's part landed
+    finally:
+        srv.stop()
