@@ -223,7 +223,7 @@ static int reserve(uint64_t extra)
         return RFS_OK;
     uint64_t ahead = need + RESV_STEP_BUFS * E.buf_size;
     int e = try_fallocate(end, ahead);
-    if (e == ENOSPC || e == EDQUOT)
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG)
         e = try_fallocate(end, ahead = need);  /* a small disk may still hold what is needed */
     if (e == EOPNOTSUPP) {
         /* Cannot hold room ahead here: buffered data is then kept only if the disk has space
