@@ -19,7 +19,8 @@ NPROCS = 2
 WAIT_MS = 3000
 # Each rank may hold 4 MiB in memory (with 4 MiB of journal room reserved for it): two ranks
 # fill a 12 MiB staging disk after a few more MiB of staged writes.
-HINTS = ("rfs_abt=enable;rfs_abt_max_memory=4M;rfs_abt_buffer_size=1M;rfs_abt_bg_staging=disable;"
+# rfs_abt_max_memory=1: every write is staged (the setting of issue 22's report).
+HINTS = ("rfs_abt=enable;rfs_abt_buffer_size=1M;rfs_abt_bg_staging=disable;"
          f"rfs_abt_wait_timeout_ms={WAIT_MS};rfs_io_timeout_ms=60000")
 
 
@@ -32,11 +33,12 @@ def small_staging(tmp_path):
     subprocess.run(["umount", "-l", str(d)], check=False)
 
 
-def start(flavour, srv, staging, go, access, nchunks=40):
+def start(flavour, srv, staging, go, access, memory="4M", nchunks=40):
     argv = [program(flavour, "t_nospc"), srv.url("/abt.dat"), str(MIB), str(nchunks), "pause=2",
             f"go={go}"] + (["coll"] if access == "coll" else [])
     cmd, e = mpiexec_command(flavour, NPROCS, argv, srv.env(),
-                             extra_env={"RFS_HINTS": f"{HINTS};rfs_staging_dir={staging}"})
+                             extra_env={"RFS_HINTS": f"{HINTS};rfs_abt_max_memory={memory};"
+                                                    f"rfs_staging_dir={staging}"})
     return subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -46,7 +48,8 @@ def write_errors(errs):
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 @pytest.mark.parametrize("access", ["indep", "coll"])
-def test_staging_full_server_killed(tmp_path, small_staging, flavour, access):
+@pytest.mark.parametrize("memory", ["4M", "1"], ids=["buffered", "all-staged"])
+def test_staging_full_server_killed(tmp_path, small_staging, flavour, access, memory):
     """rfsd SIGKILLed mid-run with the staging disk nearly full: the writes that still find
     room return (their data goes to the journal when its send fails), the first that finds none
     fails at once (the server is not taking writes), and after a restart `rfs recover` puts
@@ -56,7 +59,7 @@ def test_staging_full_server_killed(tmp_path, small_staging, flavour, access):
     srv = Server(root, token="abt-bounded")
     port = srv.port
     go = tmp_path / "go"
-    p = start(flavour, srv, small_staging, go, access)
+    p = start(flavour, srv, small_staging, go, access, memory)
     out = OutputLines(p)
     try:
         out.wait_for(r"^PAUSED", 120)
