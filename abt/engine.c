@@ -785,8 +785,9 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
     free(c->ext);
     free(c);
     if (!E.head && E.journal) {
+        uint64_t end = journal_end();
         rfs_journal_trim(E.journal);
-        if (journal_end() == 0)
+        if (end > 0 && journal_end() == 0)
             E.resv_hi = 0;  /* the truncation freed the room held past the end too */
     }
     pthread_cond_broadcast(&E.done);
