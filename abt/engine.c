@@ -189,7 +189,9 @@ static int ensure_journal(void)
 
 /* A record's header is 32 bytes today; the margin lets the format grow. */
 #define REC_OVERHEAD 128u
-/* Room is allocated ahead in steps of this many buffers, so most writes need no syscall. */
+/* Room is allocated ahead for up to this many more buffers, so most writes need no syscall;
+ * never for more than the free buffers could hold: processes share the staging disk, and room
+ * one holds for nothing is room another's writes fail for. */
 #define RESV_STEP_BUFS 8u
 
 static uint64_t rec_bytes(const abt_file *f, uint64_t len, uint32_t n_ext)
@@ -221,7 +223,8 @@ static int reserve(uint64_t extra)
     uint64_t need = end + E.stage_claims + E.mem_need + extra;
     if (need <= E.resv_hi)
         return RFS_OK;
-    uint64_t ahead = need + RESV_STEP_BUFS * E.buf_size;
+    uint64_t free_bufs = E.cap_bufs > E.used_bufs ? E.cap_bufs - E.used_bufs : 0;
+    uint64_t ahead = need + (free_bufs < RESV_STEP_BUFS ? free_bufs : RESV_STEP_BUFS) * E.buf_size;
     int e = try_fallocate(end, ahead);
     if (e == ENOSPC || e == EDQUOT || e == EFBIG)
         e = try_fallocate(end, ahead = need);  /* a small disk may still hold what is needed */
@@ -462,18 +465,24 @@ static void wait_until(pthread_cond_t *cv, double until)
 }
 
 /* Why a write that found no room must not wait any longer, or NULL. Waiting helps only while
- * queued writes are being delivered: that frees buffers and, once the queue is empty, the
- * journal. mu held. */
-static const char *no_use_waiting(const abt_chunk *c, uint64_t failures0, double deadline)
+ * writes are being delivered: that frees buffers and, once a queue is empty, its journal. mu
+ * held. */
+static const char *no_use_waiting(const abt_chunk *c, int rc, uint64_t failures0,
+                                  double deadline)
 {
     if (E.failures != failures0 || E.last_failed)
         return "the server is not taking writes";
-    if (E.head == c && !c->next)
-        return "nothing is queued whose delivery could free space";
+    int space = rc == RFS_E_NOSPC || rc == RFS_E_DQUOT || rc == RFS_E_FBIG;
+    if (!space && E.head == c && !c->next)
+        return "nothing is queued whose delivery could free room";
     if (rfs_abt_now() >= deadline)
         return "nothing was delivered within rfs_abt_wait_timeout_ms";
     return NULL;
 }
+
+/* The staging disk may be full of other processes' journals, whose deliveries free room
+ * without telling this one: a waiting write looks again now and then. */
+#define ROOM_POLL_S 0.05
 
 static int placement_failed(abt_chunk *c, int rc, const char *why, const char *cause)
 {
@@ -529,14 +538,15 @@ static int place_piece(abt_chunk *c, abt_src *src)
             delivered = E.delivered;
             deadline = rfs_abt_now() + f->wait_timeout_s;
         }
-        const char *why = no_use_waiting(c, failures0, deadline);
+        const char *why = no_use_waiting(c, rc, failures0, deadline);
         if (why) {
             rc = placement_failed(c, rc, why, cause);
             break;
         }
         RFS_LOGD("%s: no room for %" PRIu64 " bytes (%s); waiting for deliveries", f->name,
                  c->len, cause);
-        wait_until(&E.done, deadline);
+        double poll = rfs_abt_now() + ROOM_POLL_S;
+        wait_until(&E.done, poll < deadline ? poll : deadline);
     }
     free(bounce);
     return rc;

@@ -462,8 +462,8 @@ static int pending_in_staging(void)
     return n[0];
 }
 
-/* A staging directory ABT cannot write: the write fails at the call (nothing queued could
- * free room, so it does not wait), and nothing of it reaches the layer below. */
+/* A staging directory ABT cannot write: the write fails at the call (no delivery could make it
+ * writable, so it does not wait), and nothing of it reaches the layer below. */
 static void test_unwritable_staging_fails_the_write(void **state)
 {
     (void)state;
