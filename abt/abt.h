@@ -27,10 +27,15 @@ typedef struct rfs_abt_config {
     uint64_t output_bytes;     /* N: bytes per output phase; 0: learn it */
     int sync_staging;          /* fdatasync staged data before the write returns */
     int local_ranks;           /* processes sharing this node's memory (for the default cap) */
+    double wait_timeout_s;     /* how long a write may wait for buffer or staging space while
+                                * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
 } rfs_abt_config;
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)
 #define RFS_ABT_DEFAULT_THREADS 4
+/* A write that finds neither buffer nor staging space waits at most this long without a
+ * delivery before it fails (docs/abt.md "When staging is full"). */
+#define RFS_ABT_DEFAULT_WAIT_TIMEOUT_MS 60000
 /* Default cap: this share of MemAvailable, divided among the node's ranks, and at most
  * RFS_ABT_DEFAULT_MEM_MAX per process (ABT is on by default: it must not take memory the
  * application will want; foreground staging covers bigger outputs). */

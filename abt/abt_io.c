@@ -212,6 +212,7 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
     f->below = below;
     f->name = nm;
     f->sync_staging = c->sync_staging;
+    f->wait_timeout_s = c->wait_timeout_s >= 0 ? c->wait_timeout_s : 0;
     f->defer_close = c->defer_close;
     pthread_mutex_lock(&rfs_abt_engine.mu);
     rfs_abt_register_file(f);

@@ -8,6 +8,7 @@
 #include "abt/engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,7 @@ void rfs_abt_config_default(rfs_abt_config *c)
         .threads = RFS_ABT_DEFAULT_THREADS,
         .background_staging = 1,
         .local_ranks = 1,
+        .wait_timeout_s = RFS_ABT_DEFAULT_WAIT_TIMEOUT_MS / 1000.0,
     };
 }
 
@@ -178,11 +180,91 @@ static int ensure_journal(void)
     return rfs_journal_open(E.staging_dir, &E.journal);
 }
 
-/* Stages a chunk's data; called without mu, with the chunk marked busy. */
-static int stage_chunk(abt_chunk *c, const void *data, int sync)
+/* Data held only in memory would be lost if its send failed while the staging disk is full:
+ * it could then be neither delivered nor kept. So a write is taken into memory only once the
+ * journal has room reserved for it: blocks allocated past the journal's end
+ * (FALLOC_FL_KEEP_SIZE, invisible to recovery, which reads up to the file size), which an
+ * append fills without needing new ones. Every append is reserved for first too, so one
+ * never takes the room a buffered chunk counts on, and none is torn by a full disk. */
+
+/* A record's header is 32 bytes today; the margin lets the format grow. */
+#define REC_OVERHEAD 128u
+/* Room is allocated ahead for up to this many more buffers, so most writes need no syscall;
+ * never for more than the free buffers could hold: processes share the staging disk, and room
+ * one holds for nothing is room another's writes fail for. */
+#define RESV_STEP_BUFS 8u
+
+static uint64_t rec_bytes(const abt_file *f, uint64_t len, uint32_t n_ext)
+{
+    return len + REC_OVERHEAD + strlen(f->name) + 16u * (uint64_t)n_ext;
+}
+
+static uint64_t journal_end(void)
+{
+    pthread_mutex_lock(&E.journal->mu);
+    uint64_t end = E.journal->end;
+    pthread_mutex_unlock(&E.journal->mu);
+    return end;
+}
+
+static int try_fallocate(uint64_t from, uint64_t to)
+{
+    return to > from && fallocate(E.journal->fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
+                                  (off_t)(to - from)) != 0 ? errno : 0;
+}
+
+/* Makes sure the journal has room for everything it may have to take, plus extra. mu held. */
+static int reserve(uint64_t extra)
+{
+    int rc = ensure_journal();
+    if (rc != RFS_OK || E.resv_unsupported)
+        return rc;
+    uint64_t end = journal_end();
+    uint64_t need = end + E.stage_claims + E.mem_need + extra;
+    if (need <= E.resv_hi)
+        return RFS_OK;
+    uint64_t free_bufs = E.cap_bufs > E.used_bufs ? E.cap_bufs - E.used_bufs : 0;
+    uint64_t ahead = need + (free_bufs < RESV_STEP_BUFS ? free_bufs : RESV_STEP_BUFS) * E.buf_size;
+    int e = try_fallocate(end, ahead);
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG)
+        e = try_fallocate(end, ahead = need);  /* a small disk may still hold what is needed */
+    if (e == EOPNOTSUPP) {
+        /* Cannot hold room ahead here: buffered data is then kept only if the disk has space
+         * when a send fails (docs/abt.md). */
+        RFS_LOGW("staging directory %s cannot preallocate; ABT keeps memory-held data in the "
+                 "journal only while the disk has room", E.staging_dir);
+        E.resv_unsupported = 1;
+        return RFS_OK;
+    }
+    if (e)
+        return rfs_fail(rfs_err_from_errno(e), "staging journal %s: no room for %" PRIu64
+                        " more bytes: %s", E.journal->path, need - end, strerror(e));
+    E.resv_hi = ahead;
+    return RFS_OK;
+}
+
+/* Gives the room held past the journal's end back to the file system (mu held). */
+static void release_reserve(void)
+{
+    uint64_t end = journal_end();
+    if (E.resv_hi > end)
+        fallocate(E.journal->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)end,
+                  (off_t)(E.resv_hi - end));
+    E.resv_hi = 0;
+}
+
+/* Stages a chunk's data; called without mu, with the chunk marked busy. from_memory: the chunk
+ * is held in a buffer and its reserved room pays for the record. */
+static int stage_chunk(abt_chunk *c, const void *data, int sync, int from_memory)
 {
     pthread_mutex_lock(&E.mu);
-    int rc = ensure_journal();
+    uint64_t rec = from_memory ? c->resv : rec_bytes(c->f, c->len, c->n_ext);
+    int rc = from_memory ? ensure_journal() : reserve(rec);
+    if (rc == RFS_OK) {
+        if (from_memory)
+            E.mem_need -= rec;
+        E.stage_claims += rec;
+    }
     pthread_mutex_unlock(&E.mu);
     if (rc != RFS_OK)
         return rc;
@@ -190,12 +272,17 @@ static int stage_chunk(abt_chunk *c, const void *data, int sync)
     rc = rfs_journal_append(E.journal, c->seq, c->f->name, c->ext, c->n_ext, data, c->len, sync,
                             &c->rec_off, &c->data_off);
     double dt = rfs_abt_now() - t0;
+    pthread_mutex_lock(&E.mu);
+    E.stage_claims -= rec;
+    if (from_memory && rc != RFS_OK)
+        E.mem_need += rec;
+    else if (from_memory)
+        c->resv = 0;
     if (rc == RFS_OK && dt > 0 && c->len >= 65536) {
-        pthread_mutex_lock(&E.mu);
         E.bw = rfs_ewma(E.bw, (double)c->len / dt, 0.3);
         E.stats.staging_bw = E.bw;
-        pthread_mutex_unlock(&E.mu);
     }
+    pthread_mutex_unlock(&E.mu);
     return rc;
 }
 
@@ -320,30 +407,175 @@ static const uint8_t *src_take(abt_src *s, size_t len, uint8_t **bounce)
     return *bounce;
 }
 
+/* Appends the piece to f's newest chunk when it fits there (small writes become one list
+ * I/O); its journal room grows with it. Returns 1 if done. mu held. */
+static int coalesce(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len,
+                    uint64_t lo, uint64_t hi)
+{
+    abt_chunk *c = f->last;
+    if (!c || c->sealed || c->inflight || c->staged || !c->buf || c->busy != 0 ||
+        c->len + len > E.buf_size || c->n_ext + n > CHUNK_MAX_EXT || overlaps(c, lo, hi))
+        return 0;
+    uint64_t more = len + 16u * (uint64_t)n;
+    if (reserve(more) != RFS_OK || add_extents(c, ext, n) != RFS_OK)
+        return 0;
+    c->resv += more;
+    E.mem_need += more;
+    uint64_t at = c->len;
+    c->len += len;
+    c->busy++;
+    E.stats.bytes_buffered += len;
+    pthread_mutex_unlock(&E.mu);
+    src_copy(src, c->buf + at, len);
+    pthread_mutex_lock(&E.mu);
+    c->busy--;
+    wake_if_overdue();
+    return 1;
+}
+
+/* A buffer for c, with journal room reserved for its record. mu held. */
+static int take_buffer(abt_chunk *c, uint64_t rec)
+{
+    void *b = pool_get();
+    if (!b)
+        return RFS_E_NOSPC;
+    int rc = reserve(rec);
+    if (rc != RFS_OK) {
+        pool_put(b);
+        return rc;
+    }
+    c->buf = b;
+    c->resv = rec;
+    E.mem_need += rec;
+    return RFS_OK;
+}
+
+/* Waits on cv until woken or until the monotonic time `until` (mu held). */
+static void wait_until(pthread_cond_t *cv, double until)
+{
+    double left = until - rfs_abt_now();
+    if (left <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9) + 1000;
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(cv, &E.mu, &ts);
+}
+
+/* Why a write that found no room must not wait any longer, or NULL. Waiting helps only while
+ * writes are being delivered: that frees buffers and, once a queue is empty, its journal. mu
+ * held. */
+static const char *no_use_waiting(const abt_chunk *c, int rc, uint64_t failures0,
+                                  double deadline)
+{
+    if (E.failures != failures0 || E.last_failed)
+        return "the server is not taking writes";
+    int space = rc == RFS_E_NOSPC || rc == RFS_E_DQUOT || rc == RFS_E_FBIG;
+    if (!space && E.head == c && !c->next)
+        return "nothing is queued whose delivery could free room";
+    if (rfs_abt_now() >= deadline)
+        return "nothing was delivered within rfs_abt_wait_timeout_ms";
+    return NULL;
+}
+
+/* The staging disk may be full of other processes' journals, whose deliveries free room
+ * without telling this one: a waiting write looks again now and then. */
+#define ROOM_POLL_S 0.05
+
+static int placement_failed(abt_chunk *c, int rc, const char *why, const char *cause)
+{
+    char srv[600] = "";
+    if (E.last_failed)
+        snprintf(srv, sizeof srv, " (last failure: %s)", E.last_fail);
+    /* The reason first: MPI error strings may be cut at 256 characters (Open MPI). */
+    return rfs_fail(rc, "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted "
+                    "(nothing of it buffered): no buffer or staging room and %s%s; staging in "
+                    "%s: %s", c->f->io.server, c->f->io.path, c->len, c->lo, why, srv,
+                    E.staging_dir, cause);
+}
+
+/* Puts a new chunk's data in a buffer (with journal room reserved) or in the journal. When
+ * neither has room it waits, but only while writes are being delivered and for at most the
+ * file's wait timeout without a delivery: a write that cannot be kept fails here, at the call,
+ * instead of being acknowledged and lost later. mu held; the chunk is busy. */
+static int place_piece(abt_chunk *c, abt_src *src)
+{
+    abt_file *f = c->f;
+    uint64_t rec = rec_bytes(f, c->len, c->n_ext), failures0 = E.failures;
+    uint64_t delivered = E.delivered;
+    double deadline = rfs_abt_now() + f->wait_timeout_s;
+    uint8_t *bounce = NULL;
+    const uint8_t *data = NULL;  /* the bytes, once taken from src for staging */
+    char cause[512];
+    int rc;
+    for (;;) {
+        if (take_buffer(c, rec) == RFS_OK) {
+            pthread_mutex_unlock(&E.mu);
+            if (data)
+                memcpy(c->buf, data, c->len);
+            else
+                src_copy(src, c->buf, c->len);
+            pthread_mutex_lock(&E.mu);
+            E.stats.bytes_buffered += c->len;
+            rc = RFS_OK;
+            break;
+        }
+        pthread_mutex_unlock(&E.mu);
+        if (!data)
+            data = src_take(src, c->len, &bounce);
+        rc = data ? stage_chunk(c, data, f->sync_staging, 0)
+                  : rfs_fail(RFS_E_NOMEM, "out of memory gathering a write");
+        pthread_mutex_lock(&E.mu);
+        if (rc == RFS_OK) {
+            c->staged = 1;  /* foreground staging */
+            E.stats.bytes_staged_fg += c->len;
+            break;
+        }
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        if (E.delivered != delivered) {
+            delivered = E.delivered;
+            deadline = rfs_abt_now() + f->wait_timeout_s;
+        }
+        const char *why = no_use_waiting(c, rc, failures0, deadline);
+        if (why) {
+            rc = placement_failed(c, rc, why, cause);
+            break;
+        }
+        RFS_LOGD("%s: no room for %" PRIu64 " bytes (%s); waiting for deliveries", f->name,
+                 c->len, cause);
+        double poll = rfs_abt_now() + ROOM_POLL_S;
+        wait_until(&E.done, poll < deadline ? poll : deadline);
+    }
+    free(bounce);
+    return rc;
+}
+
+/* Takes a chunk that could not be placed out of the queue again (mu held). */
+static void drop_chunk(abt_chunk *c)
+{
+    abt_file *f = c->f;
+    fifo_remove(c);
+    if (f->last == c)
+        f->last = NULL;
+    f->pending--;
+    free(c->ext);
+    free(c);
+    pthread_cond_broadcast(&E.done);
+}
+
 /* Queues one piece of at most buf_size bytes, taken from src. */
 static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len)
 {
     uint64_t lo, hi;
     range_of(ext, n, &lo, &hi);
     pthread_mutex_lock(&E.mu);
-    abt_chunk *c = f->last;
-    if (c && !c->sealed && !c->inflight && !c->staged && c->buf && c->busy == 0 &&
-        c->len + len <= E.buf_size && c->n_ext + n <= CHUNK_MAX_EXT && !overlaps(c, lo, hi)) {
-        uint64_t at = c->len;
-        if (add_extents(c, ext, n) == RFS_OK) {
-            c->len += len;
-            c->busy++;
-            E.stats.bytes_buffered += len;
-            pthread_mutex_unlock(&E.mu);
-            src_copy(src, c->buf + at, len);
-            pthread_mutex_lock(&E.mu);
-            c->busy--;
-            wake_if_overdue();
-            pthread_mutex_unlock(&E.mu);
-            return RFS_OK;
-        }
+    if (coalesce(f, ext, n, src, len, lo, hi)) {
+        pthread_mutex_unlock(&E.mu);
+        return RFS_OK;
     }
-    c = calloc(1, sizeof *c);
+    abt_chunk *c = calloc(1, sizeof *c);
     if (!c || add_extents(c, ext, n) != RFS_OK) {
         free(c);
         pthread_mutex_unlock(&E.mu);
@@ -354,48 +586,20 @@ static int put_piece(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src,
     c->born = rfs_abt_now();
     c->len = len;
     c->busy = 1;
-    c->buf = pool_get();
     if (f->last)
         f->last->sealed = 1;
     f->last = c;
     f->pending++;
     fifo_append(c);
-    pthread_mutex_unlock(&E.mu);
-
-    int staged = 0;
-    if (c->buf) {
-        src_copy(src, c->buf, len);
+    int rc = place_piece(c, src);
+    if (rc != RFS_OK) {
+        drop_chunk(c);
     } else {
-        uint8_t *bounce;
-        const uint8_t *data = src_take(src, len, &bounce);
-        if (data && stage_chunk(c, data, f->sync_staging) == RFS_OK) {
-            staged = 1;  /* foreground staging: memory cap reached */
-        } else {
-            /* The staging disk (or memory for gathering) failed too: wait for a buffer
-             * rather than lose or reject data. */
-            RFS_LOGW("%s: foreground staging failed (%s); waiting for buffer space", f->name,
-                     data ? rfs_last_error() : "out of memory");
-            pthread_mutex_lock(&E.mu);
-            while (!(c->buf = pool_get()))
-                pthread_cond_wait(&E.done, &E.mu);
-            pthread_mutex_unlock(&E.mu);
-            if (data)
-                memcpy(c->buf, data, len);
-            else
-                src_copy(src, c->buf, len);
-        }
-        free(bounce);
+        c->busy--;
+        wake_if_overdue();
     }
-    pthread_mutex_lock(&E.mu);
-    c->staged = staged;
-    if (staged)
-        E.stats.bytes_staged_fg += len;
-    else
-        E.stats.bytes_buffered += len;
-    c->busy--;
-    wake_if_overdue();
     pthread_mutex_unlock(&E.mu);
-    return RFS_OK;
+    return rc;
 }
 
 int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len)
@@ -544,6 +748,19 @@ static int file_busy_besides(const abt_chunk *c)
     return 0;
 }
 
+/* What writes waiting for space go by: deliveries free room, failures mean waiting is
+ * pointless (mu held). */
+static void note_outcome(int rc, const char *msg)
+{
+    E.last_failed = rc != RFS_OK;
+    if (rc == RFS_OK) {
+        E.delivered++;
+        return;
+    }
+    E.failures++;
+    snprintf(E.last_fail, sizeof E.last_fail, "%s", msg);
+}
+
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
@@ -563,6 +780,7 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
         c->busy--;
         free(probe);
     }
+    note_outcome(rc, msg);
     if (rc == RFS_OK) {
         E.stats.bytes_sent += c->len;
         if (c->staged) {
@@ -577,7 +795,7 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
             /* Keep undelivered data so `rfs recover` can deliver it later. */
             c->busy++;
             pthread_mutex_unlock(&E.mu);
-            int src = stage_chunk(c, c->buf, 1);
+            int src = stage_chunk(c, c->buf, 1, 1);
             pthread_mutex_lock(&E.mu);
             c->busy--;
             if (src != RFS_OK)
@@ -597,11 +815,16 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
         f->last = NULL;
     if (c->buf)
         pool_put(c->buf);
+    E.mem_need -= c->resv;
     f->pending--;
     free(c->ext);
     free(c);
-    if (!E.head && E.journal)
+    if (!E.head && E.journal) {
+        uint64_t end = journal_end();
         rfs_journal_trim(E.journal);
+        if (end > 0 && journal_end() == 0)
+            E.resv_hi = 0;  /* the truncation freed the room held past the end too */
+    }
     pthread_cond_broadcast(&E.done);
     if (f->closing && f->pending == 0)
         close_below_locked(f);
@@ -662,20 +885,6 @@ static int sendable(const abt_chunk *c, double now, double *retry)
     return 0;
 }
 
-/* Waits on E.work until woken or until the monotonic time `until` (mu held). */
-static void wait_work_until(double until)
-{
-    double left = until - rfs_abt_now();
-    if (left <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9) + 1000;
-    ts.tv_sec += (time_t)(ns / 1000000000LL);
-    ts.tv_nsec = (long)(ns % 1000000000LL);
-    pthread_cond_timedwait(&E.work, &E.mu, &ts);
-}
-
 static void *sender_main(void *arg)
 {
     (void)arg;
@@ -691,7 +900,7 @@ static void *sender_main(void *arg)
         }
         double retry;
         if (!sendable(c, rfs_abt_now(), &retry)) {
-            wait_work_until(retry);
+            wait_until(&E.work, retry);
             continue;
         }
         c->inflight = 1;
@@ -760,7 +969,7 @@ static void stage_one_step(double now)
     c->busy++;
     c->sealed = 1;
     pthread_mutex_unlock(&E.mu);
-    int rc = stage_chunk(c, c->buf, c->f->sync_staging);
+    int rc = stage_chunk(c, c->buf, c->f->sync_staging, 1);
     pthread_mutex_lock(&E.mu);
     c->busy--;
     if (rc == RFS_OK) {
@@ -839,6 +1048,10 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     E.stop = 0;
     E.final_err = RFS_OK;
     E.bx = E.bw = 0;
+    E.resv_hi = E.mem_need = E.stage_claims = 0;
+    E.resv_unsupported = 0;
+    E.delivered = E.failures = 0;
+    E.last_failed = 0;
     win_start = -1;
     win_bytes = period_bytes = 0;
     memset(&E.stats, 0, sizeof E.stats);
@@ -940,6 +1153,7 @@ int rfs_abt_finalize(void)
             snprintf(msg, sizeof msg, "%s: %s", f->name, f->errmsg);
         }
     if (E.journal) {
+        release_reserve();
         char path[4200];
         snprintf(path, sizeof path, "%s", E.journal->path);
         if (rfs_journal_close(E.journal) && err == RFS_OK) {

@@ -29,6 +29,7 @@ typedef struct abt_chunk {
     int busy;                /* > 0: being filled or staged by another thread: not sendable */
     int inflight;
     int sealed;              /* no more coalescing into this chunk */
+    uint64_t resv;           /* journal space reserved for this chunk while it is in memory */
 } abt_chunk;
 
 struct abt_file {
@@ -42,6 +43,7 @@ struct abt_file {
     int defer_close;         /* hint rfs_defer_close */
     int closing;             /* deferred close: close below once pending reaches 0 */
     int sync_staging;
+    double wait_timeout_s;   /* hint rfs_abt_wait_timeout_ms */
     abt_file *next_open, *prev_open;
 };
 
@@ -66,6 +68,15 @@ typedef struct abt_engine {
 
     char staging_dir[4096];
     rfs_journal *journal;
+    /* Journal space held for data that is only in memory (see reserve() in engine.c):
+     * allocated up to resv_hi; mem_need is owed to memory-held chunks, stage_claims to
+     * appends under way. resv_unsupported: the file system cannot preallocate. */
+    uint64_t resv_hi, mem_need, stage_claims;
+    int resv_unsupported;
+    /* Outcome of background writes, for writes that wait for space (place_piece). */
+    uint64_t delivered, failures;
+    int last_failed;         /* the latest completion was a failure */
+    char last_fail[512];
 
     int n_threads;
     pthread_t threads[16];

@@ -389,9 +389,22 @@ int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs
         wr = fdatasync(j->fd);
     int err = errno;
     free(hdr);
-    if (wr != 0)
+    if (wr != 0) {
+        /* The record was never completed: it is not pending. When nothing was appended after
+         * it, its space is given back, so the journal does not carry a hole that recovery
+         * would have to call corruption; otherwise the hole stays and recovery reports it. */
+        pthread_mutex_lock(&j->mu);
+        j->pending--;
+        if (j->end == at + meta + len) {
+            j->end = at;
+            if (ftruncate(j->fd, (off_t)at) != 0) {
+                /* the torn bytes stay past end; the next append overwrites them */
+            }
+        }
+        pthread_mutex_unlock(&j->mu);
         return rfs_fail(rfs_err_from_errno(err), "staging journal %s: write failed: %s", j->path,
                         strerror(err));
+    }
     *rec_off = at;
     *data_off = at + meta;
     return RFS_OK;

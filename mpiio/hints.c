@@ -33,6 +33,7 @@ void mp_hints_default(mp_hints *h)
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
     h->abt_threads = RFS_ABT_DEFAULT_THREADS;
     h->abt_bg_staging = MP_ENABLE;
+    h->abt_wait_timeout_ms = RFS_ABT_DEFAULT_WAIT_TIMEOUT_MS;
     h->defer_open = MP_DISABLE;
     h->defer_close = MP_DISABLE;
 }
@@ -180,6 +181,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_onoff(v, &on))
             return 0;
         h->abt_sync_staging = on == MP_ENABLE;
+    } else if (!strcmp(key, "rfs_abt_wait_timeout_ms")) {
+        if (!parse_long(v, 0, 24L * 3600 * 1000, 10, &x))
+            return 0;
+        h->abt_wait_timeout_ms = x;
     } else if (!strcmp(key, "rfs_staging_dir")) {
         if (!*v || strlen(v) >= sizeof h->staging_dir)
             return 0;
@@ -280,6 +285,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
         SETI("rfs_abt_interval_ms", h->abt_interval_ms);
         SETI("rfs_abt_output", h->abt_output);
         MPI_Info_set(info, "rfs_abt_sync_staging", h->abt_sync_staging ? "enable" : "disable");
+        SETI("rfs_abt_wait_timeout_ms", h->abt_wait_timeout_ms);
         if (h->staging_dir[0])
             MPI_Info_set(info, "rfs_staging_dir", h->staging_dir);
     }

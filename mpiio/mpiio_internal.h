@@ -130,6 +130,7 @@ typedef struct mp_hints {
     int64_t abt_interval_ms;  /* rfs_abt_interval_ms: I of eq. (1); 0: learn it */
     int64_t abt_output;       /* rfs_abt_output: N of eq. (1) in bytes; 0: learn it */
     int abt_sync_staging;     /* rfs_abt_sync_staging: fdatasync staged data */
+    int64_t abt_wait_timeout_ms; /* rfs_abt_wait_timeout_ms: bound on a write's wait for space */
     char staging_dir[1024];   /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
     int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
     int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */

@@ -129,6 +129,7 @@ static int stack_layers(mp_file *f, int node_ranks)
     c.interval_s = (double)f->hints.abt_interval_ms / 1000.0;
     c.output_bytes = (uint64_t)f->hints.abt_output;
     c.sync_staging = f->hints.abt_sync_staging;
+    c.wait_timeout_s = (double)f->hints.abt_wait_timeout_ms / 1000.0;
     c.local_ranks = node_ranks;
     rfs_io *abt;
     int rc = rfs_abt_wrap(f->io, f->name, &c, &abt);

@@ -106,13 +106,29 @@ int rfsd_be_readable(int fd, const char *shown, size_t len, uint64_t off, size_t
     return RFS_OK;
 }
 
+/* A full disk often lets part of a write land: the reply says how much, so nobody takes the
+ * request for all-or-nothing (the client reports the whole write as failed either way). */
+static int write_fail(const char *shown, size_t len, uint64_t off, size_t put, int e)
+{
+    return rfs_fail(rfs_err_from_errno(e), "%s: write of %zu bytes at offset %llu: %s (%zu bytes "
+                    "landed before the error)", shown, len, (unsigned long long)off, strerror(e),
+                    put);
+}
+
 int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off)
 {
     int rc = range_ok(shown, off, len);
     if (rc)
         return rc;
-    if (rfs_pwrite_full(fd, buf, len, off) != 0)
-        return fd_fail(shown, "write", errno);
+    size_t put = 0;
+    while (put < len) {
+        ssize_t n = pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + put));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return write_fail(shown, len, off, put, n == 0 ? EIO : errno);
+        put += (size_t)n;
+    }
     return RFS_OK;
 }
 

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -421,6 +424,150 @@ static int no_server_probe(const char *name, rfs_journal_version *v)
     return RFS_E_CONN;
 }
 
+/* ---- no room to keep a write (docs/reliability.md, "ABT when staging is full") ---- */
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A small staging disk: the journal's preallocations (ABT reserves room before every append
+ * and before taking a write into memory) fail with ENOSPC past staging_room bytes. The test
+ * binary's own fallocate comes before libc's for the ABT code linked into it. */
+static off_t staging_room;
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+    if (staging_room && !(mode & FALLOC_FL_PUNCH_HOLE) && off + len > staging_room) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return (int)syscall(SYS_fallocate, fd, mode, off, len);
+}
+
+static int count_any_pending(void *ctx, const rfs_journal_rec *r)
+{
+    int *n = ctx;
+    n[0] += r->kind == RFS_JOURNAL_DATA && !r->done;
+    return 0;
+}
+
+static int pending_in_staging(void)
+{
+    DIR *d = opendir(staging);
+    struct dirent *e;
+    int n[1] = {0};
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", staging, e->d_name);
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        rfs_journal_info info;
+        rfs_journal_end end;
+        assert_int_equal(rfs_journal_check_header(fd, &info), RFS_OK);
+        assert_int_equal(rfs_journal_scan(fd, 0, count_any_pending, n, &end), RFS_OK);
+        assert_int_equal(end.kind, RFS_JOURNAL_CLEAN);
+        close(fd);
+    }
+    closedir(d);
+    return n[0];
+}
+
+/* A staging directory ABT cannot write: the write fails at the call (no delivery could make it
+ * writable, so it does not wait), and nothing of it reaches the layer below. */
+static void test_unwritable_staging_fails_the_write(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(4u << 20, 1u << 20);
+    c.staging_dir = "/dev/null/staging";
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/u", &c, &io), RFS_OK);
+    uint8_t w[4096];
+    fill(w, sizeof w, 3);
+    double t0 = mono();
+    assert_int_not_equal(io->ops->pwrite(io, w, sizeof w, 0, NULL), RFS_OK);
+    assert_true(mono() - t0 < 5);
+    assert_non_null(strstr(rfs_last_error(), "not accepted"));
+    assert_non_null(strstr(rfs_last_error(), "/dev/null/staging"));
+    assert_int_equal(io->ops->sync(io), RFS_OK);
+    assert_int_equal(fk->bytes_written, 0);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(fk->data), free(fk);
+}
+
+/* Server frozen (the gate holds every send), buffers full, staging full: the next write waits
+ * rfs_abt_wait_timeout_ms for a delivery, then fails; the two it took are delivered once the
+ * server moves again. */
+static void test_full_staging_wait_is_bounded(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fake_io_gate(fk, 1);
+    rfs_abt_config c = cfg(2u << 20, 1u << 20);
+    c.wait_timeout_s = 0.3;
+    staging_room = (5 << 20) / 2;
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/w", &c, &io), RFS_OK);
+    size_t n = 1u << 20;
+    uint8_t *buf = malloc(3 * n);
+    fill(buf, 3 * n, 4);
+    assert_int_equal(io->ops->pwrite(io, buf, n, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->pwrite(io, buf + n, n, n, NULL), RFS_OK);
+    double t0 = mono();
+    assert_int_equal(io->ops->pwrite(io, buf + 2 * n, n, 2 * n, NULL), RFS_E_NOSPC);
+    double waited = mono() - t0;
+    assert_true(waited >= 0.25 && waited < 10);
+    assert_non_null(strstr(rfs_last_error(), "rfs_abt_wait_timeout_ms"));
+    fake_io_gate(fk, 0);
+    assert_int_equal(io->ops->sync(io), RFS_OK);
+    assert_int_equal(fk->size, 2 * n);
+    assert_memory_equal(fk->data, buf, 2 * n);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    staging_room = 0;
+    assert_int_equal(count_files(staging), 0);
+    free(buf), free(fk->data), free(fk);
+}
+
+/* Server failing, staging nearly full: the buffered writes' data goes to the room reserved
+ * for it in the journal (none is lost), and the write that finds no room fails at once. */
+static void test_server_down_staging_full_keeps_what_was_taken(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    fk->fail_writes = RFS_E_CONN;
+    rfs_abt_config c = cfg(2u << 20, 1u << 20);
+    c.wait_timeout_s = 60;
+    staging_room = (5 << 20) / 2;
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/k", &c, &io), RFS_OK);
+    size_t n = 1u << 20;
+    uint8_t *buf = malloc(n);
+    fill(buf, n, 6);
+    int taken = 0, rc = RFS_OK;
+    double t0 = mono();
+    for (int i = 0; i < 8 && rc == RFS_OK; i++) {
+        rc = io->ops->pwrite(io, buf, n, (uint64_t)i * n, NULL);
+        taken += rc == RFS_OK;
+    }
+    assert_int_not_equal(rc, RFS_OK);
+    assert_true(mono() - t0 < 10);  /* not rfs_abt_wait_timeout_ms: the server failed */
+    assert_non_null(strstr(rfs_last_error(), "not taking writes"));
+    assert_int_equal(io->ops->sync(io), RFS_E_CONN);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_E_IO);
+    staging_room = 0;
+    assert_true(taken >= 2);
+    assert_int_equal(pending_in_staging(), taken);  /* every write that returned is kept */
+    free(buf), free(fk->data), free(fk);
+}
+
 int main(void)
 {
     rfs_journal_set_probe(no_server_probe);
@@ -436,6 +583,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close_error_at_finalize, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_staging_fails_the_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_staging_wait_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_down_staging_full_keeps_what_was_taken, setup,
+                                        teardown),
         cmocka_unit_test(test_model_eq1),
         cmocka_unit_test(test_model_phases),
     };

@@ -17,6 +17,14 @@ import pytest
 from conftest import Server, binary
 
 TOKEN = "recover-integrity-token-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def no_reconnect(monkeypatch):
+    """These servers die for good: the writers must give up at once and leave their journals
+    (with the default retry timeout a writer waits a minute for its server to come back;
+    that is tests/faults/test_reconnect.py)."""
+    monkeypatch.setenv("RFS_RETRY_TIMEOUT_MS", "0")
 WRITE = 100_000          # abt_remote writes in pieces of this size: one record each
 SIZE = 1_000_000         # 10 records
 NAME = "/j.bin"
