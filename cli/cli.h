@@ -20,6 +20,8 @@
 #define CLI_OPT_COUNT 0x02u
 #define CLI_OPT_PARENTS 0x04u
 #define CLI_OPT_PROGRESS 0x08u /* --no-progress */
+#define CLI_OPT_RESUME 0x10u   /* --resume (put, get) */
+#define CLI_OPT_VERIFY 0x20u   /* --verify (put, get) */
 /* --token-file, --quiet, --timeout and --help are accepted by every command. */
 
 #define CLI_MAX_ARGS 4
@@ -31,6 +33,8 @@ typedef struct cli_opts {
     int parents;            /* mkdir -p */
     int quiet;              /* no progress bar, no informational output */
     int no_progress;
+    int resume;             /* --resume: continue from a verified partial temporary file */
+    int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
     int nargs;
