@@ -34,8 +34,14 @@ def rfs(srv, *args, **kw):
 
 
 def rfs_start(srv, *args):
+    """A transfer to be broken mid-way. One copying thread (RFS_CLI_DEPTH, a tuning override):
+    chunk k+1 leaves only after chunk k is on the server's disk, so once the link holds, a known
+    prefix is there (with several threads, rfsd may leave an earlier chunk unwritten behind a
+    later one whose data the held link stalls)."""
+    env = srv.env()
+    env["RFS_CLI_DEPTH"] = "1"
     return subprocess.Popen([binary("rfs"), *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=srv.env())
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def ok(res):
@@ -195,11 +201,15 @@ class Link:
             self.cv.notify_all()
             socks, self.socks = self.socks, []
         for s in socks:
-            try:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                s.close()
-            except OSError:
-                pass
+            # shutdown() first: it wakes a pump blocked in recv() on this socket, which close()
+            # alone would not (the blocked call keeps the socket alive, and nothing is sent).
+            for step in (lambda: s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                              struct.pack("ii", 1, 0)),
+                         lambda: s.shutdown(socket.SHUT_RDWR), s.close):
+                try:
+                    step()
+                except OSError:
+                    pass
 
     def close(self):
         self.reset()
