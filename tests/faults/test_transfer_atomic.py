@@ -252,6 +252,7 @@ def interrupted_put(srv, links, tmp_path, how, name="big.bin", old=None):
     if how == "kill":
         srv.proc.kill()
         srv.proc.wait()
+        link.release()  # so the link reads, and passes on, the end of the dead server's stream
     else:
         link.reset()
     line = one_line_error(proc)
@@ -395,6 +396,7 @@ def interrupted_get(srv, links, tmp_path, how, *extra):
     if how == "kill":
         srv.proc.kill()
         srv.proc.wait()
+        link.release()  # so the link reads, and passes on, the end of the dead server's stream
     else:
         link.reset()
     one_line_error(proc)
@@ -475,3 +477,35 @@ def test_checksum_op(rfsd):
         assert c.stat("/k.bin")["size"] == len(data)
     finally:
         c.close()
+
+
+# ---------------------------------------------------------------- the temporary name rule
+
+def fnv1a64(data, h=0xcbf29ce484222325):
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def put_part_name(src, remote_path):
+    """docs/reliability.md: FNV-1a 64 of "put", the source's absolute path, size and mtime, and
+    the destination's path."""
+    st = os.stat(src)
+    key = b"put\0" + os.path.realpath(src).encode() + b"\0"
+    key += struct.pack("<QQQ", st.st_size, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9)
+    key += remote_path.encode() + b"\0"
+    d, base = os.path.split(remote_path)
+    return os.path.join(d, f".{base}.rfs-part-{fnv1a64(key):016x}")
+
+
+def test_put_resumes_a_partial_file_found_by_its_documented_name(rfsd, tmp_path):
+    src = tmp_path / "n.bin"
+    src.write_bytes(os.urandom(BIG))
+    (rfsd.root / "sub").mkdir()
+    part = rfsd.root / put_part_name(src, "/sub/n.bin").lstrip("/")
+    part.write_bytes(src.read_bytes()[:-5] + b"XXXXX")  # whole units intact, damaged tail
+    res = ok(rfs(rfsd, "put", "--resume", "--streams", "4", src, rfsd.url("/sub/")))
+    kept, sent = resumed(res)
+    assert (kept, sent) == (BIG // UNIT * UNIT, BIG % UNIT)
+    assert (rfsd.root / "sub" / "n.bin").read_bytes() == src.read_bytes()
+    assert not part.exists()
