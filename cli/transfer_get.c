@@ -205,10 +205,12 @@ static int verify(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size)
         return cli_fail_remote(c, name, rc, e.msg);
     if (same)
         return CLI_EXIT_OK;
-    fprintf(stderr, "rfs get: %s: verification failed: crc32c of the server's copy is %08x, "
-            "of the received data in %s %08x; not renamed into place\n", name->path, crcs[0],
-            g->tmp, crcs[1]);
-    return CLI_EXIT_FAIL;
+    char msg[1536], server[300];
+    cli_server_str(name, server, sizeof server);
+    snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy is %08x, "
+             "of the received data in %s %08x; not renamed into place", server, name->path,
+             crcs[0], g->tmp, crcs[1]);
+    return cli_fail_remote(c, name, RFS_E_IO, msg);
 }
 
 /* Makes the rename itself durable: without this a crash may forget it. Best effort: the file

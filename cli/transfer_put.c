@@ -152,13 +152,15 @@ static int report_xfer_error(cli_ctx *c, const put_names *pn, const xfer *x, uin
         fprintf(stderr, "rfs put: %s\n", x->error.msg);
         return CLI_EXIT_FAIL;
     }
+    /* Named after the destination the user gave; the library's message names the temporary
+     * file, which is what --resume continues. */
     char msg[2048];
     if (kept + atomic_load(&x->done) > 0)
         snprintf(msg, sizeof msg, "%s (partial upload kept: rerun with --resume to continue)",
                  x->error.msg);
     else
         snprintf(msg, sizeof msg, "%s", x->error.msg);
-    return cli_fail_remote(c, &pn->tmp, x->error.err, msg);
+    return cli_fail_remote(c, &pn->name, x->error.err, msg);
 }
 
 /* After every byte is written: cut any tail, sync, optionally verify, rename into place. */
@@ -181,11 +183,12 @@ static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
         if (rc != RFS_OK)
             return cli_fail_remote(c, &pn->tmp, rc, e.msg);
         if (!same) {
-            char msg[1536];
-            snprintf(msg, sizeof msg, "verification failed: crc32c of the server's copy is "
-                     "%08x, of %s %08x; not renamed into place (rerun with --resume to repair)",
-                     crcs[0], p->local, crcs[1]);
-            return cli_fail_remote(c, &pn->tmp, RFS_E_IO, msg);
+            char msg[1536], server[300];
+            cli_server_str(&pn->name, server, sizeof server);
+            snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy "
+                     "%s is %08x, of %s %08x; not renamed into place (rerun with --resume to "
+                     "repair)", server, pn->name.path, pn->tmp.path, crcs[0], p->local, crcs[1]);
+            return cli_fail_remote(c, &pn->name, RFS_E_IO, msg);
         }
     }
     rc = rfs_rename(pn->tmp_url, pn->name.path, &c->ropts);
