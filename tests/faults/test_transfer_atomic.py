@@ -36,8 +36,9 @@ def rfs(srv, *args, **kw):
 def rfs_start(srv, *args):
     """A transfer to be broken mid-way. One copying thread (RFS_CLI_DEPTH, a tuning override):
     chunk k+1 leaves only after chunk k is on the server's disk, so once the link holds, a known
-    prefix is there (with several threads, rfsd may leave an earlier chunk unwritten behind a
-    later one whose data the held link stalls)."""
+    prefix is there. (With several threads the chunks race for the connection and may leave in
+    any order: an earlier one can still be missing behind later ones when the link holds, which
+    --resume handles but a test cannot wait for.)"""
     env = srv.env()
     env["RFS_CLI_DEPTH"] = "1"
     return subprocess.Popen([binary("rfs"), *map(str, args)], stdout=subprocess.PIPE,
