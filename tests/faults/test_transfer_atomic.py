@@ -510,3 +510,16 @@ def test_put_resumes_a_partial_file_found_by_its_documented_name(rfsd, tmp_path)
     assert (kept, sent) == (BIG // UNIT * UNIT, BIG % UNIT)
     assert (rfsd.root / "sub" / "n.bin").read_bytes() == src.read_bytes()
     assert not part.exists()
+
+
+def test_put_resume_stops_at_a_hole(rfsd, tmp_path):
+    """Chunks sent by several threads may land out of order: a partial file can hold later
+    units behind a missing one. Only the units before the hole are kept."""
+    src = tmp_path / "h.bin"
+    src.write_bytes(os.urandom(BIG))
+    data = src.read_bytes()
+    part = rfsd.root / put_part_name(src, "/h.bin").lstrip("/")
+    part.write_bytes(data[:2 * UNIT] + bytes(UNIT) + data[3 * UNIT:6 * UNIT])
+    res = ok(rfs(rfsd, "put", "--resume", src, rfsd.url("/h.bin")))
+    assert resumed(res) == (2 * UNIT, BIG - 2 * UNIT)
+    assert (rfsd.root / "h.bin").read_bytes() == data
