@@ -21,6 +21,8 @@
 #define CLI_OPT_PARENTS 0x04u
 #define CLI_OPT_PROGRESS 0x08u /* --no-progress */
 #define CLI_OPT_RECOVER 0x10u  /* recover: --to SERVER, --force */
+#define CLI_OPT_RESUME 0x20u   /* --resume (put, get) */
+#define CLI_OPT_VERIFY 0x40u   /* --verify (put, get) */
 /* --token-file, --quiet, --timeout and --help are accepted by every command. */
 
 #define CLI_MAX_ARGS 4
@@ -32,6 +34,8 @@ typedef struct cli_opts {
     int parents;            /* mkdir -p */
     int quiet;              /* no progress bar, no informational output */
     int no_progress;
+    int resume;             /* --resume: continue from a verified partial temporary file */
+    int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
     const char *to;         /* recover --to rfs:HOST:PORT */

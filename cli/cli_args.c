@@ -89,6 +89,10 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
                                  CLI_MAX_STREAMS, v);
         } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
             o->no_progress = 1;
+        } else if ((cmd->accepts & CLI_OPT_RESUME) && strcmp(a, "--resume") == 0) {
+            o->resume = 1;
+        } else if ((cmd->accepts & CLI_OPT_VERIFY) && strcmp(a, "--verify") == 0) {
+            o->verify = 1;
         } else if ((cmd->accepts & CLI_OPT_COUNT) && (matches(a, "--count") || strcmp(a, "-c") == 0)) {
             if (!(v = option_value(cn, a[1] == 'c' ? "-c" : "--count", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;

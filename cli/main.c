@@ -13,13 +13,19 @@
 #endif
 
 static const cli_command commands[] = {
-    {"put", cli_cmd_put, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS, "LOCAL URL",
-     "copy a local file to the server (creates or truncates the remote file)",
-     "  If URL names a directory or ends in '/', the file keeps its local name there.\n", NULL},
-    {"get", cli_cmd_get, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS, "URL LOCAL",
+    {"put", cli_cmd_put, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY,
+     "LOCAL URL",
+     "copy a local file to the server (written atomically: temp file + rename)",
+     "  If URL names a directory or ends in '/', the file keeps its local name there.\n"
+     "  The data go to a hidden .NAME.rfs-part-HASH beside the remote file, which is synced and\n"
+     "  renamed over it only when complete: a failed put never touches the previous file. The\n"
+     "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n", NULL},
+    {"get", cli_cmd_get, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY,
+     "URL LOCAL",
      "copy a remote file to a local file (written atomically: temp file + rename)",
      "  If LOCAL is a directory, the file keeps its remote name there.\n"
-     "  A failed or interrupted get leaves no partial local file.\n", NULL},
+     "  A failed or interrupted get leaves no partial local file, unless --resume is given:\n"
+     "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n", NULL},
     {"ls", cli_cmd_ls, 1, 1, 0, "URL", "list a directory: type, size, mtime, name", NULL, NULL},
     {"stat", cli_cmd_stat, 1, 1, 0, "URL", "show size, type, mode and mtime of a file", NULL, NULL},
     {"rm", cli_cmd_rm, 1, 1, 0, "URL", "remove a file or an empty directory", NULL, NULL},
@@ -94,6 +100,13 @@ static void print_cmd_help(const cli_command *cmd)
                CLI_MAX_STREAMS);
     if (cmd->accepts & CLI_OPT_PROGRESS)
         printf("  --no-progress      no progress bar (it is only shown on a terminal anyway)\n");
+    if (cmd->accepts & CLI_OPT_RESUME)
+        printf("  --resume           continue an interrupted transfer of the same file: keep the\n"
+               "                     part of the temporary file whose crc32c matches the source\n"
+               "                     (in 4 MiB units) and copy only the rest\n");
+    if (cmd->accepts & CLI_OPT_VERIFY)
+        printf("  --verify           before renaming into place, compare the crc32c of the whole\n"
+               "                     file as the server reads it with that of the local file\n");
     if (cmd->options)
         printf("%s", cmd->options);
     printf("\n%s", common_opts_help);

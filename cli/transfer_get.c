@@ -1,11 +1,15 @@
 /* rfs get URL LOCAL: copies a remote file into a local one. The data go to a hidden temporary
- * file next to LOCAL, renamed over LOCAL only after every byte arrived, so a failed or
- * interrupted get never leaves a half-written file behind. */
+ * file next to LOCAL, synced and renamed over LOCAL only after every byte arrived (and, with
+ * --verify, was checked against the server's crc32c), so a failed or interrupted get never
+ * leaves a half-written file under LOCAL. Without --resume the temporary file has a random
+ * name and is removed on failure; with --resume it is named after the remote file's identity
+ * (path, size, mtime) and kept, so the next `get --resume` continues it. docs/reliability.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +134,189 @@ static int local_names(const char *local, const char *remote_path, char *target,
     return 0;
 }
 
+/* The temporary file of --resume: named after the remote file's identity (its path, size and
+ * mtime; not host:port, which may change with a restart), so a changed remote file never
+ * resumes into stale data. Returns 0 or an errno value. */
+static int resume_name(const char *path, const rfs_stat_info *st, const char *target, char *tmp,
+                       size_t cap)
+{
+    uint64_t h = xfer_hash(XFER_HASH_INIT, "get", 4);
+    h = xfer_hash(h, path, strlen(path) + 1);
+    uint64_t id[2] = {st->size, (uint64_t)st->mtime_ns};
+    h = xfer_hash(h, id, sizeof id);
+    return xfer_part_path(tmp, cap, target, h) ? ENAMETOOLONG : 0;
+}
+
+/* Creates (or, with --resume, reopens) the temporary file. Returns the fd or -errno. */
+static int open_temp(cli_ctx *c, char *tmp)
+{
+    if (!c->o.resume) {
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        arm_cleanup(tmp);
+        return fd;
+    }
+    int fd = open(tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    /* Two gets of the same file into the same place must not write one file at once. */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno == EWOULDBLOCK ? EBUSY : errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* --resume: keeps the verified prefix of the temporary file and drops the rest. */
+static int resume_point(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size,
+                        uint64_t *keep)
+{
+    struct stat sb;
+    *keep = 0;
+    if (fstat(g->fd, &sb) != 0)
+        return cli_fail_local(c, g->tmp, errno);
+    uint64_t have = (uint64_t)sb.st_size;
+    xfer_error e = {0};
+    int rc = xfer_verified_prefix(g->f, g->fd, g->tmp, have < size ? have : size, keep, &e);
+    if (rc != RFS_OK && e.local) {
+        fprintf(stderr, "rfs get: %s\n", e.msg);
+        return CLI_EXIT_FAIL;
+    }
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, name, rc, e.msg);
+    if (ftruncate(g->fd, (off_t)*keep) != 0)
+        return cli_fail_local(c, g->tmp, errno);
+    return CLI_EXIT_OK;
+}
+
+static int verify(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size)
+{
+    xfer_error e = {0};
+    int same = 0;
+    uint32_t crcs[2] = {0, 0};
+    int rc = xfer_compare(g->f, g->fd, g->tmp, 0, size, &same, crcs, &e);
+    if (rc != RFS_OK && e.local) {
+        fprintf(stderr, "rfs get: %s\n", e.msg);
+        return CLI_EXIT_FAIL;
+    }
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, name, rc, e.msg);
+    if (same)
+        return CLI_EXIT_OK;
+    char msg[1536], server[300];
+    cli_server_str(name, server, sizeof server);
+    snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy is %08x, "
+             "of the received data in %s %08x; not renamed into place", server, name->path,
+             crcs[0], g->tmp, crcs[1]);
+    return cli_fail_remote(c, name, RFS_E_IO, msg);
+}
+
+/* Makes the rename itself durable: without this a crash may forget it. Best effort: the file
+ * is complete and in place either way. */
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Opens the remote file with as many connections as its size is worth; *size gets it. */
+static int open_remote(cli_ctx *c, const char *url, const rfs_name *name, get_ctx *g,
+                       uint64_t *size, xfer *x)
+{
+    rfs_options o = c->ropts;
+    o.streams = 1;
+    o.max_frame = xfer_frame_size();
+    int rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &g->f);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, name, rc, NULL);
+    rc = rfs_get_size(g->f, size);
+    if (rc != RFS_OK) {
+        int st = cli_fail_remote(c, name, rc, NULL);
+        rfs_close(g->f);
+        return st;
+    }
+    xfer_defaults(x, *size, c->o.streams);
+    if (x->nstreams > 1) {
+        /* Only now is the size known: reopen with the connections worth having. The pool hands
+         * the first handle's live connection to the second, so only the extra ones are new. */
+        rfs_file *wide;
+        o.streams = x->nstreams;
+        rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &wide);
+        rfs_close(g->f);
+        g->f = NULL;
+        if (rc != RFS_OK)
+            return cli_fail_remote(c, name, rc, NULL);
+        g->f = wide;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Copies [keep, size) into the temporary file, then verifies it when asked. */
+static int run_get(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size, xfer *x)
+{
+    uint64_t keep = 0;
+    int status = c->o.resume ? resume_point(c, g, name, size, &keep) : CLI_EXIT_OK;
+    if (status != CLI_EXIT_OK)
+        return status;
+    int nstreams = x->nstreams;
+    xfer_defaults(x, size - keep, nstreams);
+    x->start = keep;
+    x->total = size;
+    progress prog;
+    progress_init(&prog, name->path, size - keep, !c->o.quiet && !c->o.no_progress);
+    x->copy = get_chunk;
+    x->no_buffer = 1;
+    x->ctx = g;
+    x->prog = &prog;
+    int rc = xfer_run(x);
+    progress_finish(&prog, atomic_load(&x->done), rc == RFS_OK);
+    if (rc != RFS_OK) {
+        if (x->error.local) {
+            fprintf(stderr, "rfs get: %s\n", x->error.msg);
+            return CLI_EXIT_FAIL;
+        }
+        return cli_fail_remote(c, name, rc, x->error.msg);
+    }
+    if (c->o.resume && !c->o.quiet)
+        printf("rfs get: resumed %s: %llu of %llu bytes already in %s (verified), %llu received\n",
+               name->path, (unsigned long long)keep, (unsigned long long)size, g->tmp,
+               (unsigned long long)(size - keep));
+    return c->o.verify ? verify(c, g, name, size) : CLI_EXIT_OK;
+}
+
+/* Makes the temporary file final: mode, data on disk, then the rename. */
+static int install(cli_ctx *c, get_ctx *g, const char *target, mode_t mode, int status)
+{
+    if (status == CLI_EXIT_OK && fchmod(g->fd, mode) != 0)
+        status = cli_fail_local(c, g->tmp, errno);
+    /* The rename must not reach the disk before the data: a crash would leave LOCAL short. */
+    if (status == CLI_EXIT_OK && fsync(g->fd) != 0)
+        status = cli_fail_local(c, g->tmp, errno);
+    /* close() can report a delayed write error (e.g. on NFS): check it before renaming. */
+    if (close(g->fd) != 0 && status == CLI_EXIT_OK)
+        status = cli_fail_local(c, g->tmp, errno);
+    g->fd = -1;
+    if (status == CLI_EXIT_OK && rename(g->tmp, target) != 0) {
+        char what[2 * PATH_MAX + 160];
+        snprintf(what, sizeof what, "renaming %s to %s", g->tmp, target);
+        status = cli_fail_local(c, what, errno);
+    }
+    if (status == CLI_EXIT_OK)
+        sync_dir_of(target);
+    return status;
+}
+
 int cli_cmd_get(cli_ctx *c)
 {
     char url[4400];
@@ -143,79 +330,38 @@ int cli_cmd_get(cli_ctx *c)
     int e = local_names(local, name.path, target, sizeof target, tmp, sizeof tmp, &mode);
     if (e)
         return cli_fail_local(c, local, e);
-
-    get_ctx g = {.fd = -1, .tmp = tmp, .write_mu = PTHREAD_MUTEX_INITIALIZER};
-    rfs_options o = c->ropts;
-    o.streams = 1;
-    o.max_frame = xfer_frame_size();
-    int rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &g.f);
-    if (rc != RFS_OK)
-        return cli_fail_remote(c, &name, rc, NULL);
-    uint64_t size = 0;
-    rc = rfs_get_size(g.f, &size);
-    if (rc != RFS_OK) {
-        int st = cli_fail_remote(c, &name, rc, NULL);
-        rfs_close(g.f);
-        return st;
-    }
-    xfer x;
-    xfer_defaults(&x, size, c->o.streams);
-    if (x.nstreams > 1) {
-        /* Only now is the size known: reopen with the connections worth having. The pool hands
-         * the first handle's live connection to the second, so only the extra ones are new. */
-        rfs_file *wide;
-        o.streams = x.nstreams;
-        rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &wide);
-        rfs_close(g.f);
+    if (c->o.resume) {
+        rfs_stat_info st;
+        int rc = rfs_stat(url, &c->ropts, &st);
         if (rc != RFS_OK)
             return cli_fail_remote(c, &name, rc, NULL);
-        g.f = wide;
+        if ((e = resume_name(name.path, &st, target, tmp, sizeof tmp)))
+            return cli_fail_local(c, target, e);
     }
 
-    g.fd = mkostemp(tmp, O_CLOEXEC);
-    if (g.fd < 0) {
-        int err = errno;
-        rfs_close(g.f);
-        char what[PATH_MAX + 32];
-        snprintf(what, sizeof what, "cannot create %s", target);
-        return cli_fail_local(c, what, err);
-    }
-    arm_cleanup(tmp);
-
-    progress prog;
-    progress_init(&prog, name.path, x.total, !c->o.quiet && !c->o.no_progress);
-    x.copy = get_chunk;
-    x.no_buffer = 1;
-    x.ctx = &g;
-    x.prog = &prog;
-    rc = xfer_run(&x);
-    progress_finish(&prog, atomic_load(&x.done), rc == RFS_OK);
-    int crc = rfs_close(g.f);
-    char close_msg[1536];
-    snprintf(close_msg, sizeof close_msg, "%s", crc != RFS_OK ? rfs_last_error() : "");
-
-    int status = CLI_EXIT_OK;
-    if (rc != RFS_OK) {
-        if (x.error.local) {
-            fprintf(stderr, "rfs get: %s\n", x.error.msg);
-            status = CLI_EXIT_FAIL;
-        } else {
-            status = cli_fail_remote(c, &name, rc, x.error.msg);
-        }
-    } else if (crc != RFS_OK) {
-        status = cli_fail_remote(c, &name, crc, close_msg);
-    } else if (fchmod(g.fd, mode) != 0) {
-        status = cli_fail_local(c, tmp, errno);
-    }
-    /* close() can report a delayed write error (e.g. on NFS): check it before renaming. */
-    if (close(g.fd) != 0 && status == CLI_EXIT_OK)
-        status = cli_fail_local(c, tmp, errno);
-    if (status == CLI_EXIT_OK && rename(tmp, target) != 0) {
-        char what[2 * PATH_MAX + 160];
-        snprintf(what, sizeof what, "renaming %s to %s", tmp, target);
-        status = cli_fail_local(c, what, errno);
-    }
+    get_ctx g = {.fd = -1, .tmp = tmp, .write_mu = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t size = 0;
+    xfer x;
+    int status = open_remote(c, url, &name, &g, &size, &x);
     if (status != CLI_EXIT_OK)
+        return status;
+    g.fd = open_temp(c, tmp);
+    if (g.fd < 0) {
+        rfs_close(g.f);
+        if (g.fd == -EBUSY) {
+            fprintf(stderr, "rfs get: %s: another rfs get of the same file is writing it\n", tmp);
+            return CLI_EXIT_FAIL;
+        }
+        char what[PATH_MAX + 96];
+        snprintf(what, sizeof what, "cannot create %s", c->o.resume ? tmp : target);
+        return cli_fail_local(c, what, -g.fd);
+    }
+    status = run_get(c, &g, &name, size, &x);
+    int crc = rfs_close(g.f);
+    if (crc != RFS_OK && status == CLI_EXIT_OK)
+        status = cli_fail_remote(c, &name, crc, NULL);
+    status = install(c, &g, target, mode, status);
+    if (status != CLI_EXIT_OK && !c->o.resume)
         unlink(tmp);
     disarm_cleanup();
     return status;

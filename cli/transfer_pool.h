@@ -37,6 +37,7 @@ typedef int (*xfer_chunk_fn)(struct xfer *x, void *buf, uint64_t off, size_t len
 typedef struct xfer {
     /* Set by the caller. */
     uint64_t total;
+    uint64_t start; /* bytes [0, start) are already in place (--resume): copy [start, total) */
     int nstreams; /* connections of the rfs_file (for the chunk size) */
     int depth;    /* copying threads */
     uint32_t frame; /* rfs_options.max_frame to ask for (0: library default) */
@@ -47,7 +48,7 @@ typedef struct xfer {
     progress *prog;
     /* Filled by xfer_run. */
     _Atomic uint64_t cursor;
-    _Atomic uint64_t done;
+    _Atomic uint64_t done; /* bytes copied, from start on */
     _Atomic int stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -63,5 +64,32 @@ void xfer_defaults(xfer *x, uint64_t total, int requested_streams);
 uint32_t xfer_frame_size(void);
 /* Runs the copy, updating x->prog. Returns RFS_OK or the first error (details in x->error). */
 int xfer_run(xfer *x);
+
+/* ---- Atomic, restartable, verifiable transfers (docs/reliability.md) ---- */
+
+/* --resume trusts a partial file only in whole units of this size, each checked by crc32c. */
+#define XFER_VERIFY_UNIT ((uint64_t)4 << 20)
+
+/* 64-bit FNV-1a, for naming temporary files after what they hold (not for integrity). */
+uint64_t xfer_hash(uint64_t h, const void *p, size_t n);
+#define XFER_HASH_INIT 0xcbf29ce484222325ull
+/* "<dir of target>/.<name of target>.rfs-part-<16 hex digits of key>": the hidden temporary
+ * file beside target (the name is cut to 200 bytes so the whole stays a legal file name).
+ * Returns 0, or -1 when it does not fit in cap. */
+int xfer_part_path(char *out, size_t cap, const char *target, uint64_t key);
+
+/* Sets *same to whether [off, off+len) holds the same bytes in the remote file f and the local
+ * file fd (named local, for messages), by crc32c computed on both sides at once: the server
+ * reads its copy (CHECKSUM op) while this process reads the local one. A side that is shorter
+ * than off+len differs. crcs (may be NULL) get the remote and local values. Returns RFS_OK or
+ * an error, with e filled. */
+int xfer_compare(rfs_file *f, int fd, const char *local, uint64_t off, uint64_t len, int *same,
+                 uint32_t crcs[2], xfer_error *e);
+/* The longest prefix [0, *end) of [0, len) (len a multiple of XFER_VERIFY_UNIT) that is equal
+ * on both sides, in whole units. Compares 16 parts of the range and descends into the first
+ * that differs, so the cost is a few dozen round trips and about one read of len on each side,
+ * however large the file. */
+int xfer_verified_prefix(rfs_file *f, int fd, const char *local, uint64_t len, uint64_t *end,
+                         xfer_error *e);
 
 #endif

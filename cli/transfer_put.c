@@ -1,7 +1,16 @@
-/* rfs put LOCAL URL: copies a local file to the server, creating or truncating the remote file. */
+/* rfs put LOCAL URL: copies a local file to the server, atomically.
+ *
+ * The data go to a hidden temporary file beside the destination, named after what it holds
+ * (xfer_part_path of a hash of the source's absolute path, size and mtime and of the
+ * destination's path), which is synced and renamed over the destination only once complete (and,
+ * with --verify, checked). So a failed put never touches the previous file, and the partial
+ * file it leaves is found again by `put --resume` of the same source to the same place; a
+ * changed source gets another name and never resumes into stale data. docs/reliability.md. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +25,14 @@ typedef struct put_ctx {
     const char *local;
     rfs_file *f;
 } put_ctx;
+
+/* Where the put goes: the final name and the temporary one, both as URLs and parsed. */
+typedef struct put_names {
+    char url[4400];
+    rfs_name name;
+    char tmp_url[4400];
+    rfs_name tmp;
+} put_names;
 
 static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e)
 {
@@ -39,77 +56,218 @@ static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
     return rc;
 }
 
+/* The final remote name: URL, or URL/<local name> when URL ends in '/' or is a directory
+ * ("rfs put f rfs:h:p:/dir" stores /dir/f, like cp). Returns CLI_EXIT_OK or an exit status. */
+static int final_name(cli_ctx *c, const char *local, put_names *pn)
+{
+    if (cli_url_normalize(c->cmd, c->o.args[1], pn->url, sizeof pn->url, &pn->name))
+        return CLI_EXIT_USAGE;
+    int join = pn->name.path[strlen(pn->name.path) - 1] == '/';
+    if (!join) {
+        rfs_stat_info st;
+        int rc = rfs_stat(pn->url, &c->ropts, &st);
+        if (rc == RFS_OK)
+            join = st.type == RFS_TYPE_DIR;
+        else if (rc != RFS_E_NOENT)
+            return cli_fail_remote(c, &pn->name, rc, NULL);
+    }
+    if (join && (cli_url_join_basename(pn->url, sizeof pn->url, local) ||
+                 rfs_parse_name(pn->url, &pn->name)))
+        return cli_usage(c->cmd, "cannot derive a remote file name from '%s'", local);
+    return CLI_EXIT_OK;
+}
+
+/* The temporary name: same directory as the final one (so the rename is atomic), named after
+ * the source's identity and the destination. */
+static int temp_name(cli_ctx *c, const char *local, const struct stat *sb, put_names *pn)
+{
+    char abs[PATH_MAX];
+    if (!realpath(local, abs))
+        return cli_fail_local(c, local, errno);
+    uint64_t h = xfer_hash(XFER_HASH_INIT, "put", 4);
+    h = xfer_hash(h, abs, strlen(abs) + 1);
+    uint64_t id[3] = {(uint64_t)sb->st_size, (uint64_t)sb->st_mtim.tv_sec,
+                      (uint64_t)sb->st_mtim.tv_nsec};
+    h = xfer_hash(h, id, sizeof id);
+    /* The destination's path, not its host:port: a server restarted on another port or
+     * reached through another address is still the same destination. */
+    h = xfer_hash(h, pn->name.path, strlen(pn->name.path) + 1);
+    char path[4400], server[300];
+    cli_server_str(&pn->name, server, sizeof server);
+    if (xfer_part_path(path, sizeof path, pn->name.path, h) ||
+        snprintf(pn->tmp_url, sizeof pn->tmp_url, "rfs:%s:%s", server, path) >=
+            (int)sizeof pn->tmp_url ||
+        rfs_parse_name(pn->tmp_url, &pn->tmp))
+        return cli_usage(c->cmd, "remote name too long for a temporary file beside it: %s",
+                         pn->url);
+    return CLI_EXIT_OK;
+}
+
+/* Opens (creating if needed) the temporary file.
+ *
+ * No lock is taken on it, on purpose: after a network cut the server may keep the interrupted
+ * put's connection (and any lock it held) open for as long as it does not notice the peer is
+ * gone, which would block the very --resume meant to follow. Instead, nothing ever shortens the
+ * file below the source's size: every put that opens this name carries the same source (its
+ * identity is in the name), so whatever two of them write concurrently, or whatever a stale
+ * writer delivers late, is the same bytes at the same offsets, and the file converges to the
+ * source. Only a tail beyond the source's size is cut (set_size in finish). */
+static int open_temp(cli_ctx *c, put_names *pn, unsigned mode, const rfs_options *o, rfs_file **f)
+{
+    int rc = rfs_open(pn->tmp_url, RFS_O_RDWR | RFS_O_CREAT, mode, o, f);
+    if (rc == RFS_E_ACCESS) {
+        /* A leftover the server will not let us write (e.g. from a read-only source): start
+         * over with a fresh one. */
+        if (rfs_delete(pn->tmp_url, o) == RFS_OK)
+            rc = rfs_open(pn->tmp_url, RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, mode, o, f);
+    }
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->tmp, rc, NULL);
+    return CLI_EXIT_OK;
+}
+
+/* --resume: how much of the temporary file is the source's own bytes, in verified units. */
+static int resume_point(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total,
+                        uint64_t *keep)
+{
+    uint64_t have = 0;
+    *keep = 0;
+    int rc = rfs_get_size(p->f, &have);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->tmp, rc, NULL);
+    xfer_error e = {0};
+    rc = xfer_verified_prefix(p->f, p->fd, p->local, have < total ? have : total, keep, &e);
+    if (rc == RFS_OK)
+        return CLI_EXIT_OK;
+    if (e.local) {
+        fprintf(stderr, "rfs put: %s\n", e.msg);
+        return CLI_EXIT_FAIL;
+    }
+    return cli_fail_remote(c, &pn->tmp, rc, e.msg);
+}
+
+static int report_xfer_error(cli_ctx *c, const put_names *pn, const xfer *x, uint64_t kept)
+{
+    if (x->error.local) {
+        fprintf(stderr, "rfs put: %s\n", x->error.msg);
+        return CLI_EXIT_FAIL;
+    }
+    /* Named after the destination the user gave; the library's message names the temporary
+     * file, which is what --resume continues. */
+    char msg[2048];
+    if (kept + atomic_load(&x->done) > 0)
+        snprintf(msg, sizeof msg, "%s (partial upload kept: rerun with --resume to continue)",
+                 x->error.msg);
+    else
+        snprintf(msg, sizeof msg, "%s", x->error.msg);
+    return cli_fail_remote(c, &pn->name, x->error.err, msg);
+}
+
+/* After every byte is written: cut any tail, sync, optionally verify, rename into place. */
+static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
+{
+    int rc = rfs_set_size(p->f, total);
+    if (rc == RFS_OK)
+        rc = rfs_sync(p->f);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->tmp, rc, NULL);
+    if (c->o.verify) {
+        xfer_error e = {0};
+        int same = 0;
+        uint32_t crcs[2] = {0, 0};
+        rc = xfer_compare(p->f, p->fd, p->local, 0, total, &same, crcs, &e);
+        if (rc != RFS_OK && e.local) {
+            fprintf(stderr, "rfs put: %s\n", e.msg);
+            return CLI_EXIT_FAIL;
+        }
+        if (rc != RFS_OK)
+            return cli_fail_remote(c, &pn->tmp, rc, e.msg);
+        if (!same) {
+            char msg[1536], server[300];
+            cli_server_str(&pn->name, server, sizeof server);
+            snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy "
+                     "%s is %08x, of %s %08x; not renamed into place (rerun with --resume to "
+                     "repair)", server, pn->name.path, pn->tmp.path, crcs[0], p->local, crcs[1]);
+            return cli_fail_remote(c, &pn->name, RFS_E_IO, msg);
+        }
+    }
+    rc = rfs_rename(pn->tmp_url, pn->name.path, &c->ropts);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->name, rc, NULL);
+    return CLI_EXIT_OK;
+}
+
+static int open_local(cli_ctx *c, const char *local, struct stat *sb)
+{
+    int fd = open(local, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -cli_fail_local(c, local, errno);
+    int e = fstat(fd, sb) != 0 ? errno : S_ISDIR(sb->st_mode) ? EISDIR
+            : !S_ISREG(sb->st_mode) ? EINVAL : 0;
+    if (e) {
+        close(fd);
+        return -cli_fail_local(c, local, e);
+    }
+    return fd;
+}
+
+static int run_put(cli_ctx *c, put_ctx *p, put_names *pn, uint64_t total)
+{
+    uint64_t kept = 0;
+    int st = c->o.resume ? resume_point(c, p, pn, total, &kept) : CLI_EXIT_OK;
+    if (st != CLI_EXIT_OK)
+        return st;
+    xfer x;
+    xfer_defaults(&x, total - kept, c->o.streams);
+    x.start = kept;
+    x.total = total;
+    progress prog;
+    progress_init(&prog, p->local, total - kept, !c->o.quiet && !c->o.no_progress);
+    x.copy = put_chunk;
+    x.ctx = p;
+    x.prog = &prog;
+    int rc = xfer_run(&x);
+    progress_finish(&prog, atomic_load(&x.done), rc == RFS_OK);
+    if (rc != RFS_OK)
+        return report_xfer_error(c, pn, &x, kept);
+    if (c->o.resume && !c->o.quiet)
+        printf("rfs put: resumed %s: %llu of %llu bytes already on the server (verified), "
+               "%llu sent\n", pn->name.path, (unsigned long long)kept,
+               (unsigned long long)total, (unsigned long long)(total - kept));
+    return finish(c, p, pn, total);
+}
+
 int cli_cmd_put(cli_ctx *c)
 {
     const char *local = c->o.args[0];
-    char url[4400];
-    rfs_name name;
-    if (cli_url_normalize(c->cmd, c->o.args[1], url, sizeof url, &name))
-        return CLI_EXIT_USAGE;
-
+    put_names pn;
     put_ctx p = {.fd = -1, .local = local};
-    p.fd = open(local, O_RDONLY | O_CLOEXEC);
-    if (p.fd < 0)
-        return cli_fail_local(c, local, errno);
     struct stat sb;
-    if (fstat(p.fd, &sb) != 0) {
-        int e = errno;
+    p.fd = open_local(c, local, &sb);
+    if (p.fd < 0)
+        return -p.fd;
+    int st = final_name(c, local, &pn);
+    if (st == CLI_EXIT_OK)
+        st = temp_name(c, local, &sb, &pn);
+    if (st != CLI_EXIT_OK) {
         close(p.fd);
-        return cli_fail_local(c, local, e);
+        return st;
     }
-    if (!S_ISREG(sb.st_mode)) {
-        close(p.fd);
-        return cli_fail_local(c, local, S_ISDIR(sb.st_mode) ? EISDIR : EINVAL);
-    }
-
-    /* "rfs put f rfs:h:p:/dir/" stores /dir/f, like cp. */
-    if (name.path[strlen(name.path) - 1] == '/' &&
-        (cli_url_join_basename(url, sizeof url, local) || rfs_parse_name(url, &name))) {
-        close(p.fd);
-        return cli_usage(c->cmd, "cannot derive a remote file name from '%s'", local);
-    }
-
-    xfer x;
-    xfer_defaults(&x, (uint64_t)sb.st_size, c->o.streams);
+    /* The library opens as many connections as the size is worth (xfer_defaults). */
+    xfer probe;
+    xfer_defaults(&probe, (uint64_t)sb.st_size, c->o.streams);
     rfs_options o = c->ropts;
-    o.streams = x.nstreams;
-    o.max_frame = x.frame;
-    unsigned mode = (unsigned)(sb.st_mode & 0777);
-    int rc = rfs_open(url, RFS_O_WRONLY | RFS_O_CREAT | RFS_O_TRUNC, mode, &o, &p.f);
-    if (rc == RFS_E_ISDIR) {
-        /* The name is an existing directory: store the file inside it. */
-        if (cli_url_join_basename(url, sizeof url, local) || rfs_parse_name(url, &name)) {
-            close(p.fd);
-            return cli_usage(c->cmd, "cannot derive a remote file name from '%s'", local);
-        }
-        rc = rfs_open(url, RFS_O_WRONLY | RFS_O_CREAT | RFS_O_TRUNC, mode, &o, &p.f);
+    o.streams = probe.nstreams;
+    o.max_frame = probe.frame;
+    st = open_temp(c, &pn, (unsigned)(sb.st_mode & 0777), &o, &p.f);
+    if (st == CLI_EXIT_OK) {
+        st = run_put(c, &p, &pn, (uint64_t)sb.st_size);
+        /* The data were synced before the rename; a failing close only matters if the put had
+         * not failed already. */
+        int crc = rfs_close(p.f);
+        if (crc != RFS_OK && st == CLI_EXIT_OK)
+            st = cli_fail_remote(c, &pn.name, crc, NULL);
     }
-    if (rc != RFS_OK) {
-        close(p.fd);
-        return cli_fail_remote(c, &name, rc, NULL);
-    }
-
-    progress prog;
-    progress_init(&prog, local, x.total, !c->o.quiet && !c->o.no_progress);
-    x.copy = put_chunk;
-    x.ctx = &p;
-    x.prog = &prog;
-    rc = xfer_run(&x);
-    progress_finish(&prog, atomic_load(&x.done), rc == RFS_OK);
-
-    /* Closing flushes: a write error the server reports late still fails the put. */
-    int crc = rfs_close(p.f);
-    char close_msg[1536];
-    snprintf(close_msg, sizeof close_msg, "%s", crc != RFS_OK ? rfs_last_error() : "");
     close(p.fd);
-    if (rc != RFS_OK) {
-        if (x.error.local) {
-            fprintf(stderr, "rfs put: %s\n", x.error.msg);
-            return CLI_EXIT_FAIL;
-        }
-        return cli_fail_remote(c, &name, rc, x.error.msg);
-    }
-    if (crc != RFS_OK)
-        return cli_fail_remote(c, &name, crc, close_msg);
-    return CLI_EXIT_OK;
+    return st;
 }

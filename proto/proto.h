@@ -44,6 +44,10 @@
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
+/* CHECKSUM: the most bytes one request may cover, so a request costs the server a bounded
+ * amount of disk reading (a client iterates, chaining the value through `seed`). */
+#define RFS_CHECKSUM_MAX_LEN (1u << 30)
+#define RFS_SUM_CRC32C 1u                       /* CHECKSUM algorithm ids */
 
 typedef enum rfs_op {
     RFS_OP_HELLO = 1,
@@ -65,6 +69,7 @@ typedef enum rfs_op {
     RFS_OP_RENAME = 22,
     RFS_OP_MKDIR = 23,
     RFS_OP_LIST = 24,
+    RFS_OP_CHECKSUM = 25,
     RFS_OP_COUNTER = 30,
     RFS_OP_LOCK = 31,
     RFS_OP_UNLOCK = 32,
@@ -118,6 +123,8 @@ typedef struct rfs_req {
         struct { uint32_t fh; uint32_t view_id; uint64_t disp; } set_view;  /* + data = encoding */
         struct { uint32_t fh; uint32_t view_id; uint64_t pos; uint32_t len; } view_read;
         struct { uint32_t fh; uint32_t view_id; uint64_t pos; } view_write; /* + data */
+        /* CHECKSUM: algorithm over [off, off+len) of the file, continuing from seed. */
+        struct { uint32_t fh; uint32_t algo; uint64_t off, len, seed; } checksum;
     } u;
     /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
     const uint8_t *data;
@@ -151,6 +158,8 @@ typedef struct rfs_rep {
         /* LIST: count entries follow (rfs_list_entry_next); next = start of the next page,
          * or 0 when this page is the last. */
         struct { uint32_t count; uint32_t next; const uint8_t *entries; uint32_t entries_len; } list;
+        /* CHECKSUM: len = bytes covered (fewer than asked only at end of file). */
+        struct { uint32_t algo; uint64_t len; uint64_t value; } checksum;
     } u;
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;

@@ -25,6 +25,7 @@ static enum rep_shape shape_of(uint16_t op)
         return SHAPE_EMPTY;
     case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
     case RFS_OP_SESSION:
+    case RFS_OP_CHECKSUM:
         return SHAPE_OTHER;
     }
     return SHAPE_OTHER;
@@ -56,6 +57,14 @@ static int check_rep(const rfs_rep *r, int bad)
     case RFS_OP_STAT:
         if (r->u.stat.type < RFS_TYPE_FILE || r->u.stat.type > RFS_TYPE_OTHER)
             return rfs_fail(bad, "STAT reply: type %u", r->u.stat.type);
+        return RFS_OK;
+    case RFS_OP_CHECKSUM:
+        if (r->u.checksum.algo != RFS_SUM_CRC32C || r->u.checksum.value > UINT32_MAX)
+            return rfs_fail(bad, "CHECKSUM reply: algorithm %u, value %llu", r->u.checksum.algo,
+                            (unsigned long long)r->u.checksum.value);
+        if (r->u.checksum.len > RFS_CHECKSUM_MAX_LEN)
+            return rfs_fail(bad, "CHECKSUM reply: covers %llu bytes (limit %u)",
+                            (unsigned long long)r->u.checksum.len, RFS_CHECKSUM_MAX_LEN);
         return RFS_OK;
     case RFS_OP_LIST: {
         if (!r->u.list.entries)
@@ -141,6 +150,11 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u32(&w, r->u.stat.mode);
                 wr_u64(&w, r->u.stat.size);
                 wr_u64(&w, (uint64_t)r->u.stat.mtime_ns);
+                break;
+            case RFS_OP_CHECKSUM: /* u32 algo, u64 len, u64 value */
+                wr_u32(&w, r->u.checksum.algo);
+                wr_u64(&w, r->u.checksum.len);
+                wr_u64(&w, r->u.checksum.value);
                 break;
             case RFS_OP_LIST:  /* u32 count, u32 next, entries */
                 wr_u32(&w, r->u.list.count);
@@ -239,6 +253,11 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             r->u.stat.mode = rd_u32(&in);
             r->u.stat.size = rd_u64(&in);
             r->u.stat.mtime_ns = (int64_t)rd_u64(&in);
+            break;
+        case RFS_OP_CHECKSUM:
+            r->u.checksum.algo = rd_u32(&in);
+            r->u.checksum.len = rd_u64(&in);
+            r->u.checksum.value = rd_u64(&in);
             break;
         case RFS_OP_LIST:
             r->u.list.count = rd_u32(&in);

@@ -26,6 +26,20 @@ static int check_read_len(uint16_t op, uint64_t len)
     return RFS_OK;
 }
 
+/* CHECKSUM: a known algorithm, a seed that is a value of it, and a bounded range. */
+static int check_checksum(const rfs_req *r)
+{
+    if (r->u.checksum.algo != RFS_SUM_CRC32C)
+        return rfs_fail(RFS_E_INVAL, "CHECKSUM: unknown algorithm %u", r->u.checksum.algo);
+    if (r->u.checksum.seed > UINT32_MAX)
+        return rfs_fail(RFS_E_INVAL, "CHECKSUM: seed %llu is not a crc32c value",
+                        (unsigned long long)r->u.checksum.seed);
+    if (r->u.checksum.len > RFS_CHECKSUM_MAX_LEN)
+        return rfs_fail(RFS_E_TOOBIG, "CHECKSUM: %llu bytes in one request (limit %u)",
+                        (unsigned long long)r->u.checksum.len, RFS_CHECKSUM_MAX_LEN);
+    return rfs_wire_check_range(RFS_OP_CHECKSUM, "range", r->u.checksum.off, r->u.checksum.len);
+}
+
 static int check_mode(uint16_t op, uint32_t mode)
 {
     if (mode & ~MODE_BITS)
@@ -107,6 +121,8 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         return rfs_wire_check_path(op, "path", &r->u.mkdir.path);
     case RFS_OP_LIST:
         return rfs_wire_check_path(op, "path", &r->u.list.path);
+    case RFS_OP_CHECKSUM:
+        return check_checksum(r);
     case RFS_OP_COUNTER:
         if (r->u.counter.set > 1)
             return rfs_fail(RFS_E_INVAL, "COUNTER: set must be 0 or 1, not %u", r->u.counter.set);
@@ -158,6 +174,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
     case RFS_OP_MKDIR: return n + 6 + r->u.mkdir.path.len;
     case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
+    case RFS_OP_CHECKSUM: return n + 32;
     case RFS_OP_COUNTER: return n + 20;
     case RFS_OP_LOCK: return n + 28;
     case RFS_OP_UNLOCK: return n + 20;
@@ -254,6 +271,13 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_LIST:          /* u32 start, path */
         wr_u32(&w, r->u.list.start);
         put_path(&w, &r->u.list.path);
+        break;
+    case RFS_OP_CHECKSUM:      /* u32 fh, u32 algo, u64 off, u64 len, u64 seed */
+        wr_u32(&w, r->u.checksum.fh);
+        wr_u32(&w, r->u.checksum.algo);
+        wr_u64(&w, r->u.checksum.off);
+        wr_u64(&w, r->u.checksum.len);
+        wr_u64(&w, r->u.checksum.seed);
         break;
     case RFS_OP_COUNTER:       /* u32 fh, u32 key, u32 set, i64 delta */
         wr_u32(&w, r->u.counter.fh);
@@ -393,6 +417,13 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_LIST:
         r->u.list.start = rd_u32(&in);
         get_path(&in, &r->u.list.path);
+        break;
+    case RFS_OP_CHECKSUM:
+        r->u.checksum.fh = rd_u32(&in);
+        r->u.checksum.algo = rd_u32(&in);
+        r->u.checksum.off = rd_u64(&in);
+        r->u.checksum.len = rd_u64(&in);
+        r->u.checksum.seed = rd_u64(&in);
         break;
     case RFS_OP_COUNTER:
         r->u.counter.fh = rd_u32(&in);

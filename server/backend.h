@@ -19,6 +19,10 @@ int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off
 /* How many of the len bytes at off a read would return now (0 at or past end of file), for
  * replies sent straight from the file. */
 int rfsd_be_readable(int fd, const char *shown, size_t len, uint64_t off, size_t *avail);
+/* CRC-32C of [off, off+len) continued from seed, read through a bounded buffer; *done gets
+ * the bytes covered (fewer than len only at end of file). */
+int rfsd_be_checksum(int fd, const char *shown, uint64_t off, uint64_t len, uint32_t seed,
+                     uint32_t *crc, uint64_t *done);
 /* Writes all len bytes. */
 int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off);
 int rfsd_be_sync(int fd, const char *shown);

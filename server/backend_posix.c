@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/crc32c.h"
 #include "common/err.h"
 #include "common/fullio.h"
 #include "proto/proto.h"
@@ -113,6 +115,37 @@ static int write_fail(const char *shown, size_t len, uint64_t off, size_t put, i
     return rfs_fail(rfs_err_from_errno(e), "%s: write of %zu bytes at offset %llu: %s (%zu bytes "
                     "landed before the error)", shown, len, (unsigned long long)off, strerror(e),
                     put);
+}
+
+/* Big enough to amortise the read calls, small enough that many concurrent CHECKSUMs do not
+ * add up to much memory (the request itself may cover 1 GiB). */
+#define CHECKSUM_BUF ((size_t)1 << 20)
+
+int rfsd_be_checksum(int fd, const char *shown, uint64_t off, uint64_t len, uint32_t seed,
+                     uint32_t *crc, uint64_t *done)
+{
+    *crc = seed;
+    *done = 0;
+    int rc = range_ok(shown, off, len);
+    if (rc)
+        return rc;
+    uint8_t *buf = malloc(len < CHECKSUM_BUF ? (size_t)len + 1 : CHECKSUM_BUF);
+    if (!buf)
+        return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", shown);
+    while (*done < len) {
+        size_t want = len - *done < CHECKSUM_BUF ? (size_t)(len - *done) : CHECKSUM_BUF;
+        ssize_t got = rfs_pread_full(fd, buf, want, off + *done);
+        if (got < 0) {
+            rc = fd_fail(shown, "read", errno);
+            break;
+        }
+        *crc = rfs_crc32c(*crc, buf, (size_t)got);
+        *done += (uint64_t)got;
+        if ((size_t)got < want)
+            break; /* end of file */
+    }
+    free(buf);
+    return rc;
 }
 
 int rfsd_be_pwrite(int fd, const char *shown, const void *buf, size_t len, uint64_t off)

@@ -53,6 +53,7 @@ int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
     case RFS_OP_SET_VIEW: *fh = r->u.set_view.fh; return 1;
     case RFS_OP_VIEW_READ: *fh = r->u.view_read.fh; return 1;
     case RFS_OP_VIEW_WRITE: *fh = r->u.view_write.fh; return 1;
+    case RFS_OP_CHECKSUM: *fh = r->u.checksum.fh; return 1;
     default: return 0;
     }
 }
@@ -82,6 +83,11 @@ int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes)
         }
         if (*lo > *hi)
             *lo = *hi = 0;
+        return 1;
+    case RFS_OP_CHECKSUM:
+        /* a read of its range: it runs after earlier writes to those bytes on the handle */
+        *lo = r->u.checksum.off;
+        *hi = *lo + r->u.checksum.len;
         return 1;
     case RFS_OP_VIEW_READ: case RFS_OP_VIEW_WRITE:
         /* where a view position lands is known only once mapped: the whole file */
@@ -239,6 +245,20 @@ static int do_pwritev(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
     return RFS_OK;
 }
 
+static int do_checksum(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
+{
+    int rc = can_read(h);
+    uint32_t crc;
+    uint64_t done;
+    if (rc || (rc = rfsd_be_checksum(h->fd, h->path, q->u.checksum.off, q->u.checksum.len,
+                                     (uint32_t)q->u.checksum.seed, &crc, &done)))
+        return rc;
+    rep->u.checksum.algo = RFS_SUM_CRC32C;
+    rep->u.checksum.len = done;
+    rep->u.checksum.value = crc;
+    return RFS_OK;
+}
+
 static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfsd_path p;
@@ -342,6 +362,8 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         return do_preadv(c, h, q, rep, buf);
     case RFS_OP_PWRITEV:
         return do_pwritev(h, q, rep);
+    case RFS_OP_CHECKSUM:
+        return do_checksum(h, q, rep);
     case RFS_OP_SYNC:
         return rfsd_be_sync(h->fd, h->path);
     case RFS_OP_GET_SIZE:

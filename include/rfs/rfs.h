@@ -137,6 +137,11 @@ void rfs_flush_quiet(rfs_file *f);
 int rfs_get_size(rfs_file *f, uint64_t *size);
 int rfs_set_size(rfs_file *f, uint64_t size);
 int rfs_preallocate(rfs_file *f, uint64_t size);
+/* CRC-32C (Castagnoli) of the bytes [off, off+len) of the file as the server reads them from
+ * its storage (the CHECKSUM op): compare with a local CRC to check a transfer end to end.
+ * Long ranges are split into requests of bounded size, the CRC chained from one to the next.
+ * *done (may be NULL) gets the bytes covered: fewer than len only at end of file. */
+int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_t *done);
 /* "host:port" and path of an open file, for messages. */
 const char *rfs_file_server(const rfs_file *f);
 const char *rfs_file_path(const rfs_file *f);

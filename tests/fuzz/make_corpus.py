@@ -20,7 +20,7 @@ F_REPLY = 1
 
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
-          RENAME=22, MKDIR=23, LIST=24, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
+          RENAME=22, MKDIR=23, LIST=24, CHECKSUM=25, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
           VIEW_READ=41, VIEW_WRITE=42)
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 1, 2, 3, 4, 0x10
 
@@ -80,6 +80,7 @@ def frames():
     yield "ok-req-rename", req("RENAME", path("/a/b") + path("/a/c"))
     yield "ok-req-mkdir", req("MKDIR", struct.pack("<I", 0o755) + path("/d"))
     yield "ok-req-list", req("LIST", struct.pack("<I", 0) + path("/"))
+    yield "ok-req-checksum", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, 4096, 1 << 30, 0xE3069283))
     yield "ok-req-counter", req("COUNTER", struct.pack("<IIIq", 3, 0, 0, -8))
     yield "ok-req-lock", req("LOCK", struct.pack("<IQQII", 3, 0, 4096, 2, 100))
     yield "ok-req-unlock", req("UNLOCK", struct.pack("<IQQ", 3, 0, 4096))
@@ -100,6 +101,7 @@ def frames():
     yield "ok-rep-list", rep("LIST", struct.pack("<II", 3, 3) + entry("a.txt", 1, size=10)
                              + entry("sub", 2, 0o755) + entry("sock", 3))
     yield "ok-rep-list-empty", rep("LIST", struct.pack("<II", 0, 0))
+    yield "ok-rep-checksum", rep("CHECKSUM", struct.pack("<IQQ", 1, 1 << 20, 0xE3069283))
     yield "ok-rep-counter", rep("COUNTER", struct.pack("<q", -5))
     yield "ok-rep-view-read", rep("VIEW_READ", b"view bytes")
     yield "ok-rep-error", err("OPEN", 1, "/a/b: no such file or directory")
@@ -139,6 +141,11 @@ def frames():
     yield "bad-list-slash", rep("LIST", struct.pack("<II", 1, 0) + entry("a/b"))
     yield "bad-list-count", rep("LIST", struct.pack("<II", 2, 0) + entry("a"))
     yield "bad-stat-type", rep("STAT", struct.pack("<IIQq", 9, 0, 0, 0))
+    yield "bad-checksum-len", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, 0, (1 << 30) + 1, 0))
+    yield "bad-checksum-algo", req("CHECKSUM", struct.pack("<IIQQQ", 3, 9, 0, 16, 0))
+    yield "bad-checksum-seed", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, 0, 16, 1 << 32))
+    yield "bad-checksum-range", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, (1 << 63) - 1, 2, 0))
+    yield "bad-checksum-value", rep("CHECKSUM", struct.pack("<IQQ", 1, 16, 1 << 32))
     yield "bad-garbage", bytes((i * 73 + 41) & 0xFF for i in range(200))
 
 
