@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "abt/crc32c.h"
+#include "common/crc32c.h"
 #include "common/err.h"
 #include "common/fullio.h"
 

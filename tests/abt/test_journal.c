@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "abt/crc32c.h"
+#include "common/crc32c.h"
 #include "abt/journal.h"
 
 static char dir[256];
