@@ -764,7 +764,10 @@ static void note_outcome(int rc, const char *msg)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
-    char *probe = rc == RFS_OK && !file_busy_besides(c) &&
+    /* A write the server refused (disk full, quota) may still have landed in part: the
+     * version after it is ours too. After a lost connection nothing can be asked. */
+    int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
+    char *probe = server_answered && !file_busy_besides(c) &&
                   (f->pending == 1 || rfs_journal_track_due(f->name)) ? strdup(f->name) : NULL;
     if (probe) {
         /* Replay safety: with no other write of the file in flight, what the server reports

@@ -1,6 +1,7 @@
 /* rfsd: the rfs server daemon. Acceptor loop, signals and orderly shutdown. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <netinet/in.h>
@@ -151,10 +152,39 @@ static void shutdown_connections(rfsd_server *srv)
     for (rfsd_conn *c = srv->conns; c; c = c->next)
         rfsd_conn_stop_reading(c);
     if (srv->nconns)
-        RFS_LOGI("waiting for %u connection(s) to finish their requests", srv->nconns);
-    while (srv->nconns > 0)
-        pthread_cond_wait(&srv->conns_cv, &srv->mu);
+        RFS_LOGI("waiting up to %d ms for %u connection(s) to finish their requests",
+                 RFSD_SHUTDOWN_MS, srv->nconns);
+    /* Bounded whatever the clients do: past the bound every connection is cut, which fails
+     * replies blocked on clients that stopped reading and cancels lock waits; clients see a
+     * lost connection, which they retry against the restarted server. */
+    int cut = 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RFSD_SHUTDOWN_MS / 1000;
+    while (srv->nconns > 0) {
+        if (pthread_cond_timedwait(&srv->conns_cv, &srv->mu, &until) != ETIMEDOUT)
+            continue;
+        if (cut) {
+            RFS_LOGW("%u connection(s) still busy after the shutdown bound; exiting anyway",
+                     srv->nconns);
+            break;
+        }
+        RFS_LOGW("cutting %u connection(s) still busy after %d ms", srv->nconns,
+                 RFSD_SHUTDOWN_MS);
+        for (rfsd_conn *c = srv->conns; c; c = c->next)
+            rfsd_conn_fence(c);
+        cut = 1;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+    }
     pthread_mutex_unlock(&srv->mu);
+    /* What was acknowledged reaches the disk before we say we are done. */
+    int dfd = open(srv->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        if (syncfs(dfd) != 0)
+            RFS_LOGW("syncing the export's file system: %s", strerror(errno));
+        close(dfd);
+    }
 }
 
 /* Every data frame's body is a malloc of up to max_frame bytes, freed once the reply is out.

@@ -22,6 +22,7 @@
 #define RFSD_TRIM_THRESHOLD (256 << 20) /* glibc M_TRIM_THRESHOLD: keep frame buffers (main.c) */
 #define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
 #define RFSD_DEFAULT_LEASE_MS 60000     /* --lease-ms */
+#define RFSD_SHUTDOWN_MS 10000          /* SIGTERM: requests in flight get this long */
 
 typedef struct rfsd_config {
     const char *root;

@@ -12,6 +12,13 @@ from conftest import Server, binary
 from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
 from test_disk_full import assert_acked_on_server, err_field, mount, parse
 
+
+@pytest.fixture(autouse=True)
+def no_reconnect(monkeypatch):
+    """These cases break a transfer for good (a killed server, a reset link): the client must
+    give up at once instead of reconnecting for a minute (recovery is test_reconnect.py)."""
+    monkeypatch.setenv("RFS_RETRY_TIMEOUT_MS", "0")
+
 pytestmark = pytest.mark.mpi
 
 MIB = 1 << 20
@@ -56,7 +63,7 @@ def test_staging_full_server_killed(tmp_path, small_staging, flavour, access, me
     every acknowledged byte on the server."""
     root = tmp_path / "export"
     root.mkdir()
-    srv = Server(root, token="abt-bounded")
+    srv = Server(root, token="abt-bounded-token-0123456789abcdef")
     port = srv.port
     go = tmp_path / "go"
     p = start(flavour, srv, small_staging, go, access, memory)
@@ -80,7 +87,7 @@ def test_staging_full_server_killed(tmp_path, small_staging, flavour, access, me
     assert "rfs recover" in text, text
     assert len(acks) < 40 * NPROCS  # the run did stop on the full staging disk
 
-    srv2 = Server(root, token="abt-bounded", listen=f"127.0.0.1:{port}")
+    srv2 = Server(root, token="abt-bounded-token-0123456789abcdef", listen=f"127.0.0.1:{port}")
     try:
         rec = subprocess.run([binary("rfs"), "recover", str(small_staging)], env=srv2.env(),
                              capture_output=True, text=True, timeout=120)
@@ -98,7 +105,7 @@ def test_staging_full_server_frozen(tmp_path, small_staging, flavour):
     and every acknowledged byte is on the server."""
     root = tmp_path / "export"
     root.mkdir()
-    srv = Server(root, token="abt-frozen")
+    srv = Server(root, token="abt-frozen-token-0123456789abcdef")
     go = tmp_path / "go"
     p = start(flavour, srv, small_staging, go, "indep")
     out = OutputLines(p)

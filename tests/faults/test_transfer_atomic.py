@@ -19,6 +19,13 @@ import pytest
 from conftest import Server, binary
 from rfswire import E, O_RDWR, O_WRONLY, b_fh, session
 
+
+@pytest.fixture(autouse=True)
+def no_reconnect(monkeypatch):
+    """These cases break a transfer for good (a killed server, a reset link): the client must
+    give up at once instead of reconnecting for a minute (recovery is test_reconnect.py)."""
+    monkeypatch.setenv("RFS_RETRY_TIMEOUT_MS", "0")
+
 MiB = 1024 * 1024
 UNIT = 4 * MiB              # --resume trusts partial files in units of this size
 BIG = 64 * MiB + 12345      # not a multiple of any chunk or unit
