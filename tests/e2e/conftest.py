@@ -92,6 +92,14 @@ class Server:
         return self.proc.returncode
 
 
+@pytest.fixture(autouse=True)
+def no_reconnect(monkeypatch):
+    """End-to-end tests see a lost connection fail at once, as they were written to: several
+    kill or freeze their server for good and check the error. Reconnecting (the default, for a
+    minute) is tests/faults/test_reconnect.py's subject."""
+    monkeypatch.setenv("RFS_RETRY_TIMEOUT_MS", "0")
+
+
 @pytest.fixture
 def rfsd(tmp_path):
     root = tmp_path / "export"
