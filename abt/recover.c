@@ -648,7 +648,8 @@ static int list_journals(const char *dir, char ***out, size_t *n)
         cnt++;
     }
     closedir(d);
-    qsort(v, cnt, sizeof *v, by_name);
+    if (cnt > 1)
+        qsort(v, cnt, sizeof *v, by_name);
     *out = v;
     *n = cnt;
     return rc;

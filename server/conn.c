@@ -665,16 +665,20 @@ static void conn_teardown(rfsd_conn *c)
     while (c->inflight > 0)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
-    /* No job is left, so nothing else touches the table: close what the client left open. */
+    /* No job is left: close what the client left open. Each slot is emptied under the mutex
+     * before its handle is freed, because an OPEN elsewhere may be looking through this
+     * table for silent writers of its file (session.c). */
     unsigned left = 0;
     for (unsigned i = 0; i < RFSD_MAX_HANDLES; i++) {
+        pthread_mutex_lock(&c->mu);
         rfsd_handle *h = c->slots[i];
+        c->slots[i] = NULL;
+        pthread_mutex_unlock(&c->mu);
         if (!h)
             continue;
         left++;
         rfsd_handle_release(h);
         handle_free(h);
-        c->slots[i] = NULL;
     }
     if (left)
         RFS_LOGD("%s: closed %u file(s) left open", c->peer, left);

@@ -200,7 +200,7 @@ def test_frozen_server_fails_within_bound(rfsd):
         lines = out.rest(timeout=60)
         took = time.monotonic() - t0
         rfsd.thaw()
-        assert p.returncode == 1
+        assert p.returncode == 1, p.stderr.read()[-3000:]
         assert lines[-1].startswith("error pwrite"), lines[-1]
         assert "not restored within the retry timeout" in lines[-1]
         # io_timeout (1 s) + retry (1.5 s) + one connect attempt (connect timeout, 10 s)
