@@ -184,6 +184,10 @@ int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
 void rfs_pool_put(rfs_conn *c);
+/* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
+ * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
+int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                       const char *label);
 
 /* ---- files (file.c) ---- */
 struct rfs_file {

@@ -87,25 +87,6 @@ static int close_one(rfs_file *f, int s)
     return rc;
 }
 
-/* A server being restarted refuses connections for a moment: opening retries a refused or
- * failed connection with backoff within the retry timeout. (Only connecting is retried: an
- * OPEN whose reply was lost is not repeated, since EXCL or TRUNC may already have acted.) */
-static int connect_streams(rfs_file *f, const rfs_copts *o)
-{
-    int64_t deadline = rfs_now_ns() + (int64_t)o->retry_timeout_ms * 1000000;
-    int delay = 50;
-    for (;;) {
-        int rc = rfs_pool_get(&f->name, o, o->streams, f->conn, f->label);
-        if (rc != RFS_E_CONN && rc != RFS_E_TIMEOUT)
-            return rc;
-        if (rfs_now_ns() + (int64_t)delay * 1000000 > deadline)
-            return rc;
-        struct timespec ts = {.tv_sec = delay / 1000, .tv_nsec = (long)(delay % 1000) * 1000000};
-        nanosleep(&ts, NULL);
-        delay = delay * 2 > 2000 ? 2000 : delay * 2;
-    }
-}
-
 /* The server host's boot id as the session reported it (it arrives before OPEN's reply). */
 static void note_boot(rfs_file *f)
 {
@@ -116,6 +97,43 @@ static void note_boot(rfs_file *f)
         f->boot_known = 1;
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+static int conn_lost(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int lost = c->dead && (c->dead_err == RFS_E_CONN || c->dead_err == RFS_E_TIMEOUT);
+    pthread_mutex_unlock(&c->lock);
+    return lost;
+}
+
+/* The OPEN on stream 0. A pooled connection may die under it (its server restarting): the
+ * OPEN is sent again on fresh connections, within the retry timeout, unless it was exclusive
+ * (an EXCL create that went through would now fail with EXIST). Repeating CREAT or TRUNC
+ * acts as one open made a moment later. */
+static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned mode)
+{
+    int64_t deadline = rfs_now_ns() + (int64_t)o->retry_timeout_ms * 1000000;
+    for (;;) {
+        int rc = open_one(f, 0, flags, mode);
+        if (!rc || (flags & RFS_O_EXCL) || !o->retry_timeout_ms || !conn_lost(f->conn[0]) ||
+            rfs_now_ns() > deadline)
+            return rc;
+        char cause[1536];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        for (int s = 0; s < f->nconn; s++)
+            rfs_pool_put(f->conn[s]);
+        rfs_copts left = *o;
+        left.retry_timeout_ms = (int)((deadline - rfs_now_ns()) / 1000000);
+        if (left.retry_timeout_ms < 0)
+            left.retry_timeout_ms = 0;
+        int grc = rfs_pool_get_retry(&f->name, &left, f->nconn, f->conn, f->label);
+        explicit_bzero(left.token, sizeof left.token);
+        if (grc) {
+            f->nconn = 0;   /* nothing left to release */
+            return rfs_fail(rc, "%s", cause);
+        }
+    }
 }
 
 static void release_conns(rfs_file *f)
@@ -164,7 +182,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     f->window = o.window;
     f->ww_cap = o.write_window;
     f->retry_ms = o.retry_timeout_ms;
-    if ((rc = connect_streams(f, &o)))
+    if ((rc = rfs_pool_get_retry(&f->name, &o, o.streams, f->conn, f->label)))
         goto fail;
     f->nconn = o.streams;
     uint32_t mf = UINT32_MAX;
@@ -176,7 +194,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
 
     /* Stream 0 creates the file; the other streams then open it side by side (one more
      * round trip in all, not one per stream). */
-    if ((rc = open_one(f, 0, flags, mode))) {
+    if ((rc = open_first(f, &o, flags, mode))) {
         release_conns(f);
         goto fail;
     }
@@ -264,6 +282,21 @@ static int close_once(rfs_file *f)
     return RFS_OK;
 }
 
+/* A close that failed only because its connections are gone: the server dropped the handles
+ * with them, and every write had its reply (none waits to be sent again, none is unsynced on a
+ * rebooted host), so there is nothing to reopen the file for. (After a put renamed its
+ * temporary file, reopening it to close it would even fail.) */
+static int closed_with_connection(rfs_file *f)
+{
+    /* Without recovery a lost connection fails every call, close too, as it always did. */
+    if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || f->lost_unsynced)
+        return 0;
+    for (int s = 0; s < f->nconn; s++)
+        if (!conn_lost(f->conn[s]))
+            return 0;
+    return 1;
+}
+
 int rfs_close(rfs_file *f)
 {
     if (!f)
@@ -271,9 +304,11 @@ int rfs_close(rfs_file *f)
     rfs_attempt a;
     int rc;
     rfs_attempt_begin(f, &a, RFS_ATTEMPT_RETRY);
-    do
+    do {
         rc = close_once(f);
-    while (rfs_attempt_again(f, &a, &rc));
+        if (rc && closed_with_connection(f))
+            rc = RFS_OK;
+    } while (rfs_attempt_again(f, &a, &rc));
     char cause[1536] = "";
     if (rc)
         snprintf(cause, sizeof cause, "%s", rfs_last_error());

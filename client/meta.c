@@ -26,7 +26,7 @@ static int meta_begin(meta *m, const char *name, const rfs_options *opts)
     rfs_name_label(&m->name, m->label, sizeof m->label);
     if ((rc = rfs_copts_resolve(opts, m->label, &m->o)))
         return rc;
-    return rfs_pool_get(&m->name, &m->o, 1, &m->conn, m->label);
+    return rfs_pool_get_retry(&m->name, &m->o, 1, &m->conn, m->label);
 }
 
 static void meta_end(meta *m)

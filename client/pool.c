@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static rfs_conn *pool_head;
@@ -167,4 +168,21 @@ void rfs_pool_put(rfs_conn *c)
     rfs_conn *stale = take_stale_locked();
     pthread_mutex_unlock(&pool_lock);
     free_chain(stale);
+}
+
+int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                       const char *label)
+{
+    int64_t deadline = rfs_now_ns() + (int64_t)o->retry_timeout_ms * 1000000;
+    int delay = 50;
+    for (;;) {
+        int rc = rfs_pool_get(n, o, count, out, label);
+        if (rc != RFS_E_CONN && rc != RFS_E_TIMEOUT)
+            return rc;
+        if (rfs_now_ns() + (int64_t)delay * 1000000 > deadline)
+            return rc;
+        struct timespec ts = {.tv_sec = delay / 1000, .tv_nsec = (long)(delay % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        delay = delay * 2 > 2000 ? 2000 : delay * 2;
+    }
 }
