@@ -151,6 +151,9 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
 /* Stops the threads, closes the transport and frees c (refs must be 0). */
 void rfs_conn_free(rfs_conn *c);
 int rfs_conn_is_dead(rfs_conn *c);
+/* Dead of the network or the server (closed, reset, silent past io_timeout), not of a
+ * protocol or token error: what recovery can fix. */
+int rfs_conn_lost(rfs_conn *c);
 uint32_t rfs_conn_max_frame(rfs_conn *c);
 
 /* Registers call, encodes req (req->id is set here) and sends it with req->data as the
@@ -286,6 +289,9 @@ int rfs_file_settle_view(rfs_file *f, int64_t view_id);
  * (the caller destroys them); ok[s] says which succeeded. Returns the first failure in stream
  * order, as "label: cause". */
 int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok);
+
+/* OPEN of the file's path on stream s with these flags; the handle goes to f->fh[s]. */
+int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode);
 
 /* Payload bytes that fit one frame of max_frame, with room for any op's fixed fields. */
 size_t rfs_chunk_for_frame(uint32_t max_frame);

@@ -176,6 +176,14 @@ int rfs_conn_is_dead(rfs_conn *c)
     return d;
 }
 
+int rfs_conn_lost(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int lost = c->dead && (c->dead_err == RFS_E_CONN || c->dead_err == RFS_E_TIMEOUT);
+    pthread_mutex_unlock(&c->lock);
+    return lost;
+}
+
 uint32_t rfs_conn_max_frame(rfs_conn *c)
 {
     pthread_mutex_lock(&c->lock);

@@ -25,7 +25,7 @@ size_t rfs_chunk_for_frame(uint32_t max_frame)
     return ((size_t)max_frame - 4096u) & ~(size_t)4095u;
 }
 
-static int open_one(rfs_file *f, int s, unsigned flags, unsigned mode)
+int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode)
 {
     rfs_call call;
     rfs_call_init(&call);
@@ -99,14 +99,6 @@ static void note_boot(rfs_file *f)
     pthread_mutex_unlock(&c->lock);
 }
 
-static int conn_lost(rfs_conn *c)
-{
-    pthread_mutex_lock(&c->lock);
-    int lost = c->dead && (c->dead_err == RFS_E_CONN || c->dead_err == RFS_E_TIMEOUT);
-    pthread_mutex_unlock(&c->lock);
-    return lost;
-}
-
 /* The OPEN on stream 0. A pooled connection may die under it (its server restarting): the
  * OPEN is sent again on fresh connections, within the retry timeout, unless it was exclusive
  * (an EXCL create that went through would now fail with EXIST). Repeating CREAT or TRUNC
@@ -115,8 +107,8 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
 {
     int64_t deadline = rfs_now_ns() + (int64_t)o->retry_timeout_ms * 1000000;
     for (;;) {
-        int rc = open_one(f, 0, flags, mode);
-        if (!rc || (flags & RFS_O_EXCL) || !o->retry_timeout_ms || !conn_lost(f->conn[0]) ||
+        int rc = rfs_file_open_stream(f, 0, flags, mode);
+        if (!rc || (flags & RFS_O_EXCL) || !o->retry_timeout_ms || !rfs_conn_lost(f->conn[0]) ||
             rfs_now_ns() > deadline)
             return rc;
         char cause[1536];
@@ -292,7 +284,7 @@ static int closed_with_connection(rfs_file *f)
     if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || f->lost_unsynced)
         return 0;
     for (int s = 0; s < f->nconn; s++)
-        if (!conn_lost(f->conn[s]))
+        if (!rfs_conn_lost(f->conn[s]))
             return 0;
     return 1;
 }

@@ -34,14 +34,9 @@
  * window holds writes to send again. */
 static int lost_conn(rfs_file *f)
 {
-    for (int s = 0; s < f->nconn; s++) {
-        rfs_conn *c = f->conn[s];
-        pthread_mutex_lock(&c->lock);
-        int lost = c->dead && (c->dead_err == RFS_E_CONN || c->dead_err == RFS_E_TIMEOUT);
-        pthread_mutex_unlock(&c->lock);
-        if (lost || f->stale[s])
+    for (int s = 0; s < f->nconn; s++)
+        if (rfs_conn_lost(f->conn[s]) || f->stale[s])
             return 1;
-    }
     return 0;
 }
 
@@ -52,30 +47,10 @@ static void nap_ms(int ms)
         ;
 }
 
-static int conn_lost(rfs_conn *c)
-{
-    pthread_mutex_lock(&c->lock);
-    int lost = c->dead;
-    pthread_mutex_unlock(&c->lock);
-    return lost;
-}
-
 /* The file is opened again on stream s (it exists: no create, no truncate). */
 static int reopen(rfs_file *f, int s)
 {
-    rfs_call call;
-    rfs_call_init(&call);
-    rfs_req req;
-    memset(&req, 0, sizeof req);
-    req.op = RFS_OP_OPEN;
-    req.u.open.path.s = f->name.path;
-    req.u.open.path.len = (uint16_t)strlen(f->name.path);
-    req.u.open.flags = f->flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC);
-    int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
-    if (!rc)
-        f->fh[s] = call.rep.u.open.fh;
-    rfs_call_destroy(&call);
-    return rc;
+    return rfs_file_open_stream(f, s, f->flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC), 0);
 }
 
 static int restore_views(rfs_file *f, int s)
@@ -167,7 +142,7 @@ static int recover_once(rfs_file *f)
     rfs_wwin_wait(f);              /* and the window's: the lost ones wait to be sent again */
     for (int s = 0; s < f->nconn; s++) {
         int rc = RFS_OK;
-        if (conn_lost(f->conn[s]))
+        if (rfs_conn_is_dead(f->conn[s]))
             rc = replace_conn(f, s);
         if (!rc && f->stale[s])
             rc = restore_stream(f, s);
