@@ -505,8 +505,6 @@ int rfs_get_size(rfs_file *f, uint64_t *size)
 
 static int size_op_once(rfs_file *f, uint16_t op, uint64_t size)
 {
-    if (!f)
-        return rfs_fail(RFS_E_INVAL, "%s: NULL file", rfs_op_name(op));
     if (read_only(f))
         return fail_ro(f);
     if (size > (uint64_t)INT64_MAX)
@@ -564,15 +562,9 @@ static int checksum_piece(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc
     return rc;
 }
 
-int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_t *done)
+/* The whole range, piece by piece; run again from the start after a lost connection. */
+static int checksum_once(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_t *done)
 {
-    if (done)
-        *done = 0;
-    if (!f || !crc)
-        return rfs_fail(RFS_E_INVAL, "rfs_checksum: NULL argument");
-    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
-        return rfs_fail(RFS_E_FBIG, "%s: checksum range %llu+%llu beyond the largest file offset",
-                        f->label, (unsigned long long)off, (unsigned long long)len);
     *crc = 0;
     uint64_t covered = 0;
     while (covered < len) {
@@ -588,4 +580,16 @@ int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_
     if (done)
         *done = covered;
     return RFS_OK;
+}
+
+int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_t *done)
+{
+    if (done)
+        *done = 0;
+    if (!f || !crc)
+        return rfs_fail(RFS_E_INVAL, "rfs_checksum: NULL argument");
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return rfs_fail(RFS_E_FBIG, "%s: checksum range %llu+%llu beyond the largest file offset",
+                        f->label, (unsigned long long)off, (unsigned long long)len);
+    ATTEMPT(f, RFS_ATTEMPT_RETRY, checksum_once(f, off, len, crc, done));
 }
