@@ -20,6 +20,9 @@ class Proxy:
         self._ls = None
         self._thread = None
         self.target = None
+        self._reset_asked = 0
+        self._reset_done = 0
+        self._reset_cv = threading.Condition(self._lk)
 
     def start(self, host, port):
         self.target = (host, port)
@@ -53,8 +56,21 @@ class Proxy:
         self._kick()
 
     def reset(self):
+        """Closes every connection, from the proxy's own thread: a socket closed under the
+        selector would leave its descriptor registered, and the next accepted connection that
+        reuses the number could not be registered."""
         with self._lk:
-            pairs, self._pairs = self._pairs, []
+            if self._thread is None or not self._thread.is_alive():
+                pairs, self._pairs = self._pairs, []
+                self._close_pairs(pairs)
+                return
+            ticket = self._reset_asked = self._reset_asked + 1
+        self._kick()
+        with self._lk:
+            self._reset_cv.wait_for(lambda: self._reset_done >= ticket or self._stop, timeout=10)
+
+    @staticmethod
+    def _close_pairs(pairs):
         for a, b in pairs:
             for s in (a, b):
                 try:
@@ -62,14 +78,15 @@ class Proxy:
                 except OSError:
                     pass
                 s.close()
-        self._kick()
 
     def connections(self):
         with self._lk:
             return len(self._pairs)
 
     def close(self):
-        self._stop = True
+        with self._lk:
+            self._stop = True
+            self._reset_cv.notify_all()
         self._kick()
         if self._thread:
             self._thread.join(timeout=10)
@@ -86,32 +103,34 @@ class Proxy:
         registered = {}
         while not self._stop:
             with self._lk:
+                if self._reset_done < self._reset_asked:
+                    doomed, self._pairs = self._pairs, []
+                    for a, b in doomed:
+                        for s in (a, b):
+                            self._unregister(sel, registered, s)
+                    self._close_pairs(doomed)
+                    self._reset_done = self._reset_asked
+                    self._reset_cv.notify_all()
                 held = self._held
                 pairs = list(self._pairs)
-            live = set()
+            live = {s for p in pairs for s in p}
+            # Stale sockets leave the selector before new ones join: a new connection may
+            # have been given the number of one closed since the last turn.
+            for s in [s for s in registered if s not in live]:
+                self._unregister(sel, registered, s)
             # While held, nothing is read, so nothing is forwarded: the peers' send buffers
             # fill and their writes block, as on a silent path.
             for a, b in pairs:
                 for src, dst in ((a, b), (b, a)):
-                    live.add(src)
                     want = None if held else (src, dst)
                     if want is None:
-                        if src in registered:
-                            sel.unregister(src)
-                            del registered[src]
+                        self._unregister(sel, registered, src)
                     elif src not in registered:
                         try:
                             sel.register(src, selectors.EVENT_READ, want)
                             registered[src] = want
                         except (ValueError, OSError):
                             pass
-            for s in list(registered):
-                if s not in live:
-                    try:
-                        sel.unregister(s)
-                    except (ValueError, KeyError, OSError):
-                        pass
-                    del registered[s]
             for key, _ in sel.select(timeout=0.5):
                 if key.data == "wake":
                     try:
@@ -146,10 +165,19 @@ class Proxy:
                             continue
                         except OSError:
                             pass
-                    self._drop(src)
+                    self._drop(src, sel, registered)
         sel.close()
 
-    def _drop(self, sock):
+    @staticmethod
+    def _unregister(sel, registered, s):
+        if s in registered:
+            try:
+                sel.unregister(s)
+            except (ValueError, KeyError, OSError):
+                pass
+            del registered[s]
+
+    def _drop(self, sock, sel, registered):
         with self._lk:
             keep = []
             gone = None
@@ -161,6 +189,7 @@ class Proxy:
             self._pairs = keep
         if gone:
             for s in gone:
+                self._unregister(sel, registered, s)
                 try:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
