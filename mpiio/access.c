@@ -74,7 +74,7 @@ int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count
     if (!is_write)
         rc = mp_buf_finish_read(&b, (int64_t)done);
     mp_buf_free(&b);
-    mp_set_status(st, (int64_t)done);
+    mp_set_status(st, mp_datarep_memory_bytes(b.rep, type, (int64_t)done));
     *got = (int64_t)done;
     return rc;
 }

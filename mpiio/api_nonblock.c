@@ -21,7 +21,7 @@ static int i_ptr(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Datat
 {
     int rc = mp_check_access(f, is_write, 1);
     int64_t bytes = 0, es = f->view->etype_size;
-    if (rc == MPI_SUCCESS && mp_type_bytes(type, count, &bytes) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && mp_type_bytes(f->view->rep, type, count, &bytes) != MPI_SUCCESS)
         rc = mp_error_code(MPI_ERR_TYPE, "rfs: %s: bad count or datatype", f->name);
     if (rc == MPI_SUCCESS) {
         rc = mp_nb_start(f, is_write, (uint64_t)f->ind_ptr * (uint64_t)es, buf, count, type, req);
@@ -36,7 +36,7 @@ static int i_shared(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Da
 {
     int rc = mp_check_access(f, is_write, 0);
     int64_t bytes = 0, es = f->view->etype_size, start = 0;
-    if (rc == MPI_SUCCESS && mp_type_bytes(type, count, &bytes) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && mp_type_bytes(f->view->rep, type, count, &bytes) != MPI_SUCCESS)
         rc = mp_error_code(MPI_ERR_TYPE, "rfs: %s: bad count or datatype", f->name);
     if (rc == MPI_SUCCESS)
         rc = mp_shared_fetch_add(f, bytes / es, &start);
@@ -54,7 +54,8 @@ static int i_at_all(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Cou
     int64_t got = 0;
     int crc = mp_coll_access(f, is_write, code ? 0 : (uint64_t)off * (uint64_t)f->view->etype_size,
                              buf, code ? 0 : count, type, MPI_STATUS_IGNORE, &got);
-    return mp_raise(f, mp_nb_completed(f, code ? code : crc, got, req));
+    return mp_raise(f, mp_nb_completed(f, code ? code : crc,
+                                       mp_datarep_memory_bytes(f->view->rep, type, got), req));
 }
 
 static int i_ptr_all(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Datatype type,
@@ -65,7 +66,8 @@ static int i_ptr_all(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_D
     int crc = mp_coll_access(f, is_write, (uint64_t)f->ind_ptr * (uint64_t)es, buf,
                              code ? 0 : count, type, MPI_STATUS_IGNORE, &got);
     f->ind_ptr += got / es;
-    return mp_raise(f, mp_nb_completed(f, code ? code : crc, got, req));
+    return mp_raise(f, mp_nb_completed(f, code ? code : crc,
+                                       mp_datarep_memory_bytes(f->view->rep, type, got), req));
 }
 
 #define I_AT(name, fn, rw, cnt_t, cbuf)                                                          \

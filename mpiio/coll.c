@@ -639,7 +639,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     if (code == MPI_SUCCESS && !is_write)
         code = mp_buf_finish_read(&b, moved);
     mp_buf_free(&b);
-    mp_set_status(st, code == MPI_SUCCESS ? moved : 0);
+    mp_set_status(st, code == MPI_SUCCESS ? mp_datarep_memory_bytes(b.rep, type, moved) : 0);
     *got = code == MPI_SUCCESS ? moved : 0;
     return code;
 }

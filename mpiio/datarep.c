@@ -5,10 +5,11 @@
  * "native" and "internal" need no conversion (the standard lets "internal" be native). Every
  * other representation is converted on the client, in the application thread: "external32"
  * with MPI_Pack_external/MPI_Unpack_external, user ones with their conversion functions.
- * The rest of the layer keeps counting in native bytes, so a representation is accepted only
- * for types whose predefined members have the same size in the file as in memory (all of
- * external32's on LP64 Linux except the ones the check names); others are refused with
- * MPI_ERR_UNSUPPORTED_DATAREP naming the type. */
+ * A representation may give a type another size in the file than in memory (MPICH's external32
+ * MPI_LONG is 4 bytes; a user extent function may say anything): set_view then lays the etype
+ * and filetype out with the file's sizes (file_layout), accesses count file bytes (the stream
+ * of converted data) and statuses report the memory bytes of the items moved. Representations
+ * without conversion functions copy bytes as they are, so they keep the same-size rule. */
 #include "mpiio/mpiio_internal.h"
 
 #include <limits.h>
@@ -40,6 +41,11 @@ static mp_datarep *find_registered(const char *name)
     return d;
 }
 
+const char *mp_datarep_name(const mp_datarep *rep)
+{
+    return rep ? rep->name : "native";
+}
+
 int mp_datarep_find(const char *name, const mp_datarep **rep)
 {
     *rep = NULL;
@@ -61,8 +67,23 @@ int mp_datarep_find(const char *name, const mp_datarep **rep)
 /* Size of one predefined type in the representation. */
 static int file_size(const mp_datarep *rep, MPI_Datatype t, MPI_Aint *sz)
 {
-    if (rep->external32)
-        return PMPI_Pack_external_size("external32", 1, t, sz);
+    if (rep->external32) {
+        /* Measured by packing one element: Open MPI 4.1's MPI_Pack_external_size says 8 for
+         * MPI_LONG while MPI_Pack_external writes 4 (the standard's size), and the bytes
+         * written are what the file holds. */
+        unsigned char zero[64] = {0}, out[64];
+        MPI_Aint pos = 0, msz = 0;
+        int rc = PMPI_Pack_external_size("external32", 1, t, &msz);
+        if (rc != MPI_SUCCESS || msz > (MPI_Aint)sizeof out)
+            return rc != MPI_SUCCESS ? rc : MPI_ERR_TYPE;
+        MPI_Count ms = 0;
+        PMPI_Type_size_x(t, &ms);
+        if (ms <= 0 || ms > (MPI_Count)sizeof zero)
+            return MPI_ERR_TYPE;
+        rc = PMPI_Pack_external("external32", zero, 1, t, out, sizeof out, &pos);
+        *sz = pos;
+        return rc;
+    }
     return rep->extent_fn(t, sz, rep->extra);
 }
 
@@ -75,70 +96,253 @@ static const char *type_name(MPI_Datatype t, char *buf)
     return buf;
 }
 
-/* The first predefined type inside t whose size differs in the representation, or
- * MPI_DATATYPE_NULL when all agree; *bad_rc gets an error of the representation's functions. */
-static MPI_Datatype first_mismatch(const mp_datarep *rep, MPI_Datatype t, int depth, int *bad_rc,
-                                   MPI_Aint *fsz, int *msz)
+/* A datatype's constructor arguments (MPI_Type_get_contents), with the derived children it
+ * returns released by contents_free. */
+typedef struct {
+    int ni, na, nd, comb;
+    int *ints;
+    MPI_Aint *addrs;
+    MPI_Datatype *types;
+} contents;
+
+static int is_named(MPI_Datatype t)
 {
     int ni, na, nd, comb;
-    if (depth > 32 || PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
-        return t;
-    if (comb == MPI_COMBINER_NAMED) {
-        PMPI_Type_size(t, msz);
-        if (*msz == 0)
-            return MPI_DATATYPE_NULL;  /* MPI_LB/MPI_UB markers hold no data */
-        int rc = file_size(rep, t, fsz);
-        if (rc != MPI_SUCCESS) {
-            *bad_rc = rc;
-            return t;
-        }
-        return *fsz == *msz ? MPI_DATATYPE_NULL : t;
+    return PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+           comb == MPI_COMBINER_NAMED;
+}
+
+static void contents_free(contents *c)
+{
+    for (int i = 0; c->types && i < c->nd; i++)
+        if (c->types[i] != MPI_DATATYPE_NULL && !is_named(c->types[i]))
+            PMPI_Type_free(&c->types[i]);
+    free(c->ints);
+    free(c->addrs);
+    free(c->types);
+    memset(c, 0, sizeof *c);
+}
+
+static int contents_get(MPI_Datatype t, contents *c)
+{
+    memset(c, 0, sizeof *c);
+    if (PMPI_Type_get_envelope(t, &c->ni, &c->na, &c->nd, &c->comb) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    if (c->comb == MPI_COMBINER_NAMED)
+        return MPI_SUCCESS;
+    c->ints = malloc(sizeof *c->ints * (size_t)(c->ni ? c->ni : 1));
+    c->addrs = malloc(sizeof *c->addrs * (size_t)(c->na ? c->na : 1));
+    c->types = calloc((size_t)(c->nd ? c->nd : 1), sizeof *c->types);
+    if (!c->ints || !c->addrs || !c->types) {
+        int nd = c->nd;
+        c->nd = 0;
+        contents_free(c);
+        c->nd = nd;
+        return MPI_ERR_NO_MEM;
     }
-    int *ints = malloc(sizeof *ints * (size_t)(ni ? ni : 1));
-    MPI_Aint *addrs = malloc(sizeof *addrs * (size_t)(na ? na : 1));
-    MPI_Datatype *types = malloc(sizeof *types * (size_t)(nd ? nd : 1));
-    MPI_Datatype bad = t;
-    if (ints && addrs && types &&
-        PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
-        bad = MPI_DATATYPE_NULL;
-        for (int i = 0; i < nd; i++) {
-            if (bad == MPI_DATATYPE_NULL)
-                bad = first_mismatch(rep, types[i], depth + 1, bad_rc, fsz, msz);
-            int cni, cna, cnd, ccomb;
-            PMPI_Type_get_envelope(types[i], &cni, &cna, &cnd, &ccomb);
-            if (ccomb != MPI_COMBINER_NAMED && types[i] != bad)
-                PMPI_Type_free(&types[i]);
+    if (PMPI_Type_get_contents(t, c->ni, c->na, c->nd, c->ints, c->addrs, c->types) != MPI_SUCCESS) {
+        c->nd = 0;  /* nothing was handed out to free */
+        contents_free(c);
+        return MPI_ERR_TYPE;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Whether every predefined member of a derived type lies in the data in typemap order as
+ * `copies` copies of its single child (all constructors but STRUCT and the leaves). */
+static int single_child(const contents *c)
+{
+    return c->comb != MPI_COMBINER_STRUCT && c->comb != MPI_COMBINER_NAMED && c->nd == 1;
+}
+
+/* The number of copies of its single child a type holds. */
+static MPI_Count child_copies(MPI_Datatype t, MPI_Datatype child)
+{
+    MPI_Count ts = 0, cs = 0;
+    PMPI_Type_size_x(t, &ts);
+    PMPI_Type_size_x(child, &cs);
+    return cs > 0 ? ts / cs : 0;
+}
+
+#define MAX_DEPTH 32
+
+/* Bytes of one t in the representation (the sum of its predefined members' sizes there);
+ * *bad names the first type that could not be sized. */
+static int stream_size(const mp_datarep *rep, MPI_Datatype t, int depth, MPI_Count *fs,
+                       MPI_Datatype *bad)
+{
+    *fs = 0;
+    contents c;
+    if (depth > MAX_DEPTH || contents_get(t, &c) != MPI_SUCCESS) {
+        *bad = t;
+        return MPI_ERR_TYPE;
+    }
+    int rc = MPI_SUCCESS;
+    if (c.comb == MPI_COMBINER_NAMED || c.nd == 0) {
+        /* Predefined, or a parameterized Fortran type (F90_REAL...): one item. */
+        MPI_Count ms = 0;
+        PMPI_Type_size_x(t, &ms);
+        MPI_Aint sz = 0;
+        if (ms > 0 && (rc = file_size(rep, t, &sz)) != MPI_SUCCESS)
+            *bad = t;
+        *fs = ms > 0 ? sz : 0;
+    } else if (c.comb == MPI_COMBINER_STRUCT) {
+        for (int i = 0; rc == MPI_SUCCESS && i < c.ints[0]; i++) {
+            MPI_Count one;
+            rc = stream_size(rep, c.types[i], depth + 1, &one, bad);
+            *fs += one * c.ints[1 + i];
+        }
+    } else if (single_child(&c)) {
+        MPI_Count one;
+        rc = stream_size(rep, c.types[0], depth + 1, &one, bad);
+        *fs = one * child_copies(t, c.types[0]);
+    } else {
+        *bad = t;
+        rc = MPI_ERR_TYPE;
+    }
+    contents_free(&c);
+    return rc;
+}
+
+/* The type laid out as it is in the file: each predefined member replaced by a block of its
+ * size in the representation, counts and element strides kept (they scale with the member),
+ * byte displacements kept as given (MPI leaves computing those with
+ * MPI_File_get_type_extent to the program). *out is t itself when nothing changes size,
+ * else a new uncommitted type. */
+static int file_layout(const mp_datarep *rep, MPI_Datatype t, int depth, MPI_Datatype *out)
+{
+    *out = t;
+    contents c;
+    if (depth > MAX_DEPTH || contents_get(t, &c) != MPI_SUCCESS)
+        return MPI_ERR_TYPE;
+    int rc = MPI_SUCCESS;
+    if (c.comb == MPI_COMBINER_NAMED || c.nd == 0) {
+        MPI_Count ms = 0, fs = 0;
+        MPI_Datatype bad;
+        PMPI_Type_size_x(t, &ms);
+        rc = stream_size(rep, t, depth, &fs, &bad);
+        if (rc == MPI_SUCCESS && fs != ms)
+            rc = PMPI_Type_contiguous((int)fs, MPI_BYTE, out);
+        contents_free(&c);
+        return rc;
+    }
+    MPI_Datatype kids[c.nd > 0 ? c.nd : 1];
+    int changed = 0;
+    for (int i = 0; i < c.nd; i++)
+        kids[i] = c.types[i];
+    for (int i = 0; rc == MPI_SUCCESS && i < c.nd; i++) {
+        rc = file_layout(rep, c.types[i], depth + 1, &kids[i]);
+        changed |= kids[i] != c.types[i];
+    }
+    const int *n = c.ints;
+    const MPI_Aint *a = c.addrs;
+    MPI_Datatype k = kids[0];
+    if (rc == MPI_SUCCESS && changed) {
+        switch (c.comb) {
+        case MPI_COMBINER_DUP: rc = PMPI_Type_contiguous(1, k, out); break;
+        case MPI_COMBINER_CONTIGUOUS: rc = PMPI_Type_contiguous(n[0], k, out); break;
+        case MPI_COMBINER_VECTOR: rc = PMPI_Type_vector(n[0], n[1], n[2], k, out); break;
+        case MPI_COMBINER_HVECTOR: rc = PMPI_Type_create_hvector(n[0], n[1], a[0], k, out); break;
+        case MPI_COMBINER_INDEXED: rc = PMPI_Type_indexed(n[0], n + 1, n + 1 + n[0], k, out); break;
+        case MPI_COMBINER_HINDEXED: rc = PMPI_Type_create_hindexed(n[0], n + 1, a, k, out); break;
+        case MPI_COMBINER_INDEXED_BLOCK:
+            rc = PMPI_Type_create_indexed_block(n[0], n[1], n + 2, k, out);
+            break;
+        case MPI_COMBINER_HINDEXED_BLOCK:
+            rc = PMPI_Type_create_hindexed_block(n[0], n[1], a, k, out);
+            break;
+        case MPI_COMBINER_STRUCT: rc = PMPI_Type_create_struct(n[0], n + 1, a, kids, out); break;
+        case MPI_COMBINER_SUBARRAY: {
+            int nd = n[0];
+            rc = PMPI_Type_create_subarray(nd, n + 1, n + 1 + nd, n + 1 + 2 * nd, n[1 + 3 * nd],
+                                           k, out);
+            break;
+        }
+        case MPI_COMBINER_DARRAY: {
+            int nd = n[2];
+            rc = PMPI_Type_create_darray(n[0], n[1], nd, n + 3, n + 3 + nd, n + 3 + 2 * nd,
+                                         n + 3 + 3 * nd, n[3 + 4 * nd], k, out);
+            break;
+        }
+        case MPI_COMBINER_RESIZED: rc = PMPI_Type_create_resized(k, a[0], a[1], out); break;
+        default: rc = MPI_ERR_TYPE; break;  /* deprecated Fortran-integer constructors */
         }
     }
-    free(ints);
-    free(addrs);
-    free(types);
-    return bad;
+    for (int i = 0; i < c.nd; i++)
+        if (kids[i] != c.types[i])
+            PMPI_Type_free(&kids[i]);
+    contents_free(&c);
+    if (rc != MPI_SUCCESS)
+        *out = t;
+    return rc;
 }
 
 int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname)
 {
     if (!rep || type == MPI_DATATYPE_NULL)
         return MPI_SUCCESS;
-    int bad_rc = MPI_SUCCESS, msz = 0;
-    MPI_Aint fsz = 0;
-    MPI_Datatype bad = first_mismatch(rep, type, 0, &bad_rc, &fsz, &msz);
-    if (bad == MPI_DATATYPE_NULL)
-        return MPI_SUCCESS;
+    MPI_Count fs = 0, ms = 0;
+    MPI_Datatype bad = MPI_DATATYPE_NULL;
     char tn[MPI_MAX_OBJECT_NAME + 16];
-    type_name(bad, tn);
-    /* first_mismatch keeps a derived child it stopped at alive for the name; free it now. */
-    int ni, na, nd, comb;
-    if (bad != type && PMPI_Type_get_envelope(bad, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
-        comb != MPI_COMBINER_NAMED)
-        PMPI_Type_free(&bad);
-    if (bad_rc != MPI_SUCCESS)
+    if (stream_size(rep, type, 0, &fs, &bad) != MPI_SUCCESS)
         return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: %s: data representation \"%s\" "
-                             "cannot size type %s", fname, rep->name, tn);
-    return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
-                         "rfs: %s: type %s has %lld bytes in data representation \"%s\" and %d "
-                         "in memory; rfs supports only representations that keep the size of "
-                         "every type used", fname, tn, (long long)fsz, rep->name, msz);
+                             "cannot size type %s", fname, rep->name, type_name(bad, tn));
+    PMPI_Type_size_x(type, &ms);
+    /* Without conversion functions the bytes are copied as they are: only same sizes fit. */
+    if (fs != ms && !rep->external32 && (!rep->read_fn || !rep->write_fn))
+        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                             "rfs: %s: type %s has %lld bytes in data representation \"%s\" and "
+                             "%lld in memory, and the representation has no conversion functions",
+                             fname, type_name(type, tn), (long long)fs, rep->name, (long long)ms);
+    return MPI_SUCCESS;
+}
+
+int mp_datarep_file_type(const mp_datarep *rep, MPI_Datatype type, MPI_Datatype *out)
+{
+    *out = type;
+    if (!rep || type == MPI_DATATYPE_NULL)
+        return MPI_SUCCESS;
+    int rc = file_layout(rep, type, 0, out);
+    if (rc == MPI_SUCCESS && *out != type && (rc = PMPI_Type_commit(out)) != MPI_SUCCESS) {
+        PMPI_Type_free(out);
+        *out = type;
+    }
+    return rc;
+}
+
+int mp_type_bytes(const mp_datarep *rep, MPI_Datatype type, MPI_Count count, int64_t *bytes)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (type == MPI_DATATYPE_NULL)
+        return MPI_ERR_TYPE;
+    MPI_Count sz = 0;
+    MPI_Datatype bad;
+    if (rep ? stream_size(rep, type, 0, &sz, &bad) != MPI_SUCCESS
+            : PMPI_Type_size_x(type, &sz) != MPI_SUCCESS || sz < 0)
+        return MPI_ERR_TYPE;
+    if (sz && count > INT64_MAX / sz)
+        return MPI_ERR_COUNT;
+    *bytes = (int64_t)(sz * count);
+    return MPI_SUCCESS;
+}
+
+int mp_datarep_resizes(const mp_datarep *rep, MPI_Datatype type)
+{
+    MPI_Count fs = 0, ms = 0;
+    MPI_Datatype bad;
+    return rep && stream_size(rep, type, 0, &fs, &bad) == MPI_SUCCESS &&
+           PMPI_Type_size_x(type, &ms) == MPI_SUCCESS && fs != ms;
+}
+
+int64_t mp_datarep_memory_bytes(const mp_datarep *rep, MPI_Datatype type, int64_t fbytes)
+{
+    MPI_Count fs = 0, ms = 0;
+    MPI_Datatype bad;
+    if (!rep || fbytes <= 0 || stream_size(rep, type, 0, &fs, &bad) != MPI_SUCCESS ||
+        PMPI_Type_size_x(type, &ms) != MPI_SUCCESS || fs == ms || fs <= 0)
+        return fbytes;
+    return (fbytes / fs) * ms;  /* a cut element is not converted (pack.c) */
 }
 
 int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent)
@@ -147,22 +351,29 @@ int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent
     int rc = PMPI_Type_get_extent(type, &lb, extent);
     if (rc != MPI_SUCCESS || !rep)
         return rc;
-    int ni, na, nd, comb;
-    PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb);
-    if (comb == MPI_COMBINER_NAMED)
+    if (is_named(type))
         return file_size(rep, type, extent);
-    /* A derived type of same-sized members lies in the file as in memory. */
-    return mp_datarep_check(rep, type, "get_type_extent");
+    MPI_Datatype ft;
+    rc = mp_datarep_file_type(rep, type, &ft);
+    if (rc != MPI_SUCCESS)
+        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: get_type_extent: data "
+                             "representation \"%s\" cannot lay out this type", rep->name);
+    if (ft != type) {
+        rc = PMPI_Type_get_extent(ft, &lb, extent);
+        PMPI_Type_free(&ft);
+    }
+    return rc;
 }
 
-/* Predefined data items in `bytes` bytes of whole elements of type (user conversions count
- * in those). */
-static int items_in(MPI_Datatype type, int64_t bytes, int *n)
+/* Predefined data items in count elements of type: user conversions count in those, over
+ * the type tiled contiguously (MPI-4 sec. 14.5.3). */
+static int items_in(MPI_Datatype type, MPI_Count count, int *n)
 {
     MPI_Status st;
-    MPI_Count c = 0;
+    MPI_Count c = 0, sz = 0;
     memset(&st, 0, sizeof st);
-    PMPI_Status_set_elements_x(&st, MPI_BYTE, (MPI_Count)bytes);
+    PMPI_Type_size_x(type, &sz);
+    PMPI_Status_set_elements_x(&st, MPI_BYTE, count * sz);
     if (PMPI_Get_elements_x(&st, type, &c) != MPI_SUCCESS || c < 0 || c > INT_MAX)
         return MPI_ERR_COUNT;
     *n = (int)c;
@@ -184,7 +395,7 @@ int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
                              : PMPI_Pack(user, (int)count, type, out, (int)len, &pos, MPI_COMM_SELF);
     }
     int n;
-    int rc = items_in(type, len, &n);
+    int rc = items_in(type, count, &n);
     return rc != MPI_SUCCESS ? rc : rep->write_fn((void *)user, type, n, out, 0, rep->extra);
 }
 
@@ -203,7 +414,7 @@ int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, voi
                              : PMPI_Unpack(in, (int)len, &pos, user, (int)count, type, MPI_COMM_SELF);
     }
     int n;
-    int rc = items_in(type, len, &n);
+    int rc = items_in(type, count, &n);
     return rc != MPI_SUCCESS ? rc : rep->read_fn(user, type, n, (void *)in, 0, rep->extra);
 }
 

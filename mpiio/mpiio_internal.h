@@ -151,9 +151,19 @@ typedef struct mp_datarep mp_datarep;
 /* For set_view: *rep = NULL for "native"/"internal", else external32 or a registered one.
  * MPI_SUCCESS or an MPI_ERR_UNSUPPORTED_DATAREP code. */
 int mp_datarep_find(const char *name, const mp_datarep **rep);
-/* MPI_SUCCESS if every predefined type in `type` has its memory size in the representation
- * (all rfs supports), else an MPI_ERR_UNSUPPORTED_DATAREP code naming the type. */
+const char *mp_datarep_name(const mp_datarep *rep);
+/* MPI_SUCCESS if the representation can size every predefined type in `type` and convert it
+ * (a size change needs conversion functions), else an MPI_ERR_UNSUPPORTED_DATAREP code naming
+ * the type. */
 int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname);
+/* The type as laid out in the file: *out is type itself when no member changes size, else a
+ * new committed type the caller frees. */
+int mp_datarep_file_type(const mp_datarep *rep, MPI_Datatype type, MPI_Datatype *out);
+/* 1 if some member of type has another size in the representation than in memory. */
+int mp_datarep_resizes(const mp_datarep *rep, MPI_Datatype type);
+/* What a status reports for fbytes bytes of the file stream of elements of type: fbytes when
+ * sizes agree, else the memory bytes of the whole elements among them. */
+int64_t mp_datarep_memory_bytes(const mp_datarep *rep, MPI_Datatype type, int64_t fbytes);
 /* MPI_File_get_type_extent in the representation (rep may be NULL). */
 int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent);
 /* count elements of type in user memory <-> len bytes of the representation. MPI calls. */
@@ -171,7 +181,10 @@ typedef struct mp_view {
     int refs;                 /* guarded by mp_file.mu */
     int64_t disp;
     int64_t etype_size;
-    MPI_Datatype etype, filetype;   /* our dups (or predefined as given) */
+    MPI_Datatype etype, filetype;   /* our dups (or predefined as given), as laid out in the
+                                     * file (datarep.c: sizes of the representation) */
+    MPI_Datatype user_etype, user_filetype;  /* dups of the types given, for get_view, when
+                                     * the representation changed their layout; else NULL */
     int contig;               /* filetype is a plain run from 0: file offset = disp + pos */
     rfs_flat *flat;           /* NULL when contig */
     uint8_t *enc;             /* portable encoding of the filetype (for the server) */
@@ -263,7 +276,7 @@ typedef struct mp_buf {
     void *user;               /* user buffer, count, type for unpacking */
     MPI_Count count;
     MPI_Datatype type;
-    int64_t type_size;
+    int64_t type_size;        /* bytes of one element in the file */
     const mp_datarep *rep;    /* file representation (NULL: native); never used in place */
 } mp_buf;
 /* MPI calls: application thread only. */
@@ -283,8 +296,9 @@ int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type,
 /* After a read of `got` bytes into b->data: scatter them into the user buffer. */
 int mp_buf_finish_read(mp_buf *b, int64_t got);
 void mp_buf_free(mp_buf *b);
-/* MPI size of `count` elements of type; MPI_SUCCESS or an error code. */
-int mp_type_bytes(MPI_Datatype type, MPI_Count count, int64_t *bytes);
+/* Bytes that `count` elements of type take in the file in representation rep (NULL: native,
+ * the MPI size); MPI_SUCCESS or an error code. */
+int mp_type_bytes(const mp_datarep *rep, MPI_Datatype type, MPI_Count count, int64_t *bytes);
 
 /* Byte-stream I/O through a view: bytes [pos, pos+len) of the view's data stream.
  * Result: RFS_OK or negative rfs_err with *msg (static per-thread) describing it. No MPI. */

@@ -204,8 +204,8 @@ static void complete(mp_req *r)
         r->code = mp_io_error(f, r->rfs_rc, r->is_write ? "write" : "read", r->msg);
         r->bytes = 0;
     } else {
-        r->bytes = (int64_t)r->done;
-        r->code = r->is_write ? MPI_SUCCESS : mp_buf_finish_read(&r->b, r->bytes);
+        r->code = r->is_write ? MPI_SUCCESS : mp_buf_finish_read(&r->b, (int64_t)r->done);
+        r->bytes = mp_datarep_memory_bytes(r->b.rep, r->b.type, (int64_t)r->done);
     }
     if (r->detached && r->code != MPI_SUCCESS) {
         /* Nobody will ever see this request's status: say it on stderr. */

@@ -23,7 +23,7 @@ typedef struct mp_req {
     char msg[512];
     size_t done;
     int code;            /* final MPI code (set when completed) */
-    int64_t bytes;
+    int64_t bytes;       /* memory bytes moved, for the status */
     int refs;            /* MPI's (dropped in free_fn) + ours (dropped when completed); under mu */
     int detached;        /* MPI_Request_free'd before its I/O finished: nobody waits on it */
     struct mp_req *dnext;     /* list of detached requests */

@@ -58,21 +58,6 @@ static void tmp_release(void *p, size_t cap)
     free(p);
 }
 
-int mp_type_bytes(MPI_Datatype type, MPI_Count count, int64_t *bytes)
-{
-    if (count < 0)
-        return MPI_ERR_COUNT;
-    if (type == MPI_DATATYPE_NULL)
-        return MPI_ERR_TYPE;
-    MPI_Count sz = 0;
-    if (PMPI_Type_size_x(type, &sz) != MPI_SUCCESS || sz < 0)
-        return MPI_ERR_TYPE;
-    if (sz && count > INT64_MAX / sz)
-        return MPI_ERR_COUNT;
-    *bytes = (int64_t)(sz * count);
-    return MPI_SUCCESS;
-}
-
 static int is_named(MPI_Datatype t)
 {
     int ni, na, nd, comb;
@@ -154,15 +139,14 @@ static int prepare(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype typ
                    const mp_datarep *rep)
 {
     memset(b, 0, sizeof *b);
-    int rc = mp_type_bytes(type, count, &b->len);
+    int rc = mp_datarep_check(rep, type, "this access");
     if (rc == MPI_SUCCESS)
-        rc = mp_datarep_check(rep, type, "this access");
+        rc = mp_type_bytes(rep, type, count, &b->len);
+    if (rc == MPI_SUCCESS)
+        rc = mp_type_bytes(rep, type, 1, &b->type_size);
     if (rc != MPI_SUCCESS)
         return rc;
     b->rep = rep;
-    MPI_Count sz = 0;
-    PMPI_Type_size_x(type, &sz);
-    b->type_size = sz;
     b->user = (void *)buf;
     b->count = count;
     b->type = type;
@@ -289,7 +273,9 @@ int mp_buf_finish_read(mp_buf *b, int64_t got)
     int rc = MPI_SUCCESS;
     if (full > 0)
         rc = from_stream(b, b->tmp, full * b->type_size, b->user, full);
-    if (rc == MPI_SUCCESS && part > 0) {
+    /* A cut element of a representation that changes sizes stays untouched: its items cannot
+     * be converted apart (the status counts whole elements only, datarep.c). */
+    if (rc == MPI_SUCCESS && part > 0 && !mp_datarep_resizes(b->rep, b->type)) {
         /* A read that stopped at end of file inside an element: pack that element's current
          * memory, overlay the bytes read, unpack it back, so bytes not read stay untouched. */
         MPI_Count lb, ext;

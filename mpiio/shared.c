@@ -80,7 +80,7 @@ static int shared_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_D
 {
     int rc = mp_check_access(f, is_write, 0);
     int64_t bytes = 0;
-    if (rc == MPI_SUCCESS && mp_type_bytes(type, count, &bytes) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && mp_type_bytes(f->view->rep, type, count, &bytes) != MPI_SUCCESS)
         rc = mp_error_code(MPI_ERR_TYPE, "rfs: %s: bad count or datatype", f->name);
     if (rc != MPI_SUCCESS)
         return mp_raise(f, rc);
@@ -97,7 +97,7 @@ static int ordered_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_
 {
     int rc = mp_check_access(f, is_write, 0);
     int64_t bytes = 0;
-    if (rc == MPI_SUCCESS && mp_type_bytes(type, count, &bytes) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && mp_type_bytes(f->view->rep, type, count, &bytes) != MPI_SUCCESS)
         rc = mp_error_code(MPI_ERR_TYPE, "rfs: %s: bad count or datatype", f->name);
     int64_t es = f->view->etype_size, mine = bytes / es, before = 0, total = 0, base = 0;
     PMPI_Exscan(&mine, &before, 1, MPI_INT64_T, MPI_SUM, f->comm);

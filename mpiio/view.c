@@ -56,6 +56,10 @@ void mp_view_free(mp_view *v)
         PMPI_Type_free(&v->etype);
     if (v->filetype != MPI_DATATYPE_NULL && !is_named(v->filetype))
         PMPI_Type_free(&v->filetype);
+    if (v->user_etype != MPI_DATATYPE_NULL && !is_named(v->user_etype))
+        PMPI_Type_free(&v->user_etype);
+    if (v->user_filetype != MPI_DATATYPE_NULL && !is_named(v->user_filetype))
+        PMPI_Type_free(&v->user_filetype);
     rfs_flat_free(v->flat);
     free(v->enc);
     free(v);
@@ -102,6 +106,7 @@ int mp_view_default(mp_file *f)
         return MPI_ERR_NO_MEM;
     v->etype = MPI_BYTE;
     v->filetype = MPI_BYTE;
+    v->user_etype = v->user_filetype = MPI_DATATYPE_NULL;
     v->etype_size = 1;
     v->contig = 1;
     return install(f, v);
@@ -127,6 +132,7 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
     mp_view *v = calloc(1, sizeof *v);
     if (!v)
         return MPI_ERR_NO_MEM;
+    v->user_etype = v->user_filetype = MPI_DATATYPE_NULL;
     v->disp = disp;
     v->etype_size = esz;
     v->etype = etype;
@@ -179,6 +185,55 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
     return MPI_SUCCESS;
 }
 
+static int keep_type(MPI_Datatype t, MPI_Datatype *out)
+{
+    if (is_named(t)) {
+        *out = t;
+        return MPI_SUCCESS;
+    }
+    return PMPI_Type_dup(t, out) == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+/* The view in the file's representation: the types laid out with its sizes (datarep.c) and
+ * the types given kept for get_view. Types the representation cannot handle are refused
+ * before anything is built, with the type's name. */
+static int file_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                     const mp_datarep *rep, mp_view **out)
+{
+    if (!rep || etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL ||
+        !committed(etype) || !committed(filetype))
+        return build_view(f, disp, etype, filetype, out);  /* which reports bad types */
+    int code = mp_datarep_check(rep, etype, f->name);
+    if (code == MPI_SUCCESS)
+        code = mp_datarep_check(rep, filetype, f->name);
+    if (code != MPI_SUCCESS)
+        return code;
+    MPI_Datatype fe = etype, ft = filetype;
+    code = mp_datarep_file_type(rep, etype, &fe);
+    if (code == MPI_SUCCESS)
+        code = mp_datarep_file_type(rep, filetype, &ft);
+    if (code != MPI_SUCCESS)
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: %s: set_view: cannot lay the "
+                             "etype and filetype out in data representation \"%s\"", f->name,
+                             mp_datarep_name(rep));
+    else
+        code = build_view(f, disp, fe, ft, out);
+    /* Predefined types are kept as they are, derived ones as our duplicates. */
+    if (code == MPI_SUCCESS && fe != etype)
+        code = keep_type(etype, &(*out)->user_etype);
+    if (code == MPI_SUCCESS && ft != filetype)
+        code = keep_type(filetype, &(*out)->user_filetype);
+    if (code != MPI_SUCCESS && *out) {
+        mp_view_free(*out);
+        *out = NULL;
+    }
+    if (fe != etype)
+        PMPI_Type_free(&fe);
+    if (ft != filetype)
+        PMPI_Type_free(&ft);
+    return code;
+}
+
 static int set_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                     const char *datarep, MPI_Info info)
 {
@@ -199,11 +254,8 @@ static int set_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatyp
     }
     mp_nb_drain(f);
     if (code == MPI_SUCCESS)
-        code = build_view(f, disp, etype, filetype, &v);
+        code = file_view(f, disp, etype, filetype, rep, &v);
     if (code == MPI_SUCCESS) {
-        code = mp_datarep_check(rep, etype, f->name);
-        if (code == MPI_SUCCESS)
-            code = mp_datarep_check(rep, filetype, f->name);
         v->rep = rep;
         snprintf(v->datarep, sizeof v->datarep, "%s", datarep);
     }
@@ -241,6 +293,20 @@ int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Da
         return MP_REAL(PMPI_File_get_view)(fh, disp, etype, filetype, datarep);
     mp_view *v = f->view;
     *disp = v->disp;
+    if (v->user_etype != MPI_DATATYPE_NULL || v->user_filetype != MPI_DATATYPE_NULL) {
+        /* The representation changed the layout: give back what set_view was given. */
+        MPI_Datatype e = v->user_etype != MPI_DATATYPE_NULL ? v->user_etype : v->etype;
+        MPI_Datatype t = v->user_filetype != MPI_DATATYPE_NULL ? v->user_filetype : v->filetype;
+        if ((!is_named(e) && PMPI_Type_dup(e, etype) != MPI_SUCCESS) ||
+            (!is_named(t) && PMPI_Type_dup(t, filetype) != MPI_SUCCESS))
+            return mp_raise(f, MPI_ERR_INTERN);
+        if (is_named(e))
+            *etype = e;
+        if (is_named(t))
+            *filetype = t;
+        strcpy(datarep, v->datarep);
+        return MPI_SUCCESS;
+    }
     /* Derived types come back as new duplicates the caller frees; predefined ones as they are. */
     if (is_named(v->etype))
         *etype = v->etype;

@@ -14,7 +14,10 @@ count asked for after a short read and hangs in t_parity's nonblocking read past
 at 2 ranks. Neither
 library converts with user representations (MPI_Register_datarep: MPI_ERR_CONVERSION);
 MPICH's ROMIO leaves MPI_File_iwrite_at and read_ordered unconverted in external32; OMPIO
-converts every path (so its file is the byte reference for external32)."""
+converts every path (so its file is the byte reference for external32). For MPI_LONG in
+external32 both libraries' MPI_Pack_external write 4 bytes (Open MPI's MPI_Pack_external_size
+still says 8); ROMIO's get_type_extent says 8 and its file holds neither, OMPIO's read-back
+fails: rfs follows MPI_Pack_external, and its own checks are the reference there."""
 import pytest
 
 from mpiio_util import FLAVOURS, mpiexec, program
@@ -104,13 +107,24 @@ def test_datarep_against_library_and_pack_external(rfsd, tmp_path, flavour, npro
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
-def test_datarep_refusals(rfsd, flavour):
-    """What rfs cannot do is refused by name: MPI_LONG is 8 bytes in memory and 4 in MPICH's
-    external32, so its view is refused there (Open MPI's external32 long is 8: accepted)."""
-    got = run(flavour, 2, "t_datarep", rfsd.url(f"/refuse-{flavour}.dat"), rfsd.env(), False)
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_datarep_size_changing(rfsd, flavour, nprocs):
+    """Representations that change a type's size work: external32 MPI_LONG (4 bytes in the
+    file, 8 in memory, in both libraries' MPI_Pack_external) and a user representation with
+    8-byte ints, through a rank-interleaved filetype: the server's bytes are the
+    representation's, statuses count memory elements. What nothing can convert (other sizes
+    without conversion functions) is refused by name."""
+    path = f"/resize-{flavour}-{nprocs}.dat"
+    got = run(flavour, nprocs, "t_datarep", rfsd.url(path), rfsd.env(), False)
     assert got.returncode == 0 and "OK" in got.stdout, got.stdout
-    note = [ln for ln in lines(got.stdout, "NOTE") if "ext32.long" in ln][0]
-    if "external32=4" in note:
-        assert "MPI_LONG" in note and "set_view=ok" not in note, note
-    else:
-        assert "set_view=ok" in note, note
+    for tag in ("ext32long", "wide"):
+        res = [ln for ln in lines(got.stdout, "RESULT") if ln.startswith(f"RESULT {tag}.")]
+        assert len(res) == 8 and all(ln.endswith(" ok") for ln in res), got.stdout
+    wide = (rfsd.root / (path.lstrip("/") + ".wide")).read_bytes()
+    assert len(wide) == 8 * 8 * nprocs
+    # Element 0 of rank 0 is 0x01020304, 8 bytes big-endian, sign-extended.
+    assert wide[:8] == bytes.fromhex("0000000001020304")
+    longs = (rfsd.root / (path.lstrip("/") + ".ext32long")).read_bytes()
+    assert len(longs) == 4 * 8 * nprocs and longs[:4] == bytes.fromhex("01020304")
+    note = [ln for ln in lines(got.stdout, "NOTE") if "user.plain_wide" in ln][0]
+    assert "MPI_INT" in note and "no conversion functions" in note, note
