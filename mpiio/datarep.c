@@ -20,6 +20,9 @@ struct mp_datarep {
     char name[MPI_MAX_DATAREP_STRING];
     int external32;
     MPI_Datarep_conversion_function *read_fn, *write_fn;
+#if MP_HAVE_FILE_C
+    MPI_Datarep_conversion_function_c *read_c, *write_c;   /* MPI_Register_datarep_c's */
+#endif
     MPI_Datarep_extent_function *extent_fn;
     void *extra;
     mp_datarep *next;
@@ -277,6 +280,16 @@ static int file_layout(const mp_datarep *rep, MPI_Datatype t, int depth, MPI_Dat
     return rc;
 }
 
+/* Whether a user representation has both conversion functions (else bytes are copied). */
+static int converts(const mp_datarep *rep)
+{
+#if MP_HAVE_FILE_C
+    if (rep->read_c && rep->write_c)
+        return 1;
+#endif
+    return rep->read_fn && rep->write_fn;
+}
+
 int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname)
 {
     if (!rep || type == MPI_DATATYPE_NULL)
@@ -289,7 +302,7 @@ int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname
                              "cannot size type %s", fname, rep->name, type_name(bad, tn));
     PMPI_Type_size_x(type, &ms);
     /* Without conversion functions the bytes are copied as they are: only same sizes fit. */
-    if (fs != ms && !rep->external32 && (!rep->read_fn || !rep->write_fn))
+    if (fs != ms && !rep->external32 && !converts(rep))
         return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
                              "rfs: %s: type %s has %lld bytes in data representation \"%s\" and "
                              "%lld in memory, and the representation has no conversion functions",
@@ -367,17 +380,33 @@ int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent
 
 /* Predefined data items in count elements of type: user conversions count in those, over
  * the type tiled contiguously (MPI-4 sec. 14.5.3). */
-static int items_in(MPI_Datatype type, MPI_Count count, int *n)
+static int items_in(MPI_Datatype type, MPI_Count count, MPI_Count *n)
 {
     MPI_Status st;
-    MPI_Count c = 0, sz = 0;
+    MPI_Count sz = 0;
     memset(&st, 0, sizeof st);
     PMPI_Type_size_x(type, &sz);
     PMPI_Status_set_elements_x(&st, MPI_BYTE, count * sz);
-    if (PMPI_Get_elements_x(&st, type, &c) != MPI_SUCCESS || c < 0 || c > INT_MAX)
+    if (PMPI_Get_elements_x(&st, type, n) != MPI_SUCCESS || *n < 0)
         return MPI_ERR_COUNT;
-    *n = (int)c;
     return MPI_SUCCESS;
+}
+
+/* Runs the user's conversion (to_file: write_fn) over count elements. */
+static int user_convert(const mp_datarep *rep, int to_file, void *user, MPI_Count count,
+                        MPI_Datatype type, void *filebuf)
+{
+    MPI_Count n = 0;
+    int rc = items_in(type, count, &n);
+    if (rc != MPI_SUCCESS)
+        return rc;
+#if MP_HAVE_FILE_C
+    if (rep->read_c && rep->write_c)
+        return (to_file ? rep->write_c : rep->read_c)(user, type, n, filebuf, 0, rep->extra);
+#endif
+    if (n > INT_MAX)
+        return MPI_ERR_COUNT;
+    return (to_file ? rep->write_fn : rep->read_fn)(user, type, (int)n, filebuf, 0, rep->extra);
 }
 
 int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
@@ -389,14 +418,12 @@ int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
         MPI_Aint pos = 0;
         return PMPI_Pack_external("external32", user, (int)count, type, out, (MPI_Aint)len, &pos);
     }
-    if (!rep->write_fn) {  /* MPI_CONVERSION_FN_NULL: the bytes as they are in memory */
+    if (!converts(rep)) {  /* MPI_CONVERSION_FN_NULL: the bytes as they are in memory */
         int pos = 0;
         return len > INT_MAX ? MPI_ERR_COUNT
                              : PMPI_Pack(user, (int)count, type, out, (int)len, &pos, MPI_COMM_SELF);
     }
-    int n;
-    int rc = items_in(type, count, &n);
-    return rc != MPI_SUCCESS ? rc : rep->write_fn((void *)user, type, n, out, 0, rep->extra);
+    return user_convert(rep, 1, (void *)user, count, type, out);
 }
 
 int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, void *user,
@@ -408,52 +435,98 @@ int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, voi
         MPI_Aint pos = 0;
         return PMPI_Unpack_external("external32", in, (MPI_Aint)len, &pos, user, (int)count, type);
     }
-    if (!rep->read_fn) {
+    if (!converts(rep)) {
         int pos = 0;
         return len > INT_MAX ? MPI_ERR_COUNT
                              : PMPI_Unpack(in, (int)len, &pos, user, (int)count, type, MPI_COMM_SELF);
     }
-    int n;
-    int rc = items_in(type, count, &n);
-    return rc != MPI_SUCCESS ? rc : rep->read_fn(user, type, n, (void *)in, 0, rep->extra);
+    return user_convert(rep, 0, user, count, type, (void *)in);
 }
 
-int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_fn,
-                         MPI_Datarep_conversion_function *write_fn,
-                         MPI_Datarep_extent_function *extent_fn, void *extra)
+/* Checks a registration's arguments; MPI_SUCCESS or the error to raise. */
+static int registrable(const char *datarep, MPI_Datarep_extent_function *extent_fn,
+                       const char *fname)
 {
-    /* Forwarded so the MPI library's own files know the name too. The arguments are checked
-     * here; a name the library already knows stands as its refusal, any other refusal means
-     * the library cannot convert (MPICH 4.0: MPI_ERR_CONVERSION for conversion functions;
-     * Open MPI 4.1: MPI_ERR_CONVERSION, or MPI_ERR_OTHER for MPI_CONVERSION_FN_NULL), which
-     * rfs files still can, so it is not passed on. */
     if (!datarep || !extent_fn || strlen(datarep) >= MPI_MAX_DATAREP_STRING)
-        return mp_raise_null(mp_error_code(MPI_ERR_ARG, "rfs: MPI_Register_datarep: no name, "
-                                           "a name too long, or no extent function"));
+        return mp_error_code(MPI_ERR_ARG, "rfs: %s: no name, a name too long, or no extent "
+                             "function", fname);
     if (!strcmp(datarep, "native") || !strcmp(datarep, "internal") ||
         !strcmp(datarep, "external32") || find_registered(datarep))
-        return mp_raise_null(mp_error_code(MPI_ERR_DUP_DATAREP, "rfs: MPI_Register_datarep: "
-                                           "\"%s\" is already defined", datarep));
-    int rc = MP_REAL(PMPI_Register_datarep)(datarep, read_fn, write_fn, extent_fn, extra);
+        return mp_error_code(MPI_ERR_DUP_DATAREP, "rfs: %s: \"%s\" is already defined", fname,
+                             datarep);
+    return MPI_SUCCESS;
+}
+
+/* The MPI library's answer to the forwarded registration: only "already defined" stands (any
+ * other refusal means the library cannot convert, which rfs files still can). */
+static int library_refused(int rc)
+{
     int cls = rc;
     if (rc != MPI_SUCCESS)
         PMPI_Error_class(rc, &cls);
-    if (rc != MPI_SUCCESS && cls == MPI_ERR_DUP_DATAREP)
-        return rc;
-    mp_datarep *d = calloc(1, sizeof *d);
+    return rc != MPI_SUCCESS && cls == MPI_ERR_DUP_DATAREP;
+}
+
+static int add_registered(mp_datarep *d, const char *datarep)
+{
     if (!d)
         return mp_error_code(MPI_ERR_NO_MEM, "rfs: out of memory registering \"%s\"", datarep);
     strcpy(d->name, datarep);
-    d->read_fn = read_fn;
-    d->write_fn = write_fn;
-    d->extent_fn = extent_fn;
-    d->extra = extra;
     pthread_mutex_lock(&reg_mu);
     d->next = registered;
     registered = d;
     pthread_mutex_unlock(&reg_mu);
     return MPI_SUCCESS;
 }
+
+int MPI_Register_datarep(const char *datarep, MPI_Datarep_conversion_function *read_fn,
+                         MPI_Datarep_conversion_function *write_fn,
+                         MPI_Datarep_extent_function *extent_fn, void *extra)
+{
+    /* Forwarded so the MPI library's own files know the name too (MPICH 4.0 refuses conversion
+     * functions with MPI_ERR_CONVERSION; Open MPI 4.1 too, or MPI_ERR_OTHER for
+     * MPI_CONVERSION_FN_NULL). */
+    int rc = registrable(datarep, extent_fn, "MPI_Register_datarep");
+    if (rc != MPI_SUCCESS)
+        return mp_raise_null(rc);
+    rc = MP_REAL(PMPI_Register_datarep)(datarep, read_fn, write_fn, extent_fn, extra);
+    if (library_refused(rc))
+        return rc;
+    mp_datarep *d = calloc(1, sizeof *d);
+    if (d) {
+        d->read_fn = read_fn;
+        d->write_fn = write_fn;
+        d->extent_fn = extent_fn;
+        d->extra = extra;
+    }
+    return add_registered(d, datarep);
+}
 MP_ALIAS(MPI_Register_datarep, (const char *datarep, MPI_Datarep_conversion_function *read_fn,
                                 MPI_Datarep_conversion_function *write_fn,
                                 MPI_Datarep_extent_function *extent_fn, void *extra))
+
+#if MP_HAVE_FILE_C
+/* The large-count form (MPI-4): conversion functions take an MPI_Count. */
+int MPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversion_function_c *read_c,
+                           MPI_Datarep_conversion_function_c *write_c,
+                           MPI_Datarep_extent_function *extent_fn, void *extra)
+{
+    int rc = registrable(datarep, extent_fn, "MPI_Register_datarep_c");
+    if (rc != MPI_SUCCESS)
+        return mp_raise_null(rc);
+    rc = MP_REAL(PMPI_Register_datarep_c)(datarep, read_c, write_c, extent_fn, extra);
+    if (library_refused(rc))
+        return rc;
+    mp_datarep *d = calloc(1, sizeof *d);
+    if (d) {
+        d->read_c = read_c;
+        d->write_c = write_c;
+        d->extent_fn = extent_fn;
+        d->extra = extra;
+    }
+    return add_registered(d, datarep);
+}
+MP_ALIAS(MPI_Register_datarep_c, (const char *datarep, MPI_Datarep_conversion_function_c *read_c,
+                                  MPI_Datarep_conversion_function_c *write_c,
+                                  MPI_Datarep_extent_function *extent_fn, void *extra))
+#endif

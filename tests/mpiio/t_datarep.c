@@ -89,6 +89,18 @@ static int wide_write(void *u, MPI_Datatype t, int c, void *f, MPI_Offset p, voi
     return wide_convert(u, t, c, f, p, x, 1);
 }
 
+#if MPI_VERSION >= 4
+/* The same through MPI_Register_datarep_c's large-count conversion functions. */
+static int wide_read_c(void *u, MPI_Datatype t, MPI_Count c, void *f, MPI_Offset p, void *x)
+{
+    return c > 1 << 20 ? MPI_ERR_COUNT : wide_convert(u, t, (int)c, f, p, x, 0);
+}
+static int wide_write_c(void *u, MPI_Datatype t, MPI_Count c, void *f, MPI_Offset p, void *x)
+{
+    return c > 1 << 20 ? MPI_ERR_COUNT : wide_convert(u, t, (int)c, f, p, x, 1);
+}
+#endif
+
 /* A check whose outcome is also printed ("RESULT what ok|bad", agreed over the ranks): on a
  * local file with --reference a bad outcome is only recorded, because the MPI library's own
  * MPI-IO is what is being measured there (ROMIO's external32 misses some paths). */
@@ -491,6 +503,10 @@ int main(int argc, char **argv)
     size_changing(name, "ext32long", "external32", MPI_LONG, es);
     MPI_Register_datarep("rfs-wide", wide_read, wide_write, double_extent, &calls);
     size_changing(name, "wide", "rfs-wide", MPI_INT, 4);
+#if MPI_VERSION >= 4
+    MPI_Register_datarep_c("rfs-wide-c", wide_read_c, wide_write_c, double_extent, &calls);
+    size_changing(name, "widec", "rfs-wide-c", MPI_INT, 4);
+#endif
     MPI_Type_free(&dft1);
     MPI_Type_free(&dft);
     MPI_Type_free(&mem2);
