@@ -1,0 +1,23 @@
+"""rfs from Python, without MPI: `rfs.open(url, mode)` gives a file object on an rfsd server,
+and importing the package registers the "rfs" protocol with fsspec (installed packages also
+register it through the fsspec.specs entry point).
+
+    import rfs
+    with rfs.open("rfs://dtn.example.org:7070/run42/out.bin", "wb") as f:
+        f.write(data)
+    fs = rfs.RfsFileSystem("dtn.example.org", 7070)
+    fs.ls("/run42")
+"""
+from ._lib import RfsError
+from .file import RemoteFile, open
+
+__all__ = ["RfsError", "RemoteFile", "open", "RfsFileSystem"]
+
+try:
+    import fsspec
+
+    from .fs import RfsFileSystem
+
+    fsspec.register_implementation("rfs", RfsFileSystem, clobber=True)
+except ImportError:  # fsspec is optional for plain file access
+    RfsFileSystem = None
