@@ -23,7 +23,12 @@
 #define CLI_OPT_RECOVER 0x10u  /* recover: --to SERVER, --force */
 #define CLI_OPT_RESUME 0x20u   /* --resume (put, get) */
 #define CLI_OPT_VERIFY 0x40u   /* --verify (put, get) */
-/* --token-file, --quiet, --timeout and --help are accepted by every command. */
+#define CLI_OPT_CLOBBER 0x80u  /* -n/--no-clobber, -f/--force (put, get, mv) */
+#define CLI_OPT_JSON 0x100u    /* --json (ls, stat, du) */
+#define CLI_OPT_HUMAN 0x200u   /* -H/--human-readable (ls, du), ls -l */
+#define CLI_OPT_SUMMARY 0x400u /* du -s */
+/* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
+ * command. */
 
 #define CLI_MAX_ARGS 4
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
@@ -39,7 +44,12 @@ typedef struct cli_opts {
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
     const char *to;         /* recover --to rfs:HOST:PORT */
-    int force;              /* recover --force */
+    int force;              /* recover --force; put/get/mv -f (overwrite: the default) */
+    int no_clobber;         /* -n: never replace an existing destination */
+    int json;               /* --json: machine-readable output */
+    int human;              /* -H: sizes as 1.5K, 20M, 3.1G */
+    int summary;            /* du -s */
+    int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
 } cli_opts;
@@ -92,7 +102,21 @@ int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* Formats "host:port" (IPv6 in brackets). */
 void cli_server_str(const rfs_name *n, char *out, size_t cap);
 
+/* json.c: output helpers. */
+void cli_json_string(FILE *out, const char *s);
+/* "type": ..., "size": ..., "mode": ..., "mtime_ns": ... (no braces) */
+void cli_json_fields(FILE *out, const rfs_stat_info *st);
+void cli_json_entry(FILE *out, const char *name, const rfs_stat_info *st);
+void cli_human_size(uint64_t bytes, char *out, size_t cap);
+
+/* cmd_stream.c: standard input/output as the local side of get and put. */
+int cli_stream_out(cli_ctx *c, const char *url, const rfs_name *name);
+int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst);
+
 /* Commands. */
+int cli_cmd_cat(cli_ctx *c);
+int cli_cmd_mv(cli_ctx *c);
+int cli_cmd_du(cli_ctx *c);
 int cli_cmd_put(cli_ctx *c);
 int cli_cmd_get(cli_ctx *c);
 int cli_cmd_ls(cli_ctx *c);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/log.h"
 
 /* Parses a whole decimal number in [lo, hi]. */
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -106,6 +107,28 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             o->to = v;
         } else if ((cmd->accepts & CLI_OPT_RECOVER) && strcmp(a, "--force") == 0) {
             o->force = 1;
+        } else if ((cmd->accepts & CLI_OPT_CLOBBER) && (strcmp(a, "-n") == 0 ||
+                                                       strcmp(a, "--no-clobber") == 0)) {
+            o->no_clobber = 1;
+            o->force = 0;
+        } else if ((cmd->accepts & CLI_OPT_CLOBBER) && (strcmp(a, "-f") == 0 ||
+                                                       strcmp(a, "--force") == 0)) {
+            o->force = 1;  /* the last of -n and -f wins, as in cp */
+            o->no_clobber = 0;
+        } else if ((cmd->accepts & CLI_OPT_JSON) && strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if ((cmd->accepts & CLI_OPT_HUMAN) && (strcmp(a, "-H") == 0 ||
+                                                     strcmp(a, "--human-readable") == 0)) {
+            o->human = 1;
+        } else if ((cmd->accepts & CLI_OPT_HUMAN) && strcmp(a, "-l") == 0) {
+            /* the long listing is ls's only format; accepted for habit's sake */
+        } else if ((cmd->accepts & CLI_OPT_SUMMARY) && (strcmp(a, "-s") == 0 ||
+                                                       strcmp(a, "--summarize") == 0)) {
+            o->summary = 1;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o->verbose = o->verbose > 1 ? o->verbose : 1;
+        } else if (strcmp(a, "--debug") == 0) {
+            o->verbose = 2;
         } else {
             return cli_usage(cn, "unknown option '%s' (run 'rfs %s --help')", a, cn);
         }
@@ -118,6 +141,12 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 int cli_setup_options(cli_ctx *c)
 {
     memset(&c->ropts, 0, sizeof c->ropts);
+    if (c->o.verbose) {
+        /* Before any library call: the request trace reads its switch once. */
+        rfs_log_set_level(c->o.verbose > 1 ? RFS_LOG_DEBUG : RFS_LOG_INFO);
+        if (c->o.verbose > 1)
+            setenv("RFS_TRACE", "1", 1);
+    }
     if (c->o.timeout_s > 0) {
         double ms = c->o.timeout_s * 1000.0;
         c->ropts.connect_timeout_ms = ms < 1 ? 1 : ms > INT_MAX ? INT_MAX : (int)ms;

@@ -43,12 +43,30 @@ static void format_mtime(int64_t ns, int precise, char *out, size_t cap)
     snprintf(out, cap, "%s.%09ld %s", date, frac, zone);
 }
 
-static void print_entry(const char *name, const rfs_stat_info *st)
+static void print_entry(const cli_ctx *c, const char *name, const rfs_stat_info *st)
 {
     char when[64], shown[4 * 256 + 1]; /* a LIST name is at most 255 bytes, 4 per escape */
     format_mtime(st->mtime_ns, 0, when, sizeof when);
     cli_escape(name, shown, sizeof shown);  /* names come from the server: no raw controls */
-    printf("%c %14" PRIu64 "  %s  %s\n", type_char(st->type), st->size, when, shown);
+    if (c->o.human) {
+        char size[32];
+        cli_human_size(st->size, size, sizeof size);
+        printf("%c %6s  %s  %s\n", type_char(st->type), size, when, shown);
+    } else {
+        printf("%c %14" PRIu64 "  %s  %s\n", type_char(st->type), st->size, when, shown);
+    }
+}
+
+/* --json: {"server": ..., "path": ..., "entries": [...]} */
+static void json_listing_open(const rfs_name *n)
+{
+    char server[300];
+    cli_server_str(n, server, sizeof server);
+    printf("{\"server\": ");
+    cli_json_string(stdout, server);
+    printf(", \"path\": ");
+    cli_json_string(stdout, n->path);
+    printf(", \"entries\": [");
 }
 
 typedef struct listing {
@@ -107,8 +125,14 @@ int cli_cmd_ls(cli_ctx *c)
             return cli_fail_remote(c, &name, rc, NULL);
         char base[1024];
         cli_basename(name.path, base, sizeof base);
-        print_entry(base, &st);
-        return CLI_EXIT_OK;
+        if (c->o.json) {
+            json_listing_open(&name);
+            cli_json_entry(stdout, base, &st);
+            printf("]}\n");
+        } else {
+            print_entry(c, base, &st);
+        }
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }
     int status = CLI_EXIT_OK;
     if (l.oom) {
@@ -126,8 +150,18 @@ int cli_cmd_ls(cli_ctx *c)
                 order[i] = i;
             sort_target = &l;
             qsort(order, l.n, sizeof *order, by_name);
-            for (size_t i = 0; i < l.n; i++)
-                print_entry(l.names[order[i]], &l.st[order[i]]);
+            if (c->o.json)
+                json_listing_open(&name);
+            for (size_t i = 0; i < l.n; i++) {
+                if (!c->o.json) {
+                    print_entry(c, l.names[order[i]], &l.st[order[i]]);
+                    continue;
+                }
+                printf("%s\n  ", i ? "," : "");
+                cli_json_entry(stdout, l.names[order[i]], &l.st[order[i]]);
+            }
+            if (c->o.json)
+                printf("%s]}\n", l.n ? "\n" : "");
             free(order);
         }
     }
@@ -152,6 +186,16 @@ int cli_cmd_stat(cli_ctx *c)
         return cli_fail_remote(c, &name, rc, NULL);
     char server[300], when[96], path[4 * 4096 + 1];
     cli_server_str(&name, server, sizeof server);
+    if (c->o.json) {
+        printf("{\"server\": ");
+        cli_json_string(stdout, server);
+        printf(", \"path\": ");
+        cli_json_string(stdout, name.path);
+        printf(", ");
+        cli_json_fields(stdout, &st);
+        printf("}\n");
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    }
     format_mtime(st.mtime_ns, 1, when, sizeof when);
     cli_escape(name.path, path, sizeof path);
     printf("server: %s\n"

@@ -13,21 +13,38 @@
 #endif
 
 static const cli_command commands[] = {
-    {"put", cli_cmd_put, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY,
+    {"put", cli_cmd_put, 2, 2,
+     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
      "LOCAL URL",
      "copy a local file to the server (written atomically: temp file + rename)",
      "  If URL names a directory or ends in '/', the file keeps its local name there.\n"
+     "  LOCAL '-' reads standard input (URL must then name the file; no --resume).\n"
      "  The data go to a hidden .NAME.rfs-part-HASH beside the remote file, which is synced and\n"
      "  renamed over it only when complete: a failed put never touches the previous file. The\n"
      "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n", NULL},
-    {"get", cli_cmd_get, 2, 2, CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY,
+    {"get", cli_cmd_get, 2, 2,
+     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
      "URL LOCAL",
      "copy a remote file to a local file (written atomically: temp file + rename)",
      "  If LOCAL is a directory, the file keeps its remote name there.\n"
+     "  LOCAL '-' writes to standard output (like 'rfs cat').\n"
      "  A failed or interrupted get leaves no partial local file, unless --resume is given:\n"
      "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n", NULL},
-    {"ls", cli_cmd_ls, 1, 1, 0, "URL", "list a directory: type, size, mtime, name", NULL, NULL},
-    {"stat", cli_cmd_stat, 1, 1, 0, "URL", "show size, type, mode and mtime of a file", NULL, NULL},
+    {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY, "URL", "write a remote file to standard output",
+     NULL, NULL},
+    {"ls", cli_cmd_ls, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN, "URL",
+     "list a directory: type, size, mtime, name", NULL, NULL},
+    {"stat", cli_cmd_stat, 1, 1, CLI_OPT_JSON, "URL", "show size, type, mode and mtime of a file",
+     NULL, NULL},
+    {"du", cli_cmd_du, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN | CLI_OPT_SUMMARY, "[-s] URL",
+     "bytes under a remote directory, per subdirectory and in total",
+     "  Walks the tree with one listing per directory; links are not followed.\n"
+     "  --json gives {\"server\", \"entries\": [{\"path\", \"bytes\", \"files\",\n"
+     "  \"directories\"}...]}, the argument's total last.\n",
+     "  -s, --summarize    only the total\n"},
+    {"mv", cli_cmd_mv, 2, 2, CLI_OPT_CLOBBER, "URL DEST",
+     "rename on the server (DEST: a path or rfs name on the same server)",
+     "  If DEST is a directory, the source moves into it under its own name.\n", NULL},
     {"rm", cli_cmd_rm, 1, 1, 0, "URL", "remove a file or an empty directory", NULL, NULL},
     {"mkdir", cli_cmd_mkdir, 1, 1, CLI_OPT_PARENTS, "[-p] URL", "create a directory", NULL,
      "  -p, --parents      create missing parent directories; no error if it exists\n"},
@@ -59,6 +76,8 @@ static const char common_opts_help[] =
     "                     (default: $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE)\n"
     "  --timeout SECONDS  connect timeout (default 10)\n"
     "  -q, --quiet        print nothing but errors and requested output\n"
+    "  -v, --verbose      log the library's decisions (connections, retries) on stderr\n"
+    "  --debug            and every request and reply (RFS_TRACE=1)\n"
     "  -h, --help         show help\n";
 
 static void print_main_help(FILE *out)
@@ -72,7 +91,7 @@ static void print_main_help(FILE *out)
             "\n"
             "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-6s %-18s %s\n", commands[i].name, commands[i].synopsis, commands[i].summary);
+        fprintf(out, "  %-7s %-18s %s\n", commands[i].name, commands[i].synopsis, commands[i].summary);
     fprintf(out,
             "\n%s"
             "  --version          show the version\n"
@@ -107,6 +126,14 @@ static void print_cmd_help(const cli_command *cmd)
     if (cmd->accepts & CLI_OPT_VERIFY)
         printf("  --verify           before renaming into place, compare the crc32c of the whole\n"
                "                     file as the server reads it with that of the local file\n");
+    if (cmd->accepts & CLI_OPT_CLOBBER)
+        printf("  -n, --no-clobber   do not replace an existing destination (exit status 1)\n"
+               "  -f, --force        replace it (the default); the last of -n and -f counts\n");
+    if (cmd->accepts & CLI_OPT_JSON)
+        printf("  --json             one JSON document instead of columns (names as UTF-8; a\n"
+               "                     byte of invalid UTF-8 as \\udcXX, Python's surrogateescape)\n");
+    if (cmd->accepts & CLI_OPT_HUMAN)
+        printf("  -H, --human-readable  sizes as 1.5K, 20M, 3.1G (powers of 1024)\n");
     if (cmd->options)
         printf("%s", cmd->options);
     printf("\n%s", common_opts_help);

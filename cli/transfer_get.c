@@ -324,12 +324,22 @@ int cli_cmd_get(cli_ctx *c)
     if (cli_url_normalize(c->cmd, c->o.args[0], url, sizeof url, &name))
         return CLI_EXIT_USAGE;
     const char *local = c->o.args[1];
+    if (strcmp(local, "-") == 0) {
+        if (c->o.resume)
+            return cli_usage(c->cmd, "--resume needs a local file, not standard output");
+        return cli_stream_out(c, url, &name);
+    }
 
     char target[PATH_MAX], tmp[PATH_MAX + 64];
     mode_t mode;
     int e = local_names(local, name.path, target, sizeof target, tmp, sizeof tmp, &mode);
     if (e)
         return cli_fail_local(c, local, e);
+    struct stat tsb;
+    if (c->o.no_clobber && lstat(target, &tsb) == 0) {
+        fprintf(stderr, "rfs get: %s exists (not overwritten: --no-clobber)\n", target);
+        return CLI_EXIT_FAIL;
+    }
     if (c->o.resume) {
         rfs_stat_info st;
         int rc = rfs_stat(url, &c->ropts, &st);

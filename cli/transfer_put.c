@@ -237,16 +237,42 @@ static int run_put(cli_ctx *c, put_ctx *p, put_names *pn, uint64_t total)
     return finish(c, p, pn, total);
 }
 
+/* -n: the destination must not exist (checked before sending; a file created by someone else
+ * during the transfer is still replaced by the rename). */
+static int clobber_check(cli_ctx *c, const put_names *pn)
+{
+    if (!c->o.no_clobber)
+        return CLI_EXIT_OK;
+    rfs_stat_info st;
+    int rc = rfs_stat(pn->url, &c->ropts, &st);
+    if (rc == RFS_E_NOENT)
+        return CLI_EXIT_OK;
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->name, rc, NULL);
+    char server[300];
+    cli_server_str(&pn->name, server, sizeof server);
+    fprintf(stderr, "rfs put: %s:%s exists (not overwritten: --no-clobber)\n", server,
+            pn->name.path);
+    return CLI_EXIT_FAIL;
+}
+
 int cli_cmd_put(cli_ctx *c)
 {
     const char *local = c->o.args[0];
     put_names pn;
     put_ctx p = {.fd = -1, .local = local};
     struct stat sb;
+    if (strcmp(local, "-") == 0) {
+        if (cli_url_normalize(c->cmd, c->o.args[1], pn.url, sizeof pn.url, &pn.name))
+            return CLI_EXIT_USAGE;
+        return cli_put_stdin(c, pn.url, &pn.name);
+    }
     p.fd = open_local(c, local, &sb);
     if (p.fd < 0)
         return -p.fd;
     int st = final_name(c, local, &pn);
+    if (st == CLI_EXIT_OK)
+        st = clobber_check(c, &pn);
     if (st == CLI_EXIT_OK)
         st = temp_name(c, local, &sb, &pn);
     if (st != CLI_EXIT_OK) {

@@ -35,3 +35,20 @@ int rfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
     }
     return 0;
 }
+
+int rfs_write_full(int fd, const void *buf, size_t len)
+{
+    size_t put = 0;
+    while (put < len) {
+        ssize_t n = write(fd, (const char *)buf + put, len - put);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        put += (size_t)n;
+    }
+    return 0;
+}

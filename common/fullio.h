@@ -10,5 +10,7 @@
 ssize_t rfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Writes all len bytes. Returns 0, or -1 with errno (EIO when a write makes no progress). */
 int rfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+/* The same for a stream (pipe, terminal) at its current position. */
+int rfs_write_full(int fd, const void *buf, size_t len);
 
 #endif
