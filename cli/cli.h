@@ -27,10 +27,11 @@
 #define CLI_OPT_JSON 0x100u    /* --json (ls, stat, du) */
 #define CLI_OPT_HUMAN 0x200u   /* -H/--human-readable (ls, du), ls -l */
 #define CLI_OPT_SUMMARY 0x400u /* du -s */
+#define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 
-#define CLI_MAX_ARGS 4
+#define CLI_MAX_ARGS 256        /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
 
 typedef struct cli_opts {
@@ -49,6 +50,7 @@ typedef struct cli_opts {
     int json;               /* --json: machine-readable output */
     int human;              /* -H: sizes as 1.5K, 20M, 3.1G */
     int summary;            /* du -s */
+    int recursive;          /* cp -r */
     int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
@@ -112,9 +114,13 @@ void cli_human_size(uint64_t bytes, char *out, size_t cap);
 /* cmd_stream.c: standard input/output as the local side of get and put. */
 int cli_stream_out(cli_ctx *c, const char *url, const rfs_name *name);
 int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst);
+/* A remote file to a remote name through this client, atomically like put. */
+int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
+                    const rfs_name *dst);
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
+int cli_cmd_cp(cli_ctx *c);
 int cli_cmd_mv(cli_ctx *c);
 int cli_cmd_du(cli_ctx *c);
 int cli_cmd_put(cli_ctx *c);

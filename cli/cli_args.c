@@ -125,6 +125,10 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
         } else if ((cmd->accepts & CLI_OPT_SUMMARY) && (strcmp(a, "-s") == 0 ||
                                                        strcmp(a, "--summarize") == 0)) {
             o->summary = 1;
+        } else if ((cmd->accepts & CLI_OPT_RECURSIVE) && (strcmp(a, "-r") == 0 ||
+                                                         strcmp(a, "-R") == 0 ||
+                                                         strcmp(a, "--recursive") == 0)) {
+            o->recursive = 1;
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
             o->verbose = o->verbose > 1 ? o->verbose : 1;
         } else if (strcmp(a, "--debug") == 0) {

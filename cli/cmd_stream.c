@@ -84,8 +84,10 @@ int cli_cmd_cat(cli_ctx *c)
 }
 
 /* Reads up to cap bytes from stdin (fewer only at end of input). */
-static ssize_t read_block(char *buf, size_t cap)
+static ssize_t read_stdin(void *ctx, char *buf, size_t cap, uint64_t off)
 {
+    (void)ctx;
+    (void)off;
     size_t got = 0;
     while (got < cap) {
         ssize_t r = read(STDIN_FILENO, buf + got, cap - got);
@@ -100,18 +102,34 @@ static ssize_t read_block(char *buf, size_t cap)
     return (ssize_t)got;
 }
 
-/* stdin -> the temporary file; *total and *crc describe what was read. */
-static int send_stdin(cli_ctx *c, rfs_file *f, const rfs_name *tmp, uint64_t *total,
-                      uint32_t *crc)
+/* Reads a remote source sequentially (remote-to-remote cp through this client). */
+static ssize_t read_remote(void *ctx, char *buf, size_t cap, uint64_t off)
+{
+    size_t done = 0;
+    int rc = rfs_pread(ctx, buf, cap, off, &done);
+    if (rc != RFS_OK) {
+        errno = EIO;
+        return -1;
+    }
+    return (ssize_t)done;
+}
+
+typedef ssize_t (*stream_reader)(void *ctx, char *buf, size_t cap, uint64_t off);
+
+/* source -> the temporary file; *total and *crc describe what was read. */
+static int send_stream(cli_ctx *c, rfs_file *f, const rfs_name *tmp, stream_reader rd, void *rctx,
+                       const char *src_name, uint64_t *total, uint32_t *crc)
 {
     char *buf = malloc(STREAM_CHUNK);
     if (!buf)
         return cli_fail_local(c, "buffer", ENOMEM);
     int status = CLI_EXIT_OK;
     for (;;) {
-        ssize_t n = read_block(buf, STREAM_CHUNK);
+        ssize_t n = rd(rctx, buf, STREAM_CHUNK, *total);
         if (n < 0) {
-            status = cli_fail_local(c, "standard input", errno);
+            if (rd == read_remote)
+                fprintf(stderr, "rfs %s: reading %s: %s\n", c->cmd, src_name, rfs_last_error());
+            status = rd == read_remote ? CLI_EXIT_FAIL : cli_fail_local(c, src_name, errno);
             break;
         }
         size_t done = 0;
@@ -149,7 +167,7 @@ static int install_stdin(cli_ctx *c, rfs_file *f, const char *tmp_url, const rfs
         if (server != crc || covered != total) {
             char msg[512];
             snprintf(msg, sizeof msg, "verification failed: crc32c of the %" PRIu64 " bytes read "
-                     "from standard input is %08x, the server's copy's %08x; not renamed into "
+                     "from the source is %08x, the server's copy's %08x; not renamed into "
                      "place", total, crc, server);
             return cli_fail_remote(c, dst, RFS_E_IO, msg);
         }
@@ -158,10 +176,9 @@ static int install_stdin(cli_ctx *c, rfs_file *f, const char *tmp_url, const rfs
     return rc == RFS_OK ? CLI_EXIT_OK : cli_fail_remote(c, dst, rc, NULL);
 }
 
-int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst)
+static int put_stream(cli_ctx *c, const char *url, const rfs_name *dst, stream_reader rd,
+                      void *rctx, const char *src_name)
 {
-    if (c->o.resume)
-        return cli_usage(c->cmd, "--resume needs a local file: standard input cannot be re-read");
     size_t plen = strlen(dst->path);
     if (dst->path[plen - 1] == '/')
         return cli_usage(c->cmd, "standard input has no name: give the remote file's, not a "
@@ -193,7 +210,7 @@ int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst)
         return cli_fail_remote(c, &tmp, rc, NULL);
     uint64_t total = 0;
     uint32_t crc = 0;
-    int status = send_stdin(c, f, &tmp, &total, &crc);
+    int status = send_stream(c, f, &tmp, rd, rctx, src_name, &total, &crc);
     if (status == CLI_EXIT_OK)
         status = install_stdin(c, f, tmp_url, &tmp, dst, total, crc);
     int crc_close = rfs_close(f);
@@ -201,5 +218,24 @@ int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst)
         status = cli_fail_remote(c, dst, crc_close, NULL);
     if (status != CLI_EXIT_OK)
         rfs_delete(tmp_url, &c->ropts);  /* nothing to resume: leave nothing behind */
+    return status;
+}
+
+int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst)
+{
+    if (c->o.resume)
+        return cli_usage(c->cmd, "--resume needs a local file: standard input cannot be re-read");
+    return put_stream(c, url, dst, read_stdin, NULL, "standard input");
+}
+
+int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
+                    const rfs_name *dst)
+{
+    rfs_file *f;
+    int rc = rfs_open(src_url, RFS_O_RDONLY, 0, &c->ropts, &f);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, src, rc, NULL);
+    int status = put_stream(c, url, dst, read_remote, f, src_url);
+    rfs_close(f);
     return status;
 }

@@ -30,6 +30,15 @@ static const cli_command commands[] = {
      "  LOCAL '-' writes to standard output (like 'rfs cat').\n"
      "  A failed or interrupted get leaves no partial local file, unless --resume is given:\n"
      "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n", NULL},
+    {"cp", cli_cmd_cp, 2, CLI_MAX_ARGS,
+     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
+         CLI_OPT_RECURSIVE,
+     "SRC... DEST", "copy in any direction: put, get, or server to server through this client",
+     "  Local to remote is a put, remote to local a get (atomic, --resume, --verify), remote\n"
+     "  to remote streams through this client. With several sources DEST is a directory.\n"
+     "  A remote source may end in a pattern (rfs:h:p:'/run/*.h5'), matched on the server's\n"
+     "  listing; quote it from the shell.\n",
+     "  -r, --recursive    copy directories (into DEST if it is one, else as DEST)\n"},
     {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY, "URL", "write a remote file to standard output",
      NULL, NULL},
     {"ls", cli_cmd_ls, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN, "URL",

@@ -152,3 +152,56 @@ def test_verbose_and_debug(rfsd):
     r = ok(rfs(rfsd, "stat", "-v", rfsd.url("/f")))
     assert "rfs trace" not in r.stderr
     assert ok(rfs(rfsd, "stat", rfsd.url("/f"))).stderr == ""
+
+
+def tree(root):
+    """{relative path: bytes} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+def test_cp_every_direction_recursive_and_patterns(rfsd, tmp_path):
+    src = tmp_path / "run"
+    (src / "sub" / "deep").mkdir(parents=True)
+    files = {"a.h5": os.urandom(5000), "b.h5": b"", "notes.txt": b"n",
+             "sub/c.h5": os.urandom(70000), "sub/deep/d.bin": os.urandom(3 << 20)}
+    for rel, data in files.items():
+        (src / rel).write_bytes(data)
+    # local -> remote, recursive, into a missing destination: it becomes the copy
+    ok(rfs(rfsd, "cp", "-r", src, rfsd.url("/run")))
+    assert tree(rfsd.root / "run") == files
+    # into an existing directory: the source keeps its name there
+    (rfsd.root / "box").mkdir()
+    ok(rfs(rfsd, "cp", "-r", "--verify", src, rfsd.url("/box")))
+    assert tree(rfsd.root / "box" / "run") == files
+    # remote -> local, recursive
+    back = tmp_path / "back"
+    ok(rfs(rfsd, "cp", "-r", rfsd.url("/run"), back))
+    assert tree(back) == files
+    # remote -> remote through the client, a file and a tree, with --verify
+    ok(rfs(rfsd, "cp", "--verify", rfsd.url("/run/sub/deep/d.bin"), rfsd.url("/d-copy.bin")))
+    assert (rfsd.root / "d-copy.bin").read_bytes() == files["sub/deep/d.bin"]
+    ok(rfs(rfsd, "cp", "-r", rfsd.url("/run"), rfsd.url("/run2")))
+    assert tree(rfsd.root / "run2") == files
+    # a pattern in the last component, several sources into a directory
+    (rfsd.root / "h5s").mkdir()
+    ok(rfs(rfsd, "cp", rfsd.url("/run/*.h5"), rfsd.url("/run/sub/c.h5"), rfsd.url("/h5s/")))
+    assert sorted(os.listdir(rfsd.root / "h5s")) == ["a.h5", "b.h5", "c.h5"]
+    pulled = tmp_path / "pulled"
+    pulled.mkdir()
+    ok(rfs(rfsd, "cp", rfsd.url("/run/[ab].h5"), pulled))
+    assert sorted(os.listdir(pulled)) == ["a.h5", "b.h5"]
+    # refusals, each with one line and the right status
+    assert "use -r" in one_line_error(rfs(rfsd, "cp", src, rfsd.url("/x")), status=2)
+    assert "both local" in one_line_error(rfs(rfsd, "cp", src / "a.h5", tmp_path / "y"), status=2)
+    assert "no match" in one_line_error(rfs(rfsd, "cp", rfsd.url("/run/*.nc"), pulled))
+    assert "must be a directory" in one_line_error(
+        rfs(rfsd, "cp", src / "a.h5", src / "b.h5", rfsd.url("/run/a.h5")), status=2)
+    assert "last path component" in one_line_error(
+        rfs(rfsd, "cp", rfsd.url("/r*/a.h5"), pulled), status=2)
+    assert not (rfsd.root / "x").exists()
+    assert [p for p in os.listdir(rfsd.root) if ".rfs-part-" in p] == []

@@ -1,0 +1,340 @@
+/* rfs cp SRC... DEST: one command for every direction, by the form of the names: local to
+ * remote is a put, remote to local a get (both atomic, with --resume and --verify), remote to
+ * remote streams through this client (the server-to-server copy that would bypass it is not
+ * there yet). -r copies directories like cp -r: into DEST if it is a directory, else as DEST.
+ * A remote source may end in a shell pattern (a last component such as `*.h5`), matched against its
+ * directory's listing as the shell would (a leading dot must be matched explicitly). */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "cli/escape.h"
+
+#define CP_MAX_DEPTH 256
+
+typedef struct name_list {
+    size_t n, cap;
+    char **v;
+    int oom;
+} name_list;
+
+static int push(name_list *l, const char *s)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 16;
+        char **nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv)
+            return l->oom = 1, -1;
+        l->v = nv;
+        l->cap = nc;
+    }
+    if (!(l->v[l->n] = strdup(s)))
+        return l->oom = 1, -1;
+    l->n++;
+    return 0;
+}
+
+static void list_free(name_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct listed {
+    name_list files, dirs, other;
+    const char *pattern;  /* NULL: every entry */
+} listed;
+
+static int take(void *ctx, const char *entry, const rfs_stat_info *st)
+{
+    listed *l = ctx;
+    if (strcmp(entry, ".") == 0 || strcmp(entry, "..") == 0)
+        return 0;
+    if (l->pattern && fnmatch(l->pattern, entry, FNM_PERIOD) != 0)
+        return 0;
+    name_list *to = st->type == RFS_TYPE_FILE ? &l->files : st->type == RFS_TYPE_DIR ? &l->dirs
+                                                                                 : &l->other;
+    return push(to, entry) ? 1 : 0;
+}
+
+static void listed_free(listed *l)
+{
+    list_free(&l->files);
+    list_free(&l->dirs);
+    list_free(&l->other);
+}
+
+static int has_pattern(const char *s)
+{
+    return strpbrk(s, "*?[") != NULL;
+}
+
+/* "rfs:HOST:PORT:" + path */
+static int remote_url(const rfs_name *n, const char *path, char *out, size_t cap)
+{
+    char server[300];
+    cli_server_str(n, server, sizeof server);
+    int r = snprintf(out, cap, "rfs:%s:%s", server, path);
+    return r < 0 || (size_t)r >= cap ? -1 : 0;
+}
+
+static int join(char *out, size_t cap, const char *dir, const char *name)
+{
+    size_t dl = strlen(dir);
+    int r = snprintf(out, cap, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", name);
+    return r < 0 || (size_t)r >= cap ? -1 : 0;
+}
+
+static int worst(int a, int b)
+{
+    return a == CLI_EXIT_USAGE || b == CLI_EXIT_USAGE ? CLI_EXIT_USAGE : a ? a : b;
+}
+
+/* One file, by direction; dest is the final name (never a directory here). */
+static int copy_file(cli_ctx *c, const char *src, const char *dest)
+{
+    cli_ctx sub = *c;
+    sub.o.args[0] = src;
+    sub.o.args[1] = dest;
+    sub.o.nargs = 2;
+    int rs = rfs_is_name(src), rd = rfs_is_name(dest);
+    if (rs && rd) {
+        char su[4400], du[4400];
+        if (c->o.resume)
+            return cli_usage(c->cmd, "--resume is for copies to or from a local file");
+        rfs_name sn, dn;
+        if (cli_url_normalize(c->cmd, src, su, sizeof su, &sn) ||
+            cli_url_normalize(c->cmd, dest, du, sizeof du, &dn))
+            return CLI_EXIT_USAGE;
+        return cli_copy_remote(&sub, su, &sn, du, &dn);
+    }
+    return rs ? cli_cmd_get(&sub) : cli_cmd_put(&sub);
+}
+
+static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth);
+
+/* Whether dest names an existing directory (local or remote); -1 on a failure reported. */
+static int is_dir(cli_ctx *c, const char *dest)
+{
+    if (!rfs_is_name(dest)) {
+        struct stat sb;
+        return stat(dest, &sb) == 0 && S_ISDIR(sb.st_mode);
+    }
+    char url[4400];
+    rfs_name n;
+    if (cli_url_normalize(c->cmd, dest, url, sizeof url, &n))
+        return -1;
+    if (n.path[strlen(n.path) - 1] == '/')
+        return 1;
+    rfs_stat_info st;
+    int rc = rfs_stat(url, &c->ropts, &st);
+    return rc == RFS_OK && st.type == RFS_TYPE_DIR;
+}
+
+static int make_dir(cli_ctx *c, const char *path)
+{
+    if (!rfs_is_name(path)) {
+        if (mkdir(path, 0777) == 0 || errno == EEXIST)
+            return CLI_EXIT_OK;
+        return cli_fail_local(c, path, errno);
+    }
+    char url[4400];
+    rfs_name n;
+    if (cli_url_normalize(c->cmd, path, url, sizeof url, &n))
+        return CLI_EXIT_USAGE;
+    int rc = rfs_mkdir(url, 0777, &c->ropts);
+    return rc == RFS_OK || rc == RFS_E_EXIST ? CLI_EXIT_OK : cli_fail_remote(c, &n, rc, NULL);
+}
+
+/* The entries of a source directory, split into files and directories. */
+static int list_source(cli_ctx *c, const char *src, listed *l)
+{
+    if (rfs_is_name(src)) {
+        char url[4400];
+        rfs_name n;
+        if (cli_url_normalize(c->cmd, src, url, sizeof url, &n))
+            return CLI_EXIT_USAGE;
+        int rc = rfs_list(url, &c->ropts, take, l);
+        if (l->files.oom || l->dirs.oom || l->other.oom)
+            return cli_fail_local(c, "listing", ENOMEM);
+        return rc == RFS_OK ? CLI_EXIT_OK : cli_fail_remote(c, &n, rc, NULL);
+    }
+    DIR *d = opendir(src);
+    if (!d)
+        return cli_fail_local(c, src, errno);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char p[PATH_MAX];
+        struct stat sb, lsb;
+        if (join(p, sizeof p, src, e->d_name) || stat(p, &sb) != 0 || lstat(p, &lsb) != 0) {
+            push(&l->other, e->d_name);
+            continue;
+        }
+        /* Links to directories are not followed: the walk must end. */
+        name_list *to = S_ISREG(sb.st_mode) ? &l->files
+                        : S_ISDIR(sb.st_mode) && !S_ISLNK(lsb.st_mode) ? &l->dirs : &l->other;
+        push(to, e->d_name);
+    }
+    closedir(d);
+    if (l->files.oom || l->dirs.oom || l->other.oom)
+        return cli_fail_local(c, "listing", ENOMEM);
+    return CLI_EXIT_OK;
+}
+
+/* src (a directory) becomes dest (created if missing), recursively. */
+static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
+{
+    if (depth > CP_MAX_DEPTH)
+        return cli_usage(c->cmd, "%s: more than %d directory levels", src, CP_MAX_DEPTH);
+    int status = make_dir(c, dest);
+    if (status != CLI_EXIT_OK)
+        return status;
+    listed l = {0};
+    status = list_source(c, src, &l);
+    if (status == CLI_EXIT_OK) {
+        qsort(l.files.v, l.files.n, sizeof(char *), by_name);
+        qsort(l.dirs.v, l.dirs.n, sizeof(char *), by_name);
+        for (size_t i = 0; i < l.other.n; i++) {
+            char shown[1100];
+            cli_escape(l.other.v[i], shown, sizeof shown);
+            fprintf(stderr, "rfs cp: %s: skipping %s (not a regular file or directory)\n", src,
+                    shown);
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            name_list *nl = pass ? &l.dirs : &l.files;
+            for (size_t i = 0; i < nl->n && status != CLI_EXIT_USAGE; i++) {
+                char s[4400], d[4400];
+                if (join(s, sizeof s, src, nl->v[i]) || join(d, sizeof d, dest, nl->v[i])) {
+                    status = cli_usage(c->cmd, "path too long under %s", src);
+                    break;
+                }
+                int st = pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d);
+                status = worst(status, st);  /* like cp -r: go on, fail at the end */
+            }
+        }
+    }
+    listed_free(&l);
+    return status;
+}
+
+static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
+{
+    char final[4400], base[1024];
+    int src_dir;
+    if (rfs_is_name(src)) {
+        char url[4400];
+        rfs_name n;
+        if (cli_url_normalize(c->cmd, src, url, sizeof url, &n))
+            return CLI_EXIT_USAGE;
+        rfs_stat_info st;
+        int rc = rfs_stat(url, &c->ropts, &st);
+        if (rc != RFS_OK)
+            return cli_fail_remote(c, &n, rc, NULL);
+        src_dir = st.type == RFS_TYPE_DIR;
+        cli_basename(n.path, base, sizeof base);
+    } else {
+        struct stat sb;
+        if (stat(src, &sb) != 0)
+            return cli_fail_local(c, src, errno);
+        src_dir = S_ISDIR(sb.st_mode);
+        cli_basename(src, base, sizeof base);
+    }
+    if (!src_dir && dest_dir && rfs_is_name(src) && rfs_is_name(dest)) {
+        if (!base[0] || join(final, sizeof final, dest, base))
+            return cli_usage(c->cmd, "cannot name %s inside %s", src, dest);
+        return copy_file(c, src, final);
+    }
+    if (!src_dir)  /* put and get place a file into a directory destination themselves */
+        return copy_file(c, src, dest);
+    if (!c->o.recursive)
+        return cli_usage(c->cmd, "%s is a directory (use -r)", src);
+    if (!dest_dir)
+        return copy_tree(c, src, dest, 0);
+    if (!base[0] || join(final, sizeof final, dest, base))
+        return cli_usage(c->cmd, "cannot name %s inside %s", src, dest);
+    return copy_tree(c, src, final, 0);
+}
+
+/* A remote source ending in a pattern -> the matching names (sorted), else itself. */
+static int expand(cli_ctx *c, const char *src, name_list *out)
+{
+    if (!rfs_is_name(src))
+        return push(out, src) ? cli_fail_local(c, "arguments", ENOMEM) : CLI_EXIT_OK;
+    char url[4400];
+    rfs_name n;
+    if (cli_url_normalize(c->cmd, src, url, sizeof url, &n))
+        return CLI_EXIT_USAGE;
+    char *slash = strrchr(n.path, '/');
+    const char *pat = strpbrk(n.path, "*?[");
+    if (pat && pat < slash) {
+        /* A name that exists as written is taken literally, as the shell does. */
+        rfs_stat_info st;
+        if (rfs_stat(url, &c->ropts, &st) != RFS_OK)
+            return cli_usage(c->cmd, "%s: patterns are matched in the last path component only",
+                             src);
+        return push(out, url) ? cli_fail_local(c, "arguments", ENOMEM) : CLI_EXIT_OK;
+    }
+    if (!has_pattern(slash + 1))
+        return push(out, url) ? cli_fail_local(c, "arguments", ENOMEM) : CLI_EXIT_OK;
+    listed l = {.pattern = slash + 1};
+    char dir[4400], durl[4400];
+    snprintf(dir, sizeof dir, "%.*s", slash == n.path ? 1 : (int)(slash - n.path), n.path);
+    if (remote_url(&n, dir, durl, sizeof durl))
+        return cli_usage(c->cmd, "path too long: %s", src);
+    int status = list_source(c, durl, &l);
+    if (status == CLI_EXIT_OK) {
+        name_list *all[] = {&l.files, &l.dirs, &l.other};
+        size_t before = out->n;
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < all[k]->n; i++) {
+                char p[4400], u[4400];
+                if (join(p, sizeof p, dir, all[k]->v[i]) || remote_url(&n, p, u, sizeof u) ||
+                    push(out, u))
+                    status = cli_fail_local(c, "arguments", ENOMEM);
+            }
+        qsort(out->v + before, out->n - before, sizeof(char *), by_name);
+        if (out->n == before) {
+            fprintf(stderr, "rfs cp: %s: no match\n", src);
+            status = CLI_EXIT_FAIL;
+        }
+    }
+    listed_free(&l);
+    return status;
+}
+
+int cli_cmd_cp(cli_ctx *c)
+{
+    const char *dest = c->o.args[c->o.nargs - 1];
+    name_list srcs = {0};
+    int status = CLI_EXIT_OK;
+    for (int i = 0; i + 1 < c->o.nargs; i++)
+        status = worst(status, expand(c, c->o.args[i], &srcs));
+    for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
+        if (!rfs_is_name(srcs.v[i]) && !rfs_is_name(dest))
+            status = cli_usage(c->cmd, "'%s' and '%s' are both local: use cp", srcs.v[i], dest);
+    int dest_dir = status != CLI_EXIT_USAGE ? is_dir(c, dest) : 0;
+    if (dest_dir < 0)
+        status = CLI_EXIT_USAGE;
+    if (status != CLI_EXIT_USAGE && srcs.n > 1 && !dest_dir)
+        status = cli_usage(c->cmd, "copying %zu sources: %s must be a directory", srcs.n, dest);
+    /* Like cp: every source is tried; the exit status is the worst. */
+    for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
+        status = worst(status, copy_one(c, srcs.v[i], dest, dest_dir));
+    list_free(&srcs);
+    return status;
+}
