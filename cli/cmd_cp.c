@@ -53,6 +53,13 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Sorts l->v[from..n) (qsort must not see an empty, possibly NULL, array). */
+static void sort_names(name_list *l, size_t from)
+{
+    if (l->n > from + 1)
+        qsort(l->v + from, l->n - from, sizeof(char *), by_name);
+}
+
 typedef struct listed {
     name_list files, dirs, other;
     const char *pattern;  /* NULL: every entry */
@@ -207,8 +214,8 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
     listed l = {0};
     status = list_source(c, src, &l);
     if (status == CLI_EXIT_OK) {
-        qsort(l.files.v, l.files.n, sizeof(char *), by_name);
-        qsort(l.dirs.v, l.dirs.n, sizeof(char *), by_name);
+        sort_names(&l.files, 0);
+        sort_names(&l.dirs, 0);
         for (size_t i = 0; i < l.other.n; i++) {
             char shown[1100];
             cli_escape(l.other.v[i], shown, sizeof shown);
@@ -307,7 +314,7 @@ static int expand(cli_ctx *c, const char *src, name_list *out)
                     push(out, u))
                     status = cli_fail_local(c, "arguments", ENOMEM);
             }
-        qsort(out->v + before, out->n - before, sizeof(char *), by_name);
+        sort_names(out, before);
         if (out->n == before) {
             fprintf(stderr, "rfs cp: %s: no match\n", src);
             status = CLI_EXIT_FAIL;
