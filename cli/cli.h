@@ -36,6 +36,7 @@
 
 typedef struct cli_opts {
     int streams;            /* --streams N (1 if not given) */
+    int streams_given;      /* on the command line (else the config file may set it) */
     int count;              /* --count N for ping (default 4) */
     int parents;            /* mkdir -p */
     int quiet;              /* no progress bar, no informational output */
@@ -83,6 +84,10 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 /* Fills c->ropts from c->o (reads the token file). Returns CLI_EXIT_OK or an exit status
  * after printing the reason. */
 int cli_setup_options(cli_ctx *c);
+
+/* config.c: applies ~/.config/rfs/config (or $RFS_CONFIG): host aliases in the arguments,
+ * default --streams and --token-file. Returns CLI_EXIT_OK or an exit status (message given). */
+int cli_config_apply(cli_ctx *c);
 
 /* cli_url.c: copies an rfs name into out, adding the root path "/" when the name has none
  * ("rfs:host:port" -> "rfs:host:port:/"). Returns 0, or -1 (with a message on stderr and

@@ -88,6 +88,7 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             if (parse_int(v, 1, CLI_MAX_STREAMS, &o->streams))
                 return cli_usage(cn, "--streams needs a number from 1 to %d, got '%s'",
                                  CLI_MAX_STREAMS, v);
+            o->streams_given = 1;
         } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
             o->no_progress = 1;
         } else if ((cmd->accepts & CLI_OPT_RESUME) && strcmp(a, "--resume") == 0) {

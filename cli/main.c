@@ -235,7 +235,9 @@ int main(int argc, char **argv)
         print_cmd_help(cmd);
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_EXIT_OK) {
-        rc = cli_setup_options(c);
+        rc = cli_config_apply(c);
+        if (rc == CLI_EXIT_OK)
+            rc = cli_setup_options(c);
         if (rc == CLI_EXIT_OK)
             rc = cmd->run(c);
     }

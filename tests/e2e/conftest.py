@@ -52,6 +52,7 @@ class Server:
     def env(self):
         e = dict(os.environ)
         e.pop("RFS_TOKEN_FILE", None)
+        e["RFS_CONFIG"] = ""  # a user's ~/.config/rfs/config must not change what tests run
         if self.token is not None:
             e["RFS_TOKEN"] = self.token
         else:

@@ -205,3 +205,70 @@ def test_cp_every_direction_recursive_and_patterns(rfsd, tmp_path):
         rfs(rfsd, "cp", rfsd.url("/r*/a.h5"), pulled), status=2)
     assert not (rfsd.root / "x").exists()
     assert [p for p in os.listdir(rfsd.root) if ".rfs-part-" in p] == []
+
+
+def test_config_file_aliases_tokens_and_streams(rfsd, tmp_path):
+    tok = tmp_path / "tok"
+    tok.write_text(rfsd.token)
+    cfg = tmp_path / "config"
+    cfg.write_text(f"# site defaults\nstreams = 3\n[host store]\naddress = {rfsd.host}:{rfsd.port}\n"
+                   f"token_file = {tok}   # per host\n")
+    env = dict(rfsd.env(), RFS_CONFIG=str(cfg))
+    env.pop("RFS_TOKEN", None)                 # the token can only come from the config
+    (rfsd.root / "d").mkdir()
+    (rfsd.root / "d" / "f").write_bytes(b"abc")
+    for name in ("rfs://store/d", "rfs:store:/d"):
+        assert ok(rfs(rfsd, "ls", name, env=env)).stdout.split()[-1] == "f"
+    assert ok(rfs(rfsd, "ls", "rfs:store", env=env)).stdout.split()[-1] == "d"
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(4 << 20))       # worth 4 streams (1 MiB each at least)
+    r = ok(rfs(rfsd, "--debug", "put", src, "rfs://store/d/up", env=env))
+    # streams = 3 from the file: three connections authenticated (one AUTH per connection).
+    assert r.stderr.count("send AUTH") == 3
+    assert (rfsd.root / "d" / "up").read_bytes() == src.read_bytes()
+    r = ok(rfs(rfsd, "--debug", "put", "--streams", "1", src, "rfs://store/d/up1", env=env))
+    assert r.stderr.count("send AUTH") == 1                 # the command line wins
+    # A full address of a configured host uses its token too.
+    assert ok(rfs(rfsd, "cat", rfsd.url("/d/f"), env=env)).stdout == "abc"
+    # Mistakes in the file are errors naming the line, not silently ignored.
+    cfg.write_text("[host store]\naddres = 1.2.3.4:5\n")
+    line = one_line_error(rfs(rfsd, "ls", "rfs://store/", env=env), status=2)
+    assert f"{cfg}:2" in line and "unknown key" in line
+    cfg.write_text("[host store]\n")
+    assert "no address" in one_line_error(rfs(rfsd, "ls", "rfs://store/", env=env), status=2)
+    missing = dict(env, RFS_CONFIG=str(tmp_path / "nope"))
+    assert "config" in one_line_error(rfs(rfsd, "ls", rfsd.url("/"), env=missing))
+
+
+COMPLETION = os.path.join(os.path.dirname(__file__), "..", "..", "cli", "completion")
+
+
+def complete(rfsd, words, env):
+    script = (f"source {COMPLETION}/rfs.bash; COMP_WORDS=({' '.join(words)}); "
+              f"COMP_CWORD={len(words) - 1}; _rfs; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    return [x for x in r.stdout.splitlines() if x]
+
+
+def test_shell_completion(rfsd):
+    assert subprocess.run(["bash", "-n", f"{COMPLETION}/rfs.bash"]).returncode == 0
+    env = dict(rfsd.env(), PATH=os.path.dirname(binary("rfs")) + os.pathsep + os.environ["PATH"])
+    assert complete(rfsd, ["rfs", "c"], env) == ["cp", "cat"]
+    assert "--recursive" in complete(rfsd, ["rfs", "cp", "--r"], env)
+    assert complete(rfsd, ["rfs", "du", "--j"], env) == ["--json"]
+    (rfsd.root / "data").mkdir()
+    (rfsd.root / "data" / "run1.h5").write_bytes(b"")
+    (rfsd.root / "data" / "run2.h5").write_bytes(b"")
+    (rfsd.root / "dump").write_bytes(b"")
+    assert complete(rfsd, ["rfs", "ls", rfsd.url("/d")], env) == [rfsd.url("/data/"),
+                                                                   rfsd.url("/dump")]
+    assert complete(rfsd, ["rfs", "get", rfsd.url("/data/run")], env) == [
+        rfsd.url("/data/run1.h5"), rfsd.url("/data/run2.h5")]
+    zsh = "/usr/bin/zsh"
+    if os.path.exists(zsh):
+        r = subprocess.run([zsh, "-f", "-c", f"source {COMPLETION}/rfs.zsh && "
+                            "(( $+functions[_rfs] )) && echo defined"],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.stdout.strip() == "defined", r.stderr
