@@ -126,6 +126,8 @@ int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
 int cli_cmd_cp(cli_ctx *c);
+int cli_cmd_chmod(cli_ctx *c);
+int cli_cmd_df(cli_ctx *c);
 int cli_cmd_mv(cli_ctx *c);
 int cli_cmd_du(cli_ctx *c);
 int cli_cmd_put(cli_ctx *c);

@@ -53,7 +53,7 @@ static int meta_call(meta *m, rfs_req *req, rfs_call *call)
 static void set_path(rfs_req *req, const char *path)
 {
     switch (req->op) {
-    case RFS_OP_MKDIR: req->u.mkdir.path = wpath(path); break;
+    case RFS_OP_MKDIR: case RFS_OP_CHMOD: req->u.mkdir.path = wpath(path); break;
     case RFS_OP_RENAME: req->u.rename.from = wpath(path); break;
     case RFS_OP_LIST: req->u.list.path = wpath(path); break;
     case RFS_OP_PING: break;
@@ -85,7 +85,7 @@ static int path_op(const char *name, const rfs_options *opts, uint16_t op, unsig
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = op;
-    if (op == RFS_OP_MKDIR)
+    if (op == RFS_OP_MKDIR || op == RFS_OP_CHMOD)
         req.u.mkdir.mode = mode;
     return meta_once(name, opts, &req, NULL);
 }
@@ -100,6 +100,32 @@ int rfs_mkdir(const char *name, unsigned mode, const rfs_options *opts)
     if (mode & ~07777u)
         return rfs_fail(RFS_E_INVAL, "%s: bad mode 0%o", name ? name : "(null)", mode);
     return path_op(name, opts, RFS_OP_MKDIR, mode);
+}
+
+int rfs_chmod(const char *name, unsigned mode, const rfs_options *opts)
+{
+    if (mode & ~07777u)
+        return rfs_fail(RFS_E_INVAL, "%s: bad mode 0%o", name ? name : "(null)", mode);
+    return path_op(name, opts, RFS_OP_CHMOD, mode);
+}
+
+int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out)
+{
+    if (!out)
+        return rfs_fail(RFS_E_INVAL, "rfs_statfs: NULL output");
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_STATFS;
+    rfs_rep rep;
+    int rc = meta_once(name, opts, &req, &rep);
+    if (!rc) {
+        out->total_bytes = rep.u.statfs.total;
+        out->free_bytes = rep.u.statfs.free;
+        out->avail_bytes = rep.u.statfs.avail;
+        out->files = rep.u.statfs.files;
+        out->files_free = rep.u.statfs.files_free;
+    }
+    return rc;
 }
 
 int rfs_rename(const char *name, const char *new_path, const rfs_options *opts)

@@ -70,6 +70,8 @@ typedef enum rfs_op {
     RFS_OP_MKDIR = 23,
     RFS_OP_LIST = 24,
     RFS_OP_CHECKSUM = 25,
+    RFS_OP_CHMOD = 26,
+    RFS_OP_STATFS = 27,
     RFS_OP_COUNTER = 30,
     RFS_OP_LOCK = 31,
     RFS_OP_UNLOCK = 32,
@@ -113,9 +115,9 @@ typedef struct rfs_req {
          * rfs_extent_at); PWRITEV data follows the extents and must equal their total length. */
         struct { uint32_t fh; uint32_t count; const uint8_t *ext; uint64_t total; } iov;
         struct { uint32_t fh; uint64_t size; } size;         /* SET_SIZE, PREALLOCATE */
-        struct { rfs_wpath path; } path;                     /* STAT, DELETE */
+        struct { rfs_wpath path; } path;                     /* STAT, DELETE, STATFS */
         struct { rfs_wpath from, to; } rename;
-        struct { rfs_wpath path; uint32_t mode; } mkdir;
+        struct { rfs_wpath path; uint32_t mode; } mkdir;     /* MKDIR, CHMOD */
         struct { rfs_wpath path; uint32_t start; } list;     /* start: index of first entry */
         struct { uint32_t fh; uint32_t key; uint32_t set; int64_t delta; } counter;
         struct { uint32_t fh; uint64_t off, len; uint32_t mode; uint32_t wait_ms; } lock;
@@ -160,6 +162,8 @@ typedef struct rfs_rep {
         struct { uint32_t count; uint32_t next; const uint8_t *entries; uint32_t entries_len; } list;
         /* CHECKSUM: len = bytes covered (fewer than asked only at end of file). */
         struct { uint32_t algo; uint64_t len; uint64_t value; } checksum;
+        /* STATFS: the file system holding the path; avail = free to this server's writes. */
+        struct { uint64_t total, free, avail, files, files_free; } statfs;
     } u;
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;

@@ -20,12 +20,12 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_COUNTER:
         return SHAPE_U64;
     case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
-    case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_LOCK:
+    case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_CHMOD: case RFS_OP_LOCK:
     case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
         return SHAPE_EMPTY;
     case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
     case RFS_OP_SESSION:
-    case RFS_OP_CHECKSUM:
+    case RFS_OP_CHECKSUM: case RFS_OP_STATFS:
         return SHAPE_OTHER;
     }
     return SHAPE_OTHER;
@@ -53,6 +53,11 @@ static int check_rep(const rfs_rep *r, int bad)
     case RFS_OP_OPEN:
         if (r->u.open.size > (uint64_t)INT64_MAX)
             return rfs_fail(bad, "OPEN reply: size %llu", (unsigned long long)r->u.open.size);
+        return RFS_OK;
+    case RFS_OP_STATFS:
+        if (r->u.statfs.free > r->u.statfs.total || r->u.statfs.avail > r->u.statfs.free ||
+            r->u.statfs.files_free > r->u.statfs.files)
+            return rfs_fail(bad, "STATFS reply: free space or files above the totals");
         return RFS_OK;
     case RFS_OP_STAT:
         if (r->u.stat.type < RFS_TYPE_FILE || r->u.stat.type > RFS_TYPE_OTHER)
@@ -150,6 +155,13 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u32(&w, r->u.stat.mode);
                 wr_u64(&w, r->u.stat.size);
                 wr_u64(&w, (uint64_t)r->u.stat.mtime_ns);
+                break;
+            case RFS_OP_STATFS: /* u64 total, free, avail, files, files_free */
+                wr_u64(&w, r->u.statfs.total);
+                wr_u64(&w, r->u.statfs.free);
+                wr_u64(&w, r->u.statfs.avail);
+                wr_u64(&w, r->u.statfs.files);
+                wr_u64(&w, r->u.statfs.files_free);
                 break;
             case RFS_OP_CHECKSUM: /* u32 algo, u64 len, u64 value */
                 wr_u32(&w, r->u.checksum.algo);
@@ -253,6 +265,13 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             r->u.stat.mode = rd_u32(&in);
             r->u.stat.size = rd_u64(&in);
             r->u.stat.mtime_ns = (int64_t)rd_u64(&in);
+            break;
+        case RFS_OP_STATFS:
+            r->u.statfs.total = rd_u64(&in);
+            r->u.statfs.free = rd_u64(&in);
+            r->u.statfs.avail = rd_u64(&in);
+            r->u.statfs.files = rd_u64(&in);
+            r->u.statfs.files_free = rd_u64(&in);
             break;
         case RFS_OP_CHECKSUM:
             r->u.checksum.algo = rd_u32(&in);

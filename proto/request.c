@@ -110,12 +110,14 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         return rfs_wire_check_range(op, "size", r->u.size.size, 0);
     case RFS_OP_STAT:
     case RFS_OP_DELETE:
+    case RFS_OP_STATFS:
         return rfs_wire_check_path(op, "path", &r->u.path.path);
     case RFS_OP_RENAME:
         if ((rc = rfs_wire_check_path(op, "source path", &r->u.rename.from)))
             return rc;
         return rfs_wire_check_path(op, "target path", &r->u.rename.to);
     case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD:
         if ((rc = check_mode(op, r->u.mkdir.mode)))
             return rc;
         return rfs_wire_check_path(op, "path", &r->u.mkdir.path);
@@ -170,9 +172,9 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_PREADV: case RFS_OP_PWRITEV:
         return n + 8 + (size_t)r->u.iov.count * RFS_EXTENT_WIRE;
     case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: return n + 12;
-    case RFS_OP_STAT: case RFS_OP_DELETE: return n + 2 + r->u.path.path.len;
+    case RFS_OP_STAT: case RFS_OP_DELETE: case RFS_OP_STATFS: return n + 2 + r->u.path.path.len;
     case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
-    case RFS_OP_MKDIR: return n + 6 + r->u.mkdir.path.len;
+    case RFS_OP_MKDIR: case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
     case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
     case RFS_OP_CHECKSUM: return n + 32;
     case RFS_OP_COUNTER: return n + 20;
@@ -257,14 +259,16 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         wr_u64(&w, r->u.size.size);
         break;
     case RFS_OP_STAT:
-    case RFS_OP_DELETE:        /* path */
+    case RFS_OP_DELETE:
+    case RFS_OP_STATFS:        /* path */
         put_path(&w, &r->u.path.path);
         break;
     case RFS_OP_RENAME:        /* from path, to path */
         put_path(&w, &r->u.rename.from);
         put_path(&w, &r->u.rename.to);
         break;
-    case RFS_OP_MKDIR:         /* u32 mode, path */
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD:         /* u32 mode, path */
         wr_u32(&w, r->u.mkdir.mode);
         put_path(&w, &r->u.mkdir.path);
         break;
@@ -404,6 +408,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         break;
     case RFS_OP_STAT:
     case RFS_OP_DELETE:
+    case RFS_OP_STATFS:
         get_path(&in, &r->u.path.path);
         break;
     case RFS_OP_RENAME:
@@ -411,6 +416,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         get_path(&in, &r->u.rename.to);
         break;
     case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD:
         r->u.mkdir.mode = rd_u32(&in);
         get_path(&in, &r->u.mkdir.path);
         break;

@@ -36,6 +36,14 @@ int rfsd_be_stat(int root_fd, const rfsd_path *p, rfs_stat_info *st);
 int rfsd_be_delete(int root_fd, rfsd_path *p);
 int rfsd_be_rename(int root_fd, rfsd_path *from, rfsd_path *to);
 int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode);
+/* Permission bits of a file or directory beneath the root (symbolic links are followed only
+ * within it). guard(cfg-dependent) trims the bits a client may set, knowing whether the target
+ * is a directory. */
+int rfsd_be_chmod(int root_fd, const rfsd_path *p, uint32_t mode,
+                  uint32_t (*guard)(const void *cfg, uint32_t mode, int is_dir), const void *cfg);
+/* Space and inodes of the file system holding the path. */
+int rfsd_be_statfs(int root_fd, const rfsd_path *p, uint64_t *total, uint64_t *free_bytes,
+                   uint64_t *avail, uint64_t *files, uint64_t *files_free);
 /* Encodes the directory's entries from index `start` (".", ".." excluded) into out with
  * rfs_list_entry_encode, at most RFS_LIST_MAX_ENTRIES and cap bytes; *next = index of the
  * first entry not sent, or 0 when the listing is complete. */

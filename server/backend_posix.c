@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/crc32c.h"
@@ -340,5 +342,51 @@ int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, 
     if (!rc && !de && errno)
         rc = rfsd_path_fail(p, "list", errno);
     closedir(d);
+    return rc;
+}
+
+int rfsd_be_chmod(int root_fd, const rfsd_path *p, uint32_t mode,
+                  uint32_t (*guard)(const void *cfg, uint32_t mode, int is_dir), const void *cfg)
+{
+    /* Resolved beneath the root as an O_PATH descriptor, then changed through its /proc link:
+     * fchmodat on the parent would follow a final symbolic link out of the export. */
+    int fd, rc = rfsd_open_beneath(root_fd, p, O_PATH, 0, &fd);
+    if (rc)
+        return rc;
+    struct stat sb;
+    char link[64];
+    if (fstat(fd, &sb) != 0) {
+        rc = rfsd_path_fail(p, "chmod", errno);
+    } else {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        if (chmod(link, (mode_t)guard(cfg, mode, S_ISDIR(sb.st_mode))) != 0)
+            rc = rfsd_path_fail(p, "chmod", errno);
+    }
+    close(fd);
+    return rc;
+}
+
+int rfsd_be_statfs(int root_fd, const rfsd_path *p, uint64_t *total, uint64_t *free_bytes,
+                   uint64_t *avail, uint64_t *files, uint64_t *files_free)
+{
+    int fd, rc = rfsd_open_beneath(root_fd, p, O_PATH, 0, &fd);
+    if (rc)
+        return rc;
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0) {
+        rc = rfsd_path_fail(p, "statfs", errno);
+    } else {
+        uint64_t unit = v.f_frsize ? v.f_frsize : v.f_bsize;
+        *total = (uint64_t)v.f_blocks * unit;
+        *free_bytes = (uint64_t)v.f_bfree * unit;
+        *avail = (uint64_t)v.f_bavail * unit;
+        *files = (uint64_t)v.f_files;
+        *files_free = (uint64_t)v.f_ffree;
+        if (*avail > *free_bytes)
+            *avail = *free_bytes;
+        if (*files_free > *files)
+            *files_free = *files;
+    }
+    close(fd);
     return rc;
 }

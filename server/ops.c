@@ -437,6 +437,11 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }
 
+static uint32_t guard_mode(const void *cfg, uint32_t mode, int is_dir)
+{
+    return rfsd_guard_mode(cfg, mode, is_dir);
+}
+
 static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfsd_path p, p2;
@@ -473,6 +478,16 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         return rfsd_be_mkdir(root, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
+    case RFS_OP_CHMOD:
+        if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
+            return rc;
+        return rfsd_be_chmod(root, &p, q->u.mkdir.mode, guard_mode, &c->srv->cfg);
+    case RFS_OP_STATFS:
+        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
+            return rc;
+        return rfsd_be_statfs(root, &p, &rep->u.statfs.total, &rep->u.statfs.free,
+                              &rep->u.statfs.avail, &rep->u.statfs.files,
+                              &rep->u.statfs.files_free);
     }
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }

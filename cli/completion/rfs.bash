@@ -4,7 +4,7 @@
 # starts with rfs: or rfs:// and names a directory on a reachable server is completed from
 # the server's listing (one `rfs ls`, 3 s at most).
 
-_rfs_commands="put get cp cat ls stat du mv rm mkdir ping recover token run help"
+_rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover token run help"
 
 _rfs_options() {
     local common="--token-file --timeout -q --quiet -v --verbose --debug -h --help"
@@ -15,6 +15,7 @@ _rfs_options() {
         ls) echo "$common --json -H --human-readable -l" ;;
         stat) echo "$common --json" ;;
         du) echo "$common --json -H --human-readable -s --summarize" ;;
+        df) echo "$common --json -H --human-readable" ;;
         mv) echo "$common -n --no-clobber -f --force" ;;
         mkdir) echo "$common -p --parents" ;;
         ping) echo "$common -c --count" ;;

@@ -149,6 +149,16 @@ const char *rfs_file_path(const rfs_file *f);
 int rfs_delete(const char *name, const rfs_options *opts);
 int rfs_rename(const char *name, const char *new_path, const rfs_options *opts);
 int rfs_mkdir(const char *name, unsigned mode, const rfs_options *opts);
+/* Permission bits (within 07777) of a file or directory; the server clears set-uid/set-gid
+ * unless it allows them (docs/security.md). Servers before protocol op 26: RFS_E_UNSUPPORTED. */
+int rfs_chmod(const char *name, unsigned mode, const rfs_options *opts);
+/* Space and inodes of the server file system holding name (like df). avail_bytes: what the
+ * server's writes may still use. Servers before protocol op 27: RFS_E_UNSUPPORTED. */
+typedef struct rfs_fs_info {
+    uint64_t total_bytes, free_bytes, avail_bytes;
+    uint64_t files, files_free;
+} rfs_fs_info;
+int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out);
 int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st);
 /* Calls fn for every entry of a directory; a non-zero return from fn stops the listing. */
 typedef int (*rfs_list_fn)(void *ctx, const char *entry, const rfs_stat_info *st);

@@ -255,7 +255,7 @@ def complete(rfsd, words, env):
 def test_shell_completion(rfsd):
     assert subprocess.run(["bash", "-n", f"{COMPLETION}/rfs.bash"]).returncode == 0
     env = dict(rfsd.env(), PATH=os.path.dirname(binary("rfs")) + os.pathsep + os.environ["PATH"])
-    assert complete(rfsd, ["rfs", "c"], env) == ["cp", "cat"]
+    assert complete(rfsd, ["rfs", "c"], env) == ["cp", "cat", "chmod"]
     assert "--recursive" in complete(rfsd, ["rfs", "cp", "--r"], env)
     assert complete(rfsd, ["rfs", "du", "--j"], env) == ["--json"]
     (rfsd.root / "data").mkdir()
@@ -272,3 +272,40 @@ def test_shell_completion(rfsd):
                             "(( $+functions[_rfs] )) && echo defined"],
                            capture_output=True, text=True, timeout=TIMEOUT)
         assert r.stdout.strip() == "defined", r.stderr
+
+
+def test_chmod_and_df(rfsd, tmp_path):
+    f = rfsd.root / "f"
+    f.write_bytes(b"x")
+    (rfsd.root / "d").mkdir()
+    mode = lambda p: os.stat(p).st_mode & 0o7777      # noqa: E731
+    ok(rfs(rfsd, "chmod", "600", rfsd.url("/f")))
+    assert mode(f) == 0o600
+    ok(rfs(rfsd, "chmod", "g+r,o+r", rfsd.url("/f")))
+    assert mode(f) == 0o644
+    ok(rfs(rfsd, "chmod", "a-w,u+w", rfsd.url("/f")))
+    assert mode(f) == 0o644
+    ok(rfs(rfsd, "chmod", "go=", rfsd.url("/d")))
+    assert mode(rfsd.root / "d") == 0o700
+    ok(rfs(rfsd, "chmod", "4755", rfsd.url("/f")))  # set-uid is not the client's to give
+    assert mode(f) == 0o755
+    assert "bad mode" in one_line_error(rfs(rfsd, "chmod", "u+q", rfsd.url("/f")), status=2)
+    assert "/nope" in one_line_error(rfs(rfsd, "chmod", "600", rfsd.url("/nope")))
+    # A link out of the export is not followed: the outside file keeps its mode.
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"secret")
+    outside.chmod(0o600)
+    os.symlink(outside, rfsd.root / "escape")
+    line = one_line_error(rfs(rfsd, "chmod", "666", rfsd.url("/escape")))
+    assert "/escape" in line
+    assert mode(outside) == 0o600
+
+    doc = json.loads(ok(rfs(rfsd, "df", "--json", rfsd.url("/d"))).stdout)
+    v = os.statvfs(rfsd.root)
+    assert doc["total_bytes"] == v.f_blocks * v.f_frsize
+    assert doc["files"] == v.f_files
+    # free space moves between the two calls on a shared disk: compare loosely
+    assert abs(doc["avail_bytes"] - v.f_bavail * v.f_frsize) < 256 << 20
+    assert doc["used_bytes"] + doc["avail_bytes"] <= doc["total_bytes"]
+    out = ok(rfs(rfsd, "df", "-H", rfsd.url("/"))).stdout.splitlines()
+    assert out[0].split()[:2] == ["Server", "Size"] and out[1].startswith(f"{rfsd.host}:")

@@ -42,12 +42,14 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
     CHECK(inside(r->data, r->data_len, body, len));
     switch (r->op) {
     case RFS_OP_OPEN: check_path(&r->u.open.path, body, len); break;
-    case RFS_OP_STAT: case RFS_OP_DELETE: check_path(&r->u.path.path, body, len); break;
+    case RFS_OP_STAT: case RFS_OP_DELETE: case RFS_OP_STATFS:
+        check_path(&r->u.path.path, body, len);
+        break;
     case RFS_OP_RENAME:
         check_path(&r->u.rename.from, body, len);
         check_path(&r->u.rename.to, body, len);
         break;
-    case RFS_OP_MKDIR: check_path(&r->u.mkdir.path, body, len); break;
+    case RFS_OP_MKDIR: case RFS_OP_CHMOD: check_path(&r->u.mkdir.path, body, len); break;
     case RFS_OP_LIST: check_path(&r->u.list.path, body, len); break;
     case RFS_OP_PREADV: case RFS_OP_PWRITEV: {
         CHECK(r->u.iov.count <= RFS_MAX_EXTENTS);
