@@ -156,7 +156,7 @@ int run_find_lib(run_mpi mpi, char *out, size_t cap, char *looked, size_t lcap)
     snprintf(exe, sizeof exe, "%s", dir);
     snprintf(up, sizeof up, "%s", dirname(exe));    /* the prefix, or the source tree */
     char lib[PATH_MAX + 16];
-    snprintf(lib, sizeof lib, "%s/lib/rfs", up);
+    snprintf(lib, sizeof lib, "%s/%s", up, RFS_INSTALL_MPIIO_DIR);
     /* installed side by side; then this build tree and the ones scripts/test makes */
     static const char *trees[] = {"build", "build-ompi", "build-mpich"};
     if (try_path(lib, sub, mpi, out, cap, looked, lcap) ||

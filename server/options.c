@@ -50,6 +50,7 @@ static void usage(FILE *out)
         "                      locks and late frames dropped (default %d; clients ping at a\n"
         "                      quarter of it; docs/reliability.md)\n"
         "  --help              show this help\n"
+        "  --version           show the version\n"
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
@@ -76,7 +77,7 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
-           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE };
+           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_VERSION };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -88,6 +89,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"tcp-congestion", required_argument, 0, O_CC},
         {"lease-ms", required_argument, 0, O_LEASE},
         {"help", no_argument, 0, O_HELP},
+        {"version", no_argument, 0, O_VERSION},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
         {"max-handles", required_argument, 0, O_HANDLES},
@@ -202,6 +204,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             cfg->auth_backoff_ms = (unsigned)v;
             break;
         case O_HELP: usage(stdout); return 1;
+        case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
         default:
             fprintf(stderr, "rfsd: unknown or incomplete option '%s' (see rfsd --help)\n",
                     argv[optind - 1]);
