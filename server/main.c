@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "authlimit.h"
+#include "config_file.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -200,6 +201,8 @@ static void keep_frame_buffers(void)
 int main(int argc, char **argv)
 {
     static rfsd_server srv;  /* static: holds the secret buffer; zeroed */
+    if (rfsd_config_expand(argc, argv, &argc, &argv))
+        return 2;
     int prc = rfsd_parse_options(argc, argv, &srv.cfg);
     if (prc)
         return prc > 0 ? 0 : 2;

@@ -117,3 +117,46 @@ def test_cmake_package_builds_a_client(prefix, rfsd, tmp_path):
 def test_versions_of_the_build():
     for prog in ("rfs", "rfsd"):
         assert run([binary(prog), "--version"]).stdout.startswith(prog + " ")
+
+
+def test_rfsd_config_file_and_shipped_examples(tmp_path, prefix):
+    """rfsd --config: keys are the long options; the command line wins; mistakes name the
+    file and line or the option they became. The shipped example and unit are well formed."""
+    root = tmp_path / "export"
+    root.mkdir()
+    tok = tmp_path / "tok"
+    tok.write_text("t" * 32)
+    tok.chmod(0o600)
+    conf = tmp_path / "rfsd.conf"
+    conf.write_text(f"# comment\nroot = {root}\nlisten = 127.0.0.1:1\ntoken-file = {tok}\n"
+                    "allow-setid   # a flag\nlog-level = debug\n")
+    p = subprocess.Popen([binary("rfsd"), "--config", str(conf), "--listen", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("rfsd listening on 127.0.0.1:") and not line.endswith(":1\n")
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    assert "debug" in err or "info" in err
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z rfs ", err)   # ISO 8601, UTC
+    conf.write_text(f"root = {root}\nno-such-key = 1\n")
+    r = subprocess.run([binary("rfsd"), "--config", str(conf)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and "--no-such-key=1" in r.stderr
+    conf.write_text("root\n= x\n")
+    r = subprocess.run([binary("rfsd"), "--config", str(conf)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and f"{conf}:2" in r.stderr
+    example = prefix / "share" / "doc" / "rfs" / "rfsd.conf.example"
+    keys = [ln.split("=")[0].strip() for ln in example.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+    helptext = subprocess.run([binary("rfsd"), "--help"], capture_output=True, text=True).stdout
+    assert keys and all(f"--{k}" in helptext for k in keys)
+    unit = (prefix / "lib" / "systemd" / "system" / "rfsd.service").read_text()
+    assert f"ExecStart={prefix}/bin/rfsd --config /etc/rfs/rfsd.conf" in unit or \
+        "/bin/rfsd --config /etc/rfs/rfsd.conf" in unit
+    if shutil.which("systemd-analyze"):
+        r = subprocess.run(["systemd-analyze", "verify", str(prefix / "lib/systemd/system/rfsd.service")],
+                           capture_output=True, text=True)
+        assert "Unknown key" not in r.stderr and "Unknown section" not in r.stderr, r.stderr
