@@ -617,7 +617,7 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
         c->t = NULL;
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(rc, "cannot connect: %s", cause);
+        return rfs_fail(rc, "%s", cause);  /* the transport's message says "cannot connect" */
     }
     if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
