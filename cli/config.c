@@ -12,13 +12,13 @@
  * Command-line options win over the file; a host's settings over the defaults (the first
  * remote name of the command picks the host). A file that cannot be parsed is an error: a
  * silently ignored typo would send data to the wrong place. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/text.h"
 
 #define MAX_HOSTS 64
 
@@ -34,16 +34,6 @@ typedef struct config {
     host_entry host[MAX_HOSTS];
     int nhosts;
 } config;
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
 
 /* "~/x" -> "$HOME/x" */
 static void expand_home(const char *v, char *out, size_t cap)
@@ -71,7 +61,7 @@ static int parse(FILE *f, const char *path, config *cf)
         char *hash = strchr(buf, '#');
         if (hash)
             *hash = '\0';
-        char *s = trim(buf);
+        char *s = rfs_trim(buf);
         if (!*s)
             continue;
         if (*s == '[') {
@@ -88,7 +78,7 @@ static int parse(FILE *f, const char *path, config *cf)
         if (!eq)
             return bad(path, line, "expected KEY = VALUE");
         *eq = '\0';
-        char *k = trim(s), *v = trim(eq + 1);
+        char *k = rfs_trim(s), *v = rfs_trim(eq + 1);
         if (strcmp(k, "streams") == 0) {
             char *end;
             long n = strtol(v, &end, 10);

@@ -109,15 +109,21 @@ int rfs_chmod(const char *name, unsigned mode, const rfs_options *opts)
     return path_op(name, opts, RFS_OP_CHMOD, mode);
 }
 
+/* A request of only a path whose reply's fixed fields the caller reads. */
+static int path_query(const char *name, const rfs_options *opts, uint16_t op, rfs_rep *rep)
+{
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = op;
+    return meta_once(name, opts, &req, rep);
+}
+
 int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out)
 {
     if (!out)
         return rfs_fail(RFS_E_INVAL, "rfs_statfs: NULL output");
-    rfs_req req;
-    memset(&req, 0, sizeof req);
-    req.op = RFS_OP_STATFS;
     rfs_rep rep;
-    int rc = meta_once(name, opts, &req, &rep);
+    int rc = path_query(name, opts, RFS_OP_STATFS, &rep);
     if (!rc) {
         out->total_bytes = rep.u.statfs.total;
         out->free_bytes = rep.u.statfs.free;
@@ -164,11 +170,8 @@ int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
 {
     if (!st)
         return rfs_fail(RFS_E_INVAL, "rfs_stat: NULL output");
-    rfs_req req;
-    memset(&req, 0, sizeof req);
-    req.op = RFS_OP_STAT;
     rfs_rep rep;
-    int rc = meta_once(name, opts, &req, &rep);
+    int rc = path_query(name, opts, RFS_OP_STAT, &rep);
     if (!rc) {
         st->size = rep.u.stat.size;
         st->mode = rep.u.stat.mode;

@@ -19,11 +19,13 @@ ssize_t rfs_pread_full(int fd, void *buf, size_t len, uint64_t off)
     return (ssize_t)got;
 }
 
-int rfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+/* off < 0: a stream at its current position. */
+static int write_all(int fd, const void *buf, size_t len, int64_t off)
 {
     size_t put = 0;
     while (put < len) {
-        ssize_t n = pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + put));
+        ssize_t n = off < 0 ? write(fd, (const char *)buf + put, len - put)
+                            : pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + (int64_t)put));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -36,19 +38,12 @@ int rfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
+int rfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+    return write_all(fd, buf, len, (int64_t)off);
+}
+
 int rfs_write_full(int fd, const void *buf, size_t len)
 {
-    size_t put = 0;
-    while (put < len) {
-        ssize_t n = write(fd, (const char *)buf + put, len - put);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n == 0)
-                errno = EIO;
-            return -1;
-        }
-        put += (size_t)n;
-    }
-    return 0;
+    return write_all(fd, buf, len, -1);
 }

@@ -12,23 +12,14 @@
  * unknown-option message, showing the --key=value it became). */
 #include "config_file.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LINE 4096
+#include "common/text.h"
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
+#define MAX_LINE 4096
 
 static int add(char ***v, int *n, int *cap, char *s)
 {
@@ -69,15 +60,15 @@ static int read_file(const char *path, char ***v, int *n, int *cap)
         char *hash = strchr(buf, '#');
         if (hash)
             *hash = '\0';
-        char *s = trim(buf);
+        char *s = rfs_trim(buf);
         if (!*s)
             continue;
         char *eq = strchr(s, '=');
         char *key = s, *val = NULL;
         if (eq) {
             *eq = '\0';
-            key = trim(s);
-            val = trim(eq + 1);
+            key = rfs_trim(s);
+            val = rfs_trim(eq + 1);
         }
         if (!*key || strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(key) ||
             strcmp(key, "config") == 0 || (val && !*val)) {

@@ -2,13 +2,13 @@
 heading of the page, and that every heading is provoked (so the page and the code cannot
 drift apart). Placeholders in <angle brackets> match any text."""
 import re
-import socket
 import subprocess
 
 import pytest
 
 from conftest import REPO, binary
 from mpiio_util import FLAVOURS, mpiexec, program
+from test_client_api import free_port
 
 DOC = REPO / "docs" / "troubleshooting.md"
 MPI_RAN = "(the MPI case ran)"
@@ -40,14 +40,6 @@ def check(seen, output):
     hits = [t for t, rx in templates() if rx.search(output)]
     assert hits, f"no heading of docs/troubleshooting.md matches:\n{output}"
     seen.extend(hits)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_client_messages(rfsd, tmp_path, seen):

@@ -1,0 +1,8 @@
+/* Small text helpers shared by the configuration readers of rfs and rfsd. */
+#ifndef RFS_COMMON_TEXT_H
+#define RFS_COMMON_TEXT_H
+
+/* Cuts leading and trailing white space in place; returns the first non-blank character. */
+char *rfs_trim(char *s);
+
+#endif
