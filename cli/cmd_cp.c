@@ -17,6 +17,21 @@
 #include "cli/escape.h"
 
 #define CP_MAX_DEPTH 256
+/* Files up to this size go to the server batched, a whole file per request and many requests
+ * in flight (rfs_write_files); larger ones as a put each. */
+#define CP_SMALL ((size_t)1 << 20)
+#define CP_BATCH_BYTES ((size_t)32 << 20)
+#define CP_BATCH_FILES 1024
+
+/* Small local files waiting to be sent to one server. */
+typedef struct small_batch {
+    char server[4400];        /* an rfs name of the server */
+    rfs_write_item item[CP_BATCH_FILES];
+    char *src[CP_BATCH_FILES];
+    char *dst[CP_BATCH_FILES];
+    size_t n, bytes;
+} small_batch;
+static small_batch batch;
 
 typedef struct name_list {
     size_t n, cap;
@@ -133,6 +148,98 @@ static int copy_file(cli_ctx *c, const char *src, const char *dest)
 
 static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth);
 
+static void batch_clear(void)
+{
+    for (size_t i = 0; i < batch.n; i++) {
+        free((void *)batch.item[i].data);
+        free((void *)batch.item[i].path);
+        free(batch.src[i]);
+        free(batch.dst[i]);
+    }
+    batch.n = batch.bytes = 0;
+}
+
+/* Sends the batch; a file the batch could not take (too big for one request after all, an
+ * older server, a lost connection) goes again as a put, which knows how to recover. */
+static int batch_flush(cli_ctx *c)
+{
+    if (!batch.n)
+        return CLI_EXIT_OK;
+    unsigned flags = RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0);
+    rfs_write_files(batch.server, batch.item, batch.n, flags, &c->ropts);
+    int status = CLI_EXIT_OK;
+    for (size_t i = 0; i < batch.n; i++) {
+        int r = batch.item[i].result;
+        if (r == RFS_OK)
+            continue;
+        if (r == RFS_E_EXIST && c->o.no_clobber) {
+            fprintf(stderr, "rfs %s: %s exists (not overwritten: --no-clobber)\n", c->cmd,
+                    batch.dst[i]);
+            status = worst(status, CLI_EXIT_FAIL);
+        } else if (r == RFS_E_TOOBIG || r == RFS_E_CONN || r == RFS_E_TIMEOUT ||
+                   r == RFS_E_PROTO || r == RFS_E_UNSUPPORTED) {
+            status = worst(status, copy_file(c, batch.src[i], batch.dst[i]));
+        } else {
+            char url[4400];
+            rfs_name n;
+            if (cli_url_normalize(c->cmd, batch.dst[i], url, sizeof url, &n) == 0)
+                status = worst(status, cli_fail_remote(c, &n, r, NULL));
+        }
+    }
+    batch_clear();
+    return status;
+}
+
+/* Queues a small local file for dest (a remote name), or reports that it is not one. */
+static int batch_add(cli_ctx *c, const char *src, const char *dest, int *queued)
+{
+    *queued = 0;
+    struct stat sb;
+    char url[4400];
+    rfs_name n;
+    if (c->o.verify || c->o.resume || stat(src, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+        (size_t)sb.st_size > CP_SMALL || cli_url_normalize(c->cmd, dest, url, sizeof url, &n))
+        return CLI_EXIT_OK;
+    int status = CLI_EXIT_OK;
+    char server[300];
+    cli_server_str(&n, server, sizeof server);
+    char sname[4400];
+    snprintf(sname, sizeof sname, "rfs:%s:/", server);
+    if (batch.n && (strcmp(batch.server, sname) != 0 || batch.n == CP_BATCH_FILES ||
+                    batch.bytes + (size_t)sb.st_size > CP_BATCH_BYTES))
+        status = batch_flush(c);
+    snprintf(batch.server, sizeof batch.server, "%s", sname);
+    FILE *f = fopen(src, "rb");
+    if (!f)
+        return worst(status, cli_fail_local(c, src, errno));
+    size_t len = (size_t)sb.st_size;
+    char *data = malloc(len ? len : 1);
+    size_t got = data ? fread(data, 1, len, f) : 0;
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (!data || got != len) {
+        free(data);
+        return worst(status, cli_fail_local(c, src, !data ? ENOMEM : err ? err : EIO));
+    }
+    size_t i = batch.n;
+    batch.src[i] = strdup(src);
+    batch.dst[i] = strdup(dest);
+    char *path = strdup(n.path);
+    if (!batch.src[i] || !batch.dst[i] || !path) {
+        free(batch.src[i]);
+        free(batch.dst[i]);
+        free(path);
+        free(data);
+        return worst(status, cli_fail_local(c, "batch", ENOMEM));
+    }
+    batch.item[i] = (rfs_write_item){.path = path, .data = data, .len = len,
+                                     .mode = sb.st_mode & 0777};
+    batch.n++;
+    batch.bytes += len;
+    *queued = 1;
+    return status;
+}
+
 /* Whether dest names an existing directory (local or remote); -1 on a failure reported. */
 static int is_dir(cli_ctx *c, const char *dest)
 {
@@ -230,7 +337,11 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                     status = cli_usage(c->cmd, "path too long under %s", src);
                     break;
                 }
-                int st = pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d);
+                int queued = 0, st = CLI_EXIT_OK;
+                if (!pass && !rfs_is_name(s) && rfs_is_name(d))
+                    st = batch_add(c, s, d, &queued);
+                if (!queued)
+                    st = worst(st, pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d));
                 status = worst(status, st);  /* like cp -r: go on, fail at the end */
             }
         }
@@ -342,6 +453,7 @@ int cli_cmd_cp(cli_ctx *c)
     /* Like cp: every source is tried; the exit status is the worst. */
     for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
         status = worst(status, copy_one(c, srcs.v[i], dest, dest_dir));
+    status = worst(status, batch_flush(c));
     list_free(&srcs);
     return status;
 }

@@ -72,6 +72,7 @@ typedef enum rfs_op {
     RFS_OP_CHECKSUM = 25,
     RFS_OP_CHMOD = 26,
     RFS_OP_STATFS = 27,
+    RFS_OP_WRITE_FILE = 28,
     RFS_OP_COUNTER = 30,
     RFS_OP_LOCK = 31,
     RFS_OP_UNLOCK = 32,
@@ -79,6 +80,11 @@ typedef enum rfs_op {
     RFS_OP_VIEW_READ = 41,
     RFS_OP_VIEW_WRITE = 42,
 } rfs_op;
+
+/* WRITE_FILE flags */
+#define RFS_WF_EXCL 0x1u   /* fail with RFS_E_EXIST if the target exists */
+#define RFS_WF_SYNC 0x2u   /* data and directory on stable storage before the reply */
+#define RFS_WF_KNOWN (RFS_WF_EXCL | RFS_WF_SYNC)
 
 /* Open flags on the wire are the RFS_O_* values of rfs/rfs.h. */
 
@@ -118,6 +124,9 @@ typedef struct rfs_req {
         struct { rfs_wpath path; } path;                     /* STAT, DELETE, STATFS */
         struct { rfs_wpath from, to; } rename;
         struct { rfs_wpath path; uint32_t mode; } mkdir;     /* MKDIR, CHMOD */
+        /* WRITE_FILE: a whole file in one request (+ data), written beside the target and
+         * renamed over it; flags RFS_WF_*. */
+        struct { rfs_wpath path; uint32_t flags; uint32_t mode; } write_file;
         struct { rfs_wpath path; uint32_t start; } list;     /* start: index of first entry */
         struct { uint32_t fh; uint32_t key; uint32_t set; int64_t delta; } counter;
         struct { uint32_t fh; uint64_t off, len; uint32_t mode; uint32_t wait_ms; } lock;

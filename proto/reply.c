@@ -17,7 +17,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_PING: case RFS_OP_PREAD: case RFS_OP_PREADV: case RFS_OP_VIEW_READ:
         return SHAPE_DATA;
     case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE: case RFS_OP_GET_SIZE:
-    case RFS_OP_COUNTER:
+    case RFS_OP_COUNTER: case RFS_OP_WRITE_FILE:
         return SHAPE_U64;
     case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
     case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_CHMOD: case RFS_OP_LOCK:

@@ -14,7 +14,7 @@
 static int has_payload(uint16_t op)
 {
     return op == RFS_OP_PING || op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV ||
-           op == RFS_OP_SET_VIEW || op == RFS_OP_VIEW_WRITE;
+           op == RFS_OP_SET_VIEW || op == RFS_OP_VIEW_WRITE || op == RFS_OP_WRITE_FILE;
 }
 
 static int check_read_len(uint16_t op, uint64_t len)
@@ -116,6 +116,13 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if ((rc = rfs_wire_check_path(op, "source path", &r->u.rename.from)))
             return rc;
         return rfs_wire_check_path(op, "target path", &r->u.rename.to);
+    case RFS_OP_WRITE_FILE:
+        if (r->u.write_file.flags & ~RFS_WF_KNOWN)
+            return rfs_fail(RFS_E_INVAL, "WRITE_FILE: unknown flags 0x%x",
+                            r->u.write_file.flags & ~RFS_WF_KNOWN);
+        if ((rc = check_mode(op, r->u.write_file.mode)))
+            return rc;
+        return rfs_wire_check_path(op, "path", &r->u.write_file.path);
     case RFS_OP_MKDIR:
     case RFS_OP_CHMOD:
         if ((rc = check_mode(op, r->u.mkdir.mode)))
@@ -175,6 +182,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_STAT: case RFS_OP_DELETE: case RFS_OP_STATFS: return n + 2 + r->u.path.path.len;
     case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
     case RFS_OP_MKDIR: case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
+    case RFS_OP_WRITE_FILE: return n + 10 + r->u.write_file.path.len;
     case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
     case RFS_OP_CHECKSUM: return n + 32;
     case RFS_OP_COUNTER: return n + 20;
@@ -266,6 +274,11 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_RENAME:        /* from path, to path */
         put_path(&w, &r->u.rename.from);
         put_path(&w, &r->u.rename.to);
+        break;
+    case RFS_OP_WRITE_FILE:    /* u32 flags, u32 mode, path, data */
+        wr_u32(&w, r->u.write_file.flags);
+        wr_u32(&w, r->u.write_file.mode);
+        put_path(&w, &r->u.write_file.path);
         break;
     case RFS_OP_MKDIR:
     case RFS_OP_CHMOD:         /* u32 mode, path */
@@ -414,6 +427,11 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_RENAME:
         get_path(&in, &r->u.rename.from);
         get_path(&in, &r->u.rename.to);
+        break;
+    case RFS_OP_WRITE_FILE:
+        r->u.write_file.flags = rd_u32(&in);
+        r->u.write_file.mode = rd_u32(&in);
+        get_path(&in, &r->u.write_file.path);
         break;
     case RFS_OP_MKDIR:
     case RFS_OP_CHMOD:

@@ -41,6 +41,11 @@ int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode);
  * is a directory. */
 int rfsd_be_chmod(int root_fd, const rfsd_path *p, uint32_t mode,
                   uint32_t (*guard)(const void *cfg, uint32_t mode, int is_dir), const void *cfg);
+/* A whole file from one buffer, atomically: written to a hidden name in the target's
+ * directory, then renamed over the target (excl: never over an existing one, RFS_E_EXIST);
+ * with sync, data and directory are on stable storage before it returns. */
+int rfsd_be_write_file(int root_fd, rfsd_path *p, uint32_t mode, int excl, int sync,
+                       const void *data, size_t len);
 /* Space and inodes of the file system holding the path. */
 int rfsd_be_statfs(int root_fd, const rfsd_path *p, uint64_t *total, uint64_t *free_bytes,
                    uint64_t *avail, uint64_t *files, uint64_t *files_free);

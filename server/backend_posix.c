@@ -390,3 +390,62 @@ int rfsd_be_statfs(int root_fd, const rfsd_path *p, uint64_t *total, uint64_t *f
     close(fd);
     return rc;
 }
+
+/* Writes all of data to fd from offset 0. 0 or an errno value. */
+static int write_whole(int fd, const uint8_t *data, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, data + done, len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+int rfsd_be_write_file(int root_fd, rfsd_path *p, uint32_t mode, int excl, int sync,
+                       const void *data, size_t len)
+{
+    int dfd;
+    const char *name;
+    int rc = rfsd_open_parent(root_fd, p, &dfd, &name);
+    if (rc)
+        return rc;
+    /* The temporary name is unique per attempt and hidden; a crash leaves at most one such
+     * file behind, never a half-written target. */
+    char tmp[300];
+    static _Atomic unsigned long seq;
+    snprintf(tmp, sizeof tmp, ".%.200s.rfs-wf-%ld-%lu", name, (long)getpid(),
+             (unsigned long)++seq);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    (mode_t)(mode ? mode & 07777 : 0644));
+    if (fd < 0) {
+        rc = rfsd_path_fail(p, "write_file: create", errno);
+        close(dfd);
+        return rc;
+    }
+    int e = write_whole(fd, data, len);
+    if (!e && sync && fdatasync(fd) != 0)
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && renameat2(dfd, tmp, dfd, name, excl ? RENAME_NOREPLACE : 0) != 0)
+        e = errno;
+    if (e) {
+        unlinkat(dfd, tmp, 0);
+        rc = rfsd_path_fail(p, "write_file", e);
+    } else if (sync) {
+        /* The rename itself reaches the disk with the directory. */
+        int dir = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir >= 0) {
+            if (fsync(dir) != 0)
+                rc = rfsd_path_fail(p, "write_file: sync directory", errno);
+            close(dir);
+        }
+    }
+    close(dfd);
+    return rc;
+}

@@ -482,6 +482,16 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
             return rc;
         return rfsd_be_chmod(root, &p, q->u.mkdir.mode, guard_mode, &c->srv->cfg);
+    case RFS_OP_WRITE_FILE:
+        if ((rc = rfsd_path_from_wire(&q->u.write_file.path, &p)) ||
+            (rc = rfsd_be_write_file(root, &p,
+                                     rfsd_guard_mode(&c->srv->cfg, q->u.write_file.mode, 0),
+                                     !!(q->u.write_file.flags & RFS_WF_EXCL),
+                                     !!(q->u.write_file.flags & RFS_WF_SYNC), q->data,
+                                     q->data_len)))
+            return rc;
+        rep->u.u64.value = q->data_len;
+        return RFS_OK;
     case RFS_OP_STATFS:
         if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
             return rc;

@@ -159,6 +159,29 @@ typedef struct rfs_fs_info {
     uint64_t files, files_free;
 } rfs_fs_info;
 int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out);
+
+/* Whole small files, each in one request, many in flight on one connection (for directories
+ * of small files, where per-file round trips would dominate). Each file is written beside its
+ * target and renamed over it by the server: readers see the old file or the whole new one.
+ * A file may be at most rfs_write_file_max() bytes. Servers before protocol op 28:
+ * RFS_E_UNSUPPORTED / a protocol error. */
+#define RFS_WRITE_EXCL 0x1u  /* never replace an existing file (that item: RFS_E_EXIST) */
+#define RFS_WRITE_SYNC 0x2u  /* on the server's stable storage before success is reported */
+typedef struct rfs_write_item {
+    const char *path;        /* absolute path on the server */
+    const void *data;
+    size_t len;
+    unsigned mode;           /* permission bits for a new file (0: 0644) */
+    int result;              /* out: RFS_OK or this file's rfs_err */
+} rfs_write_item;
+size_t rfs_write_file_max(const char *name, const rfs_options *opts);
+/* server_name: any rfs name of the server (its path is not used). Returns RFS_OK when every
+ * item succeeded, else the first failure (rfs_last_error() names its file); each item's
+ * result tells which ones were written. */
+int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, unsigned flags,
+                    const rfs_options *opts);
+int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode,
+                   unsigned flags, const rfs_options *opts);
 int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st);
 /* Calls fn for every entry of a directory; a non-zero return from fn stops the listing. */
 typedef int (*rfs_list_fn)(void *ctx, const char *entry, const rfs_stat_info *st);

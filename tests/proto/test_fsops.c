@@ -69,9 +69,45 @@ static void test_statfs_request_and_reply(void **state)
     assert_int_not_equal(unframe_rep(buf, n - 1, &q), RFS_OK);
 }
 
+static void test_write_file_request(void **state)
+{
+    (void)state;
+    rfs_req r = {.op = RFS_OP_WRITE_FILE, .id = 7}, o;
+    r.u.write_file.flags = RFS_WF_EXCL | RFS_WF_SYNC;
+    r.u.write_file.mode = 0600;
+    r.u.write_file.path = wpath("/f");
+    const uint8_t data[3] = {'a', 'b', 'c'};
+    r.data = data;
+    r.data_len = 3;
+    size_t n = frame_req(&r, NULL, buf, sizeof buf);
+    assert_int_equal(n, RFS_HDR_SIZE + 10 + 2 + 3);
+    /* u32 flags, u32 mode, u16 len, path */
+    const uint8_t want[12] = {3, 0, 0, 0, 0x80, 0x01, 0, 0, 2, 0, '/', 'f'};
+    assert_memory_equal(buf + RFS_HDR_SIZE, want, sizeof want);
+    assert_int_equal(unframe_req(buf, n, &o), RFS_OK);
+    assert_int_equal(o.u.write_file.flags, 3);
+    assert_int_equal(o.u.write_file.mode, 0600);
+    assert_wpath(o.u.write_file.path, "/f");
+    assert_int_equal(o.data_len, 3);
+    assert_memory_equal(o.data, "abc", 3);
+    assert_string_equal(rfs_op_name(RFS_OP_WRITE_FILE), "WRITE_FILE");
+    /* unknown flags and mode bits are refused both ways */
+    size_t m;
+    r.u.write_file.flags = 4;
+    assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &m), RFS_E_INVAL);
+    r.u.write_file.flags = 0;
+    n = frame_req(&r, NULL, buf, sizeof buf);
+    put_le32(buf + RFS_HDR_SIZE, 8);
+    assert_int_equal(unframe_req(buf, n, &o), RFS_E_INVAL);
+    put_le32(buf + RFS_HDR_SIZE, 0);
+    put_le32(buf + RFS_HDR_SIZE + 4, 010000);
+    assert_int_equal(unframe_req(buf, n, &o), RFS_E_INVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_file_request),
         cmocka_unit_test(test_chmod_request),
         cmocka_unit_test(test_statfs_request_and_reply),
     };
