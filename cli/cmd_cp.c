@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/escape.h"
+#include "common/fullio.h"
 
 #define CP_MAX_DEPTH 256
 /* Files up to this size go to the server batched, a whole file per request and many requests
@@ -33,26 +35,45 @@ typedef struct small_batch {
 } small_batch;
 static small_batch batch;
 
+/* Small remote files waiting to be fetched from one server. */
+typedef struct fetch_batch {
+    char server[4400];
+    rfs_read_item item[CP_BATCH_FILES];
+    char *src[CP_BATCH_FILES];
+    char *dst[CP_BATCH_FILES];
+    size_t n, bytes;
+} fetch_batch;
+static fetch_batch fetch;
+
 typedef struct name_list {
     size_t n, cap;
     char **v;
+    uint64_t *sz;   /* each name's size, where the listing gave one (remote files) */
     int oom;
 } name_list;
 
-static int push(name_list *l, const char *s)
+static int push_sized(name_list *l, const char *s, uint64_t size)
 {
     if (l->n == l->cap) {
         size_t nc = l->cap ? 2 * l->cap : 16;
         char **nv = realloc(l->v, nc * sizeof *nv);
-        if (!nv)
+        if (nv)
+            l->v = nv;
+        uint64_t *ns = nv ? realloc(l->sz, nc * sizeof *ns) : NULL;
+        if (!ns)
             return l->oom = 1, -1;
-        l->v = nv;
+        l->sz = ns;
         l->cap = nc;
     }
     if (!(l->v[l->n] = strdup(s)))
         return l->oom = 1, -1;
-    l->n++;
+    l->sz[l->n++] = size;
     return 0;
+}
+
+static int push(name_list *l, const char *s)
+{
+    return push_sized(l, s, 0);
 }
 
 static void list_free(name_list *l)
@@ -60,19 +81,36 @@ static void list_free(name_list *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
+    free(l->sz);
     memset(l, 0, sizeof *l);
 }
 
-static int by_name(const void *a, const void *b)
+typedef struct named_size {
+    char *name;
+    uint64_t size;
+} named_size;
+
+static int by_entry_name(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const named_size *)a)->name, ((const named_size *)b)->name);
 }
 
-/* Sorts l->v[from..n) (qsort must not see an empty, possibly NULL, array). */
+/* Sorts l->v[from..n) by name, sizes along (qsort must not see an empty, possibly NULL,
+ * array). */
 static void sort_names(name_list *l, size_t from)
 {
-    if (l->n > from + 1)
-        qsort(l->v + from, l->n - from, sizeof(char *), by_name);
+    size_t k = l->n > from ? l->n - from : 0;
+    named_size *t = k > 1 ? malloc(k * sizeof *t) : NULL;
+    if (!t)  /* nothing to sort, or no memory: the order is only cosmetic */
+        return;
+    for (size_t i = 0; i < k; i++)
+        t[i] = (named_size){l->v[from + i], l->sz[from + i]};
+    qsort(t, k, sizeof *t, by_entry_name);
+    for (size_t i = 0; i < k; i++) {
+        l->v[from + i] = t[i].name;
+        l->sz[from + i] = t[i].size;
+    }
+    free(t);
 }
 
 typedef struct listed {
@@ -89,7 +127,7 @@ static int take(void *ctx, const char *entry, const rfs_stat_info *st)
         return 0;
     name_list *to = st->type == RFS_TYPE_FILE ? &l->files : st->type == RFS_TYPE_DIR ? &l->dirs
                                                                                  : &l->other;
-    return push(to, entry) ? 1 : 0;
+    return push_sized(to, entry, st->size) ? 1 : 0;
 }
 
 static void listed_free(listed *l)
@@ -187,6 +225,110 @@ static int batch_flush(cli_ctx *c)
         }
     }
     batch_clear();
+    return status;
+}
+
+static void fetch_clear(void)
+{
+    for (size_t i = 0; i < fetch.n; i++) {
+        free(fetch.item[i].data);
+        free((void *)fetch.item[i].path);
+        free(fetch.src[i]);
+        free(fetch.dst[i]);
+    }
+    fetch.n = fetch.bytes = 0;
+}
+
+/* data as the local file dest, through a temporary name beside it (a reader never sees half
+ * of it). Not synced, like cp and rsync: --verify takes the get path, which syncs. */
+static int install_local(cli_ctx *c, const char *dest, const void *data, size_t len)
+{
+    char tmp[PATH_MAX + 32], base[1024];
+    const char *slash = strrchr(dest, '/');
+    size_t dirlen = slash ? (size_t)(slash - dest) + 1 : 0;
+    cli_basename(dest, base, sizeof base);
+    if (snprintf(tmp, sizeof tmp, "%.*s.%s.rfs-part-XXXXXX", (int)dirlen, dest, base) >=
+        (int)sizeof tmp)
+        return cli_fail_local(c, dest, ENAMETOOLONG);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return cli_fail_local(c, dest, errno);
+    mode_t um = umask(0);
+    umask(um);
+    int e = rfs_pwrite_full(fd, data, len, 0) != 0 ? errno : 0;
+    if (!e && fchmod(fd, 0666 & ~um) != 0)
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, dest) != 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        return cli_fail_local(c, dest, e);
+    }
+    return CLI_EXIT_OK;
+}
+
+static int fetch_flush(cli_ctx *c)
+{
+    if (!fetch.n)
+        return CLI_EXIT_OK;
+    rfs_read_files(fetch.server, fetch.item, fetch.n, &c->ropts);
+    int status = CLI_EXIT_OK;
+    for (size_t i = 0; i < fetch.n; i++) {
+        rfs_read_item *it = &fetch.item[i];
+        if (it->result == RFS_OK) {
+            status = worst(status, install_local(c, fetch.dst[i], it->data, it->len));
+        } else if (it->result == RFS_E_TOOBIG || it->result == RFS_E_CONN ||
+                   it->result == RFS_E_TIMEOUT || it->result == RFS_E_PROTO ||
+                   it->result == RFS_E_UNSUPPORTED) {
+            status = worst(status, copy_file(c, fetch.src[i], fetch.dst[i]));  /* grew, or gone */
+        } else {
+            char url[4400];
+            rfs_name n;
+            if (cli_url_normalize(c->cmd, fetch.src[i], url, sizeof url, &n) == 0)
+                status = worst(status, cli_fail_remote(c, &n, it->result, NULL));
+        }
+    }
+    fetch_clear();
+    return status;
+}
+
+/* Queues a small remote file (size from its listing) for the local dest. */
+static int fetch_add(cli_ctx *c, const char *src, uint64_t size, const char *dest, int *queued)
+{
+    *queued = 0;
+    char url[4400];
+    rfs_name n;
+    struct stat sb;
+    if (c->o.verify || c->o.resume || size > CP_SMALL ||
+        (c->o.no_clobber && lstat(dest, &sb) == 0) ||
+        cli_url_normalize(c->cmd, src, url, sizeof url, &n))
+        return CLI_EXIT_OK;  /* the get path handles these (and says "exists") */
+    int status = CLI_EXIT_OK;
+    char server[300], sname[4400];
+    cli_server_str(&n, server, sizeof server);
+    snprintf(sname, sizeof sname, "rfs:%s:/", server);
+    if (fetch.n && (strcmp(fetch.server, sname) != 0 || fetch.n == CP_BATCH_FILES ||
+                    fetch.bytes + size > CP_BATCH_BYTES))
+        status = fetch_flush(c);
+    snprintf(fetch.server, sizeof fetch.server, "%s", sname);
+    size_t i = fetch.n;
+    /* A little room: a file that grew a bit since the listing still comes in one piece. */
+    size_t cap = (size_t)size + 4096;
+    fetch.item[i] = (rfs_read_item){.path = strdup(n.path), .data = malloc(cap), .cap = cap};
+    fetch.src[i] = strdup(src);
+    fetch.dst[i] = strdup(dest);
+    if (!fetch.item[i].path || !fetch.item[i].data || !fetch.src[i] || !fetch.dst[i]) {
+        free((void *)fetch.item[i].path);
+        free(fetch.item[i].data);
+        free(fetch.src[i]);
+        free(fetch.dst[i]);
+        return worst(status, cli_fail_local(c, "batch", ENOMEM));
+    }
+    fetch.n++;
+    fetch.bytes += cap;
+    *queued = 1;
     return status;
 }
 
@@ -340,6 +482,8 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                 int queued = 0, st = CLI_EXIT_OK;
                 if (!pass && !rfs_is_name(s) && rfs_is_name(d))
                     st = batch_add(c, s, d, &queued);
+                else if (!pass && rfs_is_name(s) && !rfs_is_name(d))
+                    st = fetch_add(c, s, nl->sz[i], d, &queued);
                 if (!queued)
                     st = worst(st, pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d));
                 status = worst(status, st);  /* like cp -r: go on, fail at the end */
@@ -454,6 +598,7 @@ int cli_cmd_cp(cli_ctx *c)
     for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
         status = worst(status, copy_one(c, srcs.v[i], dest, dest_dir));
     status = worst(status, batch_flush(c));
+    status = worst(status, fetch_flush(c));
     list_free(&srcs);
     return status;
 }

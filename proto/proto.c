@@ -34,6 +34,7 @@ const char *rfs_op_name(uint16_t op)
     case RFS_OP_CHMOD: return "CHMOD";
     case RFS_OP_STATFS: return "STATFS";
     case RFS_OP_WRITE_FILE: return "WRITE_FILE";
+    case RFS_OP_READ_FILE: return "READ_FILE";
     case RFS_OP_COUNTER: return "COUNTER";
     case RFS_OP_LOCK: return "LOCK";
     case RFS_OP_UNLOCK: return "UNLOCK";

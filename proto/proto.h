@@ -73,6 +73,7 @@ typedef enum rfs_op {
     RFS_OP_CHMOD = 26,
     RFS_OP_STATFS = 27,
     RFS_OP_WRITE_FILE = 28,
+    RFS_OP_READ_FILE = 29,
     RFS_OP_COUNTER = 30,
     RFS_OP_LOCK = 31,
     RFS_OP_UNLOCK = 32,
@@ -127,6 +128,8 @@ typedef struct rfs_req {
         /* WRITE_FILE: a whole file in one request (+ data), written beside the target and
          * renamed over it; flags RFS_WF_*. */
         struct { rfs_wpath path; uint32_t flags; uint32_t mode; } write_file;
+        /* READ_FILE: the whole file if it has at most max bytes, else RFS_E_TOOBIG. */
+        struct { rfs_wpath path; uint32_t max; } read_file;
         struct { rfs_wpath path; uint32_t start; } list;     /* start: index of first entry */
         struct { uint32_t fh; uint32_t key; uint32_t set; int64_t delta; } counter;
         struct { uint32_t fh; uint64_t off, len; uint32_t mode; uint32_t wait_ms; } lock;

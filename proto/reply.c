@@ -15,6 +15,7 @@ static enum rep_shape shape_of(uint16_t op)
 {
     switch ((rfs_op)op) {
     case RFS_OP_PING: case RFS_OP_PREAD: case RFS_OP_PREADV: case RFS_OP_VIEW_READ:
+    case RFS_OP_READ_FILE:
         return SHAPE_DATA;
     case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE: case RFS_OP_GET_SIZE:
     case RFS_OP_COUNTER: case RFS_OP_WRITE_FILE:

@@ -116,6 +116,10 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if ((rc = rfs_wire_check_path(op, "source path", &r->u.rename.from)))
             return rc;
         return rfs_wire_check_path(op, "target path", &r->u.rename.to);
+    case RFS_OP_READ_FILE:
+        if ((rc = check_read_len(op, r->u.read_file.max)))
+            return rc;
+        return rfs_wire_check_path(op, "path", &r->u.read_file.path);
     case RFS_OP_WRITE_FILE:
         if (r->u.write_file.flags & ~RFS_WF_KNOWN)
             return rfs_fail(RFS_E_INVAL, "WRITE_FILE: unknown flags 0x%x",
@@ -183,6 +187,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
     case RFS_OP_MKDIR: case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
     case RFS_OP_WRITE_FILE: return n + 10 + r->u.write_file.path.len;
+    case RFS_OP_READ_FILE: return n + 6 + r->u.read_file.path.len;
     case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
     case RFS_OP_CHECKSUM: return n + 32;
     case RFS_OP_COUNTER: return n + 20;
@@ -274,6 +279,10 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_RENAME:        /* from path, to path */
         put_path(&w, &r->u.rename.from);
         put_path(&w, &r->u.rename.to);
+        break;
+    case RFS_OP_READ_FILE:     /* u32 max, path */
+        wr_u32(&w, r->u.read_file.max);
+        put_path(&w, &r->u.read_file.path);
         break;
     case RFS_OP_WRITE_FILE:    /* u32 flags, u32 mode, path, data */
         wr_u32(&w, r->u.write_file.flags);
@@ -427,6 +436,10 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_RENAME:
         get_path(&in, &r->u.rename.from);
         get_path(&in, &r->u.rename.to);
+        break;
+    case RFS_OP_READ_FILE:
+        r->u.read_file.max = rd_u32(&in);
+        get_path(&in, &r->u.read_file.path);
         break;
     case RFS_OP_WRITE_FILE:
         r->u.write_file.flags = rd_u32(&in);

@@ -46,6 +46,8 @@ int rfsd_be_chmod(int root_fd, const rfsd_path *p, uint32_t mode,
  * with sync, data and directory are on stable storage before it returns. */
 int rfsd_be_write_file(int root_fd, rfsd_path *p, uint32_t mode, int excl, int sync,
                        const void *data, size_t len);
+/* A whole regular file of at most max bytes into a new malloc'd *out (*len bytes). */
+int rfsd_be_read_file(int root_fd, const rfsd_path *p, uint32_t max, uint8_t **out, size_t *len);
 /* Space and inodes of the file system holding the path. */
 int rfsd_be_statfs(int root_fd, const rfsd_path *p, uint64_t *total, uint64_t *free_bytes,
                    uint64_t *avail, uint64_t *files, uint64_t *files_free);

@@ -449,3 +449,49 @@ int rfsd_be_write_file(int root_fd, rfsd_path *p, uint32_t mode, int excl, int s
     close(dfd);
     return rc;
 }
+
+int rfsd_be_read_file(int root_fd, const rfsd_path *p, uint32_t max, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    int fd, rc = rfsd_open_beneath(root_fd, p, O_RDONLY, 0, &fd);
+    if (rc)
+        return rc;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = rfsd_path_fail(p, "read_file", errno);
+    } else if (!S_ISREG(sb.st_mode)) {
+        rc = rfs_fail(S_ISDIR(sb.st_mode) ? RFS_E_ISDIR : RFS_E_INVAL, "%s: not a regular file",
+                      p->shown);
+    } else if ((uint64_t)sb.st_size > max) {
+        rc = rfs_fail(RFS_E_TOOBIG, "%s: %lld bytes, over the %u asked for at most", p->shown,
+                      (long long)sb.st_size, max);
+    } else {
+        size_t want = (size_t)sb.st_size, got = 0;
+        uint8_t *buf = malloc(want ? want : 1);
+        if (!buf)
+            rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory reading %zu bytes", p->shown, want);
+        /* A file that shrank meanwhile is sent as it is now; one that grew, up to its size at
+         * the fstat (what a reader that opened it then would have seen). */
+        while (buf && got < want) {
+            ssize_t n = pread(fd, buf + got, want - got, (off_t)got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                rc = rfsd_path_fail(p, "read_file", errno);
+                break;
+            }
+            if (n == 0)
+                break;
+            got += (size_t)n;
+        }
+        if (rc)
+            free(buf);
+        else {
+            *out = buf;
+            *len = got;
+        }
+    }
+    close(fd);
+    return rc;
+}

@@ -107,6 +107,7 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_PREAD: reply = r->u.pread.len; break;
     case RFS_OP_PREADV: reply = (size_t)r->u.iov.total; break;
     case RFS_OP_VIEW_READ: reply = r->u.view_read.len; break;
+    case RFS_OP_READ_FILE: reply = r->u.read_file.max; break;
     default: break;
     }
     return (size_t)body_len + reply;
@@ -492,6 +493,16 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
+    case RFS_OP_READ_FILE: {
+        size_t len = 0;
+        if ((rc = reply_fits(c, "READ_FILE", q->u.read_file.max)) ||
+            (rc = rfsd_path_from_wire(&q->u.read_file.path, &p)) ||
+            (rc = rfsd_be_read_file(root, &p, q->u.read_file.max, buf, &len)))
+            return rc;
+        rep->data = *buf;
+        rep->data_len = (uint32_t)len;
+        return RFS_OK;
+    }
     case RFS_OP_STATFS:
         if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
             return rc;

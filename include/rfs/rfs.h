@@ -182,6 +182,17 @@ int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, un
                     const rfs_options *opts);
 int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode,
                    unsigned flags, const rfs_options *opts);
+/* The reverse: whole files of at most cap bytes each into the caller's buffers (a larger
+ * file: RFS_E_TOOBIG for that item), many requests in flight. */
+typedef struct rfs_read_item {
+    const char *path;        /* absolute path on the server */
+    void *data;              /* cap bytes */
+    size_t cap;              /* at most rfs_write_file_max() */
+    size_t len;              /* out: the file's bytes */
+    int result;              /* out */
+} rfs_read_item;
+int rfs_read_files(const char *server_name, rfs_read_item *items, size_t n,
+                   const rfs_options *opts);
 int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st);
 /* Calls fn for every entry of a directory; a non-zero return from fn stops the listing. */
 typedef int (*rfs_list_fn)(void *ctx, const char *entry, const rfs_stat_info *st);

@@ -22,7 +22,7 @@ PRE_HELLO_MAX = 4096
 
 OP = dict(HELLO=1, AUTH=2, PING=3, SESSION=4, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14, PWRITEV=15,
           SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21, RENAME=22,
-          MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
+          MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, READ_FILE=29, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
           VIEW_WRITE=42)
 
 # rfs_err values travel as positive numbers
@@ -108,6 +108,11 @@ def b_mkdir(p, mode=0o755):
 def b_write_file(p, data, flags=0, mode=0o644):
     """WRITE_FILE: u32 flags (1 EXCL, 2 SYNC), u32 mode, path, data."""
     return struct.pack("<II", flags, mode) + wpath(p) + data
+
+
+def b_read_file(p, max_len):
+    """READ_FILE: u32 max, path."""
+    return struct.pack("<I", max_len) + wpath(p)
 
 
 def b_list(p, start=0):

@@ -51,6 +51,7 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
         break;
     case RFS_OP_MKDIR: case RFS_OP_CHMOD: check_path(&r->u.mkdir.path, body, len); break;
     case RFS_OP_WRITE_FILE: check_path(&r->u.write_file.path, body, len); break;
+    case RFS_OP_READ_FILE: check_path(&r->u.read_file.path, body, len); break;
     case RFS_OP_LIST: check_path(&r->u.list.path, body, len); break;
     case RFS_OP_PREADV: case RFS_OP_PWRITEV: {
         CHECK(r->u.iov.count <= RFS_MAX_EXTENTS);

@@ -1,12 +1,12 @@
-"""WRITE_FILE (op 28): a whole file per request, written beside the target and renamed over
-it. Raw-protocol checks of the server (rfswire.py), then `rfs cp -r`, which sends directories
-of small files that way, many requests in flight."""
+"""WRITE_FILE (op 28) and READ_FILE (op 29): a whole file per request (written beside the
+target and renamed over it). Raw-protocol checks of the server (rfswire.py), then `rfs cp -r`,
+which moves directories of small files that way in both directions, many requests in flight."""
 import os
 import stat
 import struct
 
 from rfswire import rfsd_exits_cleanly  # noqa: F401 (autouse fixture)
-from rfswire import E, b_write_file, session
+from rfswire import E, b_read_file, b_write_file, session
 from test_cli import ok, one_line_error, rfs
 
 
@@ -85,3 +85,53 @@ def test_cp_recursive_sends_small_files_batched(rfsd, tmp_path):
     # into a missing remote directory: one line per failed file, and the status says so
     line = one_line_error(rfs(rfsd, "cp", src / "d0" / "new.dat", rfsd.url("/no/where/x")))
     assert "/no/where" in line
+
+
+def test_read_file_on_the_wire(rfsd):
+    (rfsd.root / "d").mkdir()
+    (rfsd.root / "d" / "f").write_bytes(b"0123456789")
+    (rfsd.root / "d" / "empty").write_bytes(b"")
+    with session(rfsd) as c:
+        assert c.call("READ_FILE", b_read_file("/d/f", 10)).check().body == b"0123456789"
+        assert c.call("READ_FILE", b_read_file("/d/empty", 0)).check().body == b""
+        r = c.call("READ_FILE", b_read_file("/d/f", 9))
+        assert r.status == E["TOOBIG"] and "10 bytes" in r.error().msg
+        assert c.call("READ_FILE", b_read_file("/d", 100)).status == E["ISDIR"]
+        assert c.call("READ_FILE", b_read_file("/d/none", 100)).status == E["NOENT"]
+        assert c.call("READ_FILE", b_read_file("/../etc/passwd", 100)).status == E["ACCESS"]
+        # more than a frame can carry is refused before any reading
+        assert c.call("READ_FILE", b_read_file("/d/f", 1 << 30)).status == E["TOOBIG"]
+        ids = [c.send("READ_FILE", b_read_file("/d/f", 100)) for _ in range(100)]
+        for _ in ids:
+            assert c.recv().check().body == b"0123456789"
+
+
+def test_cp_recursive_fetches_small_files_batched(rfsd, tmp_path):
+    want = {}
+    for i in range(500):
+        rel = f"r{i % 5}/s{i % 2}/g{i}.bin"
+        p = rfsd.root / "run" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = os.urandom(i * 17 % 6000)
+        p.write_bytes(data)
+        want[rel] = data
+    (rfsd.root / "run" / "large.bin").write_bytes(os.urandom((1 << 20) + 5))   # a get
+    want["large.bin"] = (rfsd.root / "run" / "large.bin").read_bytes()
+    dst = tmp_path / "here"
+    r = ok(rfs(rfsd, "--debug", "cp", "-r", rfsd.url("/run"), dst))
+    assert r.stderr.count("send READ_FILE") == 500
+    got = {}
+    for d, _, fs in os.walk(dst):
+        for f in fs:
+            p = os.path.join(d, f)
+            got[os.path.relpath(p, dst)] = open(p, "rb").read()
+    assert got == want
+    # -n keeps local files and says so; the others are fetched
+    (dst / "r0" / "s0" / "g0.bin").write_bytes(b"mine")
+    os.remove(dst / "r1" / "s1" / "g1.bin")
+    r = rfs(rfsd, "cp", "-r", "-n", rfsd.url("/run/r0"), dst)       # into dst/r0: all exist
+    assert r.returncode == 1 and "g0.bin exists" in r.stderr
+    assert (dst / "r0" / "s0" / "g0.bin").read_bytes() == b"mine"
+    r = rfs(rfsd, "cp", "-r", rfsd.url("/run/r1"), dst)
+    assert r.returncode == 0 and (dst / "r1" / "s1" / "g1.bin").read_bytes() == want["r1/s1/g1.bin"]
+    assert [f for d, _, fs in os.walk(tmp_path) for f in fs if ".rfs-part-" in f] == []
