@@ -44,6 +44,20 @@ class StatInfo(ctypes.Structure):
     ]
 
 
+class WriteItem(ctypes.Structure):
+    """struct rfs_write_item"""
+    _fields_ = [("path", ctypes.c_char_p), ("data", ctypes.c_void_p), ("len", ctypes.c_size_t),
+                ("mode", ctypes.c_uint), ("result", ctypes.c_int)]
+
+
+class ReadItem(ctypes.Structure):
+    """struct rfs_read_item"""
+    _fields_ = [("path", ctypes.c_char_p), ("data", ctypes.c_void_p), ("cap", ctypes.c_size_t),
+                ("len", ctypes.c_size_t), ("result", ctypes.c_int)]
+
+
+RFS_WRITE_EXCL, RFS_WRITE_SYNC = 0x1, 0x2
+
 LIST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                            ctypes.POINTER(StatInfo))
 
@@ -87,6 +101,14 @@ def _error_class(cls):
 
 
 _CLASSES = {code: (_error_class(cls), no) for code, (cls, no) in _ERRORS.items()}
+
+
+def error_for(rc, what=""):
+    """The exception raise_for would raise, to return or collect instead."""
+    try:
+        raise_for(rc, what)
+    except RfsError as e:
+        return e
 
 
 def raise_for(rc, what=""):
@@ -167,6 +189,10 @@ def _declare(lib):
         "rfs_stat": (ctypes.c_int, [ctypes.c_char_p, OPT, ctypes.POINTER(StatInfo)]),
         "rfs_list": (ctypes.c_int, [ctypes.c_char_p, OPT, LIST_FN, P]),
         "rfs_ping": (ctypes.c_int, [ctypes.c_char_p, OPT, ctypes.POINTER(ctypes.c_double)]),
+        "rfs_write_file_max": (S, [ctypes.c_char_p, OPT]),
+        "rfs_write_files": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(WriteItem), S,
+                                           ctypes.c_uint, OPT]),
+        "rfs_read_files": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ReadItem), S, OPT]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
