@@ -498,11 +498,16 @@ void rfsd_execute(rfsd_job *j)
     } else {
         rc = do_path_op(c, q, &rep, &buf);
     }
-    if (rc)
-        rfsd_conn_send_error(c, q->op, q->id, rc);
-    else if (tail.fd >= 0 && rep.data_len > 0)
-        rfsd_conn_send_file(c, &rep, tail.fd, tail.off);
-    else
-        rfsd_conn_send(c, &rep);
-    free(buf);
+    /* buf (and the request body, for PING) stay with the job until the reply is out */
+    j->rbuf = buf;
+    if (rc) {
+        char msg[RFS_MAX_MSG + 1];
+        rfsd_error_rep(&rep, q->op, q->id, rc, msg, sizeof msg);
+        RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(q->op), q->id, rfs_strerror(rc),
+                 msg);
+        rfsd_out_encode(&j->out, &rep, -1, 0, c->peer);  /* the message is copied into it */
+        rfs_clear_error();
+    } else {
+        rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);
+    }
 }
