@@ -304,7 +304,11 @@ static void job_run(rfsd_work *w)
     rfsd_job *j = (rfsd_job *)w;
     rfsd_conn *c = j->conn;
     rfs_clear_error();
-    rfsd_execute(j);
+    /* A connection whose replies can no longer be sent (reset by the client, timed out, cut
+     * at shutdown) has nobody to tell the outcome: its queued requests are dropped unrun, as
+     * if they had been lost on the way, instead of keeping workers busy for nothing. */
+    if (j->stream || !rfsd_replyq_broken(&c->rq))
+        rfsd_execute(j);
     j->out.done = job_finish;
     j->out.ctx = j;
     /* The worker is free once the reply is encoded: sending it never waits for the client

@@ -12,7 +12,9 @@ struct rfsd_pool {
     pthread_cond_t cv;
     rfsd_lane *first, *last;      /* lanes a worker may take from, in round-robin order */
     unsigned queued;              /* items in all lanes */
+    unsigned running;             /* items of all lanes running */
     unsigned cap;
+    unsigned reserve;             /* workers only a lane with nothing running may take */
     int stopping;
     int nthreads;
     pthread_t *threads;
@@ -59,8 +61,14 @@ static void relist(rfsd_pool *p, rfsd_lane *l)
  * client that sends one request at a time through while others pipeline hundreds. */
 static rfsd_lane *pick(rfsd_pool *p)
 {
+    /* The last `reserve` free workers are kept for lanes with nothing running: a newcomer
+     * (an honest client's OPEN or SYNC) then finds a worker at once instead of waiting for
+     * one of the busy clients' long requests to end. */
+    int keep = p->running + p->reserve >= (unsigned)p->nthreads;
     rfsd_lane *best = NULL;
     for (rfsd_lane *l = p->first; l; l = l->next) {
+        if (keep && l->running > 0)
+            continue;
         if (!best || l->running < best->running)
             best = l;
         if (best->running == 0)
@@ -86,6 +94,7 @@ static void *worker_main(void *arg)
         if (!l->head)
             l->tail = NULL;
         l->running++;
+        p->running++;
         p->queued--;
         /* round robin: served lanes go to the back */
         unlist(p, l);
@@ -110,6 +119,7 @@ int rfsd_pool_start(int nthreads, unsigned cap, rfsd_pool **out)
         return -1;
     }
     p->cap = cap ? cap : 1;
+    p->reserve = nthreads >= 16 ? (unsigned)nthreads / 8 : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (int i = 0; i < nthreads; i++) {
@@ -145,8 +155,9 @@ void rfsd_pool_done(rfsd_pool *p, rfsd_lane *l)
 {
     pthread_mutex_lock(&p->mu);
     l->running--;
+    p->running--;
     relist(p, l);
-    if (l->listed)
+    if (p->first)
         pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }

@@ -3,7 +3,9 @@
  * A free worker takes the next request of the lane with the fewest requests running (ties in
  * round-robin order), and no lane runs more than `cap` requests at once, so a client that
  * pipelines many requests, or many slow ones, holds at most its share of the workers while
- * others wait for one turn at most. Items are intrusive (embedded in the caller's struct), so
+ * others wait for one turn at most. The last free workers (an eighth of the pool, at least
+ * one) are kept for lanes with nothing running, so a client sending one request at a time
+ * finds a worker at once even while others keep the rest busy. Items are intrusive (embedded in the caller's struct), so
  * submitting never allocates and never fails; each lane's length is bounded by its
  * connection's in-flight budget. */
 #ifndef RFSD_POOL_H
