@@ -15,6 +15,7 @@ struct rfsd_pool {
     unsigned running;             /* items of all lanes running */
     unsigned cap;
     unsigned reserve;             /* workers only a lane with nothing running may take */
+    unsigned size;                /* threads asked for (nthreads grows while they start) */
     int stopping;
     int nthreads;
     pthread_t *threads;
@@ -64,7 +65,7 @@ static rfsd_lane *pick(rfsd_pool *p)
     /* The last `reserve` free workers are kept for lanes with nothing running: a newcomer
      * (an honest client's OPEN or SYNC) then finds a worker at once instead of waiting for
      * one of the busy clients' long requests to end. */
-    int keep = p->running + p->reserve >= (unsigned)p->nthreads;
+    int keep = p->running + p->reserve >= p->size;
     rfsd_lane *best = NULL;
     for (rfsd_lane *l = p->first; l; l = l->next) {
         if (keep && l->running > 0)
@@ -119,6 +120,7 @@ int rfsd_pool_start(int nthreads, unsigned cap, rfsd_pool **out)
         return -1;
     }
     p->cap = cap ? cap : 1;
+    p->size = (unsigned)nthreads;
     p->reserve = nthreads >= 16 ? (unsigned)nthreads / 8 : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
