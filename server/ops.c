@@ -107,6 +107,9 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_PREAD: reply = r->u.pread.len; break;
     case RFS_OP_PREADV: reply = (size_t)r->u.iov.total; break;
     case RFS_OP_VIEW_READ: reply = r->u.view_read.len; break;
+    /* a page of a listing is up to 1024 entries of up to 281 bytes: counted in advance like a
+     * read, so the replies a client leaves unread stay within its budget */
+    case RFS_OP_LIST: reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME); break;
     default: break;
     }
     return (size_t)body_len + reply;
