@@ -4,12 +4,12 @@
 #include "session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
+#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -26,8 +26,10 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way. */
-static int recv_all(int fd, void *buf, size_t len)
+/* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
+ * (errno EAGAIN: nothing arrived for timeout_ms). The socket is nonblocking (the reply queue
+ * needs that), so waiting is a poll. */
+static int recv_all(int fd, void *buf, size_t len, int timeout_ms)
 {
     size_t got = 0;
     while (got < len) {
@@ -38,16 +40,25 @@ static int recv_all(int fd, void *buf, size_t len)
         }
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            int r = poll(&pf, 1, timeout_ms);
+            if (r > 0 || (r < 0 && errno == EINTR))
+                continue;
+            if (r == 0)
+                errno = EAGAIN;
+            return -1;
+        }
         return (n == 0 && got == 0) ? 0 : -1;
     }
     return 1;
 }
 
 /* recv_all on the connection's socket; what arrives renews the lease. A read that waits a
- * whole lease (SO_RCVTIMEO) fails: the session has expired. */
+ * whole lease fails: the session has expired. */
 static int conn_recv(rfsd_conn *c, void *buf, size_t len)
 {
-    int r = recv_all(c->fd, buf, len);
+    int r = recv_all(c->fd, buf, len, c->srv->cfg.lease_ms);
     if (r == 1)
         rfsd_session_heard(c);
     else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&c->fenced))
@@ -58,114 +69,72 @@ static int conn_recv(rfsd_conn *c, void *buf, size_t len)
 
 /* ---- replies ---- */
 
-static void send_broke(rfsd_conn *c, const char *why)
+/* A reply of the reader itself, copied with its payload. */
+typedef struct loose_out {
+    rfsd_out out;
+    uint8_t payload[];
+} loose_out;
+
+static void loose_done(rfsd_out *o, int sent)
 {
-    RFS_LOGI("%s: cannot send reply (%s); dropping the connection", c->peer, why);
-    c->wbroken = 1;
-    shutdown(c->fd, SHUT_RDWR);
+    (void)sent;
+    rfsd_conn *c = o->ctx;
+    free(o);
+    pthread_mutex_lock(&c->mu);
+    c->loose--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
 {
-    const void *tail = r->status == 0 ? r->data : NULL;
-    size_t tail_len = r->status == 0 ? r->data_len : 0;
-    rfs_rep lr;
-    if (r->status == 0 && r->op == RFS_OP_LIST && r->u.list.entries) {
-        /* send the entries straight from the caller's buffer, after the fixed fields */
-        lr = *r;
-        tail = lr.u.list.entries;
-        tail_len = lr.u.list.entries_len;
-        lr.u.list.entries = NULL;
-        r = &lr;
-    }
-    uint8_t buf[RFS_HDR_SIZE + 2 + RFS_MAX_MSG + 64];
-    size_t len;
-    int rc = rfs_rep_encode(r, buf, sizeof buf, &len);
-    if (rc) {
-        /* our own bug; tell the client something rather than leave the request hanging */
-        RFS_LOGE("%s: cannot encode %s reply: %s", c->peer, rfs_op_name(r->op), rfs_last_error());
-        static const char msg[] = "server could not encode its reply";
-        rfs_rep e = {.op = r->op, .id = r->id, .status = rfs_err_to_wire(RFS_E_IO)};
-        e.u.err.s = msg;
-        e.u.err.len = sizeof msg - 1;
-        if (rfs_rep_encode(&e, buf, sizeof buf, &len))
-            return;
-        tail = NULL;
-        tail_len = 0;
-    }
-    struct iovec iov[2] = {{buf, len}, {(void *)tail, tail_len}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = tail_len ? 2 : 1};
-    pthread_mutex_lock(&c->wmu);
-    while (!c->wbroken && mh.msg_iovlen > 0) {
-        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            send_broke(c, errno == EAGAIN ? "client stopped reading" : strerror(errno));
-            break;
-        }
-        size_t left = (size_t)n;
-        while (mh.msg_iovlen > 0 && left >= mh.msg_iov[0].iov_len) {
-            left -= mh.msg_iov[0].iov_len;
-            mh.msg_iov++;
-            mh.msg_iovlen--;
-        }
-        if (mh.msg_iovlen > 0) {
-            mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + left;
-            mh.msg_iov[0].iov_len -= left;
-        }
-    }
-    pthread_mutex_unlock(&c->wmu);
-}
-
-void rfsd_conn_send_file(rfsd_conn *c, const rfs_rep *r, int fd, uint64_t off)
-{
-    uint8_t buf[RFS_HDR_SIZE + 64];
-    size_t len;
-    if (rfs_rep_encode(r, buf, sizeof buf, &len)) {
-        RFS_LOGE("%s: cannot encode %s reply: %s", c->peer, rfs_op_name(r->op), rfs_last_error());
-        pthread_mutex_lock(&c->wmu);
-        send_broke(c, "reply encoding failed");
-        pthread_mutex_unlock(&c->wmu);
+    size_t n = r->status == 0 ? r->data_len : 0;
+    if (r->status == 0 && r->op == RFS_OP_LIST && r->u.list.entries)
+        n = r->u.list.entries_len;
+    loose_out *lo = malloc(sizeof *lo + (n ? n : 1));
+    if (!lo) {
+        /* the client would wait for this reply forever: end the connection instead */
+        RFS_LOGE("%s: out of memory for a reply; dropping the connection", c->peer);
+        shutdown(c->fd, SHUT_RDWR);
         return;
     }
-    pthread_mutex_lock(&c->wmu);
-    size_t sent = 0;
-    while (!c->wbroken && sent < len) {
-        ssize_t n = send(c->fd, buf + sent, len - sent, MSG_NOSIGNAL | MSG_MORE);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            send_broke(c, errno == EAGAIN ? "client stopped reading" : strerror(errno));
-            break;
-        }
-        sent += (size_t)n;
+    rfs_rep copy = *r;
+    if (n && r->op == RFS_OP_LIST && r->u.list.entries) {
+        memcpy(lo->payload, r->u.list.entries, n);
+        copy.u.list.entries = lo->payload;
+    } else if (n) {
+        memcpy(lo->payload, r->data, n);
+        copy.data = lo->payload;
     }
-    off_t pos = (off_t)off;
-    size_t left = r->data_len;
-    while (!c->wbroken && left > 0) {
-        ssize_t n = sendfile(c->fd, fd, &pos, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            send_broke(c, n == 0 ? "file shrank while being sent"
-                                 : errno == EAGAIN ? "client stopped reading" : strerror(errno));
-            break;
-        }
-        left -= (size_t)n;
-    }
-    pthread_mutex_unlock(&c->wmu);
+    rfsd_out_encode(&lo->out, &copy, -1, 0, c->peer);
+    lo->out.done = loose_done;
+    lo->out.ctx = c;
+    pthread_mutex_lock(&c->mu);
+    c->loose++;
+    pthread_mutex_unlock(&c->mu);
+    rfsd_replyq_submit(&c->rq, &lo->out);
+}
+
+void rfsd_error_rep(rfs_rep *r, uint16_t op, uint32_t id, int err, char *msg, size_t cap)
+{
+    const char *m = rfs_last_error();
+    if (!m || !*m)
+        m = rfs_strerror(err);
+    snprintf(msg, cap, "%s", m);
+    memset(r, 0, sizeof *r);
+    r->op = op;
+    r->id = id;
+    r->status = rfs_err_to_wire(err);
+    r->u.err.s = msg;
+    size_t n = strlen(msg);
+    r->u.err.len = (uint16_t)(n > RFS_MAX_MSG ? RFS_MAX_MSG : n);
 }
 
 void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err)
 {
-    const char *msg = rfs_last_error();
-    if (!msg || !*msg)
-        msg = rfs_strerror(err);
-    rfs_rep r = {.op = op, .id = id, .status = rfs_err_to_wire(err)};
-    r.u.err.s = msg;
-    size_t n = strlen(msg);
-    r.u.err.len = (uint16_t)(n > RFS_MAX_MSG ? RFS_MAX_MSG : n);
+    char msg[RFS_MAX_MSG + 1];
+    rfs_rep r;
+    rfsd_error_rep(&r, op, id, err, msg, sizeof msg);
     RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(op), id, rfs_strerror(err), msg);
     rfsd_conn_send(c, &r);
     rfs_clear_error();
@@ -178,6 +147,11 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
     if (c->nhandles >= RFSD_MAX_HANDLES)
         return rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection (limit %u)",
                         h->path, RFSD_MAX_HANDLES);
+    unsigned per_addr = c->srv->cfg.max_handles_per_addr;
+    if (c->addr && !rfsd_addr_open(c->addr, per_addr))
+        return rfs_fail(RFS_E_NOSPC, "%s: too many open files from this client's address %s "
+                        "(limit %u over all its connections, rfsd --max-handles-per-addr)",
+                        h->path, rfsd_addr_name(c->addr), per_addr);
     for (unsigned i = 0; i < RFSD_MAX_HANDLES; i++) {
         unsigned slot = (c->cursor + i) % RFSD_MAX_HANDLES;
         if (c->slots[slot])
@@ -193,6 +167,8 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
         h->refs++;
         return RFS_OK;
     }
+    if (c->addr)
+        rfsd_addr_close(c->addr);
     return rfs_fail(RFS_E_NOSPC, "%s: no free handle slot", h->path);
 }
 
@@ -209,6 +185,8 @@ void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
         c->slots[slot] = NULL;
         c->nhandles--;
         h->refs--;
+        if (c->addr)
+            rfsd_addr_close(c->addr);
     }
 }
 
@@ -283,8 +261,13 @@ static void end_on_handle(rfsd_handle *h, rfsd_job *j)
     }
 }
 
-static void job_finish(rfsd_job *j)
+/* The job's reply is out (or dropped with the connection): the request ends here, so its
+ * budget, its place in the handle's ordering and the bytes of a sendfile reply are held until
+ * the client has them (a later write to those bytes must not change a read reply in flight). */
+static void job_finish(rfsd_out *o, int sent)
 {
+    (void)sent;
+    rfsd_job *j = o->ctx;
     rfsd_conn *c = j->conn;
     rfsd_handle *h = j->h, *dead = NULL;
     pthread_mutex_lock(&c->mu);
@@ -301,7 +284,8 @@ static void job_finish(rfsd_job *j)
             if (!h->qhead)
                 h->qtail = NULL;
             start_on_handle(h, n);
-            rfsd_pool_submit(c->srv->pool, &n->work);
+            n->on_worker = 1;
+            rfsd_pool_submit(c->srv->pool, &c->lane, &n->work);
         }
         if (--h->refs == 0)
             dead = h;
@@ -310,6 +294,7 @@ static void job_finish(rfsd_job *j)
     pthread_mutex_unlock(&c->mu);
     if (dead)
         handle_free(dead);
+    free(j->rbuf);
     free(j->body);
     free(j);
 }
@@ -317,9 +302,20 @@ static void job_finish(rfsd_job *j)
 static void job_run(rfsd_work *w)
 {
     rfsd_job *j = (rfsd_job *)w;
+    rfsd_conn *c = j->conn;
     rfs_clear_error();
-    rfsd_execute(j);
-    job_finish(j);
+    /* A connection whose replies can no longer be sent (reset by the client, timed out, cut
+     * at shutdown) has nobody to tell the outcome: its queued requests are dropped unrun, as
+     * if they had been lost on the way, instead of keeping workers busy for nothing. */
+    if (j->stream || !rfsd_replyq_broken(&c->rq))
+        rfsd_execute(j);
+    j->out.done = job_finish;
+    j->out.ctx = j;
+    /* The worker is free once the reply is encoded: sending it never waits for the client
+     * (reply.h). The job is still in flight, so c outlives this call. */
+    if (j->on_worker)
+        rfsd_pool_done(c->srv->pool, &c->lane);
+    rfsd_replyq_submit(&c->rq, &j->out);
 }
 
 /* Hands a decoded request to the pool, or parks it behind its handle's ordering rule. st: a
@@ -391,18 +387,24 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     } else {
         if (h)
             start_on_handle(h, j);
-        rfsd_pool_submit(c->srv->pool, &j->work);
+        j->on_worker = 1;
+        rfsd_pool_submit(c->srv->pool, &c->lane, &j->work);
     }
     pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- the reader ---- */
 
+/* The reader reads the next frame only within the budget: requests in flight (their replies
+ * included: a request ends when its reply is out) and replies of its own not yet taken by the
+ * client. A client that stops reading thus stops being read, and its replies waiting in
+ * memory stay bounded by the budget (docs/security.md). */
 static void wait_for_budget(rfsd_conn *c)
 {
     pthread_mutex_lock(&c->mu);
-    while (c->inflight > 0 && (c->inflight >= RFSD_CONN_MAX_INFLIGHT ||
-                               c->inflight_bytes >= RFSD_CONN_MAX_INFLIGHT_BYTES))
+    while ((c->inflight > 0 && (c->inflight >= RFSD_CONN_MAX_INFLIGHT ||
+                                c->inflight_bytes >= RFSD_CONN_MAX_INFLIGHT_BYTES)) ||
+           c->loose >= RFSD_CONN_MAX_INFLIGHT)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
 }
@@ -662,9 +664,10 @@ static void conn_teardown(rfsd_conn *c)
     atomic_store(&c->closing, 1);
     rfsd_fileid_wake_all();  /* a LOCK of ours waiting for someone else gives up now */
     pthread_mutex_lock(&c->mu);
-    while (c->inflight > 0)
+    while (c->inflight > 0 || c->loose > 0)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
+    rfsd_replyq_stop(&c->rq);  /* every reply is out or dropped: the writer has nothing left */
     /* No job is left: close what the client left open. Each slot is emptied under the mutex
      * before its handle is freed, because an OPEN elsewhere may be looking through this
      * table for silent writers of its file (session.c). */
@@ -677,6 +680,8 @@ static void conn_teardown(rfsd_conn *c)
         if (!h)
             continue;
         left++;
+        if (c->addr)
+            rfsd_addr_close(c->addr);
         rfsd_handle_release(h);
         handle_free(h);
     }
@@ -694,8 +699,9 @@ static void conn_teardown(rfsd_conn *c)
     RFS_LOGD("%s: disconnected", c->peer);
     close(c->fd);
     c->fd = -1;
+    if (c->addr)
+        rfsd_addr_disconnect(c->addr);
     pthread_mutex_destroy(&c->mu);
-    pthread_mutex_destroy(&c->wmu);
     pthread_cond_destroy(&c->cv);
     /* The acceptor joins this thread and frees c (rfsd_conn_reap): joining guarantees the
      * thread's own exit work (library thread-local state) is done before the process exits. */
@@ -734,27 +740,25 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
+int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
 {
     rfsd_conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
+        if (addr)
+            rfsd_addr_disconnect(addr);
         return RFS_E_NOMEM;
     }
     c->srv = srv;
     c->fd = fd;
+    c->addr = addr;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_mutex_init(&c->wmu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    /* a client that stops reading its replies must not pin a worker forever */
-    struct timeval tv = {.tv_sec = RFSD_SEND_TIMEOUT_S};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    /* The lease: a connection silent this long is ended (clients ping well within it). */
-    struct timeval lease = {.tv_sec = srv->cfg.lease_ms / 1000,
-                            .tv_usec = (srv->cfg.lease_ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &lease, sizeof lease);
+    /* Nonblocking: replies are sent as far as the socket takes them and the rest is queued, so
+     * no thread but the connection's own writer ever waits for this client (reply.h). */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     /* Keepalive finds a peer that vanished while the reader is not waiting in recv (its
      * requests still running): dead connections release their handles and locks. */
     int one = 1, idle = 30, intvl = 10, cnt = 3;
@@ -763,6 +767,16 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     rfsd_session_heard(c);
+    if (rfsd_replyq_start(&c->rq, fd, c->peer, srv->cfg.send_timeout_ms)) {
+        RFS_LOGE("%s: cannot start a writer thread", peer);
+        close(fd);
+        if (addr)
+            rfsd_addr_disconnect(addr);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return RFS_E_NOMEM;
+    }
 
     pthread_mutex_lock(&srv->mu);
     c->next = srv->conns;
@@ -782,9 +796,11 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer)
         srv->nconns--;
         pthread_mutex_unlock(&srv->mu);
         RFS_LOGE("%s: cannot start a reader thread: %s", peer, strerror(e));
+        rfsd_replyq_stop(&c->rq);
         close(fd);
+        if (addr)
+            rfsd_addr_disconnect(addr);
         pthread_mutex_destroy(&c->mu);
-        pthread_mutex_destroy(&c->wmu);
         pthread_cond_destroy(&c->cv);
         free(c);
         return RFS_E_NOMEM;

@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 #include "fileid.h"
+#include "peraddr.h"
 #include "pool.h"
 #include "proto/proto.h"
+#include "reply.h"
 #include "server.h"
 #include "view.h"
 
@@ -47,6 +49,9 @@ typedef struct rfsd_stream {
 
 struct rfsd_job {
     rfsd_work work;               /* first: the pool hands back this pointer */
+    rfsd_out out;                 /* its reply; the job ends when the reply is out (reply.h) */
+    uint8_t *rbuf;                /* reply payload the job owns, freed when it ends */
+    int on_worker;                /* run by a pool worker (not inline by the reader) */
     rfsd_stream *stream;          /* PWRITE data still in the socket (req.data is NULL), or NULL */
     rfsd_conn *conn;
     rfsd_handle *h;               /* NULL for ops without a file handle */
@@ -68,12 +73,14 @@ struct rfsd_conn {
     struct rfsd_conn *next, *prev;     /* server list (srv->mu) */
 
     pthread_mutex_t mu;                /* in-flight counters, handle table, ordering */
-    pthread_cond_t cv;                 /* signalled when a job finishes */
-    unsigned inflight;
+    pthread_cond_t cv;                 /* signalled when a job finishes or a reply goes out */
+    unsigned inflight;                 /* requests read whose reply is not out yet */
     size_t inflight_bytes;
+    unsigned loose;                    /* replies of the reader itself (HELLO, errors) not out */
 
-    pthread_mutex_t wmu;               /* one reply frame at a time on the socket */
-    int wbroken;
+    rfsd_replyq rq;                    /* replies waiting for the client to read (reply.h) */
+    rfsd_lane lane;                    /* requests waiting for a worker (pool.h) */
+    rfsd_addr *addr;                   /* the peer's address: per-address limits (peraddr.h) */
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
     atomic_int fenced;                 /* superseded by a new session: apply nothing more */
@@ -91,8 +98,9 @@ struct rfsd_conn {
     unsigned cursor, nhandles;
 };
 
-/* Accepted socket: registers the connection and starts its reader thread. Takes fd. */
-int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer);
+/* Accepted socket: registers the connection and starts its reader and writer threads. Takes
+ * fd and the connection's count in addr (rfsd_addr_connect; NULL: not counted). */
+int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr);
 /* Joins the reader threads of ended connections and frees them (acceptor thread). */
 void rfsd_conn_reap(rfsd_server *srv);
 /* Stops reading new requests (SIGTERM); in-flight ones are still answered. Call under srv->mu. */
@@ -101,16 +109,14 @@ void rfsd_conn_stop_reading(rfsd_conn *c);
  * what it has in flight finishes (session.c waits for that). Call under srv->mu. */
 void rfsd_conn_fence(rfsd_conn *c);
 
-/* Sends one reply frame: r's header and fixed fields, then its trailing payload. A failure
- * marks the connection broken and shuts it down. */
+/* Replies of the reader thread itself (HELLO, AUTH, SESSION, refused frames): r is copied,
+ * payload included, and queued (reply.h). The reader stops reading while 64 of these are
+ * waiting for the client. */
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r);
-/* Sends r (a data reply whose r->data_len payload bytes are not in memory) followed by those
- * bytes read from fd at off by the kernel (sendfile): no copy through a user buffer. If the
- * file yields fewer bytes than promised (truncated meanwhile, read error) the frame cannot be
- * completed, so the connection is dropped like any failed send. */
-void rfsd_conn_send_file(rfsd_conn *c, const rfs_rep *r, int fd, uint64_t off);
 /* Error reply carrying rfs_last_error() of the calling thread (or rfs_strerror). */
 void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err);
+/* Fills r as an error reply to op/id carrying rfs_last_error() (msg: storage for it). */
+void rfsd_error_rep(rfs_rep *r, uint16_t op, uint32_t id, int err, char *msg, size_t cap);
 
 /* Handle table (caller holds c->mu). */
 int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h);   /* assigns h->id; RFS_E_NOSPC when full */
@@ -119,7 +125,8 @@ void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h);
 /* Releases a handle's file, locks and views (no lock needed: no job uses it any more). */
 void rfsd_handle_release(rfsd_handle *h);
 
-/* ops.c: executes a request on a worker thread and sends its reply. */
+/* ops.c: executes a request and encodes its reply into j->out (payload owned by the job:
+ * j->rbuf, its request body, or its file by sendfile). */
 void rfsd_execute(rfsd_job *j);
 /* Bytes a request may put in flight (request body + expected reply data). */
 size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len);

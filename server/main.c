@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "fdlimit.h"
 #include "fileid.h"
+#include "peraddr.h"
 #include "pool.h"
 #include "server.h"
 #include "session.h"
@@ -141,8 +142,21 @@ static void accept_loop(rfsd_server *srv, int lfd)
             rfsd_busy_reply(fd, why);
             continue;
         }
+        unsigned from_addr;
+        rfsd_addr *a = rfsd_addr_connect(peer, srv->cfg.max_conns_per_addr, &from_addr);
+        if (!a) {
+            /* one client must not take the whole connection table from the others */
+            char addr[64], why[200];
+            rfsd_addr_of(peer, addr, sizeof addr);
+            RFS_LOGW("%s: refused: %u connections from %s (limit %u, rfsd --max-conns-per-addr)",
+                     peer, from_addr, addr, srv->cfg.max_conns_per_addr);
+            snprintf(why, sizeof why, "%u connections from %s (limit %u per address, rfsd "
+                     "--max-conns-per-addr)", from_addr, addr, srv->cfg.max_conns_per_addr);
+            rfsd_busy_reply(fd, why);
+            continue;
+        }
         RFS_LOGD("%s: connected", peer);
-        rfsd_conn_start(srv, fd, peer);
+        rfsd_conn_start(srv, fd, peer, a);
     }
 }
 
@@ -249,7 +263,7 @@ int main(int argc, char **argv)
     int lfd;
     if (rfsd_listen(srv.cfg.listen, addr, sizeof addr, &lfd))
         return 2;
-    if (rfsd_pool_start(srv.cfg.threads, &srv.pool)) {
+    if (rfsd_pool_start(srv.cfg.threads, srv.cfg.conn_workers, &srv.pool)) {
         fprintf(stderr, "rfsd: cannot start %d worker threads\n", srv.cfg.threads);
         return 2;
     }
@@ -258,8 +272,9 @@ int main(int argc, char **argv)
     rfsd_views_set_cancel(&stop_flag);
     rfsd_authlimit_init(srv.cfg.auth_backoff_ms);
 
-    RFS_LOGI("serving %s with %d worker threads, max frame %u bytes, %lu descriptors, %s",
-             srv.cfg.root, srv.cfg.threads, srv.cfg.max_frame, nofile,
+    RFS_LOGI("serving %s with %d worker threads (at most %u per connection), max frame %u "
+             "bytes, %lu descriptors, %s", srv.cfg.root, srv.cfg.threads, srv.cfg.conn_workers,
+             srv.cfg.max_frame, nofile,
              srv.cfg.no_auth ? "no authentication" : "token authentication");
     printf("rfsd listening on %s\n", addr);
     fflush(stdout);

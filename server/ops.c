@@ -108,6 +108,9 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_PREADV: reply = (size_t)r->u.iov.total; break;
     case RFS_OP_VIEW_READ: reply = r->u.view_read.len; break;
     case RFS_OP_READ_FILE: reply = r->u.read_file.max; break;
+    /* a page of a listing is up to 1024 entries of up to 281 bytes: counted in advance like a
+     * read, so the replies a client leaves unread stay within its budget */
+    case RFS_OP_LIST: reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME); break;
     default: break;
     }
     return (size_t)body_len + reply;
@@ -534,11 +537,16 @@ void rfsd_execute(rfsd_job *j)
     } else {
         rc = do_path_op(c, q, &rep, &buf);
     }
-    if (rc)
-        rfsd_conn_send_error(c, q->op, q->id, rc);
-    else if (tail.fd >= 0 && rep.data_len > 0)
-        rfsd_conn_send_file(c, &rep, tail.fd, tail.off);
-    else
-        rfsd_conn_send(c, &rep);
-    free(buf);
+    /* buf (and the request body, for PING) stay with the job until the reply is out */
+    j->rbuf = buf;
+    if (rc) {
+        char msg[RFS_MAX_MSG + 1];
+        rfsd_error_rep(&rep, q->op, q->id, rc, msg, sizeof msg);
+        RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(q->op), q->id, rfs_strerror(rc),
+                 msg);
+        rfsd_out_encode(&j->out, &rep, -1, 0, c->peer);  /* the message is copied into it */
+        rfs_clear_error();
+    } else {
+        rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);
+    }
 }

@@ -12,6 +12,7 @@
 #include "transport/transport.h"
 #include "authlimit.h"
 #include "fileid.h"
+#include "peraddr.h"
 #include "server.h"
 
 static void usage(FILE *out)
@@ -21,7 +22,8 @@ static void usage(FILE *out)
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
         "            [--tcp-congestion NAME] [--lease-ms MS] [--allow-setid] [--reserve-bytes N]\n"
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
-        "            [--auth-backoff-ms N]\n"
+        "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
+        "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -46,6 +48,16 @@ static void usage(FILE *out)
         "  --max-view-bytes N  memory for decoded file views per connection (default %llu)\n"
         "  --auth-backoff-ms N after %u failed AUTHs the client's address waits N ms before it\n"
         "                      may try again, doubling per failure up to %u ms (default %u)\n"
+        "  --conn-workers N    workers one connection may hold at once; its other requests\n"
+        "                      wait for a turn without holding up other clients (default:\n"
+        "                      a quarter of --threads, at least 2)\n"
+        "  --send-timeout-ms MS\n"
+        "                      a client that takes none of its replies for this long is\n"
+        "                      disconnected (default %d)\n"
+        "  --max-conns-per-addr N\n"
+        "                      connections from one client address (default %u, 1..%u)\n"
+        "  --max-handles-per-addr N\n"
+        "                      open files of all connections from one address (default %u)\n"
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
         "                      locks and late frames dropped (default %d; clients ping at a\n"
         "                      quarter of it; docs/reliability.md)\n"
@@ -60,7 +72,8 @@ static void usage(FILE *out)
         RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
         RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
         (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,
-        RFSD_AUTH_BACKOFF_MS, RFSD_DEFAULT_LEASE_MS);
+        RFSD_AUTH_BACKOFF_MS, RFSD_SEND_TIMEOUT_MS, RFSD_DEFAULT_CONNS_PER_ADDR, RFSD_MAX_CONNS,
+        RFSD_DEFAULT_HANDLES_PER_ADDR, RFSD_DEFAULT_LEASE_MS);
 }
 
 static int parse_ulong(const char *s, unsigned long long lo, unsigned long long hi,
@@ -80,7 +93,8 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
-           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_VERSION };
+           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
+           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -99,6 +113,10 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"max-locks", required_argument, 0, O_LOCKS},
         {"max-view-bytes", required_argument, 0, O_VIEWB},
         {"auth-backoff-ms", required_argument, 0, O_BACKOFF},
+        {"conn-workers", required_argument, 0, O_CWORKERS},
+        {"send-timeout-ms", required_argument, 0, O_SENDTO},
+        {"max-conns-per-addr", required_argument, 0, O_ADDRCONNS},
+        {"max-handles-per-addr", required_argument, 0, O_ADDRHANDLES},
         {0, 0, 0, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -110,11 +128,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->max_locks = RFSD_DEFAULT_LOCKS_PER_CONN;
     cfg->max_view_bytes = RFSD_DEFAULT_VIEW_BYTES;
     cfg->auth_backoff_ms = RFSD_AUTH_BACKOFF_MS;
+    cfg->send_timeout_ms = RFSD_SEND_TIMEOUT_MS;
+    cfg->max_conns_per_addr = RFSD_DEFAULT_CONNS_PER_ADDR;
+    cfg->max_handles_per_addr = RFSD_DEFAULT_HANDLES_PER_ADDR;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Workers block in the reply's send until a slow or distant client has taken it (a 4 MiB
-     * read reply is 35 ms on a 1 Gbit/s link), so far more workers than CPUs are needed to
-     * keep several connections busy: with 2 workers, a 4-stream read over 1 Gbit/s and 50 ms
-     * moved 29-37 MB/s, with 16 workers 53-56 MB/s. */
+    /* Measured when workers still blocked in the reply's send until a distant client had
+     * taken it: with 2 workers, a 4-stream read over 1 Gbit/s and 50 ms moved 29-37 MB/s, with
+     * 16 workers 53-56 MB/s. Replies are now queued (reply.h), but workers still wait for the
+     * disk, fsync and lock waits, so the pool stays larger than the CPUs. */
     long want = 4 * ncpu;
     cfg->threads = want < 16 ? 16 : (want > 256 ? 256 : (int)want);
 
@@ -206,6 +227,37 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             }
             cfg->auth_backoff_ms = (unsigned)v;
             break;
+        case O_CWORKERS:
+            if (parse_ulong(optarg, 1, 1024, &v)) {
+                fprintf(stderr, "rfsd: --conn-workers: expected 1..1024, got '%s'\n", optarg);
+                return -1;
+            }
+            cfg->conn_workers = (unsigned)v;
+            break;
+        case O_SENDTO:
+            if (parse_ulong(optarg, 100, 3600000, &v)) {
+                fprintf(stderr, "rfsd: --send-timeout-ms: expected 100..3600000 ms, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->send_timeout_ms = (int)v;
+            break;
+        case O_ADDRCONNS:
+            if (parse_ulong(optarg, 1, RFSD_MAX_CONNS, &v)) {
+                fprintf(stderr, "rfsd: --max-conns-per-addr: expected 1..%u, got '%s'\n",
+                        RFSD_MAX_CONNS, optarg);
+                return -1;
+            }
+            cfg->max_conns_per_addr = (unsigned)v;
+            break;
+        case O_ADDRHANDLES:
+            if (parse_ulong(optarg, 1, 1u << 30, &v)) {
+                fprintf(stderr, "rfsd: --max-handles-per-addr: expected 1..%u, got '%s'\n",
+                        1u << 30, optarg);
+                return -1;
+            }
+            cfg->max_handles_per_addr = (unsigned)v;
+            break;
         case O_HELP: usage(stdout); return 1;
         case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
         default:
@@ -233,5 +285,10 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     }
     if (cfg->threads < 2)
         cfg->threads = 2;  /* one worker may wait on a lock; another must stay free */
+    if (!cfg->conn_workers) {
+        /* a share that leaves room for three other busy clients at any time */
+        unsigned share = (unsigned)cfg->threads / 4;
+        cfg->conn_workers = share < 2 ? 2 : share;
+    }
     return 0;
 }

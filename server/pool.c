@@ -1,3 +1,5 @@
+/* Worker pool with per-connection lanes (pool.h). One mutex guards the lanes and the list; the
+ * list holds exactly the lanes with work ready and fewer than cap running. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -8,34 +10,106 @@
 struct rfsd_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    rfsd_work *head, *tail;
+    rfsd_lane *first, *last;      /* lanes a worker may take from, in round-robin order */
+    unsigned queued;              /* items in all lanes */
+    unsigned running;             /* items of all lanes running */
+    unsigned cap;
+    unsigned reserve;             /* workers only a lane with nothing running may take */
+    unsigned size;                /* threads asked for (nthreads grows while they start) */
     int stopping;
     int nthreads;
     pthread_t *threads;
 };
 
+static void unlist(rfsd_pool *p, rfsd_lane *l)
+{
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        p->first = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    else
+        p->last = l->prev;
+    l->next = l->prev = NULL;
+    l->listed = 0;
+}
+
+static void list_last(rfsd_pool *p, rfsd_lane *l)
+{
+    l->prev = p->last;
+    l->next = NULL;
+    if (p->last)
+        p->last->next = l;
+    else
+        p->first = l;
+    p->last = l;
+    l->listed = 1;
+}
+
+/* Lists or unlists l after its queue or running count changed (caller holds mu). */
+static void relist(rfsd_pool *p, rfsd_lane *l)
+{
+    int want = l->head && l->running < p->cap;
+    if (want && !l->listed)
+        list_last(p, l);
+    else if (!want && l->listed)
+        unlist(p, l);
+}
+
+/* The lane to serve next: fewest running, earliest in the list (caller holds mu). A lane with
+ * nothing running is served before any lane already holding workers, which is what lets a
+ * client that sends one request at a time through while others pipeline hundreds. */
+static rfsd_lane *pick(rfsd_pool *p)
+{
+    /* The last `reserve` free workers are kept for lanes with nothing running: a newcomer
+     * (an honest client's OPEN or SYNC) then finds a worker at once instead of waiting for
+     * one of the busy clients' long requests to end. */
+    int keep = p->running + p->reserve >= p->size;
+    rfsd_lane *best = NULL;
+    for (rfsd_lane *l = p->first; l; l = l->next) {
+        if (keep && l->running > 0)
+            continue;
+        if (!best || l->running < best->running)
+            best = l;
+        if (best->running == 0)
+            break;
+    }
+    return best;
+}
+
 static void *worker_main(void *arg)
 {
     rfsd_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->head && !p->stopping)
+        rfsd_lane *l = pick(p);
+        if (!l) {
+            if (p->stopping && p->queued == 0)
+                break;
             pthread_cond_wait(&p->cv, &p->mu);
-        rfsd_work *w = p->head;
-        if (!w) {  /* stopping and drained */
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
+            continue;
         }
-        p->head = w->next;
-        if (!p->head)
-            p->tail = NULL;
+        rfsd_work *w = l->head;
+        l->head = w->next;
+        if (!l->head)
+            l->tail = NULL;
+        l->running++;
+        p->running++;
+        p->queued--;
+        /* round robin: served lanes go to the back */
+        unlist(p, l);
+        relist(p, l);
         pthread_mutex_unlock(&p->mu);
         w->next = NULL;
         w->run(w);
+        pthread_mutex_lock(&p->mu);
     }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
 }
 
-int rfsd_pool_start(int nthreads, rfsd_pool **out)
+int rfsd_pool_start(int nthreads, unsigned cap, rfsd_pool **out)
 {
     rfsd_pool *p = calloc(1, sizeof *p);
     if (!p)
@@ -45,6 +119,9 @@ int rfsd_pool_start(int nthreads, rfsd_pool **out)
         free(p);
         return -1;
     }
+    p->cap = cap ? cap : 1;
+    p->size = (unsigned)nthreads;
+    p->reserve = nthreads >= 16 ? (unsigned)nthreads / 8 : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (int i = 0; i < nthreads; i++) {
@@ -60,20 +137,35 @@ int rfsd_pool_start(int nthreads, rfsd_pool **out)
     return 0;
 }
 
-void rfsd_pool_submit(rfsd_pool *p, rfsd_work *w)
+void rfsd_pool_submit(rfsd_pool *p, rfsd_lane *l, rfsd_work *w)
 {
     w->next = NULL;
     pthread_mutex_lock(&p->mu);
-    if (p->tail)
-        p->tail->next = w;
+    if (l->tail)
+        l->tail->next = w;
     else
-        p->head = w;
-    p->tail = w;
-    pthread_cond_signal(&p->cv);
+        l->head = w;
+    l->tail = w;
+    p->queued++;
+    relist(p, l);
+    if (l->listed)
+        pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void rfsd_pool_done(rfsd_pool *p, rfsd_lane *l)
+{
+    pthread_mutex_lock(&p->mu);
+    l->running--;
+    p->running--;
+    relist(p, l);
+    if (p->first)
+        pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
 int rfsd_pool_threads(const rfsd_pool *p) { return p->nthreads; }
+unsigned rfsd_pool_cap(const rfsd_pool *p) { return p->cap; }
 
 void rfsd_pool_stop(rfsd_pool *p)
 {

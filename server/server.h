@@ -20,7 +20,8 @@
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
 #define RFSD_TRIM_THRESHOLD (256 << 20) /* glibc M_TRIM_THRESHOLD: keep frame buffers (main.c) */
-#define RFSD_SEND_TIMEOUT_S 60          /* a client that stops reading replies is dropped */
+#define RFSD_SEND_TIMEOUT_MS 60000      /* a client that reads no reply this long is dropped
+                                           (--send-timeout-ms) */
 #define RFSD_DEFAULT_LEASE_MS 60000     /* --lease-ms */
 #define RFSD_SHUTDOWN_MS 10000          /* SIGTERM: requests in flight get this long */
 
@@ -40,6 +41,10 @@ typedef struct rfsd_config {
     unsigned max_locks;                 /* byte-range locks held per connection */
     uint64_t max_view_bytes;            /* decoded file views per connection */
     unsigned auth_backoff_ms;           /* delay after a failed AUTH, doubling per failure */
+    unsigned conn_workers;              /* workers one connection may hold at once */
+    int send_timeout_ms;                /* replies not taken for this long: connection dropped */
+    unsigned max_conns_per_addr;        /* connections from one client address */
+    unsigned max_handles_per_addr;      /* open files of all connections from one address */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -4,18 +4,21 @@ Each test runs one attack with a raw protocol client (rfswire.py: well-formed fr
 token) against a real rfsd and checks that the server answers the attacker with the documented
 error, and that an honest client (the real `rfs` binary) is served within a bound meanwhile.
 No test sleeps to wait for something: bounds are timeouts on conditions."""
+import fcntl
 import os
 import resource
 import signal
 import struct
 import subprocess
+import termios
 import time
 
 import pytest
 
 from conftest import binary
-from rfswire import (E, O_CREAT, O_RDWR, Conn, RfsError, b_hello, b_lock, b_mkdir, b_open,
-                     b_path, b_set_view, b_size, b_view_read, b_view_write, session)
+from rfswire import (E, O_CREAT, O_RDWR, OP, Conn, RfsError, b_fh, b_hello, b_lock, b_mkdir,
+                     b_open, b_path, b_pread, b_pwrite, b_set_view, b_size, b_view_read,
+                     b_view_write, frame, session)
 
 HONEST_BOUND_S = 20  # an honest put/get must finish within this while attackers run
 
@@ -373,3 +376,177 @@ def test_out_of_descriptors_busy_not_hang(rfsd_factory, tmp_path):
     for c in attackers:
         c.close()
     honest_roundtrip(srv, tmp_path)
+
+
+# ---- item 2: fair scheduling; item 3: per-address limits ----
+
+HONEST_OP_S = 5  # one honest request, or a short sequence, while an attack runs
+
+
+def unread_bytes(c):
+    """Bytes waiting in c's receive buffer (the replies it has not read)."""
+    buf = fcntl.ioctl(c.sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    return struct.unpack("i", buf)[0]
+
+
+def honest_raw_ops(srv, n=50, bound=HONEST_OP_S):
+    """A raw client opens a file and does n small PWRITE + PREAD round trips, then SYNC and
+    CLOSE (which always go to a worker); each step must be answered within bound seconds.
+    Returns the slowest step's time."""
+    worst = 0.0
+    with session(srv, timeout=60) as c:
+        t = time.monotonic()
+        fh = open_file(c, "/honest_raw")
+        worst = max(worst, time.monotonic() - t)
+        for i in range(n):
+            data = os.urandom(512)
+            t = time.monotonic()
+            assert c.call("PWRITE", b_pwrite(fh, 4096 * i, data)).u64() == len(data)
+            assert c.call("PREAD", b_pread(fh, 4096 * i, len(data))).check().body == data
+            worst = max(worst, time.monotonic() - t)
+        for op in ("SYNC", "CLOSE"):
+            t = time.monotonic()
+            c.call(op, b_fh(fh)).check()
+            worst = max(worst, time.monotonic() - t)
+    assert worst < bound, f"an honest request took {worst:.1f} s while the attack ran"
+    return worst
+
+
+def nonreading_attackers(srv, n, preads=256, size=4 << 20):
+    """n connections, each pipelining `preads` PREADs of `size` bytes of one file and never
+    reading a reply (issue #21: it made an honest put/get wait > 60 s). Returns them once the
+    server has answered so much that every one has replies stuck in its socket."""
+    with open(srv.root / "big.bin", "wb") as f:
+        f.truncate(size)
+    conns = []
+    for _ in range(n):
+        c = Conn.to(srv, timeout=60)
+        c.handshake(srv.token, max_frame=size + 4096)  # as librfs asks: 4 MiB + 4 KiB
+        fh = c.open("/big.bin", O_RDWR)
+        c.send_raw(b"".join(frame(OP["PREAD"], 1000 + i, b_pread(fh, 0, size))
+                            for i in range(preads)))
+        conns.append(c)
+    for c in conns:  # the attack is on: replies are piling up unread
+        assert wait_for(lambda: unread_bytes(c) > 32 << 10, timeout=30)
+    return conns
+
+
+def test_nonreading_pipelined_preads_do_not_starve_others(rfsd, tmp_path):
+    """Clients that pipeline 256 PREADs of 4 MiB and never read (enough to hold every worker in
+    its send before, for 60 s) hold up only themselves: an honest raw client's small round
+    trips and an honest `rfs put`/`rfs get` are served within a few seconds meanwhile."""
+    attackers = nonreading_attackers(rfsd, 4)
+    honest_raw_ops(rfsd)
+    took = honest_roundtrip(rfsd, tmp_path)
+    assert took < 2 * HONEST_OP_S, took
+    for c in attackers:
+        c.close()
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_nonreading_client_dropped_after_send_timeout(rfsd_factory, tmp_path):
+    """A client that takes none of its replies for --send-timeout-ms is disconnected (its
+    descriptor closed, the log names the option) and the server goes on serving."""
+    srv = rfsd_factory(extra=["--send-timeout-ms", "1000"])
+    idle = fd_count(srv.proc.pid)
+    attackers = nonreading_attackers(srv, 2, preads=64)
+    assert fd_count(srv.proc.pid) >= idle + 2
+    assert wait_for(lambda: fd_count(srv.proc.pid) <= idle, timeout=30), \
+        (idle, fd_count(srv.proc.pid))
+    for c in attackers:  # what was sent before the cut is there, then the end of the stream
+        c.sock.settimeout(10)
+        while c.sock.recv(1 << 20):
+            pass
+        c.close()
+    honest_roundtrip(srv, tmp_path)
+    assert srv.stop() == 0
+    log = srv.proc.stderr.read()
+    assert log.count("read none of its replies for 1000 ms") == 2, log[-3000:]
+    assert "--send-timeout-ms" in log
+
+
+def test_expensive_request_flood_on_many_connections(rfsd, tmp_path):
+    """24 connections each pipeline 64 VIEW_READs of 64 KiB through a view of 1-byte runs (a
+    pread per byte: tens of ms of a worker each; together far more work than the pool does in
+    the bound) and never read. Before, the pool's one FIFO put an honest request behind all of
+    them; now each connection holds at most its share of the workers and a free worker serves
+    the connection with the fewest running first, so an honest client's requests (OPEN, SYNC
+    and CLOSE need a worker) are served within the bound while the flood is still queued."""
+    frag = dt(dt_vector(HVECTOR, 1 << 16, 1, 2, dt_byte()))  # 64 Ki one-byte runs
+    with open(rfsd.root / "flood.bin", "wb") as f:
+        f.truncate(1 << 20)
+    conns = []
+    for i in range(24):
+        c = session(rfsd, timeout=60)
+        fh = c.open("/flood.bin", O_RDWR)
+        c.call("SET_VIEW", b_set_view(fh, 0, 0, frag)).check()
+        c.send_raw(b"".join(frame(OP["VIEW_READ"], 1000 + k, b_view_read(fh, 0, 0, 1 << 16))
+                            for k in range(64)))
+        conns.append(c)
+    honest_raw_ops(rfsd, n=20)
+    honest_roundtrip(rfsd, tmp_path)
+    # the flood was still running: not every attacker has all its 64 replies
+    assert any(unread_bytes(c) < 64 * (24 + (1 << 16)) for c in conns)
+    for c in conns:
+        c.close()
+
+
+def test_connections_per_address(rfsd_factory, tmp_path):
+    """An address with --max-conns-per-addr connections gets BUSY naming the limit at HELLO;
+    other addresses connect; a connection ending makes room again."""
+    srv = rfsd_factory(extra=["--max-conns-per-addr", "4"])
+    held = [session(srv, source="127.0.0.2") for _ in range(4)]
+    extra = session_raw(srv, "127.0.0.2")
+    rep = extra.call("HELLO", b_hello())
+    assert rep.status == E["BUSY"], rep.status
+    msg = rep.error().msg
+    assert "127.0.0.2" in msg and "limit 4" in msg and "--max-conns-per-addr" in msg, msg
+    extra.close()
+    with session(srv) as ok:  # 127.0.0.1
+        assert ok.call("PING", b"x").check().body == b"x"
+    honest_roundtrip(srv, tmp_path)
+    held.pop().close()
+
+    def reconnects():
+        c = session_raw(srv, "127.0.0.2")
+        try:
+            rep = c.call("HELLO", b_hello())
+            if rep.status == 0:
+                held.append(c)
+                return True
+            c.close()
+            return False
+        except (EOFError, OSError):
+            c.close()
+            return False
+    assert wait_for(reconnects)
+    for c in held:
+        c.close()
+
+
+def test_open_files_per_address(rfsd_factory, tmp_path):
+    """--max-handles-per-addr counts the open files of all connections from one address: the
+    one over it gets NOSPC naming the limit, another address still opens, and closing files
+    (or a connection ending) makes room."""
+    srv = rfsd_factory(extra=["--max-handles-per-addr", "10", "--max-handles", "8"])
+    a = session(srv, source="127.0.0.2")
+    b = session(srv, source="127.0.0.2")
+    fa = [a.open(f"/a{i}", O_RDWR | O_CREAT) for i in range(8)]
+    rep = a.call("OPEN", b_open("/a8", O_RDWR | O_CREAT))  # per connection first
+    assert rep.status == E["NOSPC"] and "--max-handles)" in rep.error().msg, rep.error()
+    fb = [b.open(f"/b{i}", O_RDWR | O_CREAT) for i in range(2)]
+    rep = b.call("OPEN", b_open("/b2", O_RDWR | O_CREAT))
+    assert rep.status == E["NOSPC"], rep.status
+    msg = rep.error().msg
+    assert "127.0.0.2" in msg and "limit 10" in msg and "--max-handles-per-addr" in msg, msg
+    with session(srv) as other:  # 127.0.0.1 has its own count
+        other.close_fh(other.open("/o", O_RDWR | O_CREAT))
+    honest_roundtrip(srv, tmp_path)
+    a.close_fh(fa.pop())
+    fb.append(b.open("/b2", O_RDWR | O_CREAT))
+    a.close()  # its 7 files close with it
+    assert wait_for(lambda: b.call("OPEN", b_open("/b3", O_RDWR | O_CREAT)).status == 0)
+    b.close()
