@@ -18,6 +18,7 @@
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "metrics.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
@@ -806,6 +807,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
         return RFS_E_NOMEM;
     }
     pthread_mutex_unlock(&srv->mu);
+    rfsd_metrics_connection();
     return RFS_OK;
 }
 

@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "fdlimit.h"
 #include "fileid.h"
+#include "metrics.h"
 #include "peraddr.h"
 #include "pool.h"
 #include "server.h"
@@ -276,6 +277,8 @@ int main(int argc, char **argv)
              "bytes, %lu descriptors, %s", srv.cfg.root, srv.cfg.threads, srv.cfg.conn_workers,
              srv.cfg.max_frame, nofile,
              srv.cfg.no_auth ? "no authentication" : "token authentication");
+    if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
+        RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
     printf("rfsd listening on %s\n", addr);
     fflush(stdout);
 
@@ -286,6 +289,7 @@ int main(int argc, char **argv)
     rfsd_conn_reap(&srv);
     rfsd_fileid_wake_all();
     rfsd_pool_stop(srv.pool);
+    rfsd_metrics_stop();
     close(srv.root_fd);
     memset(srv.secret, 0, sizeof srv.secret);
     RFS_LOGI("stopped");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "metrics.h"
 #include "session.h"
 #include "fdlimit.h"
 #include "guard.h"
@@ -516,8 +518,16 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void rfsd_execute(rfsd_job *j)
 {
+    int64_t t0 = mono_ns();
     rfsd_conn *c = j->conn;
     const rfs_req *q = &j->req;
     rfs_rep rep;
@@ -549,4 +559,5 @@ void rfsd_execute(rfsd_job *j)
     } else {
         rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);
     }
+    rfsd_metrics_request(q->op, rc, q->data_len, rc ? 0 : rep.data_len, mono_ns() - t0);
 }

@@ -61,6 +61,9 @@ static void usage(FILE *out)
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
         "                      locks and late frames dropped (default %d; clients ping at a\n"
         "                      quarter of it; docs/reliability.md)\n"
+        "  --metrics-file FILE write counters (requests and errors by op, bytes, connections,\n"
+        "                      latency) in Prometheus text format to FILE, every\n"
+        "  --metrics-interval-ms MS (default 10000) and at exit (docs/operations.md)\n"
         "  --config FILE       read options from FILE, one 'key = value' (or a flag's name)\n"
         "                      per line, keys being the long options above; the command\n"
         "                      line wins\n"
@@ -94,7 +97,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
-           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION };
+           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -107,6 +110,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"lease-ms", required_argument, 0, O_LEASE},
         {"help", no_argument, 0, O_HELP},
         {"version", no_argument, 0, O_VERSION},
+        {"metrics-file", required_argument, 0, O_METRICS},
+        {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
         {"max-handles", required_argument, 0, O_HANDLES},
@@ -129,6 +134,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->max_view_bytes = RFSD_DEFAULT_VIEW_BYTES;
     cfg->auth_backoff_ms = RFSD_AUTH_BACKOFF_MS;
     cfg->send_timeout_ms = RFSD_SEND_TIMEOUT_MS;
+    cfg->metrics_interval_ms = RFSD_METRICS_INTERVAL_MS;
     cfg->max_conns_per_addr = RFSD_DEFAULT_CONNS_PER_ADDR;
     cfg->max_handles_per_addr = RFSD_DEFAULT_HANDLES_PER_ADDR;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -260,6 +266,15 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             break;
         case O_HELP: usage(stdout); return 1;
         case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
+        case O_METRICS: cfg->metrics_file = optarg; break;
+        case O_METRICS_MS:
+            if (parse_ulong(optarg, 100, 3600000, &v)) {
+                fprintf(stderr, "rfsd: --metrics-interval-ms: expected 100..3600000, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->metrics_interval_ms = (int)v;
+            break;
         default:
             fprintf(stderr, "rfsd: unknown or incomplete option '%s' (see rfsd --help)\n",
                     argv[optind - 1]);
