@@ -30,7 +30,16 @@ static uint32_t le32(const uint8_t *p)
 /* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
  * (errno EAGAIN: nothing arrived for timeout_ms). The socket is nonblocking (the reply queue
  * needs that), so waiting is a poll. */
-static int recv_all(int fd, void *buf, size_t len, int timeout_ms)
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* deadline_ns (monotonic, 0: none) bounds the whole call, so a peer sending a byte now and then
+ * cannot stretch it. */
+static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadline_ns)
 {
     size_t got = 0;
     while (got < len) {
@@ -43,7 +52,12 @@ static int recv_all(int fd, void *buf, size_t len, int timeout_ms)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             struct pollfd pf = {.fd = fd, .events = POLLIN};
-            int r = poll(&pf, 1, timeout_ms);
+            int wait = timeout_ms;
+            if (deadline_ns) {
+                int64_t left = (deadline_ns - mono_ns()) / 1000000;
+                wait = left <= 0 ? 0 : left < wait ? (int)left : wait;
+            }
+            int r = poll(&pf, 1, wait);
             if (r > 0 || (r < 0 && errno == EINTR))
                 continue;
             if (r == 0)
@@ -59,13 +73,38 @@ static int recv_all(int fd, void *buf, size_t len, int timeout_ms)
  * whole lease fails: the session has expired. */
 static int conn_recv(rfsd_conn *c, void *buf, size_t len)
 {
-    int r = recv_all(c->fd, buf, len, c->srv->cfg.lease_ms);
+    /* Before authentication a peer gets the short handshake timeout: a connection that never
+     * says who it is must not hold a slot for a whole lease. */
+    int ready = atomic_load(&c->ready);
+    int limit = ready ? c->srv->cfg.lease_ms : c->srv->cfg.handshake_timeout_ms;
+    int r = recv_all(c->fd, buf, len, limit,
+                     ready ? 0 : c->started_ns + (int64_t)limit * 1000000);
     if (r == 1)
         rfsd_session_heard(c);
     else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&c->fenced))
-        RFS_LOGI("%s: nothing received for %d ms: session expired, closing it and dropping "
-                 "whatever it sends later", c->peer, c->srv->cfg.lease_ms);
+        RFS_LOGI(ready ? "%s: nothing received for %d ms: session expired, closing it and "
+                         "dropping whatever it sends later"
+                       : "%s: no authentication within %d ms (rfsd --handshake-timeout-ms); "
+                         "closing", c->peer, limit);
     return r;
+}
+
+int rfsd_conn_evict_unready(rfsd_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    rfsd_conn *oldest = NULL;
+    for (rfsd_conn *c = srv->conns; c; c = c->next)
+        if (!atomic_load(&c->ready) && !atomic_load(&c->closing) &&
+            (!oldest || c->started_ns < oldest->started_ns))
+            oldest = c;
+    if (oldest) {
+        atomic_store(&oldest->closing, 1);
+        RFS_LOGI("%s: not authenticated yet and the connection table is full: closed to make "
+                 "room", oldest->peer);
+        shutdown(oldest->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return oldest ? 0 : -1;
 }
 
 /* ---- replies ---- */
@@ -467,6 +506,7 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
+        atomic_store(&c->ready, 1);
         c->max_frame = s->negotiated;
     } else {
         s->state = ST_PRE_AUTH;
@@ -503,6 +543,7 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     rfs_auth_server_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         rep.u.auth.server_mac);
     s->state = ST_READY;
+    atomic_store(&c->ready, 1);
     c->max_frame = s->negotiated;
     rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
@@ -753,6 +794,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     c->srv = srv;
     c->fd = fd;
     c->addr = addr;
+    c->started_ns = mono_ns();
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->mu, NULL);

@@ -84,6 +84,8 @@ struct rfsd_conn {
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
     atomic_int fenced;                 /* superseded by a new session: apply nothing more */
+    atomic_int ready;                  /* authenticated (or HELLO done without auth) */
+    int64_t started_ns;                /* accepted (monotonic): the oldest unready goes first */
     _Atomic int64_t last_rx_ns;        /* when bytes last arrived (monotonic): the lease */
     int has_session;                   /* session: set once by SESSION (srv->mu) */
     uint8_t session[RFS_SESSION_LEN];
@@ -108,6 +110,9 @@ void rfsd_conn_stop_reading(rfsd_conn *c);
 /* Ends a superseded session at once: nothing more it sent is applied, its reader stops, and
  * what it has in flight finishes (session.c waits for that). Call under srv->mu. */
 void rfsd_conn_fence(rfsd_conn *c);
+/* Closes the oldest connection that has not authenticated yet (the table is full and a new
+ * client waits). 0, or -1 if every connection is authenticated. */
+int rfsd_conn_evict_unready(rfsd_server *srv);
 
 /* Replies of the reader thread itself (HELLO, AUTH, SESSION, refused frames): r is copied,
  * payload included, and queued (reply.h). The reader stops reading while 64 of these are

@@ -135,6 +135,10 @@ static void accept_loop(rfsd_server *srv, int lfd)
             rfs_clear_error();
         }
         unsigned n = conn_count(srv);
+        /* Connections that never authenticate must not lock real clients out: the oldest
+         * of them makes room (its slot frees as its reader ends). */
+        if ((n >= RFSD_MAX_CONNS || rfsd_fd_conn_too_high(fd)) && rfsd_conn_evict_unready(srv) == 0)
+            n = n >= RFSD_MAX_CONNS ? RFSD_MAX_CONNS - 1 : n;
         if (n >= RFSD_MAX_CONNS || rfsd_fd_conn_too_high(fd)) {
             /* answered, not just closed: the client learns why instead of hanging at HELLO */
             RFS_LOGW("%s: refused: server busy with %u connections", peer, n);

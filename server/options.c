@@ -61,6 +61,10 @@ static void usage(FILE *out)
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
         "                      locks and late frames dropped (default %d; clients ping at a\n"
         "                      quarter of it; docs/reliability.md)\n"
+        "  --handshake-timeout-ms MS\n"
+        "                      a connection not authenticated this long after it was\n"
+        "                      accepted is closed (default 10000); when the connection table\n"
+        "                      is full the oldest such connection makes room for a new one\n"
         "  --metrics-file FILE write counters (requests and errors by op, bytes, connections,\n"
         "                      latency) in Prometheus text format to FILE, every\n"
         "  --metrics-interval-ms MS (default 10000) and at exit (docs/operations.md)\n"
@@ -97,7 +101,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
-           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS };
+           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
+           O_HANDSHAKE };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -111,6 +116,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"help", no_argument, 0, O_HELP},
         {"version", no_argument, 0, O_VERSION},
         {"metrics-file", required_argument, 0, O_METRICS},
+        {"handshake-timeout-ms", required_argument, 0, O_HANDSHAKE},
         {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
@@ -135,6 +141,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->auth_backoff_ms = RFSD_AUTH_BACKOFF_MS;
     cfg->send_timeout_ms = RFSD_SEND_TIMEOUT_MS;
     cfg->metrics_interval_ms = RFSD_METRICS_INTERVAL_MS;
+    cfg->handshake_timeout_ms = RFSD_HANDSHAKE_TIMEOUT_MS;
     cfg->max_conns_per_addr = RFSD_DEFAULT_CONNS_PER_ADDR;
     cfg->max_handles_per_addr = RFSD_DEFAULT_HANDLES_PER_ADDR;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -267,6 +274,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_HELP: usage(stdout); return 1;
         case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
         case O_METRICS: cfg->metrics_file = optarg; break;
+        case O_HANDSHAKE:
+            if (parse_ulong(optarg, 100, 600000, &v)) {
+                fprintf(stderr, "rfsd: --handshake-timeout-ms: expected 100..600000, got '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->handshake_timeout_ms = (int)v;
+            break;
         case O_METRICS_MS:
             if (parse_ulong(optarg, 100, 3600000, &v)) {
                 fprintf(stderr, "rfsd: --metrics-interval-ms: expected 100..3600000, got '%s'\n",

@@ -20,6 +20,7 @@
 #define RFSD_LOCK_WAIT_MAX_MS 30000u    /* server bound on LOCK's wait_ms */
 #define RFSD_QUICK_MAX_BYTES (64u * 1024u) /* larger requests always go to a worker */
 #define RFSD_TRIM_THRESHOLD (256 << 20) /* glibc M_TRIM_THRESHOLD: keep frame buffers (main.c) */
+#define RFSD_HANDSHAKE_TIMEOUT_MS 10000 /* a peer silent this long before authenticating goes */
 #define RFSD_METRICS_INTERVAL_MS 10000 /* how often --metrics-file is rewritten */
 #define RFSD_SEND_TIMEOUT_MS 60000      /* a client that reads no reply this long is dropped
                                            (--send-timeout-ms) */
@@ -44,6 +45,7 @@ typedef struct rfsd_config {
     unsigned auth_backoff_ms;           /* delay after a failed AUTH, doubling per failure */
     unsigned conn_workers;              /* workers one connection may hold at once */
     int send_timeout_ms;                /* replies not taken for this long: connection dropped */
+    int handshake_timeout_ms;           /* from accept to authenticated, at most */
     const char *metrics_file;           /* Prometheus text format written here (NULL: off) */
     int metrics_interval_ms;
     unsigned max_conns_per_addr;        /* connections from one client address */
