@@ -527,8 +527,10 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     if (backed_off(c, req))  /* also when HELLO came before the address's failures */
         return -1;
     uint8_t want[RFS_MAC_LEN];
+    pthread_rwlock_rdlock(&c->srv->secret_lock);
     rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         want);
+    pthread_rwlock_unlock(&c->srv->secret_lock);
     if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
         unsigned n;
         uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
@@ -540,8 +542,10 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
         return -1;
     }
     rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
+    pthread_rwlock_rdlock(&c->srv->secret_lock);
     rfs_auth_server_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
                         rep.u.auth.server_mac);
+    pthread_rwlock_unlock(&c->srv->secret_lock);
     s->state = ST_READY;
     atomic_store(&c->ready, 1);
     c->max_frame = s->negotiated;

@@ -56,7 +56,8 @@ static int setup_signals(void)
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL))
+    if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
+        sigaction(SIGHUP, &sa, NULL))
         return -1;
     signal(SIGPIPE, SIG_IGN);  /* replies use MSG_NOSIGNAL; this covers everything else */
     return 0;
@@ -86,6 +87,61 @@ static unsigned conn_count(rfsd_server *srv)
     return n;
 }
 
+/* Reads and checks the token file into out; 0, or -1 after a message (to stderr at start,
+ * to the log at a reload). */
+static int load_token(const char *file, char *out, size_t cap, size_t *len, int at_start)
+{
+    char buf[RFS_TOKEN_MAX];
+    if (rfs_auth_read_token_file(file, buf, sizeof buf)) {
+        if (at_start)
+            fprintf(stderr, "rfsd: %s\n", rfs_last_error());
+        else
+            RFS_LOGE("reload: %s; the previous token stays in force", rfs_last_error());
+        return -1;
+    }
+    size_t n = strlen(buf);
+    /* A short token can be guessed offline from one recorded handshake (the MAC is over
+     * known nonces), so rfsd will not run with one. */
+    if (n < RFSD_MIN_TOKEN) {
+        if (at_start)
+            fprintf(stderr, "rfsd: the token in %s is %zu bytes; at least %u are required "
+                    "(make one with: rfs token > %s)\n", file, n, RFSD_MIN_TOKEN, file);
+        else
+            RFS_LOGE("reload: the token in %s is %zu bytes (at least %u); the previous token "
+                     "stays in force", file, n, RFSD_MIN_TOKEN);
+        memset(buf, 0, sizeof buf);
+        return -1;
+    }
+    memcpy(out, buf, cap < sizeof buf ? cap : sizeof buf);
+    memset(buf, 0, sizeof buf);
+    *len = n;
+    struct stat st;
+    if (stat(file, &st) == 0 && (st.st_mode & 077))
+        RFS_LOGW("token file %s is readable by other users", file);
+    return 0;
+}
+
+/* SIGHUP: the token file is read again (rotating or revoking the token). Connections that
+ * authenticated stay; new ones must present the new token. */
+static void reload(rfsd_server *srv)
+{
+    if (!srv->cfg.token_file) {
+        RFS_LOGI("SIGHUP: nothing to reload (--no-auth)");
+        return;
+    }
+    char next[RFS_TOKEN_MAX];
+    size_t len = 0;
+    if (load_token(srv->cfg.token_file, next, sizeof next, &len, 0))
+        return;
+    pthread_rwlock_wrlock(&srv->secret_lock);
+    memcpy(srv->secret, next, sizeof srv->secret);
+    srv->secret_len = len;
+    pthread_rwlock_unlock(&srv->secret_lock);
+    memset(next, 0, sizeof next);
+    RFS_LOGI("SIGHUP: token reloaded from %s; connections already authenticated continue",
+             srv->cfg.token_file);
+}
+
 static void accept_loop(rfsd_server *srv, int lfd)
 {
     for (;;) {
@@ -99,8 +155,11 @@ static void accept_loop(rfsd_server *srv, int lfd)
         }
         if (pf[0].revents) {
             unsigned char sig = 0;
-            if (read(signal_pipe[0], &sig, 1) == 1)
-                RFS_LOGI("signal %d: shutting down", sig);
+            if (read(signal_pipe[0], &sig, 1) == 1 && sig == SIGHUP) {
+                reload(srv);
+                continue;
+            }
+            RFS_LOGI("signal %d: shutting down", sig);
             atomic_store(&stop_flag, 1);
             return;
         }
@@ -229,24 +288,10 @@ int main(int argc, char **argv)
     keep_frame_buffers();
     unsigned long nofile = rfsd_fd_init();
 
+    pthread_rwlock_init(&srv.secret_lock, NULL);
     if (srv.cfg.token_file) {
-        if (rfs_auth_read_token_file(srv.cfg.token_file, srv.secret, sizeof srv.secret)) {
-            fprintf(stderr, "rfsd: %s\n", rfs_last_error());
+        if (load_token(srv.cfg.token_file, srv.secret, sizeof srv.secret, &srv.secret_len, 1))
             return 2;
-        }
-        srv.secret_len = strlen(srv.secret);
-        /* A short token can be guessed offline from one recorded handshake (the MAC is over
-         * known nonces), so rfsd will not run with one. */
-        if (srv.secret_len < RFSD_MIN_TOKEN) {
-            fprintf(stderr, "rfsd: the token in %s is %zu bytes; at least %u are required "
-                    "(make one with: rfs token > %s)\n", srv.cfg.token_file, srv.secret_len,
-                    RFSD_MIN_TOKEN, srv.cfg.token_file);
-            memset(srv.secret, 0, sizeof srv.secret);
-            return 2;
-        }
-        struct stat st;
-        if (stat(srv.cfg.token_file, &st) == 0 && (st.st_mode & 077))
-            RFS_LOGW("token file %s is readable by other users", srv.cfg.token_file);
     } else {
         RFS_LOGW("--no-auth: any client that can connect can read and write the export");
     }

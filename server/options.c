@@ -75,7 +75,8 @@ static void usage(FILE *out)
         "  --version           show the version\n"
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
-        "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n",
+        "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n"
+        "SIGHUP: read the token file again (connections already authenticated continue).\n",
         RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
         RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
         (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,

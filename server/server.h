@@ -61,6 +61,7 @@ typedef struct rfsd_server {
     struct rfsd_pool *pool;
     char secret[RFS_TOKEN_MAX];
     size_t secret_len;
+    pthread_rwlock_t secret_lock;      /* SIGHUP replaces the secret while AUTHs read it */
 
     pthread_mutex_t mu;                 /* guards the connection list and `stopping` */
     pthread_cond_t conns_cv;            /* signalled when a connection ends */
