@@ -287,3 +287,42 @@ def test_mpiio_collective_write_survives_restart(rfsd, flavour, when, abt, tmp_p
         kill(p)
         if srv2:
             srv2.stop()
+
+
+def test_silent_link_with_a_blocked_send_fails_within_bound(tmp_path, link):
+    """The link goes silent while the writer is inside a send that cannot finish (its socket
+    buffer is full). io_timeout still ends the connection: the watchdog that enforces it must
+    not itself wait to send the idle ping behind the stuck send (it did: the send had started
+    more than a quarter lease ago, so the connection looked idle, the ping waited for the send
+    lock forever, no deadline was enforced, and the write waited until TCP gave up, 15 minutes
+    or more; on the WAN testbed a 3-minute cut was survived only by TCP's own retransmission,
+    up to 2 minutes after the link came back, whatever rfs_io_timeout_ms said)."""
+    root = tmp_path / "export"
+    root.mkdir()
+    # A 4 s lease: the watchdog's idle ping is due 1 s after a send started, well before the
+    # 3 s io_timeout (with the defaults: 15 s and 120 s, the same order).
+    srv = Server(root, token="t" * 32, extra=["--lease-ms", "4000"])
+    p = None
+    try:
+        port = link.start(srv.host, srv.port)
+        # 64 MiB calls: far more than the socket buffers on both sides of the link hold, so
+        # once the link is silent the writer's send blocks.
+        p, out = writer(f"rfs:127.0.0.1:{port}:/blocked.bin", srv.env(), 512 << 20, 17,
+                        "--chunk", 64 << 20, "--io-timeout", 3000, "--retry", 1000)
+        out.wait_for(lambda l: l == "opened")
+        link.blackhole()
+        t0 = time.monotonic()
+        lines = out.rest(timeout=90)
+        took = time.monotonic() - t0
+        assert p.returncode == 1, lines
+        assert lines[-1].startswith("error pwrite"), lines[-1]
+        # io_timeout (3 s) + retry (1 s) + one connect attempt (10 s), with room to spare
+        assert took < 45, took
+        link.heal()
+        data = (root / "blocked.bin").read_bytes() if (root / "blocked.bin").exists() else b""
+        for off, n in acknowledged(lines):
+            assert data[off:off + n] == pattern(off, n, 17), f"acknowledged write at {off} lost"
+    finally:
+        if p:
+            kill(p)
+        srv.stop()
