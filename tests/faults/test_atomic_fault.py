@@ -22,7 +22,7 @@ pytestmark = pytest.mark.mpi
 NPROCS = 3
 REGION = 5 << 20
 NREG = 3
-ROUNDS = 6
+ROUNDS = 4
 BLK = 4096
 TOKEN = "atomic-fault-token-0123456789abcdef"
 
