@@ -86,8 +86,16 @@ static int abt_sync(rfs_io *io)
 {
     drain(io);
     int err = rfs_abt_take_error(F(io));
+    /* The background failure is what the caller must hear (it says where the data is kept),
+     * as close does: the sync below usually fails too, of the same lost connection, and its
+     * message would replace it. */
+    char msg[1536];
+    if (err != RFS_OK)
+        snprintf(msg, sizeof msg, "%s", rfs_last_error());
     int rc = B(io)->ops->sync(B(io));
-    return err != RFS_OK ? err : rc;
+    if (err != RFS_OK)
+        return rfs_fail(err, "%s", msg);
+    return rc;
 }
 
 /* Buffered writes are delivered (MPI_Barrier: other ranks may use the bytes next). Their

@@ -229,6 +229,9 @@ struct rfs_file {
     pthread_rwlock_t rw;
     unsigned gen, recoveries;
     int gave_up;               /* the last recovery failed: the next tries once */
+    int gave_up_rc;            /* ... with this error, */
+    int64_t next_try_ns;       /* ... and until then later calls fail at once (recover.c) */
+    char gave_up_cause[1024];
     int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
     rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
     int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */

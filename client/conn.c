@@ -352,6 +352,9 @@ static void *receiver_main(void *arg)
     return NULL;
 }
 
+static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                      int timeout_ms, int may_block);
+
 /* Bounds every request, including one whose sender is stuck writing to a server that stopped
  * reading: the waiter cannot notice that, so this thread does. */
 static void *watchdog_main(void *arg)
@@ -377,10 +380,13 @@ static void *watchdog_main(void *arg)
             rfs_conn_kill(c, RFS_E_TIMEOUT, "no reply to %s within %d ms; connection closed",
                           rfs_op_name(op), ms);
             pthread_mutex_lock(&c->lock);
-        } else if (c->lease_ms && !c->ping_busy && !c->auth_pending &&
+        } else if (c->lease_ms && !c->ping_busy && !c->auth_pending && c->npending == 0 &&
                    now - c->last_send_ns > (int64_t)c->lease_ms * 1000000 / 4) {
             /* Idle for a quarter of the server's lease: a ping keeps the session (and tells
-             * us, within io_timeout, if the link is gone). */
+             * us, within io_timeout, if the link is gone). Not idle while a request is
+             * outstanding: its reply or its deadline settles the connection. And this thread
+             * must never wait behind a send (conn_start's may_block = 0): a send stuck on a
+             * silent link would hold it, and then nobody enforces the deadlines. */
             c->ping_busy = 1;
             int timeout = c->ping_timeout_ms;
             pthread_mutex_unlock(&c->lock);
@@ -388,7 +394,7 @@ static void *watchdog_main(void *arg)
             memset(&req, 0, sizeof req);
             req.op = RFS_OP_PING;
             rfs_call_reset(&c->ping_call);
-            if (rfs_conn_start(c, &c->ping_call, &req, NULL, timeout) != RFS_OK) {
+            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0) != RFS_OK) {
                 pthread_mutex_lock(&c->lock);
                 c->ping_busy = 0;
                 pthread_mutex_unlock(&c->lock);
@@ -415,8 +421,10 @@ static int fail_dead(rfs_conn *c)
                     "the file)", msg);
 }
 
-int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                   int timeout_ms)
+/* may_block 0: give up (RFS_E_BUSY, nothing sent, the call not pending) instead of waiting
+ * for another thread's send to finish. */
+static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                      int timeout_ms, int may_block)
 {
     uint8_t small[256];
     size_t need = rfs_req_encoded_size(req);
@@ -472,7 +480,17 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
     if (trace_on())
         trace(c, "send", req->op, id, frame);
     struct iovec iov[2] = {{buf, len}, {(void *)req->data, req->data_len}};
-    pthread_mutex_lock(&c->send_lock);
+    if (!may_block) {
+        if (pthread_mutex_trylock(&c->send_lock) != 0) {
+            pthread_mutex_lock(&c->lock);
+            pending_take(c, id); /* a kill meanwhile may have taken (and completed) it */
+            pthread_mutex_unlock(&c->lock);
+            rc = rfs_fail(RFS_E_BUSY, "connection busy sending; %s not sent", rfs_op_name(req->op));
+            goto out;
+        }
+    } else {
+        pthread_mutex_lock(&c->send_lock);
+    }
     /* A dead connection is shut down; skip the write rather than fail on it. */
     int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, req->data_len ? 2 : 1);
     pthread_mutex_unlock(&c->send_lock);
@@ -484,6 +502,12 @@ out:
     if (buf != small)
         free(buf);
     return rc;
+}
+
+int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                   int timeout_ms)
+{
+    return conn_start(c, call, req, ext_src, timeout_ms, 1);
 }
 
 /* A small request's reply typically arrives within tens of microseconds on a LAN or loopback;

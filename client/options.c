@@ -65,6 +65,22 @@ static int retry_timeout(int asked)
     return RFS_DEFAULT_RETRY_TIMEOUT_MS;
 }
 
+/* The caller's value, else $RFS_IO_TIMEOUT_MS, else 120 s. The CLI has no option for it, and
+ * a bounded failure on a silent link (rfs put across a long cut) needs a bound below the cut. */
+static int io_timeout(int asked)
+{
+    if (asked > 0)
+        return asked;
+    const char *e = getenv("RFS_IO_TIMEOUT_MS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 100 && v <= 86400000)
+            return (int)v;
+    }
+    return 120000;
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
     rfs_options none;
@@ -76,7 +92,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
     o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
-    o->io_timeout_ms = opts->io_timeout_ms ? opts->io_timeout_ms : 120000;
+    o->io_timeout_ms = io_timeout(opts->io_timeout_ms);
     o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;

@@ -29,6 +29,11 @@
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS 2000
+/* After a recovery gave up, later calls on the file fail at once for this long after each
+ * failed try, then try once. Trying once per call cost a whole connect timeout per call on a
+ * silent link: an ABT sync waiting for N queued writes waited N connect timeouts (the WAN link
+ * cut: a 3-minute cut outlasted the documented bound). */
+#define RETRY_AFTER_GIVING_UP_MS 2000
 
 /* A connection died of the network or the server (not of a protocol or token error), or the
  * window holds writes to send again. */
@@ -166,9 +171,23 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
         return RFS_OK;
     }
     /* After a recovery that ran out of time, later operations try once each instead of
-     * waiting the whole timeout again: a dead server costs one timeout, not one per call. */
-    if (f->gave_up)
-        deadline_ns = rfs_now_ns();
+     * waiting the whole timeout again, and not even that within RETRY_AFTER_GIVING_UP_MS of
+     * the last failed try: a dead server or a silent link costs one timeout, not one per call. */
+    if (f->gave_up) {
+        int64_t now = rfs_now_ns();
+        if (now < f->next_try_ns) {
+            int grc = f->gave_up_rc;
+            char was[sizeof f->gave_up_cause];
+            snprintf(was, sizeof was, "%s", f->gave_up_cause);
+            pthread_rwlock_unlock(&f->rw);
+            return rfs_fail(grc, "%s: connection lost and not restored (the last try failed "
+                            "%lld ms ago; the next comes after %d ms): %s", f->label,
+                            (long long)((now - (f->next_try_ns - (int64_t)RETRY_AFTER_GIVING_UP_MS *
+                                                1000000)) / 1000000),
+                            RETRY_AFTER_GIVING_UP_MS, was);
+        }
+        deadline_ns = now;
+    }
     int delay = BACKOFF_FIRST_MS, tries = 0, rc;
     char cause[1536] = "";
     for (;;) {
@@ -183,6 +202,11 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
         delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
     }
     f->gave_up = rc != RFS_OK;
+    if (rc) {
+        f->gave_up_rc = rc;
+        f->next_try_ns = rfs_now_ns() + (int64_t)RETRY_AFTER_GIVING_UP_MS * 1000000;
+        snprintf(f->gave_up_cause, sizeof f->gave_up_cause, "%s", cause);
+    }
     if (!rc) {
         f->gen++;
         f->recoveries++;

@@ -21,6 +21,11 @@
  * read() lands directly in the ring), so nothing is shared between threads but counters.
  * The main thread only handles signals: SIGUSR1 dumps counters as JSON to --stats,
  * SIGTERM/SIGINT exit (closing the TUN fds deletes the devices).
+ *
+ * SIGRTMIN cuts the link and SIGRTMIN+1 heals it (bench/wan/linkcut.py). While cut, every
+ * packet read and every packet still queued is dropped without a word: TCP at both ends sees
+ * silence, as on a broken long path (no RST, no ICMP, no local error). The kernel has no
+ * netfilter and no tc drop action here, so the cut lives where the packets already pass.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,7 +71,7 @@ struct ring {
 };
 
 struct dir_stats {
-    _Atomic uint64_t pkts, bytes, drops_full, write_errs, max_queued_bytes;
+    _Atomic uint64_t pkts, bytes, drops_full, drops_cut, write_errs, max_queued_bytes;
 };
 
 struct direction {
@@ -79,6 +84,9 @@ struct direction {
 };
 
 static atomic_int stop_flag;
+
+/* 1 while the link is cut (SIGRTMIN), 0 once healed (SIGRTMIN+1). */
+static _Atomic int cut_flag;
 
 static int64_t now_ns(void)
 {
@@ -156,6 +164,12 @@ static int release_due(struct direction *d)
     struct rec_hdr *h;
     int64_t now = now_ns();
     while ((h = ring_front(&d->ring)) != NULL && h->release_ns <= now) {
+        if (atomic_load_explicit(&cut_flag, memory_order_relaxed)) {
+            /* queued before the cut, due during it: lost on the broken path */
+            atomic_fetch_add_explicit(&d->st.drops_cut, 1, memory_order_relaxed);
+            ring_pop(&d->ring);
+            continue;
+        }
         ssize_t n = write(d->out_fd, (uint8_t *)h + REC_HDR, h->len);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 1;
@@ -185,6 +199,10 @@ static void read_batch(struct direction *d, uint8_t *scratch)
         }
         if (n == 0)
             return;
+        if (atomic_load_explicit(&cut_flag, memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&d->st.drops_cut, 1, memory_order_relaxed);
+            continue;
+        }
         if (!slot) {
             /* more than --ring-mb in flight: behave like a router with a full buffer */
             atomic_fetch_add_explicit(&d->st.drops_full, 1, memory_order_relaxed);
@@ -286,15 +304,17 @@ static void dump_stats(const char *path, struct direction *dirs, int64_t start_n
     FILE *f = fopen(tmp, "w");
     if (!f)
         return;
-    fprintf(f, "{\"uptime_s\": %.3f", (double)(now_ns() - start_ns) / 1e9);
+    fprintf(f, "{\"uptime_s\": %.3f, \"cut\": %d", (double)(now_ns() - start_ns) / 1e9,
+            atomic_load(&cut_flag));
     for (int i = 0; i < 2; i++) {
         struct dir_stats *s = &dirs[i].st;
         fprintf(f,
                 ", \"%s\": {\"pkts\": %llu, \"bytes\": %llu, \"drops_full\": %llu, "
-                "\"write_errs\": %llu, \"max_queued_bytes\": %llu}",
+                "\"drops_cut\": %llu, \"write_errs\": %llu, \"max_queued_bytes\": %llu}",
                 dirs[i].name, (unsigned long long)atomic_load(&s->pkts),
                 (unsigned long long)atomic_load(&s->bytes),
                 (unsigned long long)atomic_load(&s->drops_full),
+                (unsigned long long)atomic_load(&s->drops_cut),
                 (unsigned long long)atomic_load(&s->write_errs),
                 (unsigned long long)atomic_load(&s->max_queued_bytes));
     }
@@ -357,6 +377,8 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGUSR1);
     sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGRTMIN);
+    sigaddset(&sigs, SIGRTMIN + 1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     int home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -411,6 +433,12 @@ int main(int argc, char **argv)
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGUSR1) {
+            dump_stats(stats, dirs, start);
+            continue;
+        }
+        if (sig == SIGRTMIN || sig == SIGRTMIN + 1) {
+            atomic_store(&cut_flag, sig == SIGRTMIN);
+            /* the stats file is how linkcut.py learns the state took effect */
             dump_stats(stats, dirs, start);
             continue;
         }

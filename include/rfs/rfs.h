@@ -64,7 +64,7 @@ const char *rfs_last_error(void);
 typedef struct rfs_options {
     const char *token;         /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
     int connect_timeout_ms;    /* 0: default 10000 */
-    int io_timeout_ms;         /* 0: default 120000; a reply not seen in this time fails */
+    int io_timeout_ms;         /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
     int streams;               /* TCP connections per server for this file; 0: 1 */
     int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
     uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */

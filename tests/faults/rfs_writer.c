@@ -8,7 +8,8 @@
  * (seed + k) & 0xff repeated, so a misplaced or stale block is visible.
  *
  * usage: rfs_writer URL SIZE SEED [--chunk N] [--io-timeout MS] [--retry MS] [--no-sync]
- *                   [--wait-line]   (reads one line from stdin before closing) */
+ *                   [--wait-line]   (reads one line from stdin before closing)
+ *                   [--connect-timeout MS] (a short one keeps a test of a dead link short) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: rfs_writer URL SIZE SEED [--chunk N] [--io-timeout MS] "
-                        "[--retry MS] [--no-sync] [--wait-line]\n");
+                        "[--retry MS] [--no-sync] [--wait-line] [--connect-timeout MS]\n");
         return 2;
     }
     const char *url = argv[1];
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
             chunk = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--io-timeout") && i + 1 < argc)
             o.io_timeout_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--connect-timeout") && i + 1 < argc)
+            o.connect_timeout_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--retry") && i + 1 < argc)
             o.retry_timeout_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-sync"))

@@ -287,3 +287,91 @@ def test_mpiio_collective_write_survives_restart(rfsd, flavour, when, abt, tmp_p
         kill(p)
         if srv2:
             srv2.stop()
+
+
+def test_silent_link_with_a_blocked_send_fails_within_bound(tmp_path, link):
+    """The link goes silent while the writer is inside a send that cannot finish (its socket
+    buffer is full). io_timeout still ends the connection: the watchdog that enforces it must
+    not itself wait to send the idle ping behind the stuck send (it did: the send had started
+    more than a quarter lease ago, so the connection looked idle, the ping waited for the send
+    lock forever, no deadline was enforced, and the write waited until TCP gave up, 15 minutes
+    or more; on the WAN testbed a 3-minute cut was survived only by TCP's own retransmission,
+    up to 2 minutes after the link came back, whatever rfs_io_timeout_ms said)."""
+    root = tmp_path / "export"
+    root.mkdir()
+    # A 4 s lease: the watchdog's idle ping is due 1 s after a send started, well before the
+    # 3 s io_timeout (with the defaults: 15 s and 120 s, the same order).
+    srv = Server(root, token="t" * 32, extra=["--lease-ms", "4000"])
+    p = None
+    try:
+        port = link.start(srv.host, srv.port)
+        # 64 MiB calls: far more than the socket buffers on both sides of the link hold, so
+        # once the link is silent the writer's send blocks.
+        p, out = writer(f"rfs:127.0.0.1:{port}:/blocked.bin", srv.env(), 512 << 20, 17,
+                        "--chunk", 64 << 20, "--io-timeout", 3000, "--retry", 1000,
+                        "--connect-timeout", 1000)
+        out.wait_for(lambda l: l == "opened")
+        link.blackhole()
+        t0 = time.monotonic()
+        lines = out.rest(timeout=90)
+        took = time.monotonic() - t0
+        assert p.returncode == 1, lines
+        assert lines[-1].startswith("error pwrite"), lines[-1]
+        # io_timeout (3 s) + retry (1 s) + one connect attempt (1 s), with room to spare
+        assert took < 30, took
+        link.heal()
+        data = (root / "blocked.bin").read_bytes() if (root / "blocked.bin").exists() else b""
+        for off, n in acknowledged(lines):
+            assert data[off:off + n] == pattern(off, n, 17), f"acknowledged write at {off} lost"
+    finally:
+        if p:
+            kill(p)
+        srv.stop()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("flavour", sorted(mpiio_util.FLAVOURS))
+def test_abt_sync_on_a_silent_link_fails_within_bound(rfsd, link, flavour, tmp_path):
+    """The link goes silent with dozens of ABT writes queued: MPI_File_sync fails once, within
+    io timeout + retry timeout + one connect timeout, not one connect timeout per queued write
+    (it did: after the first write's recovery gave up, each later one tried to connect once
+    more, so a 3-minute cut on the WAN outlasted the bound). Every write stays in the journal,
+    and `rfs recover` delivers them all once the link is back."""
+    steps, block, nprocs = 40, 1 << 20, 2
+    port = link.start(rfsd.host, rfsd.port)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    argv = [mpiio_util.program(flavour, "t_restart"), f"rfs:127.0.0.1:{port}:/abt-cut.bin",
+            str(steps), str(block), "0", "sync"]
+    # 1 MiB buffers: each write is its own entry in the sender's queue.
+    hints = ("rfs_abt=enable;rfs_abt_buffer_size=1M;rfs_io_timeout_ms=2000;rfs_retry_timeout=1;"
+             f"rfs_connect_timeout_ms=2000;rfs_staging_dir={staging}")
+    cmd, env = mpiio_util.mpiexec_command(flavour, nprocs, argv, rfsd.env(),
+                                          extra_env={"RFS_HINTS": hints})
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.PIPE)
+    out = Lines(p)
+    try:
+        out.wait_for(lambda l: l == "paused")
+        link.blackhole()
+        t0 = time.monotonic()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        lines = out.rest(timeout=mpiio_util.RUN_TIMEOUT)
+        took = time.monotonic() - t0
+        assert p.returncode != 0, lines
+        err = [l for l in lines if l.startswith("error ")]
+        assert err and err[0].startswith("error sync:"), lines
+        # (Open MPI's error strings end at 256 bytes: "the data is kept in STAGING" follows.)
+        assert "/abt-cut.bin: background write of" in err[0], err[0]
+        # io (2 s) + retry (1 s) + connect (2 s), with room for a loaded machine; one connect
+        # timeout per queued write would be 2 s x dozens.
+        assert took < 30, took
+    finally:
+        kill(p)
+    link.reset()
+    link.heal()
+    rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=rfsd.env(),
+                         capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    assert (rfsd.root / "abt-cut.bin").read_bytes() == pattern(0, steps * nprocs * block, 7)

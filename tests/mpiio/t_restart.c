@@ -5,11 +5,15 @@
  * Pattern: as tests/faults/rfs_writer.c (each 4 KiB block k holds k, then seed + k).
  * With PAUSE, rank 0 prints "paused" after that step and waits for a line on stdin (the test
  * restarts the server meanwhile, the file open and idle), then every rank goes on.
- * usage: t_restart FILE STEPS BLOCK [PAUSE] */
+ * With "sync" after PAUSE, every rank calls MPI_File_sync before the pause (with ABT: everything
+ * so far is delivered and its file version known before the test breaks the link).
+ * usage: t_restart FILE STEPS BLOCK [PAUSE [sync]] */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static void fill(unsigned char *buf, long long off, long long len)
 {
@@ -19,6 +23,12 @@ static void fill(unsigned char *buf, long long off, long long len)
     }
 }
 
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static int fail(const char *what, int rc)
 {
     char msg[MPI_MAX_ERROR_STRING];
@@ -26,6 +36,10 @@ static int fail(const char *what, int rc)
     MPI_Error_string(rc, msg, &n);
     printf("error %s: %s\n", what, msg);
     fflush(stdout);
+    /* MPICH's launcher tears everything down at MPI_Abort and may drop output it has not
+     * forwarded yet, the line above included; let it read the pipe first. A line lost anyway
+     * only makes a test fail, never pass. */
+    nap_ms(500);
     MPI_Abort(MPI_COMM_WORLD, 1);
     return 1;
 }
@@ -63,6 +77,8 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         if (k == pause) {
+            if (argc > 5 && !strcmp(argv[5], "sync") && (rc = MPI_File_sync(fh)) != MPI_SUCCESS)
+                return fail("sync", rc);
             if (rank == 0) {
                 char line[64];
                 printf("paused\n");
