@@ -678,8 +678,12 @@ static abt_chunk *pick_pass(int memory_only)
         if (memory_only && (c->staged || !c->buf))
             continue;
         int blocked = 0;
+        /* An earlier write the server has answered is in the file: a later one on the same
+         * bytes may go while the version after the earlier one is still being asked for
+         * (finish_chunk); HDF5 fills a chunk and writes it right after, so this saves a round
+         * trip per dataset. */
         for (abt_chunk *d = E.head; d != c; d = d->next)
-            if (d->f == c->f && overlaps(d, c->lo, c->hi)) {
+            if (d->f == c->f && !d->answered && overlaps(d, c->lo, c->hi)) {
                 blocked = 1;
                 break;
             }
@@ -764,6 +768,12 @@ static void note_outcome(int rc, const char *msg)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
+    /* Barriers and reads wait only for this (rfs_abt_wait_file): the bytes are in the file. */
+    if (rc == RFS_OK) {
+        c->answered = 1;
+        pthread_cond_broadcast(&E.done);
+        pthread_cond_broadcast(&E.work);  /* later writes on its bytes may go now */
+    }
     /* A write the server refused (disk full, quota) may still have landed in part: the
      * version after it is ours too. After a lost connection nothing can be asked. */
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
@@ -1096,19 +1106,31 @@ void rfs_abt_unregister_file(abt_file *f)
         f->next_open->prev_open = f->prev_open;
 }
 
-void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi)
+void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enough)
 {
     pthread_mutex_lock(&E.mu);
     for (;;) {
         int busy = 0;
         if (f->pending > 0)
             for (abt_chunk *c = E.head; c && !busy; c = c->next)
-                busy = c->f == f && overlaps(c, lo, hi);
+                busy = c->f == f && overlaps(c, lo, hi) && !(answered_enough && c->answered);
         if (!busy)
             break;
         pthread_cond_wait(&E.done, &E.mu);
     }
     pthread_mutex_unlock(&E.mu);
+}
+
+uint64_t rfs_abt_pending_end(abt_file *f)
+{
+    uint64_t end = 0;
+    pthread_mutex_lock(&E.mu);
+    if (f->pending > 0)
+        for (abt_chunk *c = E.head; c; c = c->next)
+            if (c->f == f && c->len > 0 && c->hi > end)
+                end = c->hi;
+    pthread_mutex_unlock(&E.mu);
+    return end;
 }
 
 int rfs_abt_take_error(abt_file *f)
