@@ -90,15 +90,27 @@ static int abt_sync(rfs_io *io)
     return err != RFS_OK ? err : rc;
 }
 
-/* Buffered writes are delivered (MPI_Barrier: other ranks may use the bytes next). Their
+/* Buffered writes queued so far are delivered (MPI_Barrier: other ranks may use the bytes
+ * next; a helper thread waits so while the application writes on, mpiio/fence.c). Their
  * failures stay for sync and close, as rfs-abt.txt sec. 5.2 has it. */
 static int abt_flush(rfs_io *io, int report)
 {
     (void)report;
     /* Answered is enough: other ranks need the bytes in the file, not the journal's note of
      * the file version after them, which costs one more round trip (finish_chunk). */
-    rfs_abt_wait_file(F(io), 0, UINT64_MAX, 1);
+    rfs_abt_wait_queued(F(io));
     return RFS_OK;
+}
+
+static uint64_t abt_write_mark(rfs_io *io)
+{
+    (void)io;
+    return rfs_abt_write_mark();
+}
+
+static int abt_mark_answered(rfs_io *io, uint64_t mark)
+{
+    return rfs_abt_mark_answered(F(io), mark);
 }
 
 /* The server's size, at least the end of this process's queued writes, without waiting for
@@ -189,6 +201,8 @@ static const rfs_io_ops abt_ops = {
     .pwritev_gather = abt_pwritev_gather,
     .sync = abt_sync,
     .flush = abt_flush,
+    .write_mark = abt_write_mark,
+    .mark_answered = abt_mark_answered,
     .get_size = abt_get_size,
     .set_size = abt_set_size,
     .preallocate = abt_preallocate,

@@ -1121,6 +1121,41 @@ void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enoug
     pthread_mutex_unlock(&E.mu);
 }
 
+void rfs_abt_wait_queued(abt_file *f)
+{
+    pthread_mutex_lock(&E.mu);
+    uint64_t mark = E.next_seq;
+    for (;;) {
+        int busy = 0;
+        if (f->pending > 0)
+            for (abt_chunk *c = E.head; c && !busy; c = c->next)
+                busy = c->f == f && c->seq < mark && !c->answered;
+        if (!busy)
+            break;
+        pthread_cond_wait(&E.done, &E.mu);
+    }
+    pthread_mutex_unlock(&E.mu);
+}
+
+uint64_t rfs_abt_write_mark(void)
+{
+    pthread_mutex_lock(&E.mu);
+    uint64_t m = E.next_seq;
+    pthread_mutex_unlock(&E.mu);
+    return m;
+}
+
+int rfs_abt_mark_answered(abt_file *f, uint64_t mark)
+{
+    int busy = 0;
+    pthread_mutex_lock(&E.mu);
+    if (f->pending > 0)
+        for (abt_chunk *c = E.head; c && !busy; c = c->next)
+            busy = c->f == f && c->seq < mark && !c->answered;
+    pthread_mutex_unlock(&E.mu);
+    return !busy;
+}
+
 uint64_t rfs_abt_pending_end(abt_file *f)
 {
     uint64_t end = 0;
