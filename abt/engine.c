@@ -786,11 +786,11 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
          * once it is known; c counts as no longer in flight (another completion of the file
          * asks too) but busy (nobody sends or stages it again). */
         c->inflight = 0;
-        c->busy++;
+        c->busy++;  /* until it leaves the queue: nobody may pick it while mu is let go below
+                     * (the journal note of a staged chunk), which would send it again */
         pthread_mutex_unlock(&E.mu);
         rfs_journal_track(probe);
         pthread_mutex_lock(&E.mu);
-        c->busy--;
         free(probe);
     }
     note_outcome(rc, msg);

@@ -164,7 +164,8 @@ int rfs_wwin_answered(rfs_file *f, uint64_t mark)
     while (f->ww_collected < mark && f->ww_head &&
            __atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE))
         collect_head(f);
-    int ok = f->ww_collected >= mark;
+    /* Writes lost with a connection are not in the file until recovery sends them again. */
+    int ok = f->ww_collected >= mark && !f->ww_lost_head;
     pthread_mutex_unlock(&f->ww_mu);
     return ok;
 }
