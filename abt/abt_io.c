@@ -96,8 +96,6 @@ static int abt_sync(rfs_io *io)
 static int abt_flush(rfs_io *io, int report)
 {
     (void)report;
-    /* Answered is enough: other ranks need the bytes in the file, not the journal's note of
-     * the file version after them, which costs one more round trip (finish_chunk). */
     rfs_abt_wait_queued(F(io));
     return RFS_OK;
 }

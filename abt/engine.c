@@ -752,6 +752,17 @@ static int file_busy_besides(const abt_chunk *c)
     return 0;
 }
 
+/* 1 if a chunk of c's file other than c is queued and not answered yet. A chunk answered
+ * and having its version asked for does not count: a write sent meanwhile (on other bytes, or
+ * on its bytes once answered) must ask again, or the version noted last could predate it. */
+static int unanswered_besides(const abt_chunk *c)
+{
+    for (abt_chunk *d = E.head; d; d = d->next)
+        if (d != c && d->f == c->f && !d->answered)
+            return 1;
+    return 0;
+}
+
 /* What writes waiting for space go by: deliveries free room, failures mean waiting is
  * pointless (mu held). */
 static void note_outcome(int rc, const char *msg)
@@ -778,7 +789,8 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
      * version after it is ours too. After a lost connection nothing can be asked. */
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
     char *probe = server_answered && !file_busy_besides(c) &&
-                  (f->pending == 1 || rfs_journal_track_due(f->name)) ? strdup(f->name) : NULL;
+                  (!unanswered_besides(c) || rfs_journal_track_due(f->name)) ? strdup(f->name)
+                                                                             : NULL;
     if (probe) {
         /* Replay safety: with no other write of the file in flight, what the server reports
          * now is the version `rfs recover` must find before it replays this file
@@ -1127,9 +1139,11 @@ void rfs_abt_wait_queued(abt_file *f)
     uint64_t mark = E.next_seq;
     for (;;) {
         int busy = 0;
+        /* Until they left the queue: answered and the file version after them noted, so a
+         * waiting barrier ends a burst for replay safety too (docs/abt.md). */
         if (f->pending > 0)
             for (abt_chunk *c = E.head; c && !busy; c = c->next)
-                busy = c->f == f && c->seq < mark && !c->answered;
+                busy = c->f == f && c->seq < mark;
         if (!busy)
             break;
         pthread_cond_wait(&E.done, &E.mu);

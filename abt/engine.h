@@ -125,8 +125,9 @@ int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, 
  * in the file (what readers and other ranks need), though the version bookkeeping after it
  * (finish_chunk) may still be under way (what sync, size changes and close wait for). */
 void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enough);
-/* Waits until the server answered every write of f queued before the call (writes queued
- * meanwhile by other threads are not waited for; a chunk that took more data since is). */
+/* Waits until every write of f queued before the call has left the queue (answered, file
+ * version noted); writes queued meanwhile by other threads are not waited for (a chunk that
+ * took more data since is). */
 void rfs_abt_wait_queued(abt_file *f);
 /* rfs_io write_mark / mark_answered: the next chunk's sequence number; 1 once every chunk of
  * f numbered below mark is answered (a chunk that took more data since counts whole). */
