@@ -62,7 +62,7 @@ static int abt_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *
 
 static int abt_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
 {
-    rfs_abt_wait_file(F(io), off, off + len);
+    rfs_abt_wait_file(F(io), off, off + len, 1);
     return B(io)->ops->pread(B(io), buf, len, off, done);
 }
 
@@ -76,11 +76,11 @@ static int abt_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, si
             hi = ext[i].offset + ext[i].length;
     }
     if (n)
-        rfs_abt_wait_file(F(io), lo, hi);
+        rfs_abt_wait_file(F(io), lo, hi, 1);
     return B(io)->ops->preadv(B(io), ext, n, buf, done);
 }
 
-static void drain(rfs_io *io) { rfs_abt_wait_file(F(io), 0, UINT64_MAX); }
+static void drain(rfs_io *io) { rfs_abt_wait_file(F(io), 0, UINT64_MAX, 0); }
 
 static int abt_sync(rfs_io *io)
 {
@@ -98,19 +98,39 @@ static int abt_sync(rfs_io *io)
     return rc;
 }
 
-/* Buffered writes are delivered (MPI_Barrier: other ranks may use the bytes next). Their
+/* Buffered writes queued so far are delivered (MPI_Barrier: other ranks may use the bytes
+ * next; a helper thread waits so while the application writes on, mpiio/fence.c). Their
  * failures stay for sync and close, as rfs-abt.txt sec. 5.2 has it. */
 static int abt_flush(rfs_io *io, int report)
 {
     (void)report;
-    drain(io);
+    rfs_abt_wait_queued(F(io));
     return RFS_OK;
 }
 
+static uint64_t abt_write_mark(rfs_io *io)
+{
+    (void)io;
+    return rfs_abt_write_mark();
+}
+
+static int abt_mark_answered(rfs_io *io, uint64_t mark)
+{
+    return rfs_abt_mark_answered(F(io), mark);
+}
+
+/* The server's size, at least the end of this process's queued writes, without waiting for
+ * them: writes only extend a file, and size changes wait for every queued write (below), so
+ * the file is that long once they land. The queued end is taken first: a write answered
+ * between the two looks is in what the server reports. HDF5 asks at open and at every flush
+ * and close; waiting there for the buffered data made a deferred close wait after all. */
 static int abt_get_size(rfs_io *io, uint64_t *size)
 {
-    drain(io);
-    return B(io)->ops->get_size(B(io), size);
+    uint64_t queued = rfs_abt_pending_end(F(io));
+    int rc = B(io)->ops->get_size(B(io), size);
+    if (rc == RFS_OK && *size < queued)
+        *size = queued;
+    return rc;
 }
 
 static int abt_set_size(rfs_io *io, uint64_t size)
@@ -187,6 +207,8 @@ static const rfs_io_ops abt_ops = {
     .pwritev_gather = abt_pwritev_gather,
     .sync = abt_sync,
     .flush = abt_flush,
+    .write_mark = abt_write_mark,
+    .mark_answered = abt_mark_answered,
     .get_size = abt_get_size,
     .set_size = abt_set_size,
     .preallocate = abt_preallocate,

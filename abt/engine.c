@@ -678,8 +678,12 @@ static abt_chunk *pick_pass(int memory_only)
         if (memory_only && (c->staged || !c->buf))
             continue;
         int blocked = 0;
+        /* An earlier write the server has answered is in the file: a later one on the same
+         * bytes may go while the version after the earlier one is still being asked for
+         * (finish_chunk); HDF5 fills a chunk and writes it right after, so this saves a round
+         * trip per dataset. */
         for (abt_chunk *d = E.head; d != c; d = d->next)
-            if (d->f == c->f && overlaps(d, c->lo, c->hi)) {
+            if (d->f == c->f && !d->answered && overlaps(d, c->lo, c->hi)) {
                 blocked = 1;
                 break;
             }
@@ -748,6 +752,17 @@ static int file_busy_besides(const abt_chunk *c)
     return 0;
 }
 
+/* 1 if a chunk of c's file other than c is queued and not answered yet. A chunk answered
+ * and having its version asked for does not count: a write sent meanwhile (on other bytes, or
+ * on its bytes once answered) must ask again, or the version noted last could predate it. */
+static int unanswered_besides(const abt_chunk *c)
+{
+    for (abt_chunk *d = E.head; d; d = d->next)
+        if (d != c && d->f == c->f && !d->answered)
+            return 1;
+    return 0;
+}
+
 /* What writes waiting for space go by: deliveries free room, failures mean waiting is
  * pointless (mu held). */
 static void note_outcome(int rc, const char *msg)
@@ -764,11 +779,18 @@ static void note_outcome(int rc, const char *msg)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
+    /* Barriers and reads wait only for this (rfs_abt_wait_file): the bytes are in the file. */
+    if (rc == RFS_OK) {
+        c->answered = 1;
+        pthread_cond_broadcast(&E.done);
+        pthread_cond_broadcast(&E.work);  /* later writes on its bytes may go now */
+    }
     /* A write the server refused (disk full, quota) may still have landed in part: the
      * version after it is ours too. After a lost connection nothing can be asked. */
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
     char *probe = server_answered && !file_busy_besides(c) &&
-                  (f->pending == 1 || rfs_journal_track_due(f->name)) ? strdup(f->name) : NULL;
+                  (!unanswered_besides(c) || rfs_journal_track_due(f->name)) ? strdup(f->name)
+                                                                             : NULL;
     if (probe) {
         /* Replay safety: with no other write of the file in flight, what the server reports
          * now is the version `rfs recover` must find before it replays this file
@@ -776,11 +798,11 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
          * once it is known; c counts as no longer in flight (another completion of the file
          * asks too) but busy (nobody sends or stages it again). */
         c->inflight = 0;
-        c->busy++;
+        c->busy++;  /* until it leaves the queue: nobody may pick it while mu is let go below
+                     * (the journal note of a staged chunk), which would send it again */
         pthread_mutex_unlock(&E.mu);
         rfs_journal_track(probe);
         pthread_mutex_lock(&E.mu);
-        c->busy--;
         free(probe);
     }
     note_outcome(rc, msg);
@@ -1096,19 +1118,68 @@ void rfs_abt_unregister_file(abt_file *f)
         f->next_open->prev_open = f->prev_open;
 }
 
-void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi)
+void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enough)
 {
     pthread_mutex_lock(&E.mu);
     for (;;) {
         int busy = 0;
         if (f->pending > 0)
             for (abt_chunk *c = E.head; c && !busy; c = c->next)
-                busy = c->f == f && overlaps(c, lo, hi);
+                busy = c->f == f && overlaps(c, lo, hi) && !(answered_enough && c->answered);
         if (!busy)
             break;
         pthread_cond_wait(&E.done, &E.mu);
     }
     pthread_mutex_unlock(&E.mu);
+}
+
+void rfs_abt_wait_queued(abt_file *f)
+{
+    pthread_mutex_lock(&E.mu);
+    uint64_t mark = E.next_seq;
+    for (;;) {
+        int busy = 0;
+        /* Until they left the queue: answered and the file version after them noted, so a
+         * waiting barrier ends a burst for replay safety too (docs/abt.md). */
+        if (f->pending > 0)
+            for (abt_chunk *c = E.head; c && !busy; c = c->next)
+                busy = c->f == f && c->seq < mark;
+        if (!busy)
+            break;
+        pthread_cond_wait(&E.done, &E.mu);
+    }
+    pthread_mutex_unlock(&E.mu);
+}
+
+uint64_t rfs_abt_write_mark(void)
+{
+    pthread_mutex_lock(&E.mu);
+    uint64_t m = E.next_seq;
+    pthread_mutex_unlock(&E.mu);
+    return m;
+}
+
+int rfs_abt_mark_answered(abt_file *f, uint64_t mark)
+{
+    int busy = 0;
+    pthread_mutex_lock(&E.mu);
+    if (f->pending > 0)
+        for (abt_chunk *c = E.head; c && !busy; c = c->next)
+            busy = c->f == f && c->seq < mark && !c->answered;
+    pthread_mutex_unlock(&E.mu);
+    return !busy;
+}
+
+uint64_t rfs_abt_pending_end(abt_file *f)
+{
+    uint64_t end = 0;
+    pthread_mutex_lock(&E.mu);
+    if (f->pending > 0)
+        for (abt_chunk *c = E.head; c; c = c->next)
+            if (c->f == f && c->len > 0 && c->hi > end)
+                end = c->hi;
+    pthread_mutex_unlock(&E.mu);
+    return end;
 }
 
 int rfs_abt_take_error(abt_file *f)

@@ -28,6 +28,8 @@ typedef struct abt_chunk {
     uint64_t rec_off, data_off;
     int busy;                /* > 0: being filled or staged by another thread: not sendable */
     int inflight;
+    int answered;            /* the server answered its write (it may still be queued while
+                              * the file version is asked for, see finish_chunk) */
     int sealed;              /* no more coalescing into this chunk */
     uint64_t resv;           /* journal space reserved for this chunk while it is in memory */
 } abt_chunk;
@@ -118,8 +120,22 @@ typedef struct abt_src {
 /* Queues a write (extents + len bytes from src). Copies the data; returns when it is
  * buffered/staged. */
 int rfs_abt_enqueue(abt_file *f, const rfs_extent *ext, size_t n, abt_src *src, uint64_t len);
-/* Waits until no queued chunk of f overlaps [lo, hi) (hi = UINT64_MAX: all of f). */
-void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi);
+/* Waits until no queued chunk of f overlaps [lo, hi) (hi = UINT64_MAX: all of f). With
+ * answered_enough, a chunk whose write the server has answered no longer counts: its bytes are
+ * in the file (what readers and other ranks need), though the version bookkeeping after it
+ * (finish_chunk) may still be under way (what sync, size changes and close wait for). */
+void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enough);
+/* Waits until every write of f queued before the call has left the queue (answered, file
+ * version noted); writes queued meanwhile by other threads are not waited for (a chunk that
+ * took more data since is). */
+void rfs_abt_wait_queued(abt_file *f);
+/* rfs_io write_mark / mark_answered: the next chunk's sequence number; 1 once every chunk of
+ * f numbered below mark is answered (a chunk that took more data since counts whole). */
+uint64_t rfs_abt_write_mark(void);
+int rfs_abt_mark_answered(abt_file *f, uint64_t mark);
+/* The end of f's furthest queued write (0: none), whatever its state: a size query adds it
+ * to what the server reports instead of waiting for the writes. */
+uint64_t rfs_abt_pending_end(abt_file *f);
 /* Takes f's unreported background error (clearing it), or RFS_OK. */
 int rfs_abt_take_error(abt_file *f);
 /* The engine keeps every file until it is closed below, so finalize can wait for deferred closes. */

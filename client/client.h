@@ -219,6 +219,7 @@ struct rfs_file {
     pthread_mutex_t ww_mu;
     size_t ww_cap, ww_bytes;
     unsigned ww_count;
+    uint64_t ww_queued, ww_collected;  /* writes queued and collected so far */
     struct rfs_wwrite *ww_head, *ww_tail;
     int ww_err;
     char ww_msg[1536];
@@ -282,6 +283,14 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
 int rfs_wwin_settle(rfs_file *f, int all);
 /* Waits for every reply; a failure stays recorded for the next call to report. */
 void rfs_wwin_wait(rfs_file *f);
+/* The same for the writes queued before the call, without holding the window while waiting:
+ * writes of other threads go on meanwhile (rfs_flush_quiet: a helper thread waits for the
+ * writes before a barrier while the application writes on, mpiio/fence.c). */
+void rfs_wwin_wait_queued(rfs_file *f);
+/* rfs_io write_mark / mark_answered for the window: writes queued so far; 1 once all writes
+ * queued before `mark` are answered (collects the replies that arrived, never waits). */
+uint64_t rfs_wwin_mark(rfs_file *f);
+int rfs_wwin_answered(rfs_file *f, uint64_t mark);
 
 /* Collects the replies of a pending SET_VIEW (all of them when view_id < 0, else only if it
  * was for view_id) and returns its first failure, "label: cause". */

@@ -478,7 +478,7 @@ int rfs_flush(rfs_file *f)
 void rfs_flush_quiet(rfs_file *f)
 {
     if (f)
-        rfs_wwin_wait(f);
+        rfs_wwin_wait_queued(f);
 }
 
 static int get_size_once(rfs_file *f, uint64_t *size)

@@ -2,6 +2,7 @@
  * is the matching rfs_* call on the wrapped rfs_file. */
 #include "rfs/rfs_io.h"
 
+#include "client/client.h"
 #include "common/err.h"
 #include "proto/proto.h"
 
@@ -31,6 +32,9 @@ static int r_flush(rfs_io *io, int report)
     rfs_flush_quiet(file_of(io));
     return RFS_OK;
 }
+static uint64_t r_write_mark(rfs_io *io) { return rfs_wwin_mark(file_of(io)); }
+static int r_mark_answered(rfs_io *io, uint64_t mark)
+{ return rfs_wwin_answered(file_of(io), mark); }
 static int r_get_size(rfs_io *io, uint64_t *size) { return rfs_get_size(file_of(io), size); }
 static int r_set_size(rfs_io *io, uint64_t size) { return rfs_set_size(file_of(io), size); }
 static int r_preallocate(rfs_io *io, uint64_t size) { return rfs_preallocate(file_of(io), size); }
@@ -64,6 +68,8 @@ static const rfs_io_ops remote_ops = {
     .pwritev = r_pwritev,
     .sync = r_sync,
     .flush = r_flush,
+    .write_mark = r_write_mark,
+    .mark_answered = r_mark_answered,
     .get_size = r_get_size,
     .set_size = r_set_size,
     .preallocate = r_preallocate,

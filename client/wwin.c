@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define WWIN_MAX_WRITES 4096u
 
@@ -66,6 +67,7 @@ static void collect_head(rfs_file *f)
             f->ww_tail = NULL;
         f->ww_bytes -= w->len;
         f->ww_count--;
+        f->ww_collected++;
         lost_push(f, w);
         return;
     }
@@ -82,6 +84,7 @@ static void collect_head(rfs_file *f)
         f->ww_tail = NULL;
     f->ww_bytes -= w->len;
     f->ww_count--;
+    f->ww_collected++;
     wwrite_free(w);
 }
 
@@ -118,6 +121,53 @@ void rfs_wwin_wait(rfs_file *f)
     while (f->ww_head)
         collect_head(f);
     pthread_mutex_unlock(&f->ww_mu);
+}
+
+void rfs_wwin_wait_queued(rfs_file *f)
+{
+    if (!f->ww_cap)
+        return;
+    long sleep_ns = 20000;
+    pthread_mutex_lock(&f->ww_mu);
+    uint64_t target = f->ww_queued;
+    while (f->ww_collected < target && f->ww_head) {
+        if (__atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE)) {
+            collect_head(f);  /* answered: does not block */
+            continue;
+        }
+        /* The receiver thread marks the reply; look again soon, without the lock. */
+        pthread_mutex_unlock(&f->ww_mu);
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000)
+            sleep_ns *= 2;
+        pthread_mutex_lock(&f->ww_mu);
+    }
+    pthread_mutex_unlock(&f->ww_mu);
+}
+
+uint64_t rfs_wwin_mark(rfs_file *f)
+{
+    if (!f->ww_cap)
+        return 0;
+    pthread_mutex_lock(&f->ww_mu);
+    uint64_t m = f->ww_queued;
+    pthread_mutex_unlock(&f->ww_mu);
+    return m;
+}
+
+int rfs_wwin_answered(rfs_file *f, uint64_t mark)
+{
+    if (!f->ww_cap)
+        return 1;
+    pthread_mutex_lock(&f->ww_mu);
+    while (f->ww_collected < mark && f->ww_head &&
+           __atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE))
+        collect_head(f);
+    /* Writes lost with a connection are not in the file until recovery sends them again. */
+    int ok = f->ww_collected >= mark && !f->ww_lost_head;
+    pthread_mutex_unlock(&f->ww_mu);
+    return ok;
 }
 
 int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
@@ -181,6 +231,7 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     f->ww_tail = w;
     f->ww_bytes += len;
     f->ww_count++;
+    f->ww_queued++;
     pthread_mutex_unlock(&f->ww_mu);
     if (done)
         *done = len;

@@ -36,6 +36,7 @@ void mp_hints_default(mp_hints *h)
     h->abt_wait_timeout_ms = RFS_ABT_DEFAULT_WAIT_TIMEOUT_MS;
     h->defer_open = MP_DISABLE;
     h->defer_close = MP_DISABLE;
+    h->lazy_barrier = MP_ENABLE;
 }
 
 static int parse_long(const char *v, long min, long max, int base, long *out)
@@ -193,6 +194,8 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         return parse_onoff(v, &h->defer_open);
     } else if (!strcmp(key, "rfs_defer_close")) {
         return parse_onoff(v, &h->defer_close);
+    } else if (!strcmp(key, "rfs_lazy_barrier")) {
+        return parse_onoff(v, &h->lazy_barrier);
     } else {
         return 0;
     }
@@ -291,6 +294,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     }
     MPI_Info_set(info, "rfs_defer_open", h->defer_open == MP_ENABLE ? "enable" : "disable");
     MPI_Info_set(info, "rfs_defer_close", h->defer_close == MP_ENABLE ? "enable" : "disable");
+    MPI_Info_set(info, "rfs_lazy_barrier", h->lazy_barrier == MP_ENABLE ? "enable" : "disable");
 #undef SETI
     *out = info;
     return MPI_SUCCESS;

@@ -60,7 +60,10 @@ int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
     mp_file *f = mp_file_of(fh);
     if (!f)
         return MP_REAL(PMPI_File_preallocate)(fh, size);
-    return size_op(f, size, 1);
+    MP_TRACE_BEGIN("MPI_File_preallocate");
+    int rc = size_op(f, size, 1);
+    MP_TRACE_END("MPI_File_preallocate");
+    return rc;
 }
 MP_ALIAS(MPI_File_preallocate, (MPI_File fh, MPI_Offset size))
 
@@ -70,7 +73,9 @@ int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
     if (!f)
         return MP_REAL(PMPI_File_get_size)(fh, size);
     uint64_t s = 0;
+    MP_TRACE_BEGIN("MPI_File_get_size");
     int rc = f->io->ops->get_size(f->io, &s);
+    MP_TRACE_END("MPI_File_get_size");
     if (rc != RFS_OK)
         return mp_raise(f, mp_io_error(f, rc, "get_size", rfs_last_error()));
     *size = (MPI_Offset)s;

@@ -134,6 +134,7 @@ typedef struct mp_hints {
     char staging_dir[1024];   /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
     int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
     int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
+    int lazy_barrier;         /* rfs_lazy_barrier: MP_ENABLE / MP_DISABLE (fence.h) */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);
@@ -239,6 +240,7 @@ typedef struct mp_file {
     int split_active;
     MPI_Status split_status;
     int split_err;
+    struct mp_fence *fence;   /* lazy barriers (fence.h), or NULL */
 } mp_file;
 
 /* ---- registries (registry.c) ---- */

@@ -5,6 +5,7 @@
  * the existing file. All ranks agree on the outcome so either every rank has a handle or none
  * does. */
 #include "mpiio/mpiio_internal.h"
+#include "mpiio/fence.h"
 
 #include "abt/abt.h"
 #include "common/log.h"
@@ -207,7 +208,11 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     code = MPI_SUCCESS;
     /* Deferred open cannot honour MPI_MODE_EXCL (the file's existence must be known now). */
     int defer = f->hints.defer_open == MP_ENABLE && !(amode & MPI_MODE_EXCL);
-    int node_ranks = f->hints.abt == MP_ENABLE ? local_ranks(dup) : 1;
+    /* ABT's memory share and lazy barriers (fence.h) need the ranks on this node. */
+    int early = f->hints.abt == MP_ENABLE || f->hints.write_window > 0;
+    int node_ranks = f->hints.abt == MP_ENABLE ||
+                     (early && f->hints.lazy_barrier == MP_ENABLE && size > 1)
+                         ? local_ranks(dup) : 1;
     if (defer) {
         /* Every rank creates if needed: no ordering between the ranks' first accesses. */
         rrc = rfs_io_open_deferred(name, flags, f->hints.file_perm, &opts, &f->io);
@@ -242,6 +247,8 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     code = mp_agree_error(NULL, dup, code);
     if (code == MPI_SUCCESS)
         code = mp_view_default(f);
+    if (code == MPI_SUCCESS)
+        code = mp_fence_open(f, node_ranks);
     if (code != MPI_SUCCESS) {
         if (f->io)
             f->io->ops->close(f->io);
@@ -301,6 +308,7 @@ MP_ALIAS(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Inf
 int mp_close_file(mp_file *f, int collective)
 {
     mp_nb_drain(f);
+    mp_fence_close(f, collective);
     mp_files_remove(f);
     mp_fortran_release(f);
     char where[sizeof f->io->server + sizeof f->io->path + 2];

@@ -35,6 +35,13 @@ typedef struct rfs_io_ops {
      * for). report: returns their first failure (reported once); 0: leaves it for the next
      * call on the file. NULL: writes are confirmed when they return. */
     int (*flush)(rfs_io *io, int report);
+    /* A mark for the writes that returned so far, and whether the server has answered every
+     * one of them yet (1) or not (0), without waiting and without reporting failures (they
+     * stay for the next call). For a thread that must notice, while the application writes
+     * on, when earlier writes are in the file (mpiio/fence.c). NULL: writes are answered when
+     * they return. */
+    uint64_t (*write_mark)(rfs_io *io);
+    int (*mark_answered)(rfs_io *io, uint64_t mark);
     int (*get_size)(rfs_io *io, uint64_t *size);
     int (*set_size)(rfs_io *io, uint64_t size);
     int (*preallocate)(rfs_io *io, uint64_t size);

@@ -152,6 +152,52 @@ static void test_read_sees_buffered_writes(void **state)
     free(fk->data), free(fk);
 }
 
+/* get_size answers without waiting for buffered writes (HDF5 asks at every flush and close:
+ * waiting there undid the deferred close), yet counts them: the size is at least the end of
+ * this process's queued writes, and the server's size when that is larger. A barrier's flush
+ * delivers them; set_size still waits for them first. */
+static void test_get_size_counts_queued_writes_without_waiting(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/size", &c, &io), RFS_OK);
+    uint8_t w[5000];
+    fill(w, sizeof w, 3);
+    assert_int_equal(io->ops->pwrite(io, w, 100, 0, NULL), RFS_OK);
+    assert_int_equal(io->ops->flush(io, 1), RFS_OK);
+    assert_int_equal(fk->size, 100);
+    fake_io_gate(fk, 1);
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 1000, NULL), RFS_OK);
+    assert_true(fake_io_wait_blocked(fk, 1));
+    uint64_t size = 0;
+    assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
+    assert_int_equal(size, 6000);
+    assert_int_equal(fk->size, 100);   /* not delivered: get_size did not wait for it */
+    /* A larger file on the server wins over the queued end. */
+    pthread_mutex_lock(&fk->mu);
+    fk->size = 9000;
+    pthread_mutex_unlock(&fk->mu);
+    assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
+    assert_int_equal(size, 9000);
+    pthread_mutex_lock(&fk->mu);
+    fk->size = 100;
+    pthread_mutex_unlock(&fk->mu);
+    fake_io_gate(fk, 0);
+    assert_int_equal(io->ops->flush(io, 1), RFS_OK);  /* what MPI_Barrier calls */
+    assert_int_equal(fk->size, 6000);
+    assert_memory_equal(fk->data + 1000, w, sizeof w);
+    assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
+    assert_int_equal(size, 6000);
+    assert_int_equal(io->ops->set_size(io, 20), RFS_OK);
+    assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
+    assert_int_equal(size, 20);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(fk->data), free(fk);
+}
+
 /* A memory cap smaller than one buffer forces every write through the journal. */
 static void test_tiny_cap_forces_foreground_staging(void **state)
 {
@@ -575,6 +621,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_returns_before_delivery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overlapping_writes_keep_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_sees_buffered_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_size_counts_queued_writes_without_waiting, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tiny_cap_forces_foreground_staging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pool_prefaulted_and_costs_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gathered_write_in_memory, setup, teardown),

@@ -28,6 +28,9 @@ CASES = [
     # writes that return early are in the file once the writer passed MPI_Barrier
     ("t_barrier", (), {"RFS_HINTS": "rfs_write_window=16M"}),
     ("t_barrier", (), {"RFS_HINTS": "rfs_abt=enable"}),
+    # the same with barriers that wait for the writes (what ranks on several nodes get)
+    ("t_barrier", (), {"RFS_HINTS": "rfs_write_window=16M;rfs_lazy_barrier=disable"}),
+    ("t_barrier", (), {"RFS_HINTS": "rfs_abt=enable;rfs_lazy_barrier=disable"}),
 ]
 
 
