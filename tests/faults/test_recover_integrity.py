@@ -337,6 +337,15 @@ def test_journals_of_two_writers_of_one_file(tmp_path):
     try:
         r = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv.env(),
                            capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            # Known race (noted on issue #22): when SIGKILL lands between a writer's last
+            # delivery and the version probe after it, both journals hold a version older
+            # than the file's; recover then refuses, safely, naming the file, and --force
+            # must still deliver exactly the bytes, nothing lost.
+            assert "changed on the server since the writer's last delivery" in r.stdout + r.stderr
+            assert len(list(staging.glob("*.rfsj"))) == 2      # nothing replayed, kept
+            r = subprocess.run([binary("rfs"), "recover", "--force", str(staging)],
+                               env=srv.env(), capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"{SIZE} bytes delivered" in r.stdout       # both second halves
         assert (root / NAME.lstrip("/")).read_bytes() == pattern(SIZE, 5)
