@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Active buffering with threads (rfs-abt.txt sec. 2.2, 3.2, 5.2) as a stacked rfs_io layer.
  *
  * Writes are copied into equal-sized buffers from a process-wide pool (allocated on demand up

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* ABT as an rfs_io: writes are queued in the engine; everything that must observe them (reads of
  * the same bytes, sync, size changes, locks) first waits for the overlapping queued writes. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The ABT engine: one FIFO of buffered writes per process, a pool of equal-sized buffers,
  * sender threads that deliver chunks to the layer below, and the eq. (1) stager.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* ABT internals shared by the engine (queue, pool, threads, stager) and the rfs_io ops. */
 #ifndef RFS_ABT_ENGINE_H
 #define RFS_ABT_ENGINE_H

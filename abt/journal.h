@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The staging journal: an append-only local file of write records (file name, extents, data).
  * Staged data lives here until it reaches the server; each record has a state byte flipped to
  * "done" once delivered, so `rfs recover` can replay exactly what was not delivered if the

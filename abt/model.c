@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 #include "abt/model.h"
 
 double rfs_abt_stage_bytes(double abs_max, double abs_now, double n, double i_rem, double bx,

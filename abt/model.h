@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The background staging model of rfs-abt.txt eq. (1), and the observation of output phases
  * it needs. Pure functions and plain state, so they can be tested without threads or clocks. */
 #ifndef RFS_ABT_MODEL_H

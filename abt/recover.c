@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* `rfs recover`: delivers what a dead process staged but never sent, without ever applying a
  * record twice, overwriting a file another writer changed since, or deleting what it did not
  * prove to be a journal it fully delivered (abt.h, docs/abt.md). */

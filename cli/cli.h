@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Internal interfaces of the `rfs` command (cli/): option parsing, URL handling, error
  * reporting and the commands themselves. Nothing here is part of the public API. */
 #ifndef RFS_CLI_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line option parsing for the rfs command, and turning options into rfs_options. */
 #include <errno.h>
 #include <limits.h>

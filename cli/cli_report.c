@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Failure messages of the rfs command: always exactly one line on stderr that says which
  * server, which path and what went wrong. */
 #include <stdarg.h>

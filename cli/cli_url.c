@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs names on the command line: validation, the "no path means /" convenience, and joining a
  * file name onto a directory name. */
 #include <ctype.h>

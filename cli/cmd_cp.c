@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs cp SRC... DEST: one command for every direction, by the form of the names: local to
  * remote is a put, remote to local a get (both atomic, with --resume and --verify), remote to
  * remote streams through this client (the server-to-server copy that would bypass it is not

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs du URL: bytes and files under a remote path, walked with LIST (one request per
  * directory; entries' sizes come with the listing). Like du: a line per directory, deepest
  * first, then the total; -s only the total; -H human sizes; --json one document. Symbolic

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs chmod MODE URL and rfs df URL: permission bits of a remote file, and the space left on
  * the server's file system (the two questions before a big transfer: may the others read it,
  * and will it fit). MODE is octal (640) or symbolic like chmod's (u+x, go-w, a=r,u+w). */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs ls / stat / rm / mkdir: metadata operations, one library call each (mkdir -p: one per
  * path component). */
 #include <inttypes.h>

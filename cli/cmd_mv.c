@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs mv URL DEST: a rename on the server (no data moves). DEST is a path on the same server
  * or an rfs name of it; an existing directory receives the source under its own name, as mv
  * does. A destination on another server is refused: that is a copy, not a rename. */

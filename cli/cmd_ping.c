@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs ping URL [--count N]: round trips of an empty request, like ping(8) but without waiting
  * between probes (it measures the server and path, not a heartbeat). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs recover STAGING_DIR [--to rfs:HOST:PORT] [--force]: delivers the writes that ABT staged
  * but never sent (the process died or the server was unreachable), from every journal no live
  * process holds; see docs/abt.md "The journal and recovery". */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs run [--mpi mpich|openmpi] [--dry-run] [--] LAUNCHER ARGS...
  *
  * Starts LAUNCHER (mpiexec.mpich, mpiexec.openmpi, mpirun, ...) with LD_PRELOAD set, in every

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Standard input and output as the local side: `rfs cat URL`, `rfs get URL -` and
  * `rfs put - URL`. Streams have no size known in advance and cannot be re-read, so they move
  * sequentially over one connection in large requests (the library pipelines each one's

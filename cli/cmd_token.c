@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs token: prints a fresh authentication token for rfsd's --token-file and the clients'
  * RFS_TOKEN: 32 random bytes from the kernel (getrandom), in hex. rfsd refuses tokens shorter
  * than 16 bytes, so sites need an easy way to make a good one. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The rfs command's configuration file: defaults and host aliases, so users type
  * `rfs ls rfs://dtn/run42` instead of a full address and a --token-file each time.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* cli_escape: see escape.h. */
 #include "cli/escape.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Terminal-safe text from the server (names in listings, error messages), as `ls -b` shows
  * names: a hostile server or a file created by another client must not be able to send
  * escape sequences to the user's terminal or forge extra output lines. */

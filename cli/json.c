@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* JSON output of listings and stats (--json): one document on stdout that scripts parse
  * instead of the human columns. Names are bytes from the server: valid UTF-8 is kept,
  * controls are \u escapes, and a byte of invalid UTF-8 becomes \udcXX (the convention of

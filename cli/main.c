@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs: command-line access to files on an rfsd server.
  * Finds the command, parses its options and runs it; see `rfs --help`. */
 #include <ctype.h>

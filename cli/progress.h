@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Progress bar of the rfs command on stderr: only on a terminal, only once a transfer has run
  * for about a second (RFS_PROGRESS_MIN_SECONDS overrides that delay, for tests), redrawn at
  * most ten times a second. Shows bytes done / total, percent, rate and time left. */

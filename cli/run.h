@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* `rfs run` (cmd_run.c, run_find.c): start an MPI launcher with the librfs-mpiio.so built for
  * its MPI preloaded in every rank. */
 #ifndef RFS_CLI_RUN_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* `rfs run`: which MPI a launcher starts, and where the librfs-mpiio.so built for it is.
  *
  * A build's MPI is read from the file itself (the "rfs-mpiio-built-for=NAME;" string that

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs get URL LOCAL: copies a remote file into a local one. The data go to a hidden temporary
  * file next to LOCAL, synced and renamed over LOCAL only after every byte arrived (and, with
  * --verify, was checked against the server's crc32c), so a failed or interrupted get never

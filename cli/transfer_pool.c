@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Parallel copy engine; see transfer_pool.h. */
 #include "cli/transfer_pool.h"
 

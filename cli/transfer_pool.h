@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Parallel copy engine behind `rfs put` and `rfs get`.
  *
  * `depth` threads take consecutive chunks of [0, total) from a shared cursor and copy each with

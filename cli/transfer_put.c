@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs put LOCAL URL: copies a local file to the server, atomically.
  *
  * The data go to a hidden temporary file beside the destination, named after what it holds

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Internals of the rfs client library shared by the files in client/ (not installed).
  *
  * Structure: name.c parses names, options.c resolves options and the token, conn.c owns one

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* One connection to a server: a transport, a table of pending requests keyed by request id,
  * a receiver thread that reads reply frames and completes the matching request, and a
  * watchdog that closes the connection when any request outlives its deadline.

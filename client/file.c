@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs_file: open/close and the small per-file operations.
  *
  * A file holds one server handle per stream connection (handles belong to a connection on

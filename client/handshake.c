@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* HELLO (version, frame size, features) and AUTH (mutual challenge-response, common/auth.h).
  *
  * The client proves it knows the token, and then checks the server's MAC: a server that

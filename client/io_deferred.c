@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Deferred open (rfs-abt.txt sec. 3.1 and 5.2): an rfs_io that contacts the server only at its
  * first operation. A failed open is reported by that operation (and every later one), with the
  * open's own message. Stacked layers above (ABT) see an ordinary rfs_io. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The remote client as an rfs_io: the bottom of every layer stack (docs/design.md). Each op
  * is the matching rfs_* call on the wrapped rfs_file. */
 #include "rfs/rfs_io.h"

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Path-based calls (no open file): delete, rename, mkdir, stat, list, ping. Each borrows one
  * pooled connection to the server for the duration of the call. */
 #include "client/client.h"

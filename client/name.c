@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs names: "rfs:HOST:PORT:PATH" (ROMIO's "fsname:" prefix convention) and
  * "rfs://HOST:PORT/PATH", with IPv6 literals in brackets.
  *

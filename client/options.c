@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Option defaults and token lookup, and the monotonic clock every deadline uses. */
 #include "client/client.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Connection pool: files (and path calls) to the same server with the same token share
  * connections. A file asking for k streams gets k distinct connections, reusing live ones
  * first. Connections are reference counted; a dead connection is never handed out again (its

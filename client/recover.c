@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Transparent recovery of a file whose connections were lost (docs/reliability.md).
  *
  * Every public operation on a file runs as an attempt (rfs_attempt_*): it holds the file's

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Services for the MPI-IO layer: shared counters, byte-range locks and file views. These are
  * plain requests on the file's first stream (views: on every stream, since each stream has its
  * own server handle); a server that lacks one answers RFS_E_UNSUPPORTED, which is passed on

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Whole small files in one request each (WRITE_FILE, READ_FILE), many in flight on one
  * connection: a directory of thousands of small files is bound by the link's rate and the
  * server's disk, not by round trips (an open, write, sync, rename and close per file, one

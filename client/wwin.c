@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The write window: small writes sent without waiting for their replies.
  *
  * A PWRITE or VIEW_WRITE that fits one frame is written into the socket and the call returns;

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Pipelined transfers: a large or list access is cut into frame-sized jobs; each stream (one
  * connection of the file) keeps up to `window` of its jobs in flight, so one stream fills the
  * link's bandwidth-delay product instead of paying a round trip per frame, and several

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Shared-secret challenge-response (HMAC-SHA256). The secret never crosses the wire:
  *   client mac = HMAC(secret, "rfs-auth-client-v1" || server_nonce || client_nonce)
  *   server mac = HMAC(secret, "rfs-auth-server-v1" || client_nonce || server_nonce)

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* CRC-32C, slicing by 8: eight table lookups per 8 input bytes instead of one per byte, which
  * matters because rfsd checksums up to 1 GiB per CHECKSUM request. The tables are built once,
  * on first use; bytes are combined one by one so the result does not depend on endianness. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of `rfs put/get --verify`
  * and of the CHECKSUM protocol op (docs/protocol.md). Written here rather than taken from a
  * library: it is small, and the result must be identical on client and server builds. */

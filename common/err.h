@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Error codes <-> messages, and the per-thread "last error" message every layer sets. */
 #ifndef RFS_COMMON_ERR_H
 #define RFS_COMMON_ERR_H

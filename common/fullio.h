@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Positioned reads and writes that finish the job: short transfers and EINTR are retried. */
 #ifndef RFS_COMMON_FULLIO_H
 #define RFS_COMMON_FULLIO_H

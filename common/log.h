@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Leveled logging to stderr, used by rfsd and (at warn level) by the client libraries. */
 #ifndef RFS_COMMON_LOG_H
 #define RFS_COMMON_LOG_H

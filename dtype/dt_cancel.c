@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The process-wide cancellation flag that long datatype work polls (rfs_dt_set_cancel). A
  * server points it at its shutdown flag so that SIGTERM is never held up by a flatten. */
 #include "dt_internal.h"

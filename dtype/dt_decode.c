@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Decoder of the portable datatype encoding (docs/datatypes.md). Reads the preorder tree,
  * validates every field against the remaining input before allocating, and normalises each
  * combiner to the internal node kinds. Bounds: RFS_DT_MAX_DEPTH nesting, RFS_DT_MAX_NODES encoded

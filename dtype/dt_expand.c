@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Expansion of SUBARRAY and DARRAY into the internal node kinds, following the MPI standard's
  * definitions: the result has lb 0 and extent prod(sizes) * extent(oldtype); its type map walks
  * the selected elements in array order (last dimension fastest for C order, first dimension

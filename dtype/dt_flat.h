@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The allocation behind every rfs_flat handed out by this library: the public struct plus the
  * prefix sums of the run lengths that rfs_flat_map binary-searches. An rfs_flat must therefore
  * come from rfs_dt_flatten or rfs_flat_bytes (and be freed by rfs_flat_free). */

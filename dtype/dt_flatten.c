@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Flattening: the type map of a decoded datatype as (offset, length) runs in type-map order,
  * with adjacent runs merged.
  *

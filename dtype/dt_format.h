@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Wire constants of the portable datatype encoding (docs/datatypes.md). Shared by the decoder,
  * the MPI encoder and the tests; the values are our own, not any MPI library's, so an encoding
  * made with MPICH decodes identically next to Open MPI or without MPI at all. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Internal representation of a decoded datatype: a tree of five node kinds to which every wire
  * combiner is normalised (VECTOR/INDEXED become byte-strided forms, DUP disappears, SUBARRAY and
  * DARRAY are expanded, see dt_expand.c). Each node carries its size and bounds as MPI defines

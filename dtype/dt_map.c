@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Flat types as values (construction, freeing) and the file-view mapping: the filetype tiled
  * from disp, copy k at disp + k*extent, and a data-stream byte range mapped to file runs. Whole
  * tiles are skipped by division and the run inside a tile is found by binary search over the

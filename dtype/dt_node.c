@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Construction of internal datatype nodes with MPI's size and bounds rules:
  * - size is the sum of the children's sizes times their repetition counts;
  * - lb/ub are the min/max over every child copy of (displacement + child lb/ub); blocks with a

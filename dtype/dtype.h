@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Portable datatype descriptions (docs/datatypes.md): decoded and flattened without MPI, on the
  * server and on the client. The client produces encodings from MPI datatypes with
  * rfs_dt_encode_mpi (dtype/encode_mpi.h, built only with MPI).

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Preorder traversal of an MPI datatype with PMPI_Type_get_envelope/get_contents, written in the
  * portable encoding. After each derived node the subtree just written is decoded again and its
  * size and bounds compared with what the MPI library reports: a size mismatch is an error, and

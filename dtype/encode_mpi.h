@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Encoder from MPI datatypes to the portable encoding (docs/datatypes.md). Built only with MPI
  * (static PIC library rfs_dtype_mpi). Uses only PMPI_ entry points, so it is safe to call from
  * the MPI-IO interposition library. */

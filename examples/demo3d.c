@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* demo3d: the shape of a simulation's checkpoint, written and read back through MPI-IO.
  *
  * Every rank owns one block of a global 3-D array of doubles (block decomposition from

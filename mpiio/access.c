@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Blocking independent data access: checks, memory packing, atomic-mode locks, status. */
 #include "mpiio/mpiio_internal.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Aggregator placement for two-phase collective I/O. One aggregator per node by default, as
  * ROMIO does (cb_config_list "*:1"): an aggregator sends to the server over the node's network
  * link, so two on one node share that link while another node's link sits idle. Nodes are the

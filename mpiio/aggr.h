@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Which ranks aggregate in two-phase collective I/O (aggr.c). */
 #ifndef RFS_MPIIO_AGGR_H
 #define RFS_MPIIO_AGGR_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_File_* entry points of collective access: read_all/write_all (individual pointer),
  * read_at_all/write_at_all, and their split forms (_begin does the whole operation, _end
  * returns its status), plus PMPI_ aliases and large-count variants where declared. */

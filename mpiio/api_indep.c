@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_File_* entry points for independent access: explicit offsets and the individual file
  * pointer (read/write/seek/get_position/get_byte_offset), with their PMPI_ aliases and, where
  * mpi.h declares them, the MPI-4 large-count (_c) variants. */

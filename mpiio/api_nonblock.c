@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_File_i* entry points. Independent ones run in the I/O threads (nonblock.c); the file
  * pointers move when the call is made, as MPI specifies. Collective ones (iread_all...) do the
  * collective part now and return an already completed request. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_Barrier, seen by librfs-mpiio.so: before the ranks meet, every write of this rank that
  * returned early (the write window, active buffering) is delivered to the server.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Collective I/O: two-phase aggregation among the client ranks (PMPI collectives on the file's
  * private communicator).
  *

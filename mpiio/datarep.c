@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Data representations: the names set_view accepts, the user representations registered with
  * MPI_Register_datarep (recorded here, still forwarded to the MPI library so its own files know
  * them too), and the conversion of memory data to and from a representation's byte stream.

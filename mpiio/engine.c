@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The byte engine: moves bytes [pos, pos+len) of a view's data stream to or from the file with
  * rfs_io ops only. Three paths: a contiguous view is one pread/pwrite; otherwise the view is
  * sent once to the server (set_view, lazily with the first access, as rfs-abt.txt sec. 3.1 does)

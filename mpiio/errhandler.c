@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Error handlers on rfs files. An MPI_Errhandler does not reveal its function, so we record
  * every file errhandler the application creates (MPI_File_create_errhandler) and call the
  * function ourselves. We also count references the way MPI does (creator + each rfs file using

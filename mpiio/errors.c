@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs errors -> MPI error codes. Each failure gets a code of the right MPI error class whose
  * MPI_Error_string names server, path and cause. Codes come from a small ring per class
  * (MPI_Add_error_code cannot be undone, so we reuse them): the last MP_CODES_PER_CLASS messages

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Lazy barriers: see fence.h for what and why. Only mp_fence_open/publish/collect/close run
  * MPI (application thread); the rfs_io ops and the helper thread touch shared memory only. */
 #include "mpiio/fence.h"

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Barriers that do not wait for the network (hint rfs_lazy_barrier, docs/mpiio.md "Lazy
  * barriers"). With the write window or ABT a write returns before the server has it; programs
  * (HDF5 first) order writes of different ranks with MPI_Barrier, so the barrier used to wait

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Hints: MPI_Info keys (ROMIO's collective-buffering keys and our rfs_* keys) and, for programs
  * that cannot pass an info object, RFS_HINTS="key=value;key=value". Precedence: defaults, then
  * RFS_HINTS, then the info given to open/set_view/set_info. Unknown keys and bad values are

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* File manipulation, info, consistency and handle conversion for rfs files: set_size,
  * preallocate, get_size, get_group, get_amode, set_info, get_info, set/get_atomicity, sync,
  * c2f/f2c. Collective calls agree on errors so every rank reports the same outcome. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A librfs-mpiio.so preloaded into a program of the other MPI (the MPICH build into an Open MPI
  * program, or the reverse) takes itself out of the process instead of crashing it.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* librfs-mpiio internals: the handle struct behind an rfs MPI_File, the registries that tell our
  * handles from the MPI library's, the real (next) PMPI functions, error helpers, hints, views and
  * the byte-stream I/O engine. docs/mpiio.md explains the design.

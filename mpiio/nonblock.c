@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking I/O: real MPI requests (MPI_Grequest_start) whose work runs in a small pool of
  * I/O threads that call only rfs_io ops, never MPI, so MPI_THREAD_SINGLE programs work. The
  * completion (unpacking, error code, MPI_Grequest_complete) happens in an application thread:

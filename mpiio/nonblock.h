@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking rfs operations (nonblock.c) and the request-completion hooks (waits.c). */
 #ifndef RFS_MPIIO_NONBLOCK_H
 #define RFS_MPIIO_NONBLOCK_H

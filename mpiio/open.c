@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_File_open / close / delete for rfs names, and closing forgotten files at MPI_Finalize.
  * Open is collective on a private dup of the communicator. All ranks open at once (O_CREAT on
  * the server is atomic, so concurrent creates make one file); only with MPI_MODE_EXCL does rank 0

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Memory side of a data access: the bytes of (buf, count, datatype) in type-map order. Dense
  * in-order types are used in place; any other type is packed (writes) or read into a buffer and
  * unpacked (reads) with PMPI_Pack/PMPI_Unpack. Only the file side ever crosses the network. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The POSIX calls that change names, on rfs names: what MPI-IO programs and libraries do to
  * their files outside MPI-IO (PnetCDF and IOR unlink before re-creating, MPICH's tests remove
  * and rename, checkpointing codes truncate). Served:

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* POSIX access to rfs names through descriptors, for libraries that look at a file outside
  * MPI-IO before opening it with MPI_File_open: PnetCDF's ncmpi_open probes the file format with
  * open() + read() on rank 0, HDF5 and NetCDF tools stat() or access() names. Served here:

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* What the POSIX shim's files share: the C library's functions, rfs errors as errno values,
  * the client options, and the rule that decides which names are rfs names.
  * posix_shim.c serves descriptors (open/read/stat...), posix_names.c the calls that change

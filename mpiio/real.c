@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI library's own functions. We define MPI_File_x and PMPI_File_x (and the request
  * completion calls), so the library's versions are found with dlsym(RTLD_NEXT): the next
  * definition after ours in the lookup order, which is the MPI library's. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Which MPI_File values are ours. A handle value is only compared, never dereferenced, until it
  * is found in the table, so foreign (MPI library) handles are safe to look up. */
 #include "mpiio/mpiio_internal.h"

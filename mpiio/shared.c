@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Shared file pointer: a counter kept by the server (rfs_io counter op: atomic fetch-and-add),
  * in etype units of the current view. Each collective open picks a fresh random key, so two
  * independent opens of the same file do not share a pointer. Ordered mode: an exclusive scan of

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* RFS_TRACE=1: marks where each MPI_File call on an rfs file begins and ends, on stderr, in the
  * same format and on the same clock (CLOCK_MONOTONIC, shared by all processes of a machine) as
  * the client's per-request trace (client/conn.c). bench/mpiio/rtt_count.py uses the marks to

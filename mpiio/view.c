@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* File views. set_view encodes the filetype once (rfs_dt_encode_mpi), flattens it locally for
  * client-side mapping, and marks it unsent: the server learns it with the next access
  * (engine.c). Views are reference counted because nonblocking operations in flight keep using

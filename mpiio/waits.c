@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI_Wait/Test family, MPI_Request_free, MPI_Request_get_status and MPI_Cancel (and their
  * PMPI_ names). Generalized requests have no progress hook in standard MPI, so before handing
  * an array to the MPI library we complete (MPI_Grequest_complete, from this thread) every rfs

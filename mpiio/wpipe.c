@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Pipelined two-phase writes: an aggregator hands each round's list write to a few background
  * threads and goes on with the next round's exchange, so round k+1's data is already on the
  * wire while round k's replies are still coming back. With synchronous rounds every round

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Pipelined list writes for two-phase collective writes (wpipe.c). */
 #ifndef RFS_MPIIO_WPIPE_H
 #define RFS_MPIIO_WPIPE_H

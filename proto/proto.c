@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Frame header, op table, HELLO negotiation, extents, LIST entries and the field checks
  * shared by the request and reply codecs (request.c, reply.c). Byte layouts: docs/protocol.md. */
 #include "proto/proto.h"

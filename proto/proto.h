@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Wire protocol: frame and message encode/decode. Pure functions, no I/O, no allocation.
  * Specified in docs/protocol.md; every limit below is enforced by the decoders.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Reply bodies: encode and decode for every op, and error replies. Layouts (little-endian)
  * are in docs/protocol.md and summarised next to each case. A reply's fields are checked the
  * same way in both directions; a bad field is RFS_E_INVAL when encoding (caller's bug) and

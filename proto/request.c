@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Request bodies: encode and decode for every op. Layouts (all little-endian) are in
  * docs/protocol.md; the summary per op is next to each case below. Both directions run the
  * same field checks (check_req), so anything that decodes re-encodes to identical bytes. */

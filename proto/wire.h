@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to proto/: little-endian cursors and the field checks shared by the request and
  * reply codecs. Encoders and decoders call the same checks so that whatever decodes also
  * re-encodes to the same bytes (the fuzz target asserts this). */

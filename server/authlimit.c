@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Failed-AUTH backoff per source address. A small fixed table (RFSD_AUTH_TABLE entries): an
  * attacker with many addresses can only evict entries, never make the table grow, and a token
  * guessed online needs 2^128 tries anyway; the point is that one address cannot burn the

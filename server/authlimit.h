@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Rate limit of failed AUTH attempts per source address (docs/security.md): after
  * RFSD_AUTH_FREE failures an address must wait an exponentially growing delay before each new
  * attempt (its HELLO is answered RFS_E_AUTH "retry in N ms"); other addresses are never slowed. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The storage backend: POSIX calls on files beneath the export root. Every function returns
  * RFS_OK or a negative rfs_err with a message (rfs_last_error) naming the client's path and the
  * cause; the server's real root path never appears. */

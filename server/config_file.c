@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfsd --config FILE: every command-line option as a key, one per line, so a site keeps its
  * settings in /etc/rfs/rfsd.conf and the systemd unit stays short:
  *

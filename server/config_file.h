@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfsd --config FILE (config_file.c). */
 #ifndef RFSD_CONFIG_FILE_H
 #define RFSD_CONFIG_FILE_H

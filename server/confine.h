@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Confinement of client paths to the export root. Every path a client sends is resolved by the
  * kernel with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) from the root's directory fd, so
  * `..`, absolute symlinks and symlinks that climb out are refused during the walk itself (no

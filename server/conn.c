@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Connection reader: frames in, HELLO/AUTH inline, everything else handed to the worker pool
  * subject to the in-flight budget and the per-handle ordering rule (docs/design.md). */
 #include "conn.h"

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* One client connection: its reader thread, reply writer lock, in-flight accounting, handle
  * table and the per-handle ordering of requests. See docs/design.md "rfsd threading model". */
 #ifndef RFSD_CONN_H

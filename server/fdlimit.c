@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Descriptor limits (issue #21 item 3). Without these, five clients opening 4096 files each
  * used up rfsd's 1024 descriptors: accept failed and every new client hung at HELLO. */
 #include "fdlimit.h"

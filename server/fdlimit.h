@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* File descriptors as a shared resource (docs/security.md): rfsd raises its soft limit to the
  * hard one, keeps a reserve that OPEN may not use so that connections can always be accepted,
  * and answers clients it cannot serve with "server busy" instead of hanging them at HELLO. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* State shared by every connection that has the same file open, keyed by the file's identity
  * (st_dev, st_ino): named 64-bit counters (MPI shared file pointers) and byte-range locks
  * (MPI atomic mode). An entry lives while at least one handle on any connection refers to it. */

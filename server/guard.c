@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Host safety (issue #21 item 4). A client is trusted with the export's data, not with the
  * server's host: a set-uid file created by a root rfsd would be a root shell for any local user
  * who can reach the export, so the bits are dropped unless the site asks for them. */

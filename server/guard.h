@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Host safety checks on what clients ask of the export (docs/security.md, "Hostile
  * authenticated clients"): modes of new files and directories, and growth of files against the
  * export file system's free-space reserve. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The listening socket: "HOST:PORT" or "[IPv6]:PORT", port 0 = any free port. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfsd: the rfs server daemon. Acceptor loop, signals and orderly shutdown. */
 #include <arpa/inet.h>
 #include <errno.h>

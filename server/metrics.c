@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Counters kept with relaxed atomics (a request adds to a few of them), read by one writer
  * thread that renders the Prometheus text exposition format into a file every interval. A file
  * rather than an HTTP endpoint: rfsd then opens no second port to secure, and sites already

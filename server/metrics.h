@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfsd's counters in Prometheus' text format, written to a file (--metrics-file) that a
  * node_exporter textfile collector or any scraper reads (metrics.c). */
 #ifndef RFSD_METRICS_H

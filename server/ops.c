@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Request execution on a worker thread: one function per op, each ending in exactly one reply. */
 #include <errno.h>
 #include <stdio.h>

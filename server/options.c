@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Command line of rfsd. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Per-address counters (peraddr.h). A fixed table of RFSD_MAX_CONNS entries: every entry in
  * use is held by at least one live connection, and there are never more live connections than
  * that, so a connection always finds an entry. Open/close only touch the counters of an entry

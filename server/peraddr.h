@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Limits per client address (docs/security.md "Per-address limits"): connections and open
  * files of all connections from one address, so that one client cannot take the whole
  * connection table or the descriptors by spreading itself over many connections. The port is

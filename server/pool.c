@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Worker pool with per-connection lanes (pool.h). One mutex guards the lanes and the list; the
  * list holds exactly the lanes with work ready and fewer than cap running. */
 #include "pool.h"

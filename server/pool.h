@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A fixed pool of worker threads shared fairly by the connections (docs/design.md "Fair
  * scheduling"). Each connection has a lane: a FIFO of its requests that are ready to run.
  * A free worker takes the next request of the lane with the fewest requests running (ties in

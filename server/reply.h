@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A connection's reply queue (docs/design.md "Replies, pipelining and backpressure").
  *
  * Workers never block on a client's socket: a reply is sent at once if the socket takes it

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfsd internals: configuration and the process-wide server state shared by the acceptor,
  * connection readers and the worker pool. See docs/design.md "rfsd threading model". */
 #ifndef RFSD_SERVER_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Sessions, leases and fencing (docs/reliability.md "Write fencing").
  *
  * A client names each connection with a random session id (SESSION, right after AUTH). When it

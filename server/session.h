@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Sessions, leases and fencing of stale connections (session.c, docs/reliability.md). */
 #ifndef RFSD_SESSION_H
 #define RFSD_SESSION_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* File views kept per handle (SET_VIEW): a decoded, flattened filetype and a displacement.
  * VIEW_READ / VIEW_WRITE map a range of the view's data stream to file runs (rfs_flat_map)
  * and do the list I/O with packed data. Built without dtype/, every call is RFS_E_UNSUPPORTED. */

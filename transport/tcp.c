@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* TCP stream transport: blocking sockets with TCP_NODELAY, optional socket buffer sizes,
  * IPv4 and IPv6, a bounded non-blocking connect, and writev-style sends that never raise
  * SIGPIPE (sendmsg with MSG_NOSIGNAL), so a library inside an MPI program cannot kill it. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Congestion control choice and TCP diagnostics.
  *
  * Why this matters to rfs: a checkpointing application writes, computes for seconds, writes

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Stream transport: the four primitives of rfs-abt.txt Fig. 2 (connect, write all, read all,
  * close) behind a vtable, so TLS or RDMA can plug in without touching the layers above. */
 #ifndef RFS_TRANSPORT_H

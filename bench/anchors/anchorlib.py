@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Shared pieces of the anchor benchmarks (bench/anchors/*.py): test files, timing, the
 server daemons (through xrootd-ctl / sshd-ctl) and cleanup. Every step is bounded by a
 timeout; daemons are stopped by PID by their ctl scripts."""

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI-IO anchor workload: every rank writes its own contiguous block of one shared file with
  * a collective write, then the file is closed; rank 0 prints JSON with the elapsed time
  * (open to close, the part a remote file system pays for).

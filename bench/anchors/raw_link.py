@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Anchor (a): raw capacity of the emulated WAN, client -> server.
 
   bench/anchors/raw_link.py [--size-mib 256] [--seconds 8]

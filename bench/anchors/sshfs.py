@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Anchor (c): sshfs over the emulated WAN.
 
   bench/anchors/sshfs.py [--size-mib 256] [--mpi-mib-per-rank 32]

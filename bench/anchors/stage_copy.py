@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Anchor (d): stage by copy -- write the output locally, then copy it to the server with the
 fastest tool available.
 

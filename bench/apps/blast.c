@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* blast: MPI-BLAST-like output (semplar sec. 5): workers search query sequences handed out
  * by a master and append a ~50 KB result record per query to a file of their own.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* btio: a simplified NPB BTIO write pattern (mpiio-caching-write-behind sec. 5.1).
  *
  * An N^3 grid of 5-double points (Fortran u(5,nx,ny,nz): component fastest, z slowest) is cut

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for the benchmark workloads: options, timing, JSON report, data pattern. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for the rfs benchmark workloads (bench/apps).
  *
  * Every workload uses only standard MPI-IO, so the same binary runs on a local path, an

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* flashio: the FLASH I/O checkpoint pattern without HDF5 (mpiio-caching-write-behind sec. 5.2).
  *
  * Each rank holds B blocks of nxb^3 cells with G guard cells on every side, for V variables

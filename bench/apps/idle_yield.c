@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* idle_yield: makes MPICH's idle ranks give the CPU away (LD_PRELOAD, benchmarks only).
  *
  * MPICH 4.0 (ch4:ucx, Debian's build) waits for messages by polling in a tight loop and never

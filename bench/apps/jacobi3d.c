@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* jacobi3d: 3-D Jacobi relaxation writing periodic snapshots collectively (rfs-abt sec. 4).
  *
  * The global array is distributed (BLOCK, BLOCK, BLOCK) over an MPI_Dims_create grid; each

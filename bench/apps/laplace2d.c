@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* laplace2d: 2-D Laplace solver with periodic checkpoints (semplar sec. 5, OSC's solver).
  *
  * An N x N grid is split into row blocks; each iteration exchanges one halo row with each

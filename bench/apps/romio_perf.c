@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* romio_perf: ROMIO's "perf" pattern (semplar sec. 5): each rank writes its array to a shared
  * file at offset rank*size with independent calls, then reads it back and checks it.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* s3dio: the S3D I/O checkpoint pattern (mpiio-caching-write-behind sec. 5.3).
  *
  * Four global arrays per checkpoint, all (BLOCK, BLOCK, BLOCK)-partitioned in X-Y-Z over an

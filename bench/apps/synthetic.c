@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* synthetic: the micro-benchmarks of mpiio-logistical-networking sec. 4.
  *
  * Cases (each writes, then reads back and verifies, its own data; every case starts at file

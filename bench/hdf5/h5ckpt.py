@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """An HDF5 checkpoint workload as simulations write them with h5py (parallel HDF5, driver='mpio'):
 compute, then one new file per checkpoint holding many chunked datasets in groups, each rank
 writing its slice collectively, with attributes; repeat.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Where one HDF5 checkpoint (bench/hdf5/h5ckpt.py, 4 ranks, h5py) waits for the server: per
 MPI call type, how many calls, the requests they sent and the sequential round trips on the
 critical path, over the WAN named by RFS_WAN_NAME (bench/wan/up first; the default link when

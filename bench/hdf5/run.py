@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """HDF5 checkpoint benchmark over the emulated WAN (bench/wan): h5py's parallel HDF5 writing
 many datasets per file from 4 ranks (bench/hdf5/h5ckpt.py), in the same run through
 

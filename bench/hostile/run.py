@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Honest-client latency with and without hostile clients (issue #21 items 2 and 7).
 
 One rfsd on 127.0.0.1:0 (temporary root in /dev/shm when it has room, fresh token). In each

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Numbers, plots and the REPORT.md section "Active buffering (ABT)" from bench/results/abt.json.
 
 derive() turns the per-cell medians written by abt_suite.py into the comparisons of rfs-abt

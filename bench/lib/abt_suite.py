@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """bench/run abt: active buffering with threads measured as rfs-abt.txt sec. 4 does.
 
 Flow: pick the build (Open MPI preferred, see suites.py) -> build the workloads -> decide which

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """File-system configurations the benchmark runner compares (data-driven: add a row to add one).
 
 A configuration says where the target file lives and how the application is run:

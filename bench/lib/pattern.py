@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Checks files written by the pattern-based workloads in bench/apps, independently of MPI.
 
 The 8-byte word at file offset 8*w holds the double  w + seed * 2**40  (see bench/apps/common.h).

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """PNG plots from a suite's JSON, in the spirit of the seed papers' figures:
 bandwidth (or run time) against ranks, one bar per configuration (rfs-abt Fig. 4), and for the
 synthetic workload bandwidth against transfer size / number of regions

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Writes bench/results/REPORT.md from every <suite>.json in the results directory."""
 import glob
 import json

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """bench/run: runs a benchmark suite, writes bench/results/<suite>.json, PNG plots and REPORT.md.
 
 Flow: build the workloads for the chosen MPI -> decide which configurations can run (missing

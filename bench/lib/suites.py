@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Benchmark suites: which workloads, sizes, rank counts, configurations and repetitions.
 
 An experiment runs one workload with fixed arguments for every (ranks, configuration) pair,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Counts the requests and the sequential round trips that each MPI-IO call costs on rfs.
 
 Runs a workload (bench/apps/jacobi3d or examples/demo3d.c) with librfs-mpiio.so preloaded and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Builds bench/results/mpiio_rtt.json from traces kept by rtt_count.py --keep-trace.
 
 Trace files are named LABEL-WORKLOAD-MPI-RANKS.txt. Every trace is analysed again with

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """4 ranks write then read 1 GiB collectively through rfs over loopback, against the same
 program on a local file, in the same run (issue: MPI-IO on rfs, item 12).
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Small-read latency through the rfs C API, for bench/roundtrip:
  *   lat URL N      opens URL read-only and times N 4-byte rfs_pread calls (after N/10 warm-up
  *                  calls) at offsets spread over the file; prints

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Pools several bench/roundtrip runs: the per-rep ratios (rfs / raw TCP, each taken within one
 repetition) of every run are put together and their median is the pooled ratio. One run's median
 on this shared VM moves by about 0.1 with the machine's state, so the goals are judged on the

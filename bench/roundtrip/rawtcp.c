@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Raw TCP reference for bench/roundtrip: what one plain TCP connection does on this machine,
  * with the same work around it as rfs (read a file, send it, receive it, write a file).
  *

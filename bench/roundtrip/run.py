@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Round-trip benchmark of rfs over loopback, against raw TCP measured in the same run.
 
 (a) Throughput: `rfs put` and `rfs get` of one file (default 1 GiB) vs a raw TCP copy of the

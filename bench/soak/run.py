@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Soak (issue #11 item 7): many clients against one rfsd for a long time, the server
 restarted twice during the run (SIGKILL, then SIGTERM), checking that no acknowledged byte is
 lost, every failure is reported, and rfsd's memory and descriptors stay flat.

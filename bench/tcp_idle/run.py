@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Checkpoints after a pause on a long link: how TCP's restart after idle slows them, and what
 each remedy gives back (docs/tuning.md).
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Periodic snapshots through the rfs C API, for bench/tcp_idle:
  *   snapio URL write|read SIZE_KIB COUNT PAUSE_MS
  * writes (or reads back) COUNT snapshots of SIZE_KIB each at consecutive offsets of one file,

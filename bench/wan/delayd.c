@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* delayd: the delay stage of the rfs WAN testbed.
  *
  * The machine has no netem, so latency is added here, per IP packet, which keeps TCP end to

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Cut the emulated WAN link under running rfs clients and report what they saw (issue #11).
 
   flock /tmp/rfs-bench.lock bench/wan/linkcut.py [--build DIR] [--rate-mbit 100] [--delay-ms 25]

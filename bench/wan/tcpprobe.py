@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Tiny TCP probes that run through the emulated WAN (one process per namespace).
 
   tcpprobe.py serve --bind ADDR --port P [--out DIR]   # prints "ready", serves until killed

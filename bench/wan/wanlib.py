@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Helpers shared by bench/wan/selftest and bench/anchors/*: read the running WAN's settings,
 start processes inside its namespaces, and stop them again by PID (never by name)."""
 

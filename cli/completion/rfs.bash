@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 # bash completion for the rfs command.  Install: copy to
 # /usr/share/bash-completion/completions/rfs (cmake --install does), or `source` it.
 # Completes commands, each command's options, local paths, and remote paths: a word that

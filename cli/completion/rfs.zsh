@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 # zsh completion for the rfs command: the bash completion through zsh's bashcompinit.
 # Install: `source /usr/share/bash-completion/completions/rfs.zsh` from ~/.zshrc
 # (cmake --install puts this file beside rfs.bash), or source it from the source tree.

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs: remote file access client API (librfs.so).
  *
  * Names: "rfs:HOST:PORT:/path" (ROMIO's prefix convention) or "rfs://HOST:PORT/path";

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs_io: the one interface every layer speaks (docs/design.md).
  *
  * The remote client implements it (client/io_remote.c); ABT and the cache wrap it with the same

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfs from Python, without MPI: `rfs.open(url, mode)` gives a file object on an rfsd server,
 and importing the package registers the "rfs" protocol with fsspec (installed packages also
 register it through the fsspec.specs entry point).

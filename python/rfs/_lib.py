@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """ctypes bindings to librfs.so (include/rfs/rfs.h).
 
 ctypes rather than a compiled extension: the package then needs no compiler or Python headers

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """A remote file as a Python raw file object: random-access reads and writes with pread and
 pwrite, so io.BufferedReader/BufferedWriter/BufferedRandom and every library that takes a file
 object (h5py, pandas, zipfile, numpy) work on it."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """fsspec filesystem for rfs:// URLs, so fsspec-aware libraries (pandas, xarray, zarr, dask)
 read and write files on an rfsd server:
 

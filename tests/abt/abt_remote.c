@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Drives the ABT layer over the real remote client, for tests/e2e/test_abt_remote.py.
  *   abt_remote write NAME STAGING_DIR CAP_BYTES SIZE_BYTES SEED [--wait]
  *     Opens NAME through ABT (buffer 256 KiB, memory cap CAP_BYTES), writes SIZE_BYTES of a

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* An in-memory rfs_io for testing stacked layers: a growable byte array with a gate that holds
  * writes until the test opens it, and switchable failures. */
 #ifndef RFS_TEST_FAKE_IO_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI-IO with active buffering (run by tests/e2e/test_abt_mpi.py with RFS_HINTS enabling ABT).
  *   t_abt FILE write      each rank writes its blocks (independent, collective, noncontiguous
  *                         in the file and in memory: ABT gathers those from the memory runs),

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* ABT layer over an in-memory rfs_io: buffering, ordering, staging, deferred close and
  * deferred errors, the journal, and the eq. (1) model. */
 #include <dirent.h>

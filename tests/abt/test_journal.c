@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The staging journal format: CRC-32C, the file header, version records, and how a scan
  * tells a clean journal from a torn tail and from corruption in the middle. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* End-to-end checks of the public client API (include/rfs/rfs.h) against a real rfsd. Driven
  * by tests/e2e/test_client_api.py, which starts the server and checks the bytes on its disk.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The connection layer against a scripted fake server (in-process, 127.0.0.1:0): replies out
  * of order, a server that dies, stays silent, sends too much, lies about ids, fails mutual
  * authentication or does not support an op; and connection sharing in the pool. */

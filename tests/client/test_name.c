@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* client/name.c: rfs name parsing in both spellings, IPv6, relative paths and every error. */
 #include <setjmp.h>
 #include <stdarg.h>

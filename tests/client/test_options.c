@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* client/options.c: defaults, clamping and where the token comes from. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* common/auth.c: HMAC challenge-response and token files. */
 #include <setjmp.h>
 #include <stdarg.h>

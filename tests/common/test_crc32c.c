@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* common/crc32c.c: the published check value, chaining, and the slicing path against a plain
  * bit-by-bit reference at every length and alignment around the 8-byte steps. */
 #include <setjmp.h>

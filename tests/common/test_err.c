@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* common/err.c: messages, per-thread last error, wire and errno mappings. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Checks the portable datatype encoding against the MPI library itself, for many datatypes:
  * - rfs_dt_encode_mpi + rfs_dt_decode + rfs_dt_flatten give MPI's size, lb and extent;
  * - packing with the flattened runs gives exactly MPI_Pack's bytes (3 copies, so tiling by the

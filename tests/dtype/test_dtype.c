@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the datatype decoder, flattener and view mapping on hand-built encodings, and
  * of the decoder's defences against malformed ones. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Shared fixtures for end-to-end tests: a real rfsd on 127.0.0.1:0 with a temporary export root."""
 import os
 import secrets

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Running the MPI-IO test programs (tests/mpiio/*.c) under mpiexec, with and without
 librfs-mpiio.so preloaded, for the MPICH build (RFS_BUILD_DIR_MPICH, default RFS_BUILD_DIR) and,
 when it exists, the Open MPI build (RFS_BUILD_DIR_OMPI, default build-ompi)."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """A small, independent Python implementation of the rfs wire protocol (proto/proto.h,
 docs/protocol.md), for black-box tests of rfsd with raw sockets. It shares no code with the C
 codec, so a bug in one shows up as a disagreement with the other.

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """MPI-IO with active buffering (rfs_abt=enable) through librfs-mpiio.so against a real rfsd:
 bytes on the server identical to a local run after close and after sync, with a memory cap that
 forces staging, with deferred open and close, reads of buffered regions, and a server killed

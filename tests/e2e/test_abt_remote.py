@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """ABT over the real client and server: bytes on the server's disk after buffered and staged
 writes, and delivery of staged data by recovery after the server died mid-run."""
 import subprocess

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """End-to-end tests of the `rfs` command against a real rfsd (fixtures in conftest.py).
 
 Every transfer is checked byte for byte against the file in the server's export root, and

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """The `rfs` commands beyond put and get: cat and standard input/output, mv, du, --json
 listings, -H sizes, -n/--no-clobber, -v/--debug. Every result is checked against the server's
 export root (bytes, names) and every failure against its exit status and one-line message."""

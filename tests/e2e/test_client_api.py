@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """The client library (librfs) against a real rfsd: drives tests/client/api_e2e.c and checks
 the bytes the server wrote to its disk."""
 import signal

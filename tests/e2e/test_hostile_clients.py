@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Hostile authenticated clients (issue #21, docs/security.md "Hostile authenticated clients").
 
 Each test runs one attack with a raw protocol client (rfswire.py: well-formed frames, the real

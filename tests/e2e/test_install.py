@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """What `cmake --install` delivers is usable by someone else's build: headers, librfs.so exporting
 exactly the public API, a CMake package (find_package(rfs)) and a pkg-config file that each
 build a program which then writes through a real rfsd, man pages that render, and --version."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfsd --metrics-file: the Prometheus text file counts the traffic a test generated (requests
 and errors by op, payload bytes, connections, the latency histogram), is replaced atomically,
 and is written one last time at exit."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """MPI_ERRORS_ARE_FATAL (and MPI 4's MPI_ERRORS_ABORT) on rfs files: the job stops with a
 non-zero exit after printing the rfs message (server, path, cause) on stderr, on both MPIs.
 MPICH 4.0 would print an unrelated internal error stack for codes added to predefined classes,

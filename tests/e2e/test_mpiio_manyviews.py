@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Views without a lifetime limit (tests/mpiio/t_manyviews.c): one handle, up to 100 000
 set_view calls, each followed by an access, mixed plain and strided views, some recurring and
 some seen once. The file must hold the same bytes as the MPI library's own run, the client must

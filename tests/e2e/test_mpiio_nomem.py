@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Out of memory in a two-phase collective write or read, on one rank only (tests/mpiio/t_nomem.c
 with tests/mpiio/failmalloc.c preloaded): every rank returns MPI_ERR_NO_MEM from the same call
 instead of hanging in an exchange or aborting the job, and the call repeated afterwards works:

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Parity with the MPI library's own MPI-IO where the standard leaves room (t_parity) and data
 representations (t_datarep): each program runs on a local file with plain MPI (the reference)
 and on an rfs: file with librfs-mpiio.so preloaded. Programs print "FACT" lines (must match the

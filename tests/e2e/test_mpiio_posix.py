@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """The POSIX shim in librfs-mpiio.so. mpiio/posix_shim.c: open/read/pread/lseek/fstat/close,
 stat/lstat/access on rfs: names (also with the "rfs:" prefix cut off, as PnetCDF passes them, and
 in URL form), open for writing refused with EROFS, missing files ENOENT, local files untouched,

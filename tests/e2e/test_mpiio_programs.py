@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """MPI-IO through librfs-mpiio.so against a real rfsd: every test program runs at 1, 2 and 4
 ranks, once on a local file (the MPI library's own MPI-IO) and once on an rfs: file; both runs
 must pass their own checks and leave identical bytes."""

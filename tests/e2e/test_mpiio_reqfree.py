@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """MPI_Request_free on an rfs request returns at once, even while the server cannot answer; the
 I/O completes in the background and MPI_File_close waits for it (tests/mpiio/t_reqfree.c)."""
 import os

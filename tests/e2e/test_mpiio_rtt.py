@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """The semantics behind rfs's round-trip savings in MPI-IO (docs/mpiio.md "Round trips"):
 concurrent creates (tests/mpiio/t_open.c), MPI_MODE_EXCL, MPI_MODE_APPEND, the shared pointer
 after set_view, pipelined two-phase writes (tests/mpiio/t_pipeline.c) with the same bytes as the

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """A librfs-mpiio.so built for one MPI preloaded into a program of the other (mpiio/mismatch.c):
 one line names the build to use, the program runs to completion without rfs (its local files
 right, an rfs: name refused with an error, no crash), in both directions and for h5py (Open MPI)

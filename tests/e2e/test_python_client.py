@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """The Python package (python/rfs): file objects over librfs.so and the fsspec filesystem for
 rfs:// URLs, checked with the libraries scientists use without MPI: h5py, xarray (h5netcdf),
 pandas and zarr. Bytes on the server's disk are compared with what was written, and files

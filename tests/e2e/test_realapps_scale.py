@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Real HDF5 and NetCDF-4 applications at a realistic scale through librfs-mpiio.so, unmodified,
 launched with `rfs run` (which preloads the build made for the launcher's MPI), 4 ranks each:
 

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Real, unmodified MPI-IO clients on rfs: names through librfs-mpiio.so (LD_PRELOAD).
 
 - h5py (Debian's python3-h5py-mpi, parallel HDF5 over Open MPI) writes and reads a contiguous

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfsd end to end over raw sockets (rfswire.py): start-up, authentication, file operations.
 Every write is checked against the bytes in the server's export root."""
 import os

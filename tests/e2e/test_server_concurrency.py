@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfsd concurrency: pipelined requests answered out of order, several clients at once,
 per-handle ordering of SYNC/CLOSE, shared counters and byte-range locks across connections,
 and SIGTERM with requests in flight. No sleeps: waits are on replies, with timeouts only as

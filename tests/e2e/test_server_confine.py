@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfsd never reads, writes, creates or deletes anything outside its export root: `..`, absolute
 symlinks, symlinks to a parent and symlink chains are refused with RFS_E_ACCESS, and the files
 outside are checked byte for byte afterwards. Messages never reveal the real root path."""

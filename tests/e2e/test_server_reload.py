@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """SIGHUP rotates or revokes the token: new connections need the file's new token, the old
 one is refused, connections that authenticated before continue. A bad new file keeps the
 previous token in force."""

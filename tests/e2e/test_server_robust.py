@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """rfsd against malformed input: oversized lengths, truncated frames, wrong magic/version,
 garbage, unknown ops, clients that vanish mid-frame. Each case asserts the documented reaction
 (error reply, or close for unframeable input) and that the server still serves others."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """File views on the server (SET_VIEW / VIEW_READ / VIEW_WRITE): the filetype travels once as a
 portable datatype encoding (docs/datatypes.md, built here by hand, independently of the C
 encoder); the server maps stream ranges to file runs and does the list I/O."""

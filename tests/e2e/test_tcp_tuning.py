@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Congestion control choice (RFS_TCP_CONGESTION for clients, rfsd --tcp-congestion) and what
 `rfs ping` reports about the connection (docs/tuning.md). Every expectation is read back from the
 kernel: the client's view through getsockopt, the server's through ss(8)."""

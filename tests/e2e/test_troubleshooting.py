@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """docs/troubleshooting.md quotes real messages: provoke each one and check it matches a
 heading of the page, and that every heading is provoked (so the page and the code cannot
 drift apart). Placeholders in <angle brackets> match any text."""

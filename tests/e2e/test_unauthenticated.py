@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Connections that never authenticate: a legitimate client is served while 1000 idle ones are
 held open (from several addresses, as the per-address limit would stop one), the connection
 table full of them makes room for real clients by closing the oldest, and the handshake

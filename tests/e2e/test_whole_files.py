@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """WRITE_FILE (op 28) and READ_FILE (op 29): a whole file per request (written beside the
 target and renamed over it). Raw-protocol checks of the server (rfswire.py), then `rfs cp -r`,
 which moves directories of small files that way in both directions, many requests in flight."""

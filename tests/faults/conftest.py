@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Fixtures for the fault matrix: the end-to-end fixtures (a real rfsd on loopback with a
 temporary export root, tests/e2e/conftest.py) plus a forwarding proxy that can cut, freeze and
 heal the link (proxy.py)."""

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Preloaded into rfsd to give it a quota the kernel here cannot (no CONFIG_QUOTA):
  *   RFS_TEST_QUOTA_BYTES=N   a pwrite that would take a regular file beyond N bytes writes
  *                            what fits and then fails with EDQUOT, as a hard block quota does.

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """A TCP forwarding proxy that plays the wide-area link between clients and rfsd in fault tests.
 
 blackhole(): the link goes silent in both directions. Bytes already sent stay queued (in the

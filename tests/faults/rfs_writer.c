@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A client for the fault matrix: writes SIZE bytes of a known pattern to an rfs file in
  * CHUNK-sized rfs_pwrite calls through the C API, and prints what it was told:
  *   "wrote OFF LEN" after each write that returned success,

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """ABT when the staging disk is full and the server is gone (issue 22 item 4): a write that
 finds neither buffer nor staging room fails with an MPI error within rfs_abt_wait_timeout_ms
 instead of waiting forever, and every byte a write call was told it took is on the server or

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Atomic mode across a lost connection (issue #11): several ranks write the same regions
 concurrently with MPI_File_set_atomicity(true) while rfsd is SIGKILLed and restarted, or every
 connection through the link is reset. Every call succeeds (the client reconnects, takes its

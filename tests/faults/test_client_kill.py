@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """A client SIGKILLed while its data is not on the server yet (issue #11): the bytes on the
 server afterwards are everything sync acknowledged and, with ABT, everything the journal held,
 once `rfs recover` ran; nothing else.

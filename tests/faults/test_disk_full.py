@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Server storage errors reach the application at a defined call with the right MPI error class:
 a full export (a small tmpfs) gives MPI_ERR_NO_SPACE at the write (with ABT: at sync, the data
 kept in the journal), a read-only export MPI_ERR_READ_ONLY, a file or directory the server may

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """docs/reliability.md "The fault matrix: outcomes" names every test of the fault matrix, so
 the table of outcomes cannot silently fall behind the tests (a new case without a row fails
 here), and names no test that does not exist."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Surviving the faults of a wide-area link (issue #11 item 1-2, #22 item 1): the client
 reconnects, fences its old session, reopens and repeats what was not acknowledged; a stale
 writer cut off by a partition never lands on data another client was told is safe.

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Staging journal integrity and a safe `rfs recover` (docs/abt.md "The journal and recovery").
 
 Every journal here is made by the real ABT path: tests/abt/abt_remote writes through ABT with a

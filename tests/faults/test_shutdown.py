@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """SIGTERM ends rfsd within a bound whatever its clients do (issue #22 item 5): requests in
 flight get RFSD_SHUTDOWN_MS (10 s), then every connection is cut; clients see a lost connection
 and carry on against the restarted server."""

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """`rfs put` / `rfs get` are atomic, restartable and verifiable (docs/reliability.md, "rfs put
 and rfs get"), against a real rfsd and the real `rfs` binary.
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* See frame_check.h. Uses abort() rather than assert() so the checks stay in release builds. */
 #include "frame_check.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Invariant checks on arbitrary bytes fed to the frame decoders; shared by the libFuzzer
  * target (fuzz_frame.c) and the bounded garbage loop of the unit tests. */
 #ifndef RFS_TEST_FRAME_CHECK_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpus for fuzz_frame: valid and invalid rfs frames.
 
 The frames are built here from docs/protocol.md alone (not from the C encoder), so the

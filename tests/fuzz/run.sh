@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer target with clang in BUILD_DIR and fuzzes the frame decoders for
 # SECONDS, seeded with a temporary copy of tests/fuzz/corpus (the committed corpus is never
 # modified). Exits non-zero if the fuzzer finds a crash, leak, timeout or broken invariant;

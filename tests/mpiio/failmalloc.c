@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Preloaded into MPI test programs to make one rank run out of memory on purpose:
  *   RFS_TEST_FAIL_MALLOC_ABOVE=BYTES   allocations of at least BYTES fail (NULL, ENOMEM)
  *   RFS_TEST_FAIL_MALLOC_TIMES=K       ... the first K of them only (default 1)

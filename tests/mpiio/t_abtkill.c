@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A client killed with data not yet on the server (tests/faults/test_client_kill.py).
  *
  *   t_abtkill FILE CHUNK N1 N2 GO

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Overlapping writers in atomic mode (tests/faults/test_atomic_fault.py).
  *
  *   t_atomic FILE REGION NREG ROUNDS

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Writes that return before the server has them (the write window, active buffering) are
  * there once the writer has passed MPI_Barrier: each rank in turn writes a block with
  * independent calls, all meet at MPI_Barrier, and every other rank reads it right away with no

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Step 1 and contiguous data access: open/close/amode, sizes, info, atomicity, sync, group,
  * c2f/f2c, type extent, write_at/read_at. Leaves a deterministic file. */
 #include "t_common.h"

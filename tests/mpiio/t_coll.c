@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Collective access: interleaved views with write_all/read_all (two-phase when enabled),
  * explicit-offset collectives with a zero-byte participant, split collectives, noncontiguous
  * memory, reads past EOF. Hints come from RFS_HINTS in the driver. */

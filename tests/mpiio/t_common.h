@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the MPI-IO test programs. Each program takes a file name (a local path or an
  * rfs: name), does its I/O, checks what it can itself and exits non-zero on any failure; the
  * pytest driver also compares the file it leaves behind with the same program's output on a

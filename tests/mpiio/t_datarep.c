@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Data representations: "external32" through every access path (collective, noncontiguous
  * memory and filetype, nonblocking, shared/ordered, split collective, atomic), checked against
  * MPI_Pack_external's bytes and read back; a user representation registered with

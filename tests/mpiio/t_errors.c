@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Error classes, messages and handlers. Class checks run on both local and rfs files (ROMIO
  * agrees on them); rfs-only checks: messages naming the data representation, server
  * and path, path escapes, unreachable server. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_ERRORS_ARE_FATAL on rfs files: the failing call must print the rfs message (server, path,
  * cause) on stderr and abort the job, on MPICH and Open MPI alike.
  *

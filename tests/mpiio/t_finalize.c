@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Forgets to close: MPI_Finalize must close the file and the data must be on disk. */
 #include "t_common.h"
 

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Views without a lifetime limit: one handle, N set_view calls (default 100000), each followed
  * by an access through the new view, as HDF5 does for every dataset it touches. The views mix
  * plain bytes, strided vectors that come back again and again (a few distinct ones, as HDF5

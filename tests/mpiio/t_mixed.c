@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A local file and the given file at once: the local one passes through to the MPI library
  * untouched while rfs handles go to rfs; requests of both kinds in one Waitall. argv[2]: a
  * local scratch path. */

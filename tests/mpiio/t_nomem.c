@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A collective write or read on which one rank runs out of memory (tests/mpiio/failmalloc.c,
  * preloaded by tests/e2e/test_mpiio_nomem.py): every rank must get an error of class
  * MPI_ERR_NO_MEM from the same call, nobody may hang or abort, and the same call repeated

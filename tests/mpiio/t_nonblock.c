@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking access: iwrite_at/iread_at, iwrite/iread (individual pointer), iwrite_shared,
  * iwrite_all/iread_at_all, completed with Wait, Waitall mixed with point-to-point requests,
  * Waitany, a bounded Testsome loop, Request_free. MPI_THREAD_SINGLE on purpose. */

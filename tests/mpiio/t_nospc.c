@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Storage errors at a defined call: writes chunks until one fails (disk full, quota, permission)
  * and prints, line by line, what each call was told, so the driver can check that every byte
  * the program was told is written is on the server (or in an ABT journal) and that the error

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Open and the shared file pointer, where rfs saves round trips (docs/mpiio.md "Round trips"):
  *  - MPI_MODE_CREATE without EXCL: all ranks create at once; one file holds everybody's bytes.
  *  - MPI_MODE_EXCL on an existing file: every rank fails with MPI_ERR_FILE_EXISTS; on a new

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Behaviour the standard leaves open but programs rely on, printed as facts so that
  * tests/e2e/test_mpiio_parity.py can compare the MPI library's own MPI-IO (a local file) with
  * rfs (an rfs: file): reads past end of file (buffer beyond the count untouched, status),

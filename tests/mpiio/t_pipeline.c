@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Two-phase collective writes of many rounds (rfs pipelines the aggregators' round writes,
  * docs/mpiio.md "Round trips"): every rank writes interleaved 4 KiB blocks through a vector
  * filetype, twice (the second pass over half of the first), then reads it all back with

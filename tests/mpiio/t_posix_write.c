@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The POSIX name calls of librfs-mpiio.so (mpiio/posix_names.c) next to MPI-IO, as a program
  * that cleans up after itself does them:
  *

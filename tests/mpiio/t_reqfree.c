@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* MPI_Request_free on nonblocking file requests: the call returns at once and the I/O completes
  * in the background; sync and close still wait for it.
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A checkpoint loop for the fault matrix (tests/faults/test_reconnect.py): STEPS collective
  * writes of BLOCK bytes per rank (MPI_File_write_at_all), rank 0 printing "step K" after each
  * returns, then MPI_File_sync and MPI_File_close ("done"). The test restarts or cuts the server

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Shared file pointer: write_ordered / read_ordered (+ split forms), write_shared /
  * read_shared, seek_shared, get_position_shared. The file holds ints whose value is their
  * index, so any chunk read through the shared pointer shows where it came from. */

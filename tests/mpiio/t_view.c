@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Views and independent access: derived etypes/filetypes (resized contiguous, subarray,
  * hindexed of a 3-byte etype), noncontiguous memory types, individual file pointer, seek,
  * get_byte_offset, get_view, short reads at EOF into a noncontiguous memory type. */

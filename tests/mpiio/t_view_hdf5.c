@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Filetypes whose data lies outside [0, extent) of their tile, as HDF5 builds them for chunked
  * datasets (a struct of chunk types at their file addresses, lb > 0 or an explicit lb above the
  * first data). MPI only asks for nonnegative, nondecreasing displacements; tile k of the

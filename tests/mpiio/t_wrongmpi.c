@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* An ordinary MPI-IO program, for running with a librfs-mpiio.so built for the other MPI
  * preloaded (mpiio/mismatch.c) and under `rfs run`:
  *

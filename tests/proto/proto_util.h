@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers for the proto tests: build whole frames in a buffer and decode them back. */
 #ifndef RFS_TEST_PROTO_UTIL_H
 #define RFS_TEST_PROTO_UTIL_H

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The CHECKSUM op (25): request and reply round trips, the documented byte layout, and every
  * way a CHECKSUM frame can be malformed (docs/protocol.md, "CHECKSUM"). */
 #include "proto_util.h"

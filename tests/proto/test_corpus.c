@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The fuzz seed corpus (tests/fuzz/corpus, written by make_corpus.py from docs/protocol.md,
  * independently of the C encoder) decodes as its file name says: ok-req-* as requests,
  * ok-rep-* as replies, ok-stream-* as several valid frames, bad-* refused. This keeps the

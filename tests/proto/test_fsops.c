@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* CHMOD (26) and STATFS (27): request and reply round trips, the documented byte layouts, and
  * the malformed forms (mode bits outside 07777, free above total, truncated or padded bodies). */
 #include "proto_util.h"

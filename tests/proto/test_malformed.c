@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Malformed input: every bad header, body, length or field gets the documented error code,
  * and a bounded deterministic loop of random bytes never breaks the decoders' invariants. */
 #include "proto_util.h"

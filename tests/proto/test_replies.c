@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Replies: every op's success reply and error replies round-trip; LIST entries encode and
  * iterate; HELLO negotiation picks the right version and frame size. */
 #include "proto_util.h"

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Requests: every op encodes to a frame that decodes back to the same fields, and the byte
  * layout matches docs/protocol.md. */
 #include "proto_util.h"

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """An h5py application as scientists write it, run on every rank of an MPI job:
 parallel HDF5 (driver='mpio') writes a contiguous and a chunked dataset collectively, closes
 the file, reopens it and reads both back collectively, checking every value.

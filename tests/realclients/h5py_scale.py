@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """An h5py application at a realistic scale, run on every rank of an MPI job (driver='mpio'):
 
   1. create: NDATASETS chunked 2-D datasets in nested groups /step_SS/field_FF (float64, int32

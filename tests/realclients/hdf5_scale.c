@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A parallel HDF5 application in C at a realistic scale (the C twin of h5py_scale.py):
  *
  *   1. create (H5Pset_fapl_mpio): NDATASETS chunked 20 x 30 datasets in nested groups

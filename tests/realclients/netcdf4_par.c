@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A NetCDF-4 (HDF5-based) parallel application: nc_create_par(NC_NETCDF4 | NC_MPIIO), every rank
  * writes its own rows:
  *

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* A PnetCDF client as a real application would use it: every rank writes its block of one 3-D
  * variable with ncmpi_put_vara_all (block decomposition from MPI_Dims_create), syncs, reads its
  * block back with ncmpi_get_vara_all through the same open file and checks every value.

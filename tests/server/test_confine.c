@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Root confinement (server/confine.c, backend_posix.c) on a real temporary tree:
  *   TMP/outside/secret, TMP/root/{file, dir/, abs -> TMP/outside/secret, up -> ../outside} */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Counters and byte-range locks shared per file identity (server/fileid.c). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The worker pool's fair scheduling (server/pool.c) and the per-address counters
  * (server/peraddr.c). Work items block on a gate the test opens, so "running at once" is
  * observed exactly, without timing. */

@@ -1,3 +1,4 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* TCP transport against real loopback sockets: IPv4 and IPv6 connect, bulk transfer across
  * threads with forced short writes, EOF and reset reporting, shutdown waking a reader,
  * refused and timed-out connects. */
