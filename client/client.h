@@ -50,7 +50,7 @@ typedef struct rfs_copts {
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out);
 
 /* ---- monotonic clock ---- */
-int64_t rfs_now_ns(void);
+#include "common/clock.h"
 
 /* pthread_create with every signal blocked in the new thread: library threads must not take
  * the application's signals (conn.c). */

@@ -1,5 +1,5 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* Option defaults and token lookup, and the monotonic clock every deadline uses. */
+/* Option defaults and token lookup. */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int64_t rfs_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 

@@ -7,7 +7,9 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
+
+#include "common/clock.h"
+#include "peraddr.h"
 
 typedef struct {
     char addr[64];     /* "" : free */
@@ -24,24 +26,7 @@ void rfsd_authlimit_init(unsigned backoff_ms) { base_ms = backoff_ms; }
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* The address part of a peer name: drops ":PORT" and IPv6 brackets. */
-static void addr_of(const char *peer, char *out, size_t cap)
-{
-    const char *colon = strrchr(peer, ':');
-    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
-    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') {
-        peer++;
-        n -= 2;
-    }
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(out, peer, n);
-    out[n] = '\0';
+    return (uint64_t)rfs_now_ns() / 1000000u;
 }
 
 /* The entry of addr, or NULL (caller holds mu). Stale entries count as absent. */
@@ -63,7 +48,7 @@ static entry *find(const char *addr, uint64_t now)
 uint64_t rfsd_authlimit_wait_ms(const char *peer)
 {
     char addr[64];
-    addr_of(peer, addr, sizeof addr);
+    rfsd_addr_of(peer, addr, sizeof addr);
     pthread_mutex_lock(&mu);
     uint64_t now = now_ms(), wait = 0;
     entry *e = find(addr, now);
@@ -76,7 +61,7 @@ uint64_t rfsd_authlimit_wait_ms(const char *peer)
 uint64_t rfsd_authlimit_failed(const char *peer, unsigned *failures)
 {
     char addr[64];
-    addr_of(peer, addr, sizeof addr);
+    rfsd_addr_of(peer, addr, sizeof addr);
     pthread_mutex_lock(&mu);
     uint64_t now = now_ms();
     entry *e = find(addr, now);
@@ -111,7 +96,7 @@ uint64_t rfsd_authlimit_failed(const char *peer, unsigned *failures)
 void rfsd_authlimit_ok(const char *peer)
 {
     char addr[64];
-    addr_of(peer, addr, sizeof addr);
+    rfsd_addr_of(peer, addr, sizeof addr);
     pthread_mutex_lock(&mu);
     entry *e = find(addr, now_ms());
     if (e)

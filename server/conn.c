@@ -17,6 +17,7 @@
 
 #include "authlimit.h"
 #include "common/auth.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "metrics.h"
@@ -30,16 +31,8 @@ static uint32_t le32(const uint8_t *p)
 
 /* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
  * (errno EAGAIN: nothing arrived for timeout_ms). The socket is nonblocking (the reply queue
- * needs that), so waiting is a poll. */
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* deadline_ns (monotonic, 0: none) bounds the whole call, so a peer sending a byte now and then
- * cannot stretch it. */
+ * needs that), so waiting is a poll. deadline_ns (monotonic, 0: none) bounds the whole call,
+ * so a peer sending a byte now and then cannot stretch it. */
 static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadline_ns)
 {
     size_t got = 0;
@@ -55,7 +48,7 @@ static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadl
             struct pollfd pf = {.fd = fd, .events = POLLIN};
             int wait = timeout_ms;
             if (deadline_ns) {
-                int64_t left = (deadline_ns - mono_ns()) / 1000000;
+                int64_t left = (deadline_ns - rfs_now_ns()) / 1000000;
                 wait = left <= 0 ? 0 : left < wait ? (int)left : wait;
             }
             int r = poll(&pf, 1, wait);
@@ -787,6 +780,18 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* Undoes a connection that never got its threads. */
+static int start_failed(rfsd_conn *c)
+{
+    close(c->fd);
+    if (c->addr)
+        rfsd_addr_disconnect(c->addr);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+    return RFS_E_NOMEM;
+}
+
 int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
 {
     rfsd_conn *c = calloc(1, sizeof *c);
@@ -799,7 +804,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     c->srv = srv;
     c->fd = fd;
     c->addr = addr;
-    c->started_ns = mono_ns();
+    c->started_ns = rfs_now_ns();
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->mu, NULL);
@@ -817,13 +822,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     rfsd_session_heard(c);
     if (rfsd_replyq_start(&c->rq, fd, c->peer, srv->cfg.send_timeout_ms)) {
         RFS_LOGE("%s: cannot start a writer thread", peer);
-        close(fd);
-        if (addr)
-            rfsd_addr_disconnect(addr);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-        free(c);
-        return RFS_E_NOMEM;
+        return start_failed(c);
     }
 
     pthread_mutex_lock(&srv->mu);
@@ -845,13 +844,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
         pthread_mutex_unlock(&srv->mu);
         RFS_LOGE("%s: cannot start a reader thread: %s", peer, strerror(e));
         rfsd_replyq_stop(&c->rq);
-        close(fd);
-        if (addr)
-            rfsd_addr_disconnect(addr);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-        free(c);
-        return RFS_E_NOMEM;
+        return start_failed(c);
     }
     pthread_mutex_unlock(&srv->mu);
     rfsd_metrics_connection();

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "proto/proto.h"
 #include "server.h"
@@ -33,7 +34,7 @@ static pthread_cond_t cv;
 static int running, stopping, interval;
 static char *out_path;
 static rfsd_server *server;
-static struct timespec started;
+static int64_t started_ns;
 
 void rfsd_metrics_request(uint16_t op, int rc, uint64_t in, uint64_t out, int64_t ns)
 {
@@ -106,15 +107,13 @@ static void render(FILE *f)
             fprintf(f, "rfsd_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
                     (unsigned long long)cum);
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     fprintf(f, "rfsd_request_duration_seconds_sum %.9f\n"
                "rfsd_request_duration_seconds_count %llu\n"
                "# HELP rfsd_uptime_seconds Seconds since rfsd started serving.\n"
                "# TYPE rfsd_uptime_seconds gauge\n"
                "rfsd_uptime_seconds %.3f\n",
             (double)get(&lat_sum_ns) / 1e9, (unsigned long long)get(&lat_count),
-            (double)(now.tv_sec - started.tv_sec) + (double)(now.tv_nsec - started.tv_nsec) / 1e9);
+            (double)(rfs_now_ns() - started_ns) / 1e9);
 }
 
 /* Temporary file beside the target, then rename: a scraper never reads half a file. */
@@ -166,7 +165,7 @@ static void *writer_main(void *arg)
 
 int rfsd_metrics_start(rfsd_server *srv, const char *path, int interval_ms)
 {
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    started_ns = rfs_now_ns();
     if (!path)
         return 0;
     server = srv;

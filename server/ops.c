@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
@@ -519,16 +519,9 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void rfsd_execute(rfsd_job *j)
 {
-    int64_t t0 = mono_ns();
+    int64_t t0 = rfs_now_ns();
     rfsd_conn *c = j->conn;
     const rfs_req *q = &j->req;
     rfs_rep rep;
@@ -560,5 +553,5 @@ void rfsd_execute(rfsd_job *j)
     } else {
         rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);
     }
-    rfsd_metrics_request(q->op, rc, q->data_len, rc ? 0 : rep.data_len, mono_ns() - t0);
+    rfsd_metrics_request(q->op, rc, q->data_len, rc ? 0 : rep.data_len, rfs_now_ns() - t0);
 }

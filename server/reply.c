@@ -9,15 +9,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_off,
                      const char *peer)
@@ -97,7 +91,7 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
             return -1;
         }
         o->pos += (size_t)n;
-        atomic_store_explicit(&q->stall_ns, now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&q->stall_ns, rfs_now_ns(), memory_order_relaxed);
     }
     return 1;
 }
@@ -160,7 +154,7 @@ static int wait_writable(rfsd_replyq *q)
 {
     for (;;) {
         int64_t since = atomic_load_explicit(&q->stall_ns, memory_order_relaxed);
-        int64_t left = since + (int64_t)q->timeout_ms * 1000000 - now_ns();
+        int64_t left = since + (int64_t)q->timeout_ms * 1000000 - rfs_now_ns();
         if (left <= 0) {
             RFS_LOGI("%s: the client read none of its replies for %d ms; dropping the "
                      "connection (rfsd --send-timeout-ms)", q->peer, q->timeout_ms);
@@ -237,7 +231,7 @@ void rfsd_replyq_submit(rfsd_replyq *q, rfsd_out *o)
         q->tail->next = o;
     } else {
         q->head = o;
-        atomic_store_explicit(&q->stall_ns, now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&q->stall_ns, rfs_now_ns(), memory_order_relaxed);
     }
     q->tail = o;
     if (q->sending) {  /* the holder sends it, or hands it to the writer when it gives up */

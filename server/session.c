@@ -24,19 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void rfsd_session_heard(rfsd_conn *c)
 {
-    atomic_store_explicit(&c->last_rx_ns, now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&c->last_rx_ns, rfs_now_ns(), memory_order_relaxed);
 }
 
 static int hexval(int ch)
@@ -94,7 +88,7 @@ static rfsd_conn *find_locked(rfsd_server *srv, const uint8_t *id, const rfsd_co
 static int fence(rfsd_conn *self, const uint8_t *id)
 {
     rfsd_server *srv = self->srv;
-    int64_t until = now_ns() + (int64_t)RFSD_FENCE_WAIT_MS * 1000000;
+    int64_t until = rfs_now_ns() + (int64_t)RFSD_FENCE_WAIT_MS * 1000000;
     int found = 0;
     pthread_mutex_lock(&srv->mu);
     rfsd_conn *o = find_locked(srv, id, self);
@@ -105,7 +99,7 @@ static int fence(rfsd_conn *self, const uint8_t *id)
     }
     while ((o = find_locked(srv, id, self))) {
         struct timespec ts;
-        int64_t left = until - now_ns();
+        int64_t left = until - rfs_now_ns();
         if (left <= 0) {
             pthread_mutex_unlock(&srv->mu);
             return rfs_fail(RFS_E_BUSY, "the previous session (from %s) did not end within %d ms",
@@ -195,7 +189,7 @@ void rfsd_session_wait_silent_writers(rfsd_conn *c, const rfsd_fileid *fid, cons
     pthread_mutex_lock(&srv->mu);
     /* Bounded: a silent connection either speaks (and stops being silent) or reaches its lease
      * and is closed, which removes it from the list; either way this loop ends within a lease. */
-    while (silent_writer_locked(c, fid, now_ns(), who, sizeof who) && !srv->stopping &&
+    while (silent_writer_locked(c, fid, rfs_now_ns(), who, sizeof who) && !srv->stopping &&
            !atomic_load(&c->closing)) {
         if (!logged) {
             RFS_LOGI("%s: open of %s waits for %s, a silent writer of that file, to speak or to "
