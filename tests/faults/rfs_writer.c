@@ -10,7 +10,10 @@
  *
  * usage: rfs_writer URL SIZE SEED [--chunk N] [--io-timeout MS] [--retry MS] [--no-sync]
  *                   [--wait-line]   (reads one line from stdin before closing)
- *                   [--connect-timeout MS] (a short one keeps a test of a dead link short) */
+ *                   [--connect-timeout MS] (a short one keeps a test of a dead link short)
+ *                   [--pause-at BYTES] (once that many bytes are written, prints "paused" and
+ *                   reads one line from stdin before going on: a test injects its fault
+ *                   there, whatever the machine's speed) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,7 @@ int main(int argc, char **argv)
     unsigned seed = (unsigned)strtoul(argv[3], NULL, 10);
     size_t chunk = 1 << 20;
     int do_sync = 1, wait_line = 0;
+    uint64_t pause_at = UINT64_MAX;
     rfs_options o;
     memset(&o, 0, sizeof o);
     for (int i = 4; i < argc; i++) {
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
             do_sync = 0;
         else if (!strcmp(argv[i], "--wait-line"))
             wait_line = 1;
+        else if (!strcmp(argv[i], "--pause-at") && i + 1 < argc)
+            pause_at = strtoull(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "rfs_writer: unknown argument %s\n", argv[i]);
             return 2;
@@ -85,6 +91,14 @@ int main(int argc, char **argv)
     printf("opened\n");
     fflush(stdout);
     for (uint64_t off = 0; off < size; off += chunk) {
+        if (off >= pause_at) {
+            char line[64];
+            pause_at = UINT64_MAX;
+            printf("paused\n");
+            fflush(stdout);
+            if (!fgets(line, sizeof line, stdin))
+                line[0] = 0;
+        }
         size_t len = size - off < chunk ? (size_t)(size - off) : chunk;
         fill(buf, off, len, seed);
         size_t done = 0;

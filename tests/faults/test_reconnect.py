@@ -107,12 +107,16 @@ def test_server_restart_mid_write(rfsd, sig, streams):
     url = rfsd.url("/restart.bin")
     if streams > 1:
         env["RFS_HINTS"] = f"rfs_streams={streams}"
-    p, out = writer(url, env, size, 3, "--retry", 60000)
+    # The writer stops issuing at 8 MiB (earlier writes may still be in flight) until the
+    # server is gone: on a loaded machine it could otherwise finish before the kill.
+    p, out = writer(url, env, size, 3, "--retry", 60000, "--pause-at", 8 << 20)
     srv2 = None
     try:
-        out.wait_for(lambda l: l.startswith("wrote ") and int(l.split()[1]) >= 8 << 20)
+        out.wait_for(lambda l: l == "paused")
         rfsd.stop(sig=sig)
         srv2 = restart(rfsd)
+        p.stdin.write("go\n")
+        p.stdin.flush()
         lines = out.rest()
         err = p.stderr.read()
         assert p.returncode == 0, "\n".join(lines) + err
