@@ -43,6 +43,7 @@ typedef struct rfs_copts {
     int has_token;
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
+    int no_sums;               /* $RFS_CHECKSUM=off: no frame checksums even if offered */
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -81,6 +82,7 @@ typedef struct rfs_call {
     uint8_t *body;             /* owned copy of a non-payload reply body */
     size_t data_len;           /* payload bytes stored at dst */
     size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
+    int sum;                   /* sent with a checksum: the reply must carry one too */
 } rfs_call;
 
 void rfs_call_init(rfs_call *call);
@@ -111,6 +113,7 @@ struct rfs_conn {
     size_t npending;
     uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
     int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
+    int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
     /* AUTH is sent and the first requests follow it at once; until the server's reply proves
      * it knows the token (handshake.c), replies to anything else kill the connection and
      * requests carrying file data wait (auth_cv). */

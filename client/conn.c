@@ -13,6 +13,7 @@
  * it silently could reorder data); callers see the error and decide. */
 #include "client/client.h"
 
+#include "common/crc32c.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -91,6 +92,7 @@ void rfs_call_reset(rfs_call *call)
     memset(&call->rep, 0, sizeof call->rep);
     call->data_len = 0;
     call->moved = 0;
+    call->sum = 0;
 }
 
 void rfs_call_destroy(rfs_call *call)
@@ -200,8 +202,33 @@ uint32_t rfs_conn_max_frame(rfs_conn *c)
  * 64 KiB pieces took 0.88-1.03 s, 256 KiB 0.75-1.02 s, 1 MiB 0.59-0.73 s, 4 MiB 0.69-0.78 s. */
 #define SINK_PIECE ((size_t)1 << 20)
 
-/* A PREAD payload handed to the call's sink piece by piece as it is received. */
-static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
+/* A reply whose checksum did not match: the call fails with RFS_E_IO and the message of the
+ * mismatch. The frame was read whole, so the stream is still in step and the connection stays. */
+static void corrupt_reply(rfs_call *call)
+{
+    const char *m = rfs_last_error();
+    size_t n = strlen(m);
+    if (n > RFS_MAX_MSG)
+        n = RFS_MAX_MSG;
+    free(call->body);
+    call->body = malloc(n + 1);
+    memset(&call->rep, 0, sizeof call->rep);
+    call->rep.op = call->op;
+    call->rep.id = call->id;
+    if (call->body) {
+        memcpy(call->body, m, n);
+        call->rep.u.err.s = (const char *)call->body;
+        call->rep.u.err.len = (uint16_t)n;
+    }
+    call->data_len = 0;
+    call->status = RFS_E_IO;
+    call->rc = RFS_OK;
+}
+
+/* A PREAD payload handed to the call's sink piece by piece as it is received. sum: the
+ * checksum so far (header and field read), or NULL. A mismatch is found only after the sink
+ * had the bytes: the call then fails, so the caller never takes them for good data. */
+static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call, uint32_t *sum)
 {
     if (h->body_len > call->dst_cap)
         return rfs_fail(RFS_E_PROTO, "server sent %u bytes in reply to a %s of %zu bytes",
@@ -220,6 +247,8 @@ static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
         long n = rfs_transport_read_some(c->t, c->sink_buf, want);
         if (n < 0)
             return (int)n;
+        if (sum)
+            *sum = rfs_crc32c(*sum, c->sink_buf, (size_t)n);
         if (!call->sink_err)
             call->sink_err = call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf,
                                         (size_t)n);
@@ -232,13 +261,39 @@ static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
     return RFS_OK;
 }
 
+static uint32_t le32_get(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* Reads the body of a reply for call. Returns 0, RFS_E_CONN (transport) or RFS_E_PROTO, with
- * the message set. */
-static int receive_body(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
+ * the message set. A checksum mismatch is the call's outcome (RFS_E_IO), not the connection's. */
+static int receive_body(rfs_conn *c, const rfs_hdr *h0, rfs_call *call)
 {
     int rc;
-    if (h->status == 0 && call->sink)
-        return receive_to_sink(c, h, call);
+    rfs_hdr hd = *h0;
+    const rfs_hdr *h = &hd;
+    int sum = (h0->flags & RFS_F_SUM) != 0;
+    if (call->sum && !sum)
+        return rfs_fail(RFS_E_PROTO, "%s reply without the checksum its request asked for",
+                        rfs_op_name(h0->op));
+    int direct = h->status == 0 && (call->sink || call->dst);
+    uint32_t carried = 0, crc = 0;
+    if (sum && direct) {
+        uint8_t field[RFS_SUM_LEN];
+        if ((rc = rfs_transport_read_all(c->t, field, sizeof field)))
+            return rc;
+        carried = le32_get(field);
+        crc = rfs_frame_sum_start(h0);
+        rfs_frame_strip_sum(&hd);
+    }
+    if (h->status == 0 && call->sink) {
+        if ((rc = receive_to_sink(c, h, call, sum ? &crc : NULL)))
+            return rc;
+        if (sum && rfs_frame_sum_compare(h0, carried, crc))
+            corrupt_reply(call);
+        return RFS_OK;
+    }
     if (h->status == 0 && call->dst) {
         /* PREAD / PREADV / VIEW_READ: the body is the payload; put it where the caller wants it. */
         if (h->body_len > call->dst_cap)
@@ -249,6 +304,10 @@ static int receive_body(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
         if ((rc = rfs_rep_decode(h, call->dst, h->body_len, &call->rep)))
             return RFS_E_PROTO;
         call->data_len = h->body_len;
+        if (sum && rfs_frame_sum_compare(h0, carried, rfs_crc32c(crc, call->dst, h->body_len))) {
+            corrupt_reply(call);
+            return RFS_OK;
+        }
     } else {
         uint8_t *body = malloc(h->body_len ? h->body_len : 1);
         if (!body)
@@ -257,7 +316,15 @@ static int receive_body(rfs_conn *c, const rfs_hdr *h, rfs_call *call)
             free(body);
             return rc;
         }
-        if (rfs_rep_decode(h, body, h->body_len, &call->rep)) {
+        const uint8_t *fields = body;
+        size_t flen = h->body_len;
+        rc = rfs_frame_check_sum(&hd, &fields, &flen);
+        if (rc == RFS_E_IO) {
+            call->body = body;
+            corrupt_reply(call);
+            return RFS_OK;
+        }
+        if (rc || rfs_rep_decode(h, fields, flen, &call->rep)) {
             free(body);
             return RFS_E_PROTO;
         }
@@ -431,6 +498,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     size_t need = rfs_req_encoded_size(req);
     if (need == 0)
         return rfs_fail(RFS_E_INVAL, "request with unknown op %u", req->op);
+    need += RFS_SUM_LEN;
     uint8_t *buf = need <= sizeof small ? small : malloc(need);
     if (!buf)
         return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
@@ -445,6 +513,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     if (c->next_id == 0)
         c->next_id = 1;
     uint32_t max_frame = c->max_frame;
+    int sum = c->sums && req->op != RFS_OP_HELLO;
     pthread_mutex_unlock(&c->lock);
     int rc;
     if (dead) {
@@ -455,6 +524,9 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     size_t len;
     if ((rc = rfs_req_encode(req, ext_src, buf, need, &len)))
         goto out;
+    /* computed here, outside the send lock: streams of one file checksum side by side */
+    if (sum && (rc = rfs_frame_add_sum(buf, &len, need, req->data, req->data_len)))
+        goto out;
     uint64_t frame = (uint64_t)len + req->data_len;
     if (frame > max_frame) {
         rc = rfs_fail(RFS_E_TOOBIG, "%s frame of %llu bytes over the negotiated %u-byte limit",
@@ -464,6 +536,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
 
     call->id = id;
     call->op = req->op;
+    call->sum = sum;
     call->moved = (size_t)req->data_len + call->dst_cap;
     call->timeout_ms = timeout_ms;
     call->deadline_ns = rfs_now_ns() + (int64_t)timeout_ms * 1000000;

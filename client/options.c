@@ -100,6 +100,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         mf = RFS_FRAME_HARD_MAX;
     o->max_frame = mf;
     resolve_congestion(o);
+    const char *sums = getenv("RFS_CHECKSUM");
+    o->no_sums = sums && (!strcmp(sums, "off") || !strcmp(sums, "0"));
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)

@@ -11,5 +11,7 @@
 /* Continues crc over buf: start with crc = 0; rfs_crc32c(rfs_crc32c(0, a, n), b, m) equals the
  * CRC of a followed by b. rfs_crc32c(0, "123456789", 9) == 0xE3069283. */
 uint32_t rfs_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The table-driven path alone (what a CPU without SSE4.2 runs), for tests and benchmarks. */
+uint32_t rfs_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 #endif

@@ -84,11 +84,14 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
     if (h->version != RFS_PROTO_VERSION)
         return rfs_fail(RFS_E_VERSION, "frame header: protocol version %u, this peer speaks %u",
                         h->version, RFS_PROTO_VERSION);
-    if (reserved != 0 || (h->flags & ~RFS_F_REPLY) != 0)
+    if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM)) != 0)
         return rfs_fail(RFS_E_PROTO, "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)",
                         h->flags, reserved);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "frame header: unknown op %u", h->op);
+    if ((h->flags & RFS_F_SUM) && h->body_len < RFS_SUM_LEN)
+        return rfs_fail(RFS_E_PROTO, "frame header: %s frame with a checksum but %u body bytes",
+                        rfs_op_name(h->op), h->body_len);
     uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
     if ((uint64_t)RFS_HDR_SIZE + h->body_len > limit)
         return rfs_fail(RFS_E_TOOBIG, "frame header: %s frame of %llu bytes over the %llu-byte limit",

@@ -26,6 +26,8 @@
 #define RFS_PROTO_VERSION 1u
 #define RFS_HDR_SIZE 24u
 #define RFS_F_REPLY 0x0001u
+#define RFS_F_SUM 0x0002u       /* a u32 CRC-32C of the frame follows the header (frame_sum.c) */
+#define RFS_SUM_LEN 4u
 
 #define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
 /* 4 MiB of payload plus room for the header and an op's fixed fields: MPI-IO and the CLI move
@@ -42,6 +44,7 @@
 /* HELLO reply feature bits: what this server can do beyond the version's mandatory ops, so a
  * client need not ask with a round trip. Clients ignore bits they do not know. */
 #define RFS_FEAT_VIEWS 0x0001u   /* SET_VIEW / VIEW_READ / VIEW_WRITE are served */
+#define RFS_FEAT_SUM 0x0002u     /* takes RFS_F_SUM frames and answers them with RFS_F_SUM */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -241,5 +244,24 @@ int rfs_hello_choose(uint16_t min_version, uint16_t max_version, uint32_t client
 /* Bytes of a request's header + fixed fields + extents (what rfs_req_encode writes into out
  * when the extents are given), i.e. the `cap` it needs. 0 for an unknown op. */
 size_t rfs_req_encoded_size(const rfs_req *r);
+
+/* ---- frame checksums (frame_sum.c, docs/protocol.md "Frame checksums") ----
+ * A frame with RFS_F_SUM has RFS_SUM_LEN more body bytes: right after the header, the CRC-32C
+ * of the header (as sent, flag and body_len included) followed by the rest of the frame. */
+
+/* Seals an encoded frame: frame[0..*len) holds its header and fixed fields (cap bytes of room),
+ * tail the payload the caller sends after them. Sets the flag, grows body_len, inserts the
+ * checksum after the header; *len grows by RFS_SUM_LEN. */
+int rfs_frame_add_sum(uint8_t *frame, size_t *len, size_t cap, const void *tail, size_t tail_len);
+/* For a frame with RFS_F_SUM: checks the checksum of h and the len body bytes, then strips it
+ * (body and len past the field, h without the flag and those bytes), so the op decoders see
+ * the frame as if it had none. A frame without the flag is left as is. RFS_E_IO on a
+ * mismatch (the message says the frame was corrupted in transit), RFS_E_PROTO if too short. */
+int rfs_frame_check_sum(rfs_hdr *h, const uint8_t **body, size_t *len);
+/* The same in steps, for a receiver that reads the payload straight into place: the checksum
+ * of the header, continued (rfs_crc32c) over the body after the field, compared at the end. */
+uint32_t rfs_frame_sum_start(const rfs_hdr *h);
+int rfs_frame_sum_compare(const rfs_hdr *h, uint32_t carried, uint32_t computed);
+void rfs_frame_strip_sum(rfs_hdr *h);
 
 #endif

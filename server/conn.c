@@ -21,6 +21,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "metrics.h"
+#include "wire.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
@@ -141,6 +142,7 @@ void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
         copy.data = lo->payload;
     }
     rfsd_out_encode(&lo->out, &copy, -1, 0, c->peer);
+    rfsd_wire_seal(c, &lo->out);
     lo->out.done = loose_done;
     lo->out.ctx = c;
     pthread_mutex_lock(&c->mu);
@@ -496,7 +498,7 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     }
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
-    rep.u.hello.features = rfsd_views_built() ? RFS_FEAT_VIEWS : 0;
+    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM;
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
@@ -638,9 +640,12 @@ static int read_one(rfsd_conn *c, session *s)
         rfsd_conn_send_error(c, raw_op, h.req_id, rfs_fail(rc, "%s", msg));
         return 0;
     }
+    if (h.flags & RFS_F_SUM)
+        atomic_store(&c->sums, 1);
     uint8_t head[RFS_PWRITE_FIXED];
     uint32_t have = 0;  /* body bytes read already */
-    if (s->state == ST_READY && h.op == RFS_OP_PWRITE &&
+    /* a checksummed write is verified whole before any of it is written: not streamed */
+    if (s->state == ST_READY && h.op == RFS_OP_PWRITE && !(h.flags & RFS_F_SUM) &&
         h.body_len >= RFS_PWRITE_FIXED + STREAM_MIN) {
         if (conn_recv(c, head, sizeof head) != 1) {
             RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
@@ -665,7 +670,12 @@ static int read_one(rfsd_conn *c, session *s)
         return -1;
     }
     rfs_req req;
-    rc = rfs_req_decode(&h, body, h.body_len, &req);
+    const uint8_t *fields = body;
+    size_t flen = h.body_len;
+    uint32_t frame_body = h.body_len;
+    rc = rfs_frame_check_sum(&h, &fields, &flen);
+    if (!rc)
+        rc = rfs_req_decode(&h, fields, flen, &req);
     if (rc) {
         rfsd_conn_send_error(c, h.op, h.req_id, rc);
         free(body);
@@ -695,7 +705,7 @@ static int read_one(rfsd_conn *c, session *s)
         free(body);
         return 0;
     }
-    dispatch(c, body, &req, h.body_len, NULL);
+    dispatch(c, body, &req, frame_body, NULL);
     return 0;
 }
 

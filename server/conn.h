@@ -93,6 +93,7 @@ struct rfsd_conn {
     atomic_uint nlocks;                /* byte-range locks held (cap: rfsd --max-locks) */
     _Atomic uint64_t view_bytes;       /* decoded views held (cap: rfsd --max-view-bytes) */
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
+    atomic_int sums;                   /* the client sent checksummed frames: so do we (wire.h) */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */
 

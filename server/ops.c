@@ -16,6 +16,7 @@
 #include "session.h"
 #include "fdlimit.h"
 #include "guard.h"
+#include "wire.h"
 
 int rfsd_op_is_barrier(uint16_t op)
 {
@@ -122,7 +123,7 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
 /* A read's bytes travel in one reply frame, which must fit the negotiated limit. */
 static int reply_fits(rfsd_conn *c, const char *what, uint64_t len)
 {
-    if ((uint64_t)RFS_HDR_SIZE + len > c->max_frame)
+    if ((uint64_t)RFS_HDR_SIZE + (atomic_load(&c->sums) ? RFS_SUM_LEN : 0) + len > c->max_frame)
         return rfs_fail(RFS_E_TOOBIG, "%s of %llu bytes does not fit in one %u-byte frame", what,
                         (unsigned long long)len, c->max_frame);
     return RFS_OK;
@@ -338,7 +339,8 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PREAD:
         if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
             return rc;
-        if (q->u.pread.len >= SENDFILE_MIN) {
+        /* a checksummed reply needs its bytes in memory */
+        if (q->u.pread.len >= SENDFILE_MIN && !atomic_load(&c->sums)) {
             if ((rc = rfsd_be_readable(h->fd, h->path, q->u.pread.len, q->u.pread.off, &done)))
                 return rc;
             rep->data_len = (uint32_t)done;
@@ -553,5 +555,6 @@ void rfsd_execute(rfsd_job *j)
     } else {
         rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);
     }
+    rfsd_wire_seal(c, &j->out);
     rfsd_metrics_request(q->op, rc, q->data_len, rc ? 0 : rep.data_len, rfs_now_ns() - t0);
 }

@@ -17,6 +17,8 @@ MAGIC = 0x31534652
 VERSION = 1
 HDR = struct.Struct("<IHHHHIII")
 F_REPLY = 1
+F_SUM = 2          # the body starts with a u32 CRC-32C of the rest of the frame
+FEAT_VIEWS, FEAT_SUM = 1, 2
 FRAME_MIN = 64 * 1024
 FRAME_DEFAULT = 4 * 1024 * 1024
 PRE_HELLO_MAX = 4096
@@ -53,6 +55,38 @@ def header(op, req_id, body_len, flags=0, status=0, magic=MAGIC, version=VERSION
 
 def frame(op, req_id, body=b"", **kw):
     return header(op, req_id, len(body), **kw) + body
+
+
+def _crc_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_CRC = _crc_table()
+
+
+def crc32c(data, crc=0):
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = (c >> 8) ^ _CRC[(c ^ b) & 0xFF]
+    return c ^ 0xFFFFFFFF
+
+
+def sealed_frame(op, req_id, body=b"", flags=0, **kw):
+    """A frame with F_SUM: the CRC-32C of the header and the body follows the header."""
+    h = header(op, req_id, len(body) + 4, flags=flags | F_SUM, **kw)
+    return h + struct.pack("<I", crc32c(body, crc32c(h))) + body
+
+
+def unseal(hdr_bytes, body):
+    """(sum_ok, body without the field) of a frame with F_SUM."""
+    (carried,) = struct.unpack_from("<I", body)
+    return carried == crc32c(body[4:], crc32c(hdr_bytes)), body[4:]
 
 
 def wpath(p):
@@ -199,6 +233,7 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 1
         self.max_frame = PRE_HELLO_MAX
+        self.sums = False   # seal every frame sent; replies must come sealed (and are checked)
 
     @classmethod
     def to(cls, srv, **kw):
@@ -219,7 +254,9 @@ class Conn:
     def send(self, op, body=b"", **kw):
         rid = self.next_id
         self.next_id += 1
-        self.sock.sendall(frame(OP[op] if isinstance(op, str) else op, rid, body, **kw))
+        code = OP[op] if isinstance(op, str) else op
+        self.sock.sendall(sealed_frame(code, rid, body, **kw) if self.sums else
+                          frame(code, rid, body, **kw))
         return rid
 
     def _exact(self, n):
@@ -232,8 +269,15 @@ class Conn:
         return bytes(buf)
 
     def recv(self):
-        h = HDR.unpack(self._exact(HDR.size))
-        rep = Reply(h, self._exact(h[7]) if h[7] else b"")
+        raw = self._exact(HDR.size)
+        h = HDR.unpack(raw)
+        body = self._exact(h[7]) if h[7] else b""
+        if self.sums:
+            assert h[3] == F_REPLY | F_SUM, f"reply flags {h[3]:#x} on a checksummed connection"
+            ok, body = unseal(raw, body)
+            assert ok, "reply checksum mismatch"
+            h = h[:3] + (F_REPLY,) + h[4:7] + (len(body),)
+        rep = Reply(h, body)
         assert rep.magic == MAGIC and rep.flags == F_REPLY and rep.reserved == 0
         return rep
 

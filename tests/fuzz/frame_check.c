@@ -151,6 +151,44 @@ static void check_entries(const uint8_t *data, size_t size)
     }
 }
 
+static int check_plain(const rfs_hdr *h, const uint8_t *frame, size_t flen)
+{
+    rfs_req r;
+    rfs_rep p;
+    int okq = rfs_req_decode(h, frame + RFS_HDR_SIZE, h->body_len, &r) == RFS_OK;
+    int okp = rfs_rep_decode(h, frame + RFS_HDR_SIZE, h->body_len, &p) == RFS_OK;
+    CHECK(!(okq && okp));  /* the reply flag decides which one a frame is */
+    check_request(h, frame, flen);
+    check_reply(h, frame, flen);
+    return okq + okp;
+}
+
+/* A frame with a checksum: the checker refuses it (mismatch: RFS_E_IO) or strips it to a
+ * frame without one, which must pass the plain checks and seal back to the same bytes. */
+static int check_sealed(const rfs_hdr *h, const uint8_t *frame, size_t flen)
+{
+    rfs_hdr s = *h;
+    const uint8_t *body = frame + RFS_HDR_SIZE;
+    size_t len = h->body_len;
+    int rc = rfs_frame_check_sum(&s, &body, &len);
+    if (rc) {
+        CHECK(rc == RFS_E_IO || rc == RFS_E_PROTO);
+        return 0;
+    }
+    CHECK(body == frame + RFS_HDR_SIZE + RFS_SUM_LEN && len + RFS_HDR_SIZE + RFS_SUM_LEN == flen);
+    CHECK((s.flags & RFS_F_SUM) == 0 && s.body_len == len);
+    uint8_t *plain = malloc(flen);
+    CHECK(plain);
+    rfs_hdr_encode(plain, &s);
+    memcpy(plain + RFS_HDR_SIZE, body, len);
+    int ok = check_plain(&s, plain, RFS_HDR_SIZE + len);
+    size_t n = RFS_HDR_SIZE + len;
+    CHECK(rfs_frame_add_sum(plain, &n, flen, NULL, 0) == RFS_OK);
+    CHECK(n == flen && memcmp(plain, frame, flen) == 0);
+    free(plain);
+    return ok;
+}
+
 int rfs_check_frames(const uint8_t *data, size_t size)
 {
     int ok = 0;
@@ -166,7 +204,7 @@ int rfs_check_frames(const uint8_t *data, size_t size)
             CHECK(known_error(rc));
             return ok;
         }
-        CHECK(h.version == RFS_PROTO_VERSION && (h.flags & ~RFS_F_REPLY) == 0);
+        CHECK(h.version == RFS_PROTO_VERSION && (h.flags & ~(RFS_F_REPLY | RFS_F_SUM)) == 0);
         size_t avail = size - RFS_HDR_SIZE;
         if (avail < h.body_len) {
             /* Truncated body: both decoders must refuse it. */
@@ -181,14 +219,14 @@ int rfs_check_frames(const uint8_t *data, size_t size)
         uint8_t *frame = malloc(flen);
         CHECK(frame);
         memcpy(frame, data, flen);
-        rfs_req r;
-        rfs_rep p;
-        int okq = rfs_req_decode(&h, frame + RFS_HDR_SIZE, h.body_len, &r) == RFS_OK;
-        int okp = rfs_rep_decode(&h, frame + RFS_HDR_SIZE, h.body_len, &p) == RFS_OK;
-        CHECK(!(okq && okp));  /* the reply flag decides which one a frame is */
-        check_request(&h, frame, flen);
-        check_reply(&h, frame, flen);
-        ok += okq + okp;
+        if (h.flags & RFS_F_SUM) {
+            ok += check_sealed(&h, frame, flen);
+            free(frame);
+            data += flen;
+            size -= flen;
+            continue;
+        }
+        ok += check_plain(&h, frame, flen);
         free(frame);
         data += flen;
         size -= flen;

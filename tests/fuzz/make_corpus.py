@@ -18,6 +18,7 @@ import sys
 MAGIC = 0x31534652
 VERSION = 1
 F_REPLY = 1
+F_SUM = 2
 
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
@@ -30,6 +31,23 @@ def hdr(op, body, req_id=1, flags=0, status=0, version=VERSION, reserved=0, magi
         body_len=None):
     n = len(body) if body_len is None else body_len
     return struct.pack("<IHHHHIII", magic, version, op, flags, reserved, req_id, status, n) + body
+
+
+def crc32c(data, crc=0):
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+
+
+def sealed(frame):
+    """The frame with flag bit 1 (checksum): body_len + 4, then the CRC-32C of the header and
+    of the rest of the frame right after the header (docs/protocol.md, Frame checksums)."""
+    magic, version, op, flags, reserved, rid, status, n = struct.unpack_from("<IHHHHIII", frame)
+    h = struct.pack("<IHHHHIII", magic, version, op, flags | F_SUM, reserved, rid, status, n + 4)
+    return h + struct.pack("<I", crc32c(frame[24:], crc32c(h))) + frame[24:]
 
 
 def req(op, body, **kw):
@@ -107,6 +125,10 @@ def frames():
     yield "ok-rep-view-read", rep("VIEW_READ", b"view bytes")
     yield "ok-rep-error", err("OPEN", 1, "/a/b: no such file or directory")
     yield "ok-rep-error-empty", err("PWRITEV", 7, "")
+    yield "ok-req-pwrite-sealed", sealed(req("PWRITE", struct.pack("<IQ", 3, 10) + b"written bytes"))
+    yield "ok-req-stat-sealed", sealed(req("STAT", path("/a/b")))
+    yield "ok-rep-pread-sealed", sealed(rep("PREAD", b"some file bytes"))
+    yield "ok-rep-error-sealed", sealed(err("PWRITE", 11, "checksum mismatch"))
     yield "ok-stream-pipelined", (req("PING", b"x", req_id=1) + req("STAT", path("/a"), req_id=2)
                                   + req("PREAD", struct.pack("<IQI", 1, 0, 10), req_id=3))
 
@@ -147,6 +169,11 @@ def frames():
     yield "bad-checksum-seed", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, 0, 16, 1 << 32))
     yield "bad-checksum-range", req("CHECKSUM", struct.pack("<IIQQQ", 3, 1, (1 << 63) - 1, 2, 0))
     yield "bad-checksum-value", rep("CHECKSUM", struct.pack("<IQQ", 1, 16, 1 << 32))
+    flipped = bytearray(sealed(req("PWRITE", struct.pack("<IQ", 3, 10) + b"written bytes")))
+    flipped[-3] ^= 0x20
+    yield "bad-sealed-payload-flipped", bytes(flipped)
+    yield "bad-sealed-short", hdr(OP["SYNC"], b"\x00\x00\x00", flags=F_SUM)
+    yield "bad-sealed-field-missing", hdr(OP["CLOSE"], struct.pack("<I", 3), flags=F_SUM)
     yield "bad-garbage", bytes((i * 73 + 41) & 0xFF for i in range(200))
 
 

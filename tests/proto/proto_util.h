@@ -49,7 +49,10 @@ static inline int unframe_req(const uint8_t *buf, size_t n, rfs_req *r)
     rfs_hdr h;
     assert_true(n >= RFS_HDR_SIZE);
     assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_HARD_MAX, &h), RFS_OK);
-    return rfs_req_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, r);
+    const uint8_t *body = buf + RFS_HDR_SIZE;
+    size_t len = n - RFS_HDR_SIZE;
+    int rc = rfs_frame_check_sum(&h, &body, &len);  /* as a receiver does */
+    return rc ? rc : rfs_req_decode(&h, body, len, r);
 }
 
 static inline int unframe_rep(const uint8_t *buf, size_t n, rfs_rep *r)
@@ -57,7 +60,10 @@ static inline int unframe_rep(const uint8_t *buf, size_t n, rfs_rep *r)
     rfs_hdr h;
     assert_true(n >= RFS_HDR_SIZE);
     assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_HARD_MAX, &h), RFS_OK);
-    return rfs_rep_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, r);
+    const uint8_t *body = buf + RFS_HDR_SIZE;
+    size_t len = n - RFS_HDR_SIZE;
+    int rc = rfs_frame_check_sum(&h, &body, &len);
+    return rc ? rc : rfs_rep_decode(&h, body, len, r);
 }
 
 static inline void assert_wpath(rfs_wpath p, const char *want)

@@ -32,9 +32,12 @@ static int refused(const uint8_t *b, size_t n)
         return 1;
     rfs_req q;
     rfs_rep p;
+    const uint8_t *body = b + RFS_HDR_SIZE;
     size_t len = n - RFS_HDR_SIZE;
-    return rfs_req_decode(&h, b + RFS_HDR_SIZE, len, &q) != RFS_OK &&
-           rfs_rep_decode(&h, b + RFS_HDR_SIZE, len, &p) != RFS_OK;
+    if (len < h.body_len || rfs_frame_check_sum(&h, &body, &len) != RFS_OK)
+        return 1;
+    return rfs_req_decode(&h, body, len, &q) != RFS_OK &&
+           rfs_rep_decode(&h, body, len, &p) != RFS_OK;
 }
 
 static void test_corpus(void **state)

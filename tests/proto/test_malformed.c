@@ -51,7 +51,7 @@ static void test_header(void **state)
     put_le16(buf + 4, 0);
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_VERSION);
     good_pread();
-    put_le16(buf + 8, 0x0002);  /* unknown flag bit */
+    put_le16(buf + 8, 0x8000);  /* unknown flag bit */
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_PROTO);
     good_pread();
     put_le16(buf + 10, 1);  /* reserved */
