@@ -46,6 +46,7 @@ typedef struct cli_opts {
     int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
+    const char *compress;   /* --compress MODE (put, get, cp): rfs_options.compress */
     const char *to;         /* recover --to rfs:HOST:PORT */
     int force;              /* recover --force; put/get/mv -f (overwrite: the default) */
     int no_clobber;         /* -n: never replace an existing destination */

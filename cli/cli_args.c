@@ -52,6 +52,15 @@ static int matches(const char *arg, const char *name)
     return strncmp(arg, name, nl) == 0 && (arg[nl] == '\0' || arg[nl] == '=');
 }
 
+/* The library checks the mode too; checked here so a typo is a usage error (exit 2). */
+static int compress_mode_ok(const char *v)
+{
+    if (!strcmp(v, "none") || !strcmp(v, "lz4") || !strcmp(v, "zstd") || !strcmp(v, "auto"))
+        return 1;
+    int level;
+    return !strncmp(v, "zstd:", 5) && !parse_int(v + 5, 1, 19, &level);
+}
+
 int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli_opts *o)
 {
     const char *cn = cmd->name;
@@ -90,6 +99,13 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
                 return cli_usage(cn, "--streams needs a number from 1 to %d, got '%s'",
                                  CLI_MAX_STREAMS, v);
             o->streams_given = 1;
+        } else if ((cmd->accepts & CLI_OPT_STREAMS) && matches(a, "--compress")) {
+            if (!(v = option_value(cn, "--compress", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (!compress_mode_ok(v))
+                return cli_usage(cn, "--compress needs none, lz4, zstd, zstd:LEVEL (1-19) or "
+                                 "auto, got '%s'", v);
+            o->compress = v;
         } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
             o->no_progress = 1;
         } else if ((cmd->accepts & CLI_OPT_RESUME) && strcmp(a, "--resume") == 0) {
@@ -170,6 +186,7 @@ int cli_setup_options(cli_ctx *c)
         }
         c->ropts.token = c->token;
     }
+    c->ropts.compress = c->o.compress;  /* NULL: $RFS_COMPRESS, else auto */
     /* Without --token-file, the library reads $RFS_TOKEN / $RFS_TOKEN_FILE itself. */
     return CLI_EXIT_OK;
 }

@@ -132,6 +132,10 @@ static void print_cmd_help(const cli_command *cmd)
         printf("  --streams N        split the file into N byte ranges, each moved over its own\n"
                "                     TCP connection (default 1, at most %d)\n",
                CLI_MAX_STREAMS);
+    if (cmd->accepts & CLI_OPT_STREAMS)
+        printf("  --compress MODE    compress written data on the wire: none, lz4, zstd[:LEVEL]\n"
+               "                     or auto (default: $RFS_COMPRESS, else auto: on when it\n"
+               "                     makes the transfer faster on this link)\n");
     if (cmd->accepts & CLI_OPT_PROGRESS)
         printf("  --no-progress      no progress bar (it is only shown on a terminal anyway)\n");
     if (cmd->accepts & CLI_OPT_RESUME)

@@ -13,6 +13,7 @@
 #include "common/auth.h"
 #include "proto/proto.h"
 #include "transport/transport.h"
+#include "client/compress_pipe.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,6 +45,8 @@ typedef struct rfs_copts {
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
     int no_sums;               /* $RFS_CHECKSUM=off: no frame checksums even if offered */
+    unsigned zmode;            /* rfs_options.compress / $RFS_COMPRESS (compress_pipe.h) */
+    int zlevel;
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -114,6 +117,10 @@ struct rfs_conn {
     uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
     int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
     int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
+    unsigned codecs;           /* bit RFS_CODEC_*: the server takes payloads compressed so */
+    /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): measured on sends
+     * that waited for the socket, when the link drained what they wrote (compress_pipe.h). */
+    _Atomic uint64_t link_bps;
     /* AUTH is sent and the first requests follow it at once; until the server's reply proves
      * it knows the token (handshake.c), replies to anything else kill the connection and
      * requests carrying file data wait (auth_cv). */
@@ -166,6 +173,9 @@ uint32_t rfs_conn_max_frame(rfs_conn *c);
  * rfs_err with the message set when nothing was sent and the call is not pending. */
 int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                    int timeout_ms);
+/* The same with the payload sent as pk says (compressed by rfs_zpack; codec 0: raw). */
+int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                          int timeout_ms, const rfs_packed *pk);
 /* Waits for the call. Returns RFS_OK when a reply arrived (call->status may still be an
  * error), or the connection failure (RFS_E_CONN / RFS_E_TIMEOUT / RFS_E_PROTO) with the
  * message "cause" (without the server: callers prefix the file label). */
@@ -208,6 +218,7 @@ struct rfs_file {
     int io_timeout_ms;
     int window;
     size_t chunk;              /* data bytes per frame, for every stream of this file */
+    rfs_zstate *z;             /* compression of its writes (compress_pipe.h) */
     /* A SET_VIEW sent without waiting for its replies (services.c): the view op that follows
      * on the same connections is ordered after it by the server, so the round trip is saved;
      * its outcome is collected by that view op (or the next set_view, sync or close). */

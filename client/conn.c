@@ -421,7 +421,7 @@ static void *receiver_main(void *arg)
 }
 
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block);
+                      int timeout_ms, int may_block, const rfs_packed *pk);
 
 /* Bounds every request, including one whose sender is stuck writing to a server that stopped
  * reading: the waiter cannot notice that, so this thread does. */
@@ -462,7 +462,7 @@ static void *watchdog_main(void *arg)
             memset(&req, 0, sizeof req);
             req.op = RFS_OP_PING;
             rfs_call_reset(&c->ping_call);
-            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0) != RFS_OK) {
+            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0, NULL) != RFS_OK) {
                 pthread_mutex_lock(&c->lock);
                 c->ping_busy = 0;
                 pthread_mutex_unlock(&c->lock);
@@ -491,14 +491,29 @@ static int fail_dead(rfs_conn *c)
 
 /* may_block 0: give up (RFS_E_BUSY, nothing sent, the call not pending) instead of waiting
  * for another thread's send to finish. */
+/* A send that waited for the socket at least this long saw the link drain what it wrote: its
+ * rate is a sample of the link's (compress_pipe.h). Shorter sends only filled free buffer. */
+#define RATE_MIN_WAIT_NS 2000000
+#define RATE_MIN_BYTES ((size_t)256 << 10)
+
+static void note_send(rfs_conn *c, size_t bytes, int64_t ns)
+{
+    if (bytes < RATE_MIN_BYTES || ns < RATE_MIN_WAIT_NS)
+        return;
+    double rate = (double)bytes / ((double)ns / 1e9);
+    uint64_t old = atomic_load(&c->link_bps);
+    /* a moving average; racing updaters may lose a sample, which is harmless */
+    atomic_store(&c->link_bps, old ? (uint64_t)(0.7 * (double)old + 0.3 * rate) : (uint64_t)rate);
+}
+
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block)
+                      int timeout_ms, int may_block, const rfs_packed *pk)
 {
     uint8_t small[256];
     size_t need = rfs_req_encoded_size(req);
     if (need == 0)
         return rfs_fail(RFS_E_INVAL, "request with unknown op %u", req->op);
-    need += RFS_SUM_LEN;
+    need += RFS_SUM_LEN + RFS_PACK_HDR;
     uint8_t *buf = need <= sizeof small ? small : malloc(need);
     if (!buf)
         return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
@@ -524,10 +539,21 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     size_t len;
     if ((rc = rfs_req_encode(req, ext_src, buf, need, &len)))
         goto out;
+    const void *tail = req->data;
+    size_t tail_len = req->data_len;
+    /* the frame as it would go uncompressed must fit too: the server unpacks it */
+    uint64_t frame = (uint64_t)len + req->data_len + (sum ? RFS_SUM_LEN : 0);
+    if (pk && pk->codec && frame <= max_frame) {
+        if ((rc = rfs_frame_add_pack(buf, &len, need, pk->codec, req->data_len, pk->len)))
+            goto out;
+        tail = pk->data;
+        tail_len = pk->len;
+    }
     /* computed here, outside the send lock: streams of one file checksum side by side */
-    if (sum && (rc = rfs_frame_add_sum(buf, &len, need, req->data, req->data_len)))
+    if (sum && (rc = rfs_frame_add_sum(buf, &len, need, tail, tail_len)))
         goto out;
-    uint64_t frame = (uint64_t)len + req->data_len;
+    if ((uint64_t)len + tail_len > frame)
+        frame = (uint64_t)len + tail_len;
     if (frame > max_frame) {
         rc = rfs_fail(RFS_E_TOOBIG, "%s frame of %llu bytes over the negotiated %u-byte limit",
                       rfs_op_name(req->op), (unsigned long long)frame, max_frame);
@@ -552,8 +578,8 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     pthread_mutex_unlock(&c->lock);
 
     if (trace_on())
-        trace(c, "send", req->op, id, frame);
-    struct iovec iov[2] = {{buf, len}, {(void *)req->data, req->data_len}};
+        trace(c, "send", req->op, id, (uint64_t)len + tail_len);
+    struct iovec iov[2] = {{buf, len}, {(void *)tail, tail_len}};
     if (!may_block) {
         if (pthread_mutex_trylock(&c->send_lock) != 0) {
             pthread_mutex_lock(&c->lock);
@@ -566,8 +592,11 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
         pthread_mutex_lock(&c->send_lock);
     }
     /* A dead connection is shut down; skip the write rather than fail on it. */
-    int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, req->data_len ? 2 : 1);
+    int64_t t0 = rfs_now_ns();
+    int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
     pthread_mutex_unlock(&c->send_lock);
+    if (!wrc)
+        note_send(c, len + tail_len, rfs_now_ns() - t0);
     if (wrc)
         rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending %s: %s",
                       rfs_op_name(req->op), rfs_last_error());
@@ -581,7 +610,13 @@ out:
 int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                    int timeout_ms)
 {
-    return conn_start(c, call, req, ext_src, timeout_ms, 1);
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, NULL);
+}
+
+int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
+                          int timeout_ms, const rfs_packed *pk)
+{
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, pk);
 }
 
 /* A small request's reply typically arrives within tens of microseconds on a LAN or loopback;

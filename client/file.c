@@ -184,6 +184,11 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
         mf = m < mf ? m : mf;
     }
     f->chunk = rfs_chunk_for_frame(mf);
+    if (o.zmode != RFS_Z_NONE && !(f->z = rfs_zstate_new(o.zmode, o.zlevel))) {
+        release_conns(f);
+        rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->label);
+        goto fail;
+    }
 
     /* Stream 0 creates the file; the other streams then open it side by side (one more
      * round trip in all, not one per stream). */
@@ -227,6 +232,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     return RFS_OK;
 fail:
     explicit_bzero(o.token, sizeof o.token);
+    rfs_zstate_free(f->z);
     pthread_mutex_destroy(&f->view_mu);
     pthread_mutex_destroy(&f->ww_mu);
     pthread_rwlock_destroy(&f->rw);
@@ -308,6 +314,7 @@ int rfs_close(rfs_file *f)
     release_conns(f);
     rfs_wwin_replay_drop(f);
     rfs_file_free_saved(f);
+    rfs_zstate_free(f->z);
     explicit_bzero(&f->copts, sizeof f->copts);
     pthread_mutex_destroy(&f->view_mu);
     pthread_mutex_destroy(&f->ww_mu);

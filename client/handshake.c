@@ -159,6 +159,8 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
     /* from AUTH on, every frame both ways is checksummed (docs/protocol.md) */
     if ((rep.u.hello.features & RFS_FEAT_SUM) && !o->no_sums)
         c->sums = 1;
+    c->codecs = ((rep.u.hello.features & RFS_FEAT_LZ4) ? 1u << RFS_CODEC_ID_LZ4 : 0) |
+                ((rep.u.hello.features & RFS_FEAT_ZSTD) ? 1u << RFS_CODEC_ID_ZSTD : 0);
     pthread_mutex_unlock(&c->lock);
     if (rep.u.hello.auth_required) {
         if (!o->has_token)

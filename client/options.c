@@ -102,6 +102,13 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     resolve_congestion(o);
     const char *sums = getenv("RFS_CHECKSUM");
     o->no_sums = sums && (!strcmp(sums, "off") || !strcmp(sums, "0"));
+    const char *z = opts->compress ? opts->compress : getenv("RFS_COMPRESS");
+    if (rfs_zmode_parse(z, &o->zmode, &o->zlevel)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rfs_last_error());
+        return rfs_fail(RFS_E_INVAL, "%s: %s%s", label, why,
+                        opts->compress ? "" : " ($RFS_COMPRESS)");
+    }
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)

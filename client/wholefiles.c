@@ -136,7 +136,11 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     }
     size_t max = rfs_conn_max_frame(c) > WF_OVERHEAD ? rfs_conn_max_frame(c) - WF_OVERHEAD : 0;
     slot *slots = calloc(WF_WINDOW, sizeof *slots);
-    if (!slots) {
+    /* one decision state for the batch: its files are alike more often than not */
+    rfs_zstate *z = o.zmode == RFS_Z_NONE ? NULL : rfs_zstate_new(o.zmode, o.zlevel);
+    if (!slots || (o.zmode != RFS_Z_NONE && !z)) {
+        free(slots);
+        rfs_zstate_free(z);
         rfs_pool_put(c);
         explicit_bzero(o.token, sizeof o.token);
         return rfs_fail(RFS_E_NOMEM, "whole-file batch: out of memory");
@@ -153,7 +157,10 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
             size_t i = next++;
             if (prepare(b, i, max, s))
                 continue;
-            rc = rfs_conn_start(c, &s->call, &s->req, NULL, o.io_timeout_ms);
+            rfs_packed pk = {0};
+            if (s->req.op == RFS_OP_WRITE_FILE)
+                rfs_zpack(z, c, s->req.data, s->req.data_len, &pk);
+            rc = rfs_conn_start_packed(c, &s->call, &s->req, NULL, o.io_timeout_ms, &pk);
             if (rc) {
                 char msg[1200];
                 snprintf(msg, sizeof msg, "rfs:%s:%s: %s", b->server, item_path(b, i),
@@ -180,6 +187,7 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
         set_result(b, next, RFS_E_CONN, msg);
     }
     free(slots);
+    rfs_zstate_free(z);
     rfs_pool_put(c);
     explicit_bzero(o.token, sizeof o.token);
     return b->first_rc ? rfs_fail(b->first_rc, "%s", b->first_msg) : RFS_OK;

@@ -218,7 +218,9 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     if (w->copy)
         memcpy(w->copy, buf, len);
     /* Started under ww_mu: writes enter the socket in the order they are queued here. */
-    rc = rfs_conn_start(f->conn[0], &w->call, &req, NULL, f->io_timeout_ms);
+    rfs_packed pk = {0};
+    rfs_zpack(f->z, f->conn[0], buf, len, &pk);
+    rc = rfs_conn_start_packed(f->conn[0], &w->call, &req, NULL, f->io_timeout_ms, &pk);
     if (rc) {
         rc = rfs_call_result(f->conn[0], &w->call, rc, f->label);
         pthread_mutex_unlock(&f->ww_mu);

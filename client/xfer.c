@@ -110,7 +110,12 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
         req.data = x->wbuf + jb->buf_off;
         req.data_len = (uint32_t)jb->len;
     }
-    int rc = rfs_conn_start(f->conn[s], call, &req, ext, f->io_timeout_ms);
+    /* Writes are compressed here, on this stream's thread, while its earlier frames are still
+     * on the wire (compress_pipe.h). */
+    rfs_packed pk = {0};
+    if (req.data_len && rfs_frame_may_pack(req.op))
+        rfs_zpack(f->z, f->conn[s], req.data, req.data_len, &pk);
+    int rc = rfs_conn_start_packed(f->conn[s], call, &req, ext, f->io_timeout_ms, &pk);
     if (rc) {
         char cause[1024];
         snprintf(cause, sizeof cause, "%s", rfs_last_error());

@@ -83,6 +83,15 @@ static int parse_size(const char *v, int64_t min, int64_t max, int64_t *out)
     return 1;
 }
 
+/* rfs_compress: none, lz4, zstd, zstd:LEVEL (1..19), auto (the library's rfs_zmode_parse). */
+static int compress_mode_ok(const char *v)
+{
+    long level;
+    if (!strcmp(v, "none") || !strcmp(v, "lz4") || !strcmp(v, "zstd") || !strcmp(v, "auto"))
+        return 1;
+    return !strncmp(v, "zstd:", 5) && parse_long(v + 5, 1, 19, 10, &level);
+}
+
 static int parse_tristate(const char *v, int *out)
 {
     if (!strcmp(v, "enable"))
@@ -187,6 +196,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 0, 24L * 3600 * 1000, 10, &x))
             return 0;
         h->abt_wait_timeout_ms = x;
+    } else if (!strcmp(key, "rfs_compress")) {
+        if (!compress_mode_ok(v))
+            return 0;
+        snprintf(h->compress, sizeof h->compress, "%s", v);
     } else if (!strcmp(key, "rfs_staging_dir")) {
         if (!*v || strlen(v) >= sizeof h->staging_dir)
             return 0;
@@ -280,6 +293,9 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_write_window", h->write_window);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
+    const char *zenv = getenv("RFS_COMPRESS");
+    MPI_Info_set(info, "rfs_compress", h->compress[0] ? h->compress
+                                       : zenv && compress_mode_ok(zenv) ? zenv : "auto");
     MPI_Info_set(info, "rfs_abt", h->abt == MP_ENABLE ? "enable" : "disable");
     if (h->abt == MP_ENABLE) {
         SETI("rfs_abt_buffer_size", h->abt_buffer_size);

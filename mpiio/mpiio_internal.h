@@ -133,6 +133,7 @@ typedef struct mp_hints {
     int abt_sync_staging;     /* rfs_abt_sync_staging: fdatasync staged data */
     int64_t abt_wait_timeout_ms; /* rfs_abt_wait_timeout_ms: bound on a write's wait for space */
     char staging_dir[1024];   /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
+    char compress[16];        /* rfs_compress; "": $RFS_COMPRESS, else auto (rfs_options) */
     int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
     int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
     int lazy_barrier;         /* rfs_lazy_barrier: MP_ENABLE / MP_DISABLE (fence.h) */

@@ -28,6 +28,10 @@
 #define RFS_F_REPLY 0x0001u
 #define RFS_F_SUM 0x0002u       /* a u32 CRC-32C of the frame follows the header (frame_sum.c) */
 #define RFS_SUM_LEN 4u
+#define RFS_F_PACK 0x0004u      /* the payload is compressed; a pack header leads (frame_pack.c) */
+#define RFS_PACK_HDR 12u
+#define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
+#define RFS_CODEC_ID_ZSTD 2u
 
 #define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
 /* 4 MiB of payload plus room for the header and an op's fixed fields: MPI-IO and the CLI move
@@ -45,6 +49,8 @@
  * client need not ask with a round trip. Clients ignore bits they do not know. */
 #define RFS_FEAT_VIEWS 0x0001u   /* SET_VIEW / VIEW_READ / VIEW_WRITE are served */
 #define RFS_FEAT_SUM 0x0002u     /* takes RFS_F_SUM frames and answers them with RFS_F_SUM */
+#define RFS_FEAT_LZ4 0x0004u     /* takes write requests with LZ4-compressed payloads */
+#define RFS_FEAT_ZSTD 0x0008u    /* takes write requests with Zstandard-compressed payloads */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -263,5 +269,27 @@ int rfs_frame_check_sum(rfs_hdr *h, const uint8_t **body, size_t *len);
 uint32_t rfs_frame_sum_start(const rfs_hdr *h);
 int rfs_frame_sum_compare(const rfs_hdr *h, uint32_t carried, uint32_t computed);
 void rfs_frame_strip_sum(rfs_hdr *h);
+
+/* ---- compressed payloads (frame_pack.c, docs/protocol.md "Compressed payloads") ----
+ * A write request with RFS_F_PACK: after the header (and the checksum field, if any) a pack
+ * header {u8 codec, u8 0[3], u32 fields_len, u32 raw_len}, the op's fixed fields, then the
+ * payload compressed by codec. */
+typedef struct rfs_pack_info {
+    unsigned codec;
+    uint32_t fields_len, raw_len, packed_len;
+    const uint8_t *fields, *packed;   /* into the body */
+} rfs_pack_info;
+/* 1 for the ops whose requests may be packed (PWRITE, PWRITEV, VIEW_WRITE, WRITE_FILE). */
+int rfs_frame_may_pack(uint16_t op);
+/* frame[0..*len): header + fixed fields of a request whose raw payload has raw_len bytes and
+ * goes out as packed_len compressed bytes. Inserts the pack header (before the checksum is
+ * added), sets the flag and body_len. */
+int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
+                       uint32_t raw_len, uint32_t packed_len);
+/* Reads and checks the pack header of a body (its checksum field already stripped): a known
+ * codec, a write op, fields inside the body, and the unpacked frame within max_frame
+ * (RFS_E_TOOBIG: a decompression bomb is refused before any work). */
+int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint32_t max_frame,
+                        rfs_pack_info *pi);
 
 #endif

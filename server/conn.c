@@ -498,7 +498,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     }
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
-    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM;
+    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM |
+                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD;
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
@@ -645,7 +646,7 @@ static int read_one(rfsd_conn *c, session *s)
     uint8_t head[RFS_PWRITE_FIXED];
     uint32_t have = 0;  /* body bytes read already */
     /* a checksummed write is verified whole before any of it is written: not streamed */
-    if (s->state == ST_READY && h.op == RFS_OP_PWRITE && !(h.flags & RFS_F_SUM) &&
+    if (s->state == ST_READY && h.op == RFS_OP_PWRITE && !(h.flags & (RFS_F_SUM | RFS_F_PACK)) &&
         h.body_len >= RFS_PWRITE_FIXED + STREAM_MIN) {
         if (conn_recv(c, head, sizeof head) != 1) {
             RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
@@ -674,6 +675,9 @@ static int read_one(rfsd_conn *c, session *s)
     size_t flen = h.body_len;
     uint32_t frame_body = h.body_len;
     rc = rfs_frame_check_sum(&h, &fields, &flen);
+    if (!rc && (h.flags & RFS_F_PACK) && !(rc = rfsd_wire_unpack(c, &h, &body, &fields, &flen)) &&
+        flen > frame_body)
+        frame_body = (uint32_t)flen;  /* the budget counts what it holds */
     if (!rc)
         rc = rfs_req_decode(&h, fields, flen, &req);
     if (rc) {

@@ -79,6 +79,10 @@ typedef struct rfs_options {
      * to reconnect, reopen the file and repeat the operation before failing it. 0: default
      * (60000, or $RFS_RETRY_TIMEOUT_MS); negative: never retry. docs/reliability.md. */
     int retry_timeout_ms;
+    /* Compression of written data on the wire: "none", "lz4", "zstd", "zstd:LEVEL" (1..19) or
+     * "auto" (measures and decides per file, docs/hints.md rfs_compress). NULL: $RFS_COMPRESS,
+     * else auto. The server always stores the original bytes. */
+    const char *compress;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;

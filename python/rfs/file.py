@@ -13,11 +13,14 @@ DEFAULT_BUFFER = 4 << 20
 
 
 def make_options(token=None, streams=0, retry_timeout_ms=0, connect_timeout_ms=0,
-                 io_timeout_ms=0):
-    """An rfs_options; also returns the bytes object that must outlive it (the token)."""
+                 io_timeout_ms=0, compress=None):
+    """An rfs_options; also returns the bytes objects that must outlive it (token, compress)."""
     opts = _lib.Options()
     tok = token.encode() if isinstance(token, str) else token
     opts.token = tok
+    z = compress.encode() if isinstance(compress, str) else compress
+    opts.compress = z
+    tok = (tok, z)
     opts.streams = int(streams or 0)
     opts.retry_timeout_ms = int(retry_timeout_ms or 0)
     opts.connect_timeout_ms = int(connect_timeout_ms or 0)
@@ -50,13 +53,14 @@ class RemoteFile(io.RawIOBase):
     """An open rfs file. `name` is the rfs URL (rfs://host:port/path or rfs:host:port:/path).
     Data written is on the server when close() or flush_to_server() returns."""
 
-    def __init__(self, url, mode="rb", token=None, streams=0, retry_timeout_ms=0, **_ignored):
+    def __init__(self, url, mode="rb", token=None, streams=0, retry_timeout_ms=0, compress=None,
+                 **_ignored):
         super().__init__()
         self._lib = _lib.load()
         flags, self._readable, self._writable, self._append = parse_mode(mode)
         self.name = url
         self.mode = mode
-        self._opts, self._tok = make_options(token, streams, retry_timeout_ms)
+        self._opts, self._tok = make_options(token, streams, retry_timeout_ms, compress=compress)
         h = ctypes.c_void_p()
         rc = self._lib.rfs_open(url.encode(), flags, 0o644, ctypes.byref(self._opts),
                                 ctypes.byref(h))

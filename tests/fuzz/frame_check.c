@@ -2,6 +2,7 @@
 /* See frame_check.h. Uses abort() rather than assert() so the checks stay in release builds. */
 #include "frame_check.h"
 
+#include "common/compress.h"
 #include "common/err.h"
 #include "proto/proto.h"
 
@@ -163,6 +164,42 @@ static int check_plain(const rfs_hdr *h, const uint8_t *frame, size_t flen)
     return okq + okp;
 }
 
+/* A compressed frame: the pack header is refused with a documented code, or it describes
+ * pieces inside the body and a frame within the limit; then decompression (into exactly
+ * raw_len bytes, never more) fails cleanly or yields a frame the plain checks accept. */
+static int check_packed(const rfs_hdr *h, const uint8_t *body, size_t len)
+{
+    rfs_pack_info pi;
+    int rc = rfs_frame_pack_info(h, body, len, RFS_FRAME_HARD_MAX, &pi);
+    if (rc) {
+        CHECK(known_error(rc));
+        return 0;
+    }
+    CHECK(inside(pi.fields, pi.fields_len, body, len));
+    CHECK(inside(pi.packed, pi.packed_len, body, len));
+    CHECK(pi.fields_len + pi.packed_len + RFS_PACK_HDR == len);
+    CHECK((uint64_t)RFS_HDR_SIZE + pi.fields_len + pi.raw_len <= RFS_FRAME_HARD_MAX);
+    if (pi.raw_len > (1u << 20))
+        return 0;  /* keep the fuzzer fast; the bound itself is checked above */
+    size_t n = RFS_HDR_SIZE + pi.fields_len + pi.raw_len;
+    uint8_t *plain = malloc(n);
+    CHECK(plain);
+    rfs_hdr ph = *h;
+    ph.flags &= (uint16_t)~RFS_F_PACK;
+    ph.body_len = (uint32_t)(pi.fields_len + pi.raw_len);
+    rfs_hdr_encode(plain, &ph);
+    memcpy(plain + RFS_HDR_SIZE, pi.fields, pi.fields_len);
+    int ok = 0;
+    rc = rfs_codec_decompress(pi.codec, plain + RFS_HDR_SIZE + pi.fields_len, pi.raw_len,
+                              pi.packed, pi.packed_len);
+    if (rc)
+        CHECK(rc == RFS_E_PROTO || rc == RFS_E_TOOBIG || rc == RFS_E_NOMEM);
+    else
+        ok = check_plain(&ph, plain, n);
+    free(plain);
+    return ok;
+}
+
 /* A frame with a checksum: the checker refuses it (mismatch: RFS_E_IO) or strips it to a
  * frame without one, which must pass the plain checks and seal back to the same bytes. */
 static int check_sealed(const rfs_hdr *h, const uint8_t *frame, size_t flen)
@@ -181,7 +218,8 @@ static int check_sealed(const rfs_hdr *h, const uint8_t *frame, size_t flen)
     CHECK(plain);
     rfs_hdr_encode(plain, &s);
     memcpy(plain + RFS_HDR_SIZE, body, len);
-    int ok = check_plain(&s, plain, RFS_HDR_SIZE + len);
+    int ok = (s.flags & RFS_F_PACK) ? check_packed(&s, plain + RFS_HDR_SIZE, len)
+                                    : check_plain(&s, plain, RFS_HDR_SIZE + len);
     size_t n = RFS_HDR_SIZE + len;
     CHECK(rfs_frame_add_sum(plain, &n, flen, NULL, 0) == RFS_OK);
     CHECK(n == flen && memcmp(plain, frame, flen) == 0);
@@ -204,7 +242,7 @@ int rfs_check_frames(const uint8_t *data, size_t size)
             CHECK(known_error(rc));
             return ok;
         }
-        CHECK(h.version == RFS_PROTO_VERSION && (h.flags & ~(RFS_F_REPLY | RFS_F_SUM)) == 0);
+        CHECK(h.version == RFS_PROTO_VERSION && (h.flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK)) == 0);
         size_t avail = size - RFS_HDR_SIZE;
         if (avail < h.body_len) {
             /* Truncated body: both decoders must refuse it. */
@@ -226,7 +264,8 @@ int rfs_check_frames(const uint8_t *data, size_t size)
             size -= flen;
             continue;
         }
-        ok += check_plain(&h, frame, flen);
+        ok += (h.flags & RFS_F_PACK) ? check_packed(&h, frame + RFS_HDR_SIZE, h.body_len)
+                                     : check_plain(&h, frame, flen);
         free(frame);
         data += flen;
         size -= flen;

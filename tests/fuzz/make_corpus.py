@@ -19,6 +19,7 @@ MAGIC = 0x31534652
 VERSION = 1
 F_REPLY = 1
 F_SUM = 2
+F_PACK = 4
 
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
@@ -48,6 +49,23 @@ def sealed(frame):
     magic, version, op, flags, reserved, rid, status, n = struct.unpack_from("<IHHHHIII", frame)
     h = struct.pack("<IHHHHIII", magic, version, op, flags | F_SUM, reserved, rid, status, n + 4)
     return h + struct.pack("<I", crc32c(frame[24:], crc32c(h))) + frame[24:]
+
+
+def packed(op, fields, codec, raw, comp, **kw):
+    """A compressed write request: flag bit 2 and a pack header {u8 codec, 3 zero bytes,
+    u32 fields_len, u32 raw_len} before the fixed fields (docs/protocol.md, Compressed payloads)."""
+    body = struct.pack("<BxxxII", codec, len(fields), raw) + fields + comp
+    return hdr(OP[op], body, flags=F_PACK, **kw)
+
+
+# Compressed streams written out by hand so the corpus needs no compression library: an LZ4
+# block of 64 zero bytes (one sequence: token 0x0F literal... kept literal-only for clarity) and
+# a Zstandard frame holding 12 raw bytes.
+LZ4_LITERALS = bytes([0xC0]) + b"hello, world"      # 12 literals, last sequence
+ZSTD_RAW12 = (b"\x28\xb5\x2f\xfd"                 # magic
+              + bytes([0x20, 12])                     # single segment, 1-byte content size 12
+              + bytes([(12 << 3) | 0x01, 0, 0])       # last raw block of 12 bytes
+              + b"hello, world")
 
 
 def req(op, body, **kw):
@@ -129,6 +147,16 @@ def frames():
     yield "ok-req-stat-sealed", sealed(req("STAT", path("/a/b")))
     yield "ok-rep-pread-sealed", sealed(rep("PREAD", b"some file bytes"))
     yield "ok-rep-error-sealed", sealed(err("PWRITE", 11, "checksum mismatch"))
+    pw = struct.pack("<IQ", 3, 10)
+    yield "ok-packed-pwrite-lz4", packed("PWRITE", pw, 1, 12, LZ4_LITERALS)
+    yield "ok-packed-pwrite-zstd", packed("PWRITE", pw, 2, 12, ZSTD_RAW12)
+    yield "ok-packed-pwrite-zstd-sealed", sealed(packed("PWRITE", pw, 2, 12, ZSTD_RAW12))
+    yield "bad-packed-bomb-declared", packed("PWRITE", pw, 2, 1 << 30, ZSTD_RAW12)
+    yield "bad-packed-size-lie", packed("PWRITE", pw, 2, 11, ZSTD_RAW12)
+    yield "bad-packed-lz4-overrun", packed("PWRITE", pw, 1, 5, LZ4_LITERALS)
+    yield "bad-packed-codec", packed("PWRITE", pw, 7, 12, LZ4_LITERALS)
+    yield "bad-packed-fields-past-end", packed("PWRITE", pw, 1, 12, b"")[:-4]
+    yield "bad-packed-on-read", packed("PREAD", struct.pack("<IQI", 3, 0, 16), 1, 12, LZ4_LITERALS)
     yield "ok-stream-pipelined", (req("PING", b"x", req_id=1) + req("STAT", path("/a"), req_id=2)
                                   + req("PREAD", struct.pack("<IQI", 1, 0, 10), req_id=3))
 

@@ -67,6 +67,27 @@ static void test_corpus(void **state)
             if (rfs_check_frames(b, n) < 2)
                 fail_msg("%s: fewer than two frames decoded", nm);
             ok++;
+        } else if (strncmp(nm, "ok-packed-", 10) == 0 || strncmp(nm, "bad-packed-", 11) == 0) {
+            /* compressed requests: the pack header (and the decompression, in
+             * rfs_check_frames above) decide; the plain decoders refuse the flag */
+            rfs_hdr h;
+            assert_int_equal(rfs_hdr_decode(b, RFS_FRAME_DEFAULT, &h), RFS_OK);
+            rfs_pack_info pi;
+            const uint8_t *body = b + RFS_HDR_SIZE;
+            size_t blen = n - RFS_HDR_SIZE;
+            int prc = blen < h.body_len ? RFS_E_PROTO : rfs_frame_check_sum(&h, &body, &blen);
+            if (!prc)
+                prc = rfs_frame_pack_info(&h, body, blen, RFS_FRAME_DEFAULT, &pi);
+            int decoded = rfs_check_frames(b, n) == 1;  /* unpacked and decoded */
+            if (nm[0] == 'o') {
+                if (prc != RFS_OK || !decoded)
+                    fail_msg("%s: refused: %s", nm, rfs_last_error());
+                ok++;
+            } else {
+                if (prc == RFS_OK && decoded)
+                    fail_msg("%s: accepted", nm);
+                bad++;
+            }
         } else if (strncmp(nm, "bad-", 4) == 0) {
             if (!refused(b, n))
                 fail_msg("%s: accepted", nm);

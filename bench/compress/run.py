@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
+"""Wire encoding benchmark: compression (rfs_compress / --compress) and frame checksums.
+
+For each link (loopback, and the emulated WAN of bench/wan at each --rates value with
+--delay-ms one way), `rfs put` of one file from /dev/shm to an rfsd whose root is in /dev/shm:
+  - a smooth field: snapshots of a 3-D Jacobi run written as doubles, as bench/apps/jacobi3d
+    writes them (interior starts at 0, the x-low face is held at 1.0, so the field is zero
+    ahead of the diffusion front and smooth behind it);
+  - random bytes (incompressible).
+Modes: none, auto, lz4, zstd for the smooth field; none and auto for random data. Runs are
+interleaved (one of each mode per repetition) and medians reported; ratios are taken against
+`none` of the same run set. Each put runs with RFS_TRACE=1, which gives the bytes that went on
+the wire (so whether auto compressed), and its CPU time (user+system of the client; rfsd's
+from /proc). The link's rate is the configured tbf rate.
+
+Checksums: the same put and a get of the random file with RFS_CHECKSUM=off and on.
+CRC-32C speed: bench/compress/crcspeed.c on a 4 MiB buffer.
+
+Only one benchmark may run at a time on this machine: run it under the lock,
+    flock /tmp/rfs-bench.lock /usr/bin/python3 bench/compress/run.py [--build-dir build]
+        [--reps 3] [--size-mib 256] [--wan-size-mib 0] [--rates 1000,100] [--delay-ms 25]
+        [--no-wan] [--out bench/results/compress.json]
+The WAN is built as RFS_WAN_NAME=wire (10.79.0.0/24) so another WAN may stay up; it is
+removed at the end. Every process started is stopped by its PID.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+os.environ.setdefault("RFS_WAN_NAME", "wire")
+os.environ.setdefault("RFS_WAN_NET", "10.79.0")
+sys.path.insert(0, os.path.join(REPO, "bench", "wan"))
+import wanlib  # noqa: E402
+
+PORT = 7171
+
+
+def median(xs):
+    return wanlib.median([x for x in xs if x is not None])
+
+
+# ---- data ----
+
+def smooth_field(path, size):
+    """Jacobi snapshots (doubles) until size bytes: every 8th sweep of a 96^3 grid."""
+    import numpy as np
+    n = 96
+    a = np.zeros((n + 2, n + 2, n + 2))
+    a[0, :, :] = 1.0
+    with open(path, "wb") as f:
+        written, sweep = 0, 0
+        while written < size:
+            for _ in range(8):
+                b = a.copy()
+                b[1:-1, 1:-1, 1:-1] = (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
+                                       + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2]
+                                       + a[1:-1, 1:-1, 2:]) / 6.0
+                a = b
+                sweep += 1
+            snap = a[1:-1, 1:-1, 1:-1].tobytes()[:size - written]
+            f.write(snap)
+            written += len(snap)
+
+
+def random_file(path, size):
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            k = min(left, 16 << 20)
+            f.write(os.urandom(k))
+            left -= k
+
+
+# ---- processes ----
+
+class Rfsd:
+    def __init__(self, build, root, ns=None, addr="127.0.0.1"):
+        self.addr = addr
+        argv = [os.path.join(build, "rfsd"), "--root", root, "--listen", f"{addr}:{PORT}",
+                "--no-auth"]
+        self.proc = wanlib.start(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True)
+        wanlib.wait_line(self.proc, "listening", 10)
+
+    def cpu(self):
+        return wanlib.cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        wanlib.stop(self.proc)
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def transfer(build, ns, srv, verb, local, remote, env_extra, compress=None, timeout=900):
+    """One rfs put/get; returns seconds, client CPU seconds, rfsd CPU seconds, wire bytes."""
+    env = dict(os.environ, RFS_TRACE="1", RFS_CONFIG="", **env_extra)
+    env.pop("RFS_TOKEN", None)
+    env.pop("RFS_TOKEN_FILE", None)
+    url = f"rfs:{srv.addr}:{PORT}:{remote}"
+    argv = [os.path.join(build, "rfs"), verb, "-f", "--no-progress"]
+    if compress:
+        argv += ["--compress", compress]
+    argv += [local, url] if verb == "put" else [url, local]
+    subprocess.run(["sync"], check=False)
+    c0, s0, t0 = children_cpu(), srv.cpu(), time.monotonic()
+    p = subprocess.run(wanlib.in_ns(ns, argv) if ns else argv, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=timeout)
+    t = time.monotonic() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {p.stderr[-2000:]}")
+    op = "PWRITE" if verb == "put" else "PREAD"
+    mark = " send PWRITE " if verb == "put" else " reply PREAD "
+    wire = sum(int(line.split()[-1]) for line in p.stderr.splitlines() if mark in line)
+    return dict(seconds=t, client_cpu=children_cpu() - c0, server_cpu=srv.cpu() - s0,
+                wire_bytes=wire, op=op)
+
+
+def summarize(samples, size):
+    out = {}
+    for k in ("seconds", "client_cpu", "server_cpu", "wire_bytes"):
+        out[k] = median([s[k] for s in samples])
+    out["mb_per_s"] = size / out["seconds"] / 1e6
+    out["wire_ratio"] = size / out["wire_bytes"] if out["wire_bytes"] else None
+    out["runs"] = len(samples)
+    return out
+
+
+def suite(build, data_dir, root, ns, srv, reps, size, link_mbit):
+    """Compression modes on both files and checksums on/off: medians and same-run ratios."""
+    cases = [("smooth", m) for m in ("none", "auto", "lz4", "zstd")] + \
+            [("random", m) for m in ("none", "auto")]
+    raw = {c: [] for c in cases}
+    sums = {("put", "on"): [], ("put", "off"): [], ("get", "on"): [], ("get", "off"): []}
+    for rep in range(reps):
+        for data, mode in cases:
+            raw[(data, mode)].append(transfer(build, ns, srv, "put",
+                                              os.path.join(data_dir, data + ".bin"),
+                                              f"/{data}.{mode}", {}, compress=mode))
+            got = os.path.getsize(os.path.join(root, f"{data}.{mode}"))
+            assert got == size, f"{data}.{mode}: {got} bytes on the server, expected {size}"
+        for verb in ("put", "get"):
+            for on in ("on", "off"):
+                env = {} if on == "on" else {"RFS_CHECKSUM": "off"}
+                local = os.path.join(data_dir, "random.bin") if verb == "put" else \
+                    os.path.join(data_dir, "got.bin")
+                sums[(verb, on)].append(transfer(build, ns, srv, verb, local, "/random.sum",
+                                                 env, compress="none"))
+                if verb == "get":
+                    os.unlink(local)
+        print(f"  rep {rep + 1}/{reps} done", file=sys.stderr, flush=True)
+    # byte-identical on the server (once, after the timed runs)
+    for data, mode in cases:
+        subprocess.run(["cmp", os.path.join(data_dir, data + ".bin"),
+                        os.path.join(root, f"{data}.{mode}")], check=True)
+    res = {"size_bytes": size, "link_mbit": link_mbit, "compress": {}, "checksum": {}}
+    for (data, mode), s in raw.items():
+        res["compress"].setdefault(data, {})[mode] = summarize(s, size)
+    for data in ("smooth", "random"):
+        d = res["compress"][data]
+        none = d["none"]
+        for mode, m in d.items():
+            m["speedup_vs_none"] = none["seconds"] / m["seconds"]
+            if link_mbit:
+                m["x_link_rate"] = m["mb_per_s"] / (link_mbit / 8.0)
+            m["client_cpu_extra_vs_none_pct_of_wall"] = \
+                100.0 * (m["client_cpu"] - none["client_cpu"]) / m["seconds"]
+    for (verb, on), s in sums.items():
+        res["checksum"].setdefault(verb, {})[on] = summarize(s, size)
+    for verb in ("put", "get"):
+        c = res["checksum"][verb]
+        c["on"]["time_vs_off"] = c["on"]["seconds"] / c["off"]["seconds"]
+        c["on"]["cpu_vs_off"] = ((c["on"]["client_cpu"] + c["on"]["server_cpu"]) /
+                                 (c["off"]["client_cpu"] + c["off"]["server_cpu"]))
+    return res
+
+
+def crc_speed(build, tmp):
+    exe = os.path.join(tmp, "crcspeed")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-Wall", "-I", REPO, "-I",
+                    os.path.join(REPO, "include"), "-o", exe, os.path.join(HERE, "crcspeed.c"),
+                    os.path.join(build, "common", "librfs_common.a"), "-lpthread"], check=True)
+    return json.loads(subprocess.run([exe], check=True, stdout=subprocess.PIPE,
+                                     text=True).stdout)
+
+
+def wan_up(rate, delay):
+    subprocess.run([os.path.join(REPO, "bench", "wan", "up"), "--rate-mbit", str(rate),
+                    "--delay-ms", str(delay)], check=True, stdout=subprocess.DEVNULL)
+
+
+def wan_down():
+    subprocess.run([os.path.join(REPO, "bench", "wan", "down")], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--wan-size-mib", type=int, default=0,
+                    help="file size on the WAN links (0: --size-mib at 1000 Mbit/s, scaled "
+                         "down with the rate, at least 32)")
+    ap.add_argument("--rates", default="1000,100")
+    ap.add_argument("--delay-ms", type=float, default=25)
+    ap.add_argument("--no-wan", action="store_true")
+    ap.add_argument("--out", default=os.path.join(REPO, "bench", "results", "compress.json"))
+    a = ap.parse_args()
+    build = os.path.abspath(a.build_dir)
+    size = a.size_mib << 20
+    tmp = tempfile.mkdtemp(prefix="rfs-compress-", dir="/dev/shm")
+    srv = None
+    result = {"bench": "compress", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "reps": a.reps, "delay_ms_one_way": a.delay_ms}
+    try:
+        result["crc32c"] = crc_speed(build, tmp)
+        data_dir = os.path.join(tmp, "data")
+        os.makedirs(data_dir)
+        links = [("loopback", 0)] + ([] if a.no_wan else
+                                     [(f"wan_{r}mbit", int(r)) for r in a.rates.split(",")])
+        result["links"] = {}
+        for name, rate in links:
+            sz = size if rate in (0, 1000) else (a.wan_size_mib << 20 if a.wan_size_mib else
+                                                  max(32 << 20, size * rate // 1000))
+            smooth_field(os.path.join(data_dir, "smooth.bin"), sz)
+            random_file(os.path.join(data_dir, "random.bin"), sz)
+            root = os.path.join(tmp, "root-" + name)
+            os.makedirs(root)
+            print(f"{name}: {sz >> 20} MiB", file=sys.stderr, flush=True)
+            if rate:
+                wan_up(rate, a.delay_ms)
+                env = wanlib.load_env()
+                srv = Rfsd(build, root, env["RFS_WAN_SERVER_NS"], env["RFS_WAN_SERVER_ADDR"])
+                ns = env["RFS_WAN_CLIENT_NS"]
+            else:
+                srv = Rfsd(build, root)
+                ns = None
+            try:
+                result["links"][name] = suite(build, data_dir, root, ns, srv, a.reps, sz, rate)
+            finally:
+                srv.stop()
+                srv = None
+                if rate:
+                    wan_down()
+            shutil.rmtree(root)
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = json.dumps(result, indent=1)
+    print(text)
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* Compressed payloads (docs/protocol.md, "Compressed payloads"): a frame with RFS_F_PACK has a
+ * 12-byte pack header right after the frame header (after the checksum field when the frame has
+ * one): u8 codec, 3 zero bytes, u32 fields_len, u32 raw_len; then the op's fixed fields as they
+ * are, then the payload compressed. Unpacked, the frame must be what it would have been without
+ * compression, and that must fit the connection's frame limit: the declared size is checked
+ * before any decompression, so a small frame can never make the receiver allocate more. */
+#include "proto/proto.h"
+
+#include "common/err.h"
+
+#include <string.h>
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+int rfs_frame_may_pack(uint16_t op)
+{
+    return op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV || op == RFS_OP_VIEW_WRITE ||
+           op == RFS_OP_WRITE_FILE;
+}
+
+int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
+                       uint32_t raw_len, uint32_t packed_len)
+{
+    if (*len < RFS_HDR_SIZE || *len + RFS_PACK_HDR > cap)
+        return rfs_fail(RFS_E_TOOBIG, "no room for the pack header");
+    uint16_t flags = (uint16_t)(frame[8] | frame[9] << 8);
+    uint32_t body = get32(frame + 20);
+    size_t fields = *len - RFS_HDR_SIZE;
+    if (flags & (RFS_F_PACK | RFS_F_SUM))
+        return rfs_fail(RFS_E_INVAL, "pack a frame before its checksum, and once");
+    if ((uint64_t)fields + raw_len != body)
+        return rfs_fail(RFS_E_INVAL, "pack: %zu field bytes and %u payload bytes, header says %u",
+                        fields, raw_len, body);
+    if (codec != RFS_CODEC_ID_LZ4 && codec != RFS_CODEC_ID_ZSTD)
+        return rfs_fail(RFS_E_INVAL, "pack: unknown codec %u", codec);
+    flags |= RFS_F_PACK;
+    frame[8] = (uint8_t)flags;
+    frame[9] = (uint8_t)(flags >> 8);
+    put32(frame + 20, (uint32_t)(RFS_PACK_HDR + fields + packed_len));
+    memmove(frame + RFS_HDR_SIZE + RFS_PACK_HDR, frame + RFS_HDR_SIZE, fields);
+    uint8_t *p = frame + RFS_HDR_SIZE;
+    p[0] = (uint8_t)codec;
+    p[1] = p[2] = p[3] = 0;
+    put32(p + 4, (uint32_t)fields);
+    put32(p + 8, raw_len);
+    *len += RFS_PACK_HDR;
+    return RFS_OK;
+}
+
+int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint32_t max_frame,
+                        rfs_pack_info *pi)
+{
+    memset(pi, 0, sizeof *pi);
+    const char *name = rfs_op_name(h->op);
+    if (!rfs_frame_may_pack(h->op) || (h->flags & RFS_F_REPLY))
+        return rfs_fail(RFS_E_PROTO, "%s %s: only write requests may be compressed", name,
+                        (h->flags & RFS_F_REPLY) ? "reply" : "request");
+    if (len < RFS_PACK_HDR)
+        return rfs_fail(RFS_E_PROTO, "%s request: %zu body bytes, too short for its pack header",
+                        name, len);
+    pi->codec = body[0];
+    pi->fields_len = get32(body + 4);
+    pi->raw_len = get32(body + 8);
+    if (body[1] || body[2] || body[3])
+        return rfs_fail(RFS_E_PROTO, "%s request: pack header reserved bytes set", name);
+    if (pi->codec != RFS_CODEC_ID_LZ4 && pi->codec != RFS_CODEC_ID_ZSTD)
+        return rfs_fail(RFS_E_INVAL, "%s request: unknown compression codec %u", name, pi->codec);
+    if (pi->fields_len > len - RFS_PACK_HDR)
+        return rfs_fail(RFS_E_PROTO, "%s request: pack header says %u field bytes, the frame has "
+                        "%zu", name, pi->fields_len, len - RFS_PACK_HDR);
+    uint64_t unpacked = (uint64_t)RFS_HDR_SIZE + pi->fields_len + pi->raw_len;
+    uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
+    if (unpacked > limit)
+        return rfs_fail(RFS_E_TOOBIG, "%s request: declares %u payload bytes once decompressed, "
+                        "%llu with the frame, over the %llu-byte frame limit", name, pi->raw_len,
+                        (unsigned long long)unpacked, (unsigned long long)limit);
+    pi->fields = body + RFS_PACK_HDR;
+    pi->packed = pi->fields + pi->fields_len;
+    pi->packed_len = (uint32_t)(len - RFS_PACK_HDR - pi->fields_len);
+    if (pi->raw_len && !pi->packed_len)
+        return rfs_fail(RFS_E_PROTO, "%s request: %u payload bytes declared, none sent", name,
+                        pi->raw_len);
+    return RFS_OK;
+}
