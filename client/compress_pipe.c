@@ -8,9 +8,9 @@
  *    estimates; the other codec is sampled every 64 MiB.
  *  - Each frame applies SEMPLAR's condition per byte with the estimates and the link rate B
  *    (conn.c measures it from sends that had to wait for the socket: then the link drained the
- *    frame): codec k is worth it when 1/Sc_k + 1/(r_k B) + 1/Sd_k < 1/B, and the best such codec
- *    is used (10% margin to switch on, none to switch off). Unknown B (no send waited yet) or
- *    no sample: raw. */
+ *    frame; until one did, TCP's congestion window per round trip stands in): codec k is worth it when 1/Sc_k + 1/(r_k B) + 1/Sd_k < 1/B, and the best such codec
+ *    is used (10% margin to switch on, none to switch off). No estimate of B, or no sample:
+ *    raw. */
 #include "client/compress_pipe.h"
 
 #include "client/client.h"
@@ -226,6 +226,17 @@ static unsigned decide(rfs_zstate *z, unsigned offered, double B)
     return pick;
 }
 
+/* Before any send has waited for the socket, TCP's own view: a window per round trip. Early
+ * on a long link that is small (compress the first frames; a raw 4 MiB frame at 100 Mbit/s
+ * costs a third of a second), on loopback huge (stay raw). 0 when the transport cannot say. */
+static double rate_prior(rfs_conn *c)
+{
+    rfs_tcp_state st;
+    if (rfs_tcp_describe(c->t, &st) != RFS_OK || st.rtt_ms <= 0 || !st.cwnd_segments || !st.mss)
+        return 0;
+    return (double)st.cwnd_segments * st.mss / (st.rtt_ms / 1000.0);
+}
+
 static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
 {
     size_t cap = rfs_codec_bound(codec, n);
@@ -265,6 +276,8 @@ void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed
         return;
     }
     double B = (double)atomic_load(&c->link_bps);
+    if (B <= 0)
+        B = rate_prior(c);
     int zlevel = z->level;
 
     /* sample when due (outside the lock: it takes a millisecond or so) */
