@@ -118,9 +118,11 @@ struct rfs_conn {
     int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
     int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
     unsigned codecs;           /* bit RFS_CODEC_*: the server takes payloads compressed so */
-    /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): measured on sends
-     * that waited for the socket, when the link drained what they wrote (compress_pipe.h). */
+    /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): what the link
+     * drained between two sends that waited for the socket (conn.c note_send). */
     _Atomic uint64_t link_bps;
+    int64_t rate_mark_ns;      /* send_lock: when a send last ended with a full buffer */
+    uint64_t rate_bytes;       /* send_lock: bytes written since */
     /* AUTH is sent and the first requests follow it at once; until the server's reply proves
      * it knows the token (handshake.c), replies to anything else kill the connection and
      * requests carrying file data wait (auth_cv). */

@@ -491,19 +491,30 @@ static int fail_dead(rfs_conn *c)
 
 /* may_block 0: give up (RFS_E_BUSY, nothing sent, the call not pending) instead of waiting
  * for another thread's send to finish. */
-/* A send that waited for the socket at least this long saw the link drain what it wrote: its
- * rate is a sample of the link's (compress_pipe.h). Shorter sends only filled free buffer. */
-#define RATE_MIN_WAIT_NS 2000000
+/* The link's rate for compress_pipe.h. A send that had to wait for the socket ends with the
+ * send buffer full; between two such ends the link drained exactly what was written in
+ * between, so bytes written since the last full-buffer instant over the time since it is the
+ * drain rate (a send that finds room proves nothing by itself: it only filled free buffer).
+ * A mark older than RATE_MAX_GAP_NS may hide an idle link and is not used. Caller holds
+ * send_lock. */
+#define RATE_MIN_WAIT_NS 1000000
 #define RATE_MIN_BYTES ((size_t)256 << 10)
+#define RATE_MAX_GAP_NS 1000000000
 
-static void note_send(rfs_conn *c, size_t bytes, int64_t ns)
+static void note_send(rfs_conn *c, size_t bytes, int64_t start_ns, int64_t end_ns)
 {
-    if (bytes < RATE_MIN_BYTES || ns < RATE_MIN_WAIT_NS)
+    c->rate_bytes += bytes;
+    if (end_ns - start_ns < RATE_MIN_WAIT_NS)
         return;
-    double rate = (double)bytes / ((double)ns / 1e9);
-    uint64_t old = atomic_load(&c->link_bps);
-    /* a moving average; racing updaters may lose a sample, which is harmless */
-    atomic_store(&c->link_bps, old ? (uint64_t)(0.7 * (double)old + 0.3 * rate) : (uint64_t)rate);
+    if (c->rate_mark_ns && end_ns - c->rate_mark_ns < RATE_MAX_GAP_NS &&
+        c->rate_bytes >= RATE_MIN_BYTES) {
+        double rate = (double)c->rate_bytes / ((double)(end_ns - c->rate_mark_ns) / 1e9);
+        uint64_t old = atomic_load(&c->link_bps);
+        atomic_store(&c->link_bps,
+                     old ? (uint64_t)(0.7 * (double)old + 0.3 * rate) : (uint64_t)rate);
+    }
+    c->rate_mark_ns = end_ns;
+    c->rate_bytes = 0;
 }
 
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
@@ -594,9 +605,9 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     /* A dead connection is shut down; skip the write rather than fail on it. */
     int64_t t0 = rfs_now_ns();
     int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
-    pthread_mutex_unlock(&c->send_lock);
     if (!wrc)
-        note_send(c, len + tail_len, rfs_now_ns() - t0);
+        note_send(c, len + tail_len, t0, rfs_now_ns());
+    pthread_mutex_unlock(&c->send_lock);
     if (wrc)
         rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending %s: %s",
                       rfs_op_name(req->op), rfs_last_error());
