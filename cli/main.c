@@ -177,6 +177,13 @@ int main(int argc, char **argv)
      * the process dying with a half-written temporary file. */
     signal(SIGXFSZ, SIG_IGN);
 
+    /* A command that names an rfss: server uses TLS for every name it touches: commands build
+     * more names from a server string (temporary files, recursive copies), and none of those
+     * may fall back to plaintext. */
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "rfss:", 5) == 0)
+            setenv("RFS_TLS", "1", 1);
+
     int cmd_at = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

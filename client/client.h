@@ -27,7 +27,7 @@
 /* ---- names (name.c) ---- */
 /* "host:port", IPv6 in brackets. */
 void rfs_name_server(const rfs_name *n, char *buf, size_t cap);
-/* "rfs:host:port:/path" for messages. */
+/* "rfs:host:port:/path" (rfss: for TLS names) for messages; it parses back to n. */
 void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
 
 /* ---- options (options.c) ---- */
@@ -43,6 +43,9 @@ typedef struct rfs_copts {
     int has_token;
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
+    int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
+    char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
+    char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -101,6 +104,7 @@ struct rfs_conn {
     char host[256];
     uint16_t port;
     char server[300];          /* "host:port" */
+    int tls;                   /* the transport is TLS: only TLS requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */
@@ -148,6 +152,7 @@ int rfs_auth_settle(rfs_conn *c);
 
 /* Connects, runs HELLO/AUTH and starts the receiver. The new connection has refs = 1.
  * On failure the message names the server and the cause. */
+/* Over TLS when o->tls (o says how the server is verified), else plain TCP. */
 int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out);
 /* Stops the threads, closes the transport and frees c (refs must be 0). */
 void rfs_conn_free(rfs_conn *c);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -75,8 +76,34 @@ static int io_timeout(int asked)
     return 120000;
 }
 
+/* TLS: rfs_options.tls or $RFS_TLS (1, yes, on, require), and how the server is verified:
+ * $RFS_TLS_PIN (its certificate's SHA-256), else $RFS_TLS_CA (a PEM file) or the system's CAs.
+ * A misspelt $RFS_TLS is an error, not plaintext: the user asked for protection. */
+static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
+{
+    o->tls = opts->tls > 0;
+    const char *e = getenv("RFS_TLS");
+    if (e && *e) {
+        if (!strcmp(e, "1") || !strcasecmp(e, "yes") || !strcasecmp(e, "on") ||
+            !strcasecmp(e, "require"))
+            o->tls = 1;
+        else if (strcmp(e, "0") && strcasecmp(e, "no") && strcasecmp(e, "off"))
+            return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS='%.40s': expected 1 or require (TLS), "
+                            "or 0 (as the name says)", label, e);
+    }
+    const char *ca = getenv("RFS_TLS_CA"), *pin = getenv("RFS_TLS_PIN");
+    if (ca && strlen(ca) >= sizeof o->tls_ca)
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS_CA: path too long", label);
+    if (pin && strlen(pin) >= sizeof o->tls_pin)
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS_PIN: too long for a SHA-256 fingerprint", label);
+    snprintf(o->tls_ca, sizeof o->tls_ca, "%s", ca ? ca : "");
+    snprintf(o->tls_pin, sizeof o->tls_pin, "%s", pin ? pin : "");
+    return RFS_OK;
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
+    int rc;
     rfs_options none;
     memset(&none, 0, sizeof none);
     if (!opts)
@@ -100,6 +127,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         mf = RFS_FRAME_HARD_MAX;
     o->max_frame = mf;
     resolve_congestion(o);
+    if ((rc = resolve_tls(opts, label, o)))
+        return rc;
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)

@@ -124,6 +124,13 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 64, 10, &x))
             return 0;
         h->io_threads = (int)x;
+    } else if (!strcmp(key, "rfs_tls")) {
+        if (!strcmp(v, "require") || !strcmp(v, "enable"))
+            h->tls = 1;
+        else if (!strcmp(v, "auto"))
+            h->tls = 0;
+        else
+            return 0;
     } else if (!strcmp(key, "rfs_streams")) {
         if (!parse_long(v, 1, 64, 10, &x))
             return 0;
@@ -266,6 +273,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                                                     : "auto");
     SETI("rfs_io_threads", h->io_threads);
     SETI("rfs_streams", h->streams);
+    MPI_Info_set(info, "rfs_tls", h->tls ? "require" : "auto");
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0

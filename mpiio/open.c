@@ -24,6 +24,7 @@ static void options_from_hints(const mp_hints *h, rfs_options *o)
     o->io_timeout_ms = h->io_timeout_ms;
     o->retry_timeout_ms = h->retry_timeout_ms;
     o->streams = h->streams;
+    o->tls = h->tls;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
      * under ABT every write must wait for the server's reply. */
     o->write_window = h->abt == MP_ENABLE ? 0 : (size_t)h->write_window;

@@ -68,7 +68,8 @@ struct rfsd_job {
 
 struct rfsd_conn {
     rfsd_server *srv;
-    int fd;
+    int fd;                            /* the socket: poll, shutdown (I/O goes through tr) */
+    rfs_transport *tr;                 /* TCP, or TLS over it (transport/tls.h) */
     char peer[80];
     pthread_t reader;
     struct rfsd_conn *next, *prev;     /* server list (srv->mu) */

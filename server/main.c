@@ -31,6 +31,7 @@
 #include "server.h"
 #include "session.h"
 #include "transport/transport.h"
+#include "transport/tls.h"
 #include "view.h"
 
 static int signal_pipe[2] = {-1, -1};
@@ -126,6 +127,13 @@ static int load_token(const char *file, char *out, size_t cap, size_t *len, int 
  * authenticated stay; new ones must present the new token. */
 static void reload(rfsd_server *srv)
 {
+    if (srv->tls) {
+        if (rfs_tls_server_reload(srv->tls))
+            RFS_LOGW("SIGHUP: %s; keeping the previous certificate", rfs_last_error());
+        else
+            RFS_LOGI("SIGHUP: TLS certificate reloaded from %s; new connections use it",
+                     srv->cfg.tls_cert);
+    }
     if (!srv->cfg.token_file) {
         RFS_LOGI("SIGHUP: nothing to reload (--no-auth)");
         return;
@@ -297,6 +305,11 @@ int main(int argc, char **argv)
         RFS_LOGW("--no-auth: any client that can connect can read and write the export");
     }
 
+    if (srv.cfg.tls_cert && rfs_tls_server_new(srv.cfg.tls_cert, srv.cfg.tls_key, &srv.tls)) {
+        fprintf(stderr, "rfsd: %s\n", rfs_last_error());
+        return 2;
+    }
+
     rfsd_boot_id(srv.boot_id);
     srv.root_fd = open(srv.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (srv.root_fd < 0) {
@@ -327,6 +340,8 @@ int main(int argc, char **argv)
              "bytes, %lu descriptors, %s", srv.cfg.root, srv.cfg.threads, srv.cfg.conn_workers,
              srv.cfg.max_frame, nofile,
              srv.cfg.no_auth ? "no authentication" : "token authentication");
+    if (srv.tls)
+        RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
     printf("rfsd listening on %s\n", addr);
@@ -341,6 +356,7 @@ int main(int argc, char **argv)
     rfsd_pool_stop(srv.pool);
     rfsd_metrics_stop();
     close(srv.root_fd);
+    rfs_tls_server_free(srv.tls);
     memset(srv.secret, 0, sizeof srv.secret);
     RFS_LOGI("stopped");
     return 0;

@@ -25,6 +25,7 @@ static void usage(FILE *out)
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
         "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
         "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
+        "            [--tls-cert FILE --tls-key FILE]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -34,6 +35,10 @@ static void usage(FILE *out)
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
+        "  --tls-cert FILE     PEM certificate (chain) of this server: every connection then\n"
+        "                      speaks TLS from its first byte, and plaintext clients are\n"
+        "                      refused (clients name it rfss://HOST:PORT/PATH or set RFS_TLS=1)\n"
+        "  --tls-key FILE      the certificate's PEM private key (docs/security.md)\n"
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
         "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
@@ -77,7 +82,8 @@ static void usage(FILE *out)
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n"
-        "SIGHUP: read the token file again (connections already authenticated continue).\n",
+        "SIGHUP: read the token file and the TLS certificate and key again (connections\n"
+        "already authenticated continue).\n",
         RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
         RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
         (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,
@@ -104,7 +110,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
            O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
-           O_HANDSHAKE };
+           O_HANDSHAKE, O_TLS_CERT, O_TLS_KEY };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -119,6 +125,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"version", no_argument, 0, O_VERSION},
         {"metrics-file", required_argument, 0, O_METRICS},
         {"handshake-timeout-ms", required_argument, 0, O_HANDSHAKE},
+        {"tls-cert", required_argument, 0, O_TLS_CERT},
+        {"tls-key", required_argument, 0, O_TLS_KEY},
         {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
@@ -276,6 +284,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_HELP: usage(stdout); return 1;
         case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
         case O_METRICS: cfg->metrics_file = optarg; break;
+        case O_TLS_CERT: cfg->tls_cert = optarg; break;
+        case O_TLS_KEY: cfg->tls_key = optarg; break;
         case O_HANDSHAKE:
             if (parse_ulong(optarg, 100, 600000, &v)) {
                 fprintf(stderr, "rfsd: --handshake-timeout-ms: expected 100..600000, got '%s'\n",
@@ -304,6 +314,11 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     }
     if (!cfg->root) {
         fprintf(stderr, "rfsd: --root DIR is required (see rfsd --help)\n");
+        return -1;
+    }
+    if (!cfg->tls_cert != !cfg->tls_key) {
+        fprintf(stderr, "rfsd: --tls-cert and --tls-key go together (the certificate and its "
+                        "private key, PEM files)\n");
         return -1;
     }
     if (cfg->token_file && cfg->no_auth) {

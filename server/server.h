@@ -51,10 +51,12 @@ typedef struct rfsd_config {
     int metrics_interval_ms;
     unsigned max_conns_per_addr;        /* connections from one client address */
     unsigned max_handles_per_addr;      /* open files of all connections from one address */
+    const char *tls_cert, *tls_key;     /* PEM files: TLS required on every connection */
 } rfsd_config;
 
 struct rfsd_pool;
 struct rfsd_conn;
+struct rfs_tls_server;
 
 typedef struct rfsd_server {
     rfsd_config cfg;
@@ -71,6 +73,7 @@ typedef struct rfsd_server {
     unsigned nconns;
     int stopping;
     uint8_t boot_id[16];                /* the host's boot id, for SESSION replies */
+    struct rfs_tls_server *tls;         /* --tls-cert/--tls-key loaded, or NULL: plain TCP */
 } rfsd_server;
 
 /* options.c: parse argv. Returns 0 to run, 1 when --help was printed, -1 on a usage error

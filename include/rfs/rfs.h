@@ -79,6 +79,9 @@ typedef struct rfs_options {
      * to reconnect, reopen the file and repeat the operation before failing it. 0: default
      * (60000, or $RFS_RETRY_TIMEOUT_MS); negative: never retry. docs/reliability.md. */
     int retry_timeout_ms;
+    /* 1: TLS required (as an rfss: name asks); 0: as the name and $RFS_TLS say. The server is
+     * verified by $RFS_TLS_PIN, else by $RFS_TLS_CA or the system's CAs (docs/security.md). */
+    int tls;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;
@@ -104,8 +107,9 @@ typedef struct rfs_name {
     char host[256];
     uint16_t port;
     char path[4096];
+    int tls;                 /* 1: an rfss: name (TLS required) */
 } rfs_name;
-/* Returns 1 if s starts with "rfs:" or "rfs://". */
+/* Returns 1 if s starts with "rfs:" or "rfss:" (rfs://, rfss:// included). */
 int rfs_is_name(const char *s);
 int rfs_parse_name(const char *s, rfs_name *out);
 
