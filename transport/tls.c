@@ -646,6 +646,11 @@ static int load_ctx(const char *cert, const char *key, SSL_CTX **out)
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
         SSL_CTX_free(ctx);
+        if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            ERR_clear_error();
+            return rfs_fail(RFS_E_INVAL, "--tls-key %s does not belong to the certificate in "
+                            "%s", key, cert);
+        }
         return rfs_fail(RFS_E_INVAL, "--tls-key %s: cannot load a PEM private key: %s", key,
                         ssl_reason(why, sizeof why, "unreadable"));
     }

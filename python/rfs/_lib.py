@@ -33,6 +33,7 @@ class Options(ctypes.Structure):
         ("window", ctypes.c_int),
         ("write_window", ctypes.c_size_t),
         ("retry_timeout_ms", ctypes.c_int),
+        ("tls", ctypes.c_int),
     ]
 
 
