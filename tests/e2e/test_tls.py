@@ -147,6 +147,13 @@ def test_python_package_over_tls(pki, tls_factory, tls_env):
         f.write(data)
     with rfs.open(srv.url("/py.bin"), "rb") as f:
         assert f.read() == data
+    if rfs.RfssFileSystem is not None:  # fsspec: rfss:// URLs
+        import fsspec
+        with fsspec.open(f"rfss://127.0.0.1:{srv.port}/py.bin", "rb") as f:
+            assert f.read() == data
+        fs = fsspec.filesystem("rfss", host="127.0.0.1", port=srv.port)
+        assert fs.info("/py.bin")["size"] == len(data)
+        assert fs.ls("/", detail=False) == ["/py.bin"]
 
 
 @pytest.mark.parametrize("case", ["wrong_ca", "expired", "self_signed", "pin_mismatch",
