@@ -204,7 +204,12 @@ static const rfs_transport_ops tcp_ops = {
 
 int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out)
 {
-    if (!t || t->fd < 0)
+    /* any transport over a TCP socket (TCP, TLS); asked of the socket itself, since a
+     * transport of another kind may leave fd unset */
+    int proto = 0;
+    socklen_t pl = sizeof proto;
+    if (!t || t->fd < 0 || getsockopt(t->fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 ||
+        proto != IPPROTO_TCP)
         return rfs_fail(RFS_E_INVAL, "not a TCP transport");
     return rfs_tcp_describe_fd(t->fd, out);
 }
