@@ -124,13 +124,12 @@ static const char *config_path(char *buf, size_t cap)
 static const host_entry *alias_of(const config *cf, const char *s, const char **rest, int *slashes)
 {
     const char *h;
-    *slashes = strncmp(s, "rfs://", 6) == 0;
-    if (*slashes)
-        h = s + 6;
-    else if (strncmp(s, "rfs:", 4) == 0)
-        h = s + 4;
-    else
+    if (strncmp(s, "rfss:", 5) == 0)
+        s++;  /* "rfss://NAME/p": TLS comes from $RFS_TLS, which main sets for rfss: names */
+    else if (strncmp(s, "rfs:", 4) != 0)
         return NULL;
+    *slashes = strncmp(s + 3, "://", 3) == 0;
+    h = s + (*slashes ? 6 : 4);
     size_t n = strcspn(h, *slashes ? "/" : ":");
     for (int i = 0; i < cf->nhosts; i++)
         if (strlen(cf->host[i].name) == n && strncmp(h, cf->host[i].name, n) == 0) {

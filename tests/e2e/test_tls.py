@@ -132,6 +132,16 @@ def test_put_get_with_ca_byte_identical(pki, tls_factory, tmp_path):
         assert back.read_bytes() == src.read_bytes()
     r = cli(srv, "ls", f"rfss:127.0.0.1:{srv.port}", RFS_TLS_CA=pki / "ca.pem")
     assert r.returncode == 0 and "data-localhost.bin" in r.stdout, r.stderr
+    # a host alias from the configuration file, named rfss://
+    conf = tmp_path / "rfs.conf"
+    conf.write_text(f"[host dtn]\naddress = localhost:{srv.port}\n")
+    r = cli(srv, "ls", "rfss://dtn/", RFS_TLS_CA=pki / "ca.pem", RFS_CONFIG=conf)
+    assert r.returncode == 0 and "data-localhost.bin" in r.stdout, r.stderr
+    # recursive copy: the CLI builds further names from the server string, all over TLS
+    r = cli(srv, "cp", "-r", f"rfss://localhost:{srv.port}/", str(tmp_path / "tree"),
+            RFS_TLS_CA=pki / "ca.pem")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "tree" / "data-localhost.bin").read_bytes() == src.read_bytes()
 
 
 def test_pin_and_rfs_tls_env(pki, tls_factory, tmp_path):
