@@ -88,7 +88,7 @@ int rfsd_tls_gate(rfsd_conn *c)
 void rfsd_tls_refuse(rfsd_conn *c, uint16_t raw_op, uint32_t raw_id)
 {
     RFS_LOGI("%s: a TLS client, but this server has no --tls-cert; closing", c->peer);
-    int rc = rfs_fail(RFS_E_AUTH, "this server does not offer TLS (rfsd has no --tls-cert)");
+    int rc = rfs_fail(RFS_E_AUTH, "TLS is not enabled on this server (rfsd without --tls-cert)");
     uint8_t sink[4096];
     for (int i = 0; i < 16 && rfs_transport_recv_nb(c->tr, sink, sizeof sink) > 0; i++)
         ;

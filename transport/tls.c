@@ -376,8 +376,14 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reads the rest of a plaintext rfs frame whose first bytes were t->first, briefly, and turns
- * it into the server's own message. */
+static uint32_t le32_at(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads the rest of a plaintext rfs error reply whose first bytes were t->first, briefly, and
+ * turns it into the server's own message. Parsed by hand (protocol.md §1, §6): its op is the
+ * garbage the server read from our ClientHello, which a full decoder rightly refuses. */
 static int plaintext_answer(tls_transport *t, const char *server)
 {
     uint8_t frame[RFS_HDR_SIZE + 2 + RFS_MAX_MSG];
@@ -385,9 +391,17 @@ static int plaintext_answer(tls_transport *t, const char *server)
     memcpy(frame, t->first, have);
     size_t want = RFS_HDR_SIZE;
     int64_t deadline = now_ms() + 2000;
-    rfs_hdr h;
-    int hdr_done = 0;
-    while (have < want && now_ms() < deadline) {
+    int sized = 0;
+    for (;;) {
+        if (!sized && have >= RFS_HDR_SIZE) {
+            sized = 1;
+            uint32_t body = le32_at(frame + 20);
+            if (body < 2 || body > sizeof frame - RFS_HDR_SIZE)
+                break;
+            want = RFS_HDR_SIZE + body;
+        }
+        if (have >= want || now_ms() >= deadline)
+            break;
         ssize_t r = recv(t->base.fd, frame + have, want - have, MSG_DONTWAIT);
         if (r > 0) {
             have += (size_t)r;
@@ -397,25 +411,19 @@ static int plaintext_answer(tls_transport *t, const char *server)
         } else {
             break;
         }
-        if (!hdr_done && have >= RFS_HDR_SIZE) {
-            hdr_done = 1;
-            if (rfs_hdr_decode(frame, sizeof frame, &h) == RFS_OK)
-                want = RFS_HDR_SIZE + h.body_len;
-        }
     }
-    rfs_rep rep;
-    if (have == want && hdr_done && rfs_rep_decode(&h, frame + RFS_HDR_SIZE, h.body_len, &rep) == RFS_OK &&
-        rep.status) {
-        int err = rfs_err_from_wire(rep.status);
-        if (err == RFS_E_BUSY)
-            return rfs_fail(err, "server %s refused the connection: %.*s", server,
-                            (int)rep.u.err.len, rep.u.err.s ? rep.u.err.s : "");
-        return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered without TLS: "
+    uint32_t status = have >= RFS_HDR_SIZE ? le32_at(frame + 16) : 0;
+    size_t mlen = have >= RFS_HDR_SIZE + 2 ? (size_t)(frame[24] | frame[25] << 8) : 0;
+    if (sized && have == want && status && mlen + 2 + RFS_HDR_SIZE == want) {
+        const char *msg = (const char *)frame + RFS_HDR_SIZE + 2;
+        if (rfs_err_from_wire(status) == RFS_E_BUSY)
+            return rfs_fail(RFS_E_BUSY, "server %s refused the connection: %.*s", server,
+                            (int)mlen, msg);
+        return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered in plaintext: "
                         "%.*s); use an rfs:// name without RFS_TLS, or start rfsd with "
-                        "--tls-cert and --tls-key", server, (int)rep.u.err.len,
-                        rep.u.err.s ? rep.u.err.s : "");
+                        "--tls-cert and --tls-key", server, (int)mlen, msg);
     }
-    return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered without TLS); use "
+    return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered in plaintext); use "
                     "an rfs:// name without RFS_TLS, or start rfsd with --tls-cert and "
                     "--tls-key", server);
 }
@@ -504,7 +512,7 @@ static int verify_failure(SSL *ssl, const char *server, const char *host, const 
 
 /* Runs the client handshake on t within deadline; 0 or a negative rfs_err with message. */
 static int handshake(tls_transport *t, int64_t deadline, int timeout_ms, const char *host,
-                     const char *ca)
+                     const char *ca, int pinned)
 {
     const char *server = t->base.peer;
     for (;;) {
@@ -526,12 +534,11 @@ static int handshake(tls_transport *t, int64_t deadline, int timeout_ms, const c
                 return rfs_fail(RFS_E_CONN, "server %s: poll: %s", server, strerror(errno));
             continue;
         }
-        if (t->nfirst >= 4 && (t->first[0] | t->first[1] << 8 | t->first[2] << 16 |
-                               (uint32_t)t->first[3] << 24) == RFS_MAGIC) {
+        if (t->nfirst >= 4 && le32_at(t->first) == RFS_MAGIC) {
             ERR_clear_error();
             return plaintext_answer(t, server);
         }
-        if (SSL_get_verify_result(t->ssl) != X509_V_OK) {
+        if (!pinned && SSL_get_verify_result(t->ssl) != X509_V_OK) {
             ERR_clear_error();
             return verify_failure(t->ssl, server, host, ca);
         }
@@ -599,7 +606,7 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
     BIO_set_callback_arg(rb, (char *)t);
     BIO_set_callback_ex(rb, record_first);
     int timeout_ms = o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
-    rc = handshake(t, now_ms() + timeout_ms, timeout_ms, host, ca);
+    rc = handshake(t, now_ms() + timeout_ms, timeout_ms, host, ca, pin[0] != 0);
     BIO_set_callback_ex(rb, NULL);
     if (!rc && pin[0]) {
         X509 *peer = SSL_get1_peer_certificate(t->ssl);

@@ -5,6 +5,7 @@ command; every server listens on 127.0.0.1 only. Each handshake failure must giv
 naming its cause, with the AUTH error class (not retried, not a lost connection)."""
 import fcntl
 import os
+import resource
 import shutil
 import socket
 import ssl
@@ -19,7 +20,7 @@ import pytest
 
 from conftest import BUILD, REPO, Server, binary
 from mpiio_util import mpiexec, program
-from rfswire import O_RDWR, OP, PRE_HELLO_MAX, Conn, b_pread, frame
+from rfswire import O_CREAT, O_RDWR, OP, PRE_HELLO_MAX, Conn, b_open, b_pread, frame
 
 sys.path.insert(0, str(REPO / "python"))
 os.environ.setdefault("RFS_LIBRARY", str(BUILD / "librfs.so"))
@@ -81,10 +82,10 @@ class TlsServer(Server):
 def tls_factory(tmp_path):
     started = []
 
-    def make(cert, key, token=None, extra=()):
+    def make(cert, key, token=None, extra=(), preexec=None):
         root = tmp_path / f"tls-export{len(started)}"
         root.mkdir()
-        s = TlsServer(root, token=token,
+        s = TlsServer(root, token=token, preexec=preexec,
                       extra=["--tls-cert", str(cert), "--tls-key", str(key), *extra])
         started.append(s)
         return s
@@ -440,3 +441,34 @@ def test_sigterm_with_tls_clients_connected(pki, tls_factory):
     for s in (a, b):
         s.close()
     c.close()
+
+
+def test_busy_server_tells_tls_client(pki, tls_factory):
+    """Out of descriptors, rfsd answers a new connection "server busy" before any TLS: the TLS
+    client recognises the plaintext rfs frame and shows that message (class BUSY), instead of
+    a failed handshake."""
+    srv = tls_factory(pki / "srv.pem", pki / "srv.key", token="s" * 32,
+                      preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)))
+    held = []
+    c = TlsConn(srv.host, srv.port, pki / "ca.pem")
+    c.handshake(srv.token)
+    held.append(c)
+    for i in range(300):
+        if c.call("OPEN", b_open(f"/fd{i}", O_RDWR | O_CREAT)).status:
+            break
+    said = ""
+    for _ in range(40):  # the reserve of descriptors for new clients runs out
+        r = cli(srv, "ls", srv.url("/"), RFS_TLS_CA=pki / "ca.pem")
+        if r.returncode != 0:
+            said = r.stderr
+            break
+        try:
+            k = TlsConn(srv.host, srv.port, pki / "ca.pem", timeout=10)
+            k.handshake(srv.token)
+            held.append(k)
+        except (ssl.SSLError, OSError):
+            pass
+    assert "server busy" in said and "refused the connection" in said, said
+    assert len(said.strip().splitlines()) == 1, said
+    for k in held:
+        k.close()
