@@ -57,7 +57,10 @@ static const char *ssl_reason(char *buf, size_t cap, const char *fallback)
         snprintf(buf, cap, "%s", fallback);
     } else {
         const char *r = ERR_reason_error_string(e);
-        snprintf(buf, cap, "%s", r ? r : "unknown OpenSSL error");
+        if (r)
+            snprintf(buf, cap, "%s", r);
+        else
+            ERR_error_string_n(e, buf, cap);
     }
     ERR_clear_error();
     return buf;
@@ -565,6 +568,8 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
                         "server's certificate as 64 hex digits (colons allowed), as "
                         "`rfs tls-pin CERT` or `openssl x509 -noout -fingerprint -sha256` "
                         "print it");
+    if (!pin[0] && ca && access(ca, R_OK) != 0)
+        return rfs_fail(RFS_E_INVAL, "RFS_TLS_CA %s: %s", ca, strerror(errno));
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx)
         return rfs_fail(RFS_E_NOMEM, "cannot set up TLS (out of memory)");
