@@ -7,6 +7,7 @@ import fcntl
 import os
 import resource
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -472,3 +473,25 @@ def test_busy_server_tells_tls_client(pki, tls_factory):
     assert len(said.strip().splitlines()) == 1, said
     for k in held:
         k.close()
+
+
+def test_sighup_reloads_certificate(pki, tls_factory, tmp_path):
+    """SIGHUP: new connections get the certificate now in the files; a bad file keeps the
+    previous one (and rfsd keeps serving)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(pki / "srv.pem", cert)
+    shutil.copy(pki / "srv.key", key)
+    srv = tls_factory(cert, key)
+    old, new = fingerprint(pki / "srv.pem"), fingerprint(pki / "other.pem")
+    assert cli(srv, "ls", srv.url("/"), RFS_TLS_PIN=old).returncode == 0
+    shutil.copy(pki / "other.pem", cert)  # same key, another certificate
+    srv.proc.send_signal(signal.SIGHUP)
+    assert wait_for(lambda: cli(srv, "ls", srv.url("/"), RFS_TLS_PIN=new).returncode == 0)
+    r = cli(srv, "ls", srv.url("/"), RFS_TLS_PIN=old)
+    assert r.returncode != 0 and "does not match RFS_TLS_PIN" in r.stderr, r.stderr
+    cert.write_text("not a certificate\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    # the broken file is refused and the certificate loaded before stays in use
+    assert cli(srv, "ls", srv.url("/"), RFS_TLS_PIN=new).returncode == 0
+    assert srv.stop() == 0
+    assert "keeping the previous certificate" in srv.proc.stderr.read()
