@@ -52,8 +52,12 @@ int rfsd_tls_gate(rfsd_conn *c)
 {
     int64_t deadline = c->started_ns + (int64_t)c->srv->cfg.handshake_timeout_ms * 1000000;
     uint8_t hb[RFS_HDR_SIZE];
-    if (raw_recv(c->fd, hb, 1, MSG_PEEK, deadline))  /* only 1 byte: never spins */
+    if (raw_recv(c->fd, hb, 1, MSG_PEEK, deadline)) {  /* only 1 byte: never spins */
+        if (rfs_now_ns() >= deadline && !atomic_load(&c->closing))
+            RFS_LOGI("%s: no authentication within %d ms (rfsd --handshake-timeout-ms); closing",
+                     c->peer, c->srv->cfg.handshake_timeout_ms);
         return -1;
+    }
     if (hb[0] == RFSD_TLS_RECORD)
         return 0;
     /* A plaintext rfs client: take in its first frame (bounded) so the answer is not lost to a
