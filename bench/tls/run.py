@@ -51,13 +51,13 @@ def make_pki(d):
 
 
 class Rfsd:
-    def __init__(self, ns, build, root, listen, token_file, tls_dir=None):
+    def __init__(self, ns, build, root, listen, token_file, tls_dir=None, log=None):
         argv = [str(build / "rfsd"), "--root", str(root), "--listen", listen, "--token-file",
-                str(token_file), "--log-level", "warn"]
+                str(token_file), "--log-level", "info"]
         if tls_dir:
             argv += ["--tls-cert", str(tls_dir / "srv.pem"), "--tls-key", str(tls_dir / "srv.key")]
-        self.proc = wanlib.start(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 text=True)
+        self.log = open(log, "w") if log else subprocess.DEVNULL
+        self.proc = wanlib.start(ns, argv, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("rfsd listening on "):
             wanlib.stop(self.proc)
@@ -69,6 +69,8 @@ class Rfsd:
 
     def stop(self):
         wanlib.stop(self.proc)
+        if self.log is not subprocess.DEVNULL:
+            self.log.close()
 
 
 def timed(ns, argv, env, timeout=600):
@@ -92,6 +94,7 @@ def main():
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--out")
     ap.add_argument("--key")
+    ap.add_argument("--logs", help="directory for rfsd's logs (kept after the run)")
     a = ap.parse_args()
     build = Path(a.build_dir).resolve()
     if a.where == "wan":
@@ -123,8 +126,12 @@ def main():
             for _ in range(a.size_mib):
                 f.write(os.urandom(1 << 20))
         listen = f"{host}:0"
-        srv = {"tcp": Rfsd(srv_ns, build, root, listen, tok),
-               "tls": Rfsd(srv_ns, build, root, listen, tok, pki)}
+        logs = Path(a.logs) if a.logs else None
+        if logs:
+            logs.mkdir(parents=True, exist_ok=True)
+        srv = {"tcp": Rfsd(srv_ns, build, root, listen, tok, log=logs and logs / "rfsd-tcp.log"),
+               "tls": Rfsd(srv_ns, build, root, listen, tok, pki,
+                           log=logs and logs / "rfsd-tls.log")}
         servers = list(srv.values())
         env = dict(os.environ, RFS_TOKEN=tok.read_text(), RFS_TLS_CA=str(pki / "ca.pem"),
                    RFS_CONFIG="")
@@ -140,6 +147,9 @@ def main():
                 name = f"{scheme[m]}://{host}:{srv[m].port}/{m}.bin"
                 c0 = srv[m].cpu()
                 dt, _ = timed(cli_ns, [rfs, "put", "--streams", str(a.streams), str(src), name], env)
+                if logs:
+                    with open(logs / "times.log", "a") as f:
+                        f.write(f"{time.time():.3f} rep {rep} {m} put {dt:.3f}\n")
                 c1 = srv[m].cpu()
                 res[m]["put_s"].append(dt)
                 res[m]["put_cpu_s"].append(c1 - c0)
