@@ -212,8 +212,9 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
         if (top && need == RFSD_NEED_READ)
             return RFS_OK;
         return rfs_fail(need == RFSD_NEED_WRITE ? RFS_E_ROFS : RFS_E_ISDIR,
-                        "%s: the top level holds the exports and cannot be changed; name a path "
-                        "inside one (rfs:host:port:/EXPORT/path)", p->shown);
+                        "%s: the top level only lists the exports%s; name a path inside one "
+                        "(rfs:host:port:/EXPORT/path)", p->shown,
+                        need == RFSD_NEED_WRITE ? " and cannot be changed" : "");
     }
     char name[RFSD_EXPORT_NAME_MAX + 1];
     const rfsd_export *found = NULL;

@@ -94,6 +94,8 @@ static unsigned conn_count(rfsd_server *srv)
 /* argv as given, so that a reload reads the --config file again */
 static int start_argc;
 static char **start_argv;
+/* the options' strings, in use until exit (a static root for leak checkers) */
+static char **volatile options_argv;
 
 /* SIGHUP: identities (or the token file) and the audit log (docs/operations.md). */
 static void reload(rfsd_server *srv)
@@ -237,6 +239,7 @@ int main(int argc, char **argv)
     start_argv = argv;
     if (rfsd_config_expand(argc, argv, &argc, &argv))
         return 2;
+    options_argv = argv;
     int prc = rfsd_parse_options(argc, argv, &srv.cfg);
     if (prc)
         return prc > 0 ? 0 : 2;

@@ -573,11 +573,15 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         return RFS_OK;
     }
     case RFS_OP_STATFS:
-        if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)))
+        if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)) ||
+            (rc = rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,
+                                 &rep->u.statfs.avail, &rep->u.statfs.files,
+                                 &rep->u.statfs.files_free)))
             return rc;
-        return rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,
-                              &rep->u.statfs.avail, &rep->u.statfs.files,
-                              &rep->u.statfs.files_free);
+        if (ex->quota)
+            rfsd_quota_statfs(ex->quota, &rep->u.statfs.total, &rep->u.statfs.free,
+                              &rep->u.statfs.avail);
+        return RFS_OK;
     }
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }

@@ -113,6 +113,19 @@ uint64_t rfsd_quota_used(const rfsd_quota *q)
 
 uint64_t rfsd_quota_limit(const rfsd_quota *q) { return q->limit; }
 
+void rfsd_quota_statfs(rfsd_quota *q, uint64_t *total, uint64_t *free_bytes, uint64_t *avail)
+{
+    pthread_mutex_lock(&q->mu);
+    uint64_t left = q->used < q->limit ? q->limit - q->used : 0;
+    pthread_mutex_unlock(&q->mu);
+    if (*total > q->limit)
+        *total = q->limit;
+    if (*free_bytes > left)
+        *free_bytes = left;
+    if (*avail > left)
+        *avail = left;
+}
+
 /* ---- open files ---- */
 
 rfsd_qfile *rfsd_quota_file_get(rfsd_quota *q, const struct stat *st)

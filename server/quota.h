@@ -29,6 +29,10 @@ rfsd_quota *rfsd_quota_start(const char *name, const char *dir, uint64_t limit);
 uint64_t rfsd_quota_used(const rfsd_quota *q);
 uint64_t rfsd_quota_limit(const rfsd_quota *q);
 
+/* STATFS of a quota export: the file system's figures capped by the quota, so that df and
+ * clients planning space see what they may still write. */
+void rfsd_quota_statfs(rfsd_quota *q, uint64_t *total, uint64_t *free_bytes, uint64_t *avail);
+
 /* The accounting of an opened file (st: its fstat), one reference per handle. NULL: out of
  * memory. put with the handle's fd (still open) for the last handle's reconciliation. */
 rfsd_qfile *rfsd_quota_file_get(rfsd_quota *q, const struct stat *st);

@@ -49,6 +49,10 @@ def test_writes_up_to_the_quota_then_dquot_and_nothing_of_it_written(srv):
         c.close_fh(fh)
         expect = data[:100] + b"z" * 100 + data[200:]
         assert f.read_bytes() == expect
+        # df shows the quota: nothing left
+        r = srv.rfs("alice", "df", "--json", srv.url("/q"))
+        assert r.returncode == 0 and '"total_bytes": %d' % QUOTA in r.stdout, r.stdout + r.stderr
+        assert '"avail_bytes": 0' in r.stdout, r.stdout
         # the other export has no quota
         fh = c.open("/free/big.dat", O_WRONLY | O_CREAT)
         assert c.pwrite(fh, 0, os.urandom(2 * QUOTA)) == 2 * QUOTA
