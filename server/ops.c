@@ -220,6 +220,8 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
     pthread_mutex_unlock(&c->mu);
     /* close(2) errors matter on network filesystems: report them */
     int fd = h->fd, rc = RFS_OK;
+    rfsd_quota_file_put(h->qf, fd);  /* while fd is open: the last one reconciles the size */
+    h->qf = NULL;
     h->fd = -1;
     if (close(fd))
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));

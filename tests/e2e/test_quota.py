@@ -8,7 +8,7 @@ import pytest
 
 from mpiio_util import FLAVOURS, mpiexec, program
 from multi_server import MultiServer
-from rfswire import (E, O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, b_fh, b_iov, b_path,
+from rfswire import (E, O_APPEND, O_CREAT, O_RDWR, O_TRUNC, O_WRONLY, b_iov, b_path,
                      b_pwrite, b_rename, b_size, b_write_file)
 
 KIB = 1024
@@ -147,3 +147,21 @@ def test_mpiio_write_over_the_quota_is_mpi_err_quota(tmp_path, flavour):
         assert (s.dirs["q"] / "m.dat").stat().st_size == QUOTA
     finally:
         assert s.stop() == 0
+
+
+def test_last_close_counts_what_the_file_really_holds(srv):
+    """A file grown behind rfsd's back while it had it open is counted when its last handle
+    closes (the reconciliation that also covers failed writes)."""
+    f = srv.dirs["q"] / "outside.dat"
+    with srv.connect("alice") as c:
+        fh = c.open("/q/outside.dat", O_WRONLY | O_CREAT)
+        os.truncate(f, 900 * KIB)                    # not through rfsd
+        c.close_fh(fh)
+        fh = c.open("/q/other.dat", O_WRONLY | O_CREAT)
+        assert_dquot(c.call("PWRITE", b_pwrite(fh, 0, b"x" * (200 * KIB))))
+        assert c.pwrite(fh, 0, b"x" * (100 * KIB)) == 100 * KIB
+        c.close_fh(fh)
+        c.call("DELETE", b_path("/q/outside.dat")).check()
+        fh = c.open("/q/other.dat", O_WRONLY)
+        assert c.pwrite(fh, 100 * KIB, b"y" * (900 * KIB)) == 900 * KIB
+        c.close_fh(fh)
