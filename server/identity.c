@@ -1,15 +1,14 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Identities: the table of named tokens and their rights, AUTH against it, and SIGHUP.
  *
- * The client's AUTH carries only an HMAC over both nonces, so rfsd tries each identity's token
- * until one matches (at most RFSD_MAX_IDENTITIES HMACs, about a microsecond each). That keeps
+ * The client's AUTH carries only an HMAC over both nonces, so rfsd computes it with every
+ * identity's token (at most RFSD_MAX_IDENTITIES HMACs of a few microseconds). That keeps
  * the protocol and every client unchanged; tokens must therefore differ between identities
  * (checked). The table is replaced whole at a reload under a write lock, and connections made
  * with an identity that is gone or changed are closed under that same lock, so an AUTH racing
  * the reload either sees the new table or is closed with the old one. */
 #include "identity.h"
 
-#include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
