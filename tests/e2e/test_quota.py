@@ -3,6 +3,7 @@
 writes and renames are held to the export's quota with RFS_E_DQUOT before any byte of the
 request lands; deletes free quota; MPI-IO sees MPI_ERR_QUOTA."""
 import os
+import struct
 
 import pytest
 
@@ -165,3 +166,19 @@ def test_last_close_counts_what_the_file_really_holds(srv):
         fh = c.open("/q/other.dat", O_WRONLY)
         assert c.pwrite(fh, 100 * KIB, b"y" * (900 * KIB)) == 900 * KIB
         c.close_fh(fh)
+
+
+def test_view_write_over_the_quota(srv):
+    """VIEW_WRITE: the view is mapped before the write to find the highest byte it touches."""
+    from test_server_views import STRIDED, set_view   # 8 data bytes in every 16 file bytes
+    with srv.connect("alice") as c:
+        fh = c.open("/q/view.bin", O_RDWR | O_CREAT)
+        set_view(c, fh, 0, 0, STRIDED).check()
+        pos = QUOTA // 2 - 8                          # the last tile inside the quota
+        rep = c.call("VIEW_WRITE", struct.pack("<IIQ", fh, 0, pos) + b"v" * 8)
+        assert rep.u64() == 8
+        rep = c.call("VIEW_WRITE", struct.pack("<IIQ", fh, 0, pos) + b"w" * 16)
+        assert_dquot(rep)
+        c.close_fh(fh)
+    d = (srv.dirs["q"] / "view.bin").read_bytes()
+    assert len(d) == QUOTA - 4 and d[-12:] == b"vvvv\0\0\0\0vvvv"
