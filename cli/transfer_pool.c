@@ -68,8 +68,12 @@ int cli_streams(cli_ctx *c, const char *url)
     memset(&tcp, 0, sizeof tcp);
     int k = 1;
     /* The kernel's smoothed round trip, not the ping's: it leaves out rfsd's own time. */
-    /* A failing ping leaves the error to the transfer itself. */
-    if (rfs_ping_tcp(url, &c->ropts, &rtt, &tcp) == RFS_OK && tcp.rtt_ms * 1000 >= (double)min_us)
+    /* The ping's connection is pooled and the transfer's first stream takes it over, keeping
+     * the options it was opened with: open it with the transfer's frame size. A failing ping
+     * leaves the error to the transfer itself. */
+    rfs_options po = c->ropts;
+    po.max_frame = xfer_frame_size();
+    if (rfs_ping_tcp(url, &po, &rtt, &tcp) == RFS_OK && tcp.rtt_ms * 1000 >= (double)min_us)
         k = CLI_AUTO_STREAMS;
     if (c->o.verbose)
         fprintf(stderr, "rfs: %s: round trip %.3f ms: %d stream%s (--streams auto)\n",
