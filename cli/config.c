@@ -82,10 +82,10 @@ static int parse(FILE *f, const char *path, config *cf)
         char *k = rfs_trim(s), *v = rfs_trim(eq + 1);
         if (strcmp(k, "streams") == 0) {
             char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > CLI_MAX_STREAMS)
-                return bad(path, line, "streams must be a number from 1 to 16");
-            cur->streams = (int)n;
+            long n = strcmp(v, "auto") == 0 ? -1 : strtol(v, &end, 10);
+            if (n != -1 && (*end || n < 1 || n > CLI_MAX_STREAMS))
+                return bad(path, line, "streams must be auto or a number from 1 to 16");
+            cur->streams = (int)n;   /* -1: auto, 0: not set */
         } else if (strcmp(k, "token_file") == 0) {
             expand_home(v, cur->token_file, sizeof cur->token_file);
         } else if (strcmp(k, "address") == 0 && cur != &cf->dflt) {
@@ -200,7 +200,7 @@ int cli_config_apply(cli_ctx *c)
             c->o.token_file = owned_token_file;
         }
         if (!c->o.streams_given && streams)
-            c->o.streams = streams;
+            c->o.streams = streams < 0 ? 0 : streams;
     }
     free(cf);
     return st;

@@ -129,8 +129,9 @@ static void print_cmd_help(const cli_command *cmd)
     if (cmd->accepts)
         printf("\nOptions:\n");
     if (cmd->accepts & CLI_OPT_STREAMS)
-        printf("  --streams N        split the file into N byte ranges, each moved over its own\n"
-               "                     TCP connection (default 1, at most %d)\n",
+        printf("  --streams N|auto   split the file into N byte ranges, each moved over its own\n"
+               "                     TCP connection (at most %d); auto (default): 1, or 4 when\n"
+               "                     the round trip is 2 ms or more\n",
                CLI_MAX_STREAMS);
     if (cmd->accepts & CLI_OPT_PROGRESS)
         printf("  --no-progress      no progress bar (it is only shown on a terminal anyway)\n");

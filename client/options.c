@@ -101,20 +101,36 @@ static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
     return RFS_OK;
 }
 
+/* $RFS_LOG_LEVEL (error, warn, info, debug) for programs that have no other way to set it:
+ * decisions such as rfs_streams=auto's are logged at info. Read once. */
+static void log_level_from_env(void)
+{
+    static atomic_int done;
+    if (atomic_exchange(&done, 1))
+        return;
+    const char *e = getenv("RFS_LOG_LEVEL");
+    int lvl = e && *e ? rfs_log_parse_level(e) : -1;
+    if (lvl >= 0)
+        rfs_log_set_level(lvl);
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
+    log_level_from_env();
     int rc;
     rfs_options none;
     memset(&none, 0, sizeof none);
     if (!opts)
         opts = &none;
     memset(o, 0, sizeof *o);
-    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || opts->streams < 0 ||
+    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || (opts->streams < 0 && opts->streams != RFS_STREAMS_AUTO) ||
         opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
     o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
     o->io_timeout_ms = io_timeout(opts->io_timeout_ms);
-    o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
+    o->streams_auto = opts->streams == RFS_STREAMS_AUTO;
+    o->streams = o->streams_auto ? RFS_AUTO_MAX_STREAMS
+                                 : clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;
     o->retry_timeout_ms = retry_timeout(opts->retry_timeout_ms);

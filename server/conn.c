@@ -20,7 +20,9 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "audit.h"
 #include "metrics.h"
+#include "quota.h"
 #include "tls_gate.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
@@ -229,6 +231,8 @@ void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
 
 void rfsd_handle_release(rfsd_handle *h)
 {
+    rfsd_quota_file_put(h->qf, h->fd);
+    h->qf = NULL;
     if (h->fid) {
         rfsd_unlock_all(h->fid, h);
         rfsd_fileid_put(h->fid);
@@ -503,6 +507,7 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
+        rfsd_ident_anonymous(&c->who);
         atomic_store(&c->ready, 1);
         c->max_frame = s->negotiated;
     } else {
@@ -523,32 +528,26 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     }
     if (backed_off(c, req))  /* also when HELLO came before the address's failures */
         return -1;
-    uint8_t want[RFS_MAC_LEN];
-    pthread_rwlock_rdlock(&c->srv->secret_lock);
-    rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
-                        want);
-    pthread_rwlock_unlock(&c->srv->secret_lock);
-    if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
+    rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
+    if (rfsd_ident_auth(s->nonce, req->u.auth.client_nonce, req->u.auth.mac, &c->who,
+                        rep.u.auth.server_mac)) {
         unsigned n;
         uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
         RFS_LOGW("%s: authentication failed (wrong token); failure %u from this address, "
                  "its next attempt in %llu ms", c->peer, n, (unsigned long long)ms);
+        rfsd_audit_auth(c->peer, NULL);
         rfsd_conn_send_error(c, req->op, req->id,
                              rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
                                                   "not match the server's"));
         return -1;
     }
-    rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
-    pthread_rwlock_rdlock(&c->srv->secret_lock);
-    rfs_auth_server_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
-                        rep.u.auth.server_mac);
-    pthread_rwlock_unlock(&c->srv->secret_lock);
     s->state = ST_READY;
     atomic_store(&c->ready, 1);
     c->max_frame = s->negotiated;
+    rfsd_audit_auth(c->peer, c->who.name);
     rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
-    RFS_LOGD("%s: authenticated", c->peer);
+    RFS_LOGD("%s: authenticated as %s", c->peer, c->who.name);
     return 0;
 }
 
