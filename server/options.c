@@ -319,6 +319,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             break;
         case O_AUDIT_LOG: cfg->audit_log = optarg; break;
         case O_AUDIT: cfg->audit = 1; break;
+        case O_TLS_CERT: cfg->tls_cert = optarg; break;
+        case O_TLS_KEY: cfg->tls_key = optarg; break;
         case O_HANDSHAKE:
             if (parse_ulong(optarg, 100, 600000, &v)) {
                 fprintf(stderr, "rfsd: --handshake-timeout-ms: expected 100..600000, got '%s'\n",
