@@ -142,7 +142,7 @@ static void human(uint64_t b, char *out, size_t cap)
         snprintf(out, cap, "%" PRIu64 " bytes", b);
 }
 
-/* name with its server replaced by `to` ("rfs:HOST:PORT" or "rfs://HOST:PORT"). */
+/* name with its server replaced by `to` ("rfs:HOST:PORT" or "rfs://HOST:PORT"; rfss: too). */
 static int redirect(const char *name, const char *to, char **out)
 {
     if (!to) {
@@ -156,15 +156,16 @@ static int redirect(const char *name, const char *to, char **out)
     size_t tl = strlen(to);
     while (tl > 0 && (to[tl - 1] == ':' || to[tl - 1] == '/'))
         tl--;
-    int slashes = strncmp(to, "rfs://", 6) == 0;
+    int slashes = strncmp(to, "rfs://", 6) == 0 || strncmp(to, "rfss://", 7) == 0;
     snprintf(probe, sizeof probe, "%.*s%s", (int)tl, to, slashes ? "/x" : ":/x");
     if (tl == 0 || tl > 500 || rfs_parse_name(probe, &dst) != RFS_OK)
         return rfs_fail(RFS_E_NAME, "--to %s: not a server (want rfs:HOST:PORT)", to);
     size_t cap = strlen(src.path) + strlen(dst.host) + 32;
     if (!(*out = malloc(cap)))
         return rfs_fail(RFS_E_NOMEM, "recover: out of memory");
-    snprintf(*out, cap, strchr(dst.host, ':') ? "rfs:[%s]:%u:%s" : "rfs:%s:%u:%s", dst.host,
-             (unsigned)dst.port, src.path);
+    /* TLS if either the journal's name or --to asks for it (rfss:) */
+    snprintf(*out, cap, strchr(dst.host, ':') ? "%s:[%s]:%u:%s" : "%s:%s:%u:%s",
+             dst.tls || src.tls ? "rfss" : "rfs", dst.host, (unsigned)dst.port, src.path);
     return RFS_OK;
 }
 

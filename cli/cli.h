@@ -36,7 +36,7 @@
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
 
 typedef struct cli_opts {
-    int streams;            /* --streams N (1 if not given) */
+    int streams;            /* --streams N; 0: auto (cli_streams) */
     int streams_given;      /* on the command line (else the config file may set it) */
     int count;              /* --count N for ping (default 4) */
     int parents;            /* mkdir -p */
@@ -65,6 +65,8 @@ typedef struct cli_ctx {
     cli_opts o;
     rfs_options ropts;
     char token[RFS_TOKEN_MAX + 1];
+    int auto_streams;            /* what auto chose for auto_server (0: not yet) */
+    char auto_server[300];
 } cli_ctx;
 
 typedef int (*cli_cmd_fn)(cli_ctx *c);

@@ -65,7 +65,7 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 {
     const char *cn = cmd->name;
     memset(o, 0, sizeof *o);
-    o->streams = 1;
+    o->streams = 0;  /* auto (cli_streams) */
     o->count = 4;
     int only_args = 0;
     for (int i = first; i < argc; i++) {
@@ -95,8 +95,10 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
         } else if ((cmd->accepts & CLI_OPT_STREAMS) && matches(a, "--streams")) {
             if (!(v = option_value(cn, "--streams", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
-            if (parse_int(v, 1, CLI_MAX_STREAMS, &o->streams))
-                return cli_usage(cn, "--streams needs a number from 1 to %d, got '%s'",
+            if (strcmp(v, "auto") == 0)
+                o->streams = 0;
+            else if (parse_int(v, 1, CLI_MAX_STREAMS, &o->streams))
+                return cli_usage(cn, "--streams needs auto or a number from 1 to %d, got '%s'",
                                  CLI_MAX_STREAMS, v);
             o->streams_given = 1;
         } else if ((cmd->accepts & CLI_OPT_STREAMS) && matches(a, "--compress")) {

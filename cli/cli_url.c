@@ -12,13 +12,13 @@
 static int is_server_only(const char *s)
 {
     const char *hp;
-    int slashes = strncmp(s, "rfs://", 6) == 0;
-    if (slashes)
-        hp = s + 6;
+    if (strncmp(s, "rfss:", 5) == 0)
+        s += 4;  /* the same shapes with TLS; s is now at ":" or "://" */
     else if (strncmp(s, "rfs:", 4) == 0)
-        hp = s + 4;
+        s += 3;
     else
         return 0;
+    hp = strncmp(s, "://", 3) == 0 ? s + 3 : s + 1;
     const char *colon = strrchr(hp, ':');
     if (!colon || colon == hp || colon[1] == '\0')
         return 0;
@@ -41,7 +41,8 @@ int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rf
     }
     int n;
     if (is_server_only(in))
-        n = snprintf(out, cap, "%s%s", in, strncmp(in, "rfs://", 6) == 0 ? "/" : ":/");
+        n = snprintf(out, cap, "%s%s", in,
+                     strncmp(in, "rfs://", 6) == 0 || strncmp(in, "rfss://", 7) == 0 ? "/" : ":/");
     else
         n = snprintf(out, cap, "%s", in);
     if (n < 0 || (size_t)n >= cap) {

@@ -82,10 +82,10 @@ static int parse(FILE *f, const char *path, config *cf)
         char *k = rfs_trim(s), *v = rfs_trim(eq + 1);
         if (strcmp(k, "streams") == 0) {
             char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > CLI_MAX_STREAMS)
-                return bad(path, line, "streams must be a number from 1 to 16");
-            cur->streams = (int)n;
+            long n = strcmp(v, "auto") == 0 ? -1 : strtol(v, &end, 10);
+            if (n != -1 && (*end || n < 1 || n > CLI_MAX_STREAMS))
+                return bad(path, line, "streams must be auto or a number from 1 to 16");
+            cur->streams = (int)n;   /* -1: auto, 0: not set */
         } else if (strcmp(k, "token_file") == 0) {
             expand_home(v, cur->token_file, sizeof cur->token_file);
         } else if (strcmp(k, "address") == 0 && cur != &cf->dflt) {
@@ -124,13 +124,12 @@ static const char *config_path(char *buf, size_t cap)
 static const host_entry *alias_of(const config *cf, const char *s, const char **rest, int *slashes)
 {
     const char *h;
-    *slashes = strncmp(s, "rfs://", 6) == 0;
-    if (*slashes)
-        h = s + 6;
-    else if (strncmp(s, "rfs:", 4) == 0)
-        h = s + 4;
-    else
+    if (strncmp(s, "rfss:", 5) == 0)
+        s++;  /* "rfss://NAME/p": TLS comes from $RFS_TLS, which main sets for rfss: names */
+    else if (strncmp(s, "rfs:", 4) != 0)
         return NULL;
+    *slashes = strncmp(s + 3, "://", 3) == 0;
+    h = s + (*slashes ? 6 : 4);
     size_t n = strcspn(h, *slashes ? "/" : ":");
     for (int i = 0; i < cf->nhosts; i++)
         if (strlen(cf->host[i].name) == n && strncmp(h, cf->host[i].name, n) == 0) {
@@ -201,7 +200,7 @@ int cli_config_apply(cli_ctx *c)
             c->o.token_file = owned_token_file;
         }
         if (!c->o.streams_given && streams)
-            c->o.streams = streams;
+            c->o.streams = streams < 0 ? 0 : streams;
     }
     free(cf);
     return st;

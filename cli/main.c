@@ -129,8 +129,9 @@ static void print_cmd_help(const cli_command *cmd)
     if (cmd->accepts)
         printf("\nOptions:\n");
     if (cmd->accepts & CLI_OPT_STREAMS)
-        printf("  --streams N        split the file into N byte ranges, each moved over its own\n"
-               "                     TCP connection (default 1, at most %d)\n",
+        printf("  --streams N|auto   split the file into N byte ranges, each moved over its own\n"
+               "                     TCP connection (at most %d); auto (default): 1, or 4 when\n"
+               "                     the round trip is 2 ms or more\n",
                CLI_MAX_STREAMS);
     if (cmd->accepts & CLI_OPT_STREAMS)
         printf("  --compress MODE    compress written data on the wire: none, lz4, zstd[:LEVEL]\n"
@@ -180,6 +181,13 @@ int main(int argc, char **argv)
     /* Over a file size limit, a write must fail with EFBIG (and the get clean up) rather than
      * the process dying with a half-written temporary file. */
     signal(SIGXFSZ, SIG_IGN);
+
+    /* A command that names an rfss: server uses TLS for every name it touches: commands build
+     * more names from a server string (temporary files, recursive copies), and none of those
+     * may fall back to plaintext. */
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "rfss:", 5) == 0)
+            setenv("RFS_TLS", "1", 1);
 
     int cmd_at = -1;
     for (int i = 1; i < argc; i++) {

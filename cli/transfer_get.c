@@ -247,7 +247,7 @@ static int open_remote(cli_ctx *c, const char *url, const rfs_name *name, get_ct
         rfs_close(g->f);
         return st;
     }
-    xfer_defaults(x, *size, c->o.streams);
+    xfer_defaults(x, *size, cli_streams(c, url));
     if (x->nstreams > 1) {
         /* Only now is the size known: reopen with the connections worth having. The pool hands
          * the first handle's live connection to the second, so only the extra ones are new. */

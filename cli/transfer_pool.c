@@ -45,6 +45,44 @@ uint32_t xfer_frame_size(void)
     return (uint32_t)env_long("RFS_CLI_FRAME", 0, 0, 64L << 20);
 }
 
+/* On a long path one TCP connection is held back by its window (the hosts' buffer maxima) and
+ * by its congestion control's slow recovery; 4 connections filled a 1 Gbit/s, 50 ms path with
+ * 4 MiB maxima to 0.94 of the link where one reached 0.64 (issue #12). The threshold is
+ * librfs's for rfs_streams=auto ($RFS_STREAMS_AUTO_MIN_RTT_US, docs/tuning.md). */
+#define CLI_AUTO_STREAMS 4
+#define CLI_AUTO_MIN_RTT_US 2000
+
+int cli_streams(cli_ctx *c, const char *url)
+{
+    if (c->o.streams > 0)
+        return c->o.streams;
+    rfs_name n;
+    char server[300] = "";
+    if (rfs_parse_name(url, &n) == RFS_OK)
+        cli_server_str(&n, server, sizeof server);
+    if (c->auto_streams && strcmp(server, c->auto_server) == 0)
+        return c->auto_streams;
+    long min_us = env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0, 10000000);
+    double rtt = 0;
+    rfs_tcp_info tcp;
+    memset(&tcp, 0, sizeof tcp);
+    int k = 1;
+    /* The kernel's smoothed round trip, not the ping's: it leaves out rfsd's own time. */
+    /* The ping's connection is pooled and the transfer's first stream takes it over, keeping
+     * the options it was opened with: open it with the transfer's frame size. A failing ping
+     * leaves the error to the transfer itself. */
+    rfs_options po = c->ropts;
+    po.max_frame = xfer_frame_size();
+    if (rfs_ping_tcp(url, &po, &rtt, &tcp) == RFS_OK && tcp.rtt_ms * 1000 >= (double)min_us)
+        k = CLI_AUTO_STREAMS;
+    if (c->o.verbose)
+        fprintf(stderr, "rfs: %s: round trip %.3f ms: %d stream%s (--streams auto)\n",
+                server, tcp.rtt_ms, k, k > 1 ? "s" : "");
+    c->auto_streams = k;
+    snprintf(c->auto_server, sizeof c->auto_server, "%s", server);
+    return k;
+}
+
 void xfer_defaults(xfer *x, uint64_t total, int requested_streams)
 {
     memset(x, 0, sizeof *x);

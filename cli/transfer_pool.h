@@ -61,6 +61,9 @@ typedef struct xfer {
  * (at most requested_streams), chunk size and depth. Hidden environment overrides exist for
  * benchmarking: RFS_CLI_CHUNK (bytes), RFS_CLI_DEPTH (threads). */
 void xfer_defaults(xfer *x, uint64_t total, int requested_streams);
+/* The streams a transfer with url asks for: --streams N, or with auto one on a short path and
+ * CLI_AUTO_STREAMS when the round trip is long (one ping per server and command). */
+int cli_streams(cli_ctx *c, const char *url);
 /* The rfs_options.max_frame that put and get ask for (0: the library's default). */
 uint32_t xfer_frame_size(void);
 /* Runs the copy, updating x->prog. Returns RFS_OK or the first error (details in x->error). */

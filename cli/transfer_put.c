@@ -25,6 +25,7 @@ typedef struct put_ctx {
     int fd;
     const char *local;
     rfs_file *f;
+    int streams;     /* asked for (cli_streams) */
 } put_ctx;
 
 /* Where the put goes: the final name and the temporary one, both as URLs and parsed. */
@@ -219,7 +220,7 @@ static int run_put(cli_ctx *c, put_ctx *p, put_names *pn, uint64_t total)
     if (st != CLI_EXIT_OK)
         return st;
     xfer x;
-    xfer_defaults(&x, total - kept, c->o.streams);
+    xfer_defaults(&x, total - kept, p->streams);
     x.start = kept;
     x.total = total;
     progress prog;
@@ -282,7 +283,8 @@ int cli_cmd_put(cli_ctx *c)
     }
     /* The library opens as many connections as the size is worth (xfer_defaults). */
     xfer probe;
-    xfer_defaults(&probe, (uint64_t)sb.st_size, c->o.streams);
+    p.streams = cli_streams(c, pn.tmp_url);
+    xfer_defaults(&probe, (uint64_t)sb.st_size, p.streams);
     rfs_options o = c->ropts;
     o.streams = probe.nstreams;
     o.max_frame = probe.frame;

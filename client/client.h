@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #define RFS_CLIENT_MAX_STREAMS 16
+#define RFS_AUTO_MAX_STREAMS 8     /* rfs_streams=auto opens at most this many */
 #define RFS_CLIENT_MAX_WINDOW 64
 #define RFS_DEFAULT_RETRY_TIMEOUT_MS 60000
 #define RFS_CLIENT_LABEL_MAX (sizeof "rfs:[]:65535:" + 255 + 4096)
@@ -28,14 +29,15 @@
 /* ---- names (name.c) ---- */
 /* "host:port", IPv6 in brackets. */
 void rfs_name_server(const rfs_name *n, char *buf, size_t cap);
-/* "rfs:host:port:/path" for messages. */
+/* "rfs:host:port:/path" (rfss: for TLS names) for messages; it parses back to n. */
 void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
 
 /* ---- options (options.c) ---- */
 typedef struct rfs_copts {
     int connect_timeout_ms;
     int io_timeout_ms;
-    int streams;
+    int streams;          /* connections to open; with streams_auto, the most to open */
+    int streams_auto;
     int sndbuf, rcvbuf;
     uint32_t max_frame;
     int window;
@@ -47,6 +49,9 @@ typedef struct rfs_copts {
     int no_sums;               /* $RFS_CHECKSUM=off: no frame checksums even if offered */
     unsigned zmode;            /* rfs_options.compress / $RFS_COMPRESS (compress_pipe.h) */
     int zlevel;
+    int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
+    char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
+    char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -106,6 +111,7 @@ struct rfs_conn {
     char host[256];
     uint16_t port;
     char server[300];          /* "host:port" */
+    int tls;                   /* the transport is TLS: only TLS requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */
@@ -160,6 +166,7 @@ int rfs_auth_settle(rfs_conn *c);
 
 /* Connects, runs HELLO/AUTH and starts the receiver. The new connection has refs = 1.
  * On failure the message names the server and the cause. */
+/* Over TLS when o->tls (o says how the server is verified), else plain TCP. */
 int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out);
 /* Stops the threads, closes the transport and frees c (refs must be 0). */
 void rfs_conn_free(rfs_conn *c);
@@ -208,6 +215,36 @@ void rfs_pool_put(rfs_conn *c);
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                        const char *label);
 
+/* ---- rfs_streams=auto (autostreams.c) ---- */
+/* What a file has learnt about its streams; shared by its transfers (mu guards it). */
+typedef struct rfs_auto {
+    pthread_mutex_t mu;
+    int enabled;          /* auto, and the file has more than one connection */
+    int active;           /* streams a large transfer starts with */
+    int settled;          /* probing stopped: the last addition did not pay */
+    int since_settled;    /* large transfers since then (re-probe after a while) */
+} rfs_auto;
+/* One transfer's probing state (owned by its controller). */
+typedef struct rfs_auto_probe {
+    int k;                /* streams running */
+    int warming;          /* the current epoch is not judged */
+    int done;
+    double base;          /* rate with k - 1 streams, bytes/s */
+} rfs_auto_probe;
+double rfs_conn_rtt_ms(rfs_conn *c);
+int rfs_auto_min_rtt_us(void);
+/* How many connections an auto file opens, judged from its first connection's round trip. */
+int rfs_auto_wants_streams(rfs_conn *first, const char *label, int cap);
+void rfs_auto_init(rfs_auto *a);  /* off; open sets enabled */
+void rfs_auto_destroy(rfs_auto *a);
+/* Streams a large transfer starts with; *probing: whether it should measure and add more. */
+int rfs_auto_start(rfs_auto *a, int nconn, int *probing);
+int64_t rfs_auto_epoch_ns(rfs_conn *c);
+void rfs_auto_probe_init(rfs_auto_probe *p, int k);
+/* Judges one epoch's delivered rate; 1: start one more stream (p->k is then its count). */
+int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
+                         const char *label);
+
 /* ---- files (file.c) ---- */
 struct rfs_file {
     rfs_name name;
@@ -217,6 +254,7 @@ struct rfs_file {
     int nconn;
     rfs_conn *conn[RFS_CLIENT_MAX_STREAMS];
     uint32_t fh[RFS_CLIENT_MAX_STREAMS];
+    rfs_auto autos;            /* rfs_streams=auto: how many of them large transfers use */
     int io_timeout_ms;
     int window;
     size_t chunk;              /* data bytes per frame, for every stream of this file */

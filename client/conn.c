@@ -12,6 +12,7 @@
  * Nothing is retried here (a lost PWRITE may or may not have reached the disk, so replaying
  * it silently could reorder data); callers see the error and decide. */
 #include "client/client.h"
+#include "transport/tls.h"
 
 #include "common/crc32c.h"
 #include "common/err.h"
@@ -754,7 +755,9 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
 
     rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
                              .rcvbuf = o->rcvbuf, .nodelay = 1, .congestion = o->congestion};
-    int rc = rfs_tcp_connect(host, port, &to, &c->t);
+    int tls = c->tls = o->tls;
+    rfs_tls_client_cfg tc = {.ca_file = o->tls_ca, .pin = o->tls_pin};
+    int rc = tls ? rfs_tls_connect(host, port, &to, &tc, &c->t) : rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
         char cause[1024];
         snprintf(cause, sizeof cause, "%s", rfs_last_error());

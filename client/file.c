@@ -11,6 +11,7 @@
 #include "client/client.h"
 
 #include "common/err.h"
+#include "common/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,36 @@ static void release_conns(rfs_file *f)
     f->nconn = 0;
 }
 
+/* The file's connections. With rfs_streams=auto, the first one's round trip says whether more
+ * can pay (autostreams.c); when the server will not take them all (its per-address limits),
+ * the file makes do with one. A write window asks for small-write latency, which needs a
+ * single stream (wwin.c), so auto keeps one then. */
+static int open_conns(rfs_file *f, rfs_copts *o)
+{
+    int want = o->streams_auto ? 1 : o->streams;
+    int rc = rfs_pool_get_retry(&f->name, o, want, f->conn, f->label);
+    if (rc)
+        return rc;
+    f->nconn = want;
+    if (o->streams_auto && !o->write_window) {
+        int more = rfs_auto_wants_streams(f->conn[0], f->label, o->streams);
+        if (more > 1) {
+            rfs_conn *all[RFS_CLIENT_MAX_STREAMS];
+            if (rfs_pool_get(&f->name, o, more, all, f->label) == RFS_OK) {
+                release_conns(f);
+                memcpy(f->conn, all, (size_t)more * sizeof *all);
+                f->nconn = more;
+            } else {
+                RFS_LOGI("%s: streams auto: staying with one stream: %s", f->label,
+                         rfs_last_error());
+                rfs_clear_error();
+            }
+        }
+    }
+    f->autos.enabled = o->streams_auto && f->nconn > 1;
+    return RFS_OK;
+}
+
 int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out)
 {
     if (!out)
@@ -149,6 +180,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     pthread_mutex_init(&f->view_mu, NULL);
     pthread_mutex_init(&f->ww_mu, NULL);
     pthread_rwlock_init(&f->rw, NULL);
+    rfs_auto_init(&f->autos);
     int rc = rfs_parse_name(name, &f->name);
     if (rc)
         goto fail;
@@ -175,9 +207,8 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     f->window = o.window;
     f->ww_cap = o.write_window;
     f->retry_ms = o.retry_timeout_ms;
-    if ((rc = rfs_pool_get_retry(&f->name, &o, o.streams, f->conn, f->label)))
+    if ((rc = open_conns(f, &o)))
         goto fail;
-    f->nconn = o.streams;
     uint32_t mf = UINT32_MAX;
     for (int s = 0; s < f->nconn; s++) {
         uint32_t m = rfs_conn_max_frame(f->conn[s]);
@@ -236,6 +267,7 @@ fail:
     pthread_mutex_destroy(&f->view_mu);
     pthread_mutex_destroy(&f->ww_mu);
     pthread_rwlock_destroy(&f->rw);
+    rfs_auto_destroy(&f->autos);
     free(f);
     return rc;
 }
@@ -319,6 +351,7 @@ int rfs_close(rfs_file *f)
     pthread_mutex_destroy(&f->view_mu);
     pthread_mutex_destroy(&f->ww_mu);
     pthread_rwlock_destroy(&f->rw);
+    rfs_auto_destroy(&f->autos);
     free(f);
     if (rc)
         return rfs_fail(rc, "%s", cause);

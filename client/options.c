@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -75,19 +76,61 @@ static int io_timeout(int asked)
     return 120000;
 }
 
+/* TLS: rfs_options.tls or $RFS_TLS (1, yes, on, require), and how the server is verified:
+ * $RFS_TLS_PIN (its certificate's SHA-256), else $RFS_TLS_CA (a PEM file) or the system's CAs.
+ * A misspelt $RFS_TLS is an error, not plaintext: the user asked for protection. */
+static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
+{
+    o->tls = opts->tls > 0;
+    const char *e = getenv("RFS_TLS");
+    if (e && *e) {
+        if (!strcmp(e, "1") || !strcasecmp(e, "yes") || !strcasecmp(e, "on") ||
+            !strcasecmp(e, "require"))
+            o->tls = 1;
+        else if (strcmp(e, "0") && strcasecmp(e, "no") && strcasecmp(e, "off"))
+            return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS='%.40s': expected 1 or require (TLS), "
+                            "or 0 (as the name says)", label, e);
+    }
+    const char *ca = getenv("RFS_TLS_CA"), *pin = getenv("RFS_TLS_PIN");
+    if (ca && strlen(ca) >= sizeof o->tls_ca)
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS_CA: path too long", label);
+    if (pin && strlen(pin) >= sizeof o->tls_pin)
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS_PIN: too long for a SHA-256 fingerprint", label);
+    snprintf(o->tls_ca, sizeof o->tls_ca, "%s", ca ? ca : "");
+    snprintf(o->tls_pin, sizeof o->tls_pin, "%s", pin ? pin : "");
+    return RFS_OK;
+}
+
+/* $RFS_LOG_LEVEL (error, warn, info, debug) for programs that have no other way to set it:
+ * decisions such as rfs_streams=auto's are logged at info. Read once. */
+static void log_level_from_env(void)
+{
+    static atomic_int done;
+    if (atomic_exchange(&done, 1))
+        return;
+    const char *e = getenv("RFS_LOG_LEVEL");
+    int lvl = e && *e ? rfs_log_parse_level(e) : -1;
+    if (lvl >= 0)
+        rfs_log_set_level(lvl);
+}
+
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
 {
+    log_level_from_env();
+    int rc;
     rfs_options none;
     memset(&none, 0, sizeof none);
     if (!opts)
         opts = &none;
     memset(o, 0, sizeof *o);
-    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || opts->streams < 0 ||
+    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || (opts->streams < 0 && opts->streams != RFS_STREAMS_AUTO) ||
         opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
     o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
     o->io_timeout_ms = io_timeout(opts->io_timeout_ms);
-    o->streams = clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
+    o->streams_auto = opts->streams == RFS_STREAMS_AUTO;
+    o->streams = o->streams_auto ? RFS_AUTO_MAX_STREAMS
+                                 : clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;
     o->retry_timeout_ms = retry_timeout(opts->retry_timeout_ms);
@@ -109,6 +152,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         return rfs_fail(RFS_E_INVAL, "%s: %s%s", label, why,
                         opts->compress ? "" : " ($RFS_COMPRESS)");
     }
+    if ((rc = resolve_tls(opts, label, o)))
+        return rc;
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)

@@ -72,7 +72,9 @@ static void free_chain(rfs_conn *c)
 
 static int same_key(const rfs_conn *c, const rfs_name *n, const rfs_copts *o)
 {
-    return c->port == n->port && strcmp(c->host, n->host) == 0 && c->has_token == o->has_token &&
+    /* a name that asks for TLS never gets a plaintext connection (nor the other way round) */
+    return c->port == n->port && strcmp(c->host, n->host) == 0 && c->tls == (n->tls || o->tls) &&
+           c->has_token == o->has_token &&
            (!o->has_token || strcmp(c->token, o->token) == 0);
 }
 
@@ -89,7 +91,10 @@ typedef struct dial {
 static void *dial_main(void *arg)
 {
     dial *d = arg;
-    d->rc = rfs_conn_open(d->n->host, d->n->port, d->o, &d->c);
+    rfs_copts o = *d->o;
+    o.tls |= d->n->tls;  /* an rfss: name */
+    d->rc = rfs_conn_open(d->n->host, d->n->port, &o, &d->c);
+    explicit_bzero(o.token, sizeof o.token);
     if (d->rc)
         snprintf(d->msg, sizeof d->msg, "%s", rfs_last_error());
     return NULL;

@@ -4,9 +4,12 @@
  * link's bandwidth-delay product instead of paying a round trip per frame, and several
  * streams run side by side (one thread each) to beat per-connection limits (SEMPLAR).
  *
- * Job j goes to stream j % nstreams. Results are kept per job, so the byte count reported is
- * exact: the bytes of the leading jobs that completed in full (a short read is end of file;
- * after an error, done covers only the bytes known to be transferred). */
+ * Streams take the next job from a shared counter, so a faster connection carries more and a
+ * stream can join a transfer under way (rfs_streams=auto, autostreams.c: the caller's thread
+ * then measures the delivered rate and starts streams instead of running one). Results are
+ * kept per job, so the byte count reported is exact: the bytes of the leading jobs that
+ * completed in full (a short read is end of file; after an error, done covers only the bytes
+ * known to be transferred). */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -14,6 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Transfers of fewer frames than this do not probe for more streams (too short to measure). */
+#define AUTO_PROBE_MIN_JOBS 8
 
 typedef struct xjob {
     uint64_t off;        /* file offset (PREAD/PWRITE) or view position (VIEW_*) */
@@ -35,7 +42,11 @@ typedef struct xfer {
     size_t njobs;
     uint64_t *pieces;    /* list I/O: host-order pairs, frame by frame */
     size_t *got;         /* bytes done per job; SIZE_MAX while unknown or failed */
-    int nstreams;
+    atomic_size_t next_job;      /* the next job a stream takes */
+    atomic_ullong delivered;     /* bytes of completed jobs, for the auto rate */
+    pthread_mutex_t run_mu;      /* running, and the controller's wait */
+    pthread_cond_t run_cv;
+    int running;                 /* stream threads not finished */
     atomic_int stop;     /* an error happened: issue nothing more */
     atomic_size_t eof_job;  /* reads: lowest job that came back short */
     pthread_mutex_t lock;
@@ -136,6 +147,7 @@ static int finish(xfer *x, int s, size_t j, rfs_call *call, int wait_rc)
                         f->label, (unsigned long long)x->jobs[j].off, strerror(call->sink_err));
     if (is_read(x->op)) {
         x->got[j] = call->data_len;
+        atomic_fetch_add(&x->delivered, (unsigned long long)call->data_len);
         if (call->data_len < want) {
             size_t cur = atomic_load(&x->eof_job);
             while (j < cur && !atomic_compare_exchange_weak(&x->eof_job, &cur, j))
@@ -148,13 +160,14 @@ static int finish(xfer *x, int s, size_t j, rfs_call *call, int wait_rc)
         return rfs_fail(RFS_E_PROTO, "%s: server claims %llu bytes written of %zu sent", f->label,
                         (unsigned long long)wrote, want);
     x->got[j] = (size_t)wrote;
+    atomic_fetch_add(&x->delivered, (unsigned long long)wrote);
     if (wrote < want)
         return rfs_fail(RFS_E_IO, "%s: server wrote only %llu of %zu bytes", f->label,
                         (unsigned long long)wrote, want);
     return RFS_OK;
 }
 
-/* Runs the jobs of stream s (s, s + n, s + 2n, ...) with up to `window` in flight. */
+/* Runs jobs on stream s, taking each from the shared counter, with up to `window` in flight. */
 static void run_stream(xfer *x, int s)
 {
     rfs_file *f = x->f;
@@ -163,10 +176,16 @@ static void run_stream(xfer *x, int s)
     size_t slot_job[RFS_CLIENT_MAX_WINDOW];
     for (size_t i = 0; i < window; i++)
         rfs_call_init(&calls[i]);
-    size_t issued = 0, completed = 0, next = (size_t)s;
+    size_t issued = 0, completed = 0;
+    int more = 1;
     for (;;) {
-        while (issued - completed < window && next < x->njobs && !atomic_load(&x->stop) &&
-               next <= atomic_load(&x->eof_job)) {
+        while (more && issued - completed < window && !atomic_load(&x->stop)) {
+            size_t next = atomic_fetch_add(&x->next_job, 1);
+            /* Past the end, or past a short read (end of file): nothing more for anyone. */
+            if (next >= x->njobs || next > atomic_load(&x->eof_job)) {
+                more = 0;
+                break;
+            }
             rfs_call *call = &calls[issued % window];
             rfs_call_reset(call);
             int rc = issue(x, s, next, call);
@@ -176,7 +195,6 @@ static void run_stream(xfer *x, int s)
             }
             slot_job[issued % window] = next;
             issued++;
-            next += (size_t)x->nstreams;
         }
         if (completed == issued)
             break;
@@ -200,7 +218,69 @@ static void *stream_main(void *arg)
 {
     stream_arg *a = arg;
     run_stream(a->x, a->s);
+    pthread_mutex_lock(&a->x->run_mu);
+    a->x->running--;
+    pthread_cond_signal(&a->x->run_cv);
+    pthread_mutex_unlock(&a->x->run_mu);
     return NULL;
+}
+
+typedef struct streams {
+    pthread_t th[RFS_CLIENT_MAX_STREAMS];
+    stream_arg args[RFS_CLIENT_MAX_STREAMS];
+    int spawned[RFS_CLIENT_MAX_STREAMS];
+} streams;
+
+/* Starts stream s on a thread. If none can be had, the streams already running take its
+ * jobs (they come from the shared counter). */
+static void spawn(xfer *x, streams *st, int s)
+{
+    st->args[s].x = x;
+    st->args[s].s = s;
+    pthread_mutex_lock(&x->run_mu);
+    x->running++;
+    pthread_mutex_unlock(&x->run_mu);
+    st->spawned[s] = rfs_thread_start(&st->th[s], stream_main, &st->args[s]) == 0;
+    if (!st->spawned[s]) {
+        pthread_mutex_lock(&x->run_mu);
+        x->running--;
+        pthread_mutex_unlock(&x->run_mu);
+    }
+}
+
+/* rfs_streams=auto: the caller's thread measures the delivered rate epoch by epoch and starts
+ * one more stream while the last one paid (autostreams.c), until every job is taken. */
+static void control(xfer *x, streams *st, int k)
+{
+    rfs_file *f = x->f;
+    rfs_auto_probe p;
+    rfs_auto_probe_init(&p, k);
+    int64_t epoch = rfs_auto_epoch_ns(f->conn[0]);
+    int64_t t0 = rfs_now_ns();
+    unsigned long long b0 = atomic_load(&x->delivered);
+    pthread_mutex_lock(&x->run_mu);
+    while (x->running > 0 && !p.done) {
+        int64_t until = t0 + epoch;
+        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000),
+                              .tv_nsec = (long)(until % 1000000000)};
+        while (x->running > 0 && rfs_now_ns() < until)
+            pthread_cond_timedwait(&x->run_cv, &x->run_mu, &ts);
+        if (x->running == 0 || atomic_load(&x->stop) ||
+            atomic_load(&x->next_job) >= x->njobs)
+            break;
+        int64_t t1 = rfs_now_ns();
+        unsigned long long b1 = atomic_load(&x->delivered);
+        double rate = (double)(b1 - b0) * 1e9 / (double)(t1 - t0);
+        t0 = t1;
+        b0 = b1;
+        pthread_mutex_unlock(&x->run_mu);
+        if (rfs_auto_probe_epoch(&f->autos, &p, f->nconn, rate, f->label))
+            spawn(x, st, p.k - 1);
+        pthread_mutex_lock(&x->run_mu);
+    }
+    while (x->running > 0)
+        pthread_cond_wait(&x->run_cv, &x->run_mu);
+    pthread_mutex_unlock(&x->run_mu);
 }
 
 /* Runs every job over the file's streams and computes the exact byte count. */
@@ -214,27 +294,43 @@ static int run(xfer *x, size_t *done)
         x->got[j] = SIZE_MAX;
     atomic_init(&x->stop, 0);
     atomic_init(&x->eof_job, SIZE_MAX);
+    atomic_init(&x->next_job, 0);
+    atomic_init(&x->delivered, 0);
     pthread_mutex_init(&x->lock, NULL);
+    pthread_mutex_init(&x->run_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&x->run_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    x->running = 0;
     x->err = 0;
-    x->nstreams = f->nconn < (int)x->njobs ? f->nconn : (int)x->njobs;
-    if (x->nstreams < 1)
-        x->nstreams = 1;
 
-    pthread_t th[RFS_CLIENT_MAX_STREAMS];
-    stream_arg args[RFS_CLIENT_MAX_STREAMS];
-    int spawned[RFS_CLIENT_MAX_STREAMS] = {0};
-    for (int s = 1; s < x->nstreams; s++) {
-        args[s].x = x;
-        args[s].s = s;
-        spawned[s] = pthread_create(&th[s], NULL, stream_main, &args[s]) == 0;
+    int k = f->nconn, probing = 0;
+    if (f->autos.enabled)
+        k = rfs_auto_start(&f->autos, f->nconn, &probing);
+    if (k > (int)x->njobs)
+        k = (int)x->njobs;
+    if (k < 1)
+        k = 1;
+    probing = probing && x->njobs >= AUTO_PROBE_MIN_JOBS;
+
+    streams st;
+    memset(&st, 0, sizeof st);
+    if (probing) {
+        for (int s = 0; s < k; s++)
+            spawn(x, &st, s);
+        control(x, &st, k);
+        if (!st.spawned[0])
+            run_stream(x, 0);    /* no thread at all: this one does the work, just slower */
+    } else {
+        for (int s = 1; s < k; s++)
+            spawn(x, &st, s);
+        run_stream(x, 0);
     }
-    run_stream(x, 0);
-    for (int s = 1; s < x->nstreams; s++) {
-        if (spawned[s])
-            pthread_join(th[s], NULL);
-        else
-            run_stream(x, s);    /* no thread: do its share here, just slower */
-    }
+    for (int s = 0; s < RFS_CLIENT_MAX_STREAMS; s++)
+        if (st.spawned[s])
+            pthread_join(st.th[s], NULL);
 
     size_t total = 0;
     for (size_t j = 0; j < x->njobs; j++) {
@@ -248,6 +344,8 @@ static int run(xfer *x, size_t *done)
         *done = total;
     free(x->got);
     pthread_mutex_destroy(&x->lock);
+    pthread_mutex_destroy(&x->run_mu);
+    pthread_cond_destroy(&x->run_cv);
     if (x->err)
         return rfs_fail(x->err, "%s", x->errmsg);
     rfs_clear_error();

@@ -22,7 +22,7 @@ void mp_hints_default(mp_hints *h)
     h->cb_read = MP_AUTO;
     h->view_mode = MP_VIEW_AUTO;
     h->io_threads = 2;
-    h->streams = 1;
+    h->streams = RFS_STREAMS_AUTO;  /* docs/tuning.md "Streams" */
     h->connect_timeout_ms = 10000;
     h->io_timeout_ms = 120000;
     h->max_extents = 16384;
@@ -133,7 +133,18 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 64, 10, &x))
             return 0;
         h->io_threads = (int)x;
+    } else if (!strcmp(key, "rfs_tls")) {
+        if (!strcmp(v, "require") || !strcmp(v, "enable"))
+            h->tls = 1;
+        else if (!strcmp(v, "auto"))
+            h->tls = 0;
+        else
+            return 0;
     } else if (!strcmp(key, "rfs_streams")) {
+        if (!strcmp(v, "auto")) {
+            h->streams = RFS_STREAMS_AUTO;
+            return 1;
+        }
         if (!parse_long(v, 1, 64, 10, &x))
             return 0;
         h->streams = (int)x;
@@ -278,7 +289,11 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                    : h->view_mode == MP_VIEW_CLIENT ? "client"
                                                                     : "auto");
     SETI("rfs_io_threads", h->io_threads);
-    SETI("rfs_streams", h->streams);
+    if (h->streams == RFS_STREAMS_AUTO)
+        MPI_Info_set(info, "rfs_streams", "auto");
+    else
+        SETI("rfs_streams", h->streams);
+    MPI_Info_set(info, "rfs_tls", h->tls ? "require" : "auto");
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0

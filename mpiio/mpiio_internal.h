@@ -113,6 +113,7 @@ typedef struct mp_hints {
     int view_mode;            /* rfs_view */
     int io_threads;           /* rfs_io_threads (nonblocking pool size) */
     int streams;              /* rfs_streams */
+    int tls;                  /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
     int connect_timeout_ms;   /* rfs_connect_timeout_ms */
     int io_timeout_ms;        /* rfs_io_timeout_ms */
     int retry_timeout_ms;     /* rfs_retry_timeout (s); 0: the library default, -1: off */

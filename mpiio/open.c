@@ -25,6 +25,7 @@ static void options_from_hints(const mp_hints *h, rfs_options *o)
     o->retry_timeout_ms = h->retry_timeout_ms;
     o->streams = h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
+    o->tls = h->tls;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
      * under ABT every write must wait for the server's reply. */
     o->write_window = h->abt == MP_ENABLE ? 0 : (size_t)h->write_window;

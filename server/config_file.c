@@ -7,6 +7,11 @@
  *   listen = 0.0.0.0:7070
  *   token-file = /etc/rfs/token
  *   allow-setid              # a flag: a key without a value
+ *   export scratch /data/scratch quota=2T
+ *   identity alice token-file=/etc/rfs/alice.token exports=scratch:rw
+ *
+ * Lines starting with the words export or identity carry several settings of their own (which
+ * contain '='), so the rest of the line is the option's value: "--export=scratch /data/...".
  *
  * The file becomes "--key=value" arguments placed before the command line's, so the command
  * line wins and the option parser checks both the same way (an unknown key gets the
@@ -66,6 +71,14 @@ static int read_file(const char *path, char ***v, int *n, int *cap)
             continue;
         char *eq = strchr(s, '=');
         char *key = s, *val = NULL;
+        size_t word = strcspn(s, " \t");
+        if ((word == 6 && !strncmp(s, "export", 6)) || (word == 8 && !strncmp(s, "identity", 8))) {
+            const char *after = s + word + strspn(s + word, " \t");
+            if (s[word] && *after != '=') {
+                s[word] = '\0';
+                eq = s + word;  /* "export NAME PATH ...": the line's rest is the value */
+            }
+        }
         if (eq) {
             *eq = '\0';
             key = rfs_trim(s);
@@ -86,6 +99,15 @@ static int read_file(const char *path, char ***v, int *n, int *cap)
     }
     fclose(f);
     return rc;
+}
+
+void rfsd_config_free(int argc, char **v, char **argv)
+{
+    if (v == argv)
+        return;
+    for (int i = 0; i < argc; i++)
+        free(v[i]);
+    free(v);
 }
 
 int rfsd_config_expand(int argc, char **argv, int *out_argc, char ***out_argv)

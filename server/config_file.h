@@ -8,4 +8,7 @@
  * vector lives until the process ends. 0, or -1 after a message on stderr. */
 int rfsd_config_expand(int argc, char **argv, int *out_argc, char ***out_argv);
 
+/* Frees a vector made by rfsd_config_expand (nothing when it is argv itself). */
+void rfsd_config_free(int argc, char **v, char **argv);
+
 #endif

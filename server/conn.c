@@ -20,8 +20,11 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "audit.h"
 #include "metrics.h"
 #include "wire.h"
+#include "quota.h"
+#include "tls_gate.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
@@ -31,14 +34,14 @@ static uint32_t le32(const uint8_t *p)
 }
 
 /* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
- * (errno EAGAIN: nothing arrived for timeout_ms). The socket is nonblocking (the reply queue
- * needs that), so waiting is a poll. deadline_ns (monotonic, 0: none) bounds the whole call,
- * so a peer sending a byte now and then cannot stretch it. */
-static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadline_ns)
+ * (errno EAGAIN: nothing arrived for timeout_ms; EPROTO: TLS failure, logged). The socket is
+ * nonblocking (the reply queue needs that), so waiting is a poll. deadline_ns (monotonic,
+ * 0: none) bounds the whole call, so a peer sending a byte now and then cannot stretch it. */
+static int recv_all(rfs_transport *t, void *buf, size_t len, int timeout_ms, int64_t deadline_ns)
 {
     size_t got = 0;
     while (got < len) {
-        ssize_t n = recv(fd, (char *)buf + got, len - got, 0);
+        long n = rfs_transport_recv_nb(t, (char *)buf + got, len - got);
         if (n > 0) {
             got += (size_t)n;
             continue;
@@ -46,7 +49,7 @@ static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadl
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            struct pollfd pf = {.fd = t->fd, .events = rfs_transport_wants(t, POLLIN)};
             int wait = timeout_ms;
             if (deadline_ns) {
                 int64_t left = (deadline_ns - rfs_now_ns()) / 1000000;
@@ -59,6 +62,8 @@ static int recv_all(int fd, void *buf, size_t len, int timeout_ms, int64_t deadl
                 errno = EAGAIN;
             return -1;
         }
+        if (n < 0 && errno == EPROTO)
+            RFS_LOGI("%s", rfs_last_error());
         return (n == 0 && got == 0) ? 0 : -1;
     }
     return 1;
@@ -72,7 +77,7 @@ static int conn_recv(rfsd_conn *c, void *buf, size_t len)
      * says who it is must not hold a slot for a whole lease. */
     int ready = atomic_load(&c->ready);
     int limit = ready ? c->srv->cfg.lease_ms : c->srv->cfg.handshake_timeout_ms;
-    int r = recv_all(c->fd, buf, len, limit,
+    int r = recv_all(c->tr, buf, len, limit,
                      ready ? 0 : c->started_ns + (int64_t)limit * 1000000);
     if (r == 1)
         rfsd_session_heard(c);
@@ -228,6 +233,8 @@ void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
 
 void rfsd_handle_release(rfsd_handle *h)
 {
+    rfsd_quota_file_put(h->qf, h->fd);
+    h->qf = NULL;
     if (h->fid) {
         rfsd_unlock_all(h->fid, h);
         rfsd_fileid_put(h->fid);
@@ -503,6 +510,7 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
+        rfsd_ident_anonymous(&c->who);
         atomic_store(&c->ready, 1);
         c->max_frame = s->negotiated;
     } else {
@@ -523,32 +531,26 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     }
     if (backed_off(c, req))  /* also when HELLO came before the address's failures */
         return -1;
-    uint8_t want[RFS_MAC_LEN];
-    pthread_rwlock_rdlock(&c->srv->secret_lock);
-    rfs_auth_client_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
-                        want);
-    pthread_rwlock_unlock(&c->srv->secret_lock);
-    if (!rfs_auth_equal(want, req->u.auth.mac, RFS_MAC_LEN)) {
+    rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
+    if (rfsd_ident_auth(s->nonce, req->u.auth.client_nonce, req->u.auth.mac, &c->who,
+                        rep.u.auth.server_mac)) {
         unsigned n;
         uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
         RFS_LOGW("%s: authentication failed (wrong token); failure %u from this address, "
                  "its next attempt in %llu ms", c->peer, n, (unsigned long long)ms);
+        rfsd_audit_auth(c->peer, NULL);
         rfsd_conn_send_error(c, req->op, req->id,
                              rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
                                                   "not match the server's"));
         return -1;
     }
-    rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
-    pthread_rwlock_rdlock(&c->srv->secret_lock);
-    rfs_auth_server_mac(c->srv->secret, c->srv->secret_len, s->nonce, req->u.auth.client_nonce,
-                        rep.u.auth.server_mac);
-    pthread_rwlock_unlock(&c->srv->secret_lock);
     s->state = ST_READY;
     atomic_store(&c->ready, 1);
     c->max_frame = s->negotiated;
+    rfsd_audit_auth(c->peer, c->who.name);
     rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
-    RFS_LOGD("%s: authenticated", c->peer);
+    RFS_LOGD("%s: authenticated as %s", c->peer, c->who.name);
     return 0;
 }
 
@@ -612,12 +614,17 @@ static int read_one(rfsd_conn *c, session *s)
     if (r == 0)
         return -1;
     if (r < 0) {
-        RFS_LOGI("%s: connection ended inside a frame header", c->peer);
+        if (errno != EPROTO)  /* a TLS failure was logged with its cause */
+            RFS_LOGI("%s: connection ended inside a frame header", c->peer);
         return -1;
     }
     rfs_hdr h;
     int rc = rfs_hdr_decode(hb, c->max_frame, &h);
     uint16_t raw_op = (uint16_t)(hb[6] | hb[7] << 8);
+    if (hb[0] == RFSD_TLS_RECORD && !c->srv->tls) {
+        rfsd_tls_refuse(c, raw_op, le32(hb + 12));
+        return -1;
+    }
     if (le32(hb) != RFS_MAGIC || rc == RFS_E_VERSION) {
         /* not our framing (or not a version we can frame): answer once, then hang up */
         RFS_LOGI("%s: %s; closing", c->peer, rfs_last_error());
@@ -751,7 +758,8 @@ static void conn_teardown(rfsd_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     RFS_LOGD("%s: disconnected", c->peer);
-    close(c->fd);
+    rfs_transport_close(c->tr);
+    c->tr = NULL;
     c->fd = -1;
     if (c->addr)
         rfsd_addr_disconnect(c->addr);
@@ -785,6 +793,10 @@ static void *reader_main(void *arg)
 {
     rfsd_conn *c = arg;
     session s = {.state = ST_PRE_HELLO};
+    if (c->srv->tls && rfsd_tls_gate(c)) {
+        conn_teardown(c);
+        return NULL;
+    }
     for (;;) {
         wait_for_budget(c);
         if (read_one(c, &s))
@@ -797,7 +809,7 @@ static void *reader_main(void *arg)
 /* Undoes a connection that never got its threads. */
 static int start_failed(rfsd_conn *c)
 {
-    close(c->fd);
+    rfs_transport_close(c->tr);  /* NULL when the transport could not be made (fd closed) */
     if (c->addr)
         rfsd_addr_disconnect(c->addr);
     pthread_mutex_destroy(&c->mu);
@@ -834,7 +846,20 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     rfsd_session_heard(c);
-    if (rfsd_replyq_start(&c->rq, fd, c->peer, srv->cfg.send_timeout_ms)) {
+    /* TCP, or TLS over it when rfsd has a certificate (the handshake runs in the first reads,
+     * after rfsd_tls_gate has seen a ClientHello). */
+    rfs_transport *tcp;
+    int trc = rfs_tcp_from_fd(fd, NULL, &tcp);
+    if (!trc && srv->tls)
+        trc = rfs_tls_server_wrap(srv->tls, tcp, &c->tr);
+    else if (!trc)
+        c->tr = tcp;
+    if (trc) {
+        RFS_LOGE("%s: %s", peer, rfs_last_error());
+        c->tr = NULL;
+        return start_failed(c);
+    }
+    if (rfsd_replyq_start(&c->rq, c->tr, c->peer, srv->cfg.send_timeout_ms)) {
         RFS_LOGE("%s: cannot start a writer thread", peer);
         return start_failed(c);
     }

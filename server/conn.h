@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "fileid.h"
+#include "identity.h"
 #include "peraddr.h"
 #include "pool.h"
 #include "proto/proto.h"
@@ -26,6 +27,7 @@ typedef struct rfsd_handle {
     uint32_t flags;               /* RFS_O_* given at open */
     rfsd_fileid *fid;
     char *path;                   /* client's path, for messages */
+    struct rfsd_qfile *qf;        /* its export's quota accounting (NULL: no quota) */
     /* Below: guarded by the connection's mutex. */
     unsigned refs;                /* table entry + jobs holding it */
     int closed;
@@ -68,7 +70,8 @@ struct rfsd_job {
 
 struct rfsd_conn {
     rfsd_server *srv;
-    int fd;
+    int fd;                            /* the socket: poll, shutdown (I/O goes through tr) */
+    rfs_transport *tr;                 /* TCP, or TLS over it (transport/tls.h) */
     char peer[80];
     pthread_t reader;
     struct rfsd_conn *next, *prev;     /* server list (srv->mu) */
@@ -94,6 +97,7 @@ struct rfsd_conn {
     _Atomic uint64_t view_bytes;       /* decoded views held (cap: rfsd --max-view-bytes) */
     uint32_t max_frame;                /* negotiated; RFS_PRE_HELLO_MAX until ready */
     atomic_int sums;                   /* the client sent checksummed frames: so do we (wire.h) */
+    rfsd_who who;                      /* identity and rights: set before ready, then fixed */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */
 

@@ -89,7 +89,13 @@ static void *busy_main(void *arg)
     rfs_hdr h;
     if (read_all(b->fd, hdr, sizeof hdr) == 0) {
         rfs_hdr_decode(hdr, RFS_PRE_HELLO_MAX, &h);  /* raw fields even when refused */
-        if (h.body_len <= sizeof body - RFS_HDR_SIZE && read_all(b->fd, body, h.body_len) == 0) {
+        /* A TLS ClientHello gets the answer in plaintext too: the client recognises an rfs
+         * frame where it expected TLS and shows the message (transport/tls.c). */
+        int tls = hdr[0] == 0x16;
+        if (tls)
+            (void)!recv(b->fd, body, sizeof body, MSG_DONTWAIT);
+        if (tls || (h.body_len <= sizeof body - RFS_HDR_SIZE &&
+                    read_all(b->fd, body, h.body_len) == 0)) {
             rfs_rep r = {.op = h.op, .id = h.req_id, .status = rfs_err_to_wire(RFS_E_BUSY)};
             char msg[256];
             snprintf(msg, sizeof msg, "server busy: %s; try again later", b->why);

@@ -17,20 +17,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "authlimit.h"
 #include "config_file.h"
 #include "common/auth.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "exports.h"
 #include "fdlimit.h"
 #include "fileid.h"
+#include "identity.h"
 #include "metrics.h"
 #include "peraddr.h"
 #include "pool.h"
 #include "server.h"
 #include "session.h"
 #include "transport/transport.h"
+#include "transport/tls.h"
 #include "view.h"
 
 static int signal_pipe[2] = {-1, -1};
@@ -88,59 +92,24 @@ static unsigned conn_count(rfsd_server *srv)
     return n;
 }
 
-/* Reads and checks the token file into out; 0, or -1 after a message (to stderr at start,
- * to the log at a reload). */
-static int load_token(const char *file, char *out, size_t cap, size_t *len, int at_start)
-{
-    char buf[RFS_TOKEN_MAX];
-    if (rfs_auth_read_token_file(file, buf, sizeof buf)) {
-        if (at_start)
-            fprintf(stderr, "rfsd: %s\n", rfs_last_error());
-        else
-            RFS_LOGE("reload: %s; the previous token stays in force", rfs_last_error());
-        return -1;
-    }
-    size_t n = strlen(buf);
-    /* A short token can be guessed offline from one recorded handshake (the MAC is over
-     * known nonces), so rfsd will not run with one. */
-    if (n < RFSD_MIN_TOKEN) {
-        if (at_start)
-            fprintf(stderr, "rfsd: the token in %s is %zu bytes; at least %u are required "
-                    "(make one with: rfs token > %s)\n", file, n, RFSD_MIN_TOKEN, file);
-        else
-            RFS_LOGE("reload: the token in %s is %zu bytes (at least %u); the previous token "
-                     "stays in force", file, n, RFSD_MIN_TOKEN);
-        memset(buf, 0, sizeof buf);
-        return -1;
-    }
-    memcpy(out, buf, cap < sizeof buf ? cap : sizeof buf);
-    memset(buf, 0, sizeof buf);
-    *len = n;
-    struct stat st;
-    if (stat(file, &st) == 0 && (st.st_mode & 077))
-        RFS_LOGW("token file %s is readable by other users", file);
-    return 0;
-}
+/* argv as given, so that a reload reads the --config file again */
+static int start_argc;
+static char **start_argv;
+/* the options' strings, in use until exit (a static root for leak checkers) */
+static char **volatile options_argv;
 
-/* SIGHUP: the token file is read again (rotating or revoking the token). Connections that
- * authenticated stay; new ones must present the new token. */
+/* SIGHUP: identities (or the token file) and the audit log (docs/operations.md). */
 static void reload(rfsd_server *srv)
 {
-    if (!srv->cfg.token_file) {
-        RFS_LOGI("SIGHUP: nothing to reload (--no-auth)");
-        return;
+    if (srv->tls) {
+        if (rfs_tls_server_reload(srv->tls))
+            RFS_LOGW("SIGHUP: %s; keeping the previous certificate", rfs_last_error());
+        else
+            RFS_LOGI("SIGHUP: TLS certificate reloaded from %s; new connections use it",
+                     srv->cfg.tls_cert);
     }
-    char next[RFS_TOKEN_MAX];
-    size_t len = 0;
-    if (load_token(srv->cfg.token_file, next, sizeof next, &len, 0))
-        return;
-    pthread_rwlock_wrlock(&srv->secret_lock);
-    memcpy(srv->secret, next, sizeof srv->secret);
-    srv->secret_len = len;
-    pthread_rwlock_unlock(&srv->secret_lock);
-    memset(next, 0, sizeof next);
-    RFS_LOGI("SIGHUP: token reloaded from %s; connections already authenticated continue",
-             srv->cfg.token_file);
+    rfsd_ident_reload(srv, start_argc, start_argv);
+    rfsd_audit_reopen();
 }
 
 static void accept_loop(rfsd_server *srv, int lfd)
@@ -258,13 +227,7 @@ static void shutdown_connections(rfsd_server *srv)
         until.tv_sec += 5;
     }
     pthread_mutex_unlock(&srv->mu);
-    /* What was acknowledged reaches the disk before we say we are done. */
-    int dfd = open(srv->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (syncfs(dfd) != 0)
-            RFS_LOGW("syncing the export's file system: %s", strerror(errno));
-        close(dfd);
-    }
+    rfsd_exports_sync();
 }
 
 /* Every data frame's body is a malloc of up to max_frame bytes, freed once the reply is out.
@@ -279,9 +242,12 @@ static void keep_frame_buffers(void)
 
 int main(int argc, char **argv)
 {
-    static rfsd_server srv;  /* static: holds the secret buffer; zeroed */
+    static rfsd_server srv;  /* static: zeroed */
+    start_argc = argc;
+    start_argv = argv;
     if (rfsd_config_expand(argc, argv, &argc, &argv))
         return 2;
+    options_argv = argv;
     int prc = rfsd_parse_options(argc, argv, &srv.cfg);
     if (prc)
         return prc > 0 ? 0 : 2;
@@ -289,20 +255,18 @@ int main(int argc, char **argv)
     keep_frame_buffers();
     unsigned long nofile = rfsd_fd_init();
 
-    pthread_rwlock_init(&srv.secret_lock, NULL);
-    if (srv.cfg.token_file) {
-        if (load_token(srv.cfg.token_file, srv.secret, sizeof srv.secret, &srv.secret_len, 1))
-            return 2;
-    } else {
-        RFS_LOGW("--no-auth: any client that can connect can read and write the export");
+    if (rfsd_exports_init(&srv.cfg) || rfsd_ident_init(&srv.cfg) || rfsd_audit_start(&srv.cfg))
+        return 2;
+    if (srv.cfg.no_auth)
+        RFS_LOGW("--no-auth: any client that can connect can read and write the export%s",
+                 rfsd_exports_named() ? "s" : "");
+
+    if (srv.cfg.tls_cert && rfs_tls_server_new(srv.cfg.tls_cert, srv.cfg.tls_key, &srv.tls)) {
+        fprintf(stderr, "rfsd: %s\n", rfs_last_error());
+        return 2;
     }
 
     rfsd_boot_id(srv.boot_id);
-    srv.root_fd = open(srv.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (srv.root_fd < 0) {
-        fprintf(stderr, "rfsd: --root %s: %s\n", srv.cfg.root, strerror(errno));
-        return 2;
-    }
     if (setup_signals()) {
         fprintf(stderr, "rfsd: cannot set up signal handling: %s\n", strerror(errno));
         return 2;
@@ -323,10 +287,16 @@ int main(int argc, char **argv)
     rfsd_views_set_cancel(&stop_flag);
     rfsd_authlimit_init(srv.cfg.auth_backoff_ms);
 
+    char what[64];
+    if (rfsd_exports_named())
+        snprintf(what, sizeof what, "%u exports", rfsd_exports_count());
     RFS_LOGI("serving %s with %d worker threads (at most %u per connection), max frame %u "
-             "bytes, %lu descriptors, %s", srv.cfg.root, srv.cfg.threads, srv.cfg.conn_workers,
-             srv.cfg.max_frame, nofile,
-             srv.cfg.no_auth ? "no authentication" : "token authentication");
+             "bytes, %lu descriptors, %s", rfsd_exports_named() ? what : srv.cfg.root,
+             srv.cfg.threads, srv.cfg.conn_workers, srv.cfg.max_frame, nofile,
+             srv.cfg.no_auth ? "no authentication"
+             : srv.cfg.nidentities ? "identities" : "token authentication");
+    if (srv.tls)
+        RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
     printf("rfsd listening on %s\n", addr);
@@ -340,8 +310,10 @@ int main(int argc, char **argv)
     rfsd_fileid_wake_all();
     rfsd_pool_stop(srv.pool);
     rfsd_metrics_stop();
-    close(srv.root_fd);
-    memset(srv.secret, 0, sizeof srv.secret);
+    rfsd_exports_close();
+    rfsd_ident_clear();
+    rfsd_audit_stop();
+    rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");
     return 0;
 }

@@ -7,12 +7,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "backend.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "exports.h"
 #include "metrics.h"
+#include "quota.h"
 #include "session.h"
 #include "fdlimit.h"
 #include "guard.h"
@@ -146,13 +149,17 @@ static int can_read(const rfsd_handle *h)
 static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
 {
     rfsd_path p;
-    int rc = rfsd_path_from_wire(&q->u.open.path, &p);
+    const rfsd_export *ex;
+    int rc = rfsd_resolve(c, &q->u.open.path, rfsd_open_need(q->u.open.flags), 0, &p, &ex);
     if (rc)
         return rc;
     int fd;
     struct stat st;
     uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.open.mode, 0);
-    if ((rc = rfsd_be_open(c->srv->root_fd, &p, q->u.open.flags, mode, &fd, &st)))
+    /* with a quota the truncation is done below, so the bytes it frees are counted */
+    uint32_t flags = q->u.open.flags;
+    int trunc = ex->quota && (flags & RFS_O_TRUNC) && (flags & RFS_O_ACCMODE) != RFS_O_RDONLY;
+    if ((rc = rfsd_be_open(ex->root_fd, &p, trunc ? flags & ~RFS_O_TRUNC : flags, mode, &fd, &st)))
         return rc;
     if ((rc = rfsd_fd_check(fd, p.shown))) {
         close(fd);
@@ -161,18 +168,32 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     rfsd_handle *h = calloc(1, sizeof *h);
     char *path = strdup(p.shown);
     rfsd_fileid *fid = rfsd_fileid_get(st.st_dev, st.st_ino, fd);
-    if (!h || !path || !fid) {
+    rfsd_qfile *qf = h && ex->quota ? rfsd_quota_file_get(ex->quota, &st) : NULL;
+    if (!h || !path || !fid || (ex->quota && !qf)) {
         free(h);
         free(path);
         rfsd_fileid_put(fid);
+        rfsd_quota_file_put(qf, fd);
         close(fd);
         return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
+    }
+    if (trunc && st.st_size > 0) {
+        if ((rc = rfsd_quota_resize(qf, fd, p.shown, 0, 0))) {
+            rfsd_fileid_put(fid);
+            rfsd_quota_file_put(qf, fd);
+            close(fd);
+            free(h);
+            free(path);
+            return rc;
+        }
+        st.st_size = 0;
     }
     if ((q->u.open.flags & RFS_O_ACCMODE) != RFS_O_RDONLY)
         rfsd_session_wait_silent_writers(c, fid, p.shown);
     h->fd = fd;
     h->flags = q->u.open.flags;
     h->fid = fid;
+    h->qf = qf;
     h->path = path;
     unsigned max = c->srv->cfg.max_handles;
     pthread_mutex_lock(&c->mu);
@@ -200,6 +221,8 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
     pthread_mutex_unlock(&c->mu);
     /* close(2) errors matter on network filesystems: report them */
     int fd = h->fd, rc = RFS_OK;
+    rfsd_quota_file_put(h->qf, fd);  /* while fd is open: the last one reconciles the size */
+    h->qf = NULL;
     h->fd = -1;
     if (close(fd))
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));
@@ -233,8 +256,11 @@ static int do_preadv(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *re
 
 static int do_pwritev(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
 {
-    int rc = can_write(h);
-    if (rc)
+    uint64_t lo, hi;
+    int writes, rc = can_write(h);
+    if (rc || (rfsd_op_range(q, &lo, &hi, &writes) &&
+               (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), lo,
+                                      h->flags & RFS_O_APPEND ? q->data_len : hi - lo, h->path))))
         return rc;
     size_t packed = 0;
     for (uint32_t i = 0; i < q->u.iov.count; i++) {
@@ -270,7 +296,8 @@ static int do_checksum(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
 static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfsd_path p;
-    int rc = rfsd_path_from_wire(&q->u.list.path, &p);
+    const rfsd_export *ex;
+    int rc = rfsd_resolve(c, &q->u.list.path, RFSD_NEED_READ, 1, &p, &ex);
     if (rc)
         return rc;
     size_t cap = c->max_frame - RFS_HDR_SIZE - 8;
@@ -281,8 +308,10 @@ static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     if (!*buf)
         return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
     size_t used;
-    rc = rfsd_be_list(c->srv->root_fd, &p, q->u.list.start, *buf, cap, &used, &rep->u.list.count,
-                      &rep->u.list.next);
+    rc = ex ? rfsd_be_list(ex->root_fd, &p, q->u.list.start, *buf, cap, &used,
+                           &rep->u.list.count, &rep->u.list.next)
+            : rfsd_top_list(c, q->u.list.start, *buf, cap, &used, &rep->u.list.count,
+                            &rep->u.list.next);
     if (rc)
         return rc;
     rep->u.list.entries = *buf;
@@ -308,6 +337,8 @@ static int pwrite_streamed(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, rfsd_
     int rc = can_write(h);
     uint64_t off = q->u.pwrite.off;
     size_t left = q->data_len;
+    if (rc == RFS_OK)
+        rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), off, left, h->path);
     while (left > 0) {
         size_t n = left < st->cap ? left : st->cap;
         if (st->next(st->ctx, st->buf, n)) {
@@ -358,7 +389,9 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PWRITE:
         if (st)
             return pwrite_streamed(h, q, rep, st);
-        if ((rc = can_write(h)))
+        if ((rc = can_write(h)) ||
+            (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), q->u.pwrite.off,
+                                   q->data_len, h->path)))
             return rc;
         rfsd_fileid_write_begin(h->fid);
         rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off);
@@ -381,11 +414,15 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
                                                          q->u.size.size)))
             return rc;
+        if (h->qf)
+            return rfsd_quota_resize(h->qf, h->fd, h->path, q->u.size.size, 0);
         return rfsd_be_set_size(h->fd, h->path, q->u.size.size);
     case RFS_OP_PREALLOCATE:
         if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
                                                          q->u.size.size)))
             return rc;
+        if (h->qf)
+            return rfsd_quota_resize(h->qf, h->fd, h->path, q->u.size.size, 1);
         return rfsd_be_preallocate(h->fd, h->path, q->u.size.size);
     case RFS_OP_COUNTER: {
         int64_t old;
@@ -431,7 +468,12 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         uint32_t v = q->u.view_write.view_id;
         if (v >= RFSD_MAX_VIEWS)
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u)", h->path, v, RFSD_MAX_VIEWS);
-        if ((rc = can_write(h)))
+        uint64_t end;
+        if ((rc = can_write(h)) ||
+            (h->qf && ((rc = rfsd_view_end(&h->views[v], q->u.view_write.pos, q->data_len, &end)) ||
+                       (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), 0,
+                                              h->flags & RFS_O_APPEND ? q->data_len : end,
+                                              h->path)))))
             return rc;
         rfsd_fileid_write_begin(h->fid);
         rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
@@ -451,10 +493,23 @@ static uint32_t guard_mode(const void *cfg, uint32_t mode, int is_dir)
     return rfsd_guard_mode(cfg, mode, is_dir);
 }
 
+/* Refuses a rename between two exports: no export's bytes may move into another's (its
+ * quota, its identities' rights) behind the operator's back. */
+static int same_export(const rfsd_export *a, const rfsd_export *b, const rfsd_path *from,
+                       const rfsd_path *to)
+{
+    if (a == b)
+        return RFS_OK;
+    return rfs_fail(RFS_E_ACCESS, "rename %s -> %s: the paths are in different exports (%s, "
+                    "%s); copy the file and delete the original instead", from->shown, to->shown,
+                    a->name, b->name);
+}
+
 static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfsd_path p, p2;
-    int rc, root = c->srv->root_fd;
+    const rfsd_export *ex, *ex2;
+    int rc;
     switch (q->op) {
     case RFS_OP_PING:
         rep->data = q->data;
@@ -464,7 +519,11 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         return do_open(c, q, rep);
     case RFS_OP_STAT: {
         rfs_stat_info st;
-        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)) || (rc = rfsd_be_stat(root, &p, &st)))
+        if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 1, &p, &ex)))
+            return rc;
+        if (!ex)
+            rfsd_top_stat(&st);
+        else if ((rc = rfsd_be_stat(ex->root_fd, &p, &st)))
             return rc;
         rep->u.stat.type = st.type;
         rep->u.stat.mode = st.mode;
@@ -473,50 +532,60 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         return RFS_OK;
     }
     case RFS_OP_DELETE:
-        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
+        if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
-        return rfsd_be_delete(root, &p);
+        return ex->quota ? rfsd_quota_delete(ex->quota, ex->root_fd, &p)
+                         : rfsd_be_delete(ex->root_fd, &p);
     case RFS_OP_RENAME:
-        if ((rc = rfsd_path_from_wire(&q->u.rename.from, &p)) ||
-            (rc = rfsd_path_from_wire(&q->u.rename.to, &p2)))
+        if ((rc = rfsd_resolve(c, &q->u.rename.from, RFSD_NEED_WRITE, 0, &p, &ex)) ||
+            (rc = rfsd_resolve(c, &q->u.rename.to, RFSD_NEED_WRITE, 0, &p2, &ex2)) ||
+            (rc = same_export(ex, ex2, &p, &p2)))
             return rc;
-        return rfsd_be_rename(root, &p, &p2);
+        return ex->quota ? rfsd_quota_rename(ex->quota, ex->root_fd, &p, &p2)
+                         : rfsd_be_rename(ex->root_fd, &p, &p2);
     case RFS_OP_MKDIR:
-        if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
+        if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
-        return rfsd_be_mkdir(root, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
+        return rfsd_be_mkdir(ex->root_fd, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
     case RFS_OP_CHMOD:
-        if ((rc = rfsd_path_from_wire(&q->u.mkdir.path, &p)))
+        if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
-        return rfsd_be_chmod(root, &p, q->u.mkdir.mode, guard_mode, &c->srv->cfg);
-    case RFS_OP_WRITE_FILE:
-        if ((rc = rfsd_path_from_wire(&q->u.write_file.path, &p)) ||
-            (rc = rfsd_be_write_file(root, &p,
-                                     rfsd_guard_mode(&c->srv->cfg, q->u.write_file.mode, 0),
-                                     !!(q->u.write_file.flags & RFS_WF_EXCL),
-                                     !!(q->u.write_file.flags & RFS_WF_SYNC), q->data,
-                                     q->data_len)))
+        return rfsd_be_chmod(ex->root_fd, &p, q->u.mkdir.mode, guard_mode, &c->srv->cfg);
+    case RFS_OP_WRITE_FILE: {
+        uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.write_file.mode, 0);
+        int excl = !!(q->u.write_file.flags & RFS_WF_EXCL);
+        int sync = !!(q->u.write_file.flags & RFS_WF_SYNC);
+        if ((rc = rfsd_resolve(c, &q->u.write_file.path, RFSD_NEED_WRITE, 0, &p, &ex)) ||
+            (rc = ex->quota ? rfsd_quota_write_file(ex->quota, ex->root_fd, &p, mode, excl, sync,
+                                                    q->data, q->data_len)
+                            : rfsd_be_write_file(ex->root_fd, &p, mode, excl, sync, q->data,
+                                                 q->data_len)))
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
+    }
     case RFS_OP_READ_FILE: {
         size_t len = 0;
         if ((rc = reply_fits(c, "READ_FILE", q->u.read_file.max)) ||
-            (rc = rfsd_path_from_wire(&q->u.read_file.path, &p)) ||
-            (rc = rfsd_be_read_file(root, &p, q->u.read_file.max, buf, &len)))
+            (rc = rfsd_resolve(c, &q->u.read_file.path, RFSD_NEED_READ, 0, &p, &ex)) ||
+            (rc = rfsd_be_read_file(ex->root_fd, &p, q->u.read_file.max, buf, &len)))
             return rc;
         rep->data = *buf;
         rep->data_len = (uint32_t)len;
         return RFS_OK;
     }
     case RFS_OP_STATFS:
-        if ((rc = rfsd_path_from_wire(&q->u.path.path, &p)))
+        if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)) ||
+            (rc = rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,
+                                 &rep->u.statfs.avail, &rep->u.statfs.files,
+                                 &rep->u.statfs.files_free)))
             return rc;
-        return rfsd_be_statfs(root, &p, &rep->u.statfs.total, &rep->u.statfs.free,
-                              &rep->u.statfs.avail, &rep->u.statfs.files,
-                              &rep->u.statfs.files_free);
+        if (ex->quota)
+            rfsd_quota_statfs(ex->quota, &rep->u.statfs.total, &rep->u.statfs.free,
+                              &rep->u.statfs.avail);
+        return RFS_OK;
     }
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: operation not supported", rfs_op_name(q->op));
 }
@@ -542,6 +611,7 @@ void rfsd_execute(rfsd_job *j)
             rc = do_file_op(c, j->h, q, &rep, &buf, &tail, j->stream);
     } else {
         rc = do_path_op(c, q, &rep, &buf);
+        rfsd_audit_request(c, q, rc);
     }
     /* buf (and the request body, for PING) stay with the job until the reply is out */
     j->rbuf = buf;

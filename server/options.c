@@ -19,12 +19,14 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: rfsd --root DIR [--listen HOST:PORT] (--token-file FILE | --no-auth)\n"
+        "usage: rfsd (--root DIR | --export SPEC...) [--listen HOST:PORT]\n"
+        "            (--token-file FILE | --identity SPEC... | --no-auth) [--audit-log FILE]\n"
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
         "            [--tcp-congestion NAME] [--lease-ms MS] [--allow-setid] [--reserve-bytes N]\n"
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
         "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
         "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
+        "            [--tls-cert FILE --tls-key FILE]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -34,6 +36,10 @@ static void usage(FILE *out)
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
+        "  --tls-cert FILE     PEM certificate (chain) of this server: every connection then\n"
+        "                      speaks TLS from its first byte, and plaintext clients are\n"
+        "                      refused (clients name it rfss://HOST:PORT/PATH or set RFS_TLS=1)\n"
+        "  --tls-key FILE      the certificate's PEM private key (docs/security.md)\n"
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
         "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
@@ -69,6 +75,16 @@ static void usage(FILE *out)
         "  --metrics-file FILE write counters (requests and errors by op, bytes, connections,\n"
         "                      latency) in Prometheus text format to FILE, every\n"
         "  --metrics-interval-ms MS (default 10000) and at exit (docs/operations.md)\n"
+        "  --export 'NAME DIR [quota=BYTES]'\n"
+        "                      serve DIR as the export NAME, instead of --root; clients name\n"
+        "                      it first in their paths (rfs:host:port:/NAME/path); quota=BYTES\n"
+        "                      (suffix K, M, G, T) caps the bytes of its files (repeatable)\n"
+        "  --identity 'NAME token-file=FILE exports=EXPORT:rw|ro,...'\n"
+        "                      a named token with rights on exports ('*' for every export);\n"
+        "                      instead of --token-file (repeatable; docs/security.md)\n"
+        "  --audit-log FILE    append one line per open, delete, rename, mkdir, chmod and\n"
+        "                      authentication (time, identity, peer, op, path, result) to FILE\n"
+        "  --audit             the same lines to the log (stderr), without --audit-log\n"
         "  --config FILE       read options from FILE, one 'key = value' (or a flag's name)\n"
         "                      per line, keys being the long options above; the command\n"
         "                      line wins\n"
@@ -77,7 +93,10 @@ static void usage(FILE *out)
         "\n"
         "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n"
-        "SIGHUP: read the token file again (connections already authenticated continue).\n",
+        "SIGHUP: read the token file again (connections already authenticated continue); with\n"
+        "--identity, read the configuration's identities again (connections of removed or\n"
+        "changed identities are closed, the others continue) and reopen --audit-log; with\n"
+        "--tls-cert, load the certificate and key again.\n",
         RFSD_DEFAULT_LISTEN, RFSD_MIN_TOKEN, RFS_FRAME_DEFAULT, RFS_FRAME_MIN, RFS_FRAME_HARD_MAX,
         RFSD_MAX_HANDLES, RFSD_MAX_HANDLES, RFSD_DEFAULT_LOCKS_PER_CONN, RFSD_MAX_LOCKS_PER_FILE,
         (unsigned long long)RFSD_DEFAULT_VIEW_BYTES, RFSD_AUTH_FREE, RFSD_AUTH_BACKOFF_MAX_MS,
@@ -104,7 +123,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
            O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
-           O_HANDSHAKE };
+           O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
+           O_TLS_CERT, O_TLS_KEY };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -119,6 +139,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"version", no_argument, 0, O_VERSION},
         {"metrics-file", required_argument, 0, O_METRICS},
         {"handshake-timeout-ms", required_argument, 0, O_HANDSHAKE},
+        {"tls-cert", required_argument, 0, O_TLS_CERT},
+        {"tls-key", required_argument, 0, O_TLS_KEY},
         {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
@@ -130,6 +152,10 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"send-timeout-ms", required_argument, 0, O_SENDTO},
         {"max-conns-per-addr", required_argument, 0, O_ADDRCONNS},
         {"max-handles-per-addr", required_argument, 0, O_ADDRHANDLES},
+        {"export", required_argument, 0, O_EXPORT},
+        {"identity", required_argument, 0, O_IDENTITY},
+        {"audit-log", required_argument, 0, O_AUDIT_LOG},
+        {"audit", no_argument, 0, O_AUDIT},
         {0, 0, 0, 0},
     };
     memset(cfg, 0, sizeof *cfg);
@@ -155,6 +181,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->threads = want < 16 ? 16 : (want > 256 ? 256 : (int)want);
 
     opterr = 0;
+    optind = 0;  /* from the start, also when a reload parses the options again */
     int c;
     unsigned long long v;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -276,6 +303,24 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_HELP: usage(stdout); return 1;
         case O_VERSION: printf("rfsd %s\n", RFS_VERSION_STRING); return 1;
         case O_METRICS: cfg->metrics_file = optarg; break;
+        case O_EXPORT:
+            if (cfg->nexports >= RFSD_MAX_EXPORTS) {
+                fprintf(stderr, "rfsd: --export: at most %u exports\n", RFSD_MAX_EXPORTS);
+                return -1;
+            }
+            cfg->exports[cfg->nexports++] = optarg;
+            break;
+        case O_IDENTITY:
+            if (cfg->nidentities >= RFSD_MAX_IDENTITIES) {
+                fprintf(stderr, "rfsd: --identity: at most %u identities\n", RFSD_MAX_IDENTITIES);
+                return -1;
+            }
+            cfg->identities[cfg->nidentities++] = optarg;
+            break;
+        case O_AUDIT_LOG: cfg->audit_log = optarg; break;
+        case O_AUDIT: cfg->audit = 1; break;
+        case O_TLS_CERT: cfg->tls_cert = optarg; break;
+        case O_TLS_KEY: cfg->tls_key = optarg; break;
         case O_HANDSHAKE:
             if (parse_ulong(optarg, 100, 600000, &v)) {
                 fprintf(stderr, "rfsd: --handshake-timeout-ms: expected 100..600000, got '%s'\n",
@@ -302,17 +347,33 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         fprintf(stderr, "rfsd: unexpected argument '%s' (see rfsd --help)\n", argv[optind]);
         return -1;
     }
-    if (!cfg->root) {
-        fprintf(stderr, "rfsd: --root DIR is required (see rfsd --help)\n");
+    if (!cfg->root && !cfg->nexports) {
+        fprintf(stderr, "rfsd: --root DIR (or --export lines) is required (see rfsd --help)\n");
+        return -1;
+    }
+    if (cfg->root && cfg->nexports) {
+        fprintf(stderr, "rfsd: --root and --export exclude each other (with named exports, "
+                        "clients name the export as the first component of their paths)\n");
+        return -1;
+    }
+    if (!cfg->tls_cert != !cfg->tls_key) {
+        fprintf(stderr, "rfsd: --tls-cert and --tls-key go together (the certificate and its "
+                        "private key, PEM files)\n");
         return -1;
     }
     if (cfg->token_file && cfg->no_auth) {
         fprintf(stderr, "rfsd: --token-file and --no-auth exclude each other\n");
         return -1;
     }
-    if (!cfg->token_file && !cfg->no_auth) {
-        fprintf(stderr, "rfsd: refusing to start without authentication: give --token-file FILE, "
-                        "or --no-auth to accept any client\n");
+    if (cfg->nidentities && (cfg->token_file || cfg->no_auth)) {
+        fprintf(stderr, "rfsd: --identity and --%s exclude each other (--token-file is the one "
+                        "identity 'default'; identities need authentication)\n",
+                cfg->no_auth ? "no-auth" : "token-file");
+        return -1;
+    }
+    if (!cfg->token_file && !cfg->no_auth && !cfg->nidentities) {
+        fprintf(stderr, "rfsd: refusing to start without authentication: give --token-file FILE "
+                        "(or --identity lines), or --no-auth to accept any client\n");
         return -1;
     }
     if (cfg->threads < 2)

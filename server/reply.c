@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -70,11 +69,10 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
                 size_t skip = o->pos > o->head_len ? o->pos - o->head_len : 0;
                 iov[cnt++] = (struct iovec){(void *)(o->tail + skip), o->tail_len - skip};
             }
-            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-            n = sendmsg(q->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (o->file_len ? MSG_MORE : 0));
+            n = rfs_transport_send_nb(q->t, iov, cnt, o->file_len != 0);
         } else {
-            off_t at = (off_t)(o->file_off + (o->pos - mem));
-            n = sendfile(q->fd, o->file_fd, &at, total - o->pos);
+            n = rfs_transport_sendfile_nb(q->t, o->file_fd, o->file_off + (o->pos - mem),
+                                          total - o->pos);
             if (n == 0) {
                 RFS_LOGI("%s: cannot send reply (file shrank while being sent); dropping the "
                          "connection", q->peer);
@@ -86,8 +84,11 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return 0;
-            RFS_LOGI("%s: cannot send reply (%s); dropping the connection", q->peer,
-                     strerror(errno));
+            if (errno == EPROTO)
+                RFS_LOGI("%s; dropping the connection", rfs_last_error());
+            else
+                RFS_LOGI("%s: cannot send reply (%s); dropping the connection", q->peer,
+                         strerror(errno));
             return -1;
         }
         o->pos += (size_t)n;
@@ -144,7 +145,7 @@ static void release(rfsd_replyq *q, int r, rfsd_out *done)
     }
     pthread_mutex_unlock(&q->mu);
     if (r < 0)
-        shutdown(q->fd, SHUT_RDWR);
+        rfs_transport_shutdown(q->t);
     finish(done, 1);
     finish(dropped, 0);
 }
@@ -160,7 +161,7 @@ static int wait_writable(rfsd_replyq *q)
                      "connection (rfsd --send-timeout-ms)", q->peer, q->timeout_ms);
             return -1;
         }
-        struct pollfd pf = {.fd = q->fd, .events = POLLOUT};
+        struct pollfd pf = {.fd = q->t->fd, .events = rfs_transport_wants(q->t, POLLOUT)};
         int n = poll(&pf, 1, (int)((left + 999999) / 1000000));
         if (n > 0)
             return 0;  /* writable, or an error that the next send reports */
@@ -197,10 +198,10 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int rfsd_replyq_start(rfsd_replyq *q, int fd, const char *peer, int timeout_ms)
+int rfsd_replyq_start(rfsd_replyq *q, rfs_transport *t, const char *peer, int timeout_ms)
 {
     memset(q, 0, sizeof *q);
-    q->fd = fd;
+    q->t = t;
     q->peer = peer;
     q->timeout_ms = timeout_ms;
     pthread_mutex_init(&q->mu, NULL);

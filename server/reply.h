@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "proto/proto.h"
+#include "transport/transport.h"
 
 /* Header, fixed fields and an error message: the largest part of a reply kept in the entry. */
 #define RFSD_OUT_HEAD_MAX (RFS_HDR_SIZE + 2 + RFS_MAX_MSG + 64)
@@ -45,7 +46,7 @@ typedef struct rfsd_replyq {
     int broken;                   /* the socket failed or timed out: frames are dropped */
     int stop;
     _Atomic int64_t stall_ns;     /* since when the head frame waits without a byte going out */
-    int fd;
+    rfs_transport *t;             /* the connection's transport (TCP or TLS), nonblocking */
     const char *peer;
     int timeout_ms;
     pthread_t writer;
@@ -59,8 +60,8 @@ typedef struct rfsd_replyq {
 void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_off,
                      const char *peer);
 
-/* fd must be nonblocking. Starts the writer thread. 0, or -1 when it cannot be started. */
-int rfsd_replyq_start(rfsd_replyq *q, int fd, const char *peer, int timeout_ms);
+/* t's socket must be nonblocking. Starts the writer thread. 0, or -1 when it cannot start. */
+int rfsd_replyq_start(rfsd_replyq *q, rfs_transport *t, const char *peer, int timeout_ms);
 /* Sends o now as far as the socket takes it without waiting; the rest is queued behind the
  * frames already waiting. o->done may run before this returns. */
 void rfsd_replyq_submit(rfsd_replyq *q, rfsd_out *o);

@@ -27,6 +27,8 @@
                                            (--send-timeout-ms) */
 #define RFSD_DEFAULT_LEASE_MS 60000     /* --lease-ms */
 #define RFSD_SHUTDOWN_MS 10000          /* SIGTERM: requests in flight get this long */
+#define RFSD_MAX_EXPORTS 64u            /* named exports (--export); rights are 64-bit masks */
+#define RFSD_MAX_IDENTITIES 1024u       /* --identity; an AUTH tries each token (identity.c) */
 
 typedef struct rfsd_config {
     const char *root;
@@ -51,18 +53,22 @@ typedef struct rfsd_config {
     int metrics_interval_ms;
     unsigned max_conns_per_addr;        /* connections from one client address */
     unsigned max_handles_per_addr;      /* open files of all connections from one address */
+    const char *exports[RFSD_MAX_EXPORTS];        /* --export "NAME PATH [quota=BYTES]" */
+    unsigned nexports;
+    const char *identities[RFSD_MAX_IDENTITIES];  /* --identity "NAME token-file=F exports=..." */
+    unsigned nidentities;
+    const char *audit_log;              /* --audit-log FILE; NULL: audit lines go to the log */
+    int audit;                          /* --audit: audit lines to the log without a file */
+    const char *tls_cert, *tls_key;     /* PEM files: TLS required on every connection */
 } rfsd_config;
 
 struct rfsd_pool;
 struct rfsd_conn;
+struct rfs_tls_server;
 
 typedef struct rfsd_server {
     rfsd_config cfg;
-    int root_fd;                        /* the export root, opened once (O_PATH|O_DIRECTORY) */
-    struct rfsd_pool *pool;
-    char secret[RFS_TOKEN_MAX];
-    size_t secret_len;
-    pthread_rwlock_t secret_lock;      /* SIGHUP replaces the secret while AUTHs read it */
+    struct rfsd_pool *pool;             /* exports: exports.c; tokens: identity.c */
 
     pthread_mutex_t mu;                 /* guards the connection list and `stopping` */
     pthread_cond_t conns_cv;            /* signalled when a connection ends */
@@ -71,6 +77,7 @@ typedef struct rfsd_server {
     unsigned nconns;
     int stopping;
     uint8_t boot_id[16];                /* the host's boot id, for SESSION replies */
+    struct rfs_tls_server *tls;         /* --tls-cert/--tls-key loaded, or NULL: plain TCP */
 } rfsd_server;
 
 /* options.c: parse argv. Returns 0 to run, 1 when --help was printed, -1 on a usage error

@@ -140,6 +140,23 @@ int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos,
     return rc < 0 ? rc : RFS_OK;
 }
 
+static int end_run(void *arg, uint64_t off, uint64_t len)
+{
+    uint64_t *end = arg;
+    if (len && off + len > *end)
+        *end = off + len;
+    return 0;
+}
+
+int rfsd_view_end(const rfsd_view *v, uint64_t pos, size_t len, uint64_t *end)
+{
+    *end = 0;
+    if (!v->flat)
+        return rfs_fail(RFS_E_INVAL, "view not set (SET_VIEW first)");
+    int rc = rfs_flat_map(v->flat, v->disp, pos, len, end_run, end);
+    return rc < 0 ? rc : RFS_OK;
+}
+
 /* Memory of big views goes back to the kernel when they are dropped (a client leaving, a slot
  * refilled). rfsd keeps freed heap memory on purpose (M_TRIM_THRESHOLD, main.c) for its frame
  * buffers, and glibc never trims the top of a worker thread's arena below that threshold, not
@@ -200,5 +217,12 @@ int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos,
 }
 
 void rfsd_view_clear(rfsd_view *v) { v->flat = NULL; v->disp = 0; }
+
+int rfsd_view_end(const rfsd_view *v, uint64_t pos, size_t len, uint64_t *end)
+{
+    (void)v; (void)pos; (void)len;
+    *end = 0;
+    return rfs_fail(RFS_E_UNSUPPORTED, "file views are not supported by this server build");
+}
 
 #endif

@@ -35,6 +35,9 @@ int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, 
 int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
                     size_t len);
 void rfsd_view_clear(rfsd_view *v);
+/* The file offset just past the last byte a write of len bytes at stream position pos would
+ * touch (0 for len 0), mapping the view without any I/O (quota checks before a VIEW_WRITE). */
+int rfsd_view_end(const rfsd_view *v, uint64_t pos, size_t len, uint64_t *end);
 /* Long view work (flattening, mapping) stops with RFS_E_BUSY once *flag is non-zero: rfsd
  * points it at its shutdown flag so SIGTERM is not held up by a hostile datatype. */
 void rfsd_views_set_cancel(const atomic_int *flag);

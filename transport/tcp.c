@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,51 @@ typedef struct tcp_transport {
 } tcp_transport;
 
 static int fd_of(rfs_transport *t) { return ((tcp_transport *)t)->fd; }
+
+/* Copies up to SEND_IOV_BATCH nonempty iovecs of iov[0..n) into batch. */
+static int batch_of(const struct iovec *iov, int n, struct iovec *batch)
+{
+    int k = 0;
+    for (int j = 0; j < n && k < SEND_IOV_BATCH; j++)
+        if (iov[j].iov_len)
+            batch[k++] = iov[j];
+    return k;
+}
+
+static long tcp_send_nb(rfs_transport *t, const struct iovec *iov, int n, int more)
+{
+    struct iovec batch[SEND_IOV_BATCH];
+    int k = batch_of(iov, n, batch);
+    if (k == 0)
+        return 0;
+    struct msghdr mh = {.msg_iov = batch, .msg_iovlen = (size_t)k};
+    ssize_t w;
+    do {
+        w = sendmsg(fd_of(t), &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+    } while (w < 0 && errno == EINTR);
+    return (long)w;
+}
+
+static long tcp_sendfile_nb(rfs_transport *t, int fd, uint64_t off, size_t len)
+{
+    off_t at = (off_t)off;
+    ssize_t w;
+    do {
+        w = sendfile(fd_of(t), fd, &at, len);
+    } while (w < 0 && errno == EINTR);
+    return (long)w;
+}
+
+static long tcp_recv_nb(rfs_transport *t, void *buf, size_t len)
+{
+    ssize_t r;
+    do {
+        r = recv(fd_of(t), buf, len, MSG_DONTWAIT);
+    } while (r < 0 && errno == EINTR);
+    return (long)r;
+}
+
+static short tcp_wants(rfs_transport *t, short dflt) { return dflt; }
 
 /* Blocks until fd is ready for events. Only reached when the socket was handed to us in
  * non-blocking mode (rfs_tcp_from_fd), so the blocking contract still holds. */
@@ -150,13 +196,22 @@ static const rfs_transport_ops tcp_ops = {
     .read_some = tcp_read_some,
     .shutdown = tcp_shutdown,
     .close = tcp_close,
+    .send_nb = tcp_send_nb,
+    .sendfile_nb = tcp_sendfile_nb,
+    .recv_nb = tcp_recv_nb,
+    .wants = tcp_wants,
 };
 
 int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out)
 {
-    if (!t || t->ops != &tcp_ops)
+    /* any transport over a TCP socket (TCP, TLS); asked of the socket itself, since a
+     * transport of another kind may leave fd unset */
+    int proto = 0;
+    socklen_t pl = sizeof proto;
+    if (!t || t->fd < 0 || getsockopt(t->fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 ||
+        proto != IPPROTO_TCP)
         return rfs_fail(RFS_E_INVAL, "not a TCP transport");
-    return rfs_tcp_describe_fd(fd_of(t), out);
+    return rfs_tcp_describe_fd(t->fd, out);
 }
 
 /* nodelay: 0 means the default (on), negative turns it off, so a zeroed options struct
@@ -187,6 +242,7 @@ static int wrap(int fd, const char *peer, rfs_transport **out)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", peer);
     }
     t->base.ops = &tcp_ops;
+    t->base.fd = fd;
     t->fd = fd;
     snprintf(t->base.peer, sizeof t->base.peer, "%s", peer);
     *out = &t->base;

@@ -5,6 +5,7 @@
 #define RFS_TRANSPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 typedef struct rfs_transport rfs_transport;
@@ -31,10 +32,27 @@ typedef struct rfs_transport_ops {
     /* Unblocks a reader/writer in another thread (shutdown), without freeing. */
     void (*shutdown)(rfs_transport *t);
     void (*close)(rfs_transport *t);  /* frees t */
+
+    /* Nonblocking side, for rfsd's reader and reply writer (the socket is nonblocking; the
+     * caller polls t->fd for rfs_transport_wants and tries again). */
+    /* Sends what goes without waiting: the count taken (> 0), 0 for nothing to send, or -1 with
+     * errno (EAGAIN: full). A transport that copies bytes (TLS) may keep a copy pending after
+     * EAGAIN: the caller then presents the same bytes again, as it would anyway. more: more
+     * bytes follow at once (MSG_MORE). */
+    long (*send_nb)(rfs_transport *t, const struct iovec *iov, int n, int more);
+    /* send_nb with up to len bytes of file fd from off; 0: the file ended early. */
+    long (*sendfile_nb)(rfs_transport *t, int fd, uint64_t off, size_t len);
+    /* What has arrived: > 0 bytes, 0 orderly end, -1 with errno (EAGAIN: nothing yet; EPROTO:
+     * TLS failure, rfs_last_error says which). */
+    long (*recv_nb)(rfs_transport *t, void *buf, size_t len);
+    /* Poll events the last EAGAIN waits for: dflt, unless TLS must write to read (or read to
+     * write) first. */
+    short (*wants)(rfs_transport *t, short dflt);
 } rfs_transport_ops;
 
 struct rfs_transport {
     const rfs_transport_ops *ops;
+    int fd;                  /* the socket, for poll, shutdown and socket options */
     char peer[300];          /* "host:port" for messages */
 };
 
@@ -65,7 +83,7 @@ typedef struct rfs_tcp_state {
     double rtt_ms;                    /* the kernel's smoothed round-trip time */
     unsigned cwnd_segments, mss;      /* congestion window now, and segment size */
 } rfs_tcp_state;
-/* Fills *out for a transport made by rfs_tcp_connect / rfs_tcp_from_fd (RFS_E_INVAL otherwise). */
+/* Fills *out for a transport over a TCP socket (TCP or TLS). */
 int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out);
 
 static inline int rfs_transport_write_all(rfs_transport *t, const struct iovec *iov, int n)
@@ -75,5 +93,13 @@ static inline int rfs_transport_read_all(rfs_transport *t, void *buf, size_t len
 static inline long rfs_transport_read_some(rfs_transport *t, void *buf, size_t len)
 { return t->ops->read_some(t, buf, len); }
 static inline void rfs_transport_close(rfs_transport *t) { if (t) t->ops->close(t); }
+static inline void rfs_transport_shutdown(rfs_transport *t) { t->ops->shutdown(t); }
+static inline long rfs_transport_send_nb(rfs_transport *t, const struct iovec *iov, int n, int more)
+{ return t->ops->send_nb(t, iov, n, more); }
+static inline long rfs_transport_sendfile_nb(rfs_transport *t, int fd, uint64_t off, size_t len)
+{ return t->ops->sendfile_nb(t, fd, off, len); }
+static inline long rfs_transport_recv_nb(rfs_transport *t, void *buf, size_t len)
+{ return t->ops->recv_nb(t, buf, len); }
+static inline short rfs_transport_wants(rfs_transport *t, short dflt) { return t->ops->wants(t, dflt); }
 
 #endif

@@ -62,11 +62,16 @@ const char *rfs_last_error(void);
 #define RFS_O_TRUNC  0x10u
 #define RFS_O_APPEND 0x20u
 
+#define RFS_STREAMS_AUTO (-1)
+
 typedef struct rfs_options {
     const char *token;         /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
     int connect_timeout_ms;    /* 0: default 10000 */
     int io_timeout_ms;         /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
-    int streams;               /* TCP connections per server for this file; 0: 1 */
+    /* TCP connections per server for this file; 0: 1. RFS_STREAMS_AUTO: one on a short path;
+     * on a long one (round trip >= 2 ms) up to 8, large transfers adding streams while each
+     * raises the delivered rate (docs/tuning.md "Streams"). */
+    int streams;
     int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
     uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
     int window;                /* frames in flight per transfer; 0: default (8) */
@@ -83,6 +88,9 @@ typedef struct rfs_options {
      * "auto" (measures and decides per file, docs/hints.md rfs_compress). NULL: $RFS_COMPRESS,
      * else auto. The server always stores the original bytes. */
     const char *compress;
+    /* 1: TLS required (as an rfss: name asks); 0: as the name and $RFS_TLS say. The server is
+     * verified by $RFS_TLS_PIN, else by $RFS_TLS_CA or the system's CAs (docs/security.md). */
+    int tls;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;
@@ -108,8 +116,9 @@ typedef struct rfs_name {
     char host[256];
     uint16_t port;
     char path[4096];
+    int tls;                 /* 1: an rfss: name (TLS required) */
 } rfs_name;
-/* Returns 1 if s starts with "rfs:" or "rfs://". */
+/* Returns 1 if s starts with "rfs:" or "rfss:" (rfs://, rfss:// included). */
 int rfs_is_name(const char *s);
 int rfs_parse_name(const char *s, rfs_name *out);
 

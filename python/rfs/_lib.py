@@ -34,6 +34,7 @@ class Options(ctypes.Structure):
         ("write_window", ctypes.c_size_t),
         ("retry_timeout_ms", ctypes.c_int),
         ("compress", ctypes.c_char_p),
+        ("tls", ctypes.c_int),
     ]
 
 

@@ -24,9 +24,16 @@ def _kind(t):
     return {_lib.RFS_TYPE_FILE: "file", _lib.RFS_TYPE_DIR: "directory"}.get(t, "other")
 
 
+def _plain(path):
+    """An rfss: name spelt as the rfs: name of the same file (TLS is the class's business)."""
+    path = str(path)
+    return "rfs:" + path[5:] if path.startswith("rfss:") else path
+
+
 class RfsFileSystem(AbstractFileSystem):
     protocol = "rfs"
     root_marker = "/"
+    scheme = "rfs"  # what url() names files with; RfssFileSystem: rfss (TLS)
 
     def __init__(self, host="127.0.0.1", port=7070, token=None, token_file=None, streams=0,
                  retry_timeout_ms=0, **kwargs):
@@ -47,7 +54,7 @@ class RfsFileSystem(AbstractFileSystem):
     def _strip_protocol(cls, path):
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
-        path = str(path)
+        path = _plain(path)
         if path.startswith("rfs://"):
             path = infer_storage_options(path)["path"]
         elif path.startswith("rfs:"):
@@ -58,6 +65,7 @@ class RfsFileSystem(AbstractFileSystem):
 
     @staticmethod
     def _get_kwargs_from_urls(path):
+        path = _plain(path)
         if str(path).startswith("rfs://"):
             o = infer_storage_options(str(path))
             out = {"host": o.get("host", "127.0.0.1")}
@@ -75,7 +83,7 @@ class RfsFileSystem(AbstractFileSystem):
 
     def url(self, path):
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"rfs://{host}:{self.port}{self._strip_protocol(path)}"
+        return f"{self.scheme}://{host}:{self.port}{self._strip_protocol(path)}"
 
     def unstrip_protocol(self, name):
         return self.url(name)
@@ -266,3 +274,10 @@ class RfsFileSystem(AbstractFileSystem):
         return _open_buffered(self.url(path), mode if "b" in mode else mode + "b",
                               buffering=block_size or -1, token=self._token,
                               streams=self._streams, retry_timeout_ms=self._retry)
+
+
+class RfssFileSystem(RfsFileSystem):
+    """rfss:// URLs: the same over TLS (the server is verified by $RFS_TLS_CA or $RFS_TLS_PIN,
+    docs/security.md)."""
+    protocol = "rfss"
+    scheme = "rfss"

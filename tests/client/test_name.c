@@ -208,6 +208,34 @@ static void test_lengths(void **state)
     free(s);
 }
 
+/* rfss: and rfss:// ask for TLS; the label keeps it, so a name rebuilt from a label (the CLI
+ * does) still asks for TLS. */
+static void test_tls_names(void **state)
+{
+    (void)state;
+    const char *tls[] = {"rfss://h:7070/a/b", "rfss:h:7070:/a/b", "rfss:h:7070:a/b"};
+    for (size_t i = 0; i < sizeof tls / sizeof *tls; i++) {
+        rfs_name n;
+        assert_true(rfs_is_name(tls[i]));
+        assert_int_equal(rfs_parse_name(tls[i], &n), RFS_OK);
+        assert_int_equal(n.tls, 1);
+        assert_string_equal(n.host, "h");
+        assert_string_equal(n.path, "/a/b");
+        char label[RFS_CLIENT_LABEL_MAX];
+        rfs_name_label(&n, label, sizeof label);
+        assert_string_equal(label, "rfss:h:7070:/a/b");
+        rfs_name back;
+        assert_int_equal(rfs_parse_name(label, &back), RFS_OK);
+        assert_int_equal(back.tls, 1);
+    }
+    rfs_name n;
+    assert_int_equal(rfs_parse_name("rfs://h:7070/x", &n), RFS_OK);
+    assert_int_equal(n.tls, 0);
+    assert_false(rfs_is_name("rfsss://h:1/x"));
+    expect_bad("rfss//h:7070/x");
+    expect_bad("rfss:/h:7070/x");
+}
+
 static void test_null_args(void **state)
 {
     (void)state;
@@ -229,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_bad_port),
         cmocka_unit_test(test_missing_path),
         cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_tls_names),
         cmocka_unit_test(test_null_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,30 @@ def test_large_roundtrip(rfsd, tmp_path, streams):
     assert dst.read_bytes() == src.read_bytes()
 
 
+@pytest.mark.parametrize("min_rtt_us,expect", [(None, "1 stream "), ("0", "4 streams ")])
+def test_streams_auto_by_round_trip(rfsd, tmp_path, min_rtt_us, expect):
+    """--streams auto (the default): one stream on a short path, 4 when the round trip is long
+    (forced on loopback with $RFS_STREAMS_AUTO_MIN_RTT_US=0); the bytes are exact either way."""
+    env = rfsd.env()
+    if min_rtt_us is not None:
+        env["RFS_STREAMS_AUTO_MIN_RTT_US"] = min_rtt_us
+    size = 32 * 1024 * 1024 + 7
+    src = random_file(tmp_path / "a.bin", size)
+    res = ok(rfs(rfsd, "put", "-v", src, rfsd.url("/a.bin"), env=env))
+    assert f"{expect}(--streams auto)" in res.stderr, res.stderr
+    assert (rfsd.root / "a.bin").read_bytes() == src.read_bytes()
+    dst = tmp_path / "back.bin"
+    res = ok(rfs(rfsd, "get", "-v", "--streams", "auto", rfsd.url("/a.bin"), dst, env=env))
+    assert f"{expect}(--streams auto)" in res.stderr, res.stderr
+    assert dst.read_bytes() == src.read_bytes()
+
+
+def test_streams_option_refuses_junk(rfsd, tmp_path):
+    src = random_file(tmp_path / "a.bin", 10)
+    msg = one_line_error(rfs(rfsd, "put", "--streams", "many", src, rfsd.url("/a.bin")), 2)
+    assert "--streams needs auto or a number" in msg
+
+
 def test_put_truncates_existing_remote_file(rfsd, tmp_path):
     (rfsd.root / "f").write_bytes(b"x" * 100000)
     src = random_file(tmp_path / "small", 10)

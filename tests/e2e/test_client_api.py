@@ -49,6 +49,33 @@ def test_big_transfer_matches_disk(rfsd, tmp_path, streams, max_frame, window):
     assert (rfsd.root / "big").read_bytes() == ref.read_bytes()
 
 
+def test_auto_streams_keep_one_on_a_short_path(rfsd, tmp_path):
+    """rfs_streams=auto (-1) on loopback: one connection, and the bytes are right."""
+    ref = tmp_path / "ref.bin"
+    env = {**rfsd.env(), "RFS_LOG_LEVEL": "debug"}
+    p = subprocess.run([binary("client_api_e2e"), "bigrw", rfsd.url(""), str(ref), str(16 << 20),
+                        "-1", "0", "0"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "streams auto: round trip" in p.stderr and "one stream" in p.stderr, p.stderr
+    assert (rfsd.root / "big").read_bytes() == ref.read_bytes()
+
+
+@pytest.mark.parametrize("max_frame", [0, 65536])
+def test_auto_streams_probing_keeps_every_byte(rfsd, tmp_path, max_frame):
+    """Probing forced on loopback ($RFS_STREAMS_AUTO_MIN_RTT_US=0): the file opens 8
+    connections and its transfers start streams while they run (taking jobs from a shared
+    counter); the bytes written and read back must be exact whatever the streams decided."""
+    ref = tmp_path / "ref.bin"
+    size = (192 << 20) if max_frame == 0 else (24 << 20)
+    env = {**rfsd.env(), "RFS_LOG_LEVEL": "info", "RFS_STREAMS_AUTO_MIN_RTT_US": "0"}
+    p = subprocess.run([binary("client_api_e2e"), "bigrw", rfsd.url(""), str(ref), str(size),
+                        "-1", str(max_frame), "0"], env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "up to 8 streams" in p.stderr, p.stderr
+    assert (rfsd.root / "big").read_bytes() == ref.read_bytes()
+
+
 @pytest.mark.parametrize("max_frame", [0, 65536])
 def test_list_io_matches_disk(rfsd, tmp_path, max_frame):
     ref = tmp_path / "ref.bin"

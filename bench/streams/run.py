@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
+"""Filling a long fat pipe (issue #12): rfs with 1, 2, 4 streams and auto against iperf3.
+
+For each host profile it brings the emulated WAN up (bench/wan/up --rate-mbit R --delay-ms D
+--tcp-buf-mb B; `default` is B=4, the socket buffer maxima of many stock hosts, `tuned` is 64),
+starts rfsd in the server namespace, then in the client namespace measures, interleaved by
+repetition so load drift hits every configuration alike:
+  - iperf3 -P 4 and -P 1 (the link's reference);
+  - rfs put and rfs get of --size-mib (streams 1, 2, 4, auto), rate = bytes / wall time of
+    the command (includes open, sync and rename: what a user waits for);
+  - MPI-IO: bench/apps/romio_perf with 4 ranks, each writing size/4 through librfs-mpiio.so
+    with rfs_streams = 1, 2, 4, auto (write bandwidth as the workload reports it).
+It prints one JSON document (medians of --reps runs, ratios to iperf3 -P 4 measured in the
+same run) and writes it to --out. Every process started is stopped by PID; the WAN is taken
+down at the end.
+
+    flock /tmp/rfs-bench.lock /usr/bin/python3 bench/streams/run.py [--profiles default,tuned]
+        [--rate-mbit 1000] [--delay-ms 25] [--size-mib 1024] [--reps 3]
+        [--out bench/results/streams.json]
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, os.path.join(BENCH, "wan"))
+sys.path.insert(0, os.path.join(BENCH, "lib"))
+import wanlib  # noqa: E402
+import runner  # noqa: E402
+
+PROFILES = {"default": 4, "tuned": 64}
+STREAMS = ["1", "2", "4", "auto"]
+
+
+def log(msg):
+    print(f"[streams] {msg}", file=sys.stderr, flush=True)
+
+
+def wan_up(rate, delay, buf_mb):
+    up = os.path.join(BENCH, "wan", "up")
+    r = subprocess.run([up, "--rate-mbit", str(rate), "--delay-ms", str(delay), "--tcp-buf-mb",
+                        str(buf_mb)], capture_output=True, text=True, timeout=180)
+    if r.returncode:
+        raise SystemExit(f"bench/wan/up failed: {r.stderr.strip()[-400:]}")
+    return wanlib.load_env()
+
+
+def wan_down():
+    subprocess.run([os.path.join(BENCH, "wan", "down")], capture_output=True, timeout=120)
+
+
+def start_rfsd(env, work):
+    root = os.path.join(work, "export")
+    os.makedirs(root, exist_ok=True)
+    token = secrets.token_hex(16)
+    tf = os.path.join(work, "token")
+    with open(tf, "w") as f:
+        f.write(token)
+    os.chmod(tf, 0o600)
+    proc = wanlib.start(env["RFS_WAN_SERVER_NS"],
+                        [runner.rfs_daemon(), "--root", root, "--listen",
+                         env["RFS_WAN_SERVER_ADDR"] + ":0", "--token-file", tf],
+                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("rfsd listening on "):
+        wanlib.stop(proc)
+        raise SystemExit(f"rfsd did not start: {line!r}")
+    port = int(line.split()[-1].rsplit(":", 1)[1])
+    return proc, root, token, port
+
+
+def cli(env, token, args, timeout):
+    rfs = os.path.join(runner.rfs_build_dir(), "rfs")
+    e = dict(os.environ, RFS_TOKEN=token, RFS_CONFIG="")
+    t0 = time.monotonic()
+    p = subprocess.run(wanlib.in_ns(env["RFS_WAN_CLIENT_NS"], [rfs, args[0], "--quiet", *args[1:]]),
+                       capture_output=True, text=True, timeout=timeout, env=e)
+    if p.returncode:
+        raise RuntimeError(f"rfs {' '.join(args)}: {p.stderr.strip()[-300:]}")
+    return time.monotonic() - t0
+
+
+def mpiio(env, token, port, bindir, streams, size, work, timeout):
+    """romio_perf, 4 ranks, write bandwidth in MB/s (bytes / time inside the write calls)."""
+    js = os.path.join(work, "romio.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    preload = [p for p in (runner.mpich_preload(bindir), runner.rfs_lib()) if p]
+    menv = {"RFS_TOKEN": token, "RFS_HINTS": f"rfs_streams={streams}",
+            "LD_PRELOAD": ":".join(preload)}
+    argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"],
+                        runner.mpiexec_argv("mpich", 4, menv, True) +
+                        [os.path.join(bindir, "romio_perf"),
+                         f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/romio.dat",
+                         "--size", str(size // 4), "--no-verify", "--json", js])
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if p.returncode or not os.path.exists(js):
+        raise RuntimeError(f"romio_perf rfs_streams={streams}: rc {p.returncode}: "
+                           f"{p.stderr.strip()[-400:]}")
+    with open(js) as f:
+        return json.load(f)["write_bw_MBps"]
+
+
+def med(xs):
+    return round(statistics.median(xs), 1) if xs else None
+
+
+def one_profile(name, buf_mb, a, bindir):
+    env = wan_up(a.rate_mbit, a.delay_ms, buf_mb)
+    work = tempfile.mkdtemp(prefix="rfs-streams-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    srv = None
+    size = a.size_mib << 20
+    res = {"profile": name, "tcp_buf_max_mb": buf_mb, "iperf3_P4_MBps": [], "iperf3_P1_MBps": [],
+           "put_MBps": {s: [] for s in STREAMS}, "get_MBps": {s: [] for s in STREAMS},
+           "mpiio_write_MBps": {s: [] for s in STREAMS}, "errors": []}
+    try:
+        srv, root, token, port = start_rfsd(env, work)
+        src = os.path.join(work, "src.bin")
+        with open(src, "wb") as f:   # incompressible, so no future codec flatters the figure
+            for _ in range(a.size_mib):
+                f.write(os.urandom(1 << 20))
+        url = f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/put.bin"
+        for rep in range(a.reps):
+            log(f"{name}: repetition {rep + 1}/{a.reps}")
+            for p in (4, 1):
+                r = wanlib.iperf3(env, p, a.iperf_seconds, 2)
+                res[f"iperf3_P{p}_MBps"].append(r["mbit_s"] / 8)
+            for s in STREAMS:
+                try:
+                    t = cli(env, token, ["put", "-f", "--streams", s, src, url], a.timeout)
+                    res["put_MBps"][s].append(size / t / 1e6)
+                    dst = os.path.join(work, "back.bin")
+                    t = cli(env, token, ["get", "-f", "--streams", s, url, dst], a.timeout)
+                    res["get_MBps"][s].append(size / t / 1e6)
+                    if rep == 0 and not filecmp(src, dst):
+                        res["errors"].append(f"get --streams {s}: bytes differ")
+                    os.unlink(dst)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    res["errors"].append(str(e)[-300:])
+                try:
+                    res["mpiio_write_MBps"][s].append(
+                        mpiio(env, token, port, bindir, s, size, work, a.timeout))
+                except (RuntimeError, subprocess.TimeoutExpired, KeyError) as e:
+                    res["errors"].append(str(e)[-300:])
+                romio = os.path.join(root, "romio.dat")
+                if os.path.exists(romio):
+                    os.unlink(romio)
+    finally:
+        if srv:
+            wanlib.stop(srv)
+        shutil.rmtree(work, ignore_errors=True)
+        wan_down()
+    ref = med(res["iperf3_P4_MBps"])
+    summary = {"iperf3_P4_MBps": ref, "iperf3_P1_MBps": med(res["iperf3_P1_MBps"])}
+    for kind in ("put_MBps", "get_MBps", "mpiio_write_MBps"):
+        summary[kind] = {s: med(v) for s, v in res[kind].items()}
+        summary[kind.replace("_MBps", "_vs_iperf3_P4")] = {
+            s: round(med(v) / ref, 3) if v and ref else None for s, v in res[kind].items()}
+    res["median"] = summary
+    return res
+
+
+def filecmp(a, b):
+    import filecmp as fc
+    return fc.cmp(a, b, shallow=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profiles", default="default,tuned")
+    ap.add_argument("--rate-mbit", type=float, default=1000)
+    ap.add_argument("--delay-ms", type=float, default=25)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--iperf-seconds", type=int, default=8)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--out", default=os.path.join(BENCH, "results", "streams.json"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench/streams/run.py needs root (network namespaces)")
+    if wanlib.os.path.exists(os.path.join(wanlib.STATE, "config.env")):
+        raise SystemExit("a WAN is already up (bench/wan/down first): this benchmark sets its own")
+    bindir = runner.build_apps("mpich")
+    doc = {"benchmark": "streams", "rate_mbit": a.rate_mbit, "delay_ms_one_way": a.delay_ms,
+           "size_mib": a.size_mib, "reps": a.reps, "cpus": os.cpu_count(),
+           "congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
+           "profiles": {}}
+    for name in a.profiles.split(","):
+        doc["profiles"][name] = one_profile(name, PROFILES[name], a, bindir)
+        print(json.dumps(doc["profiles"][name]["median"]), file=sys.stderr, flush=True)
+    doc["load_avg_at_end"] = os.getloadavg()
+    text = json.dumps(doc, indent=1)
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
