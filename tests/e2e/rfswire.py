@@ -225,6 +225,7 @@ def parse_list(body):
 
 class Conn:
     """One connection. send() pipelines; recv() returns replies in the server's order."""
+    sums = False   # seal every frame sent; replies must come sealed (and are checked)
 
     def __init__(self, host, port, timeout=15, source=None):
         """source: local address to connect from (e.g. "127.0.0.2"), for per-address limits."""
@@ -233,7 +234,6 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 1
         self.max_frame = PRE_HELLO_MAX
-        self.sums = False   # seal every frame sent; replies must come sealed (and are checked)
 
     @classmethod
     def to(cls, srv, **kw):
