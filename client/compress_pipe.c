@@ -252,6 +252,18 @@ static int compress_into(unsigned codec, int level, const void *src, size_t n, r
     return 1;
 }
 
+/* Statistics of one frame sent (packed or raw); z->mu held. */
+static void count_frame(rfs_zstate *z, int packed, size_t n, const rfs_packed *out)
+{
+    if (packed) {
+        z->st.packed++;
+        z->st.raw_bytes += n;
+        z->st.wire_bytes += out->len;
+    } else {
+        z->st.raw++;
+    }
+}
+
 void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed *out)
 {
     out->codec = 0;
@@ -265,13 +277,7 @@ void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed
     if (z->mode != RFS_Z_AUTO) {
         int ok = (offered & (1u << z->mode)) && compress_into(z->mode, z->level, src, n, out);
         pthread_mutex_lock(&z->mu);
-        if (ok) {
-            z->st.packed++;
-            z->st.raw_bytes += n;
-            z->st.wire_bytes += out->len;
-        } else {
-            z->st.raw++;
-        }
+        count_frame(z, ok, n, out);
         pthread_mutex_unlock(&z->mu);
         return;
     }
@@ -320,12 +326,6 @@ void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed
         double ratio = ok ? (double)n / (double)out->len : 1.0;
         blend(&z->e[pick], ratio, (double)n / secs, 0);
     }
-    if (ok) {
-        z->st.packed++;
-        z->st.raw_bytes += n;
-        z->st.wire_bytes += out->len;
-    } else {
-        z->st.raw++;
-    }
+    count_frame(z, ok, n, out);
     pthread_mutex_unlock(&z->mu);
 }

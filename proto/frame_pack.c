@@ -6,23 +6,11 @@
  * compression, and that must fit the connection's frame limit: the declared size is checked
  * before any decompression, so a small frame can never make the receiver allocate more. */
 #include "proto/proto.h"
+#include "proto/wire.h"
 
 #include "common/err.h"
 
 #include <string.h>
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
 
 int rfs_frame_may_pack(uint16_t op)
 {
@@ -36,7 +24,7 @@ int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
     if (*len < RFS_HDR_SIZE || *len + RFS_PACK_HDR > cap)
         return rfs_fail(RFS_E_TOOBIG, "no room for the pack header");
     uint16_t flags = (uint16_t)(frame[8] | frame[9] << 8);
-    uint32_t body = get32(frame + 20);
+    uint32_t body = le32_get(frame + 20);
     size_t fields = *len - RFS_HDR_SIZE;
     if (flags & (RFS_F_PACK | RFS_F_SUM))
         return rfs_fail(RFS_E_INVAL, "pack a frame before its checksum, and once");
@@ -48,13 +36,13 @@ int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
     flags |= RFS_F_PACK;
     frame[8] = (uint8_t)flags;
     frame[9] = (uint8_t)(flags >> 8);
-    put32(frame + 20, (uint32_t)(RFS_PACK_HDR + fields + packed_len));
+    le32_put(frame + 20, (uint32_t)(RFS_PACK_HDR + fields + packed_len));
     memmove(frame + RFS_HDR_SIZE + RFS_PACK_HDR, frame + RFS_HDR_SIZE, fields);
     uint8_t *p = frame + RFS_HDR_SIZE;
     p[0] = (uint8_t)codec;
     p[1] = p[2] = p[3] = 0;
-    put32(p + 4, (uint32_t)fields);
-    put32(p + 8, raw_len);
+    le32_put(p + 4, (uint32_t)fields);
+    le32_put(p + 8, raw_len);
     *len += RFS_PACK_HDR;
     return RFS_OK;
 }
@@ -71,8 +59,8 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
         return rfs_fail(RFS_E_PROTO, "%s request: %zu body bytes, too short for its pack header",
                         name, len);
     pi->codec = body[0];
-    pi->fields_len = get32(body + 4);
-    pi->raw_len = get32(body + 8);
+    pi->fields_len = le32_get(body + 4);
+    pi->raw_len = le32_get(body + 8);
     if (body[1] || body[2] || body[3])
         return rfs_fail(RFS_E_PROTO, "%s request: pack header reserved bytes set", name);
     if (pi->codec != RFS_CODEC_ID_LZ4 && pi->codec != RFS_CODEC_ID_ZSTD)

@@ -4,31 +4,19 @@
  * op encoders: any encoded frame can be sealed afterwards, and a receiver checks and strips
  * the field before the op decoder sees the body, which stays exactly as without it. */
 #include "proto/proto.h"
+#include "proto/wire.h"
 
 #include "common/crc32c.h"
 #include "common/err.h"
 
 #include <string.h>
 
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
 int rfs_frame_add_sum(uint8_t *frame, size_t *len, size_t cap, const void *tail, size_t tail_len)
 {
     if (*len < RFS_HDR_SIZE || *len + RFS_SUM_LEN > cap)
         return rfs_fail(RFS_E_TOOBIG, "no room for the frame checksum");
     uint16_t flags = (uint16_t)(frame[8] | frame[9] << 8);
-    uint32_t body = get32(frame + 20);
+    uint32_t body = le32_get(frame + 20);
     if (flags & RFS_F_SUM)
         return rfs_fail(RFS_E_INVAL, "frame already has a checksum");
     if ((uint64_t)RFS_HDR_SIZE + body + RFS_SUM_LEN > RFS_FRAME_HARD_MAX)
@@ -36,14 +24,14 @@ int rfs_frame_add_sum(uint8_t *frame, size_t *len, size_t cap, const void *tail,
     flags |= RFS_F_SUM;
     frame[8] = (uint8_t)flags;
     frame[9] = (uint8_t)(flags >> 8);
-    put32(frame + 20, body + RFS_SUM_LEN);
+    le32_put(frame + 20, body + RFS_SUM_LEN);
     memmove(frame + RFS_HDR_SIZE + RFS_SUM_LEN, frame + RFS_HDR_SIZE, *len - RFS_HDR_SIZE);
     *len += RFS_SUM_LEN;
     uint32_t crc = rfs_crc32c(0, frame, RFS_HDR_SIZE);
     crc = rfs_crc32c(crc, frame + RFS_HDR_SIZE + RFS_SUM_LEN, *len - RFS_HDR_SIZE - RFS_SUM_LEN);
     if (tail_len)
         crc = rfs_crc32c(crc, tail, tail_len);
-    put32(frame + RFS_HDR_SIZE, crc);
+    le32_put(frame + RFS_HDR_SIZE, crc);
     return RFS_OK;
 }
 
@@ -80,7 +68,7 @@ int rfs_frame_check_sum(rfs_hdr *h, const uint8_t **body, size_t *len)
                         rfs_op_name(h->op), *len);
     uint32_t crc = rfs_frame_sum_start(h);
     crc = rfs_crc32c(crc, *body + RFS_SUM_LEN, *len - RFS_SUM_LEN);
-    int rc = rfs_frame_sum_compare(h, get32(*body), crc);
+    int rc = rfs_frame_sum_compare(h, le32_get(*body), crc);
     if (rc)
         return rc;
     *body += RFS_SUM_LEN;
