@@ -130,6 +130,7 @@ def test_existing_files_are_counted_at_start(tmp_path):
         assert s.stop() == 0
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
 def test_mpiio_write_over_the_quota_is_mpi_err_quota(tmp_path, flavour):
     """t_nospc writes 256 KiB chunks until one fails: the quota of 1 MiB takes 4 of them, the

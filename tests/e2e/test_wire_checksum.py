@@ -162,6 +162,7 @@ def test_raw_sealed_frames_and_a_corrupt_one(rfsd):
 
 # ---- the C client through a corrupting relay ----
 
+@pytest.mark.nosan  # the Python package loads librfs.so into an uninstrumented interpreter
 def test_corrupt_write_is_refused_and_nothing_written(rfsd, rfs):
     size = 3 << 20
     (rfsd.root / "w").write_bytes(b"A" * size)
@@ -183,6 +184,7 @@ def test_corrupt_write_is_refused_and_nothing_written(rfsd, rfs):
         relay.close()
 
 
+@pytest.mark.nosan  # the Python package loads librfs.so into an uninstrumented interpreter
 def test_corrupt_read_reply_is_an_error_not_data(rfsd, rfs):
     size = 3 << 20
     (rfsd.root / "r").write_bytes(b"D" * size)
@@ -230,6 +232,7 @@ def test_cli_get_and_put_report_corruption(rfsd, tmp_path):
         relay.close()
 
 
+@pytest.mark.nosan  # the Python package loads librfs.so into an uninstrumented interpreter
 def test_checksums_can_be_turned_off_on_the_client(rfsd, rfs, monkeypatch, tmp_path):
     """RFS_CHECKSUM=off: plain frames (what the benchmark compares against); the relay's flip
     then goes unnoticed, which is what the checksums are for."""

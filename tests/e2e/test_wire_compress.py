@@ -203,6 +203,7 @@ def test_cli_rejects_a_bad_mode(rfsd, tmp_path):
     assert p.returncode == 1 and "RFS_COMPRESS" in p.stderr
 
 
+@pytest.mark.nosan  # the Python package loads librfs.so into an uninstrumented interpreter
 def test_python_writes_and_small_files(rfsd, tmp_path):
     rfs = pytest.importorskip("rfs")
     data = smooth(5 << 20)
