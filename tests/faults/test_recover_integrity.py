@@ -65,7 +65,7 @@ def data_records(path):
 class Site:
     """A server that died with a journal of SIZE undelivered bytes (seed 5) in staging."""
 
-    def __init__(self, tmp_path, seed=5, split=False):
+    def __init__(self, tmp_path, seed=5, split=False, writer_env=None):
         self.tmp = tmp_path
         self.root = tmp_path / "export"
         self.root.mkdir()
@@ -77,7 +77,8 @@ class Site:
         self.url = srv.url(NAME)
         w = subprocess.Popen([binary("abt_remote"), "write", self.url, str(self.staging), "1",
                               str(SIZE), str(seed), "--split" if split else "--wait"],
-                             env=srv.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env={**srv.env(), **(writer_env or {})}, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         assert w.stdout.readline().strip() == ("synced=0" if split else "opened")
         srv.stop(sig=9)
@@ -286,11 +287,19 @@ def test_server_error_names_server_file_and_record(site):
     assert list(site.staging.iterdir()) == []
 
 
-def test_writer_records_version_after_its_deliveries(tmp_path):
+@pytest.mark.parametrize("checksums", [
+    "off",
+    # Open regression (issue #13 note): with frame checksums on, about 1 run in 4 ends with
+    # the journal's last version the one probed at open, as if the probe after the delivery
+    # had been skipped or had failed; recover then refuses safely and needs --force. Not
+    # reproduced with checksums off, nor with tracing on. Kept visible until it is fixed.
+    pytest.param("on", marks=pytest.mark.xfail(strict=False, reason="open regression")),
+])
+def test_writer_records_version_after_its_deliveries(tmp_path, checksums):
     """The writer delivered half, then the server died: the journal expects the file as that
     delivery left it (not as it was at open), so recovery goes ahead without --force; a change
     after that delivery is refused."""
-    site = Site(tmp_path, split=True)
+    site = Site(tmp_path, split=True, writer_env={"RFS_CHECKSUM": checksums})
     try:
         half = SIZE // 2
         versions = [r for r in records(site.journal) if r[0] == VERSION]
