@@ -275,6 +275,7 @@ struct rfs_file {
     size_t ww_cap, ww_bytes;
     unsigned ww_count;
     uint64_t ww_queued, ww_collected;  /* writes queued and collected so far */
+    uint64_t ww_replayed;              /* sent again after a lost connection (RFS_STATS) */
     struct rfs_wwrite *ww_head, *ww_tail;
     int ww_err;
     char ww_msg[1536];
@@ -318,6 +319,10 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc);
 /* Reconnects, fences the old sessions, reopens, restores views, locks and lost window writes;
  * retries with backoff until deadline_ns. gen: the file generation the caller saw. */
 int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns);
+/* RFS_STATS=1 (conn.c): counters printed at close and after recoveries. */
+int rfs_stats_enabled(void);
+/* RFS_STATS: one line with the window's counts (wwin.c). */
+void rfs_wwin_report(const rfs_file *f);
 /* Sends again, in order, the window's writes whose replies were lost (wwin.c). */
 int rfs_wwin_replay(rfs_file *f);
 /* Frees what was never sent again (the file is being closed after a failed recovery). */

@@ -58,6 +58,16 @@ static int trace_on(void)
     return on;
 }
 
+int rfs_stats_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("RFS_STATS");
+        on = e && *e && strcmp(e, "0") != 0;
+    }
+    return on;
+}
+
 static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id, uint64_t bytes)
 {
     fprintf(stderr, "rfs trace %.6f %s %s %s #%u %llu\n", (double)rfs_now_ns() / 1e9, c->server,

@@ -139,8 +139,7 @@ static void release_conns(rfs_file *f)
 
 /* The file's connections. With rfs_streams=auto, the first one's round trip says whether more
  * can pay (autostreams.c); when the server will not take them all (its per-address limits),
- * the file makes do with one. A write window asks for small-write latency, which needs a
- * single stream (wwin.c), so auto keeps one then. */
+ * the file makes do with one. */
 static int open_conns(rfs_file *f, rfs_copts *o)
 {
     int want = o->streams_auto ? 1 : o->streams;
@@ -148,7 +147,7 @@ static int open_conns(rfs_file *f, rfs_copts *o)
     if (rc)
         return rc;
     f->nconn = want;
-    if (o->streams_auto && !o->write_window) {
+    if (o->streams_auto) {
         int more = rfs_auto_wants_streams(f->conn[0], f->label, o->streams);
         if (more > 1) {
             rfs_conn *all[RFS_CLIENT_MAX_STREAMS];
@@ -343,6 +342,8 @@ int rfs_close(rfs_file *f)
     char cause[1536] = "";
     if (rc)
         snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    if (rfs_stats_enabled())
+        rfs_wwin_report(f);
     release_conns(f);
     rfs_wwin_replay_drop(f);
     rfs_file_free_saved(f);

@@ -211,7 +211,7 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     if (!rc) {
         f->gen++;
         f->recoveries++;
-        if (getenv("RFS_STATS") && *getenv("RFS_STATS") && strcmp(getenv("RFS_STATS"), "0"))
+        if (rfs_stats_enabled())
             fprintf(stderr, "rfs stats %s: connection restored (recovery %u, %d attempt%s)\n",
                     f->label, f->recoveries, tries, tries == 1 ? "" : "s");
     }

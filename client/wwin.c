@@ -8,8 +8,10 @@
  *  - the frame is in the socket before the call returns, so the caller's buffer is free;
  *  - rfsd applies requests of one handle that touch the same bytes in the order they arrive
  *    (docs/design.md, rule 3), and barriers (SYNC, GET_SIZE, SET_SIZE, CLOSE, SET_VIEW) after
- *    every earlier request, so later reads, writes and size queries see these writes; the
- *    window is used only on single-stream files, where every request shares one connection;
+ *    every earlier request, so later reads, writes and size queries see these writes; windowed
+ *    writes all travel on the file's first connection, where every single-frame request goes
+ *    too, and a request spread over several connections first collects every windowed reply
+ *    (xfer.c), so no request can overtake a windowed write on another connection;
  *  - sync and close wait for every reply and report any failure, so nothing is called durable
  *    before the server confirmed it.
  * A failure of a windowed write is reported by the next call on the file (any call), naming
@@ -175,7 +177,7 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
                    uint64_t off, size_t *done)
 {
     /* Offsets out of range are refused by the ordinary path, at the call. */
-    if (!f->ww_cap || f->nconn != 1 || len > f->chunk || len > f->ww_cap ||
+    if (!f->ww_cap || len > f->chunk || len > f->ww_cap ||
         off > (uint64_t)INT64_MAX - len)
         return RFS_WWIN_DECLINED;
     struct rfs_wwrite *w = calloc(1, sizeof *w);
@@ -268,8 +270,17 @@ int rfs_wwin_replay(rfs_file *f)
         struct rfs_wwrite *next = w->next;
         wwrite_free(w);
         w = next;
+        f->ww_replayed++;
     }
     return RFS_OK;
+}
+
+void rfs_wwin_report(const rfs_file *f)
+{
+    if (f->ww_queued || f->ww_replayed)
+        fprintf(stderr, "rfs stats %s: write window: %llu writes returned before their reply, "
+                "%llu sent again after a lost connection\n", f->label,
+                (unsigned long long)f->ww_queued, (unsigned long long)f->ww_replayed);
 }
 
 void rfs_wwin_replay_drop(rfs_file *f)

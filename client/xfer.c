@@ -352,15 +352,21 @@ static int run(xfer *x, size_t *done)
     return RFS_OK;
 }
 
+/* Whether a transfer of njobs frames may use more than the first connection. The write
+ * window's writes all travel on the first one (wwin.c), in order with every single-frame
+ * request; a transfer spread over several must first collect their replies, or its frames on
+ * another connection could overtake a windowed write to the same bytes. */
+static int spreads(const rfs_file *f, size_t njobs)
+{
+    return f->nconn > 1 && njobs > 1;
+}
+
 /* Cuts [off, off+len) into frame-sized jobs and runs them; x's op and buffers are set. */
 static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
 {
     rfs_file *f = x0->f;
     if (done)
         *done = 0;
-    int wrc = rfs_wwin_settle(f, 0);
-    if (wrc)
-        return wrc;
     if (off > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - off)
         return rfs_fail(RFS_E_FBIG, "%s: range %llu+%zu beyond the largest file offset",
                         f->label, (unsigned long long)off, len);
@@ -368,6 +374,9 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
         return RFS_OK;
     xfer x = *x0;
     x.njobs = (len + f->chunk - 1) / f->chunk;
+    int wrc = rfs_wwin_settle(f, spreads(f, x.njobs));
+    if (wrc)
+        return wrc;
     x.jobs = malloc(x.njobs * sizeof *x.jobs);
     if (!x.jobs)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->label);
@@ -474,9 +483,6 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
 {
     if (done)
         *done = 0;
-    int wrc = rfs_wwin_settle(f, 0);
-    if (wrc)
-        return wrc;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
@@ -494,7 +500,7 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
     int rc;
     if (plan_list(ext, n, f->chunk, op == RFS_OP_PWRITEV, &p)) {
         rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory planning %zu extents", f->label, n);
-    } else {
+    } else if ((rc = rfs_wwin_settle(f, spreads(f, p.njobs))) == RFS_OK) {
         xfer x;
         memset(&x, 0, sizeof x);
         x.f = f;

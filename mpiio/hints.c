@@ -28,7 +28,7 @@ void mp_hints_default(mp_hints *h)
     h->max_extents = 16384;
     h->cb_pipeline = 0;  /* automatic: see pipeline_depth in coll.c */
     h->lock_wait_ms = 30000;
-    h->write_window = 0;  /* opt-in: docs/hints.md says what it relaxes */
+    h->write_window = 8 << 20;  /* docs/hints.md says what it relaxes, docs/mpiio.md why it is on */
     h->file_perm = 0644;
     h->abt = MP_DISABLE;  /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;

@@ -137,8 +137,10 @@ def test_mpiio_write_over_the_quota_is_mpi_err_quota(tmp_path, flavour):
     fifth fails with MPI_ERR_QUOTA at the write, and the file holds exactly the 4 acknowledged."""
     s = MultiServer(tmp_path, {"q": "1M"}, {"alice": "q:rw"})
     try:
+        # At the write itself: the write window (on by default) would report it one call late.
         r = mpiexec(flavour, 1, [program(flavour, "t_nospc"), s.url("/q/m.dat"),
-                                 str(256 * KIB), "6"], s.env("alice"))
+                                 str(256 * KIB), "6"], s.env("alice"),
+                    extra_env={"RFS_HINTS": "rfs_write_window=0"})
         out = r.stdout
         acks = [ln for ln in out.splitlines() if ln.startswith("ACK")]
         errs = [ln for ln in out.splitlines() if ln.startswith("ERR")]

@@ -64,7 +64,10 @@ def test_client_killed_with_unsent_data(tmp_path, link, flavour, abt, fault):
     port = link.start(srv.host, srv.port)
     url = f"rfs:127.0.0.1:{port}:/ckpt.bin"
     argv = [program(flavour, "t_abtkill"), url, str(MIB), str(N1), str(N2), str(go)]
-    extra = {"RFS_STATS": "1"}
+    # direct: every write waits for its reply (the default write window would let a write
+    # return once sent, so only sync would be the point of durability;
+    # test_reconnect.py::test_write_window_replays_after_server_restart covers the window).
+    extra = {"RFS_STATS": "1", "RFS_HINTS": "rfs_write_window=0"}
     if abt:
         extra["RFS_HINTS"] = f"rfs_abt=enable;rfs_abt_max_memory=1;rfs_staging_dir={staging}"
     cmd, env = mpiexec_command(flavour, NPROCS, argv, srv.env(), extra_env=extra)

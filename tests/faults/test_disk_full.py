@@ -86,7 +86,9 @@ def test_no_space_at_the_write_then_retry(small_export, tmp_path, flavour, acces
         chunk, nchunks = 3 * MIB // 2, 5  # 15 MiB in all: fits once the filler is gone
         argv = [program(flavour, "t_nospc"), srv.url("/out.dat"), str(chunk), str(nchunks),
                 f"go={go}"] + (["coll"] if access == "coll" else [])
-        p = popen(flavour, argv, srv, "rfs_abt=disable")
+        # The write window (on by default) would report it one call late: that is
+        # test_no_space_with_write_window_reported_late.
+        p = popen(flavour, argv, srv, "rfs_abt=disable;rfs_write_window=0")
         out = OutputLines(p)
         try:
             out.wait_for(r"^WAITING", 120)
@@ -299,7 +301,8 @@ def test_quota_at_the_write(tmp_path, monkeypatch, flavour):
     monkeypatch.delenv("LD_PRELOAD")
     try:
         argv = [program(flavour, "t_nospc"), srv.url("/q.dat"), str(MIB), "4"]
-        r = mpiexec(flavour, NPROCS, argv, srv.env())
+        # At the write itself: without the write window (on by default, it reports late).
+        r = mpiexec(flavour, NPROCS, argv, srv.env(), extra_env={"RFS_HINTS": "rfs_write_window=0"})
         acks, errs = parse(r.stdout)
         assert r.returncode == 0 and r.stdout.count("DONE") == NPROCS, r.stdout
         assert errs, r.stdout

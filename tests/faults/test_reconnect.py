@@ -294,6 +294,43 @@ def test_mpiio_collective_write_survives_restart(rfsd, flavour, when, abt, tmp_p
             srv2.stop()
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("flavour", sorted(mpiio_util.FLAVOURS))
+def test_write_window_replays_after_server_restart(rfsd, flavour):
+    """The write window is on by default: a collective write of 64 KiB per rank returns once
+    sent. The server is frozen (SIGSTOP), so the writes that return from then on are surely
+    unanswered; it is then SIGKILLed and restarted. Those writes' bytes were kept and are sent
+    again after the recovery: every call succeeds and the file holds every step."""
+    steps, block, nprocs = 200, 64 << 10, 2
+    argv = [mpiio_util.program(flavour, "t_restart"), rfsd.url("/wwin.bin"), str(steps),
+            str(block)]
+    cmd, env = mpiio_util.mpiexec_command(flavour, nprocs, argv, rfsd.env(),
+                                          extra_env={"RFS_STATS": "1"})
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = Lines(p)
+    srv2 = None
+    try:
+        out.wait_for(lambda l: l == "step 5")
+        os.kill(rfsd.proc.pid, signal.SIGSTOP)
+        # Two more steps return while nothing can answer them: they sit in the window.
+        seen = len(out.seen)
+        out.wait_for(lambda l: l.startswith("step ") and len(out.seen) >= seen + 2)
+        rfsd.stop(sig=signal.SIGKILL)
+        srv2 = restart(rfsd)
+        lines = out.rest(timeout=mpiio_util.RUN_TIMEOUT)
+        err = p.stderr.read()
+        assert p.returncode == 0 and lines[-1] == "done", "\n".join(lines) + err
+        again = [int(l.split("reply, ")[1].split()[0]) for l in err.splitlines()
+                 if "write window:" in l]
+        assert again and sum(again) >= 1, err
+        size = steps * nprocs * block
+        assert (rfsd.root / "wwin.bin").read_bytes() == pattern(0, size, 7)
+    finally:
+        kill(p)
+        if srv2:
+            srv2.stop()
+
+
 def test_silent_link_with_a_blocked_send_fails_within_bound(tmp_path, link):
     """The link goes silent while the writer is inside a send that cannot finish (its socket
     buffer is full). io_timeout still ends the connection: the watchdog that enforces it must
