@@ -6,7 +6,7 @@ critical path, over the WAN named by RFS_WAN_NAME (bench/wan/up first; the defau
 unset). RFS_TRACE=1 makes the client print each request and reply and the MPI-IO layer each
 call's begin and end; bench/mpiio/rtt_count.py's analysis turns them into round trips.
 
-    bench/hdf5/rtt.py [--datasets 100] [--configs RFS,RFS+WINDOW,RFS+ABT]
+    bench/hdf5/rtt.py [--datasets 100] [--configs RFS,RFS-NOWINDOW,RFS+ABT]
         [--build-dir build-ompi] [--keep-trace DIR]
 
 Prints JSON: for each configuration, io_visible_s and per call name {calls, requests, rtts,
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "bench" / "mpiio"))
 import rtt_count  # noqa: E402
 import wanlib  # noqa: E402
 
-HINTS = {"RFS": "", "RFS+WINDOW": "rfs_write_window=16M",
+HINTS = {"RFS": "", "RFS-NOWINDOW": "rfs_write_window=0",
          "RFS+ABT": "rfs_abt=enable;rfs_defer_close=enable"}
 
 
