@@ -780,6 +780,14 @@ static void note_outcome(int rc, const char *msg)
 static void finish_chunk(abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
+    /* Its send is over: it must not count as in flight for another completion of the file
+     * while mu is let go below (the version probe, the journal mark of a staged chunk). It
+     * did: a completion that skipped its probe because the other was in flight then made the
+     * other skip too, while it marked its record done, and the journal kept the version of
+     * before both (1 run in 4 of test_writer_records_version_after_its_deliveries). Busy until
+     * it leaves the queue, so nobody picks it and sends it again meanwhile. */
+    c->inflight = 0;
+    c->busy++;
     /* Barriers and reads wait only for this (rfs_abt_wait_file): the bytes are in the file. */
     if (rc == RFS_OK) {
         c->answered = 1;
@@ -796,11 +804,7 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
         /* Replay safety: with no other write of the file in flight, what the server reports
          * now is the version `rfs recover` must find before it replays this file
          * (abt/journal.h). Asked while c is still queued, so a sync of the file returns only
-         * once it is known; c counts as no longer in flight (another completion of the file
-         * asks too) but busy (nobody sends or stages it again). */
-        c->inflight = 0;
-        c->busy++;  /* until it leaves the queue: nobody may pick it while mu is let go below
-                     * (the journal note of a staged chunk), which would send it again */
+         * once it is known. */
         pthread_mutex_unlock(&E.mu);
         rfs_journal_track(probe);
         pthread_mutex_lock(&E.mu);
