@@ -57,7 +57,7 @@ int rfs_op_versioned(uint16_t op)
 {
     switch (op) {
     case RFS_OP_OPEN: case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE:
-    case RFS_OP_WRITE_FILE: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
+    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
         return 1;
     default:
         return 0;

@@ -251,8 +251,8 @@ int rfs_op_known(uint16_t op);
 /* 1 if requests of this op may be sent before authentication (HELLO, AUTH, PING). */
 int rfs_op_pre_auth(uint16_t op);
 /* 1 if a request of this op may ask for the file's version (RFS_F_VER): OPEN and the ops that
- * change a file's bytes or size (PWRITE, PWRITEV, VIEW_WRITE, WRITE_FILE, SET_SIZE,
- * PREALLOCATE). */
+ * change the bytes or size of an open file (PWRITE, PWRITEV, VIEW_WRITE, SET_SIZE,
+ * PREALLOCATE). WRITE_FILE is not one: it puts a new file in place, on no handle. */
 int rfs_op_versioned(uint16_t op);
 
 /* HELLO negotiation (server side): picks the highest version both sides speak and

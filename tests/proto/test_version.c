@@ -144,8 +144,7 @@ static void test_other_replies(void **state)
     assert_int_equal(o.ver.size, 777);
     assert_int_equal(o.ver.mtime_ns, 5);
 
-    const uint16_t ops[] = {RFS_OP_PWRITEV, RFS_OP_VIEW_WRITE, RFS_OP_WRITE_FILE,
-                            RFS_OP_PREALLOCATE};
+    const uint16_t ops[] = {RFS_OP_PWRITEV, RFS_OP_VIEW_WRITE, RFS_OP_PREALLOCATE};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         rfs_rep w = {.op = ops[i], .id = 3, .has_ver = 1};
         w.ver.size = 100 + i;
@@ -208,7 +207,8 @@ static void test_reply_misuse(void **state)
     size_t n = 0;
     rfs_rep o;
     /* STAT has its own size and mtime; GET_SIZE, reads and the rest carry no block */
-    const uint16_t ops[] = {RFS_OP_STAT, RFS_OP_GET_SIZE, RFS_OP_PREAD, RFS_OP_CLOSE};
+    const uint16_t ops[] = {RFS_OP_STAT, RFS_OP_GET_SIZE, RFS_OP_PREAD, RFS_OP_CLOSE,
+                            RFS_OP_WRITE_FILE};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         rfs_rep r = {.op = ops[i], .id = 1, .has_ver = 1};
         r.u.stat.type = RFS_TYPE_FILE;
