@@ -150,20 +150,20 @@ void rfs_conn_ver_reply(rfs_conn *c, rfs_call *call)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* Only the box's lock: ABT calls this under its version table's lock, which must never wait
+ * for a file's recovery (f->rw) to end. The OPEN always asked a server that can answer, so a
+ * box that knows no version means a server that cannot. */
 int rfs_file_version(rfs_file *f, uint64_t *size, int64_t *mtime_ns)
 {
-    pthread_rwlock_rdlock(&f->rw);
-    int vers = f->nconn > 0 && f->conn[0]->vers;
-    pthread_rwlock_unlock(&f->rw);
     rfs_verbox *b = &f->ver;
     pthread_mutex_lock(&b->mu);
     int known = b->known;
-    if (vers)
+    if (known)
         b->tracking = 1;
     *size = b->size;
     *mtime_ns = b->mtime_ns;
     pthread_mutex_unlock(&b->mu);
-    if (!vers || !known)
+    if (!known)
         return rfs_fail(RFS_E_UNSUPPORTED, "%s: the server does not report file versions",
                         f->label);
     return RFS_OK;

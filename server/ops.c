@@ -389,16 +389,11 @@ static int pwrite_streamed(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, rfsd_
             return rfs_fail(RFS_E_CONN, "%s: connection lost inside a PWRITE", h->path);
         }
         if (rc == RFS_OK) {
-            /* the version is read with the last piece, once the whole write is in */
-            if (n == left) {
-                order_begin(h, q);
-                rc = rfsd_be_pwrite(h->fd, h->path, st->buf, n, off);
-                order_end(h, q, rep);
-            } else {
-                rfsd_fileid_write_begin(h->fid);
-                rc = rfsd_be_pwrite(h->fd, h->path, st->buf, n, off);
-                rfsd_fileid_write_end(h->fid);
-            }
+            /* with RFS_F_VER each piece reads the version after it: the last one written
+             * (all of them, or the one that failed) is what the reply says */
+            order_begin(h, q);
+            rc = rfsd_be_pwrite(h->fd, h->path, st->buf, n, off);
+            order_end(h, q, rep);
         }
         off += n;
         left -= n;
