@@ -61,6 +61,14 @@ def test_open_write_size_change_carry_the_version(rfsd):
     assert (flags, status, len(body)) == (F_REPLY | F_VER, 0, 16)
     assert VER.unpack_from(body) == disk_version(path) and VER.unpack_from(body)[0] == 100
 
+    # a large PWRITE is written piece by piece as it arrives: the version is the whole write's
+    big = bytes(range(256)) * (12 * 1024)
+    flags, status, body = call_raw(c, "PWRITE", b_pwrite(fh, 100, big), F_VER)
+    assert (flags, status) == (F_REPLY | F_VER, 0)
+    assert VER.unpack_from(body) == disk_version(path) == (100 + len(big), path.stat().st_mtime_ns)
+    flags, status, body = call_raw(c, "SET_SIZE", b_size(fh, 100), F_VER)
+    assert VER.unpack_from(body) == disk_version(path)
+
     # without the flag: the replies of before, no block
     flags, status, body = call_raw(c, "PWRITE", b_pwrite(fh, 0, b"q"))
     assert (flags, status, body) == (F_REPLY, 0, struct.pack("<Q", 1))
