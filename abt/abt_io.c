@@ -134,16 +134,28 @@ static int abt_get_size(rfs_io *io, uint64_t *size)
     return rc;
 }
 
+/* A size change makes a new version of the file: the journal must expect it, or a recovery
+ * after it would refuse (the server's reply carries it; an older server is asked). */
+static void note_version(abt_file *f)
+{
+    if (!rfs_abt_note_version(f))
+        rfs_journal_track(f->name);
+}
+
 static int abt_set_size(rfs_io *io, uint64_t size)
 {
     drain(io);
-    return B(io)->ops->set_size(B(io), size);
+    int rc = B(io)->ops->set_size(B(io), size);
+    note_version(F(io));
+    return rc;
 }
 
 static int abt_preallocate(rfs_io *io, uint64_t size)
 {
     drain(io);
-    return B(io)->ops->preallocate(B(io), size);
+    int rc = B(io)->ops->preallocate(B(io), size);
+    note_version(F(io));
+    return rc;
 }
 
 static int abt_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
@@ -236,12 +248,14 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
         free(nm);
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
-    rfs_journal_track(name); /* the version recovery expects if nothing gets delivered */
     f->io.ops = &abt_ops;
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;
     f->name = nm;
+    /* The version recovery expects if nothing gets delivered: the OPEN reply's, or (an older
+     * server, a deferred open) a STAT's. */
+    note_version(f);
     f->sync_staging = c->sync_staging;
     f->wait_timeout_s = c->wait_timeout_s >= 0 ? c->wait_timeout_s : 0;
     f->defer_close = c->defer_close;

@@ -777,9 +777,45 @@ static void note_outcome(int rc, const char *msg)
     snprintf(E.last_fail, sizeof E.last_fail, "%s", msg);
 }
 
-static void finish_chunk(abt_chunk *c, int rc, const char *msg)
+static int read_below_version(void *ctx, rfs_journal_version *v)
+{
+    rfs_io *b = ctx;
+    rfs_io_version iv;
+    if (!b->ops->version)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", b->path);
+    int rc = b->ops->version(b, &iv);
+    v->size = iv.size;
+    v->mtime_ns = iv.mtime_ns;
+    return rc;
+}
+
+int rfs_abt_note_version(abt_file *f)
+{
+    if (atomic_load(&f->versions) < 0)
+        return 0;
+    int rc = rfs_journal_note(f->name, read_below_version, f->below);
+    if (rc == RFS_OK) {
+        atomic_store(&f->versions, 1);
+        return 1;
+    }
+    if (rc != RFS_E_BUSY)
+        atomic_store(&f->versions, -1);   /* an older server: STAT probes from now on */
+    rfs_clear_error();
+    return 0;
+}
+
+/* noted: the version after c is already in the journal's table (from its reply). */
+static void finish_chunk(abt_chunk *c, int rc, const char *msg, int noted)
 {
     abt_file *f = c->f;
+    /* Its send is over: it must not count as in flight for another completion of the file
+     * while mu is let go below (the version probe, the journal mark of a staged chunk). It
+     * did: a completion that skipped its probe because the other was in flight then made the
+     * other skip too, while it marked its record done, and the journal kept the version of
+     * before both (1 run in 4 of test_writer_records_version_after_its_deliveries). Busy until
+     * it leaves the queue, so nobody picks it and sends it again meanwhile. */
+    c->inflight = 0;
+    c->busy++;
     /* Barriers and reads wait only for this (rfs_abt_wait_file): the bytes are in the file. */
     if (rc == RFS_OK) {
         c->answered = 1;
@@ -789,18 +825,14 @@ static void finish_chunk(abt_chunk *c, int rc, const char *msg)
     /* A write the server refused (disk full, quota) may still have landed in part: the
      * version after it is ours too. After a lost connection nothing can be asked. */
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
-    char *probe = server_answered && !file_busy_besides(c) &&
+    char *probe = !noted && server_answered && !file_busy_besides(c) &&
                   (!unanswered_besides(c) || rfs_journal_track_due(f->name)) ? strdup(f->name)
                                                                              : NULL;
     if (probe) {
         /* Replay safety: with no other write of the file in flight, what the server reports
          * now is the version `rfs recover` must find before it replays this file
          * (abt/journal.h). Asked while c is still queued, so a sync of the file returns only
-         * once it is known; c counts as no longer in flight (another completion of the file
-         * asks too) but busy (nobody sends or stages it again). */
-        c->inflight = 0;
-        c->busy++;  /* until it leaves the queue: nobody may pick it while mu is let go below
-                     * (the journal note of a staged chunk), which would send it again */
+         * once it is known. */
         pthread_mutex_unlock(&E.mu);
         rfs_journal_track(probe);
         pthread_mutex_lock(&E.mu);
@@ -935,10 +967,13 @@ static void *sender_main(void *arg)
             E.busy_mark = rfs_abt_now();
         pthread_mutex_unlock(&E.mu);
         int rc = send_chunk(c, msg, sizeof msg);
+        /* Replay safety: the version the reply carried (no round trip), noted before the chunk
+         * leaves the queue, so a sync of the file returns only once it is in the journal. */
+        int noted = rfs_abt_note_version(c->f);
         pthread_mutex_lock(&E.mu);
         note_bandwidth(rc == RFS_OK ? c->len : 0, rfs_abt_now());
         E.n_inflight--;
-        finish_chunk(c, rc, msg);
+        finish_chunk(c, rc, msg, noted);
     }
     account_thread_cpu();
     pthread_mutex_unlock(&E.mu);

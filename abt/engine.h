@@ -4,6 +4,7 @@
 #define RFS_ABT_ENGINE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -47,6 +48,10 @@ struct abt_file {
     int closing;             /* deferred close: close below once pending reaches 0 */
     int sync_staging;
     double wait_timeout_s;   /* hint rfs_abt_wait_timeout_ms */
+    /* Where the journal's versions of the file come from: 1 the replies of the deliveries
+     * (below's version op, no round trip), -1 STAT probes (an older server), 0 not known yet
+     * (a deferred open: probed at open, replies tried after each delivery). */
+    _Atomic int versions;
     abt_file *next_open, *prev_open;
 };
 
@@ -137,6 +142,11 @@ int rfs_abt_mark_answered(abt_file *f, uint64_t mark);
 /* The end of f's furthest queued write (0: none), whatever its state: a size query adds it
  * to what the server reports instead of waiting for the writes. */
 uint64_t rfs_abt_pending_end(abt_file *f);
+/* Notes the version of f below reported (the reply of its latest answered write or size
+ * change) in the journal's table, without a round trip. Returns 1 if it did, 0 when the
+ * version must be asked with a STAT instead (f->versions says so from then on if the server
+ * cannot report versions at all). Called without mu. */
+int rfs_abt_note_version(abt_file *f);
 /* Takes f's unreported background error (clearing it), or RFS_OK. */
 int rfs_abt_take_error(abt_file *f);
 /* The engine keeps every file until it is closed below, so finalize can wait for deferred closes. */

@@ -250,6 +250,19 @@ int rfs_journal_track_due(const char *name)
     return due;
 }
 
+/* Makes v name's version and, while the journal holds records of name, appends it; vt_mu held. */
+static void vt_set_locked(vt_entry *e, const char *name, const rfs_journal_version *v)
+{
+    e->v = *v;
+    rfs_journal *j = vt_live;
+    if (j) {
+        pthread_mutex_lock(&j->mu);
+        if (e->written_gen == j->gen)
+            append_version_locked(j, name, v); /* failure: the older version stays */
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
 void rfs_journal_track(const char *name)
 {
     if (strlen(name) > RFS_JOURNAL_MAX_NAME)
@@ -266,17 +279,32 @@ void rfs_journal_track(const char *name)
         return;
     pthread_mutex_lock(&vt_mu);
     vt_entry *e = vt_find(name);
-    if (e && v.ticket > e->v.ticket) {
-        e->v = v;
-        rfs_journal *j = vt_live;
-        if (j) {
-            pthread_mutex_lock(&j->mu);
-            if (e->written_gen == j->gen)
-                append_version_locked(j, name, &v); /* failure: the older version stays */
-            pthread_mutex_unlock(&j->mu);
-        }
+    if (e && v.ticket > e->v.ticket)
+        vt_set_locked(e, name, &v);
+    pthread_mutex_unlock(&vt_mu);
+}
+
+int rfs_journal_note(const char *name, rfs_journal_read_fn read, void *ctx)
+{
+    if (strlen(name) > RFS_JOURNAL_MAX_NAME)
+        return rfs_fail(RFS_E_TOOBIG, "journal: name too long");
+    rfs_journal_version v;
+    memset(&v, 0, sizeof v);
+    pthread_mutex_lock(&vt_mu);
+    /* Read under vt_mu: of two notes, the one that read later (a version at least as new:
+     * the source only moves forward) takes the later ticket. */
+    int rc = read(ctx, &v);
+    vt_entry *e = rc == RFS_OK ? vt_find(name) : NULL;
+    if (e) {
+        v.known = 1;
+        v.exists = 1;
+        v.ticket = atomic_fetch_add(&vt_ticket, 1) + 1;
+        e->asked_ns = mono_ns();
+        if (!e->v.known || !e->v.exists || e->v.size != v.size || e->v.mtime_ns != v.mtime_ns)
+            vt_set_locked(e, name, &v);
     }
     pthread_mutex_unlock(&vt_mu);
+    return rc;
 }
 
 int rfs_journal_append_version_fd(int fd, const char *name, const rfs_journal_version *v)

@@ -60,18 +60,27 @@ typedef struct rfs_journal_version {
     uint64_t ticket;     /* order of the probes in the writing process: the highest is newest */
 } rfs_journal_version;
 
-/* Asks the server for name's size and mtime (ticket taken before asking, so a probe started
- * later never loses to an earlier one) and remembers it; when the process's journal holds
- * records for name, appends a version record. ABT calls it when it opens a file and after a
- * delivery that left no other write of the file in flight, when the file's queue drained or
- * rfs_journal_track_due says so. Failure to ask is not an error: the
- * older version stays, and recovery then refuses rather than overwrites (--force). */
+/* Asks the server for name's size and mtime with a STAT (ticket taken before asking, so a
+ * probe started later never loses to an earlier one) and remembers it; when the process's
+ * journal holds records for name, appends a version record. ABT uses it only for a server
+ * whose replies carry no versions (an older rfsd, or RFS_FILE_VERSIONS=off; otherwise
+ * rfs_journal_note): when it opens a file and after a delivery that left no other write of
+ * the file in flight, when the file's queue drained or rfs_journal_track_due says so. Failure
+ * to ask is not an error: the older version stays, and recovery then refuses rather than
+ * overwrites (--force). */
 void rfs_journal_track(const char *name);
 /* 1 if name was not asked for RFS_JOURNAL_TRACK_INTERVAL_NS: during a long stream of writes
  * to a file ABT asks at most this often (a round trip each), and always when its queue of
  * the file drains. */
 #define RFS_JOURNAL_TRACK_INTERVAL_NS 1000000000LL
 int rfs_journal_track_due(const char *name);
+/* The version from a source that needs no round trip: the reply of the write itself
+ * (rfs_io version, docs/protocol.md "File versions"). read fills size and mtime_ns and returns
+ * RFS_OK, or an error (nothing is noted). It is called under the table's lock, so the note that
+ * read later is the newer one whatever the threads' order afterwards. A version equal to the
+ * one noted appends nothing. Returns read's result. */
+typedef int (*rfs_journal_read_fn)(void *ctx, rfs_journal_version *v);
+int rfs_journal_note(const char *name, rfs_journal_read_fn read, void *ctx);
 /* How rfs_journal_track asks (default: rfs_stat with $RFS_TOKEN*); tests replace it. */
 typedef int (*rfs_journal_probe_fn)(const char *name, rfs_journal_version *v);
 void rfs_journal_set_probe(rfs_journal_probe_fn fn);

@@ -510,7 +510,8 @@ static void release(rjournal *j)
 /* Delivers the collected records in write order; on failure says which and what is left. */
 static int deliver_all(rjournal *j)
 {
-    qsort(j->v, j->n, sizeof *j->v, by_seq);
+    if (j->n)  /* an empty list has no array: qsort(NULL, 0) is undefined (UBSan) */
+        qsort(j->v, j->n, sizeof *j->v, by_seq);
     for (size_t i = 0; i < j->n; i++) {
         int rc = rfs_journal_read_at(j->fd, j->v[i].rec_off, deliver, j);
         if (rc == RFS_OK)

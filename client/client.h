@@ -47,6 +47,8 @@ typedef struct rfs_copts {
     char token[RFS_TOKEN_MAX];
     char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
     int no_sums;               /* $RFS_CHECKSUM=off: no frame checksums even if offered */
+    int no_vers;               /* $RFS_FILE_VERSIONS=off: never ask for file versions (acts
+                                * as an older server would: tests of ABT's STAT path) */
     unsigned zmode;            /* rfs_options.compress / $RFS_COMPRESS (compress_pipe.h) */
     int zlevel;
     int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
@@ -91,6 +93,11 @@ typedef struct rfs_call {
     size_t data_len;           /* payload bytes stored at dst */
     size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
     int sum;                   /* sent with a checksum: the reply must carry one too */
+    /* Asked for the file's version for a tracked handle (versions.c): the receiver notes the
+     * reply's version in the box registered for vfh, with the box's epoch at sending. */
+    int vtrack;
+    uint32_t vfh;
+    uint64_t vepoch;
 } rfs_call;
 
 void rfs_call_init(rfs_call *call);
@@ -124,6 +131,9 @@ struct rfs_conn {
     int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
     int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
     unsigned codecs;           /* bit RFS_CODEC_*: the server takes payloads compressed so */
+    int vers;                  /* the server reports file versions (RFS_FEAT_VER) */
+    struct rfs_vreg *vreg;     /* lock: handles whose files track versions (versions.c) */
+    size_t nvreg, vreg_cap;
     /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): what the link
      * drained between two sends that waited for the socket (conn.c note_send). */
     _Atomic uint64_t link_bps;
@@ -245,6 +255,41 @@ void rfs_auto_probe_init(rfs_auto_probe *p, int k);
 int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
                          const char *label);
 
+/* ---- file versions (versions.c, docs/protocol.md "File versions") ----
+ * The newest version (size, mtime_ns) of a file the server reported in a reply to one of this
+ * file's requests. Replies of requests in flight at the same time may arrive in any order, so
+ * a version replaces the box's only if it is newer: its request was sent after the box's
+ * version had arrived (epoch unchanged since), or it is larger by (mtime, size) (writes only
+ * grow a file and the server's clock only moves on). */
+typedef struct rfs_verbox {
+    pthread_mutex_t mu;
+    int tracking;          /* writes and size changes ask for the version (rfs_file_version) */
+    int known;
+    uint64_t size;
+    int64_t mtime_ns;
+    uint64_t epoch;        /* bumped when the version changes */
+} rfs_verbox;
+struct rfs_vreg {
+    uint32_t fh;
+    rfs_verbox *box;
+};
+void rfs_verbox_init(rfs_verbox *b);
+void rfs_verbox_destroy(rfs_verbox *b);
+uint64_t rfs_verbox_epoch(rfs_verbox *b);
+void rfs_verbox_note(rfs_verbox *b, uint64_t sent_epoch, uint64_t size, int64_t mtime_ns);
+/* Registers the handle fh of c as the file of box (the receiver updates the box from the
+ * replies of its requests), or forgets it (only if it is box's: harmless for any fh). */
+void rfs_conn_track(rfs_conn *c, uint32_t fh, rfs_verbox *box);
+void rfs_conn_untrack(rfs_conn *c, uint32_t fh, rfs_verbox *box);
+/* rfs_conn_start, c->lock held: makes a write or size change of a tracked handle ask for the
+ * version; drops the flag when the server cannot answer it. */
+void rfs_conn_ver_request(rfs_conn *c, rfs_call *call, rfs_req *req);
+/* The receiver: notes the version of call's reply in its box. */
+void rfs_conn_ver_reply(rfs_conn *c, rfs_call *call);
+/* The file's newest version; the first call starts tracking (later writes ask for it).
+ * RFS_E_UNSUPPORTED when the server does not report versions. */
+int rfs_file_version(rfs_file *f, uint64_t *size, int64_t *mtime_ns);
+
 /* ---- files (file.c) ---- */
 struct rfs_file {
     rfs_name name;
@@ -299,6 +344,7 @@ struct rfs_file {
     struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];
     struct rfs_held_lock { uint64_t off, len; unsigned mode; } *locks;
     size_t nlocks, locks_cap;
+    rfs_verbox ver;            /* the file's version as replies reported it (versions.c) */
 };
 
 /* ---- recovery (recover.c) ---- */

@@ -424,6 +424,7 @@ static void *receiver_main(void *arg)
             pthread_mutex_unlock(&c->lock);
             continue;
         }
+        rfs_conn_ver_reply(c, call);  /* before the caller wakes: its write's version */
         pthread_mutex_lock(&c->lock);
         complete_locked(call);
         pthread_mutex_unlock(&c->lock);
@@ -551,6 +552,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
         c->next_id = 1;
     uint32_t max_frame = c->max_frame;
     int sum = c->sums && req->op != RFS_OP_HELLO;
+    rfs_conn_ver_request(c, call, req);
     pthread_mutex_unlock(&c->lock);
     int rc;
     if (dead) {
@@ -821,6 +823,7 @@ void rfs_conn_free(rfs_conn *c)
     rfs_call_destroy(&c->session_call);
     rfs_call_destroy(&c->ping_call);
     free(c->sink_buf);
+    free(c->vreg);
     /* The token is a secret: do not leave it in freed memory. */
     explicit_bzero(c->token, sizeof c->token);
     free(c);

@@ -38,9 +38,15 @@ int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode)
     req.u.open.path.len = (uint16_t)strlen(f->name.path);
     req.u.open.flags = flags;
     req.u.open.mode = mode;
+    req.want_ver = 1;  /* dropped for a server without versions (rfs_conn_ver_request) */
+    uint64_t epoch = rfs_verbox_epoch(&f->ver);
     int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
-    if (!rc)
+    if (!rc) {
         f->fh[s] = call.rep.u.open.fh;
+        if (call.rep.has_ver)
+            rfs_verbox_note(&f->ver, epoch, call.rep.ver.size, call.rep.ver.mtime_ns);
+        rfs_conn_track(f->conn[s], f->fh[s], &f->ver);
+    }
     rfs_call_destroy(&call);
     return rc;
 }
@@ -132,8 +138,10 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
 
 static void release_conns(rfs_file *f)
 {
-    for (int s = 0; s < f->nconn; s++)
+    for (int s = 0; s < f->nconn; s++) {
+        rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver);  /* a pooled connection lives on */
         rfs_pool_put(f->conn[s]);
+    }
     f->nconn = 0;
 }
 
@@ -180,6 +188,7 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     pthread_mutex_init(&f->ww_mu, NULL);
     pthread_rwlock_init(&f->rw, NULL);
     rfs_auto_init(&f->autos);
+    rfs_verbox_init(&f->ver);
     int rc = rfs_parse_name(name, &f->name);
     if (rc)
         goto fail;
@@ -240,8 +249,10 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
         }
         rc = rfs_file_fanout(f, 1, reqs, calls, ok);
         for (int s = 1; s < f->nconn; s++) {
-            if (ok[s])
+            if (ok[s]) {
                 f->fh[s] = calls[s].rep.u.open.fh;
+                rfs_conn_track(f->conn[s], f->fh[s], &f->ver);
+            }
             rfs_call_destroy(&calls[s]);
         }
         if (rc) {
@@ -267,6 +278,7 @@ fail:
     pthread_mutex_destroy(&f->ww_mu);
     pthread_rwlock_destroy(&f->rw);
     rfs_auto_destroy(&f->autos);
+    rfs_verbox_destroy(&f->ver);
     free(f);
     return rc;
 }
@@ -353,6 +365,7 @@ int rfs_close(rfs_file *f)
     pthread_mutex_destroy(&f->ww_mu);
     pthread_rwlock_destroy(&f->rw);
     rfs_auto_destroy(&f->autos);
+    rfs_verbox_destroy(&f->ver);
     free(f);
     if (rc)
         return rfs_fail(rc, "%s", cause);

@@ -156,6 +156,7 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
     c->max_frame = mf;
     if (rep.u.hello.features & RFS_FEAT_VIEWS)
         c->views_ok = 1;
+    c->vers = (rep.u.hello.features & RFS_FEAT_VER) && !o->no_vers;
     /* from AUTH on, every frame both ways is checksummed (docs/protocol.md) */
     if ((rep.u.hello.features & RFS_FEAT_SUM) && !o->no_sums)
         c->sums = 1;

@@ -19,6 +19,7 @@ typedef struct deferred {
     char *name, *token;
     unsigned flags, mode;
     rfs_options opts;
+    int track;               /* version was asked before the open: start tracking at it */
 } deferred;
 
 static int ready(rfs_io *io, rfs_io **real)
@@ -30,6 +31,11 @@ static int ready(rfs_io *io, rfs_io **real)
         if (rc != RFS_OK) {
             d->err = rc;
             snprintf(d->msg, sizeof d->msg, "deferred open failed: %s", rfs_last_error());
+        } else if (d->track && d->real->ops->version) {
+            /* before the first write goes out, so that it reports its version */
+            rfs_io_version v;
+            d->real->ops->version(d->real, &v);
+            rfs_clear_error();
         }
     }
     int err = d->err;
@@ -77,6 +83,23 @@ static int d_flush(rfs_io *io, int report)
     return r && r->ops->flush ? r->ops->flush(r, report) : RFS_OK;
 }
 
+/* Before the open there is no version to give: the caller asks again after a write (which
+ * opened the file and, with tracking started here, reported its version). */
+static int d_version(rfs_io *io, rfs_io_version *v)
+{
+    deferred *d = (deferred *)io;
+    pthread_mutex_lock(&d->mu);
+    rfs_io *r = d->real;
+    if (!r)
+        d->track = 1;
+    pthread_mutex_unlock(&d->mu);
+    if (!r)
+        return rfs_fail(RFS_E_BUSY, "%s: not opened yet (deferred open)", io->path);
+    if (!r->ops->version)
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", io->path);
+    return r->ops->version(r, v);
+}
+
 static int d_close(rfs_io *io)
 {
     deferred *d = (deferred *)io;
@@ -98,6 +121,7 @@ static const rfs_io_ops deferred_ops = {
     .sync = d_sync, .flush = d_flush, .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
     .counter = d_counter, .lock = d_lock, .unlock = d_unlock, .set_view = d_set_view,
     .view_read = d_view_read, .view_write = d_view_write, .close = d_close,
+    .version = d_version,
 };
 
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

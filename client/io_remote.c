@@ -55,6 +55,9 @@ static int r_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void *
                         size_t *done)
 { return rfs_view_write(file_of(io), view_id, pos, buf, len, done); }
 
+static int r_version(rfs_io *io, rfs_io_version *v)
+{ return rfs_file_version(file_of(io), &v->size, &v->mtime_ns); }
+
 static int r_close(rfs_io *io)
 {
     int rc = rfs_close(file_of(io));
@@ -81,6 +84,7 @@ static const rfs_io_ops remote_ops = {
     .view_read = r_view_read,
     .view_write = r_view_write,
     .close = r_close,
+    .version = r_version,
 };
 
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

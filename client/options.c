@@ -145,6 +145,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     resolve_congestion(o);
     const char *sums = getenv("RFS_CHECKSUM");
     o->no_sums = sums && (!strcmp(sums, "off") || !strcmp(sums, "0"));
+    const char *vers = getenv("RFS_FILE_VERSIONS");
+    o->no_vers = vers && (!strcmp(vers, "off") || !strcmp(vers, "0"));
     const char *z = opts->compress ? opts->compress : getenv("RFS_COMPRESS");
     if (rfs_zmode_parse(z, &o->zmode, &o->zlevel)) {
         char why[512];

@@ -115,6 +115,7 @@ static int replace_conn(rfs_file *f, int s)
     int rc = rfs_pool_get(&f->name, &f->copts, 1, &fresh, f->label);
     if (rc)
         return rc;
+    rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver);
     rfs_pool_put(f->conn[s]);
     f->conn[s] = fresh;
     f->stale[s] = 1;

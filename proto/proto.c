@@ -53,6 +53,17 @@ int rfs_op_pre_auth(uint16_t op)
     return op == RFS_OP_HELLO || op == RFS_OP_AUTH || op == RFS_OP_PING;
 }
 
+int rfs_op_versioned(uint16_t op)
+{
+    switch (op) {
+    case RFS_OP_OPEN: case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE:
+    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h)
 {
     le32_put(out, RFS_MAGIC);
@@ -84,7 +95,7 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
     if (h->version != RFS_PROTO_VERSION)
         return rfs_fail(RFS_E_VERSION, "frame header: protocol version %u, this peer speaks %u",
                         h->version, RFS_PROTO_VERSION);
-    if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK)) != 0)
+    if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER)) != 0)
         return rfs_fail(RFS_E_PROTO, "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)",
                         h->flags, reserved);
     if (!rfs_op_known(h->op))

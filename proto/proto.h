@@ -30,6 +30,11 @@
 #define RFS_SUM_LEN 4u
 #define RFS_F_PACK 0x0004u      /* the payload is compressed; a pack header leads (frame_pack.c) */
 #define RFS_PACK_HDR 12u
+/* Request: "tell me the file's version after this op" (RFS_FEAT_VER servers; the ops of
+ * rfs_op_versioned). Reply: a version block {u64 size, i64 mtime_ns} follows the header (after
+ * the checksum field): the file as this op left it, read under the op's own write ordering. */
+#define RFS_F_VER 0x0008u
+#define RFS_VER_LEN 16u
 #define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
 
@@ -51,6 +56,7 @@
 #define RFS_FEAT_SUM 0x0002u     /* takes RFS_F_SUM frames and answers them with RFS_F_SUM */
 #define RFS_FEAT_LZ4 0x0004u     /* takes write requests with LZ4-compressed payloads */
 #define RFS_FEAT_ZSTD 0x0008u    /* takes write requests with Zstandard-compressed payloads */
+#define RFS_FEAT_VER 0x0010u     /* answers RFS_F_VER requests with the file's version */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -153,6 +159,7 @@ typedef struct rfs_req {
     /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
     const uint8_t *data;
     uint32_t data_len;
+    int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
 } rfs_req;
 
 typedef struct rfs_list_entry {
@@ -190,6 +197,9 @@ typedef struct rfs_rep {
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;
     uint32_t data_len;
+    /* RFS_F_VER: the file's size and mtime right after this op (success or error reply). */
+    int has_ver;
+    struct { uint64_t size; int64_t mtime_ns; } ver;
 } rfs_rep;
 
 /* Header. decode returns 0, or a negative rfs_err: RFS_E_PROTO (bad magic, reserved bits,
@@ -240,6 +250,10 @@ const char *rfs_op_name(uint16_t op);
 int rfs_op_known(uint16_t op);
 /* 1 if requests of this op may be sent before authentication (HELLO, AUTH, PING). */
 int rfs_op_pre_auth(uint16_t op);
+/* 1 if a request of this op may ask for the file's version (RFS_F_VER): OPEN and the ops that
+ * change the bytes or size of an open file (PWRITE, PWRITEV, VIEW_WRITE, SET_SIZE,
+ * PREALLOCATE). WRITE_FILE is not one: it puts a new file in place, on no handle. */
+int rfs_op_versioned(uint16_t op);
 
 /* HELLO negotiation (server side): picks the highest version both sides speak and
  * min(client max_frame, server max_frame). Returns 0, or RFS_E_VERSION when the client's

@@ -111,6 +111,15 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
     wr w = {.p = out, .cap = cap};
     if (!wr_take(&w, RFS_HDR_SIZE))
         return rfs_fail(RFS_E_TOOBIG, "%s reply: buffer of %zu bytes too small", name, cap);
+    if (r->has_ver) {          /* the version block leads, on success and error replies */
+        if (!rfs_op_versioned(r->op))
+            return rfs_fail(RFS_E_INVAL, "%s reply cannot carry a file version", name);
+        if (r->ver.size > (uint64_t)INT64_MAX)
+            return rfs_fail(RFS_E_INVAL, "%s reply: version size %llu", name,
+                            (unsigned long long)r->ver.size);
+        wr_u64(&w, r->ver.size);
+        wr_u64(&w, (uint64_t)r->ver.mtime_ns);
+    }
 
     if (r->status != 0) {      /* any op, known or not: u16 msg_len, msg */
         uint16_t n = error_msg_len(r->u.err.s, r->u.err.len);
@@ -188,7 +197,8 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
     if (RFS_HDR_SIZE + body > RFS_FRAME_HARD_MAX)
         return rfs_fail(RFS_E_TOOBIG, "%s reply: frame of %llu bytes over the %u-byte limit", name,
                         (unsigned long long)(RFS_HDR_SIZE + body), RFS_FRAME_HARD_MAX);
-    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op, .flags = RFS_F_REPLY,
+    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
+                 .flags = (uint16_t)(RFS_F_REPLY | (r->has_ver ? RFS_F_VER : 0)),
                  .req_id = r->id, .status = r->status, .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
     *len = w.n;
@@ -204,13 +214,26 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "reply with unknown op %u", h->op);
-    if (h->flags != RFS_F_REPLY)
+    if ((h->flags & ~RFS_F_VER) != RFS_F_REPLY)
         return rfs_fail(RFS_E_PROTO, "%s reply: flags 0x%04x", name, h->flags);
+    if ((h->flags & RFS_F_VER) && !rfs_op_versioned(h->op))
+        return rfs_fail(RFS_E_PROTO, "%s reply carries a file version", name);
     if (len != h->body_len || (len && !body))
         return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes, header says %u", name, len,
                         h->body_len);
 
     rd in = {.p = body, .rem = len};
+    if (h->flags & RFS_F_VER) {
+        r->has_ver = 1;
+        r->ver.size = rd_u64(&in);
+        r->ver.mtime_ns = (int64_t)rd_u64(&in);
+        if (in.bad)
+            return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes too short for its file "
+                            "version", name, len);
+        if (r->ver.size > (uint64_t)INT64_MAX)
+            return rfs_fail(RFS_E_PROTO, "%s reply: file version size %llu", name,
+                            (unsigned long long)r->ver.size);
+    }
     if (h->status != 0) {
         r->u.err.len = rd_u16(&in);
         if (in.bad)

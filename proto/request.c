@@ -348,7 +348,11 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         return rfs_fail(RFS_E_TOOBIG, "%s: frame of %llu bytes over the %u-byte limit",
                         rfs_op_name(r->op), (unsigned long long)(RFS_HDR_SIZE + body),
                         RFS_FRAME_HARD_MAX);
-    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op, .flags = 0, .req_id = r->id,
+    if (r->want_ver && !rfs_op_versioned(r->op))
+        return rfs_fail(RFS_E_INVAL, "%s: a request that cannot ask for the file's version",
+                        rfs_op_name(r->op));
+    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
+                 .flags = r->want_ver ? RFS_F_VER : 0, .req_id = r->id,
                  .status = 0, .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
     *len = w.n;
@@ -371,8 +375,12 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
-    if (h->flags != 0 || h->status != 0)
+    if ((h->flags & ~RFS_F_VER) != 0 || h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
+    if ((h->flags & RFS_F_VER) && !rfs_op_versioned(h->op))
+        return rfs_fail(RFS_E_PROTO, "%s request asks for the file's version, which only "
+                        "OPEN and the writes and size changes of a file have", name);
+    r->want_ver = (h->flags & RFS_F_VER) != 0;
     if (len != h->body_len || (len && !body))
         return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes, header says %u", name, len,
                         h->body_len);

@@ -29,6 +29,7 @@ struct rfsd_fileid {
     struct rfsd_fileid *next;      /* registry bucket chain */
     int serial_writes;             /* set at creation; see rfsd_fileid_write_begin */
     pthread_mutex_t write_mu;
+    pthread_rwlock_t write_rw;     /* where writes run in parallel: see vwrite_begin */
     pthread_mutex_t mu;            /* guards everything below */
     pthread_cond_t cv;             /* signalled when locks are released */
     counter *counters;
@@ -74,12 +75,29 @@ void rfsd_fileid_write_begin(rfsd_fileid *f)
 {
     if (f->serial_writes)
         pthread_mutex_lock(&f->write_mu);
+    else
+        pthread_rwlock_rdlock(&f->write_rw);
 }
 
 void rfsd_fileid_write_end(rfsd_fileid *f)
 {
     if (f->serial_writes)
         pthread_mutex_unlock(&f->write_mu);
+    else
+        pthread_rwlock_unlock(&f->write_rw);
+}
+
+void rfsd_fileid_vwrite_begin(rfsd_fileid *f)
+{
+    if (f->serial_writes)
+        pthread_mutex_lock(&f->write_mu);
+    else
+        pthread_rwlock_wrlock(&f->write_rw);
+}
+
+void rfsd_fileid_vwrite_end(rfsd_fileid *f)
+{
+    rfsd_fileid_write_end(f);
 }
 
 rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd)
@@ -97,6 +115,7 @@ rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd)
             f->ino = ino;
             f->serial_writes = writes_serialised_by_kernel(fd);
             pthread_mutex_init(&f->write_mu, NULL);
+            pthread_rwlock_init(&f->write_rw, NULL);
             pthread_mutex_init(&f->mu, NULL);
             pthread_condattr_t ca;
             pthread_condattr_init(&ca);
@@ -130,6 +149,7 @@ void rfsd_fileid_put(rfsd_fileid *f)
         }
     pthread_mutex_unlock(&reg_mu);
     pthread_mutex_destroy(&f->write_mu);
+    pthread_rwlock_destroy(&f->write_rw);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f->counters);

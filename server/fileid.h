@@ -27,6 +27,13 @@ void rfsd_fileid_put(rfsd_fileid *f);
  * Lustre, GPFS...), where writes to different ranges do run in parallel, these do nothing. */
 void rfsd_fileid_write_begin(rfsd_fileid *f);
 void rfsd_fileid_write_end(rfsd_fileid *f);
+/* The same for a write or size change whose reply carries the file's version (RFS_F_VER):
+ * no other change of the file may land between it and the fstat that reads the version, so
+ * the version is exactly the one this change produced, on every file system. Where writes
+ * run in parallel the others take the lock shared and this one exclusive; it costs that
+ * parallelism only while such writes (ABT's) arrive. */
+void rfsd_fileid_vwrite_begin(rfsd_fileid *f);
+void rfsd_fileid_vwrite_end(rfsd_fileid *f);
 
 /* Atomic fetch-and-add (or store when set != 0); *old gets the value before. */
 int rfsd_counter_op(rfsd_fileid *f, uint32_t key, int set, int64_t delta, int64_t *old);

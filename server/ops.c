@@ -146,6 +146,39 @@ static int can_read(const rfsd_handle *h)
     return RFS_OK;
 }
 
+/* RFS_F_VER (docs/protocol.md "File versions"): the reply carries the file's size and mtime
+ * as this request left it. Read while the request still holds the file's write ordering
+ * (vwrite_begin), so no other write lands in between. Without a version (fstat failed) the
+ * client keeps its older one, which makes `rfs recover` refuse rather than overwrite. */
+static void note_version(int fd, const rfs_req *q, rfs_rep *rep)
+{
+    struct stat st;
+    if (!q->want_ver || fstat(fd, &st) != 0)
+        return;
+    rep->has_ver = 1;
+    rep->ver.size = (uint64_t)st.st_size;
+    rep->ver.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+static void order_begin(const rfsd_handle *h, const rfs_req *q)
+{
+    if (q->want_ver)
+        rfsd_fileid_vwrite_begin(h->fid);
+    else
+        rfsd_fileid_write_begin(h->fid);
+}
+
+/* Ends what order_begin began, with the version read just before. */
+static void order_end(const rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
+{
+    if (q->want_ver) {
+        note_version(h->fd, q, rep);
+        rfsd_fileid_vwrite_end(h->fid);
+    } else {
+        rfsd_fileid_write_end(h->fid);
+    }
+}
+
 static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
 {
     rfsd_path p;
@@ -209,6 +242,7 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     }
     rep->u.open.fh = h->id;
     rep->u.open.size = (uint64_t)st.st_size;
+    note_version(fd, q, rep);  /* saves a client that journals writes (ABT) a STAT */
     RFS_LOGD("%s: open %s flags 0x%x -> fh %u", c->peer, p.shown, q->u.open.flags, h->id);
     return RFS_OK;
 }
@@ -263,18 +297,27 @@ static int do_pwritev(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
                                       h->flags & RFS_O_APPEND ? q->data_len : hi - lo, h->path))))
         return rc;
     size_t packed = 0;
-    for (uint32_t i = 0; i < q->u.iov.count; i++) {
+    /* a version is the one after the whole list: one bracket then, else one per extent */
+    if (q->want_ver)
+        order_begin(h, q);
+    for (uint32_t i = 0; i < q->u.iov.count && rc == RFS_OK; i++) {
         uint64_t off, len;
         rfs_extent_at(q->u.iov.ext, i, &off, &len);
-        if (len > q->data_len - packed)
-            return rfs_fail(RFS_E_PROTO, "%s: list write data shorter than its extents", h->path);
-        rfsd_fileid_write_begin(h->fid);
+        if (len > q->data_len - packed) {
+            rc = rfs_fail(RFS_E_PROTO, "%s: list write data shorter than its extents", h->path);
+            break;
+        }
+        if (!q->want_ver)
+            rfsd_fileid_write_begin(h->fid);
         rc = rfsd_be_pwrite(h->fd, h->path, q->data + packed, (size_t)len, off);
-        rfsd_fileid_write_end(h->fid);
-        if (rc)
-            return rc;
+        if (!q->want_ver)
+            rfsd_fileid_write_end(h->fid);
         packed += len;
     }
+    if (q->want_ver)
+        order_end(h, q, rep);
+    if (rc)
+        return rc;
     rep->u.u64.value = packed;
     return RFS_OK;
 }
@@ -346,9 +389,11 @@ static int pwrite_streamed(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, rfsd_
             return rfs_fail(RFS_E_CONN, "%s: connection lost inside a PWRITE", h->path);
         }
         if (rc == RFS_OK) {
-            rfsd_fileid_write_begin(h->fid);
+            /* with RFS_F_VER each piece reads the version after it: the last one written
+             * (all of them, or the one that failed) is what the reply says */
+            order_begin(h, q);
             rc = rfsd_be_pwrite(h->fd, h->path, st->buf, n, off);
-            rfsd_fileid_write_end(h->fid);
+            order_end(h, q, rep);
         }
         off += n;
         left -= n;
@@ -393,9 +438,9 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), q->u.pwrite.off,
                                    q->data_len, h->path)))
             return rc;
-        rfsd_fileid_write_begin(h->fid);
+        order_begin(h, q);
         rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off);
-        rfsd_fileid_write_end(h->fid);
+        order_end(h, q, rep);
         if (rc)
             return rc;
         rep->u.u64.value = q->data_len;
@@ -411,19 +456,24 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_GET_SIZE:
         return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
     case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE: {
+        int prealloc = q->op == RFS_OP_PREALLOCATE;
         if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
                                                          q->u.size.size)))
             return rc;
+        if (q->want_ver)
+            rfsd_fileid_vwrite_begin(h->fid);
         if (h->qf)
-            return rfsd_quota_resize(h->qf, h->fd, h->path, q->u.size.size, 0);
-        return rfsd_be_set_size(h->fd, h->path, q->u.size.size);
-    case RFS_OP_PREALLOCATE:
-        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
-                                                         q->u.size.size)))
-            return rc;
-        if (h->qf)
-            return rfsd_quota_resize(h->qf, h->fd, h->path, q->u.size.size, 1);
-        return rfsd_be_preallocate(h->fd, h->path, q->u.size.size);
+            rc = rfsd_quota_resize(h->qf, h->fd, h->path, q->u.size.size, prealloc);
+        else
+            rc = prealloc ? rfsd_be_preallocate(h->fd, h->path, q->u.size.size)
+                          : rfsd_be_set_size(h->fd, h->path, q->u.size.size);
+        if (q->want_ver) {
+            note_version(h->fd, q, rep);
+            rfsd_fileid_vwrite_end(h->fid);
+        }
+        return rc;
+    }
     case RFS_OP_COUNTER: {
         int64_t old;
         if ((rc = rfsd_counter_op(h->fid, q->u.counter.key, q->u.counter.set != 0,
@@ -475,10 +525,10 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
                                               h->flags & RFS_O_APPEND ? q->data_len : end,
                                               h->path)))))
             return rc;
-        rfsd_fileid_write_begin(h->fid);
+        order_begin(h, q);
         rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
                              q->data_len);
-        rfsd_fileid_write_end(h->fid);
+        order_end(h, q, rep);
         if (rc)
             return rc;
         rep->u.u64.value = q->data_len;
@@ -617,7 +667,13 @@ void rfsd_execute(rfsd_job *j)
     j->rbuf = buf;
     if (rc) {
         char msg[RFS_MAX_MSG + 1];
+        int has_ver = rep.has_ver;  /* a refused write may have changed the file in part */
+        uint64_t vsize = rep.ver.size;
+        int64_t vmtime = rep.ver.mtime_ns;
         rfsd_error_rep(&rep, q->op, q->id, rc, msg, sizeof msg);
+        rep.has_ver = has_ver;
+        rep.ver.size = vsize;
+        rep.ver.mtime_ns = vmtime;
         RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(q->op), q->id, rfs_strerror(rc),
                  msg);
         rfsd_out_encode(&j->out, &rep, -1, 0, c->peer);  /* the message is copied into it */

@@ -20,6 +20,12 @@ extern "C" {
 
 typedef struct rfs_io rfs_io;
 
+/* A file's version on the server: its size and mtime (ns), as the server reported them. */
+typedef struct rfs_io_version {
+    uint64_t size;
+    int64_t mtime_ns;
+} rfs_io_version;
+
 typedef struct rfs_io_ops {
     int (*pread)(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done);
     int (*pwrite)(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done);
@@ -56,6 +62,14 @@ typedef struct rfs_io_ops {
     int (*view_write)(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
     /* Closes this layer and the ones below; frees io. Reports errors not yet reported. */
     int (*close)(rfs_io *io);
+    /* Replay safety of ABT's journal (docs/abt.md "Replay safety"): the file's version after
+     * the newest of this file's operations whose reply reported one (the open, then writes and
+     * size changes). The first call makes later writes and size changes ask the server for it,
+     * so once a write returned this is the version after it (or after a later write of the
+     * file). RFS_E_UNSUPPORTED: the server does not report versions (an older rfsd; ask with
+     * rfs_stat); RFS_E_BUSY: not known yet (a deferred open), ask again later. NULL: as
+     * RFS_E_UNSUPPORTED. */
+    int (*version)(rfs_io *io, rfs_io_version *v);
 } rfs_io_ops;
 
 /* View slots per file that a server keeps (protocol: view_id 0..15 per handle). */

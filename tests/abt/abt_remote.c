@@ -6,12 +6,17 @@
  *     "opened" after the open and waits for a line on stdin before writing (the test kills the
  *     server in between). With --split instead it writes the first half, syncs, prints
  *     "synced=CODE" and waits for a line before writing the rest (the server dies in between,
- *     after a delivery). Prints "sync=CODE close=CODE finalize=CODE" and the last message.
+ *     after a delivery). With --answered it writes the first half and waits, without a sync,
+ *     until the server answered all of it (the rfs_io write mark), prints "answered=1" (0 if
+ *     that took over 60 s) and waits for a line: the test kills the server right after the
+ *     deliveries, with nothing else sent. Prints "sync=CODE close=CODE finalize=CODE" and the
+ *     last message.
  *   abt_remote recover STAGING_DIR
  *     Replays the journals left in STAGING_DIR; prints "records=N bytes=M". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "abt/abt.h"
 
@@ -37,6 +42,7 @@ static int do_write(int argc, char **argv)
     unsigned seed = (unsigned)atoi(argv[6]);
     int wait = argc > 7 && strcmp(argv[7], "--wait") == 0;
     int split = argc > 7 && strcmp(argv[7], "--split") == 0;
+    int answered = argc > 7 && strcmp(argv[7], "--answered") == 0;
 
     rfs_io *remote, *io;
     int rc = rfs_io_open_remote(name, RFS_O_RDWR | RFS_O_CREAT, 0644, NULL, &remote);
@@ -61,6 +67,19 @@ static int do_write(int argc, char **argv)
             /* First half delivered (sync), then the test kills the server. */
             int s1 = io->ops->sync(io);
             printf("synced=%d\n", s1);
+            fflush(stdout);
+            char line[16];
+            if (!fgets(line, sizeof line, stdin))
+                return 1;
+        }
+        if (answered && off == (size / 2 / 100000) * 100000) {
+            /* First half answered by the server; nothing more is sent before the kill (the
+             * SYNC a sync would add, STATs asking for the version, are what is not wanted). */
+            uint64_t mark = io->ops->write_mark(io);
+            int ok = 0;
+            for (int i = 0; i < 60000 && !(ok = io->ops->mark_answered(io, mark)); i++)
+                nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+            printf("answered=%d\n", ok);
             fflush(stdout);
             char line[16];
             if (!fgets(line, sizeof line, stdin))

@@ -44,6 +44,26 @@ def test_bytes_on_server_match(rfsd, tmp_path, cap):
     assert list(staging.iterdir()) == []  # nothing left after a clean run
 
 
+@pytest.mark.parametrize("versions", ["on", "off"])
+def test_abt_open_round_trips(rfsd, tmp_path, versions):
+    """An ABT open is one OPEN: its reply carries the file version the journal needs. Against
+    a server without versions (RFS_FILE_VERSIONS=off makes the client act as with one) ABT
+    asks with a STAT after the OPEN, a second round trip per file opened."""
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (rfsd.root / "v.bin").write_bytes(b"x" * 1000)
+    p = run_writer(rfsd, "/v.bin", staging, 64 << 20, 300_000, 4, wait=True,
+                   env={**rfsd.env(), "RFS_TRACE": "1", "RFS_FILE_VERSIONS": versions})
+    assert p.stdout.readline().strip() == "opened"
+    out, err = p.communicate("go\n", timeout=120)
+    assert p.returncode == 0 and parse(out)["finalize"] == 0, out + err
+    sent = [l.split()[5] for l in err.splitlines() if " send " in l]
+    opening = sent[:sent.index("PWRITE")]
+    after_hello = ["AUTH", "SESSION", "OPEN"] + ([] if versions == "on" else ["STAT"])
+    assert opening == ["HELLO"] + after_hello, err
+    assert (rfsd.root / "v.bin").read_bytes() == pattern(300_000, 4)
+
+
 def test_server_killed_then_recover(tmp_path):
     root = tmp_path / "export"
     root.mkdir()

@@ -88,7 +88,10 @@ def test_client_killed_with_unsent_data(tmp_path, link, flavour, abt, fault):
         acks, pids = parse("".join(out.seen))
         assert len(pids) == NPROCS
         for pid in pids:
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # MPICH's launcher ended it already, once the first rank was killed
         p.wait(timeout=60)
         text = out.rest(5)
     finally:
@@ -113,15 +116,13 @@ def test_client_killed_with_unsent_data(tmp_path, link, flavour, abt, fault):
             assert list(staging.glob("*.rfsj")), "no journal left by the killed ranks"
         else:
             assert acks == synced, "a write returned although the server was unreachable"
+        # Without --force: every delivery before the break was answered before SYNCED, and its
+        # reply's file version was in the journal by then (docs/abt.md "Replay safety");
+        # nothing reaches the server after the break (the silent link forwards nothing, the
+        # dead server takes nothing). The refusals once tolerated here were the STAT probe
+        # after a delivery, skipped when two completions saw each other in flight.
         rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv.env(),
                              capture_output=True, text=True, timeout=120)
-        if rec.returncode and "changed on the server since the writer's last delivery" in rec.stderr:
-            # A delivery whose bytes reached the server but whose reply the fault swallowed
-            # leaves the journal one version behind the file: recover refuses, safely (nothing
-            # replayed, journal kept), and --force replays every record. Known limit
-            # (docs/reliability.md); write replies carrying the resulting version would end it.
-            rec = subprocess.run([binary("rfs"), "recover", "--force", str(staging)],
-                                 env=srv.env(), capture_output=True, text=True, timeout=120)
         assert rec.returncode == 0, rec.stdout + rec.stderr
         assert list(staging.iterdir()) == []
         # Exactly the acknowledged writes: sync's and (ABT) the journal's, nothing else.
