@@ -302,19 +302,22 @@ def test_write_window_replays_after_server_restart(rfsd, flavour):
     unanswered; it is then SIGKILLed and restarted. Those writes' bytes were kept and are sent
     again after the recovery: every call succeeds and the file holds every step."""
     steps, block, nprocs = 200, 64 << 10, 2
+    # t_restart pauses after step 5 (every rank waits in a barrier for our line on stdin).
     argv = [mpiio_util.program(flavour, "t_restart"), rfsd.url("/wwin.bin"), str(steps),
-            str(block)]
+            str(block), "5"]
     cmd, env = mpiio_util.mpiexec_command(flavour, nprocs, argv, rfsd.env(),
                                           extra_env={"RFS_STATS": "1"})
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.PIPE)
     out = Lines(p)
     srv2 = None
     try:
-        out.wait_for(lambda l: l == "step 5")
+        out.wait_for(lambda l: l == "paused")
         os.kill(rfsd.proc.pid, signal.SIGSTOP)
-        # Two more steps return while nothing can answer them: they sit in the window.
-        seen = len(out.seen)
-        out.wait_for(lambda l: l.startswith("step ") and len(out.seen) >= seen + 2)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        # Steps 6 and 7 returned while nothing could answer them: they sit in the window.
+        out.wait_for(lambda l: l == "step 7")
         rfsd.stop(sig=signal.SIGKILL)
         srv2 = restart(rfsd)
         lines = out.rest(timeout=mpiio_util.RUN_TIMEOUT)
