@@ -453,21 +453,24 @@ def _roundtrip_section(outdir):
     return "\n".join(out)
 
 
-def _hdf5_section(outdir):
-    """bench/hdf5's result (hdf5_ckpt.json), if present."""
+def _hdf5_section(outdir, name="hdf5_ckpt.json", title=""):
+    """A bench/hdf5 result (hdf5_ckpt.json: the small checkpoints; hdf5_ckpt_large.json), if
+    present."""
     try:
-        with open(os.path.join(outdir, "hdf5_ckpt.json")) as f:
+        with open(os.path.join(outdir, name)) as f:
             d = json.load(f)
     except (OSError, ValueError):
         return ""
     if d.get("benchmark") != "hdf5_ckpt" or "medians" not in d:
         return ""
     link, w, med = d.get("link", {}), d.get("workload", {}), d["medians"]
-    out = ["## HDF5 checkpoints (`bench/hdf5`, h5py over the WAN testbed)", "",
+    out = [f"## HDF5 checkpoints{title} (`bench/hdf5`, h5py over the WAN testbed)", "",
            f"Run {d.get('when', '?')}: {w.get('ranks')} ranks (Open MPI, h5py), {w.get('ckpts')} "
            f"checkpoint files of {w.get('datasets_per_file')} chunked datasets of "
            f"{_fmt(w.get('bytes_per_dataset', 0) / 2**10)} KiB, {w.get('bytes_total', 0) / 1e6:.1f} "
-           f"MB in all; link {_fmt(link.get('rate_mbit'))} Mbit/s, RTT {_fmt(link.get('rtt_ms'))} ms "
+           f"MB in all; link {_fmt(link.get('rate_mbit'))} Mbit/s, RTT {_fmt(link.get('rtt_ms'))} ms, "
+           f"TCP {link.get('tcp_cc') or '?'} with {link.get('tcp_buf_mb') or '?'} MiB socket "
+           "buffer maxima "
            f"(moving the bytes alone takes {_fmt(d.get('link_time_s'))} s); {d.get('reps')} "
            "repetitions, medians. io_visible: seconds the application spends from each file's "
            "create to its close (summed); STAGE = LOCAL + xrdcp of the files.", "",
@@ -506,7 +509,8 @@ def write_report(outdir):
             text.append(abt_report.section(d))
         else:
             text.append(_suite_section(d))
-    for section in (_roundtrip_section(outdir), _hdf5_section(outdir)):
+    for section in (_roundtrip_section(outdir), _hdf5_section(outdir),
+                    _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files")):
         if section:
             text.append(section)
     path = os.path.join(outdir, "REPORT.md")
