@@ -54,6 +54,7 @@ typedef struct cli_opts {
     int human;              /* -H: sizes as 1.5K, 20M, 3.1G */
     int summary;            /* du -s */
     int recursive;          /* cp -r */
+    int no_tpc;             /* cp --no-tpc: remote to remote through this client */
     int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
@@ -126,6 +127,11 @@ int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst);
 /* A remote file to a remote name through this client, atomically like put. */
 int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
                     const rfs_name *dst);
+
+/* cmd_tpc.c: a remote file to a remote name as a server-to-server copy. *fallback = 1 (and
+ * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */
+int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
+                 const rfs_name *dst, int *fallback);
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);

@@ -180,7 +180,9 @@ static int copy_file(cli_ctx *c, const char *src, const char *dest)
         if (cli_url_normalize(c->cmd, src, su, sizeof su, &sn) ||
             cli_url_normalize(c->cmd, dest, du, sizeof du, &dn))
             return CLI_EXIT_USAGE;
-        return cli_copy_remote(&sub, su, &sn, du, &dn);
+        int fallback = 0;
+        int st = cli_copy_tpc(&sub, su, &sn, du, &dn, &fallback);
+        return fallback ? cli_copy_remote(&sub, su, &sn, du, &dn) : st;
     }
     return rs ? cli_cmd_get(&sub) : cli_cmd_put(&sub);
 }

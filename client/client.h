@@ -52,6 +52,11 @@ typedef struct rfs_copts {
     int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
     char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
     char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
+    /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
+     * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
+    int has_grant;
+    uint8_t grant_id[RFS_TPC_ID_LEN];
+    uint8_t grant_key[RFS_TPC_KEY_LEN];
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -124,6 +129,7 @@ struct rfs_conn {
     int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
     int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
     unsigned codecs;           /* bit RFS_CODEC_*: the server takes payloads compressed so */
+    unsigned features;         /* the HELLO reply's RFS_FEAT_* bits */
     /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): what the link
      * drained between two sends that waited for the socket (conn.c note_send). */
     _Atomic uint64_t link_bps;
