@@ -4,6 +4,7 @@
 #ifndef RFS_CLI_H
 #define RFS_CLI_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -132,6 +133,9 @@ int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const 
  * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */
 int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
                  const rfs_name *dst, int *fallback);
+
+/* client/conn.c: frame bytes this process sent and received (RFS_STATS). */
+extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);

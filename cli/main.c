@@ -179,8 +179,20 @@ static int takes_value(const char *a)
            strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
 }
 
+/* RFS_STATS=1: what crossed this client's network, on stderr at exit (a third-party copy's
+ * bytes go server to server, and this shows they did not come here). */
+static void print_wire_stats(void)
+{
+    fprintf(stderr, "rfs stats: wire bytes sent %llu received %llu\n",
+            (unsigned long long)atomic_load(&rfs_wire_tx),
+            (unsigned long long)atomic_load(&rfs_wire_rx));
+}
+
 int main(int argc, char **argv)
 {
+    const char *stats = getenv("RFS_STATS");
+    if (stats && *stats && strcmp(stats, "0"))
+        atexit(print_wire_stats);
     /* A closed connection must turn into an error return, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     /* Over a file size limit, a write must fail with EFBIG (and the get clean up) rather than

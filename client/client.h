@@ -63,6 +63,10 @@ typedef struct rfs_copts {
  * the file for messages. */
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out);
 
+/* Frame bytes this process sent and received on all its connections (conn.c), for
+ * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
+extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
 

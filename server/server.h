@@ -63,6 +63,7 @@ typedef struct rfsd_config {
     int tpc;                            /* --tpc on: clients may have this server pull files
                                            from other servers (third-party copy) */
     const char *tpc_allow;              /* --tpc-allow HOST[:PORT],...: the only sources */
+    unsigned tpc_grant_ttl_ms;          /* grants of this server lapse after this (0: default) */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -20,6 +20,7 @@ typedef struct grant {
     uint8_t key[RFS_TPC_KEY_LEN];
     int64_t expires_ns, made_ns;
     unsigned uses;
+    unsigned ttl_ms;
     uint64_t rmask;                       /* the export the path lies in */
     char grantor[RFSD_IDENT_NAME_MAX + 1];
     char path[RFS_MAX_PATH + 1];
@@ -65,6 +66,8 @@ int rfsd_tpc_grant(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     if ((rc = rfsd_be_open(ex->root_fd, &p, RFS_O_RDONLY, 0, &fd, &st)))
         return rc;
     close(fd);
+    unsigned ttl = c->srv->cfg.tpc_grant_ttl_ms ? c->srv->cfg.tpc_grant_ttl_ms
+                                                : RFSD_TPC_GRANT_TTL_MS;
     int64_t now = rfs_now_ns();
     pthread_mutex_lock(&mu);
     grant *g = slot_for_new(now);
@@ -76,15 +79,16 @@ int rfsd_tpc_grant(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     }
     g->live = 1;
     g->made_ns = now;
-    g->expires_ns = now + (int64_t)RFSD_TPC_GRANT_TTL_MS * 1000000;
+    g->expires_ns = now + (int64_t)ttl * 1000000;
     g->uses = q->u.tpc_grant.uses;
+    g->ttl_ms = ttl;
     g->rmask = (uint64_t)1 << ex->index;
     snprintf(g->grantor, sizeof g->grantor, "%s", c->who.name);
     snprintf(g->path, sizeof g->path, "%s", p.shown);
     memcpy(rep->u.tpc_grant.id, g->id, RFS_TPC_ID_LEN);
     memcpy(rep->u.tpc_grant.key, g->key, RFS_TPC_KEY_LEN);
     pthread_mutex_unlock(&mu);
-    rep->u.tpc_grant.ttl_ms = RFSD_TPC_GRANT_TTL_MS;
+    rep->u.tpc_grant.ttl_ms = ttl;
     rep->u.tpc_grant.size = (uint64_t)st.st_size;
     RFS_LOGD("%s: tpc grant for %s (%u uses) to %s", c->peer, p.shown, q->u.tpc_grant.uses,
              c->who.name);
@@ -106,10 +110,11 @@ int rfsd_tpc_auth(const uint8_t *server_nonce, const rfs_req *q, rfsd_who *who,
                         "used up, or dropped (grants are kept in memory only)");
     }
     if (g->expires_ns <= now) {
+        unsigned ttl = g->ttl_ms;
         forget(g);
         pthread_mutex_unlock(&mu);
-        return rfs_fail(RFS_E_AUTH, "third-party copy grant expired (grants last %u s)",
-                        RFSD_TPC_GRANT_TTL_MS / 1000);
+        return rfs_fail(RFS_E_AUTH, "third-party copy grant expired (grants last %u ms from "
+                        "their making; rfsd --tpc-grant-ttl-ms)", ttl);
     }
     uint8_t want[RFS_MAC_LEN];
     rfs_auth_client_mac((const char *)g->key, RFS_TPC_KEY_LEN, server_nonce,

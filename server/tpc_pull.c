@@ -388,8 +388,9 @@ static int prepare(rfsd_conn *c, const rfs_req *q, job *j)
     if (!cfg->tpc)
         return rfs_fail(RFS_E_UNSUPPORTED, "third-party copy into this server is off (rfsd "
                         "--tpc on enables it; docs/security.md)");
+    /* UNSUPPORTED, like --tpc off: the client may still copy through itself */
     if (!rfsd_tpc_host_allowed(cfg->tpc_allow, j->host, j->port))
-        return rfs_fail(RFS_E_ACCESS, "third-party copy: source %s:%u is not in this server's "
+        return rfs_fail(RFS_E_UNSUPPORTED, "third-party copy: source %s:%u is not in this server's "
                         "--tpc-allow list", j->host, j->port);
     if (c->who.granted)
         return rfs_fail(RFS_E_ACCESS, "TPC_PULL: a connection authenticated by a grant cannot "
