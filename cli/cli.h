@@ -137,6 +137,12 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
 /* client/conn.c: frame bytes this process sent and received (RFS_STATS). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 
+/* tree_dirs.c: makes every directory under local_root (a local tree about to be copied to
+ * dest, which exists) on the server, a pipelined batch per level. Returns the levels made
+ * whole, or -1; what it could not make is left to the ordinary walk, which reports it. */
+int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url,
+                     const rfs_name *dn);
+
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
 int cli_cmd_cp(cli_ctx *c);

@@ -63,6 +63,13 @@ typedef struct rfs_copts {
  * the file for messages. */
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out);
 
+/* wholefiles.c: MKDIR of n absolute paths on one server (server_name: any rfs name of it),
+ * pipelined like rfs_write_files; results[i] gets each one's rfs_err (RFS_E_EXIST included).
+ * The server runs them in any order: a parent must exist before the call that makes its
+ * child (the rfs command creates a tree level by level). */
+int rfs_mkdir_many(const char *server_name, const char **paths, int *results, size_t n,
+                   unsigned mode, const rfs_options *opts);
+
 /* Frame bytes this process sent and received on all its connections (conn.c), for
  * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
