@@ -324,11 +324,16 @@ static void *job_main(void *arg)
         if (rc)
             job_fail(j, rc, "%s", rfs_last_error());
     }
+    /* taken out under the lock: a cancel (job_fail) may be killing them right now */
+    rfs_conn *conns[RFS_TPC_MAX_USES];
+    pthread_mutex_lock(&j->mu);
+    for (unsigned i = 0; i < j->nstreams; i++) {
+        conns[i] = j->conns[i];
+        j->conns[i] = NULL;
+    }
+    pthread_mutex_unlock(&j->mu);
     for (unsigned i = 0; i < j->nstreams; i++)
-        if (j->conns[i]) {
-            rfs_conn_free(j->conns[i]);
-            j->conns[i] = NULL;
-        }
+        rfs_conn_free(conns[i]);
     if (j->fd >= 0) {
         close(j->fd);
         j->fd = -1;

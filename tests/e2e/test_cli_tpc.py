@@ -351,3 +351,42 @@ def test_client_killed_mid_copy_pull_stops(pair):
         else:
             raise AssertionError("the temporary file stayed: %s" % leftovers(b.root))
     assert (b.root / "dst.bin").read_bytes() == b"previous version"
+
+
+# ---- TLS sources ----
+
+@pytest.mark.skipif(__import__("shutil").which("openssl") is None, reason="needs openssl")
+def test_tls_servers_copy_server_to_server(tmp_path):
+    """Both servers speak TLS: B verifies A by the pin of the certificate A showed the client."""
+    d = tmp_path / "pki"
+    d.mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    "srv.key", "-out", "srv.pem", "-days", "30", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], cwd=d, check=True,
+                   capture_output=True)
+    pin = subprocess.run(["openssl", "x509", "-in", "srv.pem", "-noout", "-fingerprint",
+                          "-sha256"], cwd=d, check=True, capture_output=True,
+                         text=True).stdout.strip().split("=", 1)[1]
+    tok = secrets.token_hex(16)
+    tls = ("--tls-cert", str(d / "srv.pem"), "--tls-key", str(d / "srv.key"))
+    roots = []
+    for n in ("a", "b"):
+        r = tmp_path / n / "export"
+        r.mkdir(parents=True)
+        roots.append(r)
+    a = Server(roots[0], token=tok, extra=tls)
+    b = Server(roots[1], token=tok, extra=(*tls, "--tpc", "on"))
+    try:
+        write_random(a.root / "src.bin", 5 * MiB + 3, 16)
+        env = a.env()
+        env.update(RFS_STATS="1", RFS_TLS_PIN=pin)
+        r = subprocess.run([binary("rfs"), "cp", "--no-progress", "-v", "--verify",
+                            f"rfss://{a.host}:{a.port}/src.bin", f"rfss://{b.host}:{b.port}/dst.bin"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "server-to-server copy of %d bytes" % (5 * MiB + 3) in r.stderr
+        assert (b.root / "dst.bin").read_bytes() == (a.root / "src.bin").read_bytes()
+        assert wire_bytes(r.stderr)[1] < 16384
+    finally:
+        a.stop()
+        b.stop()
