@@ -58,6 +58,7 @@ struct job {
     _Atomic uint64_t total;
     atomic_int size_known;
     _Atomic uint64_t next_chunk;
+    _Atomic uint32_t chunk;           /* bytes per PREAD, the same for every stream */
     pthread_mutex_t mu;               /* conns, first error */
     rfs_conn *conns[RFS_TPC_MAX_USES];
     int rc;
@@ -109,8 +110,15 @@ static int stream_copy(job *j, rfs_conn *cn, uint32_t fh, uint64_t size, unsigne
     uint8_t *bufs[WINDOW_CHUNKS];
     uint64_t offs[WINDOW_CHUNKS];
     uint32_t lens[WINDOW_CHUNKS];
+    /* the first stream to get here fixes the piece size: chunk i is at i x chunk for all */
     uint32_t mf = rfs_conn_max_frame(cn);
-    uint32_t chunk = mf > CHUNK + 4096 ? CHUNK : mf - 4096;
+    uint32_t mine = mf > CHUNK + 4096 ? CHUNK : mf - 4096, chunk = 0;
+    if (!atomic_compare_exchange_strong(&j->chunk, &chunk, mine))
+        mine = chunk;
+    chunk = mine;
+    if ((uint64_t)chunk + 4096 > mf)
+        return rfs_fail(RFS_E_PROTO, "%s: the source negotiated different frame sizes on the "
+                        "copy's connections", j->src);
     for (unsigned k = 0; k < window; k++) {
         rfs_call_init(&calls[k]);
         bufs[k] = NULL;

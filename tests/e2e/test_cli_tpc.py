@@ -391,3 +391,18 @@ def test_tls_servers_copy_server_to_server(tmp_path):
     finally:
         a.stop()
         b.stop()
+
+
+def test_audit_names_grant_and_pull(pair, tmp_path):
+    a_log, b_log = tmp_path / "a-audit.log", tmp_path / "b-audit.log"
+    a, b = pair(a_extra=("--audit-log", str(a_log)),
+                b_extra=("--tpc", "on", "--audit-log", str(b_log)))
+    write_random(a.root / "src.bin", 10000, 17)
+    cp(a, a.url("/src.bin"), b.url("/dst.bin"), check=0)
+    grants = [ln for ln in a_log.read_text().splitlines() if "op=TPC_GRANT" in ln]
+    assert len(grants) == 1 and 'path="/src.bin"' in grants[0] and "result=ok" in grants[0]
+    # B's connections to A authenticated by the grant, reading only that file
+    assert "tpc:default" in a_log.read_text()
+    pulls = [ln for ln in b_log.read_text().splitlines() if "op=TPC_PULL" in ln]
+    assert len(pulls) == 1 and 'path="/dst.bin"' in pulls[0]
+    assert f'from_host="{a.host}" from_port={a.port} from="/src.bin"' in pulls[0]
