@@ -4,6 +4,7 @@
 #ifndef RFS_CLI_H
 #define RFS_CLI_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +55,7 @@ typedef struct cli_opts {
     int human;              /* -H: sizes as 1.5K, 20M, 3.1G */
     int summary;            /* du -s */
     int recursive;          /* cp -r */
+    int no_tpc;             /* cp --no-tpc: remote to remote through this client */
     int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
@@ -126,6 +128,20 @@ int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst);
 /* A remote file to a remote name through this client, atomically like put. */
 int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
                     const rfs_name *dst);
+
+/* cmd_tpc.c: a remote file to a remote name as a server-to-server copy. *fallback = 1 (and
+ * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */
+int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
+                 const rfs_name *dst, int *fallback);
+
+/* client/conn.c: frame bytes this process sent and received (RFS_STATS). */
+extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+
+/* tree_dirs.c: makes every directory under local_root (a local tree about to be copied to
+ * dest, which exists) on the server, a pipelined batch per level. Returns the levels made
+ * whole, or -1; what it could not make is left to the ordinary walk, which reports it. */
+int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url,
+                     const rfs_name *dn);
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);

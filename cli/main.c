@@ -34,12 +34,17 @@ static const cli_command commands[] = {
     {"cp", cli_cmd_cp, 2, CLI_MAX_ARGS,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
          CLI_OPT_RECURSIVE,
-     "SRC... DEST", "copy in any direction: put, get, or server to server through this client",
-     "  Local to remote is a put, remote to local a get (atomic, --resume, --verify), remote\n"
-     "  to remote streams through this client. With several sources DEST is a directory.\n"
+     "SRC... DEST", "copy in any direction: put, get, or server to server",
+     "  Local to remote is a put, remote to local a get (atomic, --resume, --verify). Remote\n"
+     "  to remote is a third-party copy: the destination server pulls the file from the\n"
+     "  source with a one-time read grant, and the data never pass through this client\n"
+     "  (the destination's rfsd needs --tpc on, and must reach the source by the name given\n"
+     "  here); otherwise, or with --no-tpc, it streams through this client (-v says which).\n"
+     "  With several sources DEST is a directory.\n"
      "  A remote source may end in a pattern (rfs:h:p:'/run/*.h5'), matched on the server's\n"
      "  listing; quote it from the shell.\n",
-     "  -r, --recursive    copy directories (into DEST if it is one, else as DEST)\n"},
+     "  -r, --recursive    copy directories (into DEST if it is one, else as DEST)\n"
+     "  --no-tpc           remote to remote: stream through this client, not server to server\n"},
     {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY, "URL", "write a remote file to standard output",
      NULL, NULL},
     {"ls", cli_cmd_ls, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN, "URL",
@@ -174,8 +179,20 @@ static int takes_value(const char *a)
            strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
 }
 
+/* RFS_STATS=1: what crossed this client's network, on stderr at exit (a third-party copy's
+ * bytes go server to server, and this shows they did not come here). */
+static void print_wire_stats(void)
+{
+    fprintf(stderr, "rfs stats: wire bytes sent %llu received %llu\n",
+            (unsigned long long)atomic_load(&rfs_wire_tx),
+            (unsigned long long)atomic_load(&rfs_wire_rx));
+}
+
 int main(int argc, char **argv)
 {
+    const char *stats = getenv("RFS_STATS");
+    if (stats && *stats && strcmp(stats, "0"))
+        atexit(print_wire_stats);
     /* A closed connection must turn into an error return, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     /* Over a file size limit, a write must fail with EFBIG (and the get clean up) rather than

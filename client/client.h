@@ -54,11 +54,27 @@ typedef struct rfs_copts {
     int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
     char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
     char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
+    /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
+     * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
+    int has_grant;
+    uint8_t grant_id[RFS_TPC_ID_LEN];
+    uint8_t grant_key[RFS_TPC_KEY_LEN];
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
  * the file for messages. */
 int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out);
+
+/* wholefiles.c: MKDIR of n absolute paths on one server (server_name: any rfs name of it),
+ * pipelined like rfs_write_files; results[i] gets each one's rfs_err (RFS_E_EXIST included).
+ * The server runs them in any order: a parent must exist before the call that makes its
+ * child (the rfs command creates a tree level by level). */
+int rfs_mkdir_many(const char *server_name, const char **paths, int *results, size_t n,
+                   unsigned mode, const rfs_options *opts);
+
+/* Frame bytes this process sent and received on all its connections (conn.c), for
+ * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
+extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -134,6 +150,7 @@ struct rfs_conn {
     int vers;                  /* the server reports file versions (RFS_FEAT_VER) */
     struct rfs_vreg *vreg;     /* lock: handles whose files track versions (versions.c) */
     size_t nvreg, vreg_cap;
+    unsigned features;         /* the HELLO reply's RFS_FEAT_* bits */
     /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): what the link
      * drained between two sends that waited for the socket (conn.c note_send). */
     _Atomic uint64_t link_bps;

@@ -29,6 +29,9 @@
 #define NBUCKETS (sizeof ((rfs_conn *)0)->pending / sizeof ((rfs_conn *)0)->pending[0])
 #define WATCHDOG_PERIOD_MS 250
 
+
+_Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+
 static void ts_at(struct timespec *ts, int64_t ns)
 {
     ts->tv_sec = (time_t)(ns / 1000000000);
@@ -367,6 +370,8 @@ static void *receiver_main(void *arg)
         }
         rfs_hdr h;
         int drc = rfs_hdr_decode(hb, rfs_conn_max_frame(c), &h);
+        if (!drc)
+            atomic_fetch_add(&rfs_wire_rx, RFS_HDR_SIZE + (uint64_t)h.body_len);
         if (!drc && !(h.flags & RFS_F_REPLY))
             drc = rfs_fail(RFS_E_PROTO, "server sent a request frame (%s)", rfs_op_name(h.op));
         if (drc) {
@@ -618,8 +623,10 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     /* A dead connection is shut down; skip the write rather than fail on it. */
     int64_t t0 = rfs_now_ns();
     int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
-    if (!wrc)
+    if (!wrc) {
         note_send(c, len + tail_len, t0, rfs_now_ns());
+        atomic_fetch_add(&rfs_wire_tx, (uint64_t)len + tail_len);
+    }
     pthread_mutex_unlock(&c->send_lock);
     if (wrc)
         rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending %s: %s",

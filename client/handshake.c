@@ -54,14 +54,26 @@ static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_n
     req.op = RFS_OP_AUTH;
     if (rfs_auth_random(req.u.auth.client_nonce, RFS_NONCE_LEN))
         return rfs_fail(RFS_E_IO, "no randomness for the authentication nonce");
-    size_t tlen = strlen(o->token);
-    rfs_auth_client_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, req.u.auth.mac);
+    /* a third-party copy grant's key stands in for the token (TPC_AUTH) */
+    const char *secret = o->has_grant ? (const char *)o->grant_key : o->token;
+    size_t tlen = o->has_grant ? RFS_TPC_KEY_LEN : strlen(o->token);
+    rfs_auth_client_mac(secret, tlen, server_nonce, req.u.auth.client_nonce, req.u.auth.mac);
     pthread_mutex_lock(&c->lock);
-    rfs_auth_server_mac(o->token, tlen, server_nonce, req.u.auth.client_nonce, c->auth_expect);
+    rfs_auth_server_mac(secret, tlen, server_nonce, req.u.auth.client_nonce, c->auth_expect);
     c->auth_pending = 1;
     pthread_mutex_unlock(&c->lock);
+    if (o->has_grant) {
+        uint8_t nonce[RFS_NONCE_LEN], mac[RFS_MAC_LEN];
+        memcpy(nonce, req.u.auth.client_nonce, sizeof nonce);
+        memcpy(mac, req.u.auth.mac, sizeof mac);
+        memset(&req.u, 0, sizeof req.u);
+        req.op = RFS_OP_TPC_AUTH;
+        memcpy(req.u.tpc_auth.id, o->grant_id, RFS_TPC_ID_LEN);
+        memcpy(req.u.tpc_auth.client_nonce, nonce, sizeof nonce);
+        memcpy(req.u.tpc_auth.mac, mac, sizeof mac);
+    }
     int rc = rfs_conn_start(c, &c->auth_call, &req, NULL, o->connect_timeout_ms);
-    explicit_bzero(&req.u.auth, sizeof req.u.auth);
+    explicit_bzero(&req.u, sizeof req.u);
     if (rc) {
         char cause[1024];
         snprintf(cause, sizeof cause, "%s", rfs_last_error());
@@ -73,6 +85,12 @@ static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_n
 int rfs_auth_settle(rfs_conn *c)
 {
     rfs_call *call = &c->auth_call;
+    if (call->status && call->op == RFS_OP_TPC_AUTH) {
+        rfs_conn_kill(c, RFS_E_AUTH, "server %s refused the third-party copy grant: %.*s",
+                      c->server, (int)call->rep.u.err.len,
+                      call->rep.u.err.s ? call->rep.u.err.s : "");
+        return -1;
+    }
     if (call->status) {
         rfs_conn_kill(c, RFS_E_AUTH, "server %s rejected the token (%.*s); check RFS_TOKEN, "
                       "RFS_TOKEN_FILE or rfs_options.token", c->server, (int)call->rep.u.err.len,
@@ -162,8 +180,15 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
         c->sums = 1;
     c->codecs = ((rep.u.hello.features & RFS_FEAT_LZ4) ? 1u << RFS_CODEC_ID_LZ4 : 0) |
                 ((rep.u.hello.features & RFS_FEAT_ZSTD) ? 1u << RFS_CODEC_ID_ZSTD : 0);
+    c->features = rep.u.hello.features;
     pthread_mutex_unlock(&c->lock);
-    if (rep.u.hello.auth_required) {
+    if (rep.u.hello.auth_required && o->has_grant) {
+        if (!(rep.u.hello.features & RFS_FEAT_TPC_SRC))
+            return rfs_fail(RFS_E_UNSUPPORTED, "server %s does not take third-party copy grants",
+                            c->server);
+        if ((rc = authenticate(c, o, rep.u.hello.nonce)))
+            return rc;
+    } else if (rep.u.hello.auth_required) {
         if (!o->has_token)
             return rfs_fail(RFS_E_AUTH, "server %s requires a token: set RFS_TOKEN to it, or "
                             "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)", c->server);

@@ -42,6 +42,10 @@ const char *rfs_op_name(uint16_t op)
     case RFS_OP_SET_VIEW: return "SET_VIEW";
     case RFS_OP_VIEW_READ: return "VIEW_READ";
     case RFS_OP_VIEW_WRITE: return "VIEW_WRITE";
+    case RFS_OP_TPC_AUTH: return "TPC_AUTH";
+    case RFS_OP_TPC_GRANT: return "TPC_GRANT";
+    case RFS_OP_TPC_PULL: return "TPC_PULL";
+    case RFS_OP_TPC_STATUS: return "TPC_STATUS";
     }
     return "UNKNOWN";
 }
@@ -50,7 +54,7 @@ int rfs_op_known(uint16_t op) { return strcmp(rfs_op_name(op), "UNKNOWN") != 0; 
 
 int rfs_op_pre_auth(uint16_t op)
 {
-    return op == RFS_OP_HELLO || op == RFS_OP_AUTH || op == RFS_OP_PING;
+    return op == RFS_OP_HELLO || op == RFS_OP_AUTH || op == RFS_OP_PING || op == RFS_OP_TPC_AUTH;
 }
 
 int rfs_op_versioned(uint16_t op)

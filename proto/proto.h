@@ -57,6 +57,8 @@
 #define RFS_FEAT_LZ4 0x0004u     /* takes write requests with LZ4-compressed payloads */
 #define RFS_FEAT_ZSTD 0x0008u    /* takes write requests with Zstandard-compressed payloads */
 #define RFS_FEAT_VER 0x0010u     /* answers RFS_F_VER requests with the file's version */
+#define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
+#define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -70,6 +72,7 @@ typedef enum rfs_op {
     RFS_OP_AUTH = 2,
     RFS_OP_PING = 3,
     RFS_OP_SESSION = 4,
+    RFS_OP_TPC_AUTH = 5,     /* AUTH with a one-time grant instead of a token (tpc) */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -96,7 +99,24 @@ typedef enum rfs_op {
     RFS_OP_SET_VIEW = 40,
     RFS_OP_VIEW_READ = 41,
     RFS_OP_VIEW_WRITE = 42,
+    RFS_OP_TPC_GRANT = 50,   /* third-party copy: a one-time read capability for a path */
+    RFS_OP_TPC_PULL = 51,    /* third-party copy: this server pulls a file from another */
+    RFS_OP_TPC_STATUS = 52,  /* third-party copy: progress and outcome of a pull */
 } rfs_op;
+
+/* Third-party copy (docs/protocol.md "Third-party copy"). */
+#define RFS_TPC_ID_LEN 16u       /* grant id */
+#define RFS_TPC_KEY_LEN 32u      /* grant key (256 random bits) */
+#define RFS_TPC_PIN_LEN 32u      /* SHA-256 of the source's TLS certificate */
+#define RFS_TPC_MAX_USES 16u     /* connections one grant admits (the pull's streams) */
+#define RFS_TPC_MAX_HOST 255u
+#define RFS_TPC_EXCL 0x1u        /* TPC_PULL flags: never replace an existing destination */
+#define RFS_TPC_VERIFY 0x2u      /* compare with the source's CHECKSUM before the rename */
+#define RFS_TPC_TLS 0x4u         /* connect to the source over TLS, verified by pin */
+#define RFS_TPC_SYNC 0x8u        /* data and directory on stable storage before success */
+#define RFS_TPC_KNOWN (RFS_TPC_EXCL | RFS_TPC_VERIFY | RFS_TPC_TLS | RFS_TPC_SYNC)
+#define RFS_TPC_RUNNING 1u       /* TPC_STATUS states */
+#define RFS_TPC_DONE 2u
 
 /* WRITE_FILE flags */
 #define RFS_WF_EXCL 0x1u   /* fail with RFS_E_EXIST if the target exists */
@@ -155,6 +175,16 @@ typedef struct rfs_req {
         struct { uint32_t fh; uint32_t view_id; uint64_t pos; } view_write; /* + data */
         /* CHECKSUM: algorithm over [off, off+len) of the file, continuing from seed. */
         struct { uint32_t fh; uint32_t algo; uint64_t off, len, seed; } checksum;
+        /* TPC_AUTH: proves knowledge of grant `id`'s key (MAC as AUTH's, keyed by it). */
+        struct { uint8_t id[RFS_TPC_ID_LEN]; uint8_t client_nonce[RFS_NONCE_LEN];
+                 uint8_t mac[RFS_MAC_LEN]; } tpc_auth;
+        /* TPC_GRANT: a read capability for path, good for `uses` connections. */
+        struct { rfs_wpath path; uint32_t uses; } tpc_grant;
+        /* TPC_PULL: copy src on host:port (grant id/key; pin when RFS_TPC_TLS) to dst here. */
+        struct { uint32_t flags, mode, port, streams; uint8_t id[RFS_TPC_ID_LEN];
+                 uint8_t key[RFS_TPC_KEY_LEN]; uint8_t pin[RFS_TPC_PIN_LEN];
+                 rfs_wpath host, src, dst; } tpc_pull;
+        struct { uint32_t job; } tpc_status;
     } u;
     /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
     const uint8_t *data;
@@ -193,6 +223,11 @@ typedef struct rfs_rep {
         struct { uint32_t algo; uint64_t len; uint64_t value; } checksum;
         /* STATFS: the file system holding the path; avail = free to this server's writes. */
         struct { uint64_t total, free, avail, files, files_free; } statfs;
+        struct { uint8_t id[RFS_TPC_ID_LEN]; uint8_t key[RFS_TPC_KEY_LEN]; uint32_t ttl_ms;
+                 uint64_t size; } tpc_grant;
+        struct { uint32_t job; } tpc_pull;
+        /* TPC_STATUS: crc is the CRC-32C of the copy, valid in state RFS_TPC_DONE. */
+        struct { uint32_t state, crc; uint64_t done, total; } tpc_status;
     } u;
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;

@@ -28,6 +28,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
     case RFS_OP_SESSION:
     case RFS_OP_CHECKSUM: case RFS_OP_STATFS:
+    case RFS_OP_TPC_AUTH: case RFS_OP_TPC_GRANT: case RFS_OP_TPC_PULL: case RFS_OP_TPC_STATUS:
         return SHAPE_OTHER;
     }
     return SHAPE_OTHER;
@@ -72,6 +73,19 @@ static int check_rep(const rfs_rep *r, int bad)
         if (r->u.checksum.len > RFS_CHECKSUM_MAX_LEN)
             return rfs_fail(bad, "CHECKSUM reply: covers %llu bytes (limit %u)",
                             (unsigned long long)r->u.checksum.len, RFS_CHECKSUM_MAX_LEN);
+        return RFS_OK;
+    case RFS_OP_TPC_GRANT:
+        if (r->u.tpc_grant.size > (uint64_t)INT64_MAX)
+            return rfs_fail(bad, "TPC_GRANT reply: size %llu",
+                            (unsigned long long)r->u.tpc_grant.size);
+        return RFS_OK;
+    case RFS_OP_TPC_STATUS:
+        if ((r->u.tpc_status.state != RFS_TPC_RUNNING && r->u.tpc_status.state != RFS_TPC_DONE) ||
+            r->u.tpc_status.done > r->u.tpc_status.total ||
+            r->u.tpc_status.total > (uint64_t)INT64_MAX)
+            return rfs_fail(bad, "TPC_STATUS reply: state %u, %llu of %llu bytes",
+                            r->u.tpc_status.state, (unsigned long long)r->u.tpc_status.done,
+                            (unsigned long long)r->u.tpc_status.total);
         return RFS_OK;
     case RFS_OP_LIST: {
         if (!r->u.list.entries)
@@ -150,7 +164,23 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_bytes(&w, r->u.hello.nonce, RFS_NONCE_LEN);
                 break;
             case RFS_OP_AUTH:  /* server_mac[32] */
+            case RFS_OP_TPC_AUTH:
                 wr_bytes(&w, r->u.auth.server_mac, RFS_MAC_LEN);
+                break;
+            case RFS_OP_TPC_GRANT: /* id[16], key[32], u32 ttl_ms, u64 size */
+                wr_bytes(&w, r->u.tpc_grant.id, RFS_TPC_ID_LEN);
+                wr_bytes(&w, r->u.tpc_grant.key, RFS_TPC_KEY_LEN);
+                wr_u32(&w, r->u.tpc_grant.ttl_ms);
+                wr_u64(&w, r->u.tpc_grant.size);
+                break;
+            case RFS_OP_TPC_PULL: /* u32 job */
+                wr_u32(&w, r->u.tpc_pull.job);
+                break;
+            case RFS_OP_TPC_STATUS: /* u32 state, u32 crc, u64 done, u64 total */
+                wr_u32(&w, r->u.tpc_status.state);
+                wr_u32(&w, r->u.tpc_status.crc);
+                wr_u64(&w, r->u.tpc_status.done);
+                wr_u64(&w, r->u.tpc_status.total);
                 break;
             case RFS_OP_SESSION: /* u32 lease_ms, u32 fenced, boot[16] */
                 wr_u32(&w, r->u.session.lease_ms);
@@ -274,7 +304,23 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             break;
         }
         case RFS_OP_AUTH:
+        case RFS_OP_TPC_AUTH:
             rd_bytes(&in, r->u.auth.server_mac, RFS_MAC_LEN);
+            break;
+        case RFS_OP_TPC_GRANT:
+            rd_bytes(&in, r->u.tpc_grant.id, RFS_TPC_ID_LEN);
+            rd_bytes(&in, r->u.tpc_grant.key, RFS_TPC_KEY_LEN);
+            r->u.tpc_grant.ttl_ms = rd_u32(&in);
+            r->u.tpc_grant.size = rd_u64(&in);
+            break;
+        case RFS_OP_TPC_PULL:
+            r->u.tpc_pull.job = rd_u32(&in);
+            break;
+        case RFS_OP_TPC_STATUS:
+            r->u.tpc_status.state = rd_u32(&in);
+            r->u.tpc_status.crc = rd_u32(&in);
+            r->u.tpc_status.done = rd_u64(&in);
+            r->u.tpc_status.total = rd_u64(&in);
             break;
         case RFS_OP_SESSION:
             r->u.session.lease_ms = rd_u32(&in);

@@ -48,6 +48,38 @@ static int check_mode(uint16_t op, uint32_t mode)
     return RFS_OK;
 }
 
+/* TPC_PULL: known flags, a port, 1..16 streams, a host name without odd bytes, two paths. */
+static int check_tpc_pull(const rfs_req *r)
+{
+    const uint16_t op = RFS_OP_TPC_PULL;
+    int rc;
+    if (r->u.tpc_pull.flags & ~RFS_TPC_KNOWN)
+        return rfs_fail(RFS_E_INVAL, "TPC_PULL: unknown flags 0x%x",
+                        r->u.tpc_pull.flags & ~RFS_TPC_KNOWN);
+    if ((rc = check_mode(op, r->u.tpc_pull.mode)))
+        return rc;
+    if (r->u.tpc_pull.port < 1 || r->u.tpc_pull.port > 65535)
+        return rfs_fail(RFS_E_INVAL, "TPC_PULL: port %u", r->u.tpc_pull.port);
+    if (r->u.tpc_pull.streams < 1 || r->u.tpc_pull.streams > RFS_TPC_MAX_USES)
+        return rfs_fail(RFS_E_INVAL, "TPC_PULL: %u streams (1..%u)", r->u.tpc_pull.streams,
+                        RFS_TPC_MAX_USES);
+    const rfs_wpath *h = &r->u.tpc_pull.host;
+    if (!h->s || h->len == 0 || h->len > RFS_TPC_MAX_HOST)
+        return rfs_fail(RFS_E_INVAL, "TPC_PULL: source host of %u bytes (1..%u)", h->len,
+                        RFS_TPC_MAX_HOST);
+    for (uint16_t i = 0; i < h->len; i++) {
+        char ch = h->s[i];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                 ch == '.' || ch == '-' || ch == ':' || ch == '_';
+        if (!ok)
+            return rfs_fail(RFS_E_INVAL, "TPC_PULL: source host contains byte 0x%02x",
+                            (unsigned)(unsigned char)ch);
+    }
+    if ((rc = rfs_wire_check_path(op, "source path", &r->u.tpc_pull.src)))
+        return rc;
+    return rfs_wire_check_path(op, "destination path", &r->u.tpc_pull.dst);
+}
+
 /* Field checks common to encode and decode. host_ext: extents as host pairs (encoder), else
  * r->u.iov.ext (wire bytes) is used when set. *total receives the extents' total length;
  * *have_total says whether it could be computed (an encoder may send the extents itself). */
@@ -157,6 +189,16 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         return check_read_len(op, r->u.view_read.len);
     case RFS_OP_VIEW_WRITE:
         return rfs_wire_check_range(op, "position", r->u.view_write.pos, r->data_len);
+    case RFS_OP_TPC_AUTH:
+    case RFS_OP_TPC_STATUS:
+        return RFS_OK;
+    case RFS_OP_TPC_GRANT:
+        if (r->u.tpc_grant.uses < 1 || r->u.tpc_grant.uses > RFS_TPC_MAX_USES)
+            return rfs_fail(RFS_E_INVAL, "TPC_GRANT: %u uses (1..%u)", r->u.tpc_grant.uses,
+                            RFS_TPC_MAX_USES);
+        return rfs_wire_check_path(op, "path", &r->u.tpc_grant.path);
+    case RFS_OP_TPC_PULL:
+        return check_tpc_pull(r);
     }
     return rfs_fail(RFS_E_INVAL, "unknown op %u", op);
 }
@@ -197,6 +239,12 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_SET_VIEW: return n + 16;
     case RFS_OP_VIEW_READ: return n + 20;
     case RFS_OP_VIEW_WRITE: return n + 16;
+    case RFS_OP_TPC_AUTH: return n + RFS_TPC_ID_LEN + RFS_NONCE_LEN + RFS_MAC_LEN;
+    case RFS_OP_TPC_GRANT: return n + 6 + r->u.tpc_grant.path.len;
+    case RFS_OP_TPC_PULL:
+        return n + 16 + RFS_TPC_ID_LEN + RFS_TPC_KEY_LEN + RFS_TPC_PIN_LEN + 6 +
+               r->u.tpc_pull.host.len + r->u.tpc_pull.src.len + r->u.tpc_pull.dst.len;
+    case RFS_OP_TPC_STATUS: return n + 4;
     }
     return 0;
 }
@@ -339,6 +387,30 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         wr_u32(&w, r->u.view_write.fh);
         wr_u32(&w, r->u.view_write.view_id);
         wr_u64(&w, r->u.view_write.pos);
+        break;
+    case RFS_OP_TPC_AUTH:      /* id[16], client_nonce[32], mac[32] */
+        wr_bytes(&w, r->u.tpc_auth.id, RFS_TPC_ID_LEN);
+        wr_bytes(&w, r->u.tpc_auth.client_nonce, RFS_NONCE_LEN);
+        wr_bytes(&w, r->u.tpc_auth.mac, RFS_MAC_LEN);
+        break;
+    case RFS_OP_TPC_GRANT:     /* u32 uses, path */
+        wr_u32(&w, r->u.tpc_grant.uses);
+        put_path(&w, &r->u.tpc_grant.path);
+        break;
+    case RFS_OP_TPC_PULL:      /* u32 flags, mode, port, streams, id, key, pin, host, src, dst */
+        wr_u32(&w, r->u.tpc_pull.flags);
+        wr_u32(&w, r->u.tpc_pull.mode);
+        wr_u32(&w, r->u.tpc_pull.port);
+        wr_u32(&w, r->u.tpc_pull.streams);
+        wr_bytes(&w, r->u.tpc_pull.id, RFS_TPC_ID_LEN);
+        wr_bytes(&w, r->u.tpc_pull.key, RFS_TPC_KEY_LEN);
+        wr_bytes(&w, r->u.tpc_pull.pin, RFS_TPC_PIN_LEN);
+        put_path(&w, &r->u.tpc_pull.host);
+        put_path(&w, &r->u.tpc_pull.src);
+        put_path(&w, &r->u.tpc_pull.dst);
+        break;
+    case RFS_OP_TPC_STATUS:    /* u32 job */
+        wr_u32(&w, r->u.tpc_status.job);
         break;
     }
     if (w.full)
@@ -504,6 +576,30 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         r->u.view_write.fh = rd_u32(&in);
         r->u.view_write.view_id = rd_u32(&in);
         r->u.view_write.pos = rd_u64(&in);
+        break;
+    case RFS_OP_TPC_AUTH:
+        rd_bytes(&in, r->u.tpc_auth.id, RFS_TPC_ID_LEN);
+        rd_bytes(&in, r->u.tpc_auth.client_nonce, RFS_NONCE_LEN);
+        rd_bytes(&in, r->u.tpc_auth.mac, RFS_MAC_LEN);
+        break;
+    case RFS_OP_TPC_GRANT:
+        r->u.tpc_grant.uses = rd_u32(&in);
+        get_path(&in, &r->u.tpc_grant.path);
+        break;
+    case RFS_OP_TPC_PULL:
+        r->u.tpc_pull.flags = rd_u32(&in);
+        r->u.tpc_pull.mode = rd_u32(&in);
+        r->u.tpc_pull.port = rd_u32(&in);
+        r->u.tpc_pull.streams = rd_u32(&in);
+        rd_bytes(&in, r->u.tpc_pull.id, RFS_TPC_ID_LEN);
+        rd_bytes(&in, r->u.tpc_pull.key, RFS_TPC_KEY_LEN);
+        rd_bytes(&in, r->u.tpc_pull.pin, RFS_TPC_PIN_LEN);
+        get_path(&in, &r->u.tpc_pull.host);
+        get_path(&in, &r->u.tpc_pull.src);
+        get_path(&in, &r->u.tpc_pull.dst);
+        break;
+    case RFS_OP_TPC_STATUS:
+        r->u.tpc_status.job = rd_u32(&in);
         break;
     }
     if (in.bad)

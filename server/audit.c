@@ -166,6 +166,8 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
     case RFS_OP_MKDIR: case RFS_OP_CHMOD: p = &q->u.mkdir.path; break;
     case RFS_OP_WRITE_FILE: p = &q->u.write_file.path; break;
     case RFS_OP_READ_FILE: p = &q->u.read_file.path; break;
+    case RFS_OP_TPC_GRANT: p = &q->u.tpc_grant.path; break;        /* a read capability */
+    case RFS_OP_TPC_PULL: p = &q->u.tpc_pull.dst; to = NULL; break;  /* a file written */
     default: return;
     }
     line l;
@@ -176,6 +178,11 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
     put_quoted(&l, "path", p->s, p->len);
     if (to)
         put_quoted(&l, "to", to->s, to->len);
+    if (q->op == RFS_OP_TPC_PULL) {  /* where from: the outgoing connection it asks for */
+        put_quoted(&l, "from_host", q->u.tpc_pull.host.s, q->u.tpc_pull.host.len);
+        put(&l, " from_port=%u", q->u.tpc_pull.port);
+        put_quoted(&l, "from", q->u.tpc_pull.src.s, q->u.tpc_pull.src.len);
+    }
     put(&l, " result=%s", result_name(rc));
     if (rc) {
         const char *m = rfs_last_error();

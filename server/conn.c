@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "authlimit.h"
+#include "tpc_grant.h"
+#include "tpc_pull.h"
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -506,7 +508,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
     rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM |
-                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_VER;
+                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
+                           (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
@@ -551,6 +554,39 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     rfsd_authlimit_ok(c->peer);
     rfsd_conn_send(c, &rep);
     RFS_LOGD("%s: authenticated as %s", c->peer, c->who.name);
+    return 0;
+}
+
+/* TPC_AUTH: AUTH with a third-party copy grant's key instead of a token (tpc_grant.h). */
+static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
+{
+    if (s->state != ST_PRE_AUTH) {
+        const char *why = s->state == ST_PRE_HELLO ? "TPC_AUTH before HELLO"
+                          : c->srv->cfg.no_auth    ? "this server does not require authentication"
+                                                   : "already authenticated";
+        rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
+        return 0;
+    }
+    if (backed_off(c, req))
+        return -1;
+    rfs_rep rep = {.op = RFS_OP_TPC_AUTH, .id = req->id};
+    int rc = rfsd_tpc_auth(s->nonce, req, &c->who, rep.u.auth.server_mac);
+    if (rc) {
+        unsigned n;
+        char msg[RFS_MAX_MSG];
+        snprintf(msg, sizeof msg, "%s", rfs_last_error());
+        rfsd_authlimit_failed(c->peer, &n);
+        RFS_LOGW("%s: third-party copy authentication failed: %s", c->peer, msg);
+        rfsd_audit_auth(c->peer, NULL);
+        rfsd_conn_send_error(c, req->op, req->id, rfs_fail(rc, "%s", msg));
+        return -1;
+    }
+    s->state = ST_READY;
+    atomic_store(&c->ready, 1);
+    c->max_frame = s->negotiated;
+    rfsd_audit_auth(c->peer, c->who.name);
+    rfsd_conn_send(c, &rep);
+    RFS_LOGD("%s: authenticated by a third-party copy grant for %s", c->peer, c->who.grant_path);
     return 0;
 }
 
@@ -697,8 +733,10 @@ static int read_one(rfsd_conn *c, session *s)
         free(body);
         return rc;
     }
-    if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH) {
-        rc = req.op == RFS_OP_HELLO ? on_hello(c, s, &req) : on_auth(c, s, &req);
+    if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH || req.op == RFS_OP_TPC_AUTH) {
+        rc = req.op == RFS_OP_HELLO  ? on_hello(c, s, &req)
+             : req.op == RFS_OP_AUTH ? on_auth(c, s, &req)
+                                     : on_tpc_auth(c, s, &req);
         free(body);
         return rc;
     }
@@ -723,6 +761,7 @@ static int read_one(rfsd_conn *c, session *s)
 static void conn_teardown(rfsd_conn *c)
 {
     atomic_store(&c->closing, 1);
+    rfsd_tpc_conn_end(c);  /* pulls this client started end with it: their temporaries go */
     rfsd_fileid_wake_all();  /* a LOCK of ours waiting for someone else gives up now */
     pthread_mutex_lock(&c->mu);
     while (c->inflight > 0 || c->loose > 0)

@@ -100,6 +100,7 @@ struct rfsd_conn {
     rfsd_who who;                      /* identity and rights: set before ready, then fixed */
 
     uint8_t *stream_buf;               /* the reader's piece buffer for streamed writes */
+    struct rfsd_tpc_jobs *tpc;         /* third-party copy pulls this client started (tpc_pull.h) */
 
     rfsd_handle *slots[RFSD_MAX_HANDLES];
     uint32_t gens[RFSD_MAX_HANDLES];

@@ -200,6 +200,10 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
     int rc = rfsd_path_from_wire(w, p);
     if (rc)
         return rc;
+    /* A grant's connection reads its one path and nothing else (docs/security.md) */
+    if (c->who.granted && (need != RFSD_NEED_READ || strcmp(p->shown, c->who.grant_path) != 0))
+        return rfs_fail(RFS_E_ACCESS, "%s: this connection was authenticated by a third-party "
+                        "copy grant and may only read %s", p->shown, c->who.grant_path);
     if (!named) {
         *ex = &table[0];
         return check_rights(c, *ex, need, p->shown);

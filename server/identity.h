@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/auth.h"
+#include "proto/proto.h"
 #include "server.h"
 
 #define RFSD_IDENT_NAME_MAX 64u
@@ -21,6 +22,10 @@ typedef struct rfsd_who {
     char name[RFSD_IDENT_NAME_MAX + 1];
     uint64_t serial;                   /* this version of the identity (a reload compares) */
     uint64_t rmask, wmask;             /* exports it may read / write, by export index */
+    /* Set for a connection authenticated by a third-party-copy grant (TPC_AUTH, tpc_grant.h):
+     * it may only read this one path, exactly as the grant names it. */
+    int granted;
+    char grant_path[RFS_MAX_PATH + 1];
 } rfsd_who;
 
 /* Builds the table from cfg (after rfsd_exports_init). 0, or -1 after a message on stderr. */

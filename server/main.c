@@ -28,6 +28,7 @@
 #include "fdlimit.h"
 #include "fileid.h"
 #include "identity.h"
+#include "tpc_grant.h"
 #include "metrics.h"
 #include "peraddr.h"
 #include "pool.h"
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
     rfsd_metrics_stop();
     rfsd_exports_close();
     rfsd_ident_clear();
+    rfsd_tpc_grants_clear();  /* keys of third-party copy grants do not outlive the process */
     rfsd_audit_stop();
     rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");

@@ -19,6 +19,8 @@
 #include "session.h"
 #include "fdlimit.h"
 #include "guard.h"
+#include "tpc_grant.h"
+#include "tpc_pull.h"
 #include "wire.h"
 
 int rfsd_op_is_barrier(uint16_t op)
@@ -626,6 +628,12 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         rep->data_len = (uint32_t)len;
         return RFS_OK;
     }
+    case RFS_OP_TPC_GRANT:
+        return rfsd_tpc_grant(c, q, rep);
+    case RFS_OP_TPC_PULL:
+        return rfsd_tpc_pull_start(c, q, rep);
+    case RFS_OP_TPC_STATUS:
+        return rfsd_tpc_pull_status(c, q, rep);
     case RFS_OP_STATFS:
         if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)) ||
             (rc = rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,

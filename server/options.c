@@ -26,7 +26,7 @@ static void usage(FILE *out)
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
         "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
         "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
-        "            [--tls-cert FILE --tls-key FILE]\n"
+        "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -40,6 +40,15 @@ static void usage(FILE *out)
         "                      speaks TLS from its first byte, and plaintext clients are\n"
         "                      refused (clients name it rfss://HOST:PORT/PATH or set RFS_TLS=1)\n"
         "  --tls-key FILE      the certificate's PEM private key (docs/security.md)\n"
+        "  --tpc on|off        let clients have this server pull files from other rfs servers\n"
+        "                      (third-party copy: `rfs cp rfs://A/f rfs://B/g` moves the bytes\n"
+        "                      A -> B without the client). Off by default: the server then\n"
+        "                      connects where a client tells it to (docs/security.md)\n"
+        "  --tpc-allow HOSTS   with --tpc on, pull only from these sources: a comma-separated\n"
+        "                      list of HOST or HOST:PORT, as clients name them\n"
+        "  --tpc-grant-ttl-ms MS\n"
+        "                      how long a third-party copy grant of this server stays usable\n"
+        "                      (default 60000)\n"
         "  --threads N         worker threads (default: 4 per CPU, at least 16)\n"
         "  --max-frame BYTES   largest frame accepted (default %u, %u..%u)\n"
         "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
@@ -124,7 +133,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
            O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
            O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
-           O_TLS_CERT, O_TLS_KEY };
+           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -141,6 +150,9 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"handshake-timeout-ms", required_argument, 0, O_HANDSHAKE},
         {"tls-cert", required_argument, 0, O_TLS_CERT},
         {"tls-key", required_argument, 0, O_TLS_KEY},
+        {"tpc", required_argument, 0, O_TPC},
+        {"tpc-allow", required_argument, 0, O_TPC_ALLOW},
+        {"tpc-grant-ttl-ms", required_argument, 0, O_TPC_TTL},
         {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
@@ -321,6 +333,29 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_AUDIT: cfg->audit = 1; break;
         case O_TLS_CERT: cfg->tls_cert = optarg; break;
         case O_TLS_KEY: cfg->tls_key = optarg; break;
+        case O_TPC:
+            if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+                fprintf(stderr, "rfsd: --tpc takes on or off, not '%s'\n", optarg);
+                return -1;
+            }
+            cfg->tpc = !strcmp(optarg, "on");
+            break;
+        case O_TPC_ALLOW:
+            if (!*optarg) {
+                fprintf(stderr, "rfsd: --tpc-allow needs at least one HOST or HOST:PORT\n");
+                return -1;
+            }
+            cfg->tpc_allow = optarg;
+            break;
+        case O_TPC_TTL: {
+            unsigned long long v;
+            if (parse_ulong(optarg, 1, 3600000, &v)) {
+                fprintf(stderr, "rfsd: --tpc-grant-ttl-ms needs 1..3600000, got '%s'\n", optarg);
+                return -1;
+            }
+            cfg->tpc_grant_ttl_ms = (unsigned)v;
+            break;
+        }
         case O_HANDSHAKE:
             if (parse_ulong(optarg, 100, 600000, &v)) {
                 fprintf(stderr, "rfsd: --handshake-timeout-ms: expected 100..600000, got '%s'\n",

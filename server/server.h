@@ -60,6 +60,10 @@ typedef struct rfsd_config {
     const char *audit_log;              /* --audit-log FILE; NULL: audit lines go to the log */
     int audit;                          /* --audit: audit lines to the log without a file */
     const char *tls_cert, *tls_key;     /* PEM files: TLS required on every connection */
+    int tpc;                            /* --tpc on: clients may have this server pull files
+                                           from other servers (third-party copy) */
+    const char *tpc_allow;              /* --tpc-allow HOST[:PORT],...: the only sources */
+    unsigned tpc_grant_ttl_ms;          /* grants of this server lapse after this (0: default) */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -754,3 +754,21 @@ int rfs_tls_pin_of_file(const char *pem_file, char hex[RFS_TLS_PIN_HEX])
     X509_free(c);
     return rc;
 }
+
+int rfs_tls_peer_pin(rfs_transport *t, uint8_t out[32])
+{
+    if (!t || t->ops != &tls_ops)
+        return rfs_fail(RFS_E_INVAL, "not a TLS connection");
+    tls_transport *tt = (tls_transport *)t;
+    pthread_mutex_lock(&tt->mu);
+    X509 *peer = SSL_get1_peer_certificate(tt->ssl);
+    pthread_mutex_unlock(&tt->mu);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    int ok = peer && X509_digest(peer, EVP_sha256(), md, &n) == 1 && n == 32;
+    X509_free(peer);
+    if (!ok)
+        return rfs_fail(RFS_E_AUTH, "%s: no server certificate to pin", t->peer);
+    memcpy(out, md, 32);
+    return RFS_OK;
+}

@@ -28,6 +28,10 @@ typedef struct rfs_tls_client_cfg {
 int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o,
                     const rfs_tls_client_cfg *cfg, rfs_transport **out);
 
+/* The SHA-256 of the certificate the server of client connection t presented (the raw form
+ * of a pin), e.g. to tell another server how to verify it (third-party copy). */
+int rfs_tls_peer_pin(rfs_transport *t, uint8_t out[32]);
+
 /* Server side: a certificate and key, shared by every connection. */
 typedef struct rfs_tls_server rfs_tls_server;
 /* Loads and checks the PEM certificate (chain) and key. 0, or RFS_E_INVAL with a message. */

@@ -486,6 +486,54 @@ def _hdf5_section(outdir, name="hdf5_ckpt.json", title=""):
     return "\n".join(out)
 
 
+def _cli_wan_section(outdir):
+    """bench/cli's result (cli_wan.json), if present."""
+    try:
+        with open(os.path.join(outdir, "cli_wan.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    if d.get("benchmark") != "cli_wan" or not d.get("profiles"):
+        return ""
+    out = ["## The tools users reach for (`bench/cli`, `rfs cp` over the WAN testbed)", "",
+           f"Run {d.get('when', '?')}: link {_fmt(d.get('rate_mbit'))} Mbit/s, "
+           f"{_fmt(d.get('delay_ms_one_way'))} ms each way, TCP congestion control "
+           f"{d.get('congestion')}; a {d.get('size_mib')} MiB random file and a tree of "
+           f"{d.get('files')} random files of 4..64 KiB; {d.get('reps')} repetitions, medians; "
+           "MB/s = 10^6 bytes / wall time of the command (start-up, open, sync and rename "
+           "included). Small files: seconds. bench/cli/README.md explains every number.", "",
+           "| profile | iperf3 -P 4 | rfs cp put / get | xrdcp best put / get (streams) | "
+           "rfs / xrdcp put, get | tree rfs put / get s | rsync put / get s | rsync / rfs | "
+           "xrdcp -r put s | server to server / through client |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, p in d["profiles"].items():
+        sm = p.get("summary", {})
+        m, r = sm.get("medians", {}), sm.get("ratios", {})
+        xb = sm.get("xrdcp_best", {})
+        out.append(
+            f"| {name} ({p.get('tcp_buf_max_mb')} MiB buffers) | {_fmt(m.get('iperf3_P4'))} | "
+            f"{_fmt(m.get('rfs_put_auto'))} / {_fmt(m.get('rfs_get_auto'))} | "
+            f"{_fmt(xb.get('put', {}).get('MBps'))} / {_fmt(xb.get('get', {}).get('MBps'))} "
+            f"(-S {xb.get('put', {}).get('streams')} / {xb.get('get', {}).get('streams')}) | "
+            f"{_fmt(r.get('rfs_put_default_vs_xrdcp_best_put'))}, "
+            f"{_fmt(r.get('rfs_get_default_vs_xrdcp_best_get'))} | "
+            f"{_fmt(m.get('rfs_tree_put'))} / {_fmt(m.get('rfs_tree_get'))} | "
+            f"{_fmt(m.get('rsync_tree_put'))} / {_fmt(m.get('rsync_tree_get'))} | "
+            f"{_fmt(r.get('small_put_rsync_time_over_rfs'))}, "
+            f"{_fmt(r.get('small_get_rsync_time_over_rfs'))} | "
+            f"{_fmt(m.get('xrdcp_tree_put_parallel16'))} | "
+            f"{_fmt(m.get('tpc_server_to_server'))} / {_fmt(m.get('tpc_through_client'))} MB/s |")
+    out.append("")
+    for name, p in d["profiles"].items():
+        for g, v in p.get("summary", {}).get("goals", {}).items():
+            out.append(f"- {name}: {g}: {_fmt(v.get('ratio'))}, "
+                       + ("met" if v.get("met") else "**not met**"))
+        if p.get("errors"):
+            out.append(f"- {name}: errors: " + "; ".join(p["errors"]))
+    out.append("")
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -510,7 +558,8 @@ def write_report(outdir):
         else:
             text.append(_suite_section(d))
     for section in (_roundtrip_section(outdir), _hdf5_section(outdir),
-                    _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files")):
+                    _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files"),
+                    _cli_wan_section(outdir)):
         if section:
             text.append(section)
     path = os.path.join(outdir, "REPORT.md")

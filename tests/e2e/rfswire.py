@@ -26,7 +26,10 @@ PRE_HELLO_MAX = 4096
 OP = dict(HELLO=1, AUTH=2, PING=3, SESSION=4, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14, PWRITEV=15,
           SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21, RENAME=22,
           MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, READ_FILE=29, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
-          VIEW_WRITE=42)
+          VIEW_WRITE=42, TPC_AUTH=5, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
+FEAT_TPC_SRC, FEAT_TPC_DST = 0x20, 0x40
+TPC_EXCL, TPC_VERIFY, TPC_TLS, TPC_SYNC = 1, 2, 4, 8
+TPC_RUNNING, TPC_DONE = 1, 2
 
 # rfs_err values travel as positive numbers
 E = dict(NOENT=1, EXIST=2, ACCESS=3, AUTH=4, ROFS=5, INVAL=6, NOSPC=7, ISDIR=8, NOTDIR=9,
@@ -178,6 +181,24 @@ def b_view_write(fh, view_id, pos, data):
     return struct.pack("<IIQ", fh, view_id, pos) + data
 
 
+def b_tpc_grant(p, uses=1):
+    return struct.pack("<I", uses) + wpath(p)
+
+
+def b_tpc_auth(grant_id, client_nonce, mac):
+    return grant_id + client_nonce + mac
+
+
+def b_tpc_pull(host, port, src, dst, grant_id, key, flags=0, mode=0o644, streams=1,
+               pin=bytes(32)):
+    return (struct.pack("<IIII", flags, mode, port, streams) + grant_id + key + pin +
+            wpath(host) + wpath(src) + wpath(dst))
+
+
+def b_tpc_status(job):
+    return struct.pack("<I", job)
+
+
 def client_mac(secret, server_nonce, client_nonce):
     return hmac.new(secret, b"rfs-auth-client-v1" + server_nonce + client_nonce,
                     hashlib.sha256).digest()
@@ -322,6 +343,20 @@ class Conn:
             self.auth(token, h["nonce"])
         self.max_frame = h["max_frame"]
         return h
+
+    def tpc_auth(self, grant_id, key, server_nonce):
+        """TPC_AUTH with a third-party copy grant; returns the reply (check it)."""
+        cn = os.urandom(32)
+        rep = self.call("TPC_AUTH", b_tpc_auth(grant_id, cn, client_mac(key, server_nonce, cn)))
+        if not rep.status:
+            assert hmac.compare_digest(rep.body, server_mac(key, server_nonce, cn))
+        return rep
+
+    def tpc_grant(self, path, uses=1):
+        rep = self.call("TPC_GRANT", b_tpc_grant(path, uses)).check()
+        assert len(rep.body) == 60
+        ttl, size = struct.unpack_from("<IQ", rep.body, 48)
+        return dict(id=rep.body[:16], key=rep.body[16:48], ttl_ms=ttl, size=size)
 
     # ---- convenience (sequential) ----
     def open(self, path, flags, mode=0o644):

@@ -24,7 +24,7 @@ F_PACK = 4
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
           RENAME=22, MKDIR=23, LIST=24, CHECKSUM=25, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
-          VIEW_READ=41, VIEW_WRITE=42)
+          VIEW_READ=41, VIEW_WRITE=42, TPC_AUTH=5, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 1, 2, 3, 4, 0x10
 
 
@@ -124,6 +124,15 @@ def frames():
     yield "ok-req-set-view", req("SET_VIEW", struct.pack("<IIQ", 3, 1, 0) + b"\x01\x02\x03\x04")
     yield "ok-req-view-read", req("VIEW_READ", struct.pack("<IIQI", 3, 1, 0, 1024))
     yield "ok-req-view-write", req("VIEW_WRITE", struct.pack("<IIQ", 3, 1, 8) + b"view data")
+    yield "ok-req-tpc-auth", req("TPC_AUTH", bytes(range(16)) + bytes(range(32)) + bytes(range(64, 96)))
+    yield "ok-req-tpc-grant", req("TPC_GRANT", struct.pack("<I", 4) + path("/run42/out.h5"))
+    tpc_pull = (struct.pack("<IIII", 1 | 2 | 8, 0o644, 7070, 4) + bytes(16) + bytes(range(32))
+                + bytes(32) + path("src.example.org") + path("/a/src") + path("/b/dst"))
+    yield "ok-req-tpc-pull", req("TPC_PULL", tpc_pull)
+    yield "ok-req-tpc-status", req("TPC_STATUS", struct.pack("<I", 7))
+    yield "bad-req-tpc-pull-host", req("TPC_PULL", struct.pack("<IIII", 0, 0o644, 7070, 4) + bytes(112)
+                                       + path("a host") + path("/a") + path("/b"))
+    yield "bad-req-tpc-grant-uses", req("TPC_GRANT", struct.pack("<I", 17) + path("/a"))
 
     yield "ok-rep-hello", rep("HELLO", struct.pack("<HHII", 1, 0, 4 << 20, 1) + bytes(range(7, 39)))
     yield "ok-rep-auth", rep("AUTH", bytes(range(200, 232)))
@@ -141,6 +150,11 @@ def frames():
     yield "ok-rep-checksum", rep("CHECKSUM", struct.pack("<IQQ", 1, 1 << 20, 0xE3069283))
     yield "ok-rep-counter", rep("COUNTER", struct.pack("<q", -5))
     yield "ok-rep-view-read", rep("VIEW_READ", b"view bytes")
+    yield "ok-rep-tpc-auth", rep("TPC_AUTH", bytes(range(200, 232)))
+    yield "ok-rep-tpc-grant", rep("TPC_GRANT", bytes(range(48)) + struct.pack("<IQ", 60000, 1 << 31))
+    yield "ok-rep-tpc-pull", rep("TPC_PULL", struct.pack("<I", 7))
+    yield "ok-rep-tpc-status", rep("TPC_STATUS", struct.pack("<IIQQ", 1, 0, 5, 10))
+    yield "bad-rep-tpc-status-done-over-total", rep("TPC_STATUS", struct.pack("<IIQQ", 1, 0, 11, 10))
     yield "ok-rep-error", err("OPEN", 1, "/a/b: no such file or directory")
     yield "ok-rep-error-empty", err("PWRITEV", 7, "")
     yield "ok-req-pwrite-sealed", sealed(req("PWRITE", struct.pack("<IQ", 3, 10) + b"written bytes"))

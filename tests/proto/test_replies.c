@@ -225,7 +225,11 @@ static void test_op_names(void **state)
     assert_string_equal(rfs_op_name(RFS_OP_SESSION), "SESSION");
     assert_true(rfs_op_known(RFS_OP_LIST));
     assert_true(rfs_op_known(RFS_OP_SESSION));
-    assert_false(rfs_op_known(5));
+    assert_false(rfs_op_known(6));
+    assert_true(rfs_op_known(RFS_OP_TPC_AUTH));
+    assert_true(rfs_op_pre_auth(RFS_OP_TPC_AUTH));
+    assert_false(rfs_op_pre_auth(RFS_OP_TPC_PULL));
+    assert_string_equal(rfs_op_name(RFS_OP_TPC_GRANT), "TPC_GRANT");
     assert_true(rfs_op_pre_auth(RFS_OP_PING));
     assert_false(rfs_op_pre_auth(RFS_OP_OPEN));
 }
