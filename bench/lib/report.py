@@ -562,6 +562,11 @@ def write_report(outdir):
                     _cli_wan_section(outdir)):
         if section:
             text.append(section)
+    # Sections written by hand (a benchmark without a generator, or what a run showed that its
+    # JSON cannot say): bench/results/notes/*.md, in name order.
+    for note in sorted(glob.glob(os.path.join(outdir, "notes", "*.md"))):
+        with open(note) as f:
+            text.append(f.read().rstrip() + "\n")
     path = os.path.join(outdir, "REPORT.md")
     with open(path, "w") as f:
         f.write("\n".join(text).rstrip() + "\n")

@@ -146,10 +146,21 @@ static int f_close(rfs_io *io)
     return RFS_OK;
 }
 
+static int f_version(rfs_io *io, rfs_io_version *v)
+{
+    fake_io *f = FI(io);
+    pthread_mutex_lock(&f->mu);
+    int on = f->versions;
+    v->size = f->size;
+    v->mtime_ns = (int64_t)f->writes;
+    pthread_mutex_unlock(&f->mu);
+    return on ? RFS_OK : rfs_fail(RFS_E_UNSUPPORTED, "fake: no file versions");
+}
+
 static const rfs_io_ops fake_ops = {
     .pread = f_pread, .pwrite = f_pwrite, .preadv = f_preadv, .pwritev = f_pwritev,
     .sync = f_sync, .get_size = f_get_size, .set_size = f_set_size, .preallocate = f_set_size,
-    .close = f_close,
+    .close = f_close, .version = f_version,
 };
 
 fake_io *fake_io_new(void)

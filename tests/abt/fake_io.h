@@ -21,6 +21,8 @@ typedef struct fake_io {
     uint64_t writes, bytes_written, syncs;
     int closed;
     int *closed_flag;       /* set on close (the fake frees itself) */
+    int versions;           /* the version op answers: size, and the write count as mtime
+                             * (0: RFS_E_UNSUPPORTED, as the remote client with an older server) */
 } fake_io;
 
 fake_io *fake_io_new(void);

@@ -384,6 +384,91 @@ static void test_journal_left_by_failure_is_replayable(void **state)
     close(fd);
 }
 
+/* ---- file versions (docs/abt.md "Replay safety") ---- */
+
+static int no_server_probe(const char *name, rfs_journal_version *v);
+
+static int probes;
+static int counting_probe(const char *name, rfs_journal_version *v)
+{
+    (void)name;
+    probes++;
+    v->known = 0;
+    return RFS_E_CONN;
+}
+
+static int last_version(void *ctx, const rfs_journal_rec *r)
+{
+    if (r->kind == RFS_JOURNAL_VERSION)
+        *(rfs_journal_version *)ctx = r->version;
+    return 0;
+}
+
+/* Every write staged; four delivered, then the layer below fails: the journal keeps the fifth
+ * with the version the fourth's answer left (below's version op), and with versions from the
+ * layer below nothing is ever asked with a probe; without them, the probe is asked. */
+static void run_versions(int below_has_versions)
+{
+    probes = 0;
+    rfs_journal_set_probe(counting_probe);
+    fake_io *fk = fake_io_new();
+    fk->versions = below_has_versions;
+    rfs_abt_config c = cfg(1, 1u << 20);
+    rfs_io *io;
+    /* a name of its own: the table of versions outlives the engine */
+    const char *name = below_has_versions ? "rfs:fake:1:/v1" : "rfs:fake:1:/v0";
+    assert_int_equal(rfs_abt_wrap(&fk->io, name, &c, &io), RFS_OK);
+    uint8_t w[10000];
+    fill(w, sizeof w, 9);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(io->ops->pwrite(io, w, sizeof w, (uint64_t)i * sizeof w, NULL), RFS_OK);
+    assert_int_equal(io->ops->sync(io), RFS_OK);
+    pthread_mutex_lock(&fk->mu);
+    fk->fail_writes = RFS_E_CONN;
+    pthread_mutex_unlock(&fk->mu);
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 4 * sizeof w, NULL), RFS_OK);
+    assert_int_equal(io->ops->sync(io), RFS_E_CONN);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_E_IO);
+    rfs_journal_set_probe(no_server_probe);
+
+    DIR *d = opendir(staging);
+    struct dirent *e;
+    char path[600] = "";
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(path, sizeof path, "%s/%s", staging, e->d_name);
+    closedir(d);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    rfs_journal_version v = {0};
+    rfs_journal_end end;
+    assert_int_equal(rfs_journal_scan(fd, 1, last_version, &v, &end), RFS_OK);
+    close(fd);
+    if (below_has_versions) {
+        assert_int_equal(probes, 0);
+        assert_true(v.known && v.exists);
+        assert_int_equal(v.size, 4 * sizeof w);
+        assert_int_equal(v.mtime_ns, 4);   /* after the fourth write */
+    } else {
+        assert_true(probes >= 1);          /* at open and after the deliveries */
+        assert_int_equal(v.known, 0);      /* this probe never reaches a server */
+    }
+    free(fk->data), free(fk);
+}
+
+static void test_versions_from_below_need_no_probe(void **state)
+{
+    (void)state;
+    run_versions(1);
+}
+
+static void test_without_versions_below_the_probe_asks(void **state)
+{
+    (void)state;
+    run_versions(0);
+}
+
 /* Deferred close returns while writes are still queued; finalize waits for them. */
 static void test_deferred_close(void **state)
 {
@@ -630,6 +715,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gathered_write_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_reported_at_sync_and_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_versions_from_below_need_no_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_without_versions_below_the_probe_asks, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_close_error_at_finalize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_staging_fails_the_write, setup, teardown),

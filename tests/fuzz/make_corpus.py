@@ -20,6 +20,7 @@ VERSION = 1
 F_REPLY = 1
 F_SUM = 2
 F_PACK = 4
+F_VER = 8
 
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
@@ -72,8 +73,8 @@ def req(op, body, **kw):
     return hdr(OP[op], body, **kw)
 
 
-def rep(op, body, status=0, **kw):
-    return hdr(OP[op], body, flags=F_REPLY, status=status, **kw)
+def rep(op, body, status=0, flags=F_REPLY, **kw):
+    return hdr(OP[op], body, flags=flags, status=status, **kw)
 
 
 def path(p):
@@ -161,6 +162,21 @@ def frames():
     yield "ok-req-stat-sealed", sealed(req("STAT", path("/a/b")))
     yield "ok-rep-pread-sealed", sealed(rep("PREAD", b"some file bytes"))
     yield "ok-rep-error-sealed", sealed(err("PWRITE", 11, "checksum mismatch"))
+    # File versions: a request asks with flag 8; the reply's body starts with u64 size, i64 mtime
+    ver = struct.pack("<Qq", 4096, 1764115200123456789)
+    yield "ok-req-pwrite-ver", req("PWRITE", struct.pack("<IQ", 3, 10) + b"data", flags=F_VER)
+    yield "ok-req-open-ver", req("OPEN", struct.pack("<II", O_RDWR, 0o644) + path("/v"), flags=F_VER)
+    yield "ok-rep-pwrite-ver", rep("PWRITE", ver + struct.pack("<Q", 4), flags=F_REPLY | F_VER)
+    yield "ok-rep-open-ver", rep("OPEN", ver + struct.pack("<IQ", 7, 4096), flags=F_REPLY | F_VER)
+    yield "ok-rep-set-size-ver", rep("SET_SIZE", ver, flags=F_REPLY | F_VER)
+    yield "ok-rep-error-ver", rep("PWRITE", ver + struct.pack("<H", 4) + b"full", status=7,
+                                  flags=F_REPLY | F_VER)
+    yield "ok-rep-pwrite-ver-sealed", sealed(rep("PWRITE", ver + struct.pack("<Q", 4),
+                                                 flags=F_REPLY | F_VER))
+    yield "bad-ver-on-stat", req("STAT", path("/a"), flags=F_VER)
+    yield "bad-ver-reply-short", rep("SET_SIZE", ver[:15], flags=F_REPLY | F_VER)
+    yield "bad-ver-reply-stat", rep("STAT", ver + struct.pack("<IIQq", 1, 0, 0, 0),
+                                    flags=F_REPLY | F_VER)
     pw = struct.pack("<IQ", 3, 10)
     yield "ok-packed-pwrite-lz4", packed("PWRITE", pw, 1, 12, LZ4_LITERALS)
     yield "ok-packed-pwrite-zstd", packed("PWRITE", pw, 2, 12, ZSTD_RAW12)
