@@ -22,7 +22,12 @@ past the last close. Goals (issue #10): RFS io_visible <= 1.5 x STAGE, RFS+ABT i
 <= 1.2 x LOCAL.
 
     bench/hdf5/run.py [--rate-mbit 100] [--delay-ms 25] [--reps 3] [--datasets 200]
-        [--elems 8192] [--ckpts 3] [--work 40] [--build-dir build-ompi] [--out FILE]
+        [--elems 8192] [--ckpts 3] [--work 40] [--tcp-buf-mb 4] [--cc cubic]
+        [--build-dir build-ompi] [--out FILE]
+
+The committed runs: `--ckpts 2 --datasets 100 --work 1000` (hdf5_ckpt.json) and
+`--rate-mbit 1000 --ckpts 2 --datasets 100 --elems 131072 --work 400 --out
+bench/results/hdf5_ckpt_large.json`.
 
 Brings the WAN up (and down again) when none is up. Needs Open MPI's librfs-mpiio.so (h5py on
 Debian links Open MPI), `scripts/deps bench` (xrootd, sshfs). Prints JSON and writes it to
