@@ -378,11 +378,7 @@ def main():
             with open(a.out, "w") as f:
                 f.write(json.dumps(doc, indent=1) + "\n")
     doc["loadavg_at_end"] = os.getloadavg()
-    text = json.dumps(doc, indent=1)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    wanlib.emit_json(doc, a.out)
 
 
 if __name__ == "__main__":

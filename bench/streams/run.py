@@ -199,11 +199,7 @@ def main():
         doc["profiles"][name] = one_profile(name, PROFILES[name], a, bindir)
         print(json.dumps(doc["profiles"][name]["median"]), file=sys.stderr, flush=True)
     doc["load_avg_at_end"] = os.getloadavg()
-    text = json.dumps(doc, indent=1)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    wanlib.emit_json(doc, a.out)
 
 
 if __name__ == "__main__":

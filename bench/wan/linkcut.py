@@ -446,11 +446,7 @@ def main():
                           "every_case_checked": all(x is not None for x in lost) and bool(lost)}
     finally:
         subprocess.run([os.path.join(HERE, "down")], stdout=sys.stderr, timeout=60)
-    text = json.dumps(out, indent=1)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    wanlib.emit_json(out, a.out)
 
 
 if __name__ == "__main__":

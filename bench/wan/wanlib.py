@@ -182,3 +182,12 @@ def iperf3(env, streams, seconds, omit, port=5201, timeout_extra=30):
         }
     finally:
         stop(srv)
+
+
+def emit_json(doc, out=None):
+    """A benchmark's result: printed on stdout, and written to out when given."""
+    text = json.dumps(doc, indent=1)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
