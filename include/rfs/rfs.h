@@ -76,9 +76,10 @@ typedef struct rfs_options {
     uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
     int window;                /* frames in flight per transfer; 0: default (8) */
     /* Write window: a pwrite of at most one frame returns once sent, without waiting for its
-     * reply, while fewer than this many bytes are unconfirmed (single-stream files only).
-     * A failure is then reported by the next call on the file; rfs_sync and rfs_close wait for
-     * every reply. 0: off (every pwrite waits for its reply). */
+     * reply, while fewer than this many bytes are unconfirmed (it travels on the file's first
+     * stream; a transfer over several streams first collects those replies). A failure is
+     * then reported by the next call on the file; rfs_sync and rfs_close wait for every reply.
+     * 0: off (every pwrite waits for its reply; the C API's default, MPI-IO's is 8 MiB). */
     size_t write_window;
     /* After a lost connection (server restart, cut or silent link), how long to keep trying
      * to reconnect, reopen the file and repeat the operation before failing it. 0: default
