@@ -555,6 +555,11 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             moved = (int64_t)done;
         }
     } else {
+        /* Two-phase: this rank's bytes go out over an aggregator's connection. Its own
+         * early-returned writes must be in the file first, or they could land after the
+         * aggregator's write of the same bytes (a collective read did this above). */
+        if (is_write && code == MPI_SUCCESS)
+            code = mp_flush_writes(f);
         t.f = f;
         t.is_write = is_write;
         t.nprocs = P;
@@ -614,6 +619,12 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
             if (e != RFS_OK && code == MPI_SUCCESS)
                 code = mp_io_error(f, e, "collective write", msg);
         }
+        /* An aggregator's writes carry other ranks' bytes over its own connection: the write
+         * window must not let them return unanswered, or a later request of the rank whose
+         * bytes they are (another aggregator next time, or its own independent write) could
+         * reach the server first over another connection and be overwritten by them. */
+        if (is_write && t.my_aggr >= 0 && code == MPI_SUCCESS)
+            code = mp_flush_writes(f);
         int64_t eof = t.eof;
         if (!is_write)
             PMPI_Allreduce(&t.eof, &eof, 1, MPI_INT64_T, MPI_MIN, f->comm);
