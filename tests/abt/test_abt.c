@@ -54,6 +54,18 @@ static int teardown(void **state)
     return system(cmd);
 }
 
+/* The path of the (one) journal left in the staging directory; "" when there is none. */
+static void journal_path(char *path, size_t cap)
+{
+    DIR *d = opendir(staging);
+    struct dirent *e;
+    path[0] = '\0';
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(path, cap, "%s/%s", staging, e->d_name);
+    closedir(d);
+}
+
 static rfs_abt_config cfg(uint64_t cap, uint64_t bufsize)
 {
     rfs_abt_config c;
@@ -356,13 +368,8 @@ static void test_journal_left_by_failure_is_replayable(void **state)
 {
     (void)state;
     test_error_reported_at_sync_and_kept(state);
-    DIR *d = opendir(staging);
-    struct dirent *e;
-    char path[600] = "";
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            snprintf(path, sizeof path, "%s/%s", staging, e->d_name);
-    closedir(d);
+    char path[600];
+    journal_path(path, sizeof path);
     int fd = open(path, O_RDWR);
     assert_true(fd >= 0);
     int n[2] = {0, 0};
@@ -432,13 +439,8 @@ static void run_versions(int below_has_versions)
     assert_int_equal(rfs_abt_finalize(), RFS_E_IO);
     rfs_journal_set_probe(no_server_probe);
 
-    DIR *d = opendir(staging);
-    struct dirent *e;
-    char path[600] = "";
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            snprintf(path, sizeof path, "%s/%s", staging, e->d_name);
-    closedir(d);
+    char path[600];
+    journal_path(path, sizeof path);
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
     rfs_journal_version v = {0};
