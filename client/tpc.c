@@ -35,6 +35,15 @@ static int connect_to(const char *name, const rfs_options *opts, rfs_name *n, ch
     return rfs_conn_open(n->host, n->port, o, conn);
 }
 
+/* The HELLO reply's feature bits (set under the connection's lock). */
+static unsigned conn_features(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    unsigned f = c->features;
+    pthread_mutex_unlock(&c->lock);
+    return f;
+}
+
 int rfs_tpc_features(const char *name, const rfs_options *opts, unsigned *features)
 {
     rfs_name n;
@@ -45,9 +54,7 @@ int rfs_tpc_features(const char *name, const rfs_options *opts, unsigned *featur
     explicit_bzero(o.token, sizeof o.token);
     if (rc)
         return rc;
-    pthread_mutex_lock(&c->lock);
-    *features = c->features;
-    pthread_mutex_unlock(&c->lock);
+    *features = conn_features(c);
     rfs_pool_put(c);
     return RFS_OK;
 }
@@ -64,10 +71,7 @@ int rfs_tpc_grant(const char *src_name, const rfs_options *opts, unsigned uses,
     explicit_bzero(o.token, sizeof o.token);
     if (rc)
         return rc;
-    pthread_mutex_lock(&c->lock);
-    unsigned features = c->features;
-    pthread_mutex_unlock(&c->lock);
-    if (!(features & RFS_FEAT_TPC_SRC)) {
+    if (!(conn_features(c) & RFS_FEAT_TPC_SRC)) {
         rfs_pool_put(c);
         return rfs_fail(RFS_E_UNSUPPORTED, "%s: the server does not make third-party copy "
                         "grants (an older rfsd)", label);
