@@ -118,6 +118,19 @@ static int local_ranks(MPI_Comm comm)
 }
 
 /* Stacks ABT on f->io when rfs_abt=enable (no MPI inside). */
+/* The size the OPEN reply reported (manage.c, get_size right after open); nothing when the
+ * server does not report versions or the open is deferred. */
+static void note_size_at_open(mp_file *f)
+{
+    rfs_io_version v;
+    if (f->io->ops->version && f->io->ops->version(f->io, &v) == RFS_OK) {
+        f->size_at_open = v.size;
+        f->size_at_open_valid = 1;
+    } else {
+        rfs_clear_error();
+    }
+}
+
 static int stack_layers(mp_file *f, int node_ranks)
 {
     if (f->hints.abt != MP_ENABLE)
@@ -245,6 +258,8 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
     }
+    if (code == MPI_SUCCESS && early && f->io)  /* (no io: rank 0's exclusive create failed) */
+        note_size_at_open(f);
     if (code == MPI_SUCCESS && (rrc = stack_layers(f, node_ranks)) != RFS_OK)
         code = mp_io_error(f, rrc, "open", rfs_last_error());
     code = mp_agree_error(NULL, dup, code);
@@ -279,7 +294,9 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     if (rank == 0) {
         if (getrandom(&r0.key, sizeof r0.key, 0) != (ssize_t)sizeof r0.key)
             r0.key = (uint32_t)rand();
-        if (amode & MPI_MODE_APPEND) {
+        if ((amode & MPI_MODE_APPEND) && f->size_at_open_valid) {
+            r0.size = f->size_at_open;
+        } else if (amode & MPI_MODE_APPEND) {
             rrc = f->io->ops->get_size(f->io, &r0.size);
             if (rrc != RFS_OK) {
                 code = mp_io_error(f, rrc, "get_size", rfs_last_error());
