@@ -2,6 +2,8 @@
 /* Parallel copy engine; see transfer_pool.h. */
 #include "cli/transfer_pool.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -167,11 +169,7 @@ int xfer_run(xfer *x)
     atomic_init(&x->stop, 0);
     x->error.err = RFS_OK;
     pthread_mutex_init(&x->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&x->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rfs_cond_init_monotonic(&x->cv);
 
     int nthreads = x->depth;
     worker_arg *args = calloc((size_t)nthreads, sizeof *args);
@@ -203,13 +201,7 @@ int xfer_run(xfer *x)
     /* Wake at least every 100 ms to redraw the progress bar. */
     pthread_mutex_lock(&x->mu);
     while (x->running > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rfs_deadline_ms(100);
         pthread_cond_timedwait(&x->cv, &x->mu, &ts);
         pthread_mutex_unlock(&x->mu);
         if (x->prog)

@@ -15,6 +15,7 @@
 #include "transport/tls.h"
 
 #include "common/crc32c.h"
+#include "common/clock.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -31,21 +32,6 @@
 
 
 _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
-
-static void ts_at(struct timespec *ts, int64_t ns)
-{
-    ts->tv_sec = (time_t)(ns / 1000000000);
-    ts->tv_nsec = (long)(ns % 1000000000);
-}
-
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-}
 
 /* ---- request trace ---- */
 
@@ -82,7 +68,7 @@ static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id,
 void rfs_call_init(rfs_call *call)
 {
     memset(call, 0, sizeof *call);
-    cond_init_monotonic(&call->cv);
+    rfs_cond_init_monotonic(&call->cv);
 }
 
 void rfs_call_reset(rfs_call *call)
@@ -447,8 +433,7 @@ static void *watchdog_main(void *arg)
     rfs_conn *c = arg;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
-        struct timespec ts;
-        ts_at(&ts, rfs_now_ns() + (int64_t)WATCHDOG_PERIOD_MS * 1000000);
+        struct timespec ts = rfs_deadline_ms(WATCHDOG_PERIOD_MS);
         pthread_cond_timedwait(&c->wd_cv, &c->lock, &ts);
         if (c->stopping || c->dead)
             continue;
@@ -681,8 +666,7 @@ int rfs_conn_wait(rfs_conn *c, rfs_call *call)
             pthread_cond_wait(&call->cv, &c->lock);
             continue;
         }
-        struct timespec ts;
-        ts_at(&ts, call->deadline_ns);
+        struct timespec ts = rfs_deadline_at(call->deadline_ns);
         int r = pthread_cond_timedwait(&call->cv, &c->lock, &ts);
         if (r == ETIMEDOUT && !call->done) {
             /* The reply may be half read; only killing the connection makes the receiver
@@ -764,7 +748,7 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->send_lock, NULL);
-    cond_init_monotonic(&c->wd_cv);
+    rfs_cond_init_monotonic(&c->wd_cv);
     pthread_cond_init(&c->auth_cv, NULL);
     rfs_call_init(&c->auth_call);
     rfs_call_init(&c->session_call);

@@ -12,6 +12,7 @@
  * known to be transferred). */
 #include "client/client.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -261,8 +262,7 @@ static void control(xfer *x, streams *st, int k)
     pthread_mutex_lock(&x->run_mu);
     while (x->running > 0 && !p.done) {
         int64_t until = t0 + epoch;
-        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000),
-                              .tv_nsec = (long)(until % 1000000000)};
+        struct timespec ts = rfs_deadline_at(until);
         while (x->running > 0 && rfs_now_ns() < until)
             pthread_cond_timedwait(&x->run_cv, &x->run_mu, &ts);
         if (x->running == 0 || atomic_load(&x->stop) ||
@@ -298,11 +298,7 @@ static int run(xfer *x, size_t *done)
     atomic_init(&x->delivered, 0);
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->run_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&x->run_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rfs_cond_init_monotonic(&x->run_cv);
     x->running = 0;
     x->err = 0;
 

@@ -6,6 +6,7 @@
  * closed/synced (mp_nb_drain). */
 #include "mpiio/nonblock.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -17,7 +18,8 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t done_cv;  /* timed waits: monotonic, made by done_cv_ready */
+static pthread_once_t done_cv_once = PTHREAD_ONCE_INIT;
 static mp_req *qhead, *qtail;
 static mp_req *buckets[NBUCKETS];
 static pthread_t *threads;
@@ -25,6 +27,9 @@ static int nthreads, stopping;
 static unsigned long events;  /* bumped whenever an op finishes */
 static mp_req *detached;      /* MPI_Request_free'd requests not yet completed (under mu) */
 static int ndetached;         /* their number: written under mu, peeked without it */
+
+static void done_cv_init(void) { rfs_cond_init_monotonic(&done_cv); }
+static void done_cv_ready(void) { pthread_once(&done_cv_once, done_cv_init); }
 
 /* Caller holds mu. */
 static void unlink_detached(mp_req *r)
@@ -123,6 +128,7 @@ static int start_pool(int n)
 {
     if (nthreads)
         return 0;
+    done_cv_ready();  /* before any worker can signal it */
     threads = calloc((size_t)n, sizeof *threads);
     if (!threads)
         return -1;
@@ -239,6 +245,7 @@ int mp_req_progress(mp_req *r)
 
 void mp_req_finish(mp_req *r)
 {
+    done_cv_ready();
     pthread_mutex_lock(&mu);
     while (r->state < MP_REQ_DONE)
         pthread_cond_wait(&done_cv, &mu);
@@ -285,13 +292,8 @@ void mp_nb_reap(void)
 
 void mp_req_wait_any_event(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    done_cv_ready();
+    struct timespec ts = rfs_deadline_ms(1);
     pthread_mutex_lock(&mu);
     unsigned long seen = events;
     while (events == seen) {
