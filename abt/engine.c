@@ -1278,7 +1278,7 @@ int rfs_abt_finalize(void)
 
     pthread_mutex_lock(&E.mu);
     int err = E.final_err;
-    char msg[2048];
+    char msg[RFS_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", E.final_msg);
     for (abt_file *f = E.open_files; f && err == RFS_OK; f = f->next_open)
         if (f->err != RFS_OK) {

@@ -692,11 +692,8 @@ int rfs_conn_wait(rfs_conn *c, rfs_call *call)
 int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *label)
 {
     (void)c;
-    if (wait_rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(wait_rc, "%s: %s", label, cause);
-    }
+    if (wait_rc)
+        return rfs_fail_cause(wait_rc, "%s", label);
     if (call->status) {
         if (call->rep.u.err.len)
             return rfs_fail(call->status, "%s: %.*s", label, (int)call->rep.u.err.len,
@@ -709,11 +706,8 @@ int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *
 int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, const char *label)
 {
     int rc = rfs_conn_start(c, call, req, NULL, timeout_ms);
-    if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "%s: %s", label, cause);
-    }
+    if (rc)
+        return rfs_fail_cause(rc, "%s", label);
     return rfs_call_result(c, call, rfs_conn_wait(c, call), label);
 }
 
@@ -762,12 +756,12 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     rfs_tls_client_cfg tc = {.ca_file = o->tls_ca, .pin = o->tls_pin};
     int rc = tls ? rfs_tls_connect(host, port, &to, &tc, &c->t) : rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status failed;  /* the transport's message says "cannot connect" */
+        rfs_status_save(&failed, rc);
         c->t = NULL;
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(rc, "%s", cause);  /* the transport's message says "cannot connect" */
+        return rfs_status_raise(&failed);
     }
     if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
@@ -782,11 +776,11 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     }
     c->threads_started = 2;
     if ((rc = rfs_handshake(c, o))) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status failed;
+        rfs_status_save(&failed, rc);
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(rc, "%s", cause);
+        return rfs_status_raise(&failed);
     }
     *out = c;
     return RFS_OK;

@@ -65,6 +65,26 @@ int rfs_status_save(rfs_status *st, int rc)
     return rc;
 }
 
+int rfs_fail_cause(int err, const char *fmt, ...)
+{
+    rfs_status cause;
+    rfs_status_save(&cause, err);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof last_msg)
+        snprintf(last_msg + n, sizeof last_msg - (size_t)n, ": %s", cause.msg);
+    return err;
+}
+
+int rfs_status_first(rfs_status *st, int rc)
+{
+    if (st->rc == RFS_OK && rc != RFS_OK)
+        rfs_status_save(st, rc);
+    return st->rc;
+}
+
 int rfs_status_raise(const rfs_status *st)
 {
     size_t n = strnlen(st->msg, sizeof last_msg - 1);

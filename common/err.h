@@ -22,8 +22,14 @@ typedef struct rfs_status {
 int rfs_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Saves rc and this thread's message in st; returns rc. */
 int rfs_status_save(rfs_status *st, int rc);
+/* The first failure of several: saves rc and the message unless st holds a failure already.
+ * Returns st->rc. (Start from `rfs_status st = {RFS_OK, ""};`.) */
+int rfs_status_first(rfs_status *st, int rc);
 /* Makes st this thread's error again (rfs_last_error() is its message); returns st->rc. */
 int rfs_status_raise(const rfs_status *st);
+/* Puts what failed in front of why: the message becomes fmt's text, ": ", and the thread's
+ * message as it was (the cause). Returns err. */
+int rfs_fail_cause(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Clears the message. */
 void rfs_clear_error(void);
 /* Maps an errno value to an rfs_err. */

@@ -92,11 +92,9 @@ static void run(mp_req *r)
         if (f->atomic)
             mp_atomic_unlock(f, lo, hi);
     }
-    r->rfs_rc = rc;
-    if (rc != RFS_OK) {
-        const char *m = rfs_last_error();
-        strncpy(r->msg, m, sizeof r->msg - 1);
-    }
+    if (rc != RFS_OK)  /* completed later, in an application thread */
+        rfs_status_save(&r->failed, rc);
+    r->failed.rc = rc;
 }
 
 static void *worker(void *arg)
@@ -207,8 +205,8 @@ static int cancel_fn(void *extra, int complete)
 static void complete(mp_req *r)
 {
     mp_file *f = r->f;
-    if (r->rfs_rc != RFS_OK) {
-        r->code = mp_io_error(f, r->rfs_rc, r->is_write ? "write" : "read", r->msg);
+    if (r->failed.rc != RFS_OK) {
+        r->code = mp_io_error(f, r->failed.rc, r->is_write ? "write" : "read", r->failed.msg);
         r->bytes = 0;
     } else {
         r->code = r->is_write ? MPI_SUCCESS : mp_buf_finish_read(&r->b, (int64_t)r->done);
@@ -217,7 +215,8 @@ static void complete(mp_req *r)
     if (r->detached && r->code != MPI_SUCCESS) {
         /* Nobody will ever see this request's status: say it on stderr. */
         RFS_LOGW("mpiio: %s: a nonblocking %s whose request was freed failed: %s", f->name,
-                 r->is_write ? "write" : "read", r->msg[0] ? r->msg : rfs_strerror(r->rfs_rc));
+                 r->is_write ? "write" : "read",
+                 r->failed.msg[0] ? r->failed.msg : rfs_strerror(r->failed.rc));
     }
     mp_view_put(f, r->v);
     r->v = NULL;
