@@ -176,7 +176,8 @@ static int abt_unlock(rfs_io *io, uint64_t off, uint64_t len)
 }
 
 /* A delete comes after this process's queued writes of the file, so none of them lands in the
- * deleted file or (a deferred open) creates it again, and the journal keeps nothing of it. */
+ * deleted file or (a deferred open) creates it again; a failed one stays in the journal and is
+ * reported by close or MPI_Finalize as before. */
 static int abt_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
     rfs_abt_wait_name(name);

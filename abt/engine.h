@@ -137,8 +137,9 @@ void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enoug
  * took more data since is). */
 void rfs_abt_wait_queued(abt_file *f);
 /* Waits until no file of this rfs name (however spelled) has writes queued or in flight: a
- * delete of the file comes after them (none lands in or re-creates the deleted file, and the
- * journal holds nothing of it to replay). Returns at once when the engine is not running. */
+ * delete of the file comes after them (none lands in or re-creates the deleted file). Failed
+ * ones have left the queue too (kept in the journal, reported as before). Returns at once when
+ * the engine is not running. */
 void rfs_abt_wait_name(const char *name);
 /* rfs_io write_mark / mark_answered: the next chunk's sequence number; 1 once every chunk of
  * f numbered below mark is answered (a chunk that took more data since counts whole). */

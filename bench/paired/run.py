@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """Before/after comparison of two builds of rfs with the existing benchmarks, in alternation
-(before, after, before, after, ...), so that the state of this shared machine drifts over both
-alike. For each pair the ratio after/before of each figure is taken; the result is the median
-of those ratios (1.0: no change; bandwidths > 1 and latencies < 1 are better).
+(before, after, after, before, before, after, ...: which goes first changes every pair, so that
+neither side always runs on a machine the other just warmed or loaded), and the state of this
+shared machine drifts over both alike. For each pair the ratio after/before of each figure is
+taken; the result is the median of those ratios (1.0: no change; bandwidths > 1 and latencies
+< 1 are better), with their spread (the noise to judge it by).
 
   bench/mpiio/run.py      4 ranks, demo3d collective write+read through librfs-mpiio.so, RFS
                           and RFS+ABT, with LOCAL (the MPI library's own I/O) in the same run;
@@ -69,7 +71,7 @@ def main():
     samples = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="rfs-paired.") as tmp:
         for p in range(a.pairs):
-            for side in ("before", "after"):
+            for side in (("before", "after") if p % 2 == 0 else ("after", "before")):
                 log(f"pair {p + 1}/{a.pairs}: {side}")
                 fig = mpiio(builds[side], a.mpiio_size, os.path.join(tmp, "m.json"))
                 fig.update(roundtrip(builds[side], a.roundtrip_mib, os.path.join(tmp, "r.json")))
@@ -82,11 +84,12 @@ def main():
         "what": a.what,
         "builds": builds,
         "pairs": a.pairs,
-        "order": "before, after, alternating",
+        "order": "before first in even pairs (0, 2, ...), after first in odd ones",
         "mpiio": {"ranks": 4, "bytes": a.mpiio_size ** 3 * 8, "mpi": "mpich", "link": "loopback"},
         "roundtrip": {"file_mib": a.roundtrip_mib, "streams": 1, "reps_per_run": 3},
         "statistic": "median over pairs of after/before (1.0: unchanged)",
         "ratio_after_over_before": {k: statistics.median(v) for k, v in ratios.items()},
+        "ratio_range_over_pairs": {k: [min(v), max(v)] for k, v in ratios.items()},
         "ratios_per_pair": ratios,
         "samples": samples,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
