@@ -53,6 +53,8 @@ void rfs_abt_config_default(rfs_abt_config *c);
  * when the journal is replayed. The first wrap sets the process-wide pool (buffer size,
  * staging dir, threads); later wraps may only raise the memory cap. */
 int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out);
+/* ABT's op table, for a list of layers that a name op (rfs_io_remove) goes through. */
+const rfs_io_ops *rfs_abt_ops(void);
 
 /* Waits for every queued operation (including deferred closes), stops the threads, removes
  * the journal if nothing is left in it. Returns the first error not yet reported (message in

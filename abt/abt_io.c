@@ -86,17 +86,13 @@ static void drain(rfs_io *io) { rfs_abt_wait_file(F(io), 0, UINT64_MAX, 0); }
 static int abt_sync(rfs_io *io)
 {
     drain(io);
-    int err = rfs_abt_take_error(F(io));
     /* The background failure is what the caller must hear (it says where the data is kept),
      * as close does: the sync below usually fails too, of the same lost connection, and its
      * message would replace it. */
-    char msg[1536];
-    if (err != RFS_OK)
-        snprintf(msg, sizeof msg, "%s", rfs_last_error());
+    rfs_status background;
+    rfs_status_save(&background, rfs_abt_take_error(F(io)));
     int rc = B(io)->ops->sync(B(io));
-    if (err != RFS_OK)
-        return rfs_fail(err, "%s", msg);
-    return rc;
+    return background.rc != RFS_OK ? rfs_status_raise(&background) : rc;
 }
 
 /* Buffered writes queued so far are delivered (MPI_Barrier: other ranks may use the bytes
@@ -160,26 +156,32 @@ static int abt_preallocate(rfs_io *io, uint64_t size)
 
 static int abt_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
 {
-    if (!B(io)->ops->counter)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no shared counters", io->path);
     return B(io)->ops->counter(B(io), key, set, delta, old);
 }
 
+/* Without locks below there is nothing to make visible first: its op only says so. */
 static int abt_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
 {
-    if (!B(io)->ops->lock)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
-    drain(io);
+    if (B(io)->features & RFS_IO_F_LOCKS)
+        drain(io);
     return B(io)->ops->lock(B(io), off, len, mode, wait_ms);
 }
 
 static int abt_unlock(rfs_io *io, uint64_t off, uint64_t len)
 {
-    if (!B(io)->ops->unlock)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
     /* Atomic mode: the writes done under the lock must be visible before it is released. */
-    drain(io);
+    if (B(io)->features & RFS_IO_F_LOCKS)
+        drain(io);
     return B(io)->ops->unlock(B(io), off, len);
+}
+
+/* A delete comes after this process's queued writes of the file, so none of them lands in the
+ * deleted file or (a deferred open) creates it again; a failed one stays in the journal and is
+ * reported by close or MPI_Finalize as before. */
+static int abt_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
+{
+    rfs_abt_wait_name(name);
+    return rfs_io_remove(below, name, opts);
 }
 
 static int abt_close(rfs_io *io)
@@ -196,22 +198,19 @@ static int abt_close(rfs_io *io)
         pthread_mutex_unlock(&rfs_abt_engine.mu);
     }
     drain(io);
-    int err = rfs_abt_take_error(f);
-    char msg[1536];
-    if (err != RFS_OK)
-        snprintf(msg, sizeof msg, "%s", rfs_last_error());
+    rfs_status background;
+    rfs_status_save(&background, rfs_abt_take_error(f));
     pthread_mutex_lock(&rfs_abt_engine.mu);
     rfs_abt_unregister_file(f);
     pthread_mutex_unlock(&rfs_abt_engine.mu);
     int rc = f->below->ops->close(f->below);
     free(f->name);
     free(f);
-    if (err != RFS_OK)
-        return rfs_fail(err, "%s", msg);
-    return rc;
+    return background.rc != RFS_OK ? rfs_status_raise(&background) : rc;
 }
 
-/* Views are flattened by the layer above when ABT is on: buffered writes are extent lists. */
+/* Views are flattened by the layer above when ABT is on: buffered writes are extent lists.
+ * Versions are the journal's business here, asked of the layer below. */
 static const rfs_io_ops abt_ops = {
     .pread = abt_pread,
     .pwrite = abt_pwrite,
@@ -228,8 +227,15 @@ static const rfs_io_ops abt_ops = {
     .counter = abt_counter,
     .lock = abt_lock,
     .unlock = abt_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
     .close = abt_close,
+    .version = rfs_io_gen_version,
+    .remove = abt_remove,
 };
+
+const rfs_io_ops *rfs_abt_ops(void) { return &abt_ops; }
 
 int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out)
 {
@@ -249,6 +255,8 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
     f->io.ops = &abt_ops;
+    f->io.features = RFS_IO_F_GATHER | RFS_IO_F_MARKS |
+                     (below->features & (RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS));
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;

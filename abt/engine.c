@@ -16,15 +16,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 
 abt_engine rfs_abt_engine = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
-    .work = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
 };
 #define E rfs_abt_engine
+
+/* work and done are waited on with deadlines: monotonic, so made at run time (once: the
+ * engine may start again after a finalize). */
+static pthread_once_t conds_once = PTHREAD_ONCE_INIT;
+static void conds_init(void)
+{
+    rfs_cond_init_monotonic(&E.work);
+    rfs_cond_init_monotonic(&E.done);
+}
 
 /* Coalescing stops at this many extents per chunk: one list-I/O frame carries them. */
 #define CHUNK_MAX_EXT 65536u
@@ -454,14 +462,10 @@ static int take_buffer(abt_chunk *c, uint64_t rec)
 /* Waits on cv until woken or until the monotonic time `until` (mu held). */
 static void wait_until(pthread_cond_t *cv, double until)
 {
-    double left = until - rfs_abt_now();
-    if (left <= 0)
+    if (until <= rfs_abt_now())
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9) + 1000;
-    ts.tv_sec += (time_t)(ns / 1000000000LL);
-    ts.tv_nsec = (long)(ns % 1000000000LL);
+    /* rfs_abt_now is CLOCK_MONOTONIC in seconds; 1 us late rather than early */
+    struct timespec ts = rfs_deadline_at((int64_t)(until * 1e9) + 1000);
     pthread_cond_timedwait(cv, &E.mu, &ts);
 }
 
@@ -485,7 +489,7 @@ static const char *no_use_waiting(const abt_chunk *c, int rc, uint64_t failures0
  * without telling this one: a waiting write looks again now and then. */
 #define ROOM_POLL_S 0.05
 
-static int placement_failed(abt_chunk *c, int rc, const char *why, const char *cause)
+static int placement_failed(abt_chunk *c, int rc, const char *why, const rfs_status *cause)
 {
     char srv[600] = "";
     if (E.last_failed)
@@ -494,7 +498,7 @@ static int placement_failed(abt_chunk *c, int rc, const char *why, const char *c
     return rfs_fail(rc, "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted "
                     "(nothing of it buffered): no buffer or staging room and %s%s; staging in "
                     "%s: %s", c->f->io.server, c->f->io.path, c->len, c->lo, why, srv,
-                    E.staging_dir, cause);
+                    E.staging_dir, cause->msg);
 }
 
 /* Puts a new chunk's data in a buffer (with journal room reserved) or in the journal. When
@@ -509,7 +513,7 @@ static int place_piece(abt_chunk *c, abt_src *src)
     double deadline = rfs_abt_now() + f->wait_timeout_s;
     uint8_t *bounce = NULL;
     const uint8_t *data = NULL;  /* the bytes, once taken from src for staging */
-    char cause[512];
+    rfs_status cause;  /* why staging failed, past the waits */
     int rc;
     for (;;) {
         if (take_buffer(c, rec) == RFS_OK) {
@@ -534,18 +538,18 @@ static int place_piece(abt_chunk *c, abt_src *src)
             E.stats.bytes_staged_fg += c->len;
             break;
         }
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status_save(&cause, rc);
         if (E.delivered != delivered) {
             delivered = E.delivered;
             deadline = rfs_abt_now() + f->wait_timeout_s;
         }
         const char *why = no_use_waiting(c, rc, failures0, deadline);
         if (why) {
-            rc = placement_failed(c, rc, why, cause);
+            rc = placement_failed(c, rc, why, &cause);
             break;
         }
         RFS_LOGD("%s: no room for %" PRIu64 " bytes (%s); waiting for deliveries", f->name,
-                 c->len, cause);
+                 c->len, cause.msg);
         double poll = rfs_abt_now() + ROOM_POLL_S;
         wait_until(&E.done, poll < deadline ? poll : deadline);
     }
@@ -700,7 +704,7 @@ static abt_chunk *pick(void)
     return c ? c : pick_pass(0);
 }
 
-static int send_chunk(abt_chunk *c, char *msg, size_t msgcap)
+static int send_chunk(abt_chunk *c, rfs_status *st)
 {
     uint8_t *data = c->buf, *tmp = NULL;
     int rc = RFS_OK;
@@ -720,8 +724,9 @@ static int send_chunk(abt_chunk *c, char *msg, size_t msgcap)
         if (rc == RFS_OK && done != c->len)
             rc = rfs_fail(RFS_E_IO, "short write (%zu of %" PRIu64 " bytes)", done, c->len);
     }
-    if (rc != RFS_OK)
-        snprintf(msg, msgcap, "%s", rfs_last_error());
+    st->rc = rc;
+    if (rc != RFS_OK)  /* its message goes with it to finish_chunk, past the version probe */
+        rfs_status_save(st, rc);
     free(tmp);
     return rc;
 }
@@ -730,14 +735,14 @@ static void close_below_locked(abt_file *f)
 {
     rfs_abt_unregister_file(f);
     pthread_mutex_unlock(&E.mu);
-    int rc = f->below->ops->close(f->below);
-    char msg[1536];
-    snprintf(msg, sizeof msg, "%s", rfs_last_error());
+    rfs_status closed;
+    rfs_status_save(&closed, f->below->ops->close(f->below));
     pthread_mutex_lock(&E.mu);
-    int err = f->err ? f->err : rc;
+    int err = f->err ? f->err : closed.rc;
     if (err != RFS_OK && E.final_err == RFS_OK) {
         E.final_err = err;
-        snprintf(E.final_msg, sizeof E.final_msg, "%s: %s", f->name, f->err ? f->errmsg : msg);
+        snprintf(E.final_msg, sizeof E.final_msg, "%s: %s", f->name,
+                 f->err ? f->errmsg : closed.msg);
     }
     free(f->name);
     free(f);
@@ -781,8 +786,6 @@ static int read_below_version(void *ctx, rfs_journal_version *v)
 {
     rfs_io *b = ctx;
     rfs_io_version iv;
-    if (!b->ops->version)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", b->path);
     int rc = b->ops->version(b, &iv);
     v->size = iv.size;
     v->mtime_ns = iv.mtime_ns;
@@ -946,7 +949,7 @@ static int sendable(const abt_chunk *c, double now, double *retry)
 static void *sender_main(void *arg)
 {
     (void)arg;
-    char msg[1536];
+    rfs_status sent;
     pthread_mutex_lock(&E.mu);
     for (;;) {
         abt_chunk *c = pick();
@@ -966,14 +969,14 @@ static void *sender_main(void *arg)
         if (E.n_inflight++ == 0)
             E.busy_mark = rfs_abt_now();
         pthread_mutex_unlock(&E.mu);
-        int rc = send_chunk(c, msg, sizeof msg);
+        int rc = send_chunk(c, &sent);
         /* Replay safety: the version the reply carried (no round trip), noted before the chunk
          * leaves the queue, so a sync of the file returns only once it is in the journal. */
         int noted = rfs_abt_note_version(c->f);
         pthread_mutex_lock(&E.mu);
         note_bandwidth(rc == RFS_OK ? c->len : 0, rfs_abt_now());
         E.n_inflight--;
-        finish_chunk(c, rc, msg, noted);
+        finish_chunk(c, rc, sent.msg, noted);
     }
     account_thread_cpu();
     pthread_mutex_unlock(&E.mu);
@@ -1055,13 +1058,7 @@ static void *stager_main(void *arg)
             pthread_cond_wait(&E.work, &E.mu);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rfs_deadline_ms(10);
         pthread_cond_timedwait(&E.work, &E.mu, &ts);
         if (!E.stop && E.bg_staging)
             stage_one_step(rfs_abt_now());
@@ -1075,6 +1072,7 @@ static void *stager_main(void *arg)
 
 int rfs_abt_engine_start(const rfs_abt_config *c)
 {
+    pthread_once(&conds_once, conds_init);
     pthread_mutex_lock(&E.mu);
     if (E.started) {
         uint64_t want = c->max_memory / E.buf_size;
@@ -1187,6 +1185,31 @@ void rfs_abt_wait_queued(abt_file *f)
     pthread_mutex_unlock(&E.mu);
 }
 
+/* 1 if name and the parsed want name the same file (spellings of a name may differ). */
+static int same_file(const char *name, const rfs_name *want)
+{
+    rfs_name n;
+    return rfs_parse_name(name, &n) == RFS_OK && n.port == want->port &&
+           strcmp(n.host, want->host) == 0 && strcmp(n.path, want->path) == 0;
+}
+
+void rfs_abt_wait_name(const char *name)
+{
+    rfs_name want;
+    if (rfs_parse_name(name, &want) != RFS_OK)
+        return;
+    pthread_mutex_lock(&E.mu);
+    while (E.started) {
+        int busy = 0;
+        for (abt_file *f = E.open_files; f && !busy; f = f->next_open)
+            busy = f->pending > 0 && same_file(f->name, &want);
+        if (!busy)
+            break;
+        pthread_cond_wait(&E.done, &E.mu);
+    }
+    pthread_mutex_unlock(&E.mu);
+}
+
 uint64_t rfs_abt_write_mark(void)
 {
     pthread_mutex_lock(&E.mu);
@@ -1255,7 +1278,7 @@ int rfs_abt_finalize(void)
 
     pthread_mutex_lock(&E.mu);
     int err = E.final_err;
-    char msg[2048];
+    char msg[RFS_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", E.final_msg);
     for (abt_file *f = E.open_files; f && err == RFS_OK; f = f->next_open)
         if (f->err != RFS_OK) {

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "abt/abt.h"
+#include "common/err.h"
 #include "abt/journal.h"
 #include "abt/model.h"
 
@@ -43,7 +44,7 @@ struct abt_file {
     int pending;             /* chunks queued or in flight */
     abt_chunk *last;         /* newest chunk of this file, for coalescing small writes */
     int err;                 /* first background error not yet reported */
-    char errmsg[1536];
+    char errmsg[RFS_ERRMSG_MAX];
     int defer_close;         /* hint rfs_defer_close */
     int closing;             /* deferred close: close below once pending reaches 0 */
     int sync_staging;
@@ -105,7 +106,7 @@ typedef struct abt_engine {
     double bx, bw;
 
     int final_err;           /* first error of a deferred close, reported at finalize */
-    char final_msg[1536];
+    char final_msg[RFS_ERRMSG_MAX];
     rfs_abt_stats stats;
 } abt_engine;
 
@@ -135,6 +136,11 @@ void rfs_abt_wait_file(abt_file *f, uint64_t lo, uint64_t hi, int answered_enoug
  * version noted); writes queued meanwhile by other threads are not waited for (a chunk that
  * took more data since is). */
 void rfs_abt_wait_queued(abt_file *f);
+/* Waits until no file of this rfs name (however spelled) has writes queued or in flight: a
+ * delete of the file comes after them (none lands in or re-creates the deleted file). Failed
+ * ones have left the queue too (kept in the journal, reported as before). Returns at once when
+ * the engine is not running. */
+void rfs_abt_wait_name(const char *name);
 /* rfs_io write_mark / mark_answered: the next chunk's sequence number; 1 once every chunk of
  * f numbered below mark is answered (a chunk that took more data since counts whole). */
 uint64_t rfs_abt_write_mark(void);

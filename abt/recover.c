@@ -334,8 +334,7 @@ static int deliver(void *ctx, const rfs_journal_rec *rec)
  * run) the version this run left, so a later run or journal replays onto it without --force. */
 static int finish_files(rjournal *j)
 {
-    int err = RFS_OK;
-    char msg[2048] = "";
+    rfs_status first = {RFS_OK, ""};
     for (size_t i = 0; i < j->n_files; i++) {
         target *t = &j->files[i];
         if (!t->f)
@@ -343,10 +342,8 @@ static int finish_files(rjournal *j)
         int rc = rfs_sync(t->f);
         int rc2 = rfs_close(t->f);
         t->f = NULL;
-        if (err == RFS_OK && (rc != RFS_OK || rc2 != RFS_OK)) {
-            err = rc != RFS_OK ? rc : rc2;
-            snprintf(msg, sizeof msg, "%s: %s", t->dest, rfs_last_error());
-        }
+        if (first.rc == RFS_OK && (rc != RFS_OK || rc2 != RFS_OK))
+            rfs_status_save(&first, rfs_fail_cause(rc != RFS_OK ? rc : rc2, "%s", t->dest));
         rfs_journal_version v;
         if (rfs_journal_probe_stat(t->dest, j->r->ro->opts, &v) == RFS_OK) {
             v.ticket = ++j->max_ticket;
@@ -354,7 +351,7 @@ static int finish_files(rjournal *j)
             ver_add(&j->r->accepted, t->dest, &v);
         }
     }
-    return err == RFS_OK ? RFS_OK : rfs_fail(err, "%s", msg);
+    return first.rc == RFS_OK ? RFS_OK : rfs_status_raise(&first);
 }
 
 /* Who holds the flock on fd's file, from /proc/locks (0 if not found). */
@@ -516,15 +513,18 @@ static int deliver_all(rjournal *j)
         int rc = rfs_journal_read_at(j->fd, j->v[i].rec_off, deliver, j);
         if (rc == RFS_OK)
             continue;
-        char cause[2048], left[1024], total[64];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error()[0] ? rfs_last_error() : rfs_strerror(rc));
+        char left[1024], total[64];
+        rfs_status cause;  /* the delivery's failure, past closing the files */
+        if (!rfs_last_error()[0])
+            rfs_fail(rc, "%s", rfs_strerror(rc));
+        rfs_status_save(&cause, rc);
         finish_files(j);
         undelivered_list(j, left, sizeof left);
         human(undelivered_total(j), total, sizeof total);
         const target *t = &j->files[j->v[i].file];
-        const char *srv = strncmp(cause, "rfs:", 4) == 0 ? "" : t->dest;
+        const char *srv = strncmp(cause.msg, "rfs:", 4) == 0 ? "" : t->dest;
         return rfs_fail(rc, "%s%s%s (record %" PRIu64 " at journal offset %" PRIu64 ", %s not "
-                        "delivered%s; journal %s kept)", srv, srv[0] ? ": " : "", cause,
+                        "delivered%s; journal %s kept)", srv, srv[0] ? ": " : "", cause.msg,
                         j->v[i].index, j->v[i].rec_off, total, left, j->path);
     }
     return finish_files(j);
@@ -573,9 +573,9 @@ static int recover_one(run *r, const char *path)
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: delivered, but cannot remove it: %s", path,
                       strerror(errno));
     } else if (rc != RFS_OK && !strstr(rfs_last_error(), path)) {
-        char m[4096];
-        snprintf(m, sizeof m, "%s", rfs_last_error());
-        rfs_fail(rc, "%s: %s; journal kept", path, m);
+        rfs_status why;
+        rfs_status_save(&why, rc);
+        rfs_fail(rc, "%s: %s; journal kept", path, why.msg);
     }
     if (rc != RFS_OK)
         note(r, "%s", rfs_last_error());
@@ -682,7 +682,7 @@ int rfs_abt_recover(const char *dir, const rfs_abt_recover_opts *ro, rfs_abt_rec
     run r = {.ro = ro, .res = res};
     if (err == RFS_OK)
         gather_versions(&r, dir, names, n);
-    char first[4096] = "";
+    rfs_status first = {RFS_OK, ""};  /* the first journal not delivered, and why */
     for (size_t i = 0; err == RFS_OK && i < n; i++) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -691,13 +691,13 @@ int rfs_abt_recover(const char *dir, const rfs_abt_recover_opts *ro, rfs_abt_rec
         case J_HELD: res->journals_held++; break;
         case J_NOT_JOURNAL:
             res->not_journals++;
-            if (!first[0])
-                snprintf(first, sizeof first, "%s: not an rfs journal: left alone", path);
+            if (!first.msg[0])
+                snprintf(first.msg, sizeof first.msg, "%s: not an rfs journal: left alone", path);
             break;
         default:
             res->journals_kept++;
-            if (!first[0])
-                snprintf(first, sizeof first, "%s", rfs_last_error());
+            if (!first.msg[0])
+                rfs_status_save(&first, RFS_E_IO);
             break;
         }
     }
@@ -705,7 +705,9 @@ int rfs_abt_recover(const char *dir, const rfs_abt_recover_opts *ro, rfs_abt_rec
         free(names[i]);
     free(names);
     ver_free(&r.accepted);
-    if (err == RFS_OK && first[0])
-        err = rfs_fail(res->journals_kept ? RFS_E_IO : RFS_E_INVAL, "%s", first);
+    if (err == RFS_OK && first.msg[0]) {
+        first.rc = res->journals_kept ? RFS_E_IO : RFS_E_INVAL;
+        err = rfs_status_raise(&first);
+    }
     return err;
 }

@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/escape.h"
 #include "cli/transfer_pool.h"
+#include "common/err.h"
 #include "common/fullio.h"
 
 #define CP_MAX_DEPTH 256
@@ -433,8 +434,7 @@ static int make_dir(cli_ctx *c, const char *path)
 typedef struct prefetched {
     char *src;            /* NULL: taken */
     listed l;
-    int rc;
-    char msg[1024];
+    rfs_status st;        /* the listing's outcome, for the thread that takes it */
     cli_ctx *c;
 } prefetched;
 static prefetched *ahead;
@@ -451,9 +451,8 @@ static void *prefetch_worker(void *arg)
         if (i >= ahead_end)
             return NULL;
         prefetched *p = &ahead[i];
-        p->rc = rfs_list(p->src, &p->c->ropts, take, &p->l);
-        if (p->rc)
-            snprintf(p->msg, sizeof p->msg, "%s", rfs_last_error());
+        p->st.rc = RFS_OK;
+        rfs_status_first(&p->st, rfs_list(p->src, &p->c->ropts, take, &p->l));
     }
 }
 
@@ -512,12 +511,12 @@ static int list_source(cli_ctx *c, const char *src, listed *l)
         p->l = (listed){0};
         if (l->files.oom || l->dirs.oom || l->other.oom)
             return cli_fail_local(c, "listing", ENOMEM);
-        if (p->rc == RFS_OK)
+        if (p->st.rc == RFS_OK)
             return CLI_EXIT_OK;
         rfs_name n;
         if (rfs_parse_name(src, &n))
             return cli_usage(c->cmd, "%s: not a valid rfs name", src);
-        return cli_fail_remote(c, &n, p->rc, p->msg);
+        return cli_fail_remote(c, &n, p->st.rc, p->st.msg);
     }
     if (rfs_is_name(src)) {
         char url[4400];

@@ -87,13 +87,13 @@ static int get_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
     pthread_mutex_unlock(&g->write_mu);
     if (werr) {
         e->local = 1;
-        snprintf(e->msg, sizeof e->msg, "writing %s: %s", g->tmp, strerror(werr));
+        snprintf(e->st.msg, sizeof e->st.msg, "writing %s: %s", g->tmp, strerror(werr));
         return RFS_E_IO;
     }
     if (rc != RFS_OK)
         return rc;
     if (got != len) {
-        snprintf(e->msg, sizeof e->msg, "file shrank on the server during the transfer (short read at offset %llu)",
+        snprintf(e->st.msg, sizeof e->st.msg, "file shrank on the server during the transfer (short read at offset %llu)",
                  (unsigned long long)(off + got));
         return RFS_E_IO;
     }
@@ -182,11 +182,11 @@ static int resume_point(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t s
     xfer_error e = {0};
     int rc = xfer_verified_prefix(g->f, g->fd, g->tmp, have < size ? have : size, keep, &e);
     if (rc != RFS_OK && e.local) {
-        fprintf(stderr, "rfs get: %s\n", e.msg);
+        fprintf(stderr, "rfs get: %s\n", e.st.msg);
         return CLI_EXIT_FAIL;
     }
     if (rc != RFS_OK)
-        return cli_fail_remote(c, name, rc, e.msg);
+        return cli_fail_remote(c, name, rc, e.st.msg);
     if (ftruncate(g->fd, (off_t)*keep) != 0)
         return cli_fail_local(c, g->tmp, errno);
     return CLI_EXIT_OK;
@@ -199,14 +199,14 @@ static int verify(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size)
     uint32_t crcs[2] = {0, 0};
     int rc = xfer_compare(g->f, g->fd, g->tmp, 0, size, &same, crcs, &e);
     if (rc != RFS_OK && e.local) {
-        fprintf(stderr, "rfs get: %s\n", e.msg);
+        fprintf(stderr, "rfs get: %s\n", e.st.msg);
         return CLI_EXIT_FAIL;
     }
     if (rc != RFS_OK)
-        return cli_fail_remote(c, name, rc, e.msg);
+        return cli_fail_remote(c, name, rc, e.st.msg);
     if (same)
         return CLI_EXIT_OK;
-    char msg[1536], server[300];
+    char msg[RFS_ERRMSG_MAX], server[300];
     cli_server_str(name, server, sizeof server);
     snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy is %08x, "
              "of the received data in %s %08x; not renamed into place", server, name->path,
@@ -284,10 +284,10 @@ static int run_get(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size, 
     progress_finish(&prog, atomic_load(&x->done), rc == RFS_OK);
     if (rc != RFS_OK) {
         if (x->error.local) {
-            fprintf(stderr, "rfs get: %s\n", x->error.msg);
+            fprintf(stderr, "rfs get: %s\n", x->error.st.msg);
             return CLI_EXIT_FAIL;
         }
-        return cli_fail_remote(c, name, rc, x->error.msg);
+        return cli_fail_remote(c, name, rc, x->error.st.msg);
     }
     if (c->o.resume && !c->o.quiet)
         printf("rfs get: resumed %s: %llu of %llu bytes already in %s (verified), %llu received\n",

@@ -2,6 +2,8 @@
 /* Parallel copy engine; see transfer_pool.h. */
 #include "cli/transfer_pool.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -118,7 +120,7 @@ typedef struct worker_arg {
 static void record_failure(xfer *x, const xfer_error *e)
 {
     pthread_mutex_lock(&x->mu);
-    if (x->error.err == RFS_OK)
+    if (x->error.st.rc == RFS_OK)
         x->error = *e;
     pthread_mutex_unlock(&x->mu);
     atomic_store(&x->stop, 1);
@@ -132,8 +134,8 @@ static void *worker(void *p)
     void *buf = x->no_buffer ? NULL : malloc(x->chunk);
     int ok = x->no_buffer || buf;
     if (!ok) {
-        xfer_error e = {.err = RFS_E_NOMEM, .local = 1};
-        snprintf(e.msg, sizeof e.msg, "out of memory for a %zu-byte transfer buffer", x->chunk);
+        xfer_error e = {.st = {.rc = RFS_E_NOMEM}, .local = 1};
+        snprintf(e.st.msg, sizeof e.st.msg, "out of memory for a %zu-byte transfer buffer", x->chunk);
         record_failure(x, &e);
     }
     while (ok && !atomic_load(&x->stop)) {
@@ -144,9 +146,9 @@ static void *worker(void *p)
         xfer_error e = {0};
         int rc = x->copy(x, buf, off, len, &e);
         if (rc != RFS_OK) {
-            e.err = rc;
-            if (e.msg[0] == '\0')
-                snprintf(e.msg, sizeof e.msg, "%s", rfs_last_error());
+            if (e.st.msg[0] == '\0')
+                rfs_status_save(&e.st, rc);
+            e.st.rc = rc;
             record_failure(x, &e);
             break;
         }
@@ -165,18 +167,14 @@ int xfer_run(xfer *x)
     atomic_init(&x->cursor, x->start);
     atomic_init(&x->done, 0);
     atomic_init(&x->stop, 0);
-    x->error.err = RFS_OK;
+    x->error.st.rc = RFS_OK;
     pthread_mutex_init(&x->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&x->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rfs_cond_init_monotonic(&x->cv);
 
     int nthreads = x->depth;
     worker_arg *args = calloc((size_t)nthreads, sizeof *args);
     if (!args) {
-        x->error = (xfer_error){.err = RFS_E_NOMEM, .local = 1, .msg = "out of memory"};
+        x->error = (xfer_error){.st = {RFS_E_NOMEM, "out of memory"}, .local = 1};
         return RFS_E_NOMEM;
     }
     int started = 0;
@@ -191,8 +189,8 @@ int xfer_run(xfer *x)
             x->running--;
             pthread_mutex_unlock(&x->mu);
             if (started == 0) {
-                xfer_error e = {.err = RFS_E_NOMEM, .local = 1};
-                snprintf(e.msg, sizeof e.msg, "cannot start a transfer thread: %s", strerror(rc));
+                xfer_error e = {.st = {.rc = RFS_E_NOMEM}, .local = 1};
+                snprintf(e.st.msg, sizeof e.st.msg, "cannot start a transfer thread: %s", strerror(rc));
                 record_failure(x, &e);
             }
             break; /* the threads already running share the work */
@@ -203,13 +201,7 @@ int xfer_run(xfer *x)
     /* Wake at least every 100 ms to redraw the progress bar. */
     pthread_mutex_lock(&x->mu);
     while (x->running > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rfs_deadline_ms(100);
         pthread_cond_timedwait(&x->cv, &x->mu, &ts);
         pthread_mutex_unlock(&x->mu);
         if (x->prog)
@@ -222,10 +214,10 @@ int xfer_run(xfer *x)
     free(args);
     pthread_cond_destroy(&x->cv);
     pthread_mutex_destroy(&x->mu);
-    if (x->error.err == RFS_OK && atomic_load(&x->done) != x->total - x->start) {
-        x->error = (xfer_error){.err = RFS_E_IO, .local = 1, .msg = "transfer incomplete"};
+    if (x->error.st.rc == RFS_OK && atomic_load(&x->done) != x->total - x->start) {
+        x->error = (xfer_error){.st = {RFS_E_IO, "transfer incomplete"}, .local = 1};
     }
-    return x->error.err;
+    return x->error.st.rc;
 }
 
 /* ---- atomic, restartable, verifiable transfers ---- */
@@ -302,20 +294,20 @@ int xfer_compare(rfs_file *f, int fd, const char *local, uint64_t off, uint64_t 
     uint32_t rcrc = 0;
     uint64_t rgot = 0;
     int rc = rfs_checksum(f, off, len, &rcrc, &rgot);
-    if (rc != RFS_OK)
-        snprintf(e->msg, sizeof e->msg, "checksum on the server: %s", rfs_last_error());
+    if (rc != RFS_OK)  /* kept past the local side's calls */
+        rfs_status_save(&e->st, rfs_fail_cause(rc, "checksum on the server"));
     if (threaded)
         pthread_join(th, NULL);
     else
         local_sum_main(&ls); /* no thread to spare: one side after the other */
     if (rc != RFS_OK) {
-        e->err = rc;
+        e->st.rc = rc;
         return rc;
     }
     if (ls.err) {
-        e->err = RFS_E_IO;
+        e->st.rc = RFS_E_IO;
         e->local = 1;
-        snprintf(e->msg, sizeof e->msg, "reading %s: %s", local, strerror(ls.err));
+        snprintf(e->st.msg, sizeof e->st.msg, "reading %s: %s", local, strerror(ls.err));
         return RFS_E_IO;
     }
     if (crcs) {

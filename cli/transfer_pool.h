@@ -21,18 +21,18 @@
 #include <stdint.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "cli/progress.h"
 
 typedef struct xfer_error {
-    int err;    /* rfs_err (remote failure) or RFS_E_IO for local ones */
-    int local;  /* 1: msg describes a local file problem, not the server */
-    char msg[1536];
+    rfs_status st;  /* rfs_err (remote failure) or RFS_E_IO for local ones, and the message */
+    int local;      /* 1: the message describes a local file problem, not the server */
 } xfer_error;
 
 struct xfer;
 /* Copies [off, off+len) through buf (at least len bytes).
- * Returns RFS_OK, or an error after filling *e (if e->msg is left empty the pool copies this
- * thread's rfs_last_error()). */
+ * Returns RFS_OK, or an error after filling *e (if e->st.msg is left empty the pool copies this
+ * thread's error, rfs_status_save). */
 typedef int (*xfer_chunk_fn)(struct xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e);
 
 typedef struct xfer {

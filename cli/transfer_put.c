@@ -43,15 +43,15 @@ static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
     if (r < 0 || (size_t)r < len) {
         e->local = 1;
         if (r < 0)
-            snprintf(e->msg, sizeof e->msg, "reading %s: %s", p->local, strerror(errno));
+            snprintf(e->st.msg, sizeof e->st.msg, "reading %s: %s", p->local, strerror(errno));
         else
-            snprintf(e->msg, sizeof e->msg, "%s: file shrank during the transfer", p->local);
+            snprintf(e->st.msg, sizeof e->st.msg, "%s: file shrank during the transfer", p->local);
         return RFS_E_IO;
     }
     size_t done = 0;
     int rc = rfs_pwrite(p->f, buf, len, off, &done);
     if (rc == RFS_OK && done != len) {
-        snprintf(e->msg, sizeof e->msg, "short write at offset %llu (%zu of %zu bytes)",
+        snprintf(e->st.msg, sizeof e->st.msg, "short write at offset %llu (%zu of %zu bytes)",
                  (unsigned long long)off, done, len);
         return RFS_E_IO;
     }
@@ -142,16 +142,16 @@ static int resume_point(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t to
     if (rc == RFS_OK)
         return CLI_EXIT_OK;
     if (e.local) {
-        fprintf(stderr, "rfs put: %s\n", e.msg);
+        fprintf(stderr, "rfs put: %s\n", e.st.msg);
         return CLI_EXIT_FAIL;
     }
-    return cli_fail_remote(c, &pn->tmp, rc, e.msg);
+    return cli_fail_remote(c, &pn->tmp, rc, e.st.msg);
 }
 
 static int report_xfer_error(cli_ctx *c, const put_names *pn, const xfer *x, uint64_t kept)
 {
     if (x->error.local) {
-        fprintf(stderr, "rfs put: %s\n", x->error.msg);
+        fprintf(stderr, "rfs put: %s\n", x->error.st.msg);
         return CLI_EXIT_FAIL;
     }
     /* Named after the destination the user gave; the library's message names the temporary
@@ -159,10 +159,10 @@ static int report_xfer_error(cli_ctx *c, const put_names *pn, const xfer *x, uin
     char msg[2048];
     if (kept + atomic_load(&x->done) > 0)
         snprintf(msg, sizeof msg, "%s (partial upload kept: rerun with --resume to continue)",
-                 x->error.msg);
+                 x->error.st.msg);
     else
-        snprintf(msg, sizeof msg, "%s", x->error.msg);
-    return cli_fail_remote(c, &pn->name, x->error.err, msg);
+        snprintf(msg, sizeof msg, "%s", x->error.st.msg);
+    return cli_fail_remote(c, &pn->name, x->error.st.rc, msg);
 }
 
 /* After every byte is written: cut any tail, sync, optionally verify, rename into place. */
@@ -179,13 +179,13 @@ static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
         uint32_t crcs[2] = {0, 0};
         rc = xfer_compare(p->f, p->fd, p->local, 0, total, &same, crcs, &e);
         if (rc != RFS_OK && e.local) {
-            fprintf(stderr, "rfs put: %s\n", e.msg);
+            fprintf(stderr, "rfs put: %s\n", e.st.msg);
             return CLI_EXIT_FAIL;
         }
         if (rc != RFS_OK)
-            return cli_fail_remote(c, &pn->tmp, rc, e.msg);
+            return cli_fail_remote(c, &pn->tmp, rc, e.st.msg);
         if (!same) {
-            char msg[1536], server[300];
+            char msg[RFS_ERRMSG_MAX], server[300];
             cli_server_str(&pn->name, server, sizeof server);
             snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy "
                      "%s is %08x, of %s %08x; not renamed into place (rerun with --resume to "

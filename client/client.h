@@ -11,6 +11,7 @@
 
 #include "rfs/rfs.h"
 #include "common/auth.h"
+#include "common/err.h"
 #include "proto/proto.h"
 #include "transport/transport.h"
 #include "client/compress_pipe.h"
@@ -339,8 +340,7 @@ struct rfs_file {
     uint64_t ww_queued, ww_collected;  /* writes queued and collected so far */
     uint64_t ww_replayed;              /* sent again after a lost connection (RFS_STATS) */
     struct rfs_wwrite *ww_head, *ww_tail;
-    int ww_err;
-    char ww_msg[1536];
+    rfs_status ww_failed;      /* first windowed write failure not yet reported (rc RFS_OK: none) */
     struct rfs_wwrite *ww_lost_head, *ww_lost_tail;  /* lost with a connection: to send again */
 
     /* Recovery after a lost connection (recover.c). Operations hold rw for reading; recovery
@@ -348,9 +348,8 @@ struct rfs_file {
     pthread_rwlock_t rw;
     unsigned gen, recoveries;
     int gave_up;               /* the last recovery failed: the next tries once */
-    int gave_up_rc;            /* ... with this error, */
+    rfs_status gave_up_why;    /* ... with this error, */
     int64_t next_try_ns;       /* ... and until then later calls fail at once (recover.c) */
-    char gave_up_cause[1024];
     int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
     rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
     int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */

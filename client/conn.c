@@ -15,6 +15,7 @@
 #include "transport/tls.h"
 
 #include "common/crc32c.h"
+#include "common/clock.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -31,21 +32,6 @@
 
 
 _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
-
-static void ts_at(struct timespec *ts, int64_t ns)
-{
-    ts->tv_sec = (time_t)(ns / 1000000000);
-    ts->tv_nsec = (long)(ns % 1000000000);
-}
-
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-}
 
 /* ---- request trace ---- */
 
@@ -82,7 +68,7 @@ static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id,
 void rfs_call_init(rfs_call *call)
 {
     memset(call, 0, sizeof *call);
-    cond_init_monotonic(&call->cv);
+    rfs_cond_init_monotonic(&call->cv);
 }
 
 void rfs_call_reset(rfs_call *call)
@@ -447,8 +433,7 @@ static void *watchdog_main(void *arg)
     rfs_conn *c = arg;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
-        struct timespec ts;
-        ts_at(&ts, rfs_now_ns() + (int64_t)WATCHDOG_PERIOD_MS * 1000000);
+        struct timespec ts = rfs_deadline_ms(WATCHDOG_PERIOD_MS);
         pthread_cond_timedwait(&c->wd_cv, &c->lock, &ts);
         if (c->stopping || c->dead)
             continue;
@@ -681,8 +666,7 @@ int rfs_conn_wait(rfs_conn *c, rfs_call *call)
             pthread_cond_wait(&call->cv, &c->lock);
             continue;
         }
-        struct timespec ts;
-        ts_at(&ts, call->deadline_ns);
+        struct timespec ts = rfs_deadline_at(call->deadline_ns);
         int r = pthread_cond_timedwait(&call->cv, &c->lock, &ts);
         if (r == ETIMEDOUT && !call->done) {
             /* The reply may be half read; only killing the connection makes the receiver
@@ -708,11 +692,8 @@ int rfs_conn_wait(rfs_conn *c, rfs_call *call)
 int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *label)
 {
     (void)c;
-    if (wait_rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(wait_rc, "%s: %s", label, cause);
-    }
+    if (wait_rc)
+        return rfs_fail_cause(wait_rc, "%s", label);
     if (call->status) {
         if (call->rep.u.err.len)
             return rfs_fail(call->status, "%s: %.*s", label, (int)call->rep.u.err.len,
@@ -725,11 +706,8 @@ int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *
 int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, const char *label)
 {
     int rc = rfs_conn_start(c, call, req, NULL, timeout_ms);
-    if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "%s: %s", label, cause);
-    }
+    if (rc)
+        return rfs_fail_cause(rc, "%s", label);
     return rfs_call_result(c, call, rfs_conn_wait(c, call), label);
 }
 
@@ -764,7 +742,7 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->send_lock, NULL);
-    cond_init_monotonic(&c->wd_cv);
+    rfs_cond_init_monotonic(&c->wd_cv);
     pthread_cond_init(&c->auth_cv, NULL);
     rfs_call_init(&c->auth_call);
     rfs_call_init(&c->session_call);
@@ -778,12 +756,12 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     rfs_tls_client_cfg tc = {.ca_file = o->tls_ca, .pin = o->tls_pin};
     int rc = tls ? rfs_tls_connect(host, port, &to, &tc, &c->t) : rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status failed;  /* the transport's message says "cannot connect" */
+        rfs_status_save(&failed, rc);
         c->t = NULL;
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(rc, "%s", cause);  /* the transport's message says "cannot connect" */
+        return rfs_status_raise(&failed);
     }
     if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
@@ -798,11 +776,11 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     }
     c->threads_started = 2;
     if ((rc = rfs_handshake(c, o))) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status failed;
+        rfs_status_save(&failed, rc);
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(rc, "%s", cause);
+        return rfs_status_raise(&failed);
     }
     *out = c;
     return RFS_OK;

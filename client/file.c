@@ -54,17 +54,14 @@ int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode)
 int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok)
 {
     int started[RFS_CLIENT_MAX_STREAMS] = {0};
-    int first = RFS_OK;
-    char cause[1536] = "";
+    rfs_status first = {RFS_OK, ""};
     for (int s = from; s < f->nconn; s++) {
         rfs_call_init(&calls[s]);
         ok[s] = 0;
         int rc = rfs_conn_start(f->conn[s], &calls[s], &reqs[s], NULL, f->io_timeout_ms);
         started[s] = rc == RFS_OK;
-        if (rc && !first) {
-            first = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        }
+        if (rc && !first.rc)
+            rfs_status_first(&first, rfs_call_result(f->conn[s], &calls[s], rc, f->label));
     }
     for (int s = from; s < f->nconn; s++) {
         if (!started[s])
@@ -72,14 +69,9 @@ int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *
         int rc = rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]),
                                  f->label);
         ok[s] = rc == RFS_OK;
-        if (rc && !first) {
-            first = rc;
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        }
+        rfs_status_first(&first, rc);
     }
-    if (first)
-        return rfs_fail(first, "%s", cause);
-    return RFS_OK;
+    return first.rc ? rfs_status_raise(&first) : RFS_OK;
 }
 
 static int close_one(rfs_file *f, int s)
@@ -119,8 +111,8 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
         if (!rc || (flags & RFS_O_EXCL) || !o->retry_timeout_ms || !rfs_conn_lost(f->conn[0]) ||
             rfs_now_ns() > deadline)
             return rc;
-        char cause[1536];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status lost;  /* the open's failure, if no connection comes back */
+        rfs_status_save(&lost, rc);
         for (int s = 0; s < f->nconn; s++)
             rfs_pool_put(f->conn[s]);
         rfs_copts left = *o;
@@ -131,7 +123,7 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
         explicit_bzero(left.token, sizeof left.token);
         if (grc) {
             f->nconn = 0;   /* nothing left to release */
-            return rfs_fail(rc, "%s", cause);
+            return rfs_status_raise(&lost);
         }
     }
 }
@@ -166,8 +158,7 @@ static void open_others_start(rfs_file *f, int from, unsigned flags, unsigned mo
  * first failure is returned with its message. */
 static int open_others_wait(rfs_file *f, int from, rfs_call *calls, const int *started, int *ok)
 {
-    int first = RFS_OK;
-    char cause[1536] = "";
+    rfs_status first = {RFS_OK, ""};
     for (int s = from; s < f->nconn; s++) {
         int rc = started[s] == RFS_OK ? rfs_conn_wait(f->conn[s], &calls[s]) : started[s];
         rc = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
@@ -175,13 +166,12 @@ static int open_others_wait(rfs_file *f, int from, rfs_call *calls, const int *s
         if (ok[s]) {
             f->fh[s] = calls[s].rep.u.open.fh;
             rfs_conn_track(f->conn[s], f->fh[s], &f->ver);
-        } else if (!first) {
-            first = rc;
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        } else {
+            rfs_status_first(&first, rc);
         }
         rfs_call_destroy(&calls[s]);
     }
-    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+    return first.rc ? rfs_status_raise(&first) : RFS_OK;
 }
 
 /* Opens the file on every stream. Stream 0 carries the caller's flags. Unless the open is
@@ -198,12 +188,12 @@ static int open_all_streams(rfs_file *f, rfs_copts *o, unsigned flags, unsigned 
     int ok[RFS_CLIENT_MAX_STREAMS] = {0};
     if (f->nconn > 1 && !(flags & RFS_O_EXCL)) {
         open_others_start(f, 1, flags, mode, reqs, calls, started);
-        int rc0 = rfs_file_open_stream(f, 0, flags, mode);
-        int rc = open_others_wait(f, 1, calls, started, ok);
-        if (!rc0 && !rc)
+        rfs_status failed = {RFS_OK, ""};
+        int rc0 = rfs_status_first(&failed, rfs_file_open_stream(f, 0, flags, mode));
+        rfs_status_first(&failed, open_others_wait(f, 1, calls, started, ok));
+        if (!failed.rc)
             return RFS_OK;
-        RFS_LOGD("%s: open side by side failed (%s); opening in order", f->label,
-                 rfs_last_error());
+        RFS_LOGD("%s: open side by side failed (%s); opening in order", f->label, failed.msg);
         rfs_clear_error();
         for (int s = 0; s < f->nconn; s++)
             if (s == 0 ? !rc0 : ok[s])
@@ -215,12 +205,12 @@ static int open_all_streams(rfs_file *f, rfs_copts *o, unsigned flags, unsigned 
     open_others_start(f, 1, flags & ~RFS_O_CREAT, mode, reqs, calls, started);
     rc = open_others_wait(f, 1, calls, started, ok);
     if (rc) {
-        char cause[1536];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status failed;
+        rfs_status_save(&failed, rc);
         for (int s = 0; s < f->nconn; s++)
             if (s == 0 || ok[s])
                 close_one(f, s);
-        return rfs_fail(rc, "%s", cause);
+        return rfs_status_raise(&failed);
     }
     return RFS_OK;
 }
@@ -339,9 +329,8 @@ static int close_once(rfs_file *f)
         vrc = rfs_file_settle_view(f, -1);
     else
         rfs_file_settle_view(f, -1);
-    char vcause[1536] = "";
-    if (vrc)
-        snprintf(vcause, sizeof vcause, "%s", rfs_last_error());
+    rfs_status settled = {RFS_OK, ""};
+    rfs_status_first(&settled, vrc);
     /* Every stream's handle is closed side by side: one round trip, not one per stream. */
     rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
@@ -351,23 +340,17 @@ static int close_once(rfs_file *f)
         reqs[s].op = RFS_OP_CLOSE;
         reqs[s].u.fh.fh = f->fh[s];
     }
-    int first = rfs_file_fanout(f, 0, reqs, calls, ok);
-    char cause[1536] = "";
-    if (first)
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    rfs_status closed = {RFS_OK, ""};
+    rfs_status_first(&closed, rfs_file_fanout(f, 0, reqs, calls, ok));
     for (int s = 0; s < f->nconn; s++)
         rfs_call_destroy(&calls[s]);
-    if (vrc) {
-        first = vrc;
-        snprintf(cause, sizeof cause, "%s", vcause);
-    }
-    if (!first && f->lost_unsynced) {
-        first = RFS_E_IO;
-        snprintf(cause, sizeof cause, "%s: the server's host restarted (its boot id changed) "
-                 "after writes that were never synced: they may be lost", f->label);
-    }
-    if (first)
-        return rfs_fail(first, "%s", cause);
+    if (settled.rc)
+        return rfs_status_raise(&settled);
+    if (closed.rc)
+        return rfs_status_raise(&closed);
+    if (f->lost_unsynced)
+        return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
+                        "writes that were never synced: they may be lost", f->label);
     return RFS_OK;
 }
 
@@ -398,9 +381,8 @@ int rfs_close(rfs_file *f)
         if (rc && closed_with_connection(f))
             rc = RFS_OK;
     } while (rfs_attempt_again(f, &a, &rc));
-    char cause[1536] = "";
-    if (rc)
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    rfs_status closed = {RFS_OK, ""};  /* reported after the file's memory is gone */
+    rfs_status_first(&closed, rc);
     if (rfs_stats_enabled())
         rfs_wwin_report(f);
     release_conns(f);
@@ -415,7 +397,7 @@ int rfs_close(rfs_file *f)
     rfs_verbox_destroy(&f->ver);
     free(f);
     if (rc)
-        return rfs_fail(rc, "%s", cause);
+        return rfs_status_raise(&closed);
     rfs_clear_error();
     return RFS_OK;
 }
@@ -518,14 +500,11 @@ static int sync_once(rfs_file *f)
     /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
-    char cause[1536] = "";
+    rfs_status first = {RFS_OK, ""};
     /* Windowed writes and a SET_VIEW still in flight: their failure is reported here at the
      * latest. */
-    int first = rfs_wwin_settle(f, 1);
-    if (!first)
-        first = rfs_file_settle_view(f, -1);
-    if (first)
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    if (!rfs_status_first(&first, rfs_wwin_settle(f, 1)))
+        rfs_status_first(&first, rfs_file_settle_view(f, -1));
     for (int s = 0; s < f->nconn; s++) {
         rfs_call_init(&calls[s]);
         rfs_req req;
@@ -534,24 +513,18 @@ static int sync_once(rfs_file *f)
         req.u.fh.fh = f->fh[s];
         int rc = rfs_conn_start(f->conn[s], &calls[s], &req, NULL, f->io_timeout_ms);
         started[s] = rc == RFS_OK;
-        if (rc && !first) {
-            first = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        }
+        if (rc && !first.rc)
+            rfs_status_first(&first, rfs_call_result(f->conn[s], &calls[s], rc, f->label));
     }
     for (int s = 0; s < f->nconn; s++) {
-        if (started[s]) {
-            int rc = rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]),
-                                     f->label);
-            if (rc && !first) {
-                first = rc;
-                snprintf(cause, sizeof cause, "%s", rfs_last_error());
-            }
-        }
+        if (started[s])
+            rfs_status_first(&first, rfs_call_result(f->conn[s], &calls[s],
+                                                     rfs_conn_wait(f->conn[s], &calls[s]),
+                                                     f->label));
         rfs_call_destroy(&calls[s]);
     }
-    if (first)
-        return rfs_fail(first, "%s", cause);
+    if (first.rc)
+        return rfs_status_raise(&first);
     if (f->lost_unsynced) {
         /* Reported once, like any deferred error; what is written from now on is safe. */
         f->lost_unsynced = 0;

@@ -26,9 +26,7 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
     if (!rc)
         rc = rfs_conn_wait(c, &call);
     if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        rc = rfs_fail(rc, "handshake with %s failed: %s", c->server, cause);
+        rc = rfs_fail_cause(rc, "handshake with %s failed", c->server);
     } else if (call.status) {
         rc = rfs_fail(call.status == RFS_E_VERSION ? RFS_E_VERSION : call.status,
                       "server %s refused HELLO: %.*s", c->server, (int)call.rep.u.err.len,
@@ -74,11 +72,8 @@ static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_n
     }
     int rc = rfs_conn_start(c, &c->auth_call, &req, NULL, o->connect_timeout_ms);
     explicit_bzero(&req.u, sizeof req.u);
-    if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "authentication with %s failed: %s", c->server, cause);
-    }
+    if (rc)
+        return rfs_fail_cause(rc, "authentication with %s failed", c->server);
     return RFS_OK;
 }
 

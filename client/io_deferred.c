@@ -14,8 +14,7 @@ typedef struct deferred {
     rfs_io io;
     pthread_mutex_t mu;
     rfs_io *real;
-    int err;                 /* open failed: every op returns this */
-    char msg[1536];
+    rfs_status failed;       /* the open's failure (rc RFS_OK: none yet): every op returns it */
     char *name, *token;
     unsigned flags, mode;
     rfs_options opts;
@@ -26,22 +25,23 @@ static int ready(rfs_io *io, rfs_io **real)
 {
     deferred *d = (deferred *)io;
     pthread_mutex_lock(&d->mu);
-    if (!d->real && d->err == RFS_OK) {
+    if (!d->real && d->failed.rc == RFS_OK) {
         int rc = rfs_io_open_remote(d->name, d->flags, d->mode, &d->opts, &d->real);
         if (rc != RFS_OK) {
-            d->err = rc;
-            snprintf(d->msg, sizeof d->msg, "deferred open failed: %s", rfs_last_error());
-        } else if (d->track && d->real->ops->version) {
+            d->failed.rc = rc;
+            snprintf(d->failed.msg, sizeof d->failed.msg, "deferred open failed: %s",
+                     rfs_last_error());
+        } else if (d->track) {
             /* before the first write goes out, so that it reports its version */
             rfs_io_version v;
             d->real->ops->version(d->real, &v);
             rfs_clear_error();
         }
     }
-    int err = d->err;
+    int err = d->failed.rc != RFS_OK ? rfs_status_raise(&d->failed) : RFS_OK;
     *real = d->real;
     pthread_mutex_unlock(&d->mu);
-    return err != RFS_OK ? rfs_fail(err, "%s", d->msg) : RFS_OK;
+    return err;
 }
 
 #define FORWARD(op, ...)                                                   \
@@ -49,8 +49,6 @@ static int ready(rfs_io *io, rfs_io **real)
     int rc = ready(io, &r);                                                \
     if (rc != RFS_OK)                                                      \
         return rc;                                                         \
-    if (!r->ops->op)                                                       \
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: " #op " not supported", io->path); \
     return r->ops->op(r, __VA_ARGS__)
 
 static int d_pread(rfs_io *io, void *b, size_t n, uint64_t off, size_t *done) { FORWARD(pread, b, n, off, done); }
@@ -80,7 +78,7 @@ static int d_flush(rfs_io *io, int report)
     pthread_mutex_lock(&d->mu);
     rfs_io *r = d->real;  /* not opened yet: nothing was written */
     pthread_mutex_unlock(&d->mu);
-    return r && r->ops->flush ? r->ops->flush(r, report) : RFS_OK;
+    return r ? r->ops->flush(r, report) : RFS_OK;
 }
 
 /* Before the open there is no version to give: the caller asks again after a write (which
@@ -95,8 +93,6 @@ static int d_version(rfs_io *io, rfs_io_version *v)
     pthread_mutex_unlock(&d->mu);
     if (!r)
         return rfs_fail(RFS_E_BUSY, "%s: not opened yet (deferred open)", io->path);
-    if (!r->ops->version)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", io->path);
     return r->ops->version(r, v);
 }
 
@@ -116,12 +112,24 @@ static int d_close(rfs_io *io)
     return rc;
 }
 
+/* A name op needs no open: the same delete as the remote client's. */
+static int d_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
+{
+    (void)below;
+    return rfs_delete(name, opts);
+}
+
+/* No write marks: the layer above (mpiio/fence.c) keeps barriers waiting for a file opened
+ * this way (RFS_IO_F_MARKS is not in its features). */
 static const rfs_io_ops deferred_ops = {
     .pread = d_pread, .pwrite = d_pwrite, .preadv = d_preadv, .pwritev = d_pwritev,
-    .sync = d_sync, .flush = d_flush, .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
+    .sync = d_sync, .flush = d_flush,
+    .write_mark = rfs_io_gen_write_mark, .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
     .counter = d_counter, .lock = d_lock, .unlock = d_unlock, .set_view = d_set_view,
     .view_read = d_view_read, .view_write = d_view_write, .close = d_close,
-    .version = d_version,
+    .version = d_version, .remove = d_remove,
 };
 
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
@@ -139,6 +147,7 @@ int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const 
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
     d->io.ops = &deferred_ops;
+    d->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_VERSIONS;
     snprintf(d->io.server, sizeof d->io.server, "%s:%u", parsed.host, parsed.port);
     snprintf(d->io.path, sizeof d->io.path, "%s", parsed.path);
     pthread_mutex_init(&d->mu, NULL);

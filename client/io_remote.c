@@ -58,6 +58,12 @@ static int r_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void *
 static int r_version(rfs_io *io, rfs_io_version *v)
 { return rfs_file_version(file_of(io), &v->size, &v->mtime_ns); }
 
+static int r_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
+{
+    (void)below;  /* the bottom of every stack */
+    return rfs_delete(name, opts);
+}
+
 static int r_close(rfs_io *io)
 {
     int rc = rfs_close(file_of(io));
@@ -70,6 +76,7 @@ static const rfs_io_ops remote_ops = {
     .pwrite = r_pwrite,
     .preadv = r_preadv,
     .pwritev = r_pwritev,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
     .sync = r_sync,
     .flush = r_flush,
     .write_mark = r_write_mark,
@@ -85,7 +92,10 @@ static const rfs_io_ops remote_ops = {
     .view_write = r_view_write,
     .close = r_close,
     .version = r_version,
+    .remove = r_remove,
 };
+
+const rfs_io_ops *rfs_io_remote_ops(void) { return &remote_ops; }
 
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                        rfs_io **out)
@@ -102,6 +112,8 @@ int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rf
         return rc;
     }
     r->io.ops = &remote_ops;
+    r->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS |
+                     RFS_IO_F_VERSIONS;
     snprintf(r->io.server, sizeof r->io.server, "%s", rfs_file_server(r->f));
     snprintf(r->io.path, sizeof r->io.path, "%s", rfs_file_path(r->f));
     *out = &r->io;

@@ -189,11 +189,8 @@ static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
     size_t rem = rep->u.list.entries_len;
     for (uint32_t i = 0; i < rep->u.list.count; i++) {
         rfs_list_entry e;
-        if (rfs_list_entry_next(&p, &rem, &e)) {
-            char cause[512];
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-            return rfs_fail(RFS_E_PROTO, "%s: malformed listing: %s", m->label, cause);
-        }
+        if (rfs_list_entry_next(&p, &rem, &e))
+            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed listing", m->label);
         char entry[RFS_MAX_NAME + 1];
         memcpy(entry, e.name.s, e.name.len);
         entry[e.name.len] = '\0';

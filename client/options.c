@@ -149,10 +149,9 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     o->no_vers = vers && (!strcmp(vers, "off") || !strcmp(vers, "0"));
     const char *z = opts->compress ? opts->compress : getenv("RFS_COMPRESS");
     if (rfs_zmode_parse(z, &o->zmode, &o->zlevel)) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rfs_last_error());
-        return rfs_fail(RFS_E_INVAL, "%s: %s%s", label, why,
-                        opts->compress ? "" : " ($RFS_COMPRESS)");
+        rfs_status why;
+        rfs_status_save(&why, RFS_E_INVAL);
+        return rfs_fail(why.rc, "%s: %s%s", label, why.msg, opts->compress ? "" : " ($RFS_COMPRESS)");
     }
     if ((rc = resolve_tls(opts, label, o)))
         return rc;
@@ -166,11 +165,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     const char *file = getenv("RFS_TOKEN_FILE");
     if (file && file[0]) {
         int rc = rfs_auth_read_token_file(file, o->token, sizeof o->token);
-        if (rc) {
-            char why[1024];
-            snprintf(why, sizeof why, "%s", rfs_last_error());
-            return rfs_fail(rc, "%s: $RFS_TOKEN_FILE: %s", label, why);
-        }
+        if (rc)
+            return rfs_fail_cause(rc, "%s: $RFS_TOKEN_FILE", label);
         o->has_token = 1;
     }
     return RFS_OK;

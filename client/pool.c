@@ -84,8 +84,7 @@ typedef struct dial {
     const rfs_name *n;
     const rfs_copts *o;
     rfs_conn *c;
-    int rc;
-    char msg[1024];
+    rfs_status st;     /* this dial's outcome, read by the caller's thread */
 } dial;
 
 static void *dial_main(void *arg)
@@ -93,10 +92,10 @@ static void *dial_main(void *arg)
     dial *d = arg;
     rfs_copts o = *d->o;
     o.tls |= d->n->tls;  /* an rfss: name */
-    d->rc = rfs_conn_open(d->n->host, d->n->port, &o, &d->c);
+    int rc = rfs_conn_open(d->n->host, d->n->port, &o, &d->c);
     explicit_bzero(o.token, sizeof o.token);
-    if (d->rc)
-        snprintf(d->msg, sizeof d->msg, "%s", rfs_last_error());
+    d->st.rc = RFS_OK;
+    rfs_status_first(&d->st, rc);
     return NULL;
 }
 
@@ -128,8 +127,7 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
         d[i].n = n;
         d[i].o = o;
         d[i].c = NULL;
-        d[i].rc = RFS_OK;
-        d[i].msg[0] = '\0';
+        d[i].st.rc = RFS_OK;
     }
     for (int i = 1; i < need; i++)
         spawned[i] = rfs_thread_start(&th[i], dial_main, &d[i]) == 0;
@@ -142,7 +140,7 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
     }
     int first_err = -1;
     for (int i = 0; i < need; i++) {
-        if (d[i].rc) {
+        if (d[i].st.rc) {
             if (first_err < 0)
                 first_err = i;
             continue;
@@ -159,7 +157,7 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
     if (first_err >= 0) {
         while (got > 0)
             rfs_pool_put(out[--got]);
-        return rfs_fail(d[first_err].rc, "%s: %s", label, d[first_err].msg);
+        return rfs_fail(d[first_err].st.rc, "%s: %s", label, d[first_err].st.msg);
     }
     return RFS_OK;
 }

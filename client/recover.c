@@ -119,11 +119,8 @@ static int replace_conn(rfs_file *f, int s)
     rfs_pool_put(f->conn[s]);
     f->conn[s] = fresh;
     f->stale[s] = 1;
-    if ((rc = rfs_conn_fence(fresh, old, f->io_timeout_ms, boot))) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "%s: ending the lost connection's session: %s", f->label, cause);
-    }
+    if ((rc = rfs_conn_fence(fresh, old, f->io_timeout_ms, boot)))
+        return rfs_fail_cause(rc, "%s: ending the lost connection's session", f->label);
     if (f->boot_known && memcmp(boot, f->boot, RFS_SESSION_LEN) != 0 && f->dirty)
         f->lost_unsynced = 1;
     memcpy(f->boot, boot, RFS_SESSION_LEN);
@@ -178,26 +175,24 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     if (f->gave_up) {
         int64_t now = rfs_now_ns();
         if (now < f->next_try_ns) {
-            int grc = f->gave_up_rc;
-            char was[sizeof f->gave_up_cause];
-            snprintf(was, sizeof was, "%s", f->gave_up_cause);
+            rfs_status was = f->gave_up_why;  /* f's may change once unlocked */
             pthread_rwlock_unlock(&f->rw);
-            return rfs_fail(grc, "%s: connection lost and not restored (the last try failed "
+            return rfs_fail(was.rc, "%s: connection lost and not restored (the last try failed "
                             "%lld ms ago; the next comes after %d ms): %s", f->label,
                             (long long)((now - (f->next_try_ns - (int64_t)RETRY_AFTER_GIVING_UP_MS *
                                                 1000000)) / 1000000),
-                            RETRY_AFTER_GIVING_UP_MS, was);
+                            RETRY_AFTER_GIVING_UP_MS, was.msg);
         }
         deadline_ns = now;
     }
     int delay = BACKOFF_FIRST_MS, tries = 0, rc;
-    char cause[1536] = "";
+    rfs_status cause = {RFS_OK, ""};
     for (;;) {
         tries++;
         rc = recover_once(f);
         if (!rc)
             break;
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        rfs_status_save(&cause, rc);
         if (!worth_retrying(rc) || rfs_now_ns() + (int64_t)delay * 1000000 > deadline_ns)
             break;
         nap_ms(delay);
@@ -205,9 +200,8 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     }
     f->gave_up = rc != RFS_OK;
     if (rc) {
-        f->gave_up_rc = rc;
+        f->gave_up_why = cause;
         f->next_try_ns = rfs_now_ns() + (int64_t)RETRY_AFTER_GIVING_UP_MS * 1000000;
-        snprintf(f->gave_up_cause, sizeof f->gave_up_cause, "%s", cause);
     }
     if (!rc) {
         f->gen++;
@@ -220,7 +214,7 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     if (rc)
         return rfs_fail(rc, "%s: connection lost and not restored within the retry timeout of "
                         "%d ms (%d attempt%s); last error: %s", f->label, f->retry_ms, tries,
-                        tries == 1 ? "" : "s", cause);
+                        tries == 1 ? "" : "s", cause.msg);
     return RFS_OK;
 }
 
@@ -240,8 +234,8 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc)
     pthread_rwlock_unlock(&f->rw);
     if (!lost)
         return 0;
-    char cause[1536];
-    snprintf(cause, sizeof cause, "%s", rfs_last_error());
+    rfs_status cause;  /* the operation's failure, past the recovery */
+    rfs_status_save(&cause, *rc);
     if (!a->deadline_ns)
         a->deadline_ns = rfs_now_ns() + (int64_t)f->retry_ms * 1000000;
     int rrc = rfs_file_recover(f, a->gen, a->deadline_ns);
@@ -251,7 +245,7 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc)
     }
     if (!(a->how & RFS_ATTEMPT_RETRY)) {
         *rc = rfs_fail(*rc, "%s (the connection was restored, but this operation is not "
-                       "repeated: its outcome on the server is unknown)", cause);
+                       "repeated: its outcome on the server is unknown)", cause.msg);
         return 0;
     }
     pthread_rwlock_rdlock(&f->rw);

@@ -92,21 +92,16 @@ static int settle_locked(rfs_file *f, int64_t view_id)
 {
     if (!f->pending_view.active || (view_id >= 0 && f->pending_view.view_id != (uint32_t)view_id))
         return RFS_OK;
-    int first = RFS_OK;
-    char cause[1536] = "";
+    rfs_status first = {RFS_OK, ""};
     for (int s = 0; s < f->nconn; s++) {
         rfs_call *call = &f->pending_view.calls[s];
-        if (f->pending_view.started[s]) {
-            int rc = rfs_call_result(f->conn[s], call, rfs_conn_wait(f->conn[s], call), f->label);
-            if (rc && !first) {
-                first = rc;
-                snprintf(cause, sizeof cause, "%s", rfs_last_error());
-            }
-        }
+        if (f->pending_view.started[s])
+            rfs_status_first(&first, rfs_call_result(f->conn[s], call,
+                                                     rfs_conn_wait(f->conn[s], call), f->label));
         rfs_call_destroy(call);
     }
     f->pending_view.active = 0;
-    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+    return first.rc ? rfs_status_raise(&first) : RFS_OK;
 }
 
 int rfs_file_settle_view(rfs_file *f, int64_t view_id)
@@ -165,10 +160,10 @@ static int set_view_once(rfs_file *f, uint32_t view_id, uint64_t disp, const voi
                 rc = rfs_call_result(f->conn[s], &f->pending_view.calls[s], src, f->label);
         }
         if (rc) {
-            char cause[1536];
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            rfs_status failed;
+            rfs_status_save(&failed, rc);
             settle_locked(f, -1);
-            rc = rfs_fail(rc, "%s", cause);
+            rc = rfs_status_raise(&failed);
         }
         pthread_mutex_unlock(&f->view_mu);
         return rc;

@@ -48,10 +48,9 @@ typedef struct batch {
     size_t n;
     uint32_t wflags;
     char server[300];
-    pthread_mutex_t mu;   /* first_rc, first_msg, next (connections share the batch) */
+    pthread_mutex_t mu;   /* first, next (connections share the batch) */
     size_t next;          /* the next item to send, over all connections */
-    int first_rc;
-    char first_msg[1024];
+    rfs_status first;     /* the first item that failed */
 } batch;
 
 static const char *item_path(const batch *b, size_t i)
@@ -73,9 +72,9 @@ static void set_result(batch *b, size_t i, int rc, const char *msg)
     else
         b->w[i].result = rc;
     pthread_mutex_lock(&b->mu);
-    if (rc && !b->first_rc) {
-        b->first_rc = rc;
-        snprintf(b->first_msg, sizeof b->first_msg, "%s", msg);
+    if (rc && !b->first.rc) {
+        b->first.rc = rc;
+        snprintf(b->first.msg, sizeof b->first.msg, "%s", msg);
     }
     pthread_mutex_unlock(&b->mu);
 }
@@ -151,7 +150,7 @@ typedef struct lane {
     const rfs_copts *o;
     const char *label;
     pthread_t th;
-    int rc;
+    rfs_status st;        /* the lane's own failure (in its thread's message otherwise) */
 } lane;
 
 static void *run_lane(void *arg)
@@ -166,7 +165,7 @@ static void *run_lane(void *arg)
     if (!slots || (l->o->zmode != RFS_Z_NONE && !z)) {
         free(slots);
         rfs_zstate_free(z);
-        l->rc = rfs_fail(RFS_E_NOMEM, "whole-file batch: out of memory");
+        rfs_status_save(&l->st, rfs_fail(RFS_E_NOMEM, "whole-file batch: out of memory"));
         return NULL;
     }
     size_t inflight_bytes = 0, oldest = 0, active = 0;
@@ -190,10 +189,8 @@ static void *run_lane(void *arg)
                 rfs_zpack(z, c, s->req.data, s->req.data_len, &pk);
             int rc = rfs_conn_start_packed(c, &s->call, &s->req, NULL, l->o->io_timeout_ms, &pk);
             if (rc) {
-                char msg[1200];
-                snprintf(msg, sizeof msg, "rfs:%s:%s: %s", b->server, item_path(b, i),
-                         rfs_last_error());
-                set_result(b, i, rc, msg);
+                rfs_fail_cause(rc, "rfs:%s:%s", b->server, item_path(b, i));
+                set_result(b, i, rc, rfs_last_error());
                 rfs_call_destroy(&s->call);
                 continue;
             }
@@ -210,7 +207,7 @@ static void *run_lane(void *arg)
         active--;
     }
     if (held < b->n) {  /* this connection died with an item in hand */
-        char msg[1200];
+        char msg[RFS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", l->label);
         set_result(b, held, RFS_E_CONN, msg);
     }
@@ -257,7 +254,7 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     pthread_mutex_init(&b->mu, NULL);
     for (size_t i = 0; i < b->n; i++)
         set_result(b, i, RFS_E_IO, "");  /* until its reply says otherwise */
-    b->first_rc = 0;
+    b->first.rc = RFS_OK;
     b->next = 0;
     lane lanes[WF_MAX_CONNS];
     int started = 0;
@@ -271,19 +268,20 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     for (int k = 1; k < started; k++)
         pthread_join(lanes[k].th, NULL);
     for (size_t i; (i = take_next(b)) < b->n;) {  /* left unsent when the connections died */
-        char msg[1200];
+        char msg[RFS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", label);
         set_result(b, i, RFS_E_CONN, msg);
     }
     for (int k = 0; k < nconn; k++)
         rfs_pool_put(conns[k]);
     explicit_bzero(o.token, sizeof o.token);
-    int first = b->first_rc;
-    for (int k = 0; k < started && !first; k++)
-        first = lanes[k].rc;
     pthread_mutex_destroy(&b->mu);
-    return first ? rfs_fail(first, "%s", first == b->first_rc ? b->first_msg : rfs_last_error())
-                 : RFS_OK;
+    if (b->first.rc)
+        return rfs_status_raise(&b->first);
+    for (int k = 0; k < started; k++)
+        if (lanes[k].st.rc)
+            return rfs_status_raise(&lanes[k].st);
+    return RFS_OK;
 }
 
 int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, unsigned flags,

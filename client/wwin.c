@@ -75,9 +75,9 @@ static void collect_head(rfs_file *f)
         return;
     }
     int rc = rfs_call_result(f->conn[0], &w->call, wrc, f->label);
-    if (rc && !f->ww_err) {
-        f->ww_err = rc;
-        snprintf(f->ww_msg, sizeof f->ww_msg, "write of %zu bytes at %s %llu (reported late: "
+    if (rc && !f->ww_failed.rc) {
+        f->ww_failed.rc = rc;
+        snprintf(f->ww_failed.msg, sizeof f->ww_failed.msg, "write of %zu bytes at %s %llu (reported late: "
                  "the write call had returned): %s", w->len,
                  w->call.op == RFS_OP_VIEW_WRITE ? "view position" : "offset",
                  (unsigned long long)w->off, rfs_last_error());
@@ -97,10 +97,10 @@ static int take_error(rfs_file *f)
     if (f->ww_lost_head)
         return rfs_fail(RFS_E_CONN, "%s: connection lost with writes to send again",
                         f->label);
-    if (!f->ww_err)
+    if (!f->ww_failed.rc)
         return RFS_OK;
-    int rc = rfs_fail(f->ww_err, "%s", f->ww_msg);
-    f->ww_err = 0;
+    int rc = rfs_status_raise(&f->ww_failed);
+    f->ww_failed.rc = RFS_OK;
     return rc;
 }
 
@@ -254,8 +254,8 @@ int rfs_wwin_replay(rfs_file *f)
         int rc = rfs_xfer_contig(f, w->op, w->view_id, w->off, NULL, w->copy, w->len, &done);
         if (rc) {
             /* the rest goes back, ahead of anything lost since, for the next recovery */
-            char cause[1536];
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+            rfs_status failed;
+            rfs_status_save(&failed, rc);
             pthread_mutex_lock(&f->ww_mu);
             struct rfs_wwrite *last = w;
             while (last->next)
@@ -265,7 +265,7 @@ int rfs_wwin_replay(rfs_file *f)
                 f->ww_lost_tail = last;
             f->ww_lost_head = w;
             pthread_mutex_unlock(&f->ww_mu);
-            return rfs_fail(rc, "%s", cause);
+            return rfs_status_raise(&failed);
         }
         struct rfs_wwrite *next = w->next;
         wwrite_free(w);

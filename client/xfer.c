@@ -12,6 +12,7 @@
  * known to be transferred). */
 #include "client/client.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -50,9 +51,8 @@ typedef struct xfer {
     atomic_int stop;     /* an error happened: issue nothing more */
     atomic_size_t eof_job;  /* reads: lowest job that came back short */
     pthread_mutex_t lock;
-    int err;
+    rfs_status err;          /* the failure of the lowest failed job */
     size_t err_job;
-    char errmsg[1536];
 } xfer;
 
 static int is_read(uint16_t op)
@@ -63,10 +63,9 @@ static int is_read(uint16_t op)
 static void record_error(xfer *x, size_t job, int rc)
 {
     pthread_mutex_lock(&x->lock);
-    if (!x->err || job < x->err_job) {
-        x->err = rc;
+    if (!x->err.rc || job < x->err_job) {
+        rfs_status_save(&x->err, rc);
         x->err_job = job;
-        snprintf(x->errmsg, sizeof x->errmsg, "%s", rfs_last_error());
     }
     pthread_mutex_unlock(&x->lock);
     atomic_store(&x->stop, 1);
@@ -127,11 +126,8 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
     if (req.data_len && rfs_frame_may_pack(req.op))
         rfs_zpack(f->z, f->conn[s], req.data, req.data_len, &pk);
     int rc = rfs_conn_start_packed(f->conn[s], call, &req, ext, f->io_timeout_ms, &pk);
-    if (rc) {
-        char cause[1024];
-        snprintf(cause, sizeof cause, "%s", rfs_last_error());
-        return rfs_fail(rc, "%s: %s", f->label, cause);
-    }
+    if (rc)
+        return rfs_fail_cause(rc, "%s", f->label);
     return RFS_OK;
 }
 
@@ -261,8 +257,7 @@ static void control(xfer *x, streams *st, int k)
     pthread_mutex_lock(&x->run_mu);
     while (x->running > 0 && !p.done) {
         int64_t until = t0 + epoch;
-        struct timespec ts = {.tv_sec = (time_t)(until / 1000000000),
-                              .tv_nsec = (long)(until % 1000000000)};
+        struct timespec ts = rfs_deadline_at(until);
         while (x->running > 0 && rfs_now_ns() < until)
             pthread_cond_timedwait(&x->run_cv, &x->run_mu, &ts);
         if (x->running == 0 || atomic_load(&x->stop) ||
@@ -298,13 +293,9 @@ static int run(xfer *x, size_t *done)
     atomic_init(&x->delivered, 0);
     pthread_mutex_init(&x->lock, NULL);
     pthread_mutex_init(&x->run_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&x->run_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rfs_cond_init_monotonic(&x->run_cv);
     x->running = 0;
-    x->err = 0;
+    x->err.rc = RFS_OK;
 
     int k = f->nconn, probing = 0;
     if (f->autos.enabled)
@@ -346,8 +337,8 @@ static int run(xfer *x, size_t *done)
     pthread_mutex_destroy(&x->lock);
     pthread_mutex_destroy(&x->run_mu);
     pthread_cond_destroy(&x->run_cv);
-    if (x->err)
-        return rfs_fail(x->err, "%s", x->errmsg);
+    if (x->err.rc)
+        return rfs_status_raise(&x->err);
     rfs_clear_error();
     return RFS_OK;
 }

@@ -4,8 +4,9 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-static _Thread_local char last_msg[1536];
+static _Thread_local char last_msg[RFS_ERRMSG_MAX];
 
 static const char *const messages[RFS_ERR_COUNT] = {
     [0] = "success",
@@ -53,6 +54,43 @@ int rfs_fail(int err, const char *fmt, ...)
     vsnprintf(last_msg, sizeof last_msg, fmt, ap);
     va_end(ap);
     return err;
+}
+
+int rfs_status_save(rfs_status *st, int rc)
+{
+    st->rc = rc;
+    size_t n = strnlen(last_msg, sizeof st->msg - 1);
+    memcpy(st->msg, last_msg, n);
+    st->msg[n] = '\0';
+    return rc;
+}
+
+int rfs_fail_cause(int err, const char *fmt, ...)
+{
+    rfs_status cause;
+    rfs_status_save(&cause, err);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof last_msg)
+        snprintf(last_msg + n, sizeof last_msg - (size_t)n, ": %s", cause.msg);
+    return err;
+}
+
+int rfs_status_first(rfs_status *st, int rc)
+{
+    if (st->rc == RFS_OK && rc != RFS_OK)
+        rfs_status_save(st, rc);
+    return st->rc;
+}
+
+int rfs_status_raise(const rfs_status *st)
+{
+    size_t n = strnlen(st->msg, sizeof last_msg - 1);
+    memmove(last_msg, st->msg, n);
+    last_msg[n] = '\0';
+    return st->rc;
 }
 
 int rfs_err_from_wire(unsigned status)

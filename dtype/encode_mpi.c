@@ -277,9 +277,8 @@ static int check_subtree(wbuf *w, size_t start, MPI_Datatype t)
         return mpi_fail(rc, "querying a derived type");
     int64_t dsize, dlb, dext;
     if (dt_probe_tree(w->p + start, w->n - start, &dsize, &dlb, &dext) != 0) {
-        char why[512]; /* rfs_fail writes the buffer rfs_last_error reads */
-        snprintf(why, sizeof why, "%s", rfs_last_error());
-        return type_fail("datatype encoding: the decoder rejects this type: %s", why);
+        rfs_fail_cause(RFS_E_UNSUPPORTED, "datatype encoding: the decoder rejects this type");
+        return MPI_ERR_TYPE;
     }
     if (dsize != size) {
         rfs_fail(RFS_E_INVAL, "datatype encoding: decoded size %lld, MPI says %lld", (long long)dsize,

@@ -28,7 +28,7 @@ int MPI_Barrier(MPI_Comm comm)
         /* Lazy (fence.h): publish the unanswered writes instead of waiting for them. */
         if (lazy && mp_fence_publish(all[i], comm))
             lazy[i] = 1;
-        else if (io && io->ops->flush)
+        else if (io)
             io->ops->flush(io, 0);
     }
     int rc = PMPI_Barrier(comm);

@@ -614,10 +614,10 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
                 code = e;
         }
         if (t.pipe) {
-            char msg[1024] = "";
-            int e = mp_wpipe_finish(t.pipe, msg, sizeof msg);
+            rfs_status failed;
+            int e = mp_wpipe_finish(t.pipe, &failed);
             if (e != RFS_OK && code == MPI_SUCCESS)
-                code = mp_io_error(f, e, "collective write", msg);
+                code = mp_io_error(f, e, "collective write", failed.msg);
         }
         /* An aggregator's writes carry other ranks' bytes over its own connection: the write
          * window must not let them return unanswered, or a later request of the rank whose

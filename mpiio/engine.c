@@ -82,20 +82,9 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
         if (k == 1) {
             rc = is_write ? io->ops->pwrite(io, p, want, ext[i].offset, &got)
                           : io->ops->pread(io, p, want, ext[i].offset, &got);
-        } else if (is_write ? io->ops->pwritev != NULL : io->ops->preadv != NULL) {
+        } else {
             rc = is_write ? io->ops->pwritev(io, ext + i, k, p, &got)
                           : io->ops->preadv(io, ext + i, k, p, &got);
-        } else {
-            /* Layer without list I/O: one request per run. */
-            rc = RFS_OK;
-            for (size_t j = 0; j < k && rc == RFS_OK; j++) {
-                size_t g = 0;
-                rc = is_write ? io->ops->pwrite(io, p + got, ext[i + j].length, ext[i + j].offset, &g)
-                              : io->ops->pread(io, p + got, ext[i + j].length, ext[i + j].offset, &g);
-                got += g;
-                if (g < ext[i + j].length)
-                    break;
-            }
         }
         total += got;
         p += got;
@@ -112,8 +101,6 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
 
 int mp_flush_writes(mp_file *f)
 {
-    if (!f->io->ops->flush)
-        return MPI_SUCCESS;
     int rc = f->io->ops->flush(f->io, 1);
     return rc == RFS_OK ? MPI_SUCCESS : mp_io_error(f, rc, "write", rfs_last_error());
 }
@@ -210,7 +197,7 @@ static int ensure_server_view(mp_file *f, mp_view *v, int *slot)
 {
     rfs_io *io = f->io;
     pthread_mutex_lock(&f->mu);
-    int use = f->server_views && io->ops->set_view && io->ops->view_read && io->ops->view_write;
+    int use = f->server_views && (io->features & RFS_IO_F_VIEWS);
     int fill = 0;
     *slot = use ? pin_slot(f, v, &fill) : -1;
     if (*slot < 0 || !fill) {
@@ -239,7 +226,7 @@ int mp_gather_write(mp_file *f, mp_view *v, uint64_t pos, const mp_buf *b, size_
 {
     rfs_io *io = f->io;
     *done = 0;
-    if (!io->ops->pwritev_gather || b->data || b->len <= 0)
+    if (!(io->features & RFS_IO_F_GATHER) || b->data || b->len <= 0)
         return MP_NOT_GATHERED;
     struct iovec *mem;
     size_t nmem;
@@ -326,7 +313,7 @@ int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t 
         rfs_flat_map(v->flat, (uint64_t)v->disp, pos, len, note_bounds, &b);
     *lo = b.lo;
     *hi = b.hi;
-    if (!f->io->ops->lock)
+    if (!(f->io->features & RFS_IO_F_LOCKS))
         return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: byte-range locks not supported",
                         f->io->server, f->io->path);
     int rc;
@@ -342,7 +329,7 @@ int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t 
 
 void mp_atomic_unlock(mp_file *f, uint64_t lo, uint64_t hi)
 {
-    if (hi > lo && f->io->ops->unlock)
+    if (hi > lo && (f->io->features & RFS_IO_F_LOCKS))
         f->io->ops->unlock(f->io, lo, hi - lo);
 }
 

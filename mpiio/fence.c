@@ -59,7 +59,6 @@ typedef struct mp_fence {
     uint64_t waits, waited_ns;  /* RFS_STATS */
     uint64_t sizes_known;       /* get_size answered by local_size (RFS_STATS) */
     int issuing;                /* writes noted in own[] and not yet returned from below (mu) */
-    rfs_io_ops ops;           /* fence_ops less what the layer below lacks */
 } mp_fence;
 
 static mp_fence *FC(rfs_io *io) { return (mp_fence *)io; }
@@ -405,7 +404,7 @@ static int f_sync(rfs_io *io)
 static int f_flush(rfs_io *io, int report)
 {
     mp_fence *fc = FC(io);
-    return noted(fc, fc->below->ops->flush ? fc->below->ops->flush(fc->below, report) : RFS_OK);
+    return noted(fc, fc->below->ops->flush(fc->below, report));
 }
 
 /* What the ranks vouch for (local_size); else the server's size, or the end of another rank's
@@ -444,28 +443,20 @@ static int f_preallocate(rfs_io *io, uint64_t size)
 {
     mp_fence *fc = FC(io);
     int rc = wait_others(fc, 0, UINT64_MAX);
-    if (rc != RFS_OK)
-        return noted(fc, rc);
-    if (fc->below->ops->preallocate)
-        return noted(fc, fc->below->ops->preallocate(fc->below, size));
-    uint64_t cur = 0;
-    rc = fc->below->ops->get_size(fc->below, &cur);
-    return noted(fc, rc == RFS_OK && cur < size ? fc->below->ops->set_size(fc->below, size) : rc);
+    return noted(fc, rc != RFS_OK ? rc : fc->below->ops->preallocate(fc->below, size));
 }
 
 static int f_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
 {
     mp_fence *fc = FC(io);
-    if (!fc->below->ops->counter)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no shared counters", io->path);
     return fc->below->ops->counter(fc->below, key, set, delta, old);
 }
 
 static int f_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
 {
     mp_fence *fc = FC(io);
-    if (!fc->below->ops->lock)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
+    if (!(fc->below->features & RFS_IO_F_LOCKS))  /* its op only says so: nothing to wait for */
+        return fc->below->ops->lock(fc->below, off, len, mode, wait_ms);
     int rc = wait_others(fc, 0, UINT64_MAX);
     return rc != RFS_OK ? rc : fc->below->ops->lock(fc->below, off, len, mode, wait_ms);
 }
@@ -473,8 +464,6 @@ static int f_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wai
 static int f_unlock(rfs_io *io, uint64_t off, uint64_t len)
 {
     mp_fence *fc = FC(io);
-    if (!fc->below->ops->unlock)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no byte-range locks", io->path);
     return fc->below->ops->unlock(fc->below, off, len);
 }
 
@@ -505,6 +494,10 @@ static int f_close(rfs_io *io)
     return below->ops->close(below);
 }
 
+/* No view ops: views are mapped above, so every request's file ranges are known here. (With
+ * server views each new view's SET_VIEW waited for the previous one's reply, a round trip per
+ * HDF5 dataset once barriers stopped waiting.) No write marks: only the fence itself follows
+ * the marks of the layer below. */
 static const rfs_io_ops fence_ops = {
     .pread = f_pread,
     .pwrite = f_pwrite,
@@ -513,13 +506,20 @@ static const rfs_io_ops fence_ops = {
     .pwritev_gather = f_pwritev_gather,
     .sync = f_sync,
     .flush = f_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
     .get_size = f_get_size,
     .set_size = f_set_size,
     .preallocate = f_preallocate,
     .counter = f_counter,
     .lock = f_lock,
     .unlock = f_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
     .close = f_close,
+    .version = rfs_io_gen_version,
+    .remove = rfs_io_gen_remove,
 };
 
 /* ---- MPI side (application thread) ---- */
@@ -529,8 +529,7 @@ int mp_fence_open(mp_file *f, int node_ranks)
     const mp_hints *h = &f->hints;
     int early = h->abt == MP_ENABLE || h->write_window > 0;
     int want = h->lazy_barrier == MP_ENABLE && early && f->size > 1 && node_ranks == f->size &&
-               h->view_mode != MP_VIEW_SERVER && f->io->ops->write_mark &&
-               f->io->ops->mark_answered && f->io->ops->pwritev && f->io->ops->preadv;
+               h->view_mode != MP_VIEW_SERVER && (f->io->features & RFS_IO_F_MARKS);
     /* node_ranks and the hints are the same on every rank (hints may differ in principle:
      * agree, so that nobody waits in a window allocation alone). */
     int all = 0;
@@ -581,14 +580,10 @@ int mp_fence_open(mp_file *f, int node_ranks)
         PMPI_Win_shared_query(fc->win, r, &sz, &du, &base);
         fc->slots[r] = base;
     }
-    /* What the layer below lacks, the layer above must not find here either (it packs
-     * instead of gathering). No view ops: views are mapped above, so every request's file
-     * ranges are known here. (With server views each new view's SET_VIEW waited for the
-     * previous one's reply, a round trip per HDF5 dataset once barriers stopped waiting.) */
-    fc->ops = fence_ops;
-    if (!f->io->ops->pwritev_gather)
-        fc->ops.pwritev_gather = NULL;
-    fc->io.ops = &fc->ops;
+    /* What the layer below does not do, the layer above must not find here either (it packs
+     * instead of gathering when the layer below would only pack again). */
+    fc->io.ops = &fence_ops;
+    fc->io.features = f->io->features & (RFS_IO_F_GATHER | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS);
     memcpy(fc->io.server, f->io->server, sizeof fc->io.server);
     memcpy(fc->io.path, f->io->path, sizeof fc->io.path);
     fc->below = f->io;

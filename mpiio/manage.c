@@ -28,17 +28,10 @@ static int size_op(mp_file *f, MPI_Offset size, int prealloc)
     if (code == MPI_SUCCESS && f->rank == 0) {
         rfs_io *io = f->io;
         int rc;
-        if (!prealloc) {
-            rc = io->ops->set_size(io, (uint64_t)size);
-        } else if (io->ops->preallocate) {
-            rc = io->ops->preallocate(io, (uint64_t)size);
-        } else {
-            /* No preallocate below us: at least make the file that long (never shrink). */
-            uint64_t cur = 0;
-            rc = io->ops->get_size(io, &cur);
-            if (rc == RFS_OK && cur < (uint64_t)size)
-                rc = io->ops->set_size(io, (uint64_t)size);
-        }
+        /* A layer without preallocation at least makes the file that long (never shrinks
+         * it): rfs_io_gen_preallocate. */
+        rc = prealloc ? io->ops->preallocate(io, (uint64_t)size)
+                      : io->ops->set_size(io, (uint64_t)size);
         if (rc != RFS_OK)
             code = mp_io_error(f, rc, prealloc ? "preallocate" : "set_size", rfs_last_error());
     }
@@ -159,7 +152,7 @@ int MPI_File_set_atomicity(MPI_File fh, int flag)
     if (red[0] != -red[1])
         code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different atomicity flags",
                              f->name);
-    else if (flag && (!f->io->ops->lock || !f->io->ops->unlock))
+    else if (flag && !(f->io->features & RFS_IO_F_LOCKS))
         code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION, "rfs: %s: atomic mode needs byte-range "
                              "locks, which this I/O layer does not provide", f->name);
     mp_nb_drain(f);

@@ -6,6 +6,7 @@
  * closed/synced (mp_nb_drain). */
 #include "mpiio/nonblock.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -17,7 +18,8 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t done_cv;  /* timed waits: monotonic, made by done_cv_ready */
+static pthread_once_t done_cv_once = PTHREAD_ONCE_INIT;
 static mp_req *qhead, *qtail;
 static mp_req *buckets[NBUCKETS];
 static pthread_t *threads;
@@ -25,6 +27,9 @@ static int nthreads, stopping;
 static unsigned long events;  /* bumped whenever an op finishes */
 static mp_req *detached;      /* MPI_Request_free'd requests not yet completed (under mu) */
 static int ndetached;         /* their number: written under mu, peeked without it */
+
+static void done_cv_init(void) { rfs_cond_init_monotonic(&done_cv); }
+static void done_cv_ready(void) { pthread_once(&done_cv_once, done_cv_init); }
 
 /* Caller holds mu. */
 static void unlink_detached(mp_req *r)
@@ -87,11 +92,9 @@ static void run(mp_req *r)
         if (f->atomic)
             mp_atomic_unlock(f, lo, hi);
     }
-    r->rfs_rc = rc;
-    if (rc != RFS_OK) {
-        const char *m = rfs_last_error();
-        strncpy(r->msg, m, sizeof r->msg - 1);
-    }
+    if (rc != RFS_OK)  /* completed later, in an application thread */
+        rfs_status_save(&r->failed, rc);
+    r->failed.rc = rc;
 }
 
 static void *worker(void *arg)
@@ -123,6 +126,7 @@ static int start_pool(int n)
 {
     if (nthreads)
         return 0;
+    done_cv_ready();  /* before any worker can signal it */
     threads = calloc((size_t)n, sizeof *threads);
     if (!threads)
         return -1;
@@ -201,8 +205,8 @@ static int cancel_fn(void *extra, int complete)
 static void complete(mp_req *r)
 {
     mp_file *f = r->f;
-    if (r->rfs_rc != RFS_OK) {
-        r->code = mp_io_error(f, r->rfs_rc, r->is_write ? "write" : "read", r->msg);
+    if (r->failed.rc != RFS_OK) {
+        r->code = mp_io_error(f, r->failed.rc, r->is_write ? "write" : "read", r->failed.msg);
         r->bytes = 0;
     } else {
         r->code = r->is_write ? MPI_SUCCESS : mp_buf_finish_read(&r->b, (int64_t)r->done);
@@ -211,7 +215,8 @@ static void complete(mp_req *r)
     if (r->detached && r->code != MPI_SUCCESS) {
         /* Nobody will ever see this request's status: say it on stderr. */
         RFS_LOGW("mpiio: %s: a nonblocking %s whose request was freed failed: %s", f->name,
-                 r->is_write ? "write" : "read", r->msg[0] ? r->msg : rfs_strerror(r->rfs_rc));
+                 r->is_write ? "write" : "read",
+                 r->failed.msg[0] ? r->failed.msg : rfs_strerror(r->failed.rc));
     }
     mp_view_put(f, r->v);
     r->v = NULL;
@@ -239,6 +244,7 @@ int mp_req_progress(mp_req *r)
 
 void mp_req_finish(mp_req *r)
 {
+    done_cv_ready();
     pthread_mutex_lock(&mu);
     while (r->state < MP_REQ_DONE)
         pthread_cond_wait(&done_cv, &mu);
@@ -285,13 +291,8 @@ void mp_nb_reap(void)
 
 void mp_req_wait_any_event(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    done_cv_ready();
+    struct timespec ts = rfs_deadline_ms(1);
     pthread_mutex_lock(&mu);
     unsigned long seen = events;
     while (events == seen) {

@@ -20,8 +20,7 @@ typedef struct mp_req {
     uint64_t pos;
     mp_buf b;
     int state;
-    int rfs_rc;
-    char msg[512];
+    rfs_status failed;   /* the I/O's outcome (rc RFS_OK: none) */
     size_t done;
     int code;            /* final MPI code (set when completed) */
     int64_t bytes;       /* memory bytes moved, for the status */

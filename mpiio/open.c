@@ -123,7 +123,7 @@ static int local_ranks(MPI_Comm comm)
 static void note_size_at_open(mp_file *f)
 {
     rfs_io_version v;
-    if (f->io->ops->version && f->io->ops->version(f->io, &v) == RFS_OK) {
+    if (f->io->ops->version(f->io, &v) == RFS_OK) {
         f->size_at_open = v.size;
         f->size_at_open_valid = 1;
     } else {
@@ -153,6 +153,18 @@ static int stack_layers(mp_file *f, int node_ranks)
     if (rc == RFS_OK)
         f->io = abt;
     return rc;
+}
+
+/* The layers a delete of a name goes through (rfs_io_remove): those stack_layers puts over
+ * the remote client for these hints, so that each sees the delete (ABT delivers its queued
+ * writes of the file first). The lazy barrier and the deferred open only concern an open. */
+static void name_layers(const mp_hints *h, const rfs_io_ops *layers[3])
+{
+    int n = 0;
+    if (h->abt == MP_ENABLE)
+        layers[n++] = rfs_abt_ops();
+    layers[n++] = rfs_io_remote_ops();
+    layers[n] = NULL;
 }
 
 static void log_from_env(void)
@@ -278,7 +290,7 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
         free(f);
         return mp_raise_null(code);
     }
-    f->server_views = f->hints.view_mode != MP_VIEW_CLIENT && f->io->ops->set_view != NULL;
+    f->server_views = f->hints.view_mode != MP_VIEW_CLIENT && (f->io->features & RFS_IO_F_VIEWS);
 
     /* Rank 0 draws a fresh shared-pointer key for this open (shared.c) and, with
      * MPI_MODE_APPEND, reads the file size (the only request after the open); one broadcast
@@ -348,7 +360,9 @@ int mp_close_file(mp_file *f, int collective)
         if (f->rank == 0) {
             rfs_options opts;
             options_from_hints(&f->hints, &opts);
-            int drc = rfs_delete(f->name, &opts);
+            const rfs_io_ops *layers[3];
+            name_layers(&f->hints, layers);
+            int drc = rfs_io_remove(layers, f->name, &opts);
             if (drc != RFS_OK && drc != RFS_E_NOENT && code == MPI_SUCCESS)
                 code = mp_error_code(mp_class_of(drc), "rfs delete-on-close: %s", rfs_last_error());
         }
@@ -412,7 +426,9 @@ static int delete_rfs(const char *filename, MPI_Info info)
     mp_hints_apply_info(&h, info);
     rfs_options opts;
     options_from_hints(&h, &opts);
-    int rrc = rfs_delete(filename, &opts);
+    const rfs_io_ops *layers[3];
+    name_layers(&h, layers);
+    int rrc = rfs_io_remove(layers, filename, &opts);
     if (rrc == RFS_OK)
         return MPI_SUCCESS;
     const char *m = rfs_last_error();

@@ -17,7 +17,7 @@
 
 static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
 {
-    if (!f->io->ops->counter)
+    if (!(f->io->features & RFS_IO_F_COUNTERS))
         return mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
                              "rfs: %s: the shared file pointer needs the counter operation, "
                              "which this I/O layer does not provide", f->name);

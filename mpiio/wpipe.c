@@ -33,8 +33,7 @@ struct mp_wpipe {
     int nthreads;
     pthread_t th[MP_WPIPE_MAX_DEPTH];
     int depth;
-    int err;                    /* first failure (rfs_err), RFS_OK if none */
-    char msg[1024];
+    rfs_status failed;          /* first failure, rc RFS_OK if none */
     /* Data buffers of finished writes, for mp_wpipe_reuse: at most depth of them. */
     char *spare[MP_WPIPE_MAX_DEPTH];
     size_t spare_cap[MP_WPIPE_MAX_DEPTH];
@@ -75,22 +74,20 @@ static void *worker(void *arg)
             p->tail = NULL;
         p->queued--;
         p->running++;
-        int skip = p->err != RFS_OK;
+        int skip = p->failed.rc != RFS_OK;
         pthread_mutex_unlock(&p->mu);
         int rc = RFS_OK;
-        char msg[sizeof p->msg] = "";
         if (!skip) {
             size_t done = 0;
             rc = mp_listio(p->f, 1, j->ext, j->n, j->buf, &done);
-            if (rc != RFS_OK)
-                snprintf(msg, sizeof msg, "%s", rfs_last_error());
         }
+        rfs_status mine;  /* saved before the lock: only this thread's message is its cause */
+        if (rc != RFS_OK)
+            rfs_status_save(&mine, rc);
         pthread_mutex_lock(&p->mu);
         retire_job(p, j);
-        if (rc != RFS_OK && p->err == RFS_OK) {
-            p->err = rc;
-            memcpy(p->msg, msg, sizeof p->msg);
-        }
+        if (rc != RFS_OK && p->failed.rc == RFS_OK)
+            p->failed = mine;
         p->running--;
         pthread_cond_broadcast(&p->cv);
     }
@@ -154,9 +151,9 @@ int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t ca
     *j = (job){ NULL, ext, n, buf, cap };
     pthread_mutex_lock(&p->mu);
     /* Bounded memory: at most depth rounds' buffers are held by the pipe. */
-    while (p->queued + p->running >= p->depth && p->err == RFS_OK)
+    while (p->queued + p->running >= p->depth && p->failed.rc == RFS_OK)
         pthread_cond_wait(&p->cv, &p->mu);
-    int err = p->err;
+    int err = p->failed.rc;
     if (err == RFS_OK) {
         if (p->tail)
             p->tail->next = j;
@@ -172,7 +169,7 @@ int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t ca
     return err;
 }
 
-int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap)
+int mp_wpipe_finish(mp_wpipe *p, rfs_status *st)
 {
     pthread_mutex_lock(&p->mu);
     p->stopping = 1;
@@ -180,9 +177,9 @@ int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap)
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nthreads; i++)
         pthread_join(p->th[i], NULL);
-    int err = p->err;
-    if (err != RFS_OK && msg && cap)
-        snprintf(msg, cap, "%s", p->msg);
+    int err = p->failed.rc;
+    if (st)
+        *st = p->failed;
     for (int i = 0; i < p->nspare; i++)
         free(p->spare[i]);
     pthread_cond_destroy(&p->cv);

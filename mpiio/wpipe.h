@@ -25,7 +25,7 @@ int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t ca
  * *cap gets its size. */
 char *mp_wpipe_reuse(mp_wpipe *p, size_t need, size_t *cap);
 /* Waits for every queued write, stops the threads and frees p. Returns RFS_OK or the first
- * failure (rfs_err), whose message goes to msg. */
-int mp_wpipe_finish(mp_wpipe *p, char *msg, size_t cap);
+ * failure (rfs_err); *st (may be NULL) gets it with its message. */
+int mp_wpipe_finish(mp_wpipe *p, rfs_status *st);
 
 #endif

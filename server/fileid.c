@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "rfs/rfs.h"
 #include "server.h"
@@ -117,11 +118,7 @@ rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd)
             pthread_mutex_init(&f->write_mu, NULL);
             pthread_rwlock_init(&f->write_rw, NULL);
             pthread_mutex_init(&f->mu, NULL);
-            pthread_condattr_t ca;
-            pthread_condattr_init(&ca);
-            pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-            pthread_cond_init(&f->cv, &ca);
-            pthread_condattr_destroy(&ca);
+            rfs_cond_init_monotonic(&f->cv);
             f->next = buckets[b];
             buckets[b] = f;
         }
@@ -261,14 +258,7 @@ int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uin
     if (wait_ms > RFSD_LOCK_WAIT_MAX_MS)
         wait_ms = RFSD_LOCK_WAIT_MAX_MS;
     uint64_t start = off, end = range_end(off, len);
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = rfs_deadline_ms(wait_ms);
     int rc, waiting = 0;
     pthread_mutex_lock(&f->mu);
     for (;;) {

@@ -21,6 +21,7 @@
 #include "authlimit.h"
 #include "config_file.h"
 #include "common/auth.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
@@ -208,9 +209,7 @@ static void shutdown_connections(rfsd_server *srv)
      * replies blocked on clients that stopped reading and cancels lock waits; clients see a
      * lost connection, which they retry against the restarted server. */
     int cut = 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += RFSD_SHUTDOWN_MS / 1000;
+    struct timespec until = rfs_deadline_ms(RFSD_SHUTDOWN_MS);
     while (srv->nconns > 0) {
         if (pthread_cond_timedwait(&srv->conns_cv, &srv->mu, &until) != ETIMEDOUT)
             continue;
@@ -224,8 +223,7 @@ static void shutdown_connections(rfsd_server *srv)
         for (rfsd_conn *c = srv->conns; c; c = c->next)
             rfsd_conn_fence(c);
         cut = 1;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 5;
+        until = rfs_deadline_ms(5000);
     }
     pthread_mutex_unlock(&srv->mu);
     rfsd_exports_sync();
@@ -273,7 +271,7 @@ int main(int argc, char **argv)
         return 2;
     }
     pthread_mutex_init(&srv.mu, NULL);
-    pthread_cond_init(&srv.conns_cv, NULL);
+    rfs_cond_init_monotonic(&srv.conns_cv);
 
     char addr[300];
     int lfd;

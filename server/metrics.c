@@ -147,14 +147,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&mu);
         write_file();
         pthread_mutex_lock(&mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += interval / 1000;
-        ts.tv_nsec += (long)(interval % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = rfs_deadline_ms(interval);
         while (!stopping && pthread_cond_timedwait(&cv, &mu, &ts) == 0)
             ;
     }
@@ -172,11 +165,7 @@ int rfsd_metrics_start(rfsd_server *srv, const char *path, int interval_ms)
     interval = interval_ms;
     if (!(out_path = strdup(path)))
         return -1;
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&cv, &a);
-    pthread_condattr_destroy(&a);
+    rfs_cond_init_monotonic(&cv);
     if (pthread_create(&writer, NULL, writer_main, NULL) != 0) {
         free(out_path);
         out_path = NULL;

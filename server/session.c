@@ -98,17 +98,13 @@ static int fence(rfsd_conn *self, const uint8_t *id)
         rfsd_conn_fence(o);
     }
     while ((o = find_locked(srv, id, self))) {
-        struct timespec ts;
         int64_t left = until - rfs_now_ns();
         if (left <= 0) {
             pthread_mutex_unlock(&srv->mu);
             return rfs_fail(RFS_E_BUSY, "the previous session (from %s) did not end within %d ms",
                             o->peer, RFSD_FENCE_WAIT_MS);
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (left < 100000000 ? left : 100000000);
-        ts.tv_sec = (time_t)(at / 1000000000);
-        ts.tv_nsec = (long)(at % 1000000000);
+        struct timespec ts = rfs_deadline_at(rfs_now_ns() + (left < 100000000 ? left : 100000000));
         pthread_cond_timedwait(&srv->conns_cv, &srv->mu, &ts);
     }
     pthread_mutex_unlock(&srv->mu);
@@ -196,13 +192,7 @@ void rfsd_session_wait_silent_writers(rfsd_conn *c, const rfsd_fileid *fid, cons
                      "reach its lease", c->peer, path, who);
             logged = 1;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = rfs_deadline_ms(100);
         pthread_cond_timedwait(&srv->conns_cv, &srv->mu, &ts);
     }
     pthread_mutex_unlock(&srv->mu);

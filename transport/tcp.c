@@ -226,11 +226,8 @@ static int apply_opts(int fd, const rfs_transport_opts *o, const char *peer)
         return rfs_fail(RFS_E_CONN, "%s: SO_SNDBUF %d: %s", peer, o->sndbuf, strerror(errno));
     if (o && o->rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof o->rcvbuf) < 0)
         return rfs_fail(RFS_E_CONN, "%s: SO_RCVBUF %d: %s", peer, o->rcvbuf, strerror(errno));
-    if (o && o->congestion && o->congestion[0] && rfs_tcp_set_congestion(fd, o->congestion)) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", rfs_last_error());
-        return rfs_fail(RFS_E_CONN, "%s: %s", peer, why);
-    }
+    if (o && o->congestion && o->congestion[0] && rfs_tcp_set_congestion(fd, o->congestion))
+        return rfs_fail_cause(RFS_E_CONN, "%s", peer);
     return RFS_OK;
 }
 

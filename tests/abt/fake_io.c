@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 
 static fake_io *FI(rfs_io *io) { return (fake_io *)io; }
@@ -159,18 +160,24 @@ static int f_version(rfs_io *io, rfs_io_version *v)
 
 static const rfs_io_ops fake_ops = {
     .pread = f_pread, .pwrite = f_pwrite, .preadv = f_preadv, .pwritev = f_pwritev,
-    .sync = f_sync, .get_size = f_get_size, .set_size = f_set_size, .preallocate = f_set_size,
-    .close = f_close, .version = f_version,
+    .pwritev_gather = rfs_io_gen_pwritev_gather, .sync = f_sync, .flush = rfs_io_gen_flush,
+    .write_mark = rfs_io_gen_write_mark, .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = f_get_size, .set_size = f_set_size, .preallocate = f_set_size,
+    .counter = rfs_io_gen_counter, .lock = rfs_io_gen_lock, .unlock = rfs_io_gen_unlock,
+    .set_view = rfs_io_gen_set_view, .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write, .close = f_close, .version = f_version,
+    .remove = rfs_io_gen_remove,
 };
 
 fake_io *fake_io_new(void)
 {
     fake_io *f = calloc(1, sizeof *f);
     f->io.ops = &fake_ops;
+    f->io.features = RFS_IO_F_VERSIONS;
     strcpy(f->io.server, "fake:0");
     strcpy(f->io.path, "/fake");
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
+    rfs_cond_init_monotonic(&f->cv);
     return f;
 }
 
@@ -184,9 +191,7 @@ void fake_io_gate(fake_io *f, int closed)
 
 int fake_io_wait_blocked(fake_io *f, int n)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 30;
+    struct timespec dl = rfs_deadline_ms(30000);
     pthread_mutex_lock(&f->mu);
     int rc = 0;
     while (f->writes_waiting < n && rc == 0)

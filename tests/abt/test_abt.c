@@ -2,6 +2,8 @@
 /* ABT layer over an in-memory rfs_io: buffering, ordering, staging, deferred close and
  * deferred errors, the journal, and the eq. (1) model. */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 #include "abt/journal.h"
 #include "abt/model.h"
 #include "fake_io.h"
+#include "../client/io_slots.h"
 
 static char staging[256];
 
@@ -702,6 +705,85 @@ static void test_server_down_staging_full_keeps_what_was_taken(void **state)
     free(buf), free(fk->data), free(fk);
 }
 
+/* ---- delete of a file's name (rfs_io_remove through ABT) ---- */
+
+static fake_io *remove_fake;
+static int removes, writes_at_remove;
+
+/* The layer under ABT as far as a delete goes: notes what was delivered when it came. */
+static int record_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *o)
+{
+    (void)below, (void)name, (void)o;
+    pthread_mutex_lock(&remove_fake->mu);
+    writes_at_remove = (int)remove_fake->writes;
+    removes++;
+    pthread_mutex_unlock(&remove_fake->mu);
+    return RFS_OK;
+}
+
+typedef struct remove_job {
+    const rfs_io_ops *const *layers;
+    const char *name;
+    int started, rc;
+} remove_job;
+
+static void *remove_main(void *arg)
+{
+    remove_job *j = arg;
+    __atomic_store_n(&j->started, 1, __ATOMIC_RELEASE);
+    j->rc = rfs_io_remove(j->layers, j->name, NULL);
+    return NULL;
+}
+
+/* A delete reaches the layer below only after the writes ABT queued for that file (however
+ * its name is spelled) were delivered: none may land in the deleted file or create it again.
+ * A delete of another file does not wait for them. */
+static void test_delete_waits_for_the_files_queued_writes(void **state)
+{
+    (void)state;
+    fake_io *fk = fake_io_new();
+    remove_fake = fk;
+    removes = 0;
+    fake_io_gate(fk, 1);
+    rfs_abt_config c = cfg(64u << 20, 1u << 20);
+    rfs_io *io;
+    assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/a", &c, &io), RFS_OK);
+    uint8_t w[4096];
+    fill(w, sizeof w, 3);
+    assert_int_equal(io->ops->pwrite(io, w, sizeof w, 0, NULL), RFS_OK);
+    assert_true(fake_io_wait_blocked(fk, 1));
+
+    rfs_io_ops bottom = *fk->io.ops;
+    bottom.remove = record_remove;
+    const rfs_io_ops *layers[] = {rfs_abt_ops(), &bottom, NULL};
+    assert_int_equal(rfs_io_remove(layers, "rfs:fake:1:/other", NULL), RFS_OK);
+    assert_int_equal(removes, 1);
+    assert_int_equal(writes_at_remove, 0);
+
+    remove_job j = {.layers = layers, .name = "rfs://fake:1/a"};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, remove_main, &j), 0);
+    while (!__atomic_load_n(&j.started, __ATOMIC_ACQUIRE))
+        sched_yield();
+    fake_io_gate(fk, 0);
+    pthread_join(th, NULL);
+    assert_int_equal(j.rc, RFS_OK);
+    assert_int_equal(removes, 2);
+    assert_int_equal(writes_at_remove, 1);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    free(fk->data), free(fk);
+}
+
+static void test_tables_name_every_slot(void **state)
+{
+    (void)state;
+    assert_io_slots_named(rfs_abt_ops());
+    fake_io *fk = fake_io_new();
+    assert_io_slots_named(fk->io.ops);
+    free(fk);
+}
+
 int main(void)
 {
     rfs_journal_set_probe(no_server_probe);
@@ -726,6 +808,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_full_staging_wait_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_down_staging_full_keeps_what_was_taken, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_delete_waits_for_the_files_queued_writes, setup,
+                                        teardown),
+        cmocka_unit_test(test_tables_name_every_slot),
         cmocka_unit_test(test_model_eq1),
         cmocka_unit_test(test_model_phases),
     };

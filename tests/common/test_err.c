@@ -93,6 +93,49 @@ static void test_errno(void **state)
     assert_int_equal(rfs_err_from_errno(12345), RFS_E_IO);
 }
 
+/* A saved status survives later calls and comes back whole; the first of several wins. */
+static void test_status(void **state)
+{
+    rfs_status st;
+    assert_int_equal(rfs_status_save(&st, rfs_fail(RFS_E_CONN, "srv:1: /f: connection lost")),
+                     RFS_E_CONN);
+    rfs_fail(RFS_E_IO, "a later call's message");
+    assert_int_equal(rfs_status_raise(&st), RFS_E_CONN);
+    assert_string_equal(rfs_last_error(), "srv:1: /f: connection lost");
+
+    rfs_status first = {RFS_OK, ""};
+    rfs_clear_error();
+    assert_int_equal(rfs_status_first(&first, RFS_OK), RFS_OK);
+    rfs_fail(RFS_E_NOSPC, "stream 1: no space");
+    assert_int_equal(rfs_status_first(&first, RFS_E_NOSPC), RFS_E_NOSPC);
+    rfs_fail(RFS_E_CONN, "stream 2: lost");
+    assert_int_equal(rfs_status_first(&first, RFS_E_CONN), RFS_E_NOSPC);
+    assert_string_equal(first.msg, "stream 1: no space");
+
+    /* A message of the largest size survives a save and a raise uncut. */
+    char big[RFS_ERRMSG_MAX + 100];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    rfs_fail(RFS_E_IO, "%s", big);
+    rfs_status_save(&st, RFS_E_IO);
+    rfs_clear_error();
+    rfs_status_raise(&st);
+    assert_int_equal(strlen(rfs_last_error()), RFS_ERRMSG_MAX - 1);
+}
+
+static void test_fail_cause(void **state)
+{
+    rfs_fail(RFS_E_CONN, "connection refused");
+    assert_int_equal(rfs_fail_cause(RFS_E_CONN, "handshake with %s failed", "h:7"), RFS_E_CONN);
+    assert_string_equal(rfs_last_error(), "handshake with h:7 failed: connection refused");
+    /* A what that fills the buffer leaves no room for the why, and nothing overflows. */
+    char big[RFS_ERRMSG_MAX + 100];
+    memset(big, 'w', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    rfs_fail_cause(RFS_E_IO, "%s", big);
+    assert_int_equal(strlen(rfs_last_error()), RFS_ERRMSG_MAX - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +144,8 @@ int main(void)
         cmocka_unit_test(test_thread_local),
         cmocka_unit_test(test_wire),
         cmocka_unit_test(test_errno),
+        cmocka_unit_test(test_status),
+        cmocka_unit_test(test_fail_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
