@@ -2,12 +2,24 @@
 /* Read-ahead: after each read the file's pattern (pattern.c) decides whether and where to read
  * ahead. The bytes to come are claimed at once as in-flight extents (so the reader, arriving
  * there, waits for them instead of asking again) and queued; the file's threads read them
- * from the layer below. The window ahead of the reader starts at four reads' worth and doubles
- * with every read that keeps the pattern, up to window_max, as Linux readahead grows. */
+ * from the layer below. The window ahead of the reader starts at two reads' worth and doubles
+ * with every read that keeps the pattern, as Linux readahead grows, up to what keeps the link
+ * busy: twice the bytes the reader consumes during the shortest recent prefetch round trip
+ * (bytes per read x that round trip / time between reads), and never beyond window_max. A
+ * window no larger than that is what a reader that stops (at the end of its share of a file)
+ * leaves prefetched and unread. */
 #include "cache/cache_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Bytes per prefetch request: large enough that a request's round trip is small next to its
  * transfer, small enough that several are in flight and the reader can start on the first. */
@@ -125,13 +137,31 @@ void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n)
         f->window = 0;
         return;
     }
-    uint64_t w0 = 4 * len < PF_WINDOW_MIN ? PF_WINDOW_MIN : 4 * len;
+    uint64_t now = now_ns();
+    if (f->window && kind == before && f->last_note_ns) {
+        uint64_t d = now - f->last_note_ns;
+        f->gap_ns = f->gaps ? (3 * f->gap_ns + d) / 4 : d;
+        f->gaps++;
+    }
+    f->last_note_ns = now;
+    uint64_t w0 = 2 * len < PF_WINDOW_MIN ? PF_WINDOW_MIN : 2 * len;
     if (w0 > f->window_max)
         w0 = f->window_max;
-    if (f->window == 0 || kind != before)
+    if (f->window == 0 || kind != before) {
         f->window = w0;
-    else if (f->window < f->window_max)
-        f->window = f->window * 2 < f->window_max ? f->window * 2 : f->window_max;
+        f->gaps = 0;
+    } else {
+        uint64_t w = f->window * 2 < f->window_max ? f->window * 2 : f->window_max;
+        if (f->gaps >= 2 && f->lats >= 1 && f->gap_ns > 0) {
+            double need = 2.0 * (double)len * (double)f->lat_min_ns / (double)f->gap_ns;
+            uint64_t n = need > (double)f->window_max ? f->window_max : (uint64_t)need;
+            if (n < w0)
+                n = w0;
+            if (n < w)
+                w = n;
+        }
+        f->window = w;
+    }
     uint64_t chunk = chunk_of(f, len);
     if (kind == CX_PAT_SEQ) {
         uint64_t to = end + f->window < end ? UINT64_MAX : end + f->window;
@@ -165,6 +195,7 @@ static void run_job(cx_file *f, cx_job *j)
     size_t got = 0;
     int rc;
     uint8_t *tmp = NULL;
+    uint64_t t0 = now_ns();
     if (j->n == 1) {
         rc = b->ops->pread(b, j->ext[0]->data, j->ext[0]->len, j->ext[0]->off, &got);
     } else {
@@ -183,7 +214,17 @@ static void run_job(cx_file *f, cx_job *j)
             rc = RFS_E_UNSUPPORTED;  /* no list reads below: strided prefetch is not worth it */
         free(ext);
     }
+    uint64_t lat = now_ns() - t0;
     pthread_mutex_lock(&cx_g.mu);
+    /* The shortest recent round trip: it rises only slowly, so a burst of queued requests
+     * (each waiting behind the others) does not pass for the link's latency. */
+    if (rc == RFS_OK) {
+        if (!f->lats || lat < f->lat_min_ns)
+            f->lat_min_ns = lat;
+        else
+            f->lat_min_ns += (lat - f->lat_min_ns) / 16;
+        f->lats++;
+    }
     size_t pos = 0;
     for (size_t i = 0; i < j->n; i++) {
         cx_ext *e = j->ext[i];
