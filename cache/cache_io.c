@@ -94,9 +94,17 @@ static int fetch(cx_file *f, const run_vec *miss, uint8_t *buf, uint64_t *eofpos
     size_t nph = 0, cap_ph = 0;
     cx_ext **ph = NULL;
     size_t *ph_run = NULL;
-    for (size_t k = 0; k < miss->n; k++)
-        for (uint64_t o = 0; o < miss->r[k].len; o += CX_EXT_MAX) {
-            uint64_t l = miss->r[k].len - o < CX_EXT_MAX ? miss->r[k].len - o : CX_EXT_MAX;
+    for (size_t k = 0; k < miss->n; k++) {
+        /* Runs of one request may overlap (a read-only file's view may repeat bytes): only
+         * what no earlier run claimed is claimed, in pieces of at most CX_EXT_MAX. */
+        uint64_t x = miss->r[k].off, end = miss->r[k].off + miss->r[k].len;
+        while (x < end) {
+            uint64_t ge = end, gs = cx_first_gap(f, x, end, &ge);
+            if (gs >= end)
+                break;
+            if (ge - gs > CX_EXT_MAX)
+                ge = gs + CX_EXT_MAX;
+            x = ge;
             if (nph == cap_ph) {
                 size_t nc = cap_ph ? cap_ph * 2 : 8;
                 cx_ext **np = realloc(ph, nc * sizeof *np);
@@ -108,12 +116,13 @@ static int fetch(cx_file *f, const run_vec *miss, uint8_t *buf, uint64_t *eofpos
                 ph_run = nr;
                 cap_ph = nc;
             }
-            cx_ext *e = cx_ext_new(f, miss->r[k].off + o, l);
+            cx_ext *e = cx_ext_new(f, gs, ge - gs);
             if (e) {
                 ph[nph] = e;
                 ph_run[nph++] = k;
             }
         }
+    }
 read:
     pthread_mutex_unlock(&cx_g.mu);
     rfs_io *b = f->below;

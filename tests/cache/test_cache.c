@@ -456,6 +456,34 @@ static void test_end_of_file(void **state)
     assert_int_equal(io->ops->close(io), RFS_OK);
 }
 
+/* A list read whose runs overlap and go backwards (a read-only file's view may do that): the
+ * bytes of each run, once each in the cache. */
+static void test_overlapping_runs(void **state)
+{
+    (void)state;
+    counting_io *c = counting_io_new(1 * MiB);
+    rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_DISABLE);
+    rfs_extent ext[4] = {{5000, 3000}, {6000, 3000}, {1000, 500}, {5500, 100}};
+    uint8_t buf[6600];
+    for (int pass = 0; pass < 2; pass++) {
+        size_t got = 0;
+        memset(buf, 0, sizeof buf);
+        assert_int_equal(io->ops->preadv(io, ext, 4, buf, &got), RFS_OK);
+        assert_int_equal(got, 6600);
+        check_bytes(buf, 5000, 3000);
+        check_bytes(buf + 3000, 6000, 3000);
+        check_bytes(buf + 6000, 1000, 500);
+        check_bytes(buf + 6500, 5500, 100);
+    }
+    assert_int_equal(counting_io_get(c, &c->reads), 1);
+    pthread_mutex_lock(&cx_g.mu);
+    cx_file *f = (cx_file *)io;
+    for (size_t i = 1; i < f->n; i++)
+        assert_true(f->v[i - 1]->off + f->v[i - 1]->len <= f->v[i]->off);
+    pthread_mutex_unlock(&cx_g.mu);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+}
+
 /* Two files share the process cap: one's reads evict the other's least recently used bytes. */
 static void test_cap_shared_by_files(void **state)
 {
@@ -493,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_read_waits_for_inflight),
         cmocka_unit_test(test_write_discards_inflight),
         cmocka_unit_test(test_end_of_file),
+        cmocka_unit_test(test_overlapping_runs),
         cmocka_unit_test(test_cap_shared_by_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
