@@ -3,8 +3,9 @@
 librfs-mpiio.so against a real rfsd: sequential and strided reads at 1, 2 and 4 ranks read the
 same bytes as the MPI library's own MPI-IO on a local file, with and without prefetch and with
 a cap small enough to evict; sync-barrier-sync makes a writer's bytes visible to cached
-readers (and without the readers' sync they are not, which shows the cache was in play);
-atomic mode turns the cache off; RFS_STATS reports reads served from the cache."""
+readers (and without the readers' sync they are not, which shows the cache was in play); a
+barrier drops the cache of a file open for writing; atomic mode turns the cache off; RFS_STATS
+reports reads served from the cache."""
 import os
 import re
 
@@ -100,6 +101,19 @@ def test_without_reader_sync_cached_bytes_stay(rfsd, tmp_path, flavour):
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout
     m = re.search(r"stale (\d+)", r.stdout)
     assert m and int(m.group(1)) > 0, r.stdout
+
+
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_barrier_drops_cache_of_writable_file(rfsd, tmp_path, flavour, nprocs):
+    """A file open for writing with the cache hinted on: rank 0 writes, MPI_Barrier, the others
+    read (twice, the second time cached), round after round, without sync, as HDF5 orders its
+    ranks: the readers see each round's bytes."""
+    prog = program(flavour, "t_cache")
+    r = mpiexec(flavour, nprocs, [prog, rfsd.url("/barrier.dat"), "barrier"], rfsd.env(),
+                extra_env={"RFS_STATS": "1"})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout
+    assert re.search(r"served from cache [1-9]", r.stdout), r.stdout
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))

@@ -11,6 +11,10 @@
  *                                 it through read-only handles (the cache on by default), round
  *                                 after round, ordered by sync-barrier-sync. nosync: the readers
  *                                 skip their sync; rank 0 prints how many stale bytes they saw.
+ *   t_cache FILE barrier          One handle open for writing, read cache hinted on; rank 0
+ *                                 writes, MPI_Barrier, the others read, round after round,
+ *                                 with no sync (as HDF5 orders ranks): a barrier drops the cache
+ *                                 of a file open for writing, so readers see the newest bytes.
  *   t_cache FILE atomic on|off    One handle, read cache hinted on. Rank 0 writes, all sync,
  *                                 readers read (twice); then rank 0 writes again and tells them
  *                                 by message only (a barrier would drop the cache). on: atomic
@@ -240,6 +244,30 @@ static void mode_coherence(const char *name, int rounds, int nosync)
     free(buf);
 }
 
+static void mode_barrier(const char *name)
+{
+    unsigned char *buf = malloc(REGION);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "rfs_cache_read", "enable");
+    MPI_File fh;
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDWR | MPI_MODE_CREATE, info, &fh));
+    MPI_Info_free(&info);
+    for (int k = 0; k < 4; k++) {
+        if (t_rank == 0)
+            write_region(fh, k, buf);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (t_rank != 0) {
+            int64_t a = stale_bytes(fh, k, buf), b = stale_bytes(fh, k, buf);
+            CHECK(a == 0 && b == 0, "round %d: %lld and %lld stale bytes", k, (long long)a,
+                  (long long)b);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_OK(MPI_File_close(&fh));
+    free(buf);
+}
+
 static void mode_atomic(const char *name, int atomic)
 {
     unsigned char *buf = malloc(REGION);
@@ -291,11 +319,13 @@ int main(int argc, char **argv)
         mode_read(argv[1]);
     else if (!strcmp(mode, "coherence") && argc > 3)
         mode_coherence(argv[1], atoi(argv[3]), argc > 4 && !strcmp(argv[4], "nosync"));
+    else if (!strcmp(mode, "barrier"))
+        mode_barrier(argv[1]);
     else if (!strcmp(mode, "atomic") && argc > 3)
         mode_atomic(argv[1], !strcmp(argv[3], "on"));
     else {
         if (t_rank == 0)
-            fprintf(stderr, "usage: t_cache FILE read | coherence ROUNDS [nosync] | atomic on|off\n");
+            fprintf(stderr, "usage: t_cache FILE read | coherence ROUNDS [nosync] | barrier | atomic on|off\n");
         t_fail = 1;
     }
     return t_finish();
