@@ -17,7 +17,7 @@ words) must equal LOCAL's. Times are medians, from before MPI_File_open to after
 MPI_File_close (between barriers). Goal (issue #16): the sequential 1 GiB read with prefetch
 at >= 0.95 of RAW.
 
-    bench/cache/run.py [--rate-mbit 1000] [--delay-ms 10] [--size-mib 1024] [--reps 3]
+    bench/cache/run.py [--rate-mbit 500] [--delay-ms 10] [--size-mib 1024] [--reps 3]
         [--seq-block 4M] [--strided-block 256K] [--strided-stride 1M] [--build-dir build]
         [--out bench/results/cache_read.json]
 
@@ -215,7 +215,7 @@ def summarize(a, env, runs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rate-mbit", type=float, default=1000)
+    ap.add_argument("--rate-mbit", type=float, default=500)
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=3)
