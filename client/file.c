@@ -145,6 +145,86 @@ static void release_conns(rfs_file *f)
     f->nconn = 0;
 }
 
+/* OPEN on streams from..nconn-1, without CREAT's companions EXCL and TRUNC: sent, not waited
+ * for (open_others_wait collects them). */
+static void open_others_start(rfs_file *f, int from, unsigned flags, unsigned mode, rfs_req *reqs,
+                              rfs_call *calls, int *started)
+{
+    for (int s = from; s < f->nconn; s++) {
+        memset(&reqs[s], 0, sizeof reqs[s]);
+        reqs[s].op = RFS_OP_OPEN;
+        reqs[s].u.open.path.s = f->name.path;
+        reqs[s].u.open.path.len = (uint16_t)strlen(f->name.path);
+        reqs[s].u.open.flags = flags & ~(RFS_O_EXCL | RFS_O_TRUNC);
+        reqs[s].u.open.mode = mode;
+        rfs_call_init(&calls[s]);
+        started[s] = rfs_conn_start(f->conn[s], &calls[s], &reqs[s], NULL, f->io_timeout_ms);
+    }
+}
+
+/* Collects what open_others_start sent: the handles that opened are tracked (ok[s] = 1); the
+ * first failure is returned with its message. */
+static int open_others_wait(rfs_file *f, int from, rfs_call *calls, const int *started, int *ok)
+{
+    int first = RFS_OK;
+    char cause[1536] = "";
+    for (int s = from; s < f->nconn; s++) {
+        int rc = started[s] == RFS_OK ? rfs_conn_wait(f->conn[s], &calls[s]) : started[s];
+        rc = rfs_call_result(f->conn[s], &calls[s], rc, f->label);
+        ok[s] = rc == RFS_OK;
+        if (ok[s]) {
+            f->fh[s] = calls[s].rep.u.open.fh;
+            rfs_conn_track(f->conn[s], f->fh[s], &f->ver);
+        } else if (!first) {
+            first = rc;
+            snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        }
+        rfs_call_destroy(&calls[s]);
+    }
+    return first ? rfs_fail(first, "%s", cause) : RFS_OK;
+}
+
+/* Opens the file on every stream. Stream 0 carries the caller's flags. Unless the open is
+ * exclusive, the other streams' OPENs (with CREAT, so whichever arrives first creates the
+ * file) go out before stream 0's and the whole open costs one round trip; on any failure
+ * the handles that opened are closed and the open is made again in order (stream 0 first,
+ * then the rest side by side), which also retries a connection lost under it. An exclusive
+ * open must create the file on stream 0 before the others may open it. */
+static int open_all_streams(rfs_file *f, rfs_copts *o, unsigned flags, unsigned mode)
+{
+    rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
+    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    int started[RFS_CLIENT_MAX_STREAMS] = {0};
+    int ok[RFS_CLIENT_MAX_STREAMS] = {0};
+    if (f->nconn > 1 && !(flags & RFS_O_EXCL)) {
+        open_others_start(f, 1, flags, mode, reqs, calls, started);
+        int rc0 = rfs_file_open_stream(f, 0, flags, mode);
+        int rc = open_others_wait(f, 1, calls, started, ok);
+        if (!rc0 && !rc)
+            return RFS_OK;
+        RFS_LOGD("%s: open side by side failed (%s); opening in order", f->label,
+                 rfs_last_error());
+        rfs_clear_error();
+        for (int s = 0; s < f->nconn; s++)
+            if (s == 0 ? !rc0 : ok[s])
+                close_one(f, s);
+    }
+    int rc = open_first(f, o, flags, mode);
+    if (rc || f->nconn == 1)
+        return rc;
+    open_others_start(f, 1, flags & ~RFS_O_CREAT, mode, reqs, calls, started);
+    rc = open_others_wait(f, 1, calls, started, ok);
+    if (rc) {
+        char cause[1536];
+        snprintf(cause, sizeof cause, "%s", rfs_last_error());
+        for (int s = 0; s < f->nconn; s++)
+            if (s == 0 || ok[s])
+                close_one(f, s);
+        return rfs_fail(rc, "%s", cause);
+    }
+    return RFS_OK;
+}
+
 /* The file's connections. With rfs_streams=auto, the first one's round trip says whether more
  * can pay (autostreams.c); when the server will not take them all (its per-address limits),
  * the file makes do with one. */
@@ -229,42 +309,9 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
         goto fail;
     }
 
-    /* Stream 0 creates the file; the other streams then open it side by side (one more
-     * round trip in all, not one per stream). */
-    if ((rc = open_first(f, &o, flags, mode))) {
+    if ((rc = open_all_streams(f, &o, flags, mode))) {
         release_conns(f);
         goto fail;
-    }
-    if (f->nconn > 1) {
-        rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
-        rfs_call calls[RFS_CLIENT_MAX_STREAMS];
-        int ok[RFS_CLIENT_MAX_STREAMS] = {0};
-        for (int s = 1; s < f->nconn; s++) {
-            memset(&reqs[s], 0, sizeof reqs[s]);
-            reqs[s].op = RFS_OP_OPEN;
-            reqs[s].u.open.path.s = f->name.path;
-            reqs[s].u.open.path.len = (uint16_t)strlen(f->name.path);
-            reqs[s].u.open.flags = flags & ~(RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC);
-            reqs[s].u.open.mode = mode;
-        }
-        rc = rfs_file_fanout(f, 1, reqs, calls, ok);
-        for (int s = 1; s < f->nconn; s++) {
-            if (ok[s]) {
-                f->fh[s] = calls[s].rep.u.open.fh;
-                rfs_conn_track(f->conn[s], f->fh[s], &f->ver);
-            }
-            rfs_call_destroy(&calls[s]);
-        }
-        if (rc) {
-            char cause[1536];
-            snprintf(cause, sizeof cause, "%s", rfs_last_error());
-            for (int s = 0; s < f->nconn; s++)
-                if (s == 0 || ok[s])
-                    close_one(f, s);
-            release_conns(f);
-            rc = rfs_fail(rc, "%s", cause);
-            goto fail;
-        }
     }
     f->copts = o;
     explicit_bzero(o.token, sizeof o.token);

@@ -25,6 +25,8 @@ int MPI_Barrier(MPI_Comm comm)
     char *lazy = calloc(n ? n : 1, 1);
     for (size_t i = 0; i < n; i++) {
         rfs_io *io = all[i]->io;
+        /* other ranks' writes before the barrier count from now on (manage.c) */
+        __atomic_store_n(&all[i]->size_at_open_valid, 0, __ATOMIC_RELAXED);
         /* Lazy (fence.h): publish the unanswered writes instead of waiting for them. */
         if (lazy && mp_fence_publish(all[i], comm))
             lazy[i] = 1;

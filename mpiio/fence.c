@@ -24,6 +24,11 @@ typedef struct slot {
     uint64_t n[2];
     uint64_t lo[2][PUB_RANGES], hi[2][PUB_RANGES];
     uint64_t answered;        /* every write issued before barrier `answered` is answered */
+    /* The file's size as this rank can vouch for it (local_size): the size at open or after
+     * its last size change (base) and the end of its furthest write since (end), valid while
+     * `size_epoch` (size changes passed) matches the reader's and none of its calls failed. */
+    uint64_t size_base, size_end, size_epoch;
+    uint32_t size_unknown;
 } slot;
 
 typedef struct own_range {
@@ -52,6 +57,8 @@ typedef struct mp_fence {
     uint64_t want_mark;       /* the layer below's write mark at barrier `want` */
     int stop;
     uint64_t waits, waited_ns;  /* RFS_STATS */
+    uint64_t sizes_known;       /* get_size answered by local_size (RFS_STATS) */
+    int issuing;                /* writes noted in own[] and not yet returned from below (mu) */
     rfs_io_ops ops;           /* fence_ops less what the layer below lacks */
 } mp_fence;
 
@@ -119,9 +126,11 @@ static void note_own(mp_fence *fc, uint64_t lo, uint64_t hi)
     fc->own[fc->n_own++] = r;
 }
 
+/* Notes a write's ranges before it is issued; issued() when below has returned. */
 static void note_extents(mp_fence *fc, const rfs_extent *ext, size_t n)
 {
     pthread_mutex_lock(&fc->mu);
+    fc->issuing++;
     if (n <= 8) {
         for (size_t i = 0; i < n; i++)
             note_own(fc, ext[i].offset, ext[i].offset + ext[i].length);
@@ -135,6 +144,13 @@ static void note_extents(mp_fence *fc, const rfs_extent *ext, size_t n)
         }
         note_own(fc, lo, hi);
     }
+    pthread_mutex_unlock(&fc->mu);
+}
+
+static void issued(mp_fence *fc)
+{
+    pthread_mutex_lock(&fc->mu);
+    fc->issuing--;
     pthread_mutex_unlock(&fc->mu);
 }
 
@@ -247,6 +263,85 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+/* ---- the file's size without asking the server ---- */
+
+/* HDF5 asks rank 0 for the size at every close after a barrier: a round trip per file on a
+ * WAN. Every rank of the file is on this node and publishes here what it knows: the size its
+ * OPEN reply reported and the end of every write it issued, so the size is the largest of
+ * these, as a local file system would report it once those writes returned. Size changes
+ * (collective) start a new epoch; a rank still in another epoch is in the middle of the same
+ * collective call, concurrent with this one. A failed call makes its rank unable to vouch:
+ * its writes may not all be in the file, so the server is asked from then on. */
+static void seen_failure(mp_fence *fc)
+{
+    __atomic_store_n(&fc->slots[fc->rank]->size_unknown, 1, __ATOMIC_RELEASE);
+}
+
+static int noted(mp_fence *fc, int rc)
+{
+    if (rc != RFS_OK)
+        seen_failure(fc);
+    return rc;
+}
+
+static void note_end(mp_fence *fc, uint64_t end)
+{
+    uint64_t *p = &fc->slots[fc->rank]->size_end;
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (end > cur && !__atomic_compare_exchange_n(p, &cur, end, 1, __ATOMIC_RELEASE,
+                                                     __ATOMIC_RELAXED))
+        ;
+}
+
+static uint64_t extents_end(const rfs_extent *ext, size_t n)
+{
+    uint64_t hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ext[i].offset + ext[i].length > hi)
+            hi = ext[i].offset + ext[i].length;
+    return hi;
+}
+
+/* 1 and *size when every rank of the file can vouch for its part; 0: ask the server. */
+static int local_size(mp_fence *fc, uint64_t *size)
+{
+    slot *me = fc->slots[fc->rank];
+    uint64_t epoch = __atomic_load_n(&me->size_epoch, __ATOMIC_ACQUIRE), s = 0;
+    for (int r = 0; r < fc->size; r++) {
+        slot *o = fc->slots[r];
+        if (__atomic_load_n(&o->size_unknown, __ATOMIC_ACQUIRE))
+            return 0;
+        if (__atomic_load_n(&o->size_epoch, __ATOMIC_ACQUIRE) != epoch)
+            continue;
+        uint64_t base = __atomic_load_n(&o->size_base, __ATOMIC_ACQUIRE);
+        uint64_t end = __atomic_load_n(&o->size_end, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&o->size_epoch, __ATOMIC_ACQUIRE) != epoch)
+            continue;  /* changed its size meanwhile: in the same collective call as us */
+        if (base > s)
+            s = base;
+        if (end > s)
+            s = end;
+    }
+    *size = s;
+    return 1;
+}
+
+/* After this rank's part of a size change: set_size makes the size exactly `size`,
+ * preallocate at least `size`. */
+static void note_size_change(mp_fence *fc, uint64_t size, int exact)
+{
+    slot *me = fc->slots[fc->rank];
+    uint64_t base = __atomic_load_n(&me->size_base, __ATOMIC_RELAXED);
+    uint64_t end = __atomic_load_n(&me->size_end, __ATOMIC_RELAXED);
+    if (!exact) {
+        size = size > base ? size : base;
+        size = size > end ? size : end;
+    }
+    __atomic_store_n(&me->size_base, size, __ATOMIC_RELEASE);
+    __atomic_store_n(&me->size_end, 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&me->size_epoch, 1, __ATOMIC_ACQ_REL);
+}
+
 /* ---- rfs_io ops ---- */
 
 static int f_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
@@ -255,7 +350,10 @@ static int f_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_
     rfs_extent e = {off, len};
     note_extents(fc, &e, 1);
     int rc = wait_others(fc, off, off + len);
-    return rc != RFS_OK ? rc : fc->below->ops->pwrite(fc->below, buf, len, off, done);
+    if (rc == RFS_OK && (rc = fc->below->ops->pwrite(fc->below, buf, len, off, done)) == RFS_OK)
+        note_end(fc, off + len);
+    issued(fc);
+    return noted(fc, rc);
 }
 
 static int f_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
@@ -263,7 +361,10 @@ static int f_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *bu
     mp_fence *fc = FC(io);
     note_extents(fc, ext, n);
     int rc = wait_extents(fc, ext, n);
-    return rc != RFS_OK ? rc : fc->below->ops->pwritev(fc->below, ext, n, buf, done);
+    if (rc == RFS_OK && (rc = fc->below->ops->pwritev(fc->below, ext, n, buf, done)) == RFS_OK)
+        note_end(fc, extents_end(ext, n));
+    issued(fc);
+    return noted(fc, rc);
 }
 
 static int f_pwritev_gather(rfs_io *io, const rfs_extent *ext, size_t n, const struct iovec *mem,
@@ -272,22 +373,25 @@ static int f_pwritev_gather(rfs_io *io, const rfs_extent *ext, size_t n, const s
     mp_fence *fc = FC(io);
     note_extents(fc, ext, n);
     int rc = wait_extents(fc, ext, n);
-    return rc != RFS_OK ? rc
-                        : fc->below->ops->pwritev_gather(fc->below, ext, n, mem, nmem, done);
+    if (rc == RFS_OK &&
+        (rc = fc->below->ops->pwritev_gather(fc->below, ext, n, mem, nmem, done)) == RFS_OK)
+        note_end(fc, extents_end(ext, n));
+    issued(fc);
+    return noted(fc, rc);
 }
 
 static int f_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
 {
     mp_fence *fc = FC(io);
     int rc = wait_others(fc, off, off + len);
-    return rc != RFS_OK ? rc : fc->below->ops->pread(fc->below, buf, len, off, done);
+    return noted(fc, rc != RFS_OK ? rc : fc->below->ops->pread(fc->below, buf, len, off, done));
 }
 
 static int f_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
 {
     mp_fence *fc = FC(io);
     int rc = wait_extents(fc, ext, n);
-    return rc != RFS_OK ? rc : fc->below->ops->preadv(fc->below, ext, n, buf, done);
+    return noted(fc, rc != RFS_OK ? rc : fc->below->ops->preadv(fc->below, ext, n, buf, done));
 }
 
 /* Calls that see the whole file wait for every other rank's published writes first. */
@@ -295,20 +399,25 @@ static int f_sync(rfs_io *io)
 {
     mp_fence *fc = FC(io);
     int rc = wait_others(fc, 0, UINT64_MAX);
-    return rc != RFS_OK ? rc : fc->below->ops->sync(fc->below);
+    return noted(fc, rc != RFS_OK ? rc : fc->below->ops->sync(fc->below));
 }
 
 static int f_flush(rfs_io *io, int report)
 {
     mp_fence *fc = FC(io);
-    return fc->below->ops->flush ? fc->below->ops->flush(fc->below, report) : RFS_OK;
+    return noted(fc, fc->below->ops->flush ? fc->below->ops->flush(fc->below, report) : RFS_OK);
 }
 
-/* The server's size, or the end of another rank's unanswered write when that is further: it
- * is in the file once answered, as it would be after the barrier that used to wait for it. */
+/* What the ranks vouch for (local_size); else the server's size, or the end of another rank's
+ * unanswered write when that is further: it is in the file once answered, as it would be
+ * after the barrier that used to wait for it. */
 static int f_get_size(rfs_io *io, uint64_t *size)
 {
     mp_fence *fc = FC(io);
+    if (local_size(fc, size)) {
+        __atomic_add_fetch(&fc->sizes_known, 1, __ATOMIC_RELAXED);
+        return RFS_OK;
+    }
     uint64_t end = 0;
     pthread_mutex_lock(&fc->mu);
     for (int r = 0; r < fc->size; r++)
@@ -321,14 +430,14 @@ static int f_get_size(rfs_io *io, uint64_t *size)
     int rc = fc->below->ops->get_size(fc->below, size);
     if (rc == RFS_OK && *size < end)
         *size = end;
-    return rc;
+    return noted(fc, rc);
 }
 
 static int f_set_size(rfs_io *io, uint64_t size)
 {
     mp_fence *fc = FC(io);
     int rc = wait_others(fc, 0, UINT64_MAX);
-    return rc != RFS_OK ? rc : fc->below->ops->set_size(fc->below, size);
+    return noted(fc, rc != RFS_OK ? rc : fc->below->ops->set_size(fc->below, size));
 }
 
 static int f_preallocate(rfs_io *io, uint64_t size)
@@ -336,12 +445,12 @@ static int f_preallocate(rfs_io *io, uint64_t size)
     mp_fence *fc = FC(io);
     int rc = wait_others(fc, 0, UINT64_MAX);
     if (rc != RFS_OK)
-        return rc;
+        return noted(fc, rc);
     if (fc->below->ops->preallocate)
-        return fc->below->ops->preallocate(fc->below, size);
+        return noted(fc, fc->below->ops->preallocate(fc->below, size));
     uint64_t cur = 0;
     rc = fc->below->ops->get_size(fc->below, &cur);
-    return rc == RFS_OK && cur < size ? fc->below->ops->set_size(fc->below, size) : rc;
+    return noted(fc, rc == RFS_OK && cur < size ? fc->below->ops->set_size(fc->below, size) : rc);
 }
 
 static int f_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
@@ -462,6 +571,9 @@ int mp_fence_open(mp_file *f, int node_ranks)
         return MPI_SUCCESS;
     }
     memset(mine, 0, sizeof *mine);
+    /* Without the OPEN reply's size (no versions, a deferred open) this rank cannot vouch. */
+    mine->size_base = f->size_at_open;
+    mine->size_unknown = !f->size_at_open_valid;
     for (int r = 0; r < f->size; r++) {
         MPI_Aint sz;
         int du;
@@ -513,7 +625,15 @@ int mp_fence_publish(mp_file *f, MPI_Comm comm)
         (cmp != MPI_IDENT && cmp != MPI_CONGRUENT))
         return 0;
     slot *me = fc->slots[fc->rank];
+    /* Every write answered already (after a sync, say): nothing to publish, however far the
+     * helper is behind. Otherwise another rank would count this rank's writes as pending,
+     * failed ones too (f_get_size). */
     pthread_mutex_lock(&fc->mu);
+    /* (Under mu: a write noted in own[] is either still being issued, or counted in the
+     * mark taken here.) */
+    if (fc->issuing == 0 &&
+        fc->below->ops->mark_answered(fc->below, fc->below->ops->write_mark(fc->below)))
+        fc->n_own = 0;
     uint64_t e = ++fc->epoch;
     int half = (int)(e & 1);
     /* At most PUB_RANGES, the closest ones merged. */
@@ -586,9 +706,21 @@ void mp_fence_close(mp_file *f, int collective)
     stop_helper(fc);
     if (mp_stats_enabled() || mp_trace_enabled())
         fprintf(stderr, "rfs stats %s: lazy barriers %llu, waits for other ranks' writes %llu "
-                "(%.3f s)\n", f->name, (unsigned long long)fc->epoch,
-                (unsigned long long)fc->waits, (double)fc->waited_ns / 1e9);
+                "(%.3f s), sizes known without asking %llu\n", f->name,
+                (unsigned long long)fc->epoch, (unsigned long long)fc->waits,
+                (double)fc->waited_ns / 1e9, (unsigned long long)fc->sizes_known);
     if (collective)
         PMPI_Win_free(&fc->win);
     f->fence = NULL;
+}
+
+void mp_fence_size_changed(mp_file *f, uint64_t size, int exact, int ok)
+{
+    mp_fence *fc = f->fence;
+    if (!fc)
+        return;
+    if (ok)
+        note_size_change(fc, size, exact);
+    else
+        seen_failure(fc);
 }

@@ -26,6 +26,11 @@ int mp_fence_open(mp_file *f, int node_ranks);
 int mp_fence_publish(mp_file *f, MPI_Comm comm);
 /* After the barrier, for files mp_fence_publish said 1 for: takes the other ranks' ranges. */
 void mp_fence_collect(mp_file *f);
+/* A collective size change (set_size: exact; preallocate: at least size), on every rank
+ * before the ranks agree on its outcome: the sizes the ranks vouch for (fence.c, local_size)
+ * start again from it; ok == 0 (it failed): this rank no longer vouches, get_size asks the
+ * server. */
+void mp_fence_size_changed(mp_file *f, uint64_t size, int exact, int ok);
 /* Collective close (before f->io is closed): stops the helper and frees the shared memory;
  * collective 0 (finalize): the memory is left to the MPI library. */
 void mp_fence_close(mp_file *f, int collective);

@@ -3,6 +3,7 @@
  * preallocate, get_size, get_group, get_amode, set_info, get_info, set/get_atomicity, sync,
  * c2f/f2c. Collective calls agree on errors so every rank reports the same outcome. */
 #include "mpiio/mpiio_internal.h"
+#include "mpiio/fence.h"
 
 #include "cache/cache.h"
 
@@ -43,7 +44,14 @@ static int size_op(mp_file *f, MPI_Offset size, int prealloc)
         if (rc != RFS_OK)
             code = mp_io_error(f, rc, prealloc ? "preallocate" : "set_size", rfs_last_error());
     }
-    return mp_raise(f, mp_agree_error(f, f->comm, code));
+    /* Noted before the agreement, which every rank enters after noting: once any rank is
+     * past it, every rank's published size has moved on (fence.c, local_size). */
+    if (code == MPI_SUCCESS)
+        mp_fence_size_changed(f, (uint64_t)size, !prealloc, 1);
+    code = mp_agree_error(f, f->comm, code);
+    if (code != MPI_SUCCESS)
+        mp_fence_size_changed(f, (uint64_t)size, !prealloc, 0);
+    return mp_raise(f, code);
 }
 
 int MPI_File_set_size(MPI_File fh, MPI_Offset size)
@@ -70,14 +78,29 @@ int MPI_File_preallocate(MPI_File fh, MPI_Offset size)
 }
 MP_ALIAS(MPI_File_preallocate, (MPI_File fh, MPI_Offset size))
 
+/* get_size right after open: HDF5 asks for the size as its first call on a file it opened,
+ * one round trip per file on a WAN. When writes return early (the write window, ABT) the
+ * OPEN reply's size answers that first call: the MPI standard counts get_size as a read of
+ * the whole file, which sees other ranks' writes only after sync-barrier-sync (and rfs after
+ * their MPI_Barrier too, which clears it); a program that orders ranks by messages alone is
+ * already told to turn early writes off (docs/mpiio.md). Any other call on the file clears
+ * it (mp_file_of). */
+static int size_right_after_open(mp_file *f, uint64_t *s)
+{
+    if (!__atomic_exchange_n(&f->size_at_open_valid, 0, __ATOMIC_RELAXED))
+        return 0;
+    *s = f->size_at_open;
+    return 1;
+}
+
 int MPI_File_get_size(MPI_File fh, MPI_Offset *size)
 {
-    mp_file *f = mp_file_of(fh);
+    mp_file *f = mp_file_peek(fh);
     if (!f)
         return MP_REAL(PMPI_File_get_size)(fh, size);
     uint64_t s = 0;
     MP_TRACE_BEGIN("MPI_File_get_size");
-    int rc = f->io->ops->get_size(f->io, &s);
+    int rc = size_right_after_open(f, &s) ? RFS_OK : f->io->ops->get_size(f->io, &s);
     MP_TRACE_END("MPI_File_get_size");
     if (rc != RFS_OK)
         return mp_raise(f, mp_io_error(f, rc, "get_size", rfs_last_error()));

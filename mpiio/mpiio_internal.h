@@ -228,6 +228,11 @@ typedef struct mp_file {
     int amode;
     mp_hints hints;
     int atomic;
+    /* The size the OPEN reply reported, while it may still answer MPI_File_get_size: set at
+     * open when writes return early (the write window, ABT), cleared by the first other call
+     * on the file and by every MPI_Barrier (manage.c, "get_size right after open"). */
+    uint64_t size_at_open;
+    int size_at_open_valid;
     /* Shared file pointer (shared.c): base + the server counter `shared_key`, in etypes. */
     uint32_t shared_key;      /* current server counter key; a fresh key's counter is 0 */
     uint32_t shared_key0;     /* the key drawn at open; later keys derive from it */
@@ -258,8 +263,13 @@ void mp_files_add(mp_file *f);
 void mp_files_remove(mp_file *f);
 /* The mp_file behind fh, or NULL if fh is not ours. Never dereferences a foreign handle. */
 mp_file *mp_file_of(MPI_File fh);
+/* mp_file_of without counting as a call on the file (keeps size_at_open_valid). */
+mp_file *mp_file_peek(MPI_File fh);
 /* Snapshot of all open files (finalize); caller frees the array. */
 mp_file **mp_files_all(size_t *n);
+/* A size change this layer did not see (truncate() through the POSIX interposer): no open
+ * file answers get_size without asking the server any more (manage.c, fence.c). */
+void mp_files_forget_sizes(void);
 MPI_Fint mp_fortran_index(mp_file *f);
 mp_file *mp_file_of_fortran(MPI_Fint i);
 int mp_is_fortran_index(MPI_Fint i);

@@ -149,6 +149,19 @@ static int stack_cache(mp_file *f, int node_ranks)
     return rc;
 }
 
+/* The size the OPEN reply reported (manage.c, get_size right after open); nothing when the
+ * server does not report versions or the open is deferred. */
+static void note_size_at_open(mp_file *f)
+{
+    rfs_io_version v;
+    if (f->io->ops->version && f->io->ops->version(f->io, &v) == RFS_OK) {
+        f->size_at_open = v.size;
+        f->size_at_open_valid = 1;
+    } else {
+        rfs_clear_error();
+    }
+}
+
 /* Stacks ABT on f->io when rfs_abt=enable, then the read cache (no MPI inside). */
 static int stack_layers(mp_file *f, int node_ranks)
 {
@@ -277,6 +290,8 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
     }
+    if (code == MPI_SUCCESS && early && f->io)  /* (no io: rank 0's exclusive create failed) */
+        note_size_at_open(f);
     if (code == MPI_SUCCESS && (rrc = stack_layers(f, node_ranks)) != RFS_OK)
         code = mp_io_error(f, rrc, "open", rfs_last_error());
     code = mp_agree_error(NULL, dup, code);
@@ -311,7 +326,9 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     if (rank == 0) {
         if (getrandom(&r0.key, sizeof r0.key, 0) != (ssize_t)sizeof r0.key)
             r0.key = (uint32_t)rand();
-        if (amode & MPI_MODE_APPEND) {
+        if ((amode & MPI_MODE_APPEND) && f->size_at_open_valid) {
+            r0.size = f->size_at_open;
+        } else if (amode & MPI_MODE_APPEND) {
             rrc = f->io->ops->get_size(f->io, &r0.size);
             if (rrc != RFS_OK) {
                 code = mp_io_error(f, rrc, "get_size", rfs_last_error());

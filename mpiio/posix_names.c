@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "mpiio/mpiio_internal.h"
 #include "mpiio/posix_shim.h"
 #include "rfs/rfs.h"
 
@@ -73,6 +74,7 @@ static int do_truncate(const char *rname, const rfs_options *o, long long len)
         return e;
     e = fail_errno(rfs_set_size(f, (uint64_t)len), "truncate", rname);
     int ce = fail_errno(rfs_close(f), "truncate: close", rname);
+    mp_files_forget_sizes();
     return e ? e : ce;
 }
 

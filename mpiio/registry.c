@@ -2,6 +2,7 @@
 /* Which MPI_File values are ours. A handle value is only compared, never dereferenced, until it
  * is found in the table, so foreign (MPI library) handles are safe to look up. */
 #include "mpiio/mpiio_internal.h"
+#include "mpiio/fence.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,14 @@ void mp_files_remove(mp_file *f)
 }
 
 mp_file *mp_file_of(MPI_File fh)
+{
+    mp_file *r = mp_file_peek(fh);
+    if (r)
+        __atomic_store_n(&r->size_at_open_valid, 0, __ATOMIC_RELAXED);
+    return r;
+}
+
+mp_file *mp_file_peek(MPI_File fh)
 {
     mp_file *r = NULL;
     pthread_mutex_lock(&reg_mu);
@@ -108,4 +117,15 @@ void mp_fortran_release(mp_file *f)
         fortran_tab[f->fidx - MP_FORTRAN_BASE] = NULL;
     f->fidx = 0;
     pthread_mutex_unlock(&reg_mu);
+}
+
+void mp_files_forget_sizes(void)
+{
+    size_t n = 0;
+    mp_file **all = mp_files_all(&n);
+    for (size_t i = 0; all && i < n; i++) {
+        __atomic_store_n(&all[i]->size_at_open_valid, 0, __ATOMIC_RELAXED);
+        mp_fence_size_changed(all[i], 0, 0, 0);
+    }
+    free(all);
 }

@@ -78,25 +78,26 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* ---- open flags ---- */
+/* ---- open flags: BASE [streams] (several streams open side by side unless exclusive) ---- */
 static int t_flags(int argc, char **argv)
 {
-    (void)argc; (void)argv;
+    rfs_options opts = {.streams = argc > 3 ? atoi(argv[3]) : 1};
+    const rfs_options *o = &opts;
     size_t done;
     rfs_file *f = NULL;
-    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, 0640, NULL, &f), RFS_OK);
+    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, 0640, o, &f), RFS_OK);
     CHECK_RC(rfs_pwrite(f, "hello world", 11, 0, &done), RFS_OK);
     CHECK(done == 11);
     CHECK_RC(rfs_close(f), RFS_OK);
 
     f = NULL;
-    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, 0640, NULL, &f), RFS_E_EXIST);
+    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, 0640, o, &f), RFS_E_EXIST);
     CHECK(f == NULL);
-    CHECK_RC(rfs_open(url("/nope"), RFS_O_RDONLY, 0, NULL, &f), RFS_E_NOENT);
+    CHECK_RC(rfs_open(url("/nope"), RFS_O_RDONLY, 0, o, &f), RFS_E_NOENT);
     CHECK(strstr(rfs_last_error(), url("/nope")));
 
     /* read-only: writes refused locally, reads fine */
-    f = must_open("/f1", RFS_O_RDONLY, NULL);
+    f = must_open("/f1", RFS_O_RDONLY, o);
     CHECK_RC(rfs_pwrite(f, "x", 1, 0, &done), RFS_E_ROFS);
     CHECK(strstr(rfs_last_error(), "/f1"));
     CHECK_RC(rfs_set_size(f, 0), RFS_E_ROFS);
@@ -108,30 +109,30 @@ static int t_flags(int argc, char **argv)
     CHECK_RC(rfs_close(f), RFS_OK);
 
     /* write-only: reads are the server's to refuse */
-    f = must_open("/f1", RFS_O_WRONLY, NULL);
+    f = must_open("/f1", RFS_O_WRONLY, o);
     int rc = rfs_pread(f, buf, 4, 0, &done);
     CHECK(rc < 0);
     CHECK(strstr(rfs_last_error(), "/f1"));
     CHECK_RC(rfs_close(f), RFS_OK);
 
     /* trunc */
-    f = must_open("/f1", RFS_O_WRONLY | RFS_O_TRUNC, NULL);
+    f = must_open("/f1", RFS_O_WRONLY | RFS_O_TRUNC, o);
     uint64_t size = 99;
     CHECK_RC(rfs_get_size(f, &size), RFS_OK);
     CHECK(size == 0);
     CHECK_RC(rfs_close(f), RFS_OK);
 
     /* append: every write lands at the end, whatever the offset */
-    f = must_open("/f2", RFS_O_WRONLY | RFS_O_CREAT | RFS_O_APPEND, NULL);
+    f = must_open("/f2", RFS_O_WRONLY | RFS_O_CREAT | RFS_O_APPEND, o);
     CHECK_RC(rfs_pwrite(f, "abc", 3, 0, &done), RFS_OK);
     CHECK_RC(rfs_pwrite(f, "def", 3, 0, &done), RFS_OK);
     CHECK_RC(rfs_close(f), RFS_OK);
 
     /* bad combinations */
-    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDONLY | RFS_O_TRUNC, 0, NULL, &f), RFS_E_INVAL);
-    rc = rfs_open(url("/f1"), RFS_O_RDONLY | RFS_O_APPEND, 0, NULL, &f);
+    CHECK_RC(rfs_open(url("/f1"), RFS_O_RDONLY | RFS_O_TRUNC, 0, o, &f), RFS_E_INVAL);
+    rc = rfs_open(url("/f1"), RFS_O_RDONLY | RFS_O_APPEND, 0, o, &f);
     CHECK(rc < 0);
-    CHECK_RC(rfs_open(url("/"), RFS_O_RDWR, 0, NULL, &f), RFS_E_ISDIR);
+    CHECK_RC(rfs_open(url("/"), RFS_O_RDWR, 0, o, &f), RFS_E_ISDIR);
     puts("OK");
     return 0;
 }

@@ -34,8 +34,9 @@ def free_port():
     return port
 
 
-def test_open_flags(rfsd):
-    run(rfsd, "flags")
+@pytest.mark.parametrize("streams", [1, 4])
+def test_open_flags(rfsd, streams):
+    run(rfsd, "flags", streams)
     assert (rfsd.root / "f1").stat().st_size == 0          # truncated
     assert (rfsd.root / "f2").read_bytes() == b"abcdef"    # appended
     assert (rfsd.root / "f1").stat().st_mode & 0o777 == 0o640

@@ -32,6 +32,10 @@ CASES = [
     # the same with barriers that wait for the writes (what ranks on several nodes get)
     ("t_barrier", (), {"RFS_HINTS": "rfs_write_window=16M;rfs_lazy_barrier=disable"}),
     ("t_barrier", (), {"RFS_HINTS": "rfs_abt=enable;rfs_lazy_barrier=disable"}),
+    # get_size right after open is answered from the OPEN reply when writes return early
+    ("t_getsize", (), None),
+    ("t_getsize", (), {"RFS_HINTS": "rfs_abt=enable"}),
+    ("t_getsize", (), {"RFS_HINTS": "rfs_write_window=0"}),
 ]
 
 

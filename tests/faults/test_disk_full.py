@@ -6,6 +6,7 @@ not write MPI_ERR_ACCESS. rfsd serves other clients meanwhile, and once space is
 write succeeds. Every test checks that each byte the program was told is written (its ACK
 lines) is on the server. tests/mpiio/t_nospc.c is the program."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -178,6 +179,11 @@ def test_no_space_with_write_window_reported_late(small_export, tmp_path, flavou
         # What sync and close confirmed is on the server: the window's writes before the
         # first failure of each rank are all there or the failure was reported.
         data = (small_export / "wwin.dat").read_bytes()
+        # get_size after sync counts no failed write (the ranks' published sizes, fence.c,
+        # are not trusted once a call failed)
+        sizes = re.findall(r"^SIZE \d+ (\d+)$", r.stdout, re.M)
+        assert len(sizes) == NPROCS and all(int(x) == len(data) for x in sizes), \
+            (sizes, len(data), r.stdout)
         failed = {int(e.split()[1]) for e in errs}
         for rank, off, n in acks:
             if rank not in failed:

@@ -12,7 +12,7 @@
  * go=PATH: wait (bounded) for PATH to exist, then retry that write once and carry on.
  * pause=K: after K chunks print PAUSED and wait for the go file before writing on.
  * Output: "ACK rank off len", "ERR rank call off class=NAME secs=T msg", "SYNC ok|class=..",
- * "CLOSE ok|class=..", "FINALIZE rc", "DONE". Exits 0 whatever the calls returned. */
+ * "SIZE rank bytes" (get_size after sync), "CLOSE ok|class=..", "FINALIZE rc", "DONE". Exits 0 whatever the calls returned. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +100,11 @@ static void finish(MPI_File fh, int opened)
             printf("SYNC %d ok\n", rank);
         else
             report("sync", 0, rc, 0);
+        /* after every rank's sync: the size the server has, failed writes not counted */
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Offset size = -1;
+        if (MPI_File_get_size(fh, &size) == MPI_SUCCESS)
+            printf("SIZE %d %lld\n", rank, (long long)size);
         rc = MPI_File_close(&fh);
         if (rc == MPI_SUCCESS)
             printf("CLOSE %d ok\n", rank);
