@@ -13,6 +13,8 @@
 #include "mpiio/mpiio_internal.h"
 #include "mpiio/fence.h"
 
+#include "cache/cache.h"
+
 #include <stdlib.h>
 
 int MPI_Barrier(MPI_Comm comm)
@@ -32,6 +34,12 @@ int MPI_Barrier(MPI_Comm comm)
             io->ops->flush(io, 0);
     }
     int rc = PMPI_Barrier(comm);
+    /* A file open for writing with the read cache on: another rank may have written bytes
+     * cached here before the barrier (HDF5 orders its ranks so), so they are read again. A
+     * read-only file keeps its cache: no rank of the job can write it through this handle. */
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->cache && (all[i]->amode & MPI_MODE_RDONLY) == 0)
+            rfs_cache_invalidate(all[i]->cache);
     for (size_t i = 0; i < n; i++)
         if (lazy && lazy[i])
             mp_fence_collect(all[i]);

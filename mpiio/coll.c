@@ -24,6 +24,7 @@
 #include "mpiio/aggr.h"
 #include "mpiio/wpipe.h"
 
+#include "cache/cache.h"
 #include "common/log.h"
 
 #include <limits.h>
@@ -625,6 +626,9 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
          * reach the server first over another connection and be overwritten by them. */
         if (is_write && t.my_aggr >= 0 && code == MPI_SUCCESS)
             code = mp_flush_writes(f);
+        /* This rank's bytes reached the file through aggregators, past its own read cache. */
+        if (is_write && f->cache)
+            rfs_cache_invalidate(f->cache);
         int64_t eof = t.eof;
         if (!is_write)
             PMPI_Allreduce(&t.eof, &eof, 1, MPI_INT64_T, MPI_MIN, f->comm);

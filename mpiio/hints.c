@@ -6,6 +6,7 @@
 #include "mpiio/mpiio_internal.h"
 
 #include "abt/abt.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -38,6 +39,9 @@ void mp_hints_default(mp_hints *h)
     h->defer_open = MP_DISABLE;
     h->defer_close = MP_DISABLE;
     h->lazy_barrier = MP_ENABLE;
+    h->cache_read = MP_AUTO;  /* docs/hints.md "Read cache and prefetch" says why */
+    h->prefetch = RFS_PREFETCH_AUTO;
+    h->prefetch_threads = RFS_CACHE_DEFAULT_THREADS;
 }
 
 static int parse_long(const char *v, long min, long max, int base, long *out)
@@ -221,6 +225,27 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         return parse_onoff(v, &h->defer_close);
     } else if (!strcmp(key, "rfs_lazy_barrier")) {
         return parse_onoff(v, &h->lazy_barrier);
+    } else if (!strcmp(key, "rfs_cache_read")) {
+        if (!strcmp(v, "auto") || !strcmp(v, "automatic"))
+            h->cache_read = MP_AUTO;
+        else
+            return parse_onoff(v, &h->cache_read);
+    } else if (!strcmp(key, "rfs_cache_size")) {
+        return parse_size(v, (int64_t)RFS_CACHE_MIN_MEM, INT64_MAX, &h->cache_size);
+    } else if (!strcmp(key, "rfs_prefetch")) {
+        int x2;
+        if (!strcmp(v, "auto") || !strcmp(v, "automatic"))
+            h->prefetch = RFS_PREFETCH_AUTO;
+        else if (parse_onoff(v, &x2))
+            h->prefetch = x2 == MP_ENABLE ? RFS_PREFETCH_ENABLE : RFS_PREFETCH_DISABLE;
+        else
+            return 0;
+    } else if (!strcmp(key, "rfs_prefetch_max")) {
+        return parse_size(v, 64 * 1024, INT64_MAX, &h->prefetch_max);
+    } else if (!strcmp(key, "rfs_prefetch_threads")) {
+        if (!parse_long(v, 1, RFS_CACHE_MAX_THREADS, 10, &x))
+            return 0;
+        h->prefetch_threads = (int)x;
     } else {
         return 0;
     }
@@ -327,6 +352,15 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     MPI_Info_set(info, "rfs_defer_open", h->defer_open == MP_ENABLE ? "enable" : "disable");
     MPI_Info_set(info, "rfs_defer_close", h->defer_close == MP_ENABLE ? "enable" : "disable");
     MPI_Info_set(info, "rfs_lazy_barrier", h->lazy_barrier == MP_ENABLE ? "enable" : "disable");
+    MPI_Info_set(info, "rfs_cache_read", h->cache_read == MP_ENABLE    ? "enable"
+                                         : h->cache_read == MP_DISABLE ? "disable"
+                                                                       : "auto");
+    SETI("rfs_cache_size", h->cache_size);
+    MPI_Info_set(info, "rfs_prefetch", h->prefetch == RFS_PREFETCH_ENABLE    ? "enable"
+                                       : h->prefetch == RFS_PREFETCH_DISABLE ? "disable"
+                                                                             : "auto");
+    SETI("rfs_prefetch_max", h->prefetch_max);
+    SETI("rfs_prefetch_threads", h->prefetch_threads);
 #undef SETI
     *out = info;
     return MPI_SUCCESS;

@@ -5,6 +5,8 @@
 #include "mpiio/mpiio_internal.h"
 #include "mpiio/fence.h"
 
+#include "cache/cache.h"
+
 
 static int size_op(mp_file *f, MPI_Offset size, int prealloc)
 {
@@ -159,6 +161,10 @@ int MPI_File_set_atomicity(MPI_File fh, int flag)
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS)
         f->atomic = flag;
+    /* Atomic mode: every access must see the server's bytes of that moment (under its lock),
+     * so the read cache steps aside (docs/hints.md). */
+    if (code == MPI_SUCCESS && f->cache)
+        rfs_cache_set_enabled(f->cache, !flag);
     return mp_raise(f, code);
 }
 MP_ALIAS(MPI_File_set_atomicity, (MPI_File fh, int flag))

@@ -138,6 +138,12 @@ typedef struct mp_hints {
     int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
     int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
     int lazy_barrier;         /* rfs_lazy_barrier: MP_ENABLE / MP_DISABLE (fence.h) */
+    int cache_read;           /* rfs_cache_read: MP_AUTO (MPI_MODE_RDONLY files) / MP_ENABLE /
+                               * MP_DISABLE (cache/cache.h) */
+    int64_t cache_size;       /* rfs_cache_size: process-wide cap; 0: the documented default */
+    int prefetch;             /* rfs_prefetch: RFS_PREFETCH_AUTO / _ENABLE / _DISABLE */
+    int64_t prefetch_max;     /* rfs_prefetch_max: window cap; 0: the documented default */
+    int prefetch_threads;     /* rfs_prefetch_threads */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);
@@ -249,6 +255,7 @@ typedef struct mp_file {
     MPI_Status split_status;
     int split_err;
     struct mp_fence *fence;   /* lazy barriers (fence.h), or NULL */
+    rfs_io *cache;            /* the read cache layer in io's stack (cache/cache.h), or NULL */
 } mp_file;
 
 /* ---- registries (registry.c) ---- */

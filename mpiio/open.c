@@ -9,6 +9,7 @@
 #include "mpiio/fence.h"
 
 #include "abt/abt.h"
+#include "cache/cache.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -117,7 +118,37 @@ static int local_ranks(MPI_Comm comm)
     return n > 0 ? n : 1;
 }
 
-/* Stacks ABT on f->io when rfs_abt=enable (no MPI inside). */
+/* The read cache by default only on files opened MPI_MODE_RDONLY: nobody of the job writes
+ * them through MPI-IO, so nothing the cache holds can go stale before close (docs/hints.md).
+ * With rfs_view=server the views must be mapped by the server, which the cache declines. */
+static int cache_wanted(const mp_file *f)
+{
+    if (f->hints.view_mode == MP_VIEW_SERVER || f->hints.cache_read == MP_DISABLE)
+        return 0;
+    if (f->hints.cache_read == MP_ENABLE)
+        return 1;
+    return (f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) == MPI_MODE_RDONLY;
+}
+
+static int stack_cache(mp_file *f, int node_ranks)
+{
+    if (!cache_wanted(f))
+        return RFS_OK;
+    rfs_cache_config c;
+    rfs_cache_config_default(&c);
+    c.max_memory = (uint64_t)f->hints.cache_size;
+    c.prefetch = f->hints.prefetch;
+    c.prefetch_max = (uint64_t)f->hints.prefetch_max;
+    c.threads = f->hints.prefetch_threads;
+    c.local_ranks = node_ranks;
+    c.stats_name = mp_stats_enabled() || mp_trace_enabled() ? f->name : NULL;
+    rfs_io *cache;
+    int rc = rfs_cache_wrap(f->io, &c, &cache);
+    if (rc == RFS_OK)
+        f->io = f->cache = cache;
+    return rc;
+}
+
 /* The size the OPEN reply reported (manage.c, get_size right after open); nothing when the
  * server does not report versions or the open is deferred. */
 static void note_size_at_open(mp_file *f)
@@ -131,10 +162,11 @@ static void note_size_at_open(mp_file *f)
     }
 }
 
+/* Stacks ABT on f->io when rfs_abt=enable, then the read cache (no MPI inside). */
 static int stack_layers(mp_file *f, int node_ranks)
 {
     if (f->hints.abt != MP_ENABLE)
-        return RFS_OK;
+        return stack_cache(f, node_ranks);
     rfs_abt_config c;
     rfs_abt_config_default(&c);
     c.buffer_size = (uint64_t)f->hints.abt_buffer_size;
@@ -152,7 +184,7 @@ static int stack_layers(mp_file *f, int node_ranks)
     int rc = rfs_abt_wrap(f->io, f->name, &c, &abt);
     if (rc == RFS_OK)
         f->io = abt;
-    return rc;
+    return rc == RFS_OK ? stack_cache(f, node_ranks) : rc;
 }
 
 /* The layers a delete of a name goes through (rfs_io_remove): those stack_layers puts over
@@ -238,7 +270,7 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     int defer = f->hints.defer_open == MP_ENABLE && !(amode & MPI_MODE_EXCL);
     /* ABT's memory share and lazy barriers (fence.h) need the ranks on this node. */
     int early = f->hints.abt == MP_ENABLE || f->hints.write_window > 0;
-    int node_ranks = f->hints.abt == MP_ENABLE ||
+    int node_ranks = f->hints.abt == MP_ENABLE || cache_wanted(f) ||
                      (early && f->hints.lazy_barrier == MP_ENABLE && size > 1)
                          ? local_ranks(dup) : 1;
     if (defer) {
@@ -347,6 +379,7 @@ int mp_close_file(mp_file *f, int collective)
     snprintf(where, sizeof where, "%s:%s", f->io->server, f->io->path);
     int rrc = f->io->ops->close(f->io);
     f->io = NULL;
+    f->cache = NULL;
     int code = MPI_SUCCESS;
     if (rrc != RFS_OK) {
         const char *m = rfs_last_error();

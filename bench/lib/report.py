@@ -534,6 +534,39 @@ def _cli_wan_section(outdir):
     return "\n".join(out)
 
 
+def _cache_read_section(outdir):
+    """bench/cache's result (cache_read.json), if present."""
+    try:
+        with open(os.path.join(outdir, "cache_read.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    if d.get("bench") != "cache_read" or not d.get("results"):
+        return ""
+    ln = d.get("link", {})
+    out = ["## Reads with the read cache and prefetch (`bench/cache`)", "",
+           f"Link {_fmt(ln.get('rate_mbit'))} Mbit/s, {_fmt(ln.get('delay_ms_one_way'))} ms each "
+           f"way, {ln.get('tcp_buf_max_mib')} MiB socket buffer maxima, "
+           f"{ln.get('congestion_control')}; a {d.get('file_bytes', 0) >> 20} MiB file; "
+           f"{d.get('reps')} repetitions, medians. RAW: the file's bytes over one TCP connection, "
+           f"{_fmt(d.get('raw', {}).get('mbit_s'))} Mbit/s. Ratios: Mbit/s of the bytes the "
+           "workload reads over RAW's (seconds from open to close). bench/results/notes/cache.md "
+           "says what they mean.", "",
+           "| workload | ranks | LOCAL s | PREFETCH s (ratio to RAW) | NOPREFETCH s (ratio) |",
+           "|---|---|---|---|---|"]
+    for kind, by_n in d["results"].items():
+        for n, cfg in by_n.items():
+            pf, npf, loc = cfg.get("PREFETCH", {}), cfg.get("NOPREFETCH", {}), cfg.get("LOCAL", {})
+            out.append(f"| {kind} | {n.split('_')[0]} | {_fmt(loc.get('median_s'))} | "
+                       f"{_fmt(pf.get('median_s'))} ({_fmt(pf.get('ratio_to_raw'))}) | "
+                       f"{_fmt(npf.get('median_s'))} ({_fmt(npf.get('ratio_to_raw'))}) |")
+    out.append("")
+    for g, v in d.get("goal", {}).items():
+        out.append(f"- {g}: {v}")
+    out.append("")
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -559,7 +592,7 @@ def write_report(outdir):
             text.append(_suite_section(d))
     for section in (_roundtrip_section(outdir), _hdf5_section(outdir),
                     _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files"),
-                    _cli_wan_section(outdir)):
+                    _cli_wan_section(outdir), _cache_read_section(outdir)):
         if section:
             text.append(section)
     # Sections written by hand (a benchmark without a generator, or what a run showed that its
