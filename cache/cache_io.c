@@ -521,6 +521,7 @@ static const rfs_io_ops cache_ops = {
     .view_write = c_view_write,
     .close = c_close,
     .version = c_version,
+    .remove = rfs_io_gen_remove,
 };
 
 int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
@@ -538,6 +539,9 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", below->path);
     }
     f->io.ops = &cache_ops;
+    /* Everything below passes through, except server-side views: the layer above maps views
+     * itself so that reads come here with their file ranges (c_set_view). */
+    f->io.features = below->features & ~RFS_IO_F_VIEWS;
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;
