@@ -15,6 +15,7 @@
 #include "cache/cache_internal.h"
 #include "common/err.h"
 #include "counting_io.h"
+#include "../client/io_slots.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024ull)
@@ -504,9 +505,23 @@ static void test_cap_shared_by_files(void **state)
     assert_int_equal(ib->ops->close(ib), RFS_OK);
 }
 
+/* Every slot is named; the features are the layer below's, less server-side views. */
+static void test_slots_and_features(void **state)
+{
+    (void)state;
+    assert_io_slots_named(rfs_cache_ops());
+    counting_io *c = counting_io_new(4096);
+    assert_io_slots_named(c->io.ops);
+    c->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_GATHER;
+    rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_AUTO);
+    assert_int_equal(io->features, RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_GATHER);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slots_and_features),
         cmocka_unit_test(test_reread_costs_no_call),
         cmocka_unit_test(test_cap_respected),
         cmocka_unit_test(test_sequential_prefetches),
