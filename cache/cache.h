@@ -47,6 +47,9 @@ void rfs_cache_config_default(rfs_cache_config *c);
  * memory cap; later wraps may only raise it. */
 int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out);
 
+/* The layer's op table (every slot named: tests). */
+const rfs_io_ops *rfs_cache_ops(void);
+
 /* io must be a cache layer (from rfs_cache_wrap). */
 /* Drops every cached byte of the file; prefetches in flight are discarded when they land. */
 void rfs_cache_invalidate(rfs_io *io);

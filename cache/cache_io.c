@@ -521,8 +521,11 @@ static const rfs_io_ops cache_ops = {
     .view_write = c_view_write,
     .close = c_close,
     .version = c_version,
+    /* A delete has nothing to drop here that outlives the file: passed on. */
     .remove = rfs_io_gen_remove,
 };
+
+const rfs_io_ops *rfs_cache_ops(void) { return &cache_ops; }
 
 int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
 {
@@ -539,9 +542,10 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", below->path);
     }
     f->io.ops = &cache_ops;
-    /* Everything below passes through, except server-side views: the layer above maps views
-     * itself so that reads come here with their file ranges (c_set_view). */
-    f->io.features = below->features & ~RFS_IO_F_VIEWS;
+    /* Everything the layer below does, but server-side views: their reads would pass the
+     * cache, so set_view declines them while it is on (the layer above maps views itself). */
+    f->io.features = below->features & (RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS |
+                                        RFS_IO_F_VERSIONS | RFS_IO_F_GATHER);
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;

@@ -155,14 +155,30 @@ static int c_close(rfs_io *io)
     return RFS_OK;
 }
 
+/* What a fake needs not do itself it names with the generic ops (include/rfs/rfs_io.h):
+ * no locks, counters, views or versions, writes answered when they return. */
 static const rfs_io_ops counting_ops = {
     .pread = c_pread,
     .pwrite = c_pwrite,
     .preadv = c_preadv,
+    .pwritev = rfs_io_gen_pwritev,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
     .sync = c_sync,
+    .flush = rfs_io_gen_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
     .get_size = c_get_size,
     .set_size = c_set_size,
+    .preallocate = rfs_io_gen_preallocate,
+    .counter = rfs_io_gen_counter,
+    .lock = rfs_io_gen_lock,
+    .unlock = rfs_io_gen_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
     .close = c_close,
+    .version = rfs_io_gen_version,
+    .remove = rfs_io_gen_remove,
 };
 
 counting_io *counting_io_new(uint64_t size)

@@ -1,8 +1,8 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* An in-memory rfs_io below the cache that counts what reaches it: read calls and bytes, per
  * range; reads at or after a gate offset block while the gate is closed; reads touching a
- * failing range fail (a given number of times, or always). Only the ops the cache needs are
- * filled: the others are NULL, so the cache's fallbacks for a missing op run too. */
+ * failing range fail (a given number of times, or always). What the cache needs it does
+ * itself; the other slots are the generic ops (no locks, counters, views or versions). */
 #ifndef RFS_TEST_COUNTING_IO_H
 #define RFS_TEST_COUNTING_IO_H
 

@@ -505,22 +505,23 @@ static void test_cap_shared_by_files(void **state)
     assert_int_equal(ib->ops->close(ib), RFS_OK);
 }
 
-/* The cache names every op slot (include/rfs/rfs_io.h) and passes the layer below's features
- * on, except server-side views, which it declines while it is on. */
-static void test_op_table_and_features(void **state)
+/* Every slot is named; the features are the layer below's, less server-side views. */
+static void test_slots_and_features(void **state)
 {
     (void)state;
-    counting_io *c = counting_io_new(1 * MiB);
-    c->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_MARKS | RFS_IO_F_VERSIONS;
-    rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_DISABLE);
-    assert_io_slots_named(io->ops);
-    assert_int_equal(io->features, RFS_IO_F_LOCKS | RFS_IO_F_MARKS | RFS_IO_F_VERSIONS);
+    assert_io_slots_named(rfs_cache_ops());
+    counting_io *c = counting_io_new(4096);
+    assert_io_slots_named(c->io.ops);
+    c->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_GATHER;
+    rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_AUTO);
+    assert_int_equal(io->features, RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_GATHER);
     assert_int_equal(io->ops->close(io), RFS_OK);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slots_and_features),
         cmocka_unit_test(test_reread_costs_no_call),
         cmocka_unit_test(test_cap_respected),
         cmocka_unit_test(test_sequential_prefetches),
@@ -537,7 +538,6 @@ int main(void)
         cmocka_unit_test(test_end_of_file),
         cmocka_unit_test(test_overlapping_runs),
         cmocka_unit_test(test_cap_shared_by_files),
-        cmocka_unit_test(test_op_table_and_features),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
