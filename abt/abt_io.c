@@ -69,13 +69,8 @@ static int abt_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *do
 
 static int abt_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
 {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ext[i].offset < lo)
-            lo = ext[i].offset;
-        if (ext[i].offset + ext[i].length > hi)
-            hi = ext[i].offset + ext[i].length;
-    }
+    uint64_t lo, hi;
+    rfs_extents_span(ext, n, &lo, &hi);
     if (n)
         rfs_abt_wait_file(F(io), lo, hi, 1);
     return B(io)->ops->preadv(B(io), ext, n, buf, done);

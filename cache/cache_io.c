@@ -283,13 +283,8 @@ static void drop_extents(cx_file *f, const rfs_extent *ext, size_t n)
         for (size_t i = 0; i < n; i++)
             cx_drop(f, ext[i].offset, ext[i].offset + ext[i].length);
     } else {
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (ext[i].offset < lo)
-                lo = ext[i].offset;
-            if (ext[i].offset + ext[i].length > hi)
-                hi = ext[i].offset + ext[i].length;
-        }
+        uint64_t lo, hi;
+        rfs_extents_span(ext, n, &lo, &hi);
         cx_drop(f, lo, hi);
     }
     pthread_mutex_unlock(&cx_g.mu);

@@ -165,3 +165,15 @@ int rfs_io_remove(const rfs_io_ops *const *stack, const char *name, const rfs_op
         return rfs_fail(RFS_E_UNSUPPORTED, "%s: no layer that deletes files", name ? name : "(null)");
     return stack[0]->remove(stack + 1, name, opts);
 }
+
+void rfs_extents_span(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ext[i].offset < *lo)
+            *lo = ext[i].offset;
+        if (ext[i].offset + ext[i].length > *hi)
+            *hi = ext[i].offset + ext[i].length;
+    }
+}

@@ -134,13 +134,8 @@ static void note_extents(mp_fence *fc, const rfs_extent *ext, size_t n)
         for (size_t i = 0; i < n; i++)
             note_own(fc, ext[i].offset, ext[i].offset + ext[i].length);
     } else {
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (ext[i].offset < lo)
-                lo = ext[i].offset;
-            if (ext[i].offset + ext[i].length > hi)
-                hi = ext[i].offset + ext[i].length;
-        }
+        uint64_t lo, hi;
+        rfs_extents_span(ext, n, &lo, &hi);
         note_own(fc, lo, hi);
     }
     pthread_mutex_unlock(&fc->mu);
@@ -205,13 +200,8 @@ static int wait_others(mp_fence *fc, uint64_t lo, uint64_t hi)
 
 static int wait_extents(mp_fence *fc, const rfs_extent *ext, size_t n)
 {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ext[i].offset < lo)
-            lo = ext[i].offset;
-        if (ext[i].offset + ext[i].length > hi)
-            hi = ext[i].offset + ext[i].length;
-    }
+    uint64_t lo, hi;
+    rfs_extents_span(ext, n, &lo, &hi);
     return n ? wait_others(fc, lo, hi) : RFS_OK;
 }
 
@@ -294,10 +284,8 @@ static void note_end(mp_fence *fc, uint64_t end)
 
 static uint64_t extents_end(const rfs_extent *ext, size_t n)
 {
-    uint64_t hi = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ext[i].offset + ext[i].length > hi)
-            hi = ext[i].offset + ext[i].length;
+    uint64_t lo, hi;
+    rfs_extents_span(ext, n, &lo, &hi);
     return hi;
 }
 

@@ -128,6 +128,8 @@ int rfs_io_gen_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void
                           size_t *done);
 int rfs_io_gen_version(rfs_io *io, rfs_io_version *v);
 int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts);
+/* The file range [*lo, *hi) that extents ext[0..n) span (n == 0: lo UINT64_MAX, hi 0). */
+void rfs_extents_span(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi);
 /* Deletes name through the layers stack[0], stack[1], ... (NULL-terminated). */
 int rfs_io_remove(const rfs_io_ops *const *stack, const char *name, const rfs_options *opts);
 

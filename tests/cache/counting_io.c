@@ -63,13 +63,8 @@ static int c_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done
 static int c_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
 {
     counting_io *c = CI(io);
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ext[i].offset < lo)
-            lo = ext[i].offset;
-        if (ext[i].offset + ext[i].length > hi)
-            hi = ext[i].offset + ext[i].length;
-    }
+    uint64_t lo, hi;
+    rfs_extents_span(ext, n, &lo, &hi);
     pthread_mutex_lock(&c->mu);
     c->preadv_calls++;
     int rc = admit(c, lo, hi);
