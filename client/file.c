@@ -196,8 +196,11 @@ static int open_all_streams(rfs_file *f, rfs_copts *o, unsigned flags, unsigned 
         RFS_LOGD("%s: open side by side failed (%s); opening in order", f->label, failed.msg);
         rfs_clear_error();
         for (int s = 0; s < f->nconn; s++)
-            if (s == 0 ? !rc0 : ok[s])
+            if (s == 0 ? !rc0 : ok[s]) {
                 close_one(f, s);
+                /* the connection outlives this attempt (pooled): it must not keep the handle */
+                rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver);
+            }
     }
     int rc = open_first(f, o, flags, mode);
     if (rc || f->nconn == 1)
