@@ -58,6 +58,9 @@ typedef struct rfs_copts {
     /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
      * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
     int has_grant;
+    /* This connection is an additional stream of a file whose first connection's server
+     * takes RFS_F_EXTRA: its HELLO says so, and the server may refuse it (BUSY). */
+    int extra_stream;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
 } rfs_copts;
@@ -237,6 +240,11 @@ int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_
 /* count connections to host:port authenticated with o's token; shares live ones. */
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
+/* Up to count connections: keeps those that could be had (*got of them, at least 1 on
+ * success), e.g. when the server refuses additional streams; the error of the first one that
+ * failed, if any, is left as the last error for the caller's log. */
+int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                      const char *label, int *got);
 void rfs_pool_put(rfs_conn *c);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */

@@ -35,6 +35,10 @@
  * the checksum field): the file as this op left it, read under the op's own write ordering. */
 #define RFS_F_VER 0x0008u
 #define RFS_VER_LEN 16u
+/* HELLO request only, to RFS_FEAT_XSTREAM servers: this connection is an additional stream of
+ * a client that already holds one, so the server may refuse it to keep room for other
+ * clients' first connections (docs/protocol.md "Additional streams"). */
+#define RFS_F_EXTRA 0x0010u
 #define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
 
@@ -59,6 +63,7 @@
 #define RFS_FEAT_VER 0x0010u     /* answers RFS_F_VER requests with the file's version */
 #define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
 #define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
+#define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -190,6 +195,7 @@ typedef struct rfs_req {
     const uint8_t *data;
     uint32_t data_len;
     int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
+    int extra_stream;         /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
 } rfs_req;
 
 typedef struct rfs_list_entry {

@@ -85,6 +85,7 @@ struct rfsd_conn {
     rfsd_replyq rq;                    /* replies waiting for the client to read (reply.h) */
     rfsd_lane lane;                    /* requests waiting for a worker (pool.h) */
     rfsd_addr *addr;                   /* the peer's address: per-address limits (peraddr.h) */
+    int extra_stream;                  /* admitted as an additional stream (RFS_F_EXTRA) */
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
     atomic_int fenced;                 /* superseded by a new session: apply nothing more */

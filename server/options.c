@@ -25,7 +25,8 @@ static void usage(FILE *out)
         "            [--tcp-congestion NAME] [--lease-ms MS] [--allow-setid] [--reserve-bytes N]\n"
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
         "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
-        "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
+        "            [--max-conns-per-addr N] [--max-stream-conns-per-addr N]\n"
+        "            [--max-handles-per-addr N]\n"
         "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
@@ -72,6 +73,9 @@ static void usage(FILE *out)
         "                      disconnected (default %d)\n"
         "  --max-conns-per-addr N\n"
         "                      connections from one client address (default %u, 1..%u)\n"
+        "  --max-stream-conns-per-addr N\n"
+        "                      of those, at most N may be clients' additional streams, so\n"
+        "                      the rest stays for first connections (default half)\n"
         "  --max-handles-per-addr N\n"
         "                      open files of all connections from one address (default %u)\n"
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
@@ -131,7 +135,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
-           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
+           O_SENDTO, O_ADDRCONNS, O_ADDRSTREAMS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
            O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
            O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL };
     static const struct option opts[] = {
@@ -163,6 +167,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"conn-workers", required_argument, 0, O_CWORKERS},
         {"send-timeout-ms", required_argument, 0, O_SENDTO},
         {"max-conns-per-addr", required_argument, 0, O_ADDRCONNS},
+        {"max-stream-conns-per-addr", required_argument, 0, O_ADDRSTREAMS},
         {"max-handles-per-addr", required_argument, 0, O_ADDRHANDLES},
         {"export", required_argument, 0, O_EXPORT},
         {"identity", required_argument, 0, O_IDENTITY},
@@ -303,6 +308,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                 return -1;
             }
             cfg->max_conns_per_addr = (unsigned)v;
+            break;
+        case O_ADDRSTREAMS:
+            if (parse_ulong(optarg, 1, RFSD_MAX_CONNS, &v)) {
+                fprintf(stderr, "rfsd: --max-stream-conns-per-addr: expected 1..%u, got '%s'\n",
+                        RFSD_MAX_CONNS, optarg);
+                return -1;
+            }
+            cfg->max_stream_conns_per_addr = (unsigned)v;
             break;
         case O_ADDRHANDLES:
             if (parse_ulong(optarg, 1, 1u << 30, &v)) {

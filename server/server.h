@@ -52,6 +52,9 @@ typedef struct rfsd_config {
     const char *metrics_file;           /* Prometheus text format written here (NULL: off) */
     int metrics_interval_ms;
     unsigned max_conns_per_addr;        /* connections from one client address */
+    /* of those, connections admitted as additional streams (RFS_F_EXTRA); 0: half of
+     * max_conns_per_addr (rfsd_stream_share) */
+    unsigned max_stream_conns_per_addr;
     unsigned max_handles_per_addr;      /* open files of all connections from one address */
     const char *exports[RFSD_MAX_EXPORTS];        /* --export "NAME PATH [quota=BYTES]" */
     unsigned nexports;
