@@ -418,6 +418,8 @@ int rfs_close(rfs_file *f)
 const char *rfs_file_server(const rfs_file *f) { return f ? f->server : ""; }
 const char *rfs_file_path(const rfs_file *f) { return f ? f->name.path : ""; }
 
+int rfs_file_streams(const rfs_file *f) { return f ? f->nconn : 0; }
+
 static int read_only(rfs_file *f)
 {
     return (f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY;

@@ -164,6 +164,9 @@ int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_
 /* "host:port" and path of an open file, for messages. */
 const char *rfs_file_server(const rfs_file *f);
 const char *rfs_file_path(const rfs_file *f);
+/* Connections the file's transfers may use now (rfs_options.streams, or what auto and the
+ * server allowed); 0 for NULL. */
+int rfs_file_streams(const rfs_file *f);
 
 int rfs_delete(const char *name, const rfs_options *opts);
 int rfs_rename(const char *name, const char *new_path, const rfs_options *opts);
