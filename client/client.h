@@ -79,6 +79,8 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 /* Frame bytes this process sent and received on all its connections (conn.c), for
  * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+/* Read replies that came compressed, and their raw and wire payload bytes (RFS_STATS). */
+extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -113,6 +115,7 @@ typedef struct rfs_call {
     size_t data_len;           /* payload bytes stored at dst */
     size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
     int sum;                   /* sent with a checksum: the reply must carry one too */
+    int zok;                   /* sent with RFS_F_ZOK: the reply's payload may be packed */
     /* Asked for the file's version for a tracked handle (versions.c): the receiver notes the
      * reply's version in the box registered for vfh, with the box's epoch at sending. */
     int vtrack;

@@ -120,6 +120,9 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
         req.data = x->wbuf + jb->buf_off;
         req.data_len = (uint32_t)jb->len;
     }
+    /* A file that compresses its writes takes compressed read replies too (rfsd decides,
+     * by the same rule, whether they pay on this link). */
+    req.zok = f->z != NULL && rfs_frame_reply_may_pack(req.op);
     /* Writes are compressed here, on this stream's thread, while its earlier frames are still
      * on the wire (compress_pipe.h). */
     rfs_packed pk = {0};

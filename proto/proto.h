@@ -39,6 +39,9 @@
  * a client that already holds one, so the server may refuse it to keep room for other
  * clients' first connections (docs/protocol.md "Additional streams"). */
 #define RFS_F_EXTRA 0x0010u
+/* Request only, to RFS_FEAT_ZREAD servers, on the reads of rfs_frame_reply_may_pack: "the
+ * reply's payload may be compressed" (its reply then has RFS_F_PACK, frame_pack.c). */
+#define RFS_F_ZOK 0x0020u
 #define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
 
@@ -64,6 +67,7 @@
 #define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
 #define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
 #define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
+#define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -196,6 +200,7 @@ typedef struct rfs_req {
     uint32_t data_len;
     int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
     int extra_stream;         /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
+    int zok;                  /* RFS_F_ZOK: the reply's payload may come compressed */
 } rfs_req;
 
 typedef struct rfs_list_entry {
@@ -241,6 +246,10 @@ typedef struct rfs_rep {
     /* RFS_F_VER: the file's size and mtime right after this op (success or error reply). */
     int has_ver;
     struct { uint64_t size; int64_t mtime_ns; } ver;
+    /* Sending side of a packed read reply (rfs_frame_add_pack after encoding): data holds
+     * data_len compressed bytes of pack_raw_len raw ones, by codec pack_codec (0: raw). */
+    unsigned pack_codec;
+    uint32_t pack_raw_len;
 } rfs_rep;
 
 /* Header. decode returns 0, or a negative rfs_err: RFS_E_PROTO (bad magic, reserved bits,
@@ -336,6 +345,9 @@ typedef struct rfs_pack_info {
 } rfs_pack_info;
 /* 1 for the ops whose requests may be packed (PWRITE, PWRITEV, VIEW_WRITE, WRITE_FILE). */
 int rfs_frame_may_pack(uint16_t op);
+/* 1 for the ops whose replies may be packed when the request had RFS_F_ZOK (PREAD, VIEW_READ:
+ * replies whose body is the payload alone). */
+int rfs_frame_reply_may_pack(uint16_t op);
 /* frame[0..*len): header + fixed fields of a request whose raw payload has raw_len bytes and
  * goes out as packed_len compressed bytes. Inserts the pack header (before the checksum is
  * added), sets the flag and body_len. */

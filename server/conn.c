@@ -27,6 +27,8 @@
 #include "wire.h"
 #include "quota.h"
 #include "tls_gate.h"
+#include "zreply.h"
+#include "common/zauto.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
@@ -252,6 +254,7 @@ void rfsd_handle_release(rfsd_handle *h)
 
 static void handle_free(rfsd_handle *h)
 {
+    rfsd_zreply_free(h);
     free(h->path);
     free(h);
 }
@@ -534,8 +537,9 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
     rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM |
-                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_VER | RFS_FEAT_TPC_SRC | RFS_FEAT_XSTREAM |
-                           (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0);
+                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
+                           RFS_FEAT_XSTREAM | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
+                           (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;

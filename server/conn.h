@@ -28,6 +28,7 @@ typedef struct rfsd_handle {
     rfsd_fileid *fid;
     char *path;                   /* client's path, for messages */
     struct rfsd_qfile *qf;        /* its export's quota accounting (NULL: no quota) */
+    _Atomic(struct rfs_zstate *) z;  /* compression of its read replies (zreply.c), or NULL */
     /* Below: guarded by the connection's mutex. */
     unsigned refs;                /* table entry + jobs holding it */
     int closed;

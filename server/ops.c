@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zreply.h"
 #include "audit.h"
 #include "backend.h"
 #include "common/clock.h"
@@ -417,8 +418,9 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PREAD:
         if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
             return rc;
-        /* a checksummed reply needs its bytes in memory */
-        if (q->u.pread.len >= SENDFILE_MIN && !atomic_load(&c->sums)) {
+        /* a checksummed reply needs its bytes in memory, and so does one to compress */
+        if (q->u.pread.len >= SENDFILE_MIN && !atomic_load(&c->sums) &&
+            !rfsd_zreply_wants(c, h, q, q->u.pread.len)) {
             if ((rc = rfsd_be_readable(h->fd, h->path, q->u.pread.len, q->u.pread.off, &done)))
                 return rc;
             rep->data_len = (uint32_t)done;
@@ -432,6 +434,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->data = *buf;
         rep->data_len = (uint32_t)done;
+        rfsd_zreply_pack(c, h, q, rep, buf);
         return RFS_OK;
     case RFS_OP_PWRITE:
         if (st)
@@ -514,6 +517,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->data = *buf;
         rep->data_len = (uint32_t)done;
+        rfsd_zreply_pack(c, h, q, rep, buf);
         return RFS_OK;
     }
     case RFS_OP_VIEW_WRITE: {

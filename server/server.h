@@ -67,6 +67,8 @@ typedef struct rfsd_config {
                                            from other servers (third-party copy) */
     const char *tpc_allow;              /* --tpc-allow HOST[:PORT],...: the only sources */
     unsigned tpc_grant_ttl_ms;          /* grants of this server lapse after this (0: default) */
+    unsigned zread_mode;                /* --compress-reads: RFS_Z_* (common/zauto.h) */
+    int zread_level;
 } rfsd_config;
 
 struct rfsd_pool;

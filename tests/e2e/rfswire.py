@@ -18,6 +18,7 @@ VERSION = 1
 HDR = struct.Struct("<IHHHHIII")
 F_REPLY = 1
 F_SUM = 2          # the body starts with a u32 CRC-32C of the rest of the frame
+F_PACK = 4         # the payload is compressed; a pack header leads the body
 FEAT_VIEWS, FEAT_SUM = 1, 2
 FRAME_MIN = 64 * 1024
 FRAME_DEFAULT = 4 * 1024 * 1024
@@ -295,13 +296,16 @@ class Conn:
         raw = self._exact(HDR.size)
         h = HDR.unpack(raw)
         body = self._exact(h[7]) if h[7] else b""
+        packed = h[3] & F_PACK  # a read reply the request let come compressed
         if self.sums:
-            assert h[3] == F_REPLY | F_SUM, f"reply flags {h[3]:#x} on a checksummed connection"
+            assert h[3] & ~F_PACK == F_REPLY | F_SUM, \
+                f"reply flags {h[3]:#x} on a checksummed connection"
             ok, body = unseal(raw, body)
             assert ok, "reply checksum mismatch"
-            h = h[:3] + (F_REPLY,) + h[4:7] + (len(body),)
+            h = h[:3] + (F_REPLY | packed,) + h[4:7] + (len(body),)
         rep = Reply(h, body)
-        assert rep.magic == MAGIC and rep.flags == F_REPLY and rep.reserved == 0
+        rep.flags_seen = h[3]
+        assert rep.magic == MAGIC and rep.flags & ~F_PACK == F_REPLY and rep.reserved == 0
         return rep
 
     def call(self, op, body=b"", **kw):
