@@ -66,3 +66,24 @@ def test_put_into_read_only_spot_reports_every_file(rfsd, tmp_path):
     assert r.returncode == 1
     assert "up" in r.stderr
     assert (rfsd.root / "up").read_bytes() == b"a file where the tree should go"
+
+
+def test_tree_of_several_batches(rfsd, tmp_path):
+    """9000 small files: three whole-file batches (4096 files each at most), each sent while
+    the next is read (put) or fetched while the one before is installed (get). Every file
+    arrives once, whole, whichever batch carried it."""
+    src = tmp_path / "src"
+    for i in range(9000):
+        p = src / f"d{i % 30}" / f"f{i}.dat"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(i.to_bytes(4, "little") * (1 + i % 50))
+    r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", src, rfsd.url("/many"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("send WRITE_FILE") == 9000
+    assert tree(rfsd.root / "many") == tree(src)
+    back = tmp_path / "back"
+    r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", rfsd.url("/many"), back)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("send READ_FILE") == 9000
+    assert tree(back) == tree(src)
+    assert not [p for p in os.listdir(back / "d0") if ".rfs-" in p]
