@@ -33,6 +33,10 @@
  * (10 000 files of 4..64 KiB over 1 Gbit/s, 50 ms: 4.5 s with 32 MiB batches sent one after
  * the other). */
 #define CP_BATCH_BYTES ((size_t)128 << 20)
+/* The first batch goes as soon as it holds this much, so the link starts (and TCP's window
+ * opens) while the rest is read. */
+#define CP_FIRST_BATCH_BYTES ((size_t)8 << 20)
+static int batches_sent, fetches_sent;
 #define CP_BATCH_FILES 4096
 
 /* Small local files waiting to be sent to one server. */
@@ -265,6 +269,7 @@ static int batch_flush(cli_ctx *c)
 {
     small_batch *full = batch, *other = batch == &batches[0] ? &batches[1] : &batches[0];
     if (full->n) {
+        batches_sent++;
         full->flags = RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0);
         full->o = c->ropts;  /* a long link needs several connections, as a large file does */
         full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
@@ -359,6 +364,7 @@ static int fetch_flush(cli_ctx *c)
 {
     fetch_batch *full = fetch, *other = fetch == &fetches[0] ? &fetches[1] : &fetches[0];
     if (full->n) {
+        fetches_sent++;
         full->o = c->ropts;
         full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
         full->running = pthread_create(&full->th, NULL, fetch_run, full) == 0 ? 1 : 2;
@@ -385,8 +391,9 @@ static int fetch_add(cli_ctx *c, const char *src, uint64_t size, const char *des
     char server[300], sname[4400];
     cli_server_str(&n, server, sizeof server);
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
+    size_t cap_bytes = fetches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
     if (fetch->n && (strcmp(fetch->server, sname) != 0 || fetch->n == CP_BATCH_FILES ||
-                    fetch->bytes + size > CP_BATCH_BYTES))
+                    fetch->bytes + size > cap_bytes))
         status = fetch_flush(c);
     snprintf(fetch->server, sizeof fetch->server, "%s", sname);
     size_t i = fetch->n;
@@ -423,8 +430,9 @@ static int batch_add(cli_ctx *c, const char *src, const char *dest, int *queued)
     cli_server_str(&n, server, sizeof server);
     char sname[4400];
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
+    size_t cap = batches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
     if (batch->n && (strcmp(batch->server, sname) != 0 || batch->n == CP_BATCH_FILES ||
-                    batch->bytes + (size_t)sb.st_size > CP_BATCH_BYTES))
+                    batch->bytes + (size_t)sb.st_size > cap))
         status = batch_flush(c);
     snprintf(batch->server, sizeof batch->server, "%s", sname);
     FILE *f = fopen(src, "rb");
@@ -758,11 +766,32 @@ static int expand(cli_ctx *c, const char *src, name_list *out)
     return status;
 }
 
+/* Between this host and one server (not two: that copy goes server to server), the
+ * connections the copy will want are dialled while the names are listed and the first files
+ * read: on a long path that is several round trips off the start. */
+static void warm_up(cli_ctx *c, const char *dest)
+{
+    const char *remote = NULL;
+    int nremote = 0;
+    for (int i = 0; i < c->o.nargs; i++)
+        if (rfs_is_name(c->o.args[i])) {
+            remote = remote ? remote : c->o.args[i];
+            nremote++;
+        }
+    if (!remote || (rfs_is_name(dest) && nremote > 1))
+        return;
+    char url[4400];
+    rfs_name n;
+    if (cli_url_normalize(c->cmd, remote, url, sizeof url, &n) == 0)
+        cli_streams_warm(c, url);
+}
+
 int cli_cmd_cp(cli_ctx *c)
 {
     const char *dest = c->o.args[c->o.nargs - 1];
     name_list srcs = {0};
     int status = CLI_EXIT_OK;
+    warm_up(c, dest);
     for (int i = 0; i + 1 < c->o.nargs; i++)
         status = worst(status, expand(c, c->o.args[i], &srcs));
     for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
@@ -781,6 +810,7 @@ int cli_cmd_cp(cli_ctx *c)
     status = worst(status, batch_flush(c));
     status = worst(status, fetch_flush(c));
     status = worst(status, fetch_flush(c));
+    cli_streams_warm_end(c);
     list_free(&srcs);
     return status;
 }

@@ -249,6 +249,10 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
 int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                       const char *label, int *got);
 void rfs_pool_put(rfs_conn *c);
+/* Opens up to count connections to the server of name (an rfs name) into the pool, where they
+ * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
+ * them dials them while it does other work (the rfs command's cp -r). */
+int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
