@@ -68,6 +68,10 @@
 #define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
 #define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
 #define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
+/* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
+ * send a whole tree's directories at once in any order. An older server refuses the bit
+ * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
+#define RFS_MKDIR_PARENTS 0x10000u
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */

@@ -43,6 +43,8 @@ static int check_checksum(const rfs_req *r)
 
 static int check_mode(uint16_t op, uint32_t mode)
 {
+    if (op == RFS_OP_MKDIR)
+        mode &= ~RFS_MKDIR_PARENTS;
     if (mode & ~MODE_BITS)
         return rfs_fail(RFS_E_INVAL, "%s: mode 0%o has bits outside 07777", rfs_op_name(op), mode);
     return RFS_OK;

@@ -599,10 +599,13 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
             return rc;
         return ex->quota ? rfsd_quota_rename(ex->quota, ex->root_fd, &p, &p2)
                          : rfsd_be_rename(ex->root_fd, &p, &p2);
-    case RFS_OP_MKDIR:
+    case RFS_OP_MKDIR: {
         if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
-        return rfsd_be_mkdir(ex->root_fd, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
+        uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode & 07777u, 1);
+        return q->u.mkdir.mode & RFS_MKDIR_PARENTS ? rfsd_be_mkdir_parents(ex->root_fd, &p, mode)
+                                                   : rfsd_be_mkdir(ex->root_fd, &p, mode);
+    }
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
     case RFS_OP_CHMOD:
