@@ -377,6 +377,9 @@ typedef struct rfs_attempt {
  * again() recovers the file when the attempt failed on a lost connection and says whether to
  * run the operation again; otherwise *rc is the outcome. */
 void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how);
+/* The `how` of an operation that is one op, from the op's facts (proto.h): idempotent ops run
+ * again, ops that change the file's bytes or size leave work for the next sync. */
+unsigned rfs_attempt_how(uint16_t op);
 int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc);
 /* Reconnects, fences the old sessions, reopens, restores views, locks and lost window writes;
  * retries with backoff until deadline_ns. gen: the file generation the caller saw. */

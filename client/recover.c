@@ -218,6 +218,12 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     return RFS_OK;
 }
 
+unsigned rfs_attempt_how(uint16_t op)
+{
+    return (rfs_op_has(op, RFS_OPF_IDEMPOTENT) ? RFS_ATTEMPT_RETRY : 0) |
+           (rfs_op_has(op, RFS_OPF_MUTATES) ? RFS_ATTEMPT_WRITES : 0);
+}
+
 void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how)
 {
     a->how = how;

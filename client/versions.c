@@ -107,6 +107,8 @@ void rfs_conn_untrack(rfs_conn *c, uint32_t fh, rfs_verbox *box)
 
 static int versioned_fh(const rfs_req *q, uint32_t *fh)
 {
+    if (!rfs_op_has(q->op, RFS_OPF_MUTATES))
+        return 0;  /* OPEN asks for its version itself (file.c) */
     switch (q->op) {
     case RFS_OP_PWRITE: *fh = q->u.pwrite.fh; return 1;
     case RFS_OP_PWRITEV: *fh = q->u.iov.fh; return 1;

@@ -12,12 +12,6 @@
 
 #include <string.h>
 
-int rfs_frame_may_pack(uint16_t op)
-{
-    return op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV || op == RFS_OP_VIEW_WRITE ||
-           op == RFS_OP_WRITE_FILE;
-}
-
 int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
                        uint32_t raw_len, uint32_t packed_len)
 {
@@ -52,7 +46,7 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
 {
     memset(pi, 0, sizeof *pi);
     const char *name = rfs_op_name(h->op);
-    if (!rfs_frame_may_pack(h->op) || (h->flags & RFS_F_REPLY))
+    if (!rfs_op_has(h->op, RFS_OPF_PACK) || (h->flags & RFS_F_REPLY))
         return rfs_fail(RFS_E_PROTO, "%s %s: only write requests may be compressed", name,
                         (h->flags & RFS_F_REPLY) ? "reply" : "request");
     if (len < RFS_PACK_HDR)

@@ -30,11 +30,6 @@
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
  * (errno EAGAIN: nothing arrived for timeout_ms; EPROTO: TLS failure, logged). The socket is
  * nonblocking (the reply queue needs that), so waiting is a poll. deadline_ns (monotonic,
@@ -381,7 +376,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     j->body = body;
     j->stream = st;
     j->cost = rfsd_request_cost(req, body_len);
-    j->barrier = rfsd_op_is_barrier(req->op);
+    j->barrier = rfs_op_has(req->op, RFS_OPF_BARRIER);
     j->ranged = rfsd_op_range(req, &j->lo, &j->hi, &j->writes);
     uint32_t fh;
     int has_fh = rfsd_op_handle(req, &fh);
@@ -656,15 +651,17 @@ static int read_one(rfsd_conn *c, session *s)
     }
     rfs_hdr h;
     int rc = rfs_hdr_decode(hb, c->max_frame, &h);
-    uint16_t raw_op = (uint16_t)(hb[6] | hb[7] << 8);
+    uint32_t raw_magic, raw_id;
+    uint16_t raw_op;
+    rfs_hdr_peek(hb, &raw_magic, &raw_op, &raw_id);
     if (hb[0] == RFSD_TLS_RECORD && !c->srv->tls) {
-        rfsd_tls_refuse(c, raw_op, le32(hb + 12));
+        rfsd_tls_refuse(c, raw_op, raw_id);
         return -1;
     }
-    if (le32(hb) != RFS_MAGIC || rc == RFS_E_VERSION) {
+    if (raw_magic != RFS_MAGIC || rc == RFS_E_VERSION) {
         /* not our framing (or not a version we can frame): answer once, then hang up */
         RFS_LOGI("%s: %s; closing", c->peer, rfs_last_error());
-        rfsd_conn_send_error(c, raw_op, le32(hb + 12), rc);
+        rfsd_conn_send_error(c, raw_op, raw_id, rc);
         return -1;
     }
     if (rc == RFS_E_TOOBIG || (uint64_t)RFS_HDR_SIZE + h.body_len > c->max_frame) {
@@ -741,7 +738,7 @@ static int read_one(rfsd_conn *c, session *s)
         return rc;
     }
     if (s->state != ST_READY) {
-        if (req.op == RFS_OP_PING) {
+        if (rfs_op_has(req.op, RFS_OPF_PRE_AUTH)) {  /* PING: the others were answered above */
             rfs_rep rep = {.op = RFS_OP_PING, .id = req.id, .data = req.data,
                            .data_len = req.data_len};
             rfsd_conn_send(c, &rep);
