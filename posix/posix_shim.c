@@ -48,7 +48,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "mpiio/posix_shim.h"
+#include "posix/posix_shim.h"
 #include "rfs/rfs.h"
 
 /* Old glibc stat entry points: no longer declared by glibc 2.33+ headers, still exported for
