@@ -14,6 +14,7 @@
 #include "client/compress_pipe.h"
 
 #include "client/client.h"
+#include "common/debug.h"
 #include "common/compress.h"
 #include "common/err.h"
 
@@ -208,6 +209,7 @@ static double cost(const est *e, double B)
 /* Caller holds z->mu. */
 static unsigned decide(rfs_zstate *z, unsigned offered, double B)
 {
+    RFS_ASSERT_HELD(&z->mu);
     if (B <= 0)
         return 0;
     double raw = 1.0 / B, best = raw;

@@ -15,6 +15,7 @@
 #include "transport/tls.h"
 
 #include "common/crc32c.h"
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/err.h"
 
@@ -105,6 +106,7 @@ void rfs_call_destroy(rfs_call *call)
 
 static void pending_add(rfs_conn *c, rfs_call *call)
 {
+    RFS_ASSERT_HELD(&c->lock);
     size_t b = call->id % NBUCKETS;
     call->next = c->pending[b];
     c->pending[b] = call;
@@ -113,6 +115,7 @@ static void pending_add(rfs_conn *c, rfs_call *call)
 
 static rfs_call *pending_take(rfs_conn *c, uint32_t id)
 {
+    RFS_ASSERT_HELD(&c->lock);
     rfs_call **pp = &c->pending[id % NBUCKETS];
     for (; *pp; pp = &(*pp)->next) {
         if ((*pp)->id == id) {
@@ -505,6 +508,7 @@ static int fail_dead(rfs_conn *c)
 
 static void note_send(rfs_conn *c, size_t bytes, int64_t start_ns, int64_t end_ns)
 {
+    RFS_ASSERT_HELD(&c->send_lock);
     c->rate_bytes += bytes;
     if (end_ns - start_ns < RATE_MIN_WAIT_NS)
         return;

@@ -5,6 +5,7 @@
  * so the caller can fall back. */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -90,6 +91,7 @@ static void mark_views_ok(rfs_conn *c)
 /* Caller holds f->view_mu. */
 static int settle_locked(rfs_file *f, int64_t view_id)
 {
+    RFS_ASSERT_HELD(&f->view_mu);
     if (!f->pending_view.active || (view_id >= 0 && f->pending_view.view_id != (uint32_t)view_id))
         return RFS_OK;
     rfs_status first = {RFS_OK, ""};

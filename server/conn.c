@@ -18,6 +18,7 @@
 #include "authlimit.h"
 #include "tpc_grant.h"
 #include "tpc_pull.h"
+#include "common/debug.h"
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -182,6 +183,7 @@ void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err)
 
 int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
 {
+    RFS_ASSERT_HELD(&c->mu);
     if (c->nhandles >= RFSD_MAX_HANDLES)
         return rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection (limit %u)",
                         h->path, RFSD_MAX_HANDLES);
@@ -202,7 +204,7 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
         c->slots[slot] = h;
         c->cursor = slot + 1;
         c->nhandles++;
-        h->refs++;
+        RFS_REF_GET(h->refs);
         return RFS_OK;
     }
     if (c->addr)
@@ -212,17 +214,19 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
 
 rfsd_handle *rfsd_handle_find(rfsd_conn *c, uint32_t id)
 {
+    RFS_ASSERT_HELD(&c->mu);
     rfsd_handle *h = c->slots[id & (RFSD_MAX_HANDLES - 1)];
     return (h && h->id == id && !h->closed) ? h : NULL;
 }
 
 void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
 {
+    RFS_ASSERT_HELD(&c->mu);
     unsigned slot = h->id & (RFSD_MAX_HANDLES - 1);
     if (c->slots[slot] == h) {
         c->slots[slot] = NULL;
         c->nhandles--;
-        h->refs--;
+        RFS_REF_PUT(h->refs);
         if (c->addr)
             rfsd_addr_close(c->addr);
     }
@@ -247,6 +251,7 @@ void rfsd_handle_release(rfsd_handle *h)
 
 static void handle_free(rfsd_handle *h)
 {
+    RFS_REF_DEAD(h->refs);
     free(h->path);
     free(h);
 }
@@ -327,7 +332,7 @@ static void job_finish(rfsd_out *o, int sent)
             n->on_worker = 1;
             rfsd_pool_submit(c->srv->pool, &c->lane, &n->work);
         }
-        if (--h->refs == 0)
+        if (RFS_REF_PUT(h->refs) == 0)
             dead = h;
     }
     pthread_cond_broadcast(&c->cv);
@@ -400,7 +405,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
             free(j);
             return;
         }
-        h->refs++;
+        RFS_REF_GET(h->refs);
         j->h = h;
     }
     /* A quick request on an otherwise idle connection runs right here: nothing else of this
@@ -779,6 +784,7 @@ static void conn_teardown(rfsd_conn *c)
         left++;
         if (c->addr)
             rfsd_addr_close(c->addr);
+        RFS_REF_PUT(h->refs);  /* the slot's: no job is left to hold another */
         rfsd_handle_release(h);
         handle_free(h);
     }
