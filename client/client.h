@@ -353,8 +353,11 @@ struct rfs_file {
     int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
     rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
     int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */
-    int dirty;                 /* written since the last successful sync */
-    int lost_unsynced;         /* the server host rebooted while dirty: sync must fail */
+    /* Atomic: operations on the file run concurrently (they hold f->rw only for reading).
+     * The file is dirty (written since the last successful sync) while writes != synced. */
+    atomic_uint_fast64_t writes;   /* operations that changed the file's bytes or size */
+    atomic_uint_fast64_t synced;   /* `writes` when the last successful sync began */
+    atomic_int lost_unsynced;  /* the server host rebooted while dirty: sync must fail */
     int boot_known;
     uint8_t boot[RFS_SESSION_LEN];
     struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];

@@ -40,22 +40,28 @@ _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
  * monotonic timestamp: where the round trips of an MPI-IO call go. */
 static int trace_on(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    /* Atomic: threads of several connections ask at once; each would find the same answer. */
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
         const char *e = getenv("RFS_TRACE");
-        on = e && *e && strcmp(e, "0") != 0;
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
     }
-    return on;
+    return v;
 }
 
 int rfs_stats_enabled(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    /* Atomic: threads of several connections ask at once; each would find the same answer. */
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
         const char *e = getenv("RFS_STATS");
-        on = e && *e && strcmp(e, "0") != 0;
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
     }
-    return on;
+    return v;
 }
 
 static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id, uint64_t bytes)

@@ -351,7 +351,7 @@ static int close_once(rfs_file *f)
         return rfs_status_raise(&settled);
     if (closed.rc)
         return rfs_status_raise(&closed);
-    if (f->lost_unsynced)
+    if (atomic_load(&f->lost_unsynced))
         return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
                         "writes that were never synced: they may be lost", f->label);
     return RFS_OK;
@@ -364,7 +364,7 @@ static int close_once(rfs_file *f)
 static int closed_with_connection(rfs_file *f)
 {
     /* Without recovery a lost connection fails every call, close too, as it always did. */
-    if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || f->lost_unsynced)
+    if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || atomic_load(&f->lost_unsynced))
         return 0;
     for (int s = 0; s < f->nconn; s++)
         if (!rfs_conn_lost(f->conn[s]))
@@ -500,6 +500,9 @@ static int fh_call(rfs_file *f, rfs_req *req, rfs_call *call)
 
 static int sync_once(rfs_file *f)
 {
+    /* What this sync covers is counted before its SYNCs go out: a write that completes
+     * meanwhile (on another thread) stays unsynced. */
+    uint_fast64_t covers = atomic_load(&f->writes);
     /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
@@ -528,14 +531,15 @@ static int sync_once(rfs_file *f)
     }
     if (first.rc)
         return rfs_status_raise(&first);
-    if (f->lost_unsynced) {
+    /* Never backwards: a sync that began earlier may end later. */
+    uint_fast64_t was = atomic_load(&f->synced);
+    while (was < covers && !atomic_compare_exchange_weak(&f->synced, &was, covers))
+        ;
+    if (atomic_exchange(&f->lost_unsynced, 0)) {
         /* Reported once, like any deferred error; what is written from now on is safe. */
-        f->lost_unsynced = 0;
-        f->dirty = 0;
         return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
                         "writes that were never synced: they may be lost", f->label);
     }
-    f->dirty = 0;
     return RFS_OK;
 }
 
