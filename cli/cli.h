@@ -136,6 +136,7 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
 
 /* client/conn.c: frame bytes this process sent and received (RFS_STATS). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
 
 /* tree_dirs.c: makes every directory under local_root (a local tree about to be copied to
  * dest, which exists) on the server, a pipelined batch per level. Returns the levels made

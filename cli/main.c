@@ -186,6 +186,11 @@ static void print_wire_stats(void)
     fprintf(stderr, "rfs stats: wire bytes sent %llu received %llu\n",
             (unsigned long long)atomic_load(&rfs_wire_tx),
             (unsigned long long)atomic_load(&rfs_wire_rx));
+    if (atomic_load(&rfs_zread_replies))
+        fprintf(stderr, "rfs stats: compressed read replies %llu: %llu bytes in %llu on the "
+                "wire\n", (unsigned long long)atomic_load(&rfs_zread_replies),
+                (unsigned long long)atomic_load(&rfs_zread_raw),
+                (unsigned long long)atomic_load(&rfs_zread_wire));
 }
 
 int main(int argc, char **argv)

@@ -2,6 +2,7 @@
 /* Parallel copy engine; see transfer_pool.h. */
 #include "cli/transfer_pool.h"
 
+#include "client/client.h"
 #include "common/clock.h"
 
 #include <errno.h>
@@ -54,7 +55,7 @@ uint32_t xfer_frame_size(void)
 #define CLI_AUTO_STREAMS 4
 #define CLI_AUTO_MIN_RTT_US 2000
 
-int cli_streams(cli_ctx *c, const char *url)
+static int decide_streams(cli_ctx *c, const char *url)
 {
     if (c->o.streams > 0)
         return c->o.streams;
@@ -83,6 +84,54 @@ int cli_streams(cli_ctx *c, const char *url)
     c->auto_streams = k;
     snprintf(c->auto_server, sizeof c->auto_server, "%s", server);
     return k;
+}
+
+/* A command's warm-up (cli_streams_warm): the streams decided and the connections dialled on a
+ * thread of its own, on a copy of the command's context. */
+static struct {
+    pthread_t th;
+    int running;
+    cli_ctx cc;
+    char url[4400];
+} warm;
+
+static void *warm_main(void *arg)
+{
+    (void)arg;
+    int k = decide_streams(&warm.cc, warm.url);
+    rfs_options o = warm.cc.ropts;
+    o.max_frame = xfer_frame_size();  /* as the transfer's own connections (see above) */
+    o.streams = k;
+    if (k > 1 && rfs_pool_warm(warm.url, &o, k) != RFS_OK)
+        rfs_clear_error();  /* the transfer meets the problem again and reports it */
+    return NULL;
+}
+
+void cli_streams_warm(cli_ctx *c, const char *url)
+{
+    if (warm.running || c->o.streams == 1)
+        return;
+    warm.cc = *c;
+    snprintf(warm.url, sizeof warm.url, "%s", url);
+    warm.running = pthread_create(&warm.th, NULL, warm_main, NULL) == 0;
+}
+
+void cli_streams_warm_end(cli_ctx *c)
+{
+    if (!warm.running)
+        return;
+    pthread_join(warm.th, NULL);
+    warm.running = 0;
+    if (!c->auto_streams && warm.cc.auto_streams) {
+        c->auto_streams = warm.cc.auto_streams;
+        snprintf(c->auto_server, sizeof c->auto_server, "%s", warm.cc.auto_server);
+    }
+}
+
+int cli_streams(cli_ctx *c, const char *url)
+{
+    cli_streams_warm_end(c);
+    return decide_streams(c, url);
 }
 
 void xfer_defaults(xfer *x, uint64_t total, int requested_streams)

@@ -64,6 +64,12 @@ void xfer_defaults(xfer *x, uint64_t total, int requested_streams);
 /* The streams a transfer with url asks for: --streams N, or with auto one on a short path and
  * CLI_AUTO_STREAMS when the round trip is long (one ping per server and command). */
 int cli_streams(cli_ctx *c, const char *url);
+/* Starts deciding the streams for url's server and dialling them into the connection pool on
+ * a thread of its own, while the command does other work (listing, making directories,
+ * reading the first files); cli_streams then takes the result. One at a time. */
+void cli_streams_warm(cli_ctx *c, const char *url);
+/* Waits for the warm-up, if any, and takes its decision into c. */
+void cli_streams_warm_end(cli_ctx *c);
 /* The rfs_options.max_frame that put and get ask for (0: the library's default). */
 uint32_t xfer_frame_size(void);
 /* Runs the copy, updating x->prog. Returns RFS_OK or the first error (details in x->error). */

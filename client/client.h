@@ -58,6 +58,9 @@ typedef struct rfs_copts {
     /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
      * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
     int has_grant;
+    /* This connection is an additional stream of a file whose first connection's server
+     * takes RFS_F_EXTRA: its HELLO says so, and the server may refuse it (BUSY). */
+    int extra_stream;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
 } rfs_copts;
@@ -76,6 +79,8 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 /* Frame bytes this process sent and received on all its connections (conn.c), for
  * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+/* Read replies that came compressed, and their raw and wire payload bytes (RFS_STATS). */
+extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -110,6 +115,7 @@ typedef struct rfs_call {
     size_t data_len;           /* payload bytes stored at dst */
     size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
     int sum;                   /* sent with a checksum: the reply must carry one too */
+    int zok;                   /* sent with RFS_F_ZOK: the reply's payload may be packed */
     /* Asked for the file's version for a tracked handle (versions.c): the receiver notes the
      * reply's version in the box registered for vfh, with the box's epoch at sending. */
     int vtrack;
@@ -237,7 +243,16 @@ int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_
 /* count connections to host:port authenticated with o's token; shares live ones. */
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
+/* Up to count connections: keeps those that could be had (*got of them, at least 1 on
+ * success), e.g. when the server refuses additional streams; the error of the first one that
+ * failed, if any, is left as the last error for the caller's log. */
+int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                      const char *label, int *got);
 void rfs_pool_put(rfs_conn *c);
+/* Opens up to count connections to the server of name (an rfs name) into the pool, where they
+ * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
+ * them dials them while it does other work (the rfs command's cp -r). */
+int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,

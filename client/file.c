@@ -232,15 +232,25 @@ static int open_conns(rfs_file *f, rfs_copts *o)
         int more = rfs_auto_wants_streams(f->conn[0], f->label, o->streams);
         if (more > 1) {
             rfs_conn *all[RFS_CLIENT_MAX_STREAMS];
-            if (rfs_pool_get(&f->name, o, more, all, f->label) == RFS_OK) {
+            /* Marked as additional streams where the server knows the mark: it takes them
+             * only within its share, and the file makes do with those it got. */
+            rfs_copts xo = *o;
+            xo.extra_stream = (f->conn[0]->features & RFS_FEAT_XSTREAM) != 0;
+            int got = 0;
+            rfs_clear_error();
+            if (rfs_pool_get_some(&f->name, &xo, more, all, f->label, &got) == RFS_OK) {
+                if (got < more)
+                    RFS_LOGI("%s: streams auto: %d of %d streams: %s", f->label, got, more,
+                             rfs_last_error());
                 release_conns(f);
-                memcpy(f->conn, all, (size_t)more * sizeof *all);
-                f->nconn = more;
+                memcpy(f->conn, all, (size_t)got * sizeof *all);
+                f->nconn = got;
             } else {
                 RFS_LOGI("%s: streams auto: staying with one stream: %s", f->label,
                          rfs_last_error());
-                rfs_clear_error();
             }
+            rfs_clear_error();
+            explicit_bzero(xo.token, sizeof xo.token);
         }
     }
     f->autos.enabled = o->streams_auto && f->nconn > 1;
@@ -407,6 +417,8 @@ int rfs_close(rfs_file *f)
 
 const char *rfs_file_server(const rfs_file *f) { return f ? f->server : ""; }
 const char *rfs_file_path(const rfs_file *f) { return f ? f->name.path : ""; }
+
+int rfs_file_streams(const rfs_file *f) { return f ? f->nconn : 0; }
 
 static int read_only(rfs_file *f)
 {

@@ -22,6 +22,7 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
     req.u.hello.min_version = RFS_PROTO_VERSION;
     req.u.hello.max_version = RFS_PROTO_VERSION;
     req.u.hello.max_frame = o->max_frame;
+    req.extra_stream = o->extra_stream;
     int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
     if (!rc)
         rc = rfs_conn_wait(c, &call);

@@ -123,13 +123,20 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (!opts)
         opts = &none;
     memset(o, 0, sizeof *o);
-    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || (opts->streams < 0 && opts->streams != RFS_STREAMS_AUTO) ||
-        opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
+    int auto_cap = opts->streams == RFS_STREAMS_AUTO ? RFS_AUTO_MAX_STREAMS
+                   : opts->streams < 0                ? -1 - opts->streams
+                                                      : 0;
+    if (opts->streams < 0 && (auto_cap < 1 || auto_cap > RFS_CLIENT_MAX_STREAMS))
+        return rfs_fail(RFS_E_INVAL, "%s: rfs_options.streams %d is neither a count, "
+                        "RFS_STREAMS_AUTO nor RFS_STREAMS_AUTO_MAX(1..%d)", label, opts->streams,
+                        RFS_CLIENT_MAX_STREAMS);
+    if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || opts->window < 0 ||
+        opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
     o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
     o->io_timeout_ms = io_timeout(opts->io_timeout_ms);
-    o->streams_auto = opts->streams == RFS_STREAMS_AUTO;
-    o->streams = o->streams_auto ? RFS_AUTO_MAX_STREAMS
+    o->streams_auto = auto_cap > 0;
+    o->streams = o->streams_auto ? auto_cap
                                  : clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;

@@ -101,8 +101,11 @@ static void *dial_main(void *arg)
     return NULL;
 }
 
-int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
-                 const char *label)
+/* Takes live pooled connections first, then dials the missing ones side by side. With
+ * `some`, the connections that could be had are kept (*got says how many) and a failure is
+ * returned only when there are none; otherwise it is all or nothing. */
+static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                    const char *label, int some, int *got_out)
 {
     int got = 0;
     pthread_mutex_lock(&pool_lock);
@@ -120,6 +123,7 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
      * missing connections are opened side by side: each costs three round trips (TCP, HELLO,
      * AUTH), which on a 50 ms path would otherwise add up to 150 ms per stream. */
     int need = count - got;
+    *got_out = got;
     if (need <= 0)
         return RFS_OK;
     dial d[RFS_CLIENT_MAX_STREAMS];
@@ -156,12 +160,29 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
         pthread_mutex_unlock(&pool_lock);
         out[got++] = d[i].c;
     }
-    if (first_err >= 0) {
+    *got_out = got;
+    if (first_err >= 0 && (!some || got == 0)) {
         while (got > 0)
             rfs_pool_put(out[--got]);
+        *got_out = 0;
         return rfs_fail(d[first_err].st.rc, "%s: %s", label, d[first_err].st.msg);
     }
+    if (first_err >= 0)  /* kept what could be had; the reason goes to the caller's log */
+        rfs_fail(d[first_err].st.rc, "%s: %s", label, d[first_err].st.msg);
     return RFS_OK;
+}
+
+int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                 const char *label)
+{
+    int got;
+    return pool_get(n, o, count, out, label, 0, &got);
+}
+
+int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
+                      const char *label, int *got)
+{
+    return pool_get(n, o, count, out, label, 1, got);
 }
 
 void rfs_pool_put(rfs_conn *c)
@@ -192,3 +213,26 @@ int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_con
         delay = delay * 2 > 2000 ? 2000 : delay * 2;
     }
 }
+
+int rfs_pool_warm(const char *name, const rfs_options *opts, int count)
+{
+    rfs_name n;
+    int rc = rfs_parse_name(name, &n);
+    if (rc)
+        return rc;
+    char label[300];
+    rfs_name_label(&n, label, sizeof label);
+    rfs_copts o;
+    if ((rc = rfs_copts_resolve(opts, label, &o)))
+        return rc;
+    if (count > RFS_CLIENT_MAX_STREAMS)
+        count = RFS_CLIENT_MAX_STREAMS;
+    rfs_conn *c[RFS_CLIENT_MAX_STREAMS];
+    int got = 0;
+    rc = rfs_pool_get_some(&n, &o, count, c, label, &got);
+    explicit_bzero(o.token, sizeof o.token);
+    while (got > 0)
+        rfs_pool_put(c[--got]);  /* they linger for the transfer that follows */
+    return rc;
+}
+

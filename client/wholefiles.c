@@ -310,7 +310,7 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 {
     if (!server_name || (n && (!paths || !results)))
         return rfs_fail(RFS_E_INVAL, "rfs_mkdir_many: NULL argument");
-    if (mode & ~07777u)
+    if (mode & ~(07777u | RFS_MKDIR_PARENTS))
         return rfs_fail(RFS_E_INVAL, "rfs_mkdir_many: bad mode 0%o", mode);
     batch b = {.reading = 1, .mk = paths, .mk_results = results, .mk_mode = mode, .n = n};
     return run_batch(server_name, &b, opts);

@@ -117,6 +117,9 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
         req.data = x->wbuf + jb->buf_off;
         req.data_len = (uint32_t)jb->len;
     }
+    /* A file that compresses its writes takes compressed read replies too (rfsd decides,
+     * by the same rule, whether they pay on this link). */
+    req.zok = f->z != NULL && rfs_op_has(req.op, RFS_OPF_REP_PACK);
     /* Writes are compressed here, on this stream's thread, while its earlier frames are still
      * on the wire (compress_pipe.h). */
     rfs_packed pk = {0};

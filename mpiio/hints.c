@@ -147,6 +147,14 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
     } else if (!strcmp(key, "rfs_streams")) {
         if (!strcmp(v, "auto")) {
             h->streams = RFS_STREAMS_AUTO;
+            h->streams_auto_max = 0;
+            return 1;
+        }
+        if (!strncmp(v, "auto:", 5)) {
+            if (!parse_long(v + 5, 1, 16, 10, &x))
+                return 0;
+            h->streams = RFS_STREAMS_AUTO;
+            h->streams_auto_max = (int)x;
             return 1;
         }
         if (!parse_long(v, 1, 64, 10, &x))
@@ -314,7 +322,11 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                    : h->view_mode == MP_VIEW_CLIENT ? "client"
                                                                     : "auto");
     SETI("rfs_io_threads", h->io_threads);
-    if (h->streams == RFS_STREAMS_AUTO)
+    if (h->streams == RFS_STREAMS_AUTO && h->streams_auto_max > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "auto:%d", h->streams_auto_max);
+        MPI_Info_set(info, "rfs_streams", v);
+    } else if (h->streams == RFS_STREAMS_AUTO)
         MPI_Info_set(info, "rfs_streams", "auto");
     else
         SETI("rfs_streams", h->streams);

@@ -18,13 +18,29 @@
 #include <sys/random.h>
 
 
-static void options_from_hints(const mp_hints *h, rfs_options *o)
+/* rfs_streams=auto: a node's ranks share one link, and 8 connections fill any link auto is
+ * for (docs/tuning.md "Streams"), so each rank gets a share of 8. More would only spend the
+ * server's per-address connections: a 64-rank node at 8 each would be refused by a default
+ * rfsd (--max-conns-per-addr 256) before all its ranks had connected. */
+#define MP_NODE_AUTO_STREAMS 8
+
+static int auto_streams_cap(const mp_hints *h, int node_ranks)
+{
+    if (h->streams_auto_max > 0)
+        return h->streams_auto_max;
+    int share = MP_NODE_AUTO_STREAMS / (node_ranks > 0 ? node_ranks : 1);
+    return share > 1 ? share : 1;
+}
+
+static void options_from_hints(const mp_hints *h, int node_ranks, rfs_options *o)
 {
     memset(o, 0, sizeof *o);
     o->connect_timeout_ms = h->connect_timeout_ms;
     o->io_timeout_ms = h->io_timeout_ms;
     o->retry_timeout_ms = h->retry_timeout_ms;
-    o->streams = h->streams;
+    o->streams = h->streams == RFS_STREAMS_AUTO
+                     ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, node_ranks))
+                     : h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
     o->tls = h->tls;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
@@ -92,30 +108,27 @@ int mp_agree_error(mp_file *f, MPI_Comm comm, int code)
     return mp_error_code(e.cls, "%s (on rank %d)", e.msg, first);
 }
 
-/* Number of distinct nodes (shared-memory domains) of comm: the default aggregator count. */
-static int count_nodes(MPI_Comm comm)
+/* The shape of comm over nodes (shared-memory domains), from one split: *local, the processes
+ * of comm on this node (ABT's memory cap and the streams are shares of the node's); *nodes,
+ * when asked for, the number of nodes (the default aggregator count). */
+static void node_shape(MPI_Comm comm, int *nodes, int *local)
 {
     MPI_Comm node;
-    int nodes = 1, lrank = 0;
+    *local = 1;
+    if (nodes)
+        *nodes = 1;
     if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 1;
-    PMPI_Comm_rank(node, &lrank);
-    int leader = lrank == 0;
-    PMPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm);
-    PMPI_Comm_free(&node);
-    return nodes > 0 ? nodes : 1;
-}
-
-/* Processes of comm on this node: ABT's default memory cap is a share of the node's memory. */
-static int local_ranks(MPI_Comm comm)
-{
-    MPI_Comm node;
-    int n = 1;
-    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 1;
+        return;
+    int n = 1, lrank = 0;
     PMPI_Comm_size(node, &n);
+    PMPI_Comm_rank(node, &lrank);
+    *local = n > 0 ? n : 1;
+    if (nodes) {
+        int leader = lrank == 0, all = 1;
+        PMPI_Allreduce(&leader, &all, 1, MPI_INT, MPI_SUM, comm);
+        *nodes = all > 0 ? all : 1;
+    }
     PMPI_Comm_free(&node);
-    return n > 0 ? n : 1;
 }
 
 /* The read cache by default only on files opened MPI_MODE_RDONLY: nobody of the job writes
@@ -256,13 +269,15 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     mp_hints_default(&f->hints);
     mp_hints_apply_env(&f->hints);
     mp_hints_apply_info(&f->hints, info);
+    int nodes = 0, local = 1;
+    node_shape(dup, f->hints.cb_nodes <= 0 ? &nodes : NULL, &local);
     if (f->hints.cb_nodes <= 0)
-        f->hints.cb_nodes = count_nodes(dup);
+        f->hints.cb_nodes = nodes;
     if (f->hints.cb_nodes > size)
         f->hints.cb_nodes = size;
 
     rfs_options opts;
-    options_from_hints(&f->hints, &opts);
+    options_from_hints(&f->hints, local, &opts);
     unsigned flags = rfs_flags_of(amode);
     int rrc = RFS_OK;
     code = MPI_SUCCESS;
@@ -272,7 +287,7 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     int early = f->hints.abt == MP_ENABLE || f->hints.write_window > 0;
     int node_ranks = f->hints.abt == MP_ENABLE || cache_wanted(f) ||
                      (early && f->hints.lazy_barrier == MP_ENABLE && size > 1)
-                         ? local_ranks(dup) : 1;
+                         ? local : 1;
     if (defer) {
         /* Every rank creates if needed: no ordering between the ranks' first accesses. */
         rrc = rfs_io_open_deferred(name, flags, f->hints.file_perm, &opts, &f->io);
@@ -392,7 +407,7 @@ int mp_close_file(mp_file *f, int collective)
             PMPI_Barrier(f->comm);
         if (f->rank == 0) {
             rfs_options opts;
-            options_from_hints(&f->hints, &opts);
+            options_from_hints(&f->hints, 1, &opts);  /* a path call: streams do not matter */
             const rfs_io_ops *layers[3];
             name_layers(&f->hints, layers);
             int drc = rfs_io_remove(layers, f->name, &opts);
@@ -458,7 +473,7 @@ static int delete_rfs(const char *filename, MPI_Info info)
     mp_hints_apply_env(&h);
     mp_hints_apply_info(&h, info);
     rfs_options opts;
-    options_from_hints(&h, &opts);
+    options_from_hints(&h, 1, &opts);  /* a path call: streams do not matter */
     const rfs_io_ops *layers[3];
     name_layers(&h, layers);
     int rrc = rfs_io_remove(layers, filename, &opts);

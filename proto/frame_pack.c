@@ -46,33 +46,35 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
 {
     memset(pi, 0, sizeof *pi);
     const char *name = rfs_op_name(h->op);
-    if (!rfs_op_has(h->op, RFS_OPF_PACK) || (h->flags & RFS_F_REPLY))
-        return rfs_fail(RFS_E_PROTO, "%s %s: only write requests may be compressed", name,
-                        (h->flags & RFS_F_REPLY) ? "reply" : "request");
+    int reply = (h->flags & RFS_F_REPLY) != 0;
+    if (!rfs_op_has(h->op, reply ? RFS_OPF_REP_PACK : RFS_OPF_PACK) || (reply && h->status != 0))
+        return rfs_fail(RFS_E_PROTO, "%s %s: only write requests and successful read replies "
+                        "may be compressed", name, reply ? "reply" : "request");
+    const char *kind = reply ? "reply" : "request";
     if (len < RFS_PACK_HDR)
-        return rfs_fail(RFS_E_PROTO, "%s request: %zu body bytes, too short for its pack header",
-                        name, len);
+        return rfs_fail(RFS_E_PROTO, "%s %s: %zu body bytes, too short for its pack header",
+                        name, kind, len);
     pi->codec = body[0];
     pi->fields_len = le32_get(body + 4);
     pi->raw_len = le32_get(body + 8);
     if (body[1] || body[2] || body[3])
-        return rfs_fail(RFS_E_PROTO, "%s request: pack header reserved bytes set", name);
+        return rfs_fail(RFS_E_PROTO, "%s %s: pack header reserved bytes set", name, kind);
     if (pi->codec != RFS_CODEC_ID_LZ4 && pi->codec != RFS_CODEC_ID_ZSTD)
-        return rfs_fail(RFS_E_INVAL, "%s request: unknown compression codec %u", name, pi->codec);
+        return rfs_fail(RFS_E_INVAL, "%s %s: unknown compression codec %u", name, kind, pi->codec);
     if (pi->fields_len > len - RFS_PACK_HDR)
-        return rfs_fail(RFS_E_PROTO, "%s request: pack header says %u field bytes, the frame has "
-                        "%zu", name, pi->fields_len, len - RFS_PACK_HDR);
+        return rfs_fail(RFS_E_PROTO, "%s %s: pack header says %u field bytes, the frame has "
+                        "%zu", name, kind, pi->fields_len, len - RFS_PACK_HDR);
     uint64_t unpacked = (uint64_t)RFS_HDR_SIZE + pi->fields_len + pi->raw_len;
     uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
     if (unpacked > limit)
-        return rfs_fail(RFS_E_TOOBIG, "%s request: declares %u payload bytes once decompressed, "
-                        "%llu with the frame, over the %llu-byte frame limit", name, pi->raw_len,
+        return rfs_fail(RFS_E_TOOBIG, "%s %s: declares %u payload bytes once decompressed, "
+                        "%llu with the frame, over the %llu-byte frame limit", name, kind, pi->raw_len,
                         (unsigned long long)unpacked, (unsigned long long)limit);
     pi->fields = body + RFS_PACK_HDR;
     pi->packed = pi->fields + pi->fields_len;
     pi->packed_len = (uint32_t)(len - RFS_PACK_HDR - pi->fields_len);
     if (pi->raw_len && !pi->packed_len)
-        return rfs_fail(RFS_E_PROTO, "%s request: %u payload bytes declared, none sent", name,
+        return rfs_fail(RFS_E_PROTO, "%s %s: %u payload bytes declared, none sent", name, kind,
                         pi->raw_len);
     return RFS_OK;
 }

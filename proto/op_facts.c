@@ -18,6 +18,7 @@
 #define IDEM RFS_OPF_IDEMPOTENT
 #define QUICK RFS_OPF_QUICK
 #define AUD RFS_OPF_AUDITED
+#define RPK RFS_OPF_REP_PACK
 
 #define OP(o, f) [RFS_OP_##o] = {RFS_OP_##o, #o, (f)}
 
@@ -30,7 +31,7 @@ static const rfs_op_facts table[] = {
     OP(OPEN, VER | AUD),                /* create, exclusive and truncate make a second differ */
     /* CLOSE twice leaves the file closed; the client only repeats it on a reopened handle */
     OP(CLOSE, FH | BAR | IDEM),
-    OP(PREAD, FH | RPD | IDEM),
+    OP(PREAD, FH | RPD | RPK | IDEM),
     OP(PWRITE, FH | RQD | WR | MUT | VER | PACK | IDEM),  /* the same bytes to the same place */
     OP(PREADV, FH | RPD | IDEM),
     OP(PWRITEV, FH | RQD | WR | MUT | VER | PACK | IDEM),
@@ -52,7 +53,7 @@ static const rfs_op_facts table[] = {
     OP(LOCK, FH | BAR | IDEM),          /* the same holder may take the same range again */
     OP(UNLOCK, FH | BAR | IDEM | QUICK),
     OP(SET_VIEW, FH | BAR | RQD | IDEM),
-    OP(VIEW_READ, FH | RPD | IDEM),
+    OP(VIEW_READ, FH | RPD | RPK | IDEM),
     OP(VIEW_WRITE, FH | RQD | WR | MUT | VER | PACK | IDEM),
     OP(TPC_GRANT, AUD),                 /* each hands out a new capability */
     OP(TPC_PULL, AUD),                  /* each starts a new copy */

@@ -35,6 +35,13 @@
  * the checksum field): the file as this op left it, read under the op's own write ordering. */
 #define RFS_F_VER 0x0008u
 #define RFS_VER_LEN 16u
+/* HELLO request only, to RFS_FEAT_XSTREAM servers: this connection is an additional stream of
+ * a client that already holds one, so the server may refuse it to keep room for other
+ * clients' first connections (docs/protocol.md "Additional streams"). */
+#define RFS_F_EXTRA 0x0010u
+/* Request only, to RFS_FEAT_ZREAD servers, on the reads of rfs_frame_reply_may_pack: "the
+ * reply's payload may be compressed" (its reply then has RFS_F_PACK, frame_pack.c). */
+#define RFS_F_ZOK 0x0020u
 #define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
 
@@ -59,6 +66,12 @@
 #define RFS_FEAT_VER 0x0010u     /* answers RFS_F_VER requests with the file's version */
 #define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
 #define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
+#define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
+#define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
+/* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
+ * send a whole tree's directories at once in any order. An older server refuses the bit
+ * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
+#define RFS_MKDIR_PARENTS 0x10000u
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
@@ -190,6 +203,8 @@ typedef struct rfs_req {
     const uint8_t *data;
     uint32_t data_len;
     int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
+    int extra_stream;         /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
+    int zok;                  /* RFS_F_ZOK: the reply's payload may come compressed */
 } rfs_req;
 
 typedef struct rfs_list_entry {
@@ -235,6 +250,10 @@ typedef struct rfs_rep {
     /* RFS_F_VER: the file's size and mtime right after this op (success or error reply). */
     int has_ver;
     struct { uint64_t size; int64_t mtime_ns; } ver;
+    /* Sending side of a packed read reply (rfs_frame_add_pack after encoding): data holds
+     * data_len compressed bytes of pack_raw_len raw ones, by codec pack_codec (0: raw). */
+    unsigned pack_codec;
+    uint32_t pack_raw_len;
 } rfs_rep;
 
 /* Header. decode returns 0, or a negative rfs_err: RFS_E_PROTO (bad magic, reserved bits,
@@ -290,6 +309,7 @@ int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
 #define RFS_OPF_IDEMPOTENT 0x0200u /* running it twice leaves what running it once does */
 #define RFS_OPF_QUICK      0x0400u /* bounded small work whatever its fields (rfsd's quick lane) */
 #define RFS_OPF_AUDITED    0x0800u /* changes the namespace or hands out access: rfsd's audit log */
+#define RFS_OPF_REP_PACK   0x1000u /* its reply's payload may travel compressed (RFS_F_ZOK) */
 
 typedef struct rfs_op_facts {
     uint16_t op;

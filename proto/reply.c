@@ -239,6 +239,7 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "reply with unknown op %u", h->op);
+    /* a packed reply reaches the decoder unpacked (rfs_frame_pack_info, decompressed) */
     if ((h->flags & ~RFS_F_VER) != RFS_F_REPLY)
         return rfs_fail(RFS_E_PROTO, "%s reply: flags 0x%04x", name, h->flags);
     if ((h->flags & RFS_F_VER) && !rfs_op_has(h->op, RFS_OPF_VERSIONED))

@@ -39,6 +39,8 @@ static int check_checksum(const rfs_req *r)
 
 static int check_mode(uint16_t op, uint32_t mode)
 {
+    if (op == RFS_OP_MKDIR)
+        mode &= ~RFS_MKDIR_PARENTS;
     if (mode & ~MODE_BITS)
         return rfs_fail(RFS_E_INVAL, "%s: mode 0%o has bits outside 07777", rfs_op_name(op), mode);
     return RFS_OK;
@@ -419,8 +421,17 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     if (r->want_ver && !rfs_op_has(r->op, RFS_OPF_VERSIONED))
         return rfs_fail(RFS_E_INVAL, "%s: a request that cannot ask for the file's version",
                         rfs_op_name(r->op));
+    if (r->extra_stream && r->op != RFS_OP_HELLO)
+        return rfs_fail(RFS_E_INVAL, "%s: only a HELLO can mark an additional stream",
+                        rfs_op_name(r->op));
+    if (r->zok && !rfs_op_has(r->op, RFS_OPF_REP_PACK))
+        return rfs_fail(RFS_E_INVAL, "%s: a request whose reply cannot be compressed",
+                        rfs_op_name(r->op));
     rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
-                 .flags = r->want_ver ? RFS_F_VER : 0, .req_id = r->id,
+                 .flags = (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
+                                     (r->extra_stream ? RFS_F_EXTRA : 0) |
+                                     (r->zok ? RFS_F_ZOK : 0)),
+                 .req_id = r->id,
                  .status = 0, .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
     *len = w.n;
@@ -443,8 +454,16 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
-    if ((h->flags & ~RFS_F_VER) != 0 || h->status != 0)
+    if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK)) != 0 || h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
+    if ((h->flags & RFS_F_ZOK) && !rfs_op_has(h->op, RFS_OPF_REP_PACK))
+        return rfs_fail(RFS_E_PROTO, "%s request accepts a compressed reply, which only reads "
+                        "of a file's bytes have", name);
+    r->zok = (h->flags & RFS_F_ZOK) != 0;
+    if ((h->flags & RFS_F_EXTRA) && h->op != RFS_OP_HELLO)
+        return rfs_fail(RFS_E_PROTO, "%s request marks an additional stream, which only a "
+                        "HELLO can", name);
+    r->extra_stream = (h->flags & RFS_F_EXTRA) != 0;
     if ((h->flags & RFS_F_VER) && !rfs_op_has(h->op, RFS_OPF_VERSIONED))
         return rfs_fail(RFS_E_PROTO, "%s request asks for the file's version, which only "
                         "OPEN and the writes and size changes of a file have", name);

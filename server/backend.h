@@ -37,6 +37,9 @@ int rfsd_be_stat(int root_fd, const rfsd_path *p, rfs_stat_info *st);
 int rfsd_be_delete(int root_fd, rfsd_path *p);
 int rfsd_be_rename(int root_fd, rfsd_path *from, rfsd_path *to);
 int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode);
+/* mkdir -p: the missing ancestors of p first (an existing one is fine), then p itself (whose
+ * existing is RFS_E_EXIST, as for rfsd_be_mkdir). */
+int rfsd_be_mkdir_parents(int root_fd, const rfsd_path *p, uint32_t mode);
 /* Permission bits of a file or directory beneath the root (symbolic links are followed only
  * within it). guard(cfg-dependent) trims the bits a client may set, knowing whether the target
  * is a directory. */

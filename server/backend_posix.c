@@ -286,6 +286,25 @@ int rfsd_be_mkdir(int root_fd, rfsd_path *p, uint32_t mode)
     return rc;
 }
 
+int rfsd_be_mkdir_parents(int root_fd, const rfsd_path *p, uint32_t mode)
+{
+    /* Each ancestor is made like any directory (its parent opened beneath the root, the last
+     * component never followed), so a path can climb out no more than a plain MKDIR can. One
+     * that exists already, or that another request makes meanwhile, is fine; one that is not a
+     * directory fails the next step with ENOTDIR. */
+    for (const char *s = strchr(p->rel, '/'); s; s = strchr(s + 1, '/')) {
+        rfsd_path a = *p;
+        a.rel[s - p->rel] = '\0';
+        int rc = rfsd_be_mkdir(root_fd, &a, mode);
+        if (rc == RFS_E_EXIST)
+            rfs_clear_error();
+        else if (rc)
+            return rc;
+    }
+    rfsd_path last = *p;
+    return rfsd_be_mkdir(root_fd, &last, mode);
+}
+
 int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, size_t cap,
                  size_t *used, uint32_t *count, uint32_t *next)
 {

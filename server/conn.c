@@ -28,6 +28,8 @@
 #include "wire.h"
 #include "quota.h"
 #include "tls_gate.h"
+#include "zreply.h"
+#include "common/zauto.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
 
@@ -252,6 +254,7 @@ void rfsd_handle_release(rfsd_handle *h)
 static void handle_free(rfsd_handle *h)
 {
     RFS_REF_DEAD(h->refs);
+    rfsd_zreply_free(h);
     free(h->path);
     free(h);
 }
@@ -486,6 +489,30 @@ static int backed_off(rfsd_conn *c, const rfs_req *req)
     return 1;
 }
 
+/* An additional stream beyond its address's share is refused, so that first connections
+ * (more ranks of a job, other users behind the same address) still find room under
+ * --max-conns-per-addr. The client keeps the streams it has. */
+static int refuse_extra_stream(rfsd_conn *c, const rfs_req *req)
+{
+    if (!c->addr)
+        return 0;
+    unsigned share = rfsd_stream_share(c->srv->cfg.max_stream_conns_per_addr,
+                                       c->srv->cfg.max_conns_per_addr);
+    unsigned n;
+    if (rfsd_addr_take_stream(c->addr, share, &n)) {
+        c->extra_stream = 1;
+        return 0;
+    }
+    RFS_LOGI("%s: additional stream refused: %u from %s already (limit %u, rfsd "
+             "--max-stream-conns-per-addr)", c->peer, n, rfsd_addr_name(c->addr), share);
+    rfsd_conn_send_error(c, req->op, req->id,
+                         rfs_fail(RFS_E_BUSY, "server busy: additional stream refused: %u "
+                                  "additional streams from %s (limit %u per address, rfsd "
+                                  "--max-stream-conns-per-addr)", n, rfsd_addr_name(c->addr),
+                                  share));
+    return 1;
+}
+
 /* Returns 0 to go on reading, -1 to close the connection. */
 static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
 {
@@ -494,6 +521,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
         return 0;
     }
     if (!c->srv->cfg.no_auth && backed_off(c, req))
+        return -1;
+    if (req->extra_stream && refuse_extra_stream(c, req))
         return -1;
     rfs_rep rep = {.op = RFS_OP_HELLO, .id = req->id};
     int rc = rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version,
@@ -509,7 +538,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
     rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM |
                            RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
-                           (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0);
+                           RFS_FEAT_XSTREAM | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
+                           (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
@@ -803,6 +833,8 @@ static void conn_teardown(rfsd_conn *c)
     rfs_transport_close(c->tr);
     c->tr = NULL;
     c->fd = -1;
+    if (c->addr && c->extra_stream)
+        rfsd_addr_drop_stream(c->addr);
     if (c->addr)
         rfsd_addr_disconnect(c->addr);
     pthread_mutex_destroy(&c->mu);

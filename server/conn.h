@@ -28,6 +28,7 @@ typedef struct rfsd_handle {
     rfsd_fileid *fid;
     char *path;                   /* client's path, for messages */
     struct rfsd_qfile *qf;        /* its export's quota accounting (NULL: no quota) */
+    _Atomic(struct rfs_zstate *) z;  /* compression of its read replies (zreply.c), or NULL */
     /* Below: guarded by the connection's mutex. */
     unsigned refs;                /* table entry + jobs holding it */
     int closed;
@@ -85,6 +86,7 @@ struct rfsd_conn {
     rfsd_replyq rq;                    /* replies waiting for the client to read (reply.h) */
     rfsd_lane lane;                    /* requests waiting for a worker (pool.h) */
     rfsd_addr *addr;                   /* the peer's address: per-address limits (peraddr.h) */
+    int extra_stream;                  /* admitted as an additional stream (RFS_F_EXTRA) */
 
     atomic_int closing;                /* reader stopped: cancels lock waits */
     atomic_int fenced;                 /* superseded by a new session: apply nothing more */

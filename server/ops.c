@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zreply.h"
 #include "audit.h"
 #include "backend.h"
 #include "common/clock.h"
@@ -407,8 +408,9 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PREAD:
         if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
             return rc;
-        /* a checksummed reply needs its bytes in memory */
-        if (q->u.pread.len >= SENDFILE_MIN && !atomic_load(&c->sums)) {
+        /* a checksummed reply needs its bytes in memory, and so does one to compress */
+        if (q->u.pread.len >= SENDFILE_MIN && !atomic_load(&c->sums) &&
+            !rfsd_zreply_wants(c, h, q, q->u.pread.len)) {
             if ((rc = rfsd_be_readable(h->fd, h->path, q->u.pread.len, q->u.pread.off, &done)))
                 return rc;
             rep->data_len = (uint32_t)done;
@@ -422,6 +424,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->data = *buf;
         rep->data_len = (uint32_t)done;
+        rfsd_zreply_pack(c, h, q, rep, buf);
         return RFS_OK;
     case RFS_OP_PWRITE:
         if (st)
@@ -504,6 +507,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->data = *buf;
         rep->data_len = (uint32_t)done;
+        rfsd_zreply_pack(c, h, q, rep, buf);
         return RFS_OK;
     }
     case RFS_OP_VIEW_WRITE: {
@@ -585,10 +589,13 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
             return rc;
         return ex->quota ? rfsd_quota_rename(ex->quota, ex->root_fd, &p, &p2)
                          : rfsd_be_rename(ex->root_fd, &p, &p2);
-    case RFS_OP_MKDIR:
+    case RFS_OP_MKDIR: {
         if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
-        return rfsd_be_mkdir(ex->root_fd, &p, rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode, 1));
+        uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.mkdir.mode & 07777u, 1);
+        return q->u.mkdir.mode & RFS_MKDIR_PARENTS ? rfsd_be_mkdir_parents(ex->root_fd, &p, mode)
+                                                   : rfsd_be_mkdir(ex->root_fd, &p, mode);
+    }
     case RFS_OP_LIST:
         return do_list(c, q, rep, buf);
     case RFS_OP_CHMOD:

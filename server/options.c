@@ -9,6 +9,8 @@
 
 #include "common/log.h"
 #include "common/err.h"
+#include "common/compress.h"
+#include "common/zauto.h"
 #include "proto/proto.h"
 #include "transport/transport.h"
 #include "authlimit.h"
@@ -25,7 +27,8 @@ static void usage(FILE *out)
         "            [--tcp-congestion NAME] [--lease-ms MS] [--allow-setid] [--reserve-bytes N]\n"
         "            [--max-handles N] [--max-locks N] [--max-view-bytes N]\n"
         "            [--auth-backoff-ms N] [--conn-workers N] [--send-timeout-ms MS]\n"
-        "            [--max-conns-per-addr N] [--max-handles-per-addr N]\n"
+        "            [--max-conns-per-addr N] [--max-stream-conns-per-addr N]\n"
+        "            [--max-handles-per-addr N]\n"
         "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
@@ -46,6 +49,11 @@ static void usage(FILE *out)
         "                      connects where a client tells it to (docs/security.md)\n"
         "  --tpc-allow HOSTS   with --tpc on, pull only from these sources: a comma-separated\n"
         "                      list of HOST or HOST:PORT, as clients name them\n"
+        "  --compress-reads MODE\n"
+        "                      compression of read replies to clients that take it: none,\n"
+        "                      lz4, zstd[:LEVEL] or auto (default: auto, which measures the\n"
+        "                      data and the link per open file and compresses only when the\n"
+        "                      reply then arrives sooner)\n"
         "  --tpc-grant-ttl-ms MS\n"
         "                      how long a third-party copy grant of this server stays usable\n"
         "                      (default 60000)\n"
@@ -72,6 +80,9 @@ static void usage(FILE *out)
         "                      disconnected (default %d)\n"
         "  --max-conns-per-addr N\n"
         "                      connections from one client address (default %u, 1..%u)\n"
+        "  --max-stream-conns-per-addr N\n"
+        "                      of those, at most N may be clients' additional streams, so\n"
+        "                      the rest stays for first connections (default half)\n"
         "  --max-handles-per-addr N\n"
         "                      open files of all connections from one address (default %u)\n"
         "  --lease-ms MS       a client connection silent this long is closed and its files,\n"
@@ -131,9 +142,9 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
     enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
-           O_SENDTO, O_ADDRCONNS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
+           O_SENDTO, O_ADDRCONNS, O_ADDRSTREAMS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
            O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
-           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL };
+           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL, O_ZREAD };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -153,6 +164,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"tpc", required_argument, 0, O_TPC},
         {"tpc-allow", required_argument, 0, O_TPC_ALLOW},
         {"tpc-grant-ttl-ms", required_argument, 0, O_TPC_TTL},
+        {"compress-reads", required_argument, 0, O_ZREAD},
         {"metrics-interval-ms", required_argument, 0, O_METRICS_MS},
         {"allow-setid", no_argument, 0, O_SETID},
         {"reserve-bytes", required_argument, 0, O_RESERVE},
@@ -163,6 +175,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"conn-workers", required_argument, 0, O_CWORKERS},
         {"send-timeout-ms", required_argument, 0, O_SENDTO},
         {"max-conns-per-addr", required_argument, 0, O_ADDRCONNS},
+        {"max-stream-conns-per-addr", required_argument, 0, O_ADDRSTREAMS},
         {"max-handles-per-addr", required_argument, 0, O_ADDRHANDLES},
         {"export", required_argument, 0, O_EXPORT},
         {"identity", required_argument, 0, O_IDENTITY},
@@ -184,6 +197,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->handshake_timeout_ms = RFSD_HANDSHAKE_TIMEOUT_MS;
     cfg->max_conns_per_addr = RFSD_DEFAULT_CONNS_PER_ADDR;
     cfg->max_handles_per_addr = RFSD_DEFAULT_HANDLES_PER_ADDR;
+    cfg->zread_mode = RFS_Z_AUTO;
+    cfg->zread_level = RFS_ZSTD_LEVEL_DEFAULT;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     /* Measured when workers still blocked in the reply's send until a distant client had
      * taken it: with 2 workers, a 4-stream read over 1 Gbit/s and 50 ms moved 29-37 MB/s, with
@@ -304,6 +319,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             }
             cfg->max_conns_per_addr = (unsigned)v;
             break;
+        case O_ADDRSTREAMS:
+            if (parse_ulong(optarg, 1, RFSD_MAX_CONNS, &v)) {
+                fprintf(stderr, "rfsd: --max-stream-conns-per-addr: expected 1..%u, got '%s'\n",
+                        RFSD_MAX_CONNS, optarg);
+                return -1;
+            }
+            cfg->max_stream_conns_per_addr = (unsigned)v;
+            break;
         case O_ADDRHANDLES:
             if (parse_ulong(optarg, 1, 1u << 30, &v)) {
                 fprintf(stderr, "rfsd: --max-handles-per-addr: expected 1..%u, got '%s'\n",
@@ -346,6 +369,13 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                 return -1;
             }
             cfg->tpc_allow = optarg;
+            break;
+        case O_ZREAD:
+            if (rfs_zmode_parse(optarg, &cfg->zread_mode, &cfg->zread_level)) {
+                fprintf(stderr, "rfsd: --compress-reads: %s\n", rfs_last_error());
+                rfs_clear_error();
+                return -1;
+            }
             break;
         case O_TPC_TTL: {
             unsigned long long v;

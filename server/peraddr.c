@@ -13,6 +13,7 @@
 struct rfsd_addr {
     char name[64];                /* "" : free */
     unsigned conns;
+    unsigned streams;             /* of conns, those admitted as additional streams */
     unsigned handles;
 };
 
@@ -83,6 +84,34 @@ void rfsd_addr_close(rfsd_addr *a)
 {
     pthread_mutex_lock(&mu);
     a->handles--;
+    pthread_mutex_unlock(&mu);
+}
+
+unsigned rfsd_stream_share(unsigned max_stream_conns, unsigned max_conns)
+{
+    /* Additional streams only speed up a client that already works; first connections are
+     * what other clients (more ranks, another user behind the same NAT) need to work at all,
+     * so the streams may never take more than this share of the address's connections: the
+     * rest stays for first connections whatever the streams do. */
+    unsigned share = max_stream_conns ? max_stream_conns : max_conns / 2;
+    return share ? share : 1;
+}
+
+int rfsd_addr_take_stream(rfsd_addr *a, unsigned max, unsigned *count)
+{
+    pthread_mutex_lock(&mu);
+    *count = a->streams;
+    int ok = a->streams < max;
+    if (ok)
+        a->streams++;
+    pthread_mutex_unlock(&mu);
+    return ok;
+}
+
+void rfsd_addr_drop_stream(rfsd_addr *a)
+{
+    pthread_mutex_lock(&mu);
+    a->streams--;
     pthread_mutex_unlock(&mu);
 }
 

@@ -21,6 +21,14 @@ void rfsd_addr_disconnect(rfsd_addr *a);
 /* Counts one more open file of the address: 1, or 0 when it already has max. */
 int rfsd_addr_open(rfsd_addr *a, unsigned max);
 void rfsd_addr_close(rfsd_addr *a);
+/* Admits one of the address's connections as an additional stream: 1, or 0 when the
+ * address already has max of them (*count gets their number). */
+int rfsd_addr_take_stream(rfsd_addr *a, unsigned max, unsigned *count);
+/* An additional stream of the address has ended (before rfsd_addr_disconnect). */
+void rfsd_addr_drop_stream(rfsd_addr *a);
+/* The limit of additional streams (--max-stream-conns-per-addr; default half of the
+ * per-address connections, at least 1). */
+unsigned rfsd_stream_share(unsigned max_stream_conns, unsigned max_conns);
 /* The address without the port, for messages. */
 const char *rfsd_addr_name(const rfsd_addr *a);
 /* Drops the port (and IPv6 brackets) of a peer name. */

@@ -37,7 +37,12 @@ void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_o
         o->tail = r->data;
         o->tail_len = r->data_len;
     }
-    if (rfs_rep_encode(&lr, o->head, sizeof o->head, &o->head_len) == RFS_OK)
+    if (r->pack_codec)
+        lr.data_len = r->pack_raw_len;  /* the frame as it would be raw, then packed */
+    if (rfs_rep_encode(&lr, o->head, sizeof o->head, &o->head_len) == RFS_OK &&
+        (!r->pack_codec || rfs_frame_add_pack(o->head, &o->head_len, sizeof o->head,
+                                              r->pack_codec, r->pack_raw_len,
+                                              r->data_len) == RFS_OK))
         return;
     /* our own bug; tell the client something rather than leave the request hanging */
     RFS_LOGE("%s: cannot encode %s reply: %s", peer, rfs_op_name(r->op), rfs_last_error());
@@ -51,6 +56,24 @@ void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_o
     o->file_len = 0;
     if (rfs_rep_encode(&e, o->head, sizeof o->head, &o->head_len) != RFS_OK)
         o->head_len = 0;  /* cannot happen; an empty frame is at least not a corrupt one */
+}
+
+#define RATE_MIN_BYTES ((uint64_t)256 << 10)
+#define RATE_MAX_GAP_NS 1000000000
+
+/* The socket was found full: see rfsd_replyq.link_bps. A gap over a second may hide an idle
+ * link (the client not reading is not the link's rate) and is not used. */
+static void note_full(rfsd_replyq *q)
+{
+    int64_t now = rfs_now_ns();
+    if (q->full_ns && now - q->full_ns < RATE_MAX_GAP_NS && q->sent_since_full >= RATE_MIN_BYTES) {
+        double rate = (double)q->sent_since_full / ((double)(now - q->full_ns) / 1e9);
+        uint64_t old = atomic_load(&q->link_bps);
+        atomic_store(&q->link_bps, old ? (uint64_t)(0.7 * (double)old + 0.3 * rate)
+                                       : (uint64_t)rate);
+    }
+    q->full_ns = now;
+    q->sent_since_full = 0;
 }
 
 /* Sends what the socket takes of o without waiting: 1 the frame is out, 0 the socket is full,
@@ -82,8 +105,10 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                note_full(q);
                 return 0;
+            }
             if (errno == EPROTO)
                 RFS_LOGI("%s; dropping the connection", rfs_last_error());
             else
@@ -92,6 +117,7 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
             return -1;
         }
         o->pos += (size_t)n;
+        q->sent_since_full += (uint64_t)n;
         atomic_store_explicit(&q->stall_ns, rfs_now_ns(), memory_order_relaxed);
     }
     return 1;

@@ -50,6 +50,12 @@ typedef struct rfsd_replyq {
     const char *peer;
     int timeout_ms;
     pthread_t writer;
+    /* The link's drain rate, for compressing read replies (zreply.c): between two instants at
+     * which the socket was full, the link took exactly what was sent in between. Updated by
+     * the token holder only. */
+    int64_t full_ns;              /* the last such instant, 0 none */
+    uint64_t sent_since_full;
+    _Atomic uint64_t link_bps;    /* smoothed, 0 until measured */
 } rfsd_replyq;
 
 /* Encodes r (header and fixed fields; an error's message) into o. The payload is not copied:

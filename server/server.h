@@ -52,6 +52,9 @@ typedef struct rfsd_config {
     const char *metrics_file;           /* Prometheus text format written here (NULL: off) */
     int metrics_interval_ms;
     unsigned max_conns_per_addr;        /* connections from one client address */
+    /* of those, connections admitted as additional streams (RFS_F_EXTRA); 0: half of
+     * max_conns_per_addr (rfsd_stream_share) */
+    unsigned max_stream_conns_per_addr;
     unsigned max_handles_per_addr;      /* open files of all connections from one address */
     const char *exports[RFSD_MAX_EXPORTS];        /* --export "NAME PATH [quota=BYTES]" */
     unsigned nexports;
@@ -64,6 +67,8 @@ typedef struct rfsd_config {
                                            from other servers (third-party copy) */
     const char *tpc_allow;              /* --tpc-allow HOST[:PORT],...: the only sources */
     unsigned tpc_grant_ttl_ms;          /* grants of this server lapse after this (0: default) */
+    unsigned zread_mode;                /* --compress-reads: RFS_Z_* (common/zauto.h) */
+    int zread_level;
 } rfsd_config;
 
 struct rfsd_pool;

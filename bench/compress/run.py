@@ -14,6 +14,9 @@ interleaved (one of each mode per repetition) and medians reported; ratios are t
 the wire (so whether auto compressed), and its CPU time (user+system of the client; rfsd's
 from /proc). The link's rate is the configured tbf rate.
 
+Compressed reads: `rfs get` of both files with --compress auto (rfsd then compresses its
+replies when its measurements say it pays: --compress-reads auto, the default) against
+--compress none (raw replies), per repetition, checked byte for byte.
 Checksums: the same put and a get of the random file with RFS_CHECKSUM=off and on.
 CRC-32C speed: bench/compress/crcspeed.c on a 4 MiB buffer.
 
@@ -158,6 +161,9 @@ def suite(build, data_dir, root, ns, srv, reps, size, link_mbit):
     cases = [("smooth", m) for m in ("none", "auto", "lz4", "zstd")] + \
             [("random", m) for m in ("none", "auto")]
     raw = {c: [] for c in cases}
+    # reads: rfsd compresses its replies (--compress-reads auto, its default) for a client
+    # that takes them (any --compress but none); `none` is the same get with raw replies
+    reads = {(d, m): [] for d in ("smooth", "random") for m in ("none", "auto")}
     sums = {("put", "on"): [], ("put", "off"): [], ("get", "on"): [], ("get", "off"): []}
     for rep in range(reps):
         for data, mode in cases:
@@ -166,6 +172,12 @@ def suite(build, data_dir, root, ns, srv, reps, size, link_mbit):
                                               f"/{data}.{mode}", {}, compress=mode))
             got = os.path.getsize(os.path.join(root, f"{data}.{mode}"))
             assert got == size, f"{data}.{mode}: {got} bytes on the server, expected {size}"
+        for data, mode in reads:
+            local = os.path.join(data_dir, "got.bin")
+            reads[(data, mode)].append(transfer(build, ns, srv, "get", local, f"/{data}.none",
+                                                {}, compress=mode))
+            subprocess.run(["cmp", os.path.join(data_dir, data + ".bin"), local], check=True)
+            os.unlink(local)
         for verb in ("put", "get"):
             for on in ("on", "off"):
                 env = {} if on == "on" else {"RFS_CHECKSUM": "off"}
@@ -192,6 +204,17 @@ def suite(build, data_dir, root, ns, srv, reps, size, link_mbit):
                 m["x_link_rate"] = m["mb_per_s"] / (link_mbit / 8.0)
             m["client_cpu_extra_vs_none_pct_of_wall"] = \
                 100.0 * (m["client_cpu"] - none["client_cpu"]) / m["seconds"]
+    res["compressed_reads"] = {}
+    for (data, mode), s in reads.items():
+        res["compressed_reads"].setdefault(data, {})[mode] = summarize(s, size)
+    for data in ("smooth", "random"):
+        d = res["compressed_reads"][data]
+        for mode, m in d.items():
+            m["speedup_vs_none"] = d["none"]["seconds"] / m["seconds"]
+            if link_mbit:
+                m["x_link_rate"] = m["mb_per_s"] / (link_mbit / 8.0)
+            m["server_cpu_extra_vs_none_pct_of_wall"] = \
+                100.0 * (m["server_cpu"] - d["none"]["server_cpu"]) / m["seconds"]
     for (verb, on), s in sums.items():
         res["checksum"].setdefault(verb, {})[on] = summarize(s, size)
     for verb in ("put", "get"):

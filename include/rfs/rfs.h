@@ -63,14 +63,18 @@ const char *rfs_last_error(void);
 #define RFS_O_APPEND 0x20u
 
 #define RFS_STREAMS_AUTO (-1)
+/* rfs_streams=auto opening at most n (1..16) connections: for processes that share a host's
+ * link with others (MPI-IO gives each of a node's ranks a share of 8, docs/tuning.md). */
+#define RFS_STREAMS_AUTO_MAX(n) (-1 - (n))
 
 typedef struct rfs_options {
     const char *token;         /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
     int connect_timeout_ms;    /* 0: default 10000 */
     int io_timeout_ms;         /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
     /* TCP connections per server for this file; 0: 1. RFS_STREAMS_AUTO: one on a short path;
-     * on a long one (round trip >= 2 ms) up to 8, large transfers adding streams while each
-     * raises the delivered rate (docs/tuning.md "Streams"). */
+     * on a long one (round trip >= 2 ms) up to 8 (RFS_STREAMS_AUTO_MAX(n): up to n), large
+     * transfers adding streams while each raises the delivered rate (docs/tuning.md
+     * "Streams"). */
     int streams;
     int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
     uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
@@ -160,6 +164,9 @@ int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_
 /* "host:port" and path of an open file, for messages. */
 const char *rfs_file_server(const rfs_file *f);
 const char *rfs_file_path(const rfs_file *f);
+/* Connections the file's transfers may use now (rfs_options.streams, or what auto and the
+ * server allowed); 0 for NULL. */
+int rfs_file_streams(const rfs_file *f);
 
 int rfs_delete(const char *name, const rfs_options *opts);
 int rfs_rename(const char *name, const char *new_path, const rfs_options *opts);

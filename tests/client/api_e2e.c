@@ -706,6 +706,31 @@ static int t_wwin(int argc, char **argv)
     return 0;
 }
 
+/* hold PATH STREAMS SEED: opens PATH with rfs_options.streams = STREAMS, says "OPENED", waits
+ * for a line on stdin (so a test can hold several clients' connections at once), then writes
+ * 1 MiB of (SEED) bytes through every stream the file has and closes. */
+static int t_hold(int argc, char **argv)
+{
+    CHECK(argc >= 6);
+    rfs_options o = {.streams = atoi(argv[4])};
+    uint64_t seed = strtoull(argv[5], NULL, 0);
+    rfs_file *f = must_open(argv[3], RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC, &o);
+    puts("OPENED");
+    fflush(stdout);
+    char line[16];
+    CHECK(fgets(line, sizeof line, stdin) != NULL);
+    size_t size = 1u << 20, done = 0;
+    uint8_t *w = malloc(size);
+    CHECK(w);
+    fill(w, size, 0, seed);
+    CHECK_RC(rfs_pwrite(f, w, size, 0, &done), RFS_OK);
+    CHECK(done == size);
+    CHECK_RC(rfs_close(f), RFS_OK);
+    free(w);
+    puts("OK");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -717,6 +742,7 @@ int main(int argc, char **argv)
         {"flags", t_flags}, {"bigrw", t_bigrw}, {"listio", t_listio}, {"eof", t_eof},
         {"size", t_size}, {"meta", t_meta}, {"errors", t_errors}, {"threads", t_threads},
         {"services", t_services}, {"kill", t_kill}, {"views", t_views}, {"wwin", t_wwin},
+        {"hold", t_hold},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
         if (strcmp(argv[1], tests[i].name) == 0)

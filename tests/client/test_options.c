@@ -52,6 +52,34 @@ static void test_clamps(void **state)
     assert_non_null(strstr(rfs_last_error(), "rfs:h:1:/f"));
 }
 
+static void test_auto_streams_cap(void **state)
+{
+    (void)state;
+    rfs_copts o;
+    rfs_options in = {.streams = RFS_STREAMS_AUTO};
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_OK);
+    assert_true(o.streams_auto);
+    assert_int_equal(o.streams, RFS_AUTO_MAX_STREAMS);
+    in.streams = RFS_STREAMS_AUTO_MAX(2);
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_OK);
+    assert_true(o.streams_auto);
+    assert_int_equal(o.streams, 2);
+    in.streams = RFS_STREAMS_AUTO_MAX(RFS_CLIENT_MAX_STREAMS);
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_OK);
+    assert_int_equal(o.streams, RFS_CLIENT_MAX_STREAMS);
+    in.streams = RFS_STREAMS_AUTO_MAX(1);
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_OK);
+    assert_true(o.streams_auto);
+    assert_int_equal(o.streams, 1);
+    in.streams = RFS_STREAMS_AUTO_MAX(RFS_CLIENT_MAX_STREAMS + 1);
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_E_INVAL);
+    assert_non_null(strstr(rfs_last_error(), "RFS_STREAMS_AUTO_MAX"));
+    in.streams = 3;
+    assert_int_equal(rfs_copts_resolve(&in, "L", &o), RFS_OK);
+    assert_false(o.streams_auto);
+    assert_int_equal(o.streams, 3);
+}
+
 static void test_token_precedence(void **state)
 {
     (void)state;
@@ -125,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_defaults, clear_env),
         cmocka_unit_test_setup(test_clamps, clear_env),
+        cmocka_unit_test_setup(test_auto_streams_cap, clear_env),
         cmocka_unit_test_setup(test_token_precedence, clear_env),
         cmocka_unit_test_setup(test_token_file_errors, clear_env),
         cmocka_unit_test(test_chunk),

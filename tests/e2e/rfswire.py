@@ -18,6 +18,7 @@ VERSION = 1
 HDR = struct.Struct("<IHHHHIII")
 F_REPLY = 1
 F_SUM = 2          # the body starts with a u32 CRC-32C of the rest of the frame
+F_PACK = 4         # the payload is compressed; a pack header leads the body
 FEAT_VIEWS, FEAT_SUM = 1, 2
 FRAME_MIN = 64 * 1024
 FRAME_DEFAULT = 4 * 1024 * 1024
@@ -28,6 +29,8 @@ OP = dict(HELLO=1, AUTH=2, PING=3, SESSION=4, OPEN=10, CLOSE=11, PREAD=12, PWRIT
           MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, READ_FILE=29, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
           VIEW_WRITE=42, TPC_AUTH=5, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
 FEAT_TPC_SRC, FEAT_TPC_DST = 0x20, 0x40
+FEAT_XSTREAM = 0x80
+F_EXTRA = 0x10     # HELLO only: an additional stream of a client that already has a connection
 TPC_EXCL, TPC_VERIFY, TPC_TLS, TPC_SYNC = 1, 2, 4, 8
 TPC_RUNNING, TPC_DONE = 1, 2
 
@@ -293,13 +296,16 @@ class Conn:
         raw = self._exact(HDR.size)
         h = HDR.unpack(raw)
         body = self._exact(h[7]) if h[7] else b""
+        packed = h[3] & F_PACK  # a read reply the request let come compressed
         if self.sums:
-            assert h[3] == F_REPLY | F_SUM, f"reply flags {h[3]:#x} on a checksummed connection"
+            assert h[3] & ~F_PACK == F_REPLY | F_SUM, \
+                f"reply flags {h[3]:#x} on a checksummed connection"
             ok, body = unseal(raw, body)
             assert ok, "reply checksum mismatch"
-            h = h[:3] + (F_REPLY,) + h[4:7] + (len(body),)
+            h = h[:3] + (F_REPLY | packed,) + h[4:7] + (len(body),)
         rep = Reply(h, body)
-        assert rep.magic == MAGIC and rep.flags == F_REPLY and rep.reserved == 0
+        rep.flags_seen = h[3]
+        assert rep.magic == MAGIC and rep.flags & ~F_PACK == F_REPLY and rep.reserved == 0
         return rep
 
     def call(self, op, body=b"", **kw):

@@ -66,3 +66,65 @@ def test_put_into_read_only_spot_reports_every_file(rfsd, tmp_path):
     assert r.returncode == 1
     assert "up" in r.stderr
     assert (rfsd.root / "up").read_bytes() == b"a file where the tree should go"
+
+
+def test_tree_of_several_batches(rfsd, tmp_path):
+    """9000 small files: three whole-file batches (4096 files each at most), each sent while
+    the next is read (put) or fetched while the one before is installed (get). Every file
+    arrives once, whole, whichever batch carried it."""
+    src = tmp_path / "src"
+    for i in range(9000):
+        p = src / f"d{i % 30}" / f"f{i}.dat"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(i.to_bytes(4, "little") * (1 + i % 50))
+    r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", src, rfsd.url("/many"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("send WRITE_FILE") == 9000
+    assert tree(rfsd.root / "many") == tree(src)
+    back = tmp_path / "back"
+    r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", rfsd.url("/many"), back)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("send READ_FILE") == 9000
+    assert tree(back) == tree(src)
+    assert not [p for p in os.listdir(back / "d0") if ".rfs-" in p]
+
+
+MKDIR_PARENTS = 0x10000
+
+
+def test_mkdir_with_parents_on_the_wire(rfsd):
+    """MKDIR with RFS_MKDIR_PARENTS makes the missing ancestors (an existing one is fine), any
+    order of such requests works, the last component existing is still EXIST, and it climbs out
+    of the export no more than a plain MKDIR: a symlink to outside and `..` are refused; a file
+    in the way is NOTDIR; the flag means nothing to CHMOD (INVAL)."""
+    from rfswire import E, b_mkdir, session
+    outside = rfsd.root.parent / "outside"
+    outside.mkdir()
+    (rfsd.root / "esc").symlink_to(outside)
+    (rfsd.root / "afile").write_bytes(b"x")
+    with session(rfsd) as c:
+        rep = c.call("MKDIR", b_mkdir("/p/q/r/s", 0o750 | MKDIR_PARENTS))
+        assert rep.status == 0, rep.error()
+        assert (rfsd.root / "p" / "q" / "r" / "s").is_dir()
+        rep = c.call("MKDIR", b_mkdir("/p/q/other", 0o755 | MKDIR_PARENTS))
+        assert rep.status == 0 and (rfsd.root / "p" / "q" / "other").is_dir()
+        assert c.call("MKDIR", b_mkdir("/p/q", 0o755 | MKDIR_PARENTS)).status == E["EXIST"]
+        for bad in ("/esc/x/y", "/../up/x", "/p/../../x"):
+            rep = c.call("MKDIR", b_mkdir(bad, 0o755 | MKDIR_PARENTS))
+            assert rep.status != 0, bad
+        assert list(outside.iterdir()) == []
+        assert not (rfsd.root.parent / "up").exists() and not (rfsd.root.parent / "x").exists()
+        rep = c.call("MKDIR", b_mkdir("/afile/x/y", 0o755 | MKDIR_PARENTS))
+        assert rep.status == E["NOTDIR"], rep.status
+        rep = c.call("CHMOD", b_mkdir("/p", 0o755 | MKDIR_PARENTS))
+        assert rep.status == E["INVAL"], rep.status
+    # pipelined, deepest first: each request makes what it needs
+    with session(rfsd) as c:
+        ids = [c.send("MKDIR", b_mkdir(f"/deep/{'/'.join('l%d' % k for k in range(d))}",
+                                       0o755 | MKDIR_PARENTS)) for d in range(12, 0, -1)]
+        got = {}
+        for _ in ids:
+            rep = c.recv()
+            got[rep.req_id] = rep.status
+        assert all(got[i] in (0, E["EXIST"]) for i in ids), got
+        assert (rfsd.root / "deep").joinpath(*[f"l{k}" for k in range(12)]).is_dir()

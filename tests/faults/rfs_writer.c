@@ -11,6 +11,8 @@
  * usage: rfs_writer URL SIZE SEED [--chunk N] [--io-timeout MS] [--retry MS] [--no-sync]
  *                   [--wait-line]   (reads one line from stdin before closing)
  *                   [--connect-timeout MS] (a short one keeps a test of a dead link short)
+ *                   [--streams N|auto] [--max-frame BYTES] (prints "streams K" after open:
+ *                   the connections the file got)
  *                   [--pause-at BYTES] (once that many bytes are written, prints "paused" and
  *                   reads one line from stdin before going on: a test injects its fault
  *                   there, whatever the machine's speed) */
@@ -49,7 +51,8 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: rfs_writer URL SIZE SEED [--chunk N] [--io-timeout MS] "
-                        "[--retry MS] [--no-sync] [--wait-line] [--connect-timeout MS]\n");
+                        "[--retry MS] [--no-sync] [--wait-line] [--connect-timeout MS] "
+                        "[--streams N|auto] [--max-frame BYTES] [--pause-at BYTES]\n");
         return 2;
     }
     const char *url = argv[1];
@@ -73,6 +76,11 @@ int main(int argc, char **argv)
             do_sync = 0;
         else if (!strcmp(argv[i], "--wait-line"))
             wait_line = 1;
+        else if (!strcmp(argv[i], "--streams") && i + 1 < argc) {
+            i++;
+            o.streams = !strcmp(argv[i], "auto") ? RFS_STREAMS_AUTO : atoi(argv[i]);
+        } else if (!strcmp(argv[i], "--max-frame") && i + 1 < argc)
+            o.max_frame = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--pause-at") && i + 1 < argc)
             pause_at = strtoull(argv[++i], NULL, 10);
         else {
@@ -88,6 +96,7 @@ int main(int argc, char **argv)
     if (rc)
         return fail("open", rc);
     open_file = f;
+    printf("streams %d\n", rfs_file_streams(f));
     printf("opened\n");
     fflush(stdout);
     for (uint64_t off = 0; off < size; off += chunk) {

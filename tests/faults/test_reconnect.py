@@ -98,20 +98,27 @@ def kill(p):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-@pytest.mark.parametrize("streams", [1, 3])
+@pytest.mark.parametrize("streams", ["1", "3", "auto"])
 def test_server_restart_mid_write(rfsd, sig, streams):
     """The server dies mid-transfer and comes back on the same port: the writer's calls all
-    succeed and the file is whole."""
+    succeed and the file is whole. With several streams (3, or auto forced to probe on
+    loopback) each 1 MiB call travels as 64 KiB frames spread over all of them, so every
+    stream has to be restored and its frames replayed."""
     size = 48 << 20
     env = {**rfsd.env(), "RFS_STATS": "1"}
     url = rfsd.url("/restart.bin")
-    if streams > 1:
-        env["RFS_HINTS"] = f"rfs_streams={streams}"
+    extra = []
+    if streams != "1":
+        extra = ["--streams", streams, "--max-frame", 65536]
+        env["RFS_STREAMS_AUTO_MIN_RTT_US"] = "0"
     # The writer stops issuing at 8 MiB (earlier writes may still be in flight) until the
     # server is gone: on a loaded machine it could otherwise finish before the kill.
-    p, out = writer(url, env, size, 3, "--retry", 60000, "--pause-at", 8 << 20)
+    p, out = writer(url, env, size, 3, "--retry", 60000, "--pause-at", 8 << 20, *extra)
     srv2 = None
     try:
+        got = out.wait_for(lambda l: l.startswith("streams "))
+        want = {"1": 1, "3": 3, "auto": 8}[streams]
+        assert int(got.split()[1]) == want, got
         out.wait_for(lambda l: l == "paused")
         rfsd.stop(sig=sig)
         srv2 = restart(rfsd)
@@ -151,12 +158,18 @@ def test_restart_between_sync_and_close(rfsd):
             srv2.stop()
 
 
-def test_link_reset_mid_write(rfsd, link):
-    """Every connection through the link is reset mid-transfer: the writer reconnects."""
+@pytest.mark.parametrize("streams", ["1", "auto"])
+def test_link_reset_mid_write(rfsd, link, streams):
+    """Every connection through the link is reset mid-transfer: the writer reconnects (all
+    of its streams, with auto streams forced to probe on loopback)."""
     size = 32 << 20
     port = link.start(rfsd.host, rfsd.port)
-    p, out = writer(f"rfs:127.0.0.1:{port}:/reset.bin", rfsd.env(), size, 9)
+    env = {**rfsd.env(), "RFS_STREAMS_AUTO_MIN_RTT_US": "0"}
+    extra = [] if streams == "1" else ["--streams", streams, "--max-frame", 65536]
+    p, out = writer(f"rfs:127.0.0.1:{port}:/reset.bin", env, size, 9, *extra)
     try:
+        got = out.wait_for(lambda l: l.startswith("streams "))
+        assert int(got.split()[1]) == (1 if streams == "1" else 8), got
         out.wait_for(lambda l: l.startswith("wrote ") and int(l.split()[1]) >= 4 << 20)
         link.reset()
         lines = out.rest()

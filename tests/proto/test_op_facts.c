@@ -63,6 +63,8 @@ static void test_facts_are_consistent(void **state)
             assert_true(x & RFS_OPF_HANDLE);
         if (x & RFS_OPF_PACK)
             assert_true(x & RFS_OPF_REQ_DATA);
+        if (x & RFS_OPF_REP_PACK)
+            assert_true(x & RFS_OPF_REP_DATA);
         if (x & RFS_OPF_PRE_AUTH)
             assert_false(x & (RFS_OPF_HANDLE | RFS_OPF_AUDITED));
     }
@@ -105,6 +107,10 @@ static void test_documented_facts(void **state)
     /* compressed payloads: the three writes and WRITE_FILE */
     assert_true(rfs_op_has(RFS_OP_WRITE_FILE, RFS_OPF_PACK));
     assert_int_equal(ops_with(RFS_OPF_PACK), 4);
+    /* compressed replies: reads whose reply body is the payload alone */
+    assert_true(rfs_op_has(RFS_OP_VIEW_READ, RFS_OPF_REP_PACK));
+    assert_false(rfs_op_has(RFS_OP_PREADV, RFS_OPF_REP_PACK));
+    assert_int_equal(ops_with(RFS_OPF_REP_PACK), 2);
     /* retries: the same bytes again are harmless, a second fetch-and-add or delete is not */
     assert_true(rfs_op_has(RFS_OP_PWRITE, RFS_OPF_IDEMPOTENT | RFS_OPF_MUTATES));
     assert_false(rfs_op_has(RFS_OP_COUNTER, RFS_OPF_IDEMPOTENT));

@@ -1,0 +1,342 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* See zauto.h. The auto decision, per state (a file on the client, an open file on rfsd):
+ *  - Off, it samples now and then: the first SAMPLE bytes of a frame compressed with lz4 and with
+ *    zstd and decompressed again, timed. The first frame is sampled; after a sample that says
+ *    "off" the next one waits twice as long (8 MiB doubling to 256 MiB), so incompressible data
+ *    costs well under 1% of a core, and a file whose data become compressible is noticed.
+ *  - On, every frame is compressed with the chosen codec, and its ratio and speed feed the
+ *    estimates; the other codec is sampled every 64 MiB.
+ *  - Each frame applies SEMPLAR's condition per byte with the estimates and the link rate B
+ *    the sender measured (from sends that had to wait for the socket: then the link drained
+ *    the frame; until one did, TCP's congestion window per round trip stands in): codec k is
+ *    worth it when 1/Sc_k + 1/(r_k B) + 1/Sd_k < 1/B, and the best such codec is used (10%
+ *    margin to switch on, none to switch off). No estimate of B, or no sample: raw. */
+#include "common/zauto.h"
+
+#include "common/clock.h"
+#include "common/compress.h"
+#include "common/debug.h"
+#include "common/err.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* auto leaves payloads under 4 KiB raw (not worth a decision); an explicit codec is tried on
+ * anything from 64 bytes, and a payload that does not shrink goes raw anyway */
+#define MIN_PACK_AUTO ((size_t)4 << 10)
+#define MIN_PACK ((size_t)64)
+#define SAMPLE ((size_t)256 << 10)
+#define INTERVAL_MIN ((uint64_t)8 << 20)
+#define INTERVAL_MAX ((uint64_t)256 << 20)
+#define RESAMPLE_ON ((uint64_t)64 << 20)
+#define EWMA 0.3
+
+typedef struct est {
+    int known;
+    double ratio;      /* raw / compressed */
+    double cspeed;     /* raw bytes per second */
+    double dspeed;
+} est;
+
+struct rfs_zstate {
+    unsigned mode;
+    int level;
+    pthread_mutex_t mu;
+    est e[3];                   /* by codec id */
+    unsigned choice;            /* auto: codec in use, 0 none */
+    uint64_t since_sample;      /* payload bytes since the last sample */
+    uint64_t interval;
+    rfs_zstats st;
+};
+
+int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
+{
+    *level = RFS_ZSTD_LEVEL_DEFAULT;
+    if (!s || !*s || !strcmp(s, "auto")) {
+        *mode = RFS_Z_AUTO;
+    } else if (!strcmp(s, "none")) {
+        *mode = RFS_Z_NONE;
+    } else if (!strcmp(s, "lz4")) {
+        *mode = RFS_Z_LZ4;
+    } else if (!strcmp(s, "zstd")) {
+        *mode = RFS_Z_ZSTD;
+    } else if (!strncmp(s, "zstd:", 5)) {
+        char *end;
+        long l = strtol(s + 5, &end, 10);
+        if (end == s + 5 || *end || l < 1 || l > RFS_ZSTD_LEVEL_MAX)
+            return rfs_fail(RFS_E_INVAL, "compression '%s': zstd level must be 1..%d", s,
+                            RFS_ZSTD_LEVEL_MAX);
+        *mode = RFS_Z_ZSTD;
+        *level = (int)l;
+    } else {
+        return rfs_fail(RFS_E_INVAL, "compression '%s': use none, lz4, zstd[:LEVEL] or auto", s);
+    }
+    return RFS_OK;
+}
+
+void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap)
+{
+    if (mode == RFS_Z_ZSTD && level != RFS_ZSTD_LEVEL_DEFAULT)
+        snprintf(buf, cap, "zstd:%d", level);
+    else
+        snprintf(buf, cap, "%s", mode == RFS_Z_NONE ? "none" : mode == RFS_Z_LZ4 ? "lz4"
+                                 : mode == RFS_Z_ZSTD ? "zstd" : "auto");
+}
+
+rfs_zstate *rfs_zstate_new(unsigned mode, int level)
+{
+    rfs_zstate *z = calloc(1, sizeof *z);
+    if (!z)
+        return NULL;
+    z->mode = mode;
+    z->level = level;
+    z->interval = INTERVAL_MIN;
+    pthread_mutex_init(&z->mu, NULL);
+    return z;
+}
+
+void rfs_zstate_free(rfs_zstate *z)
+{
+    if (!z)
+        return;
+    pthread_mutex_destroy(&z->mu);
+    free(z);
+}
+
+int rfs_zstate_wants(rfs_zstate *z, size_t n)
+{
+    if (!z || z->mode == RFS_Z_NONE)
+        return 0;
+    if (z->mode != RFS_Z_AUTO)
+        return 1;
+    if (n < MIN_PACK_AUTO)
+        return 0;
+    pthread_mutex_lock(&z->mu);
+    uint64_t due = z->choice ? RESAMPLE_ON : z->interval;
+    int wants = z->choice || z->st.packed + z->st.raw == 0 || z->since_sample >= due;
+    pthread_mutex_unlock(&z->mu);
+    return wants;
+}
+
+void rfs_zstate_skip(rfs_zstate *z, size_t n)
+{
+    if (!z)
+        return;
+    pthread_mutex_lock(&z->mu);
+    z->since_sample += n;
+    z->st.raw++;
+    pthread_mutex_unlock(&z->mu);
+}
+
+void rfs_zstate_stats(rfs_zstate *z, rfs_zstats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!z)
+        return;
+    pthread_mutex_lock(&z->mu);
+    *out = z->st;
+    out->choice = z->choice;
+    pthread_mutex_unlock(&z->mu);
+}
+
+/* ---- the calling thread's output buffer ---- */
+
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+typedef struct tbuf {
+    size_t cap;
+    uint8_t *p;
+} tbuf;
+
+static void tbuf_free(void *v)
+{
+    tbuf *b = v;
+    free(b->p);
+    free(b);
+}
+
+static void make_key(void) { pthread_key_create(&buf_key, tbuf_free); }
+
+static uint8_t *thread_buf(size_t need)
+{
+    pthread_once(&buf_once, make_key);
+    tbuf *b = pthread_getspecific(buf_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b)))
+            return NULL;
+        if (pthread_setspecific(buf_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < need) {
+        uint8_t *p = realloc(b->p, need);
+        if (!p)
+            return NULL;
+        b->p = p;
+        b->cap = need;
+    }
+    return b->p;
+}
+
+/* ---- estimates ---- */
+
+static void blend(est *e, double ratio, double cspeed, double dspeed)
+{
+    if (!e->known) {
+        e->known = 1;
+        e->ratio = ratio;
+        e->cspeed = cspeed;
+        e->dspeed = dspeed > 0 ? dspeed : 0;
+        return;
+    }
+    e->ratio += EWMA * (ratio - e->ratio);
+    e->cspeed += EWMA * (cspeed - e->cspeed);
+    if (dspeed > 0)
+        e->dspeed = e->dspeed > 0 ? e->dspeed + EWMA * (dspeed - e->dspeed) : dspeed;
+}
+
+/* Compresses and decompresses the first SAMPLE bytes with codec: ratio and both speeds. */
+static void sample(unsigned codec, int level, const uint8_t *src, size_t n, est *out)
+{
+    size_t len = n < SAMPLE ? n : SAMPLE;
+    size_t cap = rfs_codec_bound(codec, len);
+    uint8_t *tmp = malloc(cap + len);
+    memset(out, 0, sizeof *out);
+    if (!tmp)
+        return;
+    int64_t t0 = rfs_now_ns();
+    size_t c = rfs_codec_compress(codec, level, tmp, cap, src, len);
+    int64_t t1 = rfs_now_ns();
+    double dspeed = 0;
+    if (c && rfs_codec_decompress(codec, tmp + cap, len, tmp, c) == RFS_OK)
+        dspeed = (double)len / ((double)(rfs_now_ns() - t1 + 1) / 1e9);
+    free(tmp);
+    out->known = 1;
+    out->ratio = c ? (double)len / (double)c : 1.0;
+    out->cspeed = (double)len / ((double)(t1 - t0 + 1) / 1e9);
+    out->dspeed = dspeed;
+}
+
+/* Seconds per raw byte to move data through codec k (0: raw) on a link of B bytes/s. */
+static double cost(const est *e, double B)
+{
+    double t = 1.0 / e->cspeed + 1.0 / (e->ratio * B);
+    if (e->dspeed > 0)
+        t += 1.0 / e->dspeed;
+    return t;
+}
+
+/* Caller holds z->mu. */
+static unsigned decide(rfs_zstate *z, unsigned offered, double B)
+{
+    RFS_ASSERT_HELD(&z->mu);
+    if (B <= 0)
+        return 0;
+    double raw = 1.0 / B, best = raw;
+    unsigned pick = 0;
+    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++) {
+        if (!(offered & (1u << k)) || !z->e[k].known || z->e[k].ratio <= 1.0)
+            continue;
+        double t = cost(&z->e[k], B);
+        /* switching on needs a clear gain; staying on only a gain */
+        double margin = k == z->choice ? 1.0 : 0.9;
+        if (t < best * margin && t < best) {
+            best = t;
+            pick = k;
+        }
+    }
+    return pick;
+}
+
+static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
+{
+    size_t cap = rfs_codec_bound(codec, n);
+    uint8_t *dst = cap ? thread_buf(cap) : NULL;
+    if (!dst)
+        return 0;
+    size_t c = rfs_codec_compress(codec, level, dst, cap, src, n);
+    if (!c)
+        return 0;
+    out->codec = codec;
+    out->data = dst;
+    out->len = (uint32_t)c;
+    return 1;
+}
+
+/* Statistics of one frame sent (packed or raw); z->mu held. */
+static void count_frame(rfs_zstate *z, int packed, size_t n, const rfs_packed *out)
+{
+    if (packed) {
+        z->st.packed++;
+        z->st.raw_bytes += n;
+        z->st.wire_bytes += out->len;
+    } else {
+        z->st.raw++;
+    }
+}
+
+void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src, size_t n,
+                     rfs_packed *out)
+{
+    out->codec = 0;
+    out->data = src;
+    out->len = (uint32_t)n;
+    if (!z || z->mode == RFS_Z_NONE || n < (z->mode == RFS_Z_AUTO ? MIN_PACK_AUTO : MIN_PACK))
+        return;
+    if (z->mode != RFS_Z_AUTO) {
+        int ok = (offered & (1u << z->mode)) && compress_into(z->mode, z->level, src, n, out);
+        pthread_mutex_lock(&z->mu);
+        count_frame(z, ok, n, out);
+        pthread_mutex_unlock(&z->mu);
+        return;
+    }
+    int zlevel = z->level;
+
+    /* sample when due (outside the lock: it takes a millisecond or so) */
+    pthread_mutex_lock(&z->mu);
+    unsigned choice = z->choice;
+    uint64_t due = choice ? RESAMPLE_ON : z->interval;
+    int take = z->st.packed + z->st.raw == 0 || z->since_sample >= due;
+    if (take)
+        z->since_sample = 0;
+    z->since_sample += n;
+    pthread_mutex_unlock(&z->mu);
+    est fresh[3];
+    memset(fresh, 0, sizeof fresh);
+    if (take)
+        for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++)
+            if ((offered & (1u << k)) && k != choice)
+                sample(k, zlevel, src, n, &fresh[k]);
+
+    pthread_mutex_lock(&z->mu);
+    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++)
+        if (fresh[k].known)
+            blend(&z->e[k], fresh[k].ratio, fresh[k].cspeed, fresh[k].dspeed);
+    unsigned pick = decide(z, offered, B);
+    if (take && !pick && !z->choice)
+        z->interval = z->interval * 2 > INTERVAL_MAX ? INTERVAL_MAX : z->interval * 2;
+    if (pick && !z->choice)
+        z->interval = INTERVAL_MIN;
+    z->choice = pick;
+    z->st.link_bps = B;
+    pthread_mutex_unlock(&z->mu);
+
+    int ok = 0;
+    int64_t t0 = rfs_now_ns();
+    if (pick)
+        ok = compress_into(pick, zlevel, src, n, out);
+    double secs = (double)(rfs_now_ns() - t0 + 1) / 1e9;
+    pthread_mutex_lock(&z->mu);
+    if (pick) {
+        /* the frame itself is the best sample of this codec (decompression speed kept) */
+        double ratio = ok ? (double)n / (double)out->len : 1.0;
+        blend(&z->e[pick], ratio, (double)n / secs, 0);
+    }
+    count_frame(z, ok, n, out);
+    pthread_mutex_unlock(&z->mu);
+}
