@@ -368,8 +368,11 @@ struct rfs_file {
     int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
     rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
     int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */
-    int dirty;                 /* written since the last successful sync */
-    int lost_unsynced;         /* the server host rebooted while dirty: sync must fail */
+    /* Atomic: operations on the file run concurrently (they hold f->rw only for reading).
+     * The file is dirty (written since the last successful sync) while writes != synced. */
+    atomic_uint_fast64_t writes;   /* operations that changed the file's bytes or size */
+    atomic_uint_fast64_t synced;   /* `writes` when the last successful sync began */
+    atomic_int lost_unsynced;  /* the server host rebooted while dirty: sync must fail */
     int boot_known;
     uint8_t boot[RFS_SESSION_LEN];
     struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];
@@ -392,6 +395,9 @@ typedef struct rfs_attempt {
  * again() recovers the file when the attempt failed on a lost connection and says whether to
  * run the operation again; otherwise *rc is the outcome. */
 void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how);
+/* The `how` of an operation that is one op, from the op's facts (proto.h): idempotent ops run
+ * again, ops that change the file's bytes or size leave work for the next sync. */
+unsigned rfs_attempt_how(uint16_t op);
 int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc);
 /* Reconnects, fences the old sessions, reopens, restores views, locks and lost window writes;
  * retries with backoff until deadline_ns. gen: the file generation the caller saw. */

@@ -16,6 +16,7 @@
  * A shared connection keeps the options of whoever opened it (frame size, socket buffers). */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <signal.h>
@@ -46,6 +47,7 @@ static int64_t linger_ns(void)
  * returns them chained through pool_next, to be freed outside the lock. */
 static rfs_conn *take_stale_locked(void)
 {
+    RFS_ASSERT_HELD(&pool_lock);
     int64_t now = rfs_now_ns(), linger = linger_ns();
     rfs_conn *stale = NULL;
     for (rfs_conn **pp = &pool_head; *pp;) {
@@ -110,7 +112,7 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
     rfs_conn *stale = take_stale_locked();
     for (rfs_conn *c = pool_head; c && got < count; c = c->pool_next) {
         if (same_key(c, n, o) && !rfs_conn_is_dead(c)) {
-            c->refs++;
+            RFS_REF_GET(c->refs);
             out[got++] = c;
         }
     }
@@ -188,7 +190,7 @@ void rfs_pool_put(rfs_conn *c)
     if (!c)
         return;
     pthread_mutex_lock(&pool_lock);
-    if (--c->refs == 0)
+    if (RFS_REF_PUT(c->refs) == 0)
         c->idle_since_ns = rfs_now_ns();  /* lingers; take_stale_locked closes it in time */
     rfs_conn *stale = take_stale_locked();
     pthread_mutex_unlock(&pool_lock);

@@ -55,10 +55,7 @@ typedef struct xfer {
     size_t err_job;
 } xfer;
 
-static int is_read(uint16_t op)
-{
-    return op == RFS_OP_PREAD || op == RFS_OP_PREADV || op == RFS_OP_VIEW_READ;
-}
+static int is_read(uint16_t op) { return rfs_op_has(op, RFS_OPF_REP_DATA); }
 
 static void record_error(xfer *x, size_t job, int rc)
 {
@@ -122,11 +119,11 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
     }
     /* A file that compresses its writes takes compressed read replies too (rfsd decides,
      * by the same rule, whether they pay on this link). */
-    req.zok = f->z != NULL && rfs_frame_reply_may_pack(req.op);
+    req.zok = f->z != NULL && rfs_op_has(req.op, RFS_OPF_REP_PACK);
     /* Writes are compressed here, on this stream's thread, while its earlier frames are still
      * on the wire (compress_pipe.h). */
     rfs_packed pk = {0};
-    if (req.data_len && rfs_frame_may_pack(req.op))
+    if (req.data_len && rfs_op_has(req.op, RFS_OPF_PACK))
         rfs_zpack(f->z, f->conn[s], req.data, req.data_len, &pk);
     int rc = rfs_conn_start_packed(f->conn[s], call, &req, ext, f->io_timeout_ms, &pk);
     if (rc)

@@ -6,6 +6,7 @@
  * closed/synced (mp_nb_drain). */
 #include "mpiio/nonblock.h"
 
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -34,6 +35,7 @@ static void done_cv_ready(void) { pthread_once(&done_cv_once, done_cv_init); }
 /* Caller holds mu. */
 static void unlink_detached(mp_req *r)
 {
+    RFS_ASSERT_HELD(&mu);
     for (mp_req **p = &detached; *p; p = &(*p)->dnext)
         if (*p == r) {
             *p = r->dnext;
@@ -172,9 +174,10 @@ static int query_fn(void *extra, MPI_Status *st)
 static void req_unref(mp_req *r)
 {
     pthread_mutex_lock(&mu);
-    int last = --r->refs == 0;
+    int last = RFS_REF_PUT(r->refs) == 0;
     pthread_mutex_unlock(&mu);
     if (last) {
+        RFS_REF_DEAD(r->refs);
         mp_buf_free(&r->b);
         free(r);
     }

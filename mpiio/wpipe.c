@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/debug.h"
+
 typedef struct job {
     struct job *next;
     rfs_extent *ext;
@@ -50,6 +52,7 @@ static void free_job(job *j)
 /* Keeps a finished job's buffer for reuse (caller holds mu), else frees it; frees the rest. */
 static void retire_job(mp_wpipe *p, job *j)
 {
+    RFS_ASSERT_HELD(&p->mu);
     if (p->nspare < p->depth) {
         p->spare[p->nspare] = j->buf;
         p->spare_cap[p->nspare] = j->cap;
