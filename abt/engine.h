@@ -104,6 +104,9 @@ typedef struct abt_engine {
     double last_write_end;   /* when the last of them returned */
     double busy_mark;
     double bx, bw;
+    /* Bx window (see note_bandwidth in sender.c): opened at a completion, -1 while none is
+     * open; and the bytes of the current busy period, for a first estimate. */
+    double bx_win_start, bx_win_bytes, bx_period_bytes;
 
     int final_err;           /* first error of a deferred close, reported at finalize */
     char final_msg[RFS_ERRMSG_MAX];
