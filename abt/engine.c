@@ -76,12 +76,28 @@ static void resolve_staging_dir(const char *hint, char *out, size_t cap)
     snprintf(out, cap, "%s", d);
 }
 
-/* Adds the calling thread's CPU time to the statistics (mu held), when it exits. */
-void abt_account_thread_cpu(void)
+double abt_thread_cpu(void)
 {
     struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        E.stats.thread_cpu_s += (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int threads_wanted(const rfs_abt_config *c)
+{
+    return c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
+}
+
+/* Senders up to want (a file's rfs_abt_threads): each file sends at most its own number of
+ * chunks at once (pick_pass), so the engine runs as many senders as the most any open or
+ * earlier file asked for. Returns how many run. mu held. */
+static int add_senders(int want)
+{
+    while (E.n_threads < want &&
+           rfs_task_start(E.rt, &E.threads[E.n_threads], abt_sender_main, NULL) == 0)
+        E.n_threads++;
+    return E.n_threads;
 }
 
 int rfs_abt_engine_start(const rfs_abt_config *c)
@@ -91,6 +107,7 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     if (E.started) {
         uint64_t want = c->max_memory / E.buf_size;
         int rc = want > E.cap_bufs ? abt_pool_set_cap(want) : RFS_OK;
+        add_senders(threads_wanted(c));  /* fewer than asked: the file shares those running */
         pthread_mutex_unlock(&E.mu);
         return rc;
     }
@@ -112,8 +129,6 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     uint64_t prefault = c->max_memory ? cap : RFS_ABT_DEFAULT_PREFAULT;
     E.prefault_bufs = prefault / E.buf_size;
     resolve_staging_dir(c->staging_dir, E.staging_dir, sizeof E.staging_dir);
-    E.n_threads = c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
-    E.bg_staging = c->background_staging;
     E.hint_interval = c->interval_s;
     E.hint_output = c->output_bytes;
     rfs_abt_phases_init(&E.phases, 0.1);
@@ -129,17 +144,17 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
     E.bx_win_bytes = E.bx_period_bytes = 0;
     memset(&E.stats, 0, sizeof E.stats);
     E.stats.memory_cap = E.cap_bufs * E.buf_size;
-    int started = 0;
-    for (int i = 0; i < E.n_threads; i++)
-        if (pthread_create(&E.threads[i], NULL, abt_sender_main, NULL) == 0)
-            started++;
-    E.n_threads = started;
-    if (started == 0 || pthread_create(&E.stager, NULL, abt_stager_main, NULL) != 0) {
+    /* The threads are workers of the first file's runtime (the process's default one for
+     * MPI-IO): signals blocked, reused after finalize. */
+    E.rt = c->rt ? c->rt : rfs_runtime_default();
+    E.n_threads = 0;
+    int started = E.rt ? add_senders(threads_wanted(c)) : 0;
+    if (started == 0 || rfs_task_start(E.rt, &E.stager, abt_stager_main, NULL) != 0) {
         E.stop = 1;
         pthread_cond_broadcast(&E.work);
         pthread_mutex_unlock(&E.mu);
         for (int i = 0; i < started; i++)
-            pthread_join(E.threads[i], NULL);
+            rfs_task_join(&E.threads[i]);
         return rfs_fail(RFS_E_NOMEM, "ABT: cannot start background threads");
     }
     E.started = 1;
@@ -149,6 +164,7 @@ int rfs_abt_engine_start(const rfs_abt_config *c)
 
 void rfs_abt_register_file(abt_file *f)
 {
+    E.bg_files += f->bg_staging;
     f->next_open = E.open_files;
     f->prev_open = NULL;
     if (E.open_files)
@@ -158,6 +174,7 @@ void rfs_abt_register_file(abt_file *f)
 
 void rfs_abt_unregister_file(abt_file *f)
 {
+    E.bg_files -= f->bg_staging;
     if (f->prev_open)
         f->prev_open->next_open = f->next_open;
     else
@@ -187,8 +204,8 @@ int rfs_abt_finalize(void)
     pthread_cond_broadcast(&E.work);
     pthread_mutex_unlock(&E.mu);
     for (int i = 0; i < E.n_threads; i++)
-        pthread_join(E.threads[i], NULL);
-    pthread_join(E.stager, NULL);
+        rfs_task_join(&E.threads[i]);
+    rfs_task_join(&E.stager);
 
     pthread_mutex_lock(&E.mu);
     int err = E.final_err;

@@ -23,8 +23,8 @@ static inline int abt_overlaps(const abt_chunk *a, uint64_t lo, uint64_t hi)
     return a->lo < hi && lo < a->hi;
 }
 
-/* engine.c: adds the calling thread's CPU time to the statistics, when it exits. */
-void abt_account_thread_cpu(void);
+/* engine.c: the calling thread's CPU time so far, in seconds (no lock needed). */
+double abt_thread_cpu(void);
 
 /* pool.c: the buffer pool. */
 int abt_pool_set_cap(uint64_t cap_bufs);

@@ -17,7 +17,7 @@
 static abt_chunk *pick_pass(int memory_only)
 {
     for (abt_chunk *c = E.head; c; c = c->next) {
-        if (c->inflight || c->busy)
+        if (c->inflight || c->busy || c->f->inflight >= c->f->threads)
             continue;
         if (memory_only && (c->staged || !c->buf))
             continue;
@@ -128,6 +128,7 @@ static int sendable(const abt_chunk *c, double now, double *retry)
 void *abt_sender_main(void *arg)
 {
     (void)arg;
+    double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
     rfs_status sent;
     pthread_mutex_lock(&E.mu);
     for (;;) {
@@ -144,6 +145,7 @@ void *abt_sender_main(void *arg)
             continue;
         }
         c->inflight = 1;
+        c->f->inflight++;
         c->sealed = 1;
         if (E.n_inflight++ == 0)
             E.busy_mark = rfs_abt_now();
@@ -155,9 +157,10 @@ void *abt_sender_main(void *arg)
         pthread_mutex_lock(&E.mu);
         note_bandwidth(rc == RFS_OK ? c->len : 0, rfs_abt_now());
         E.n_inflight--;
+        c->f->inflight--;
         abt_finish_chunk(c, rc, sent.msg, noted);
     }
-    abt_account_thread_cpu();
+    E.stats.thread_cpu_s += abt_thread_cpu() - cpu0;
     pthread_mutex_unlock(&E.mu);
     return NULL;
 }

@@ -10,7 +10,7 @@
 static abt_chunk *newest_in_memory(void)
 {
     for (abt_chunk *c = E.tail; c; c = c->prev)
-        if (c->buf && !c->inflight && !c->busy && !c->staged)
+        if (c->buf && !c->inflight && !c->busy && !c->staged && c->f->bg_staging)
             return c;
     return NULL;
 }
@@ -71,6 +71,7 @@ static void stage_one_step(double now)
 void *abt_stager_main(void *arg)
 {
     (void)arg;
+    double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
     pthread_mutex_lock(&E.mu);
     abt_pool_prefault();
     while (!E.stop) {
@@ -82,10 +83,10 @@ void *abt_stager_main(void *arg)
         }
         struct timespec ts = rfs_deadline_ms(10);
         pthread_cond_timedwait(&E.work, &E.mu, &ts);
-        if (!E.stop && E.bg_staging)
+        if (!E.stop && E.bg_files > 0)
             stage_one_step(rfs_abt_now());
     }
-    abt_account_thread_cpu();
+    E.stats.thread_cpu_s += abt_thread_cpu() - cpu0;
     pthread_mutex_unlock(&E.mu);
     return NULL;
 }

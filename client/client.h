@@ -15,6 +15,7 @@
 #include "proto/proto.h"
 #include "transport/transport.h"
 #include "client/compress_pipe.h"
+#include "client/runtime.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +61,9 @@ typedef struct rfs_copts {
     int has_grant;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
+    /* The runtime whose connection pool and workers serve this file or call (the default
+     * runtime unless an *_in function names another). */
+    rfs_runtime *rt;
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -76,6 +80,26 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 /* Frame bytes this process sent and received on all its connections (conn.c), for
  * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
+
+/* ---- the runtime (runtime.c, exec.c, runtime.h) ---- */
+typedef struct rfs_conn rfs_conn;
+struct rfs_runtime {
+    /* The executor (exec.c): x_mu guards the rest of these. */
+    pthread_mutex_t x_mu;
+    pthread_cond_t x_work;     /* a job was queued, or stopping */
+    pthread_cond_t x_done;     /* a job finished */
+    pthread_cond_t x_gone;     /* a worker ended */
+    rfs_task *x_head, *x_tail;
+    int x_threads, x_idle, x_queued, x_stopping;
+    unsigned long x_started;
+    /* The connection pool (pool.c): pool_lock guards the list and every connection's pool
+     * bookkeeping (pool_next, refs, idle_since_ns). */
+    pthread_mutex_t pool_lock;
+    rfs_conn *pool_head;
+};
+void rfs_exec_init(rfs_runtime *rt);
+/* Ends the workers once their jobs are done (every task must have been joined). */
+void rfs_exec_stop(rfs_runtime *rt);
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -123,10 +147,11 @@ void rfs_call_reset(rfs_call *call);
 void rfs_call_destroy(rfs_call *call);
 
 /* ---- connections (conn.c, handshake.c) ---- */
-typedef struct rfs_conn rfs_conn;
 
 struct rfs_conn {
-    /* Pool bookkeeping: guarded by the pool's lock (pool.c). */
+    /* Pool bookkeeping: guarded by the pool's lock (pool.c) of rt, the runtime whose pool
+     * holds the connection. */
+    rfs_runtime *rt;
     rfs_conn *pool_next;
     int refs;
     int64_t idle_since_ns;     /* when refs last dropped to 0 (lingering in the pool) */
@@ -233,11 +258,13 @@ void rfs_session_settle(rfs_conn *c);
 int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_ms,
                    uint8_t boot[RFS_SESSION_LEN]);
 
-/* ---- pool (pool.c) ---- */
+/* ---- pool (pool.c): the connections of o->rt ---- */
 /* count connections to host:port authenticated with o's token; shares live ones. */
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
 void rfs_pool_put(rfs_conn *c);
+/* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */
+void rfs_pool_close_all(rfs_runtime *rt);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,

@@ -123,6 +123,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (!opts)
         opts = &none;
     memset(o, 0, sizeof *o);
+    if (!(o->rt = rfs_runtime_default()))
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory for the client runtime", label);
     if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || (opts->streams < 0 && opts->streams != RFS_STREAMS_AUTO) ||
         opts->window < 0 || opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
