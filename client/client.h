@@ -5,7 +5,8 @@
  * connection (transport + receiver thread + pending requests), handshake.c runs HELLO/AUTH,
  * pool.c shares connections between files, file.c opens/closes files and does the small ops,
  * xfer.c pipelines large and list transfers over a file's streams, meta.c does the
- * path-based calls, services.c the MPI-IO services (counter, locks, views). */
+ * path-based calls, services.c the MPI-IO services (counter, locks, views); runtime.c and
+ * exec.c are the runtime that owns the pool and the worker threads (runtime.h). */
 #ifndef RFS_CLIENT_CLIENT_H
 #define RFS_CLIENT_CLIENT_H
 
@@ -98,6 +99,9 @@ struct rfs_runtime {
     rfs_conn *pool_head;
 };
 void rfs_exec_init(rfs_runtime *rt);
+/* In a child after fork: only the forking thread exists there, so no worker does (the lock
+ * may have been held by one of them): starts the executor again from nothing. */
+void rfs_exec_after_fork(rfs_runtime *rt);
 /* Ends the workers once their jobs are done (every task must have been joined). */
 void rfs_exec_stop(rfs_runtime *rt);
 

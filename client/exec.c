@@ -108,6 +108,13 @@ void rfs_exec_init(rfs_runtime *rt)
     pthread_cond_init(&rt->x_gone, NULL);
 }
 
+void rfs_exec_after_fork(rfs_runtime *rt)
+{
+    rt->x_head = rt->x_tail = NULL;
+    rt->x_threads = rt->x_idle = rt->x_queued = 0;
+    rfs_exec_init(rt);
+}
+
 void rfs_exec_stop(rfs_runtime *rt)
 {
     pthread_mutex_lock(&rt->x_mu);

@@ -32,7 +32,17 @@ void rfs_runtime_destroy(rfs_runtime *rt)
 
 static rfs_runtime *default_rt;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static void make_default(void) { default_rt = make(); }
+
+/* A child forked by a program that used the library (Python's multiprocessing, say) must not
+ * hand jobs to the parent's workers, which it does not have. */
+static void default_after_fork(void) { rfs_exec_after_fork(default_rt); }
+
+static void make_default(void)
+{
+    default_rt = make();
+    if (default_rt)
+        pthread_atfork(NULL, NULL, default_after_fork);
+}
 
 rfs_runtime *rfs_runtime_default(void)
 {

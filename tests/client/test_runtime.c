@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "client/client.h"
 
@@ -146,6 +148,30 @@ static void test_default_runtime_is_shared(void **state)
     assert_int_equal((intptr_t)rfs_task_join(&t), 8);
 }
 
+/* A child forked after the default runtime made workers has none of them: its jobs still run
+ * (a job handed to the parent's idle worker would wait forever: the child ends by SIGALRM). */
+static void test_default_runtime_works_after_fork(void **state)
+{
+    (void)state;
+    rfs_runtime *rt = rfs_runtime_default();
+    rfs_task t;
+    assert_int_equal(rfs_task_start(rt, &t, add_one, (void *)(intptr_t)1), 0);
+    assert_int_equal((intptr_t)rfs_task_join(&t), 2);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        rfs_task c;
+        int ok = rfs_task_start(rt, &c, add_one, (void *)(intptr_t)6) == 0 &&
+                 (intptr_t)rfs_task_join(&c) == 7;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_a_job_never_waits_behind_another),
         cmocka_unit_test(test_jobs_start_jobs),
         cmocka_unit_test(test_default_runtime_is_shared),
+        cmocka_unit_test(test_default_runtime_works_after_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
