@@ -30,6 +30,8 @@ typedef struct rfs_abt_config {
     int local_ranks;           /* processes sharing this node's memory (for the default cap) */
     double wait_timeout_s;     /* how long a write may wait for buffer or staging space while
                                 * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
+    struct rfs_runtime *rt;    /* whose workers run the engine's threads (client/runtime.h);
+                                * NULL: the default runtime */
 } rfs_abt_config;
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)

@@ -5,7 +5,8 @@
  * connection (transport + receiver thread + pending requests), handshake.c runs HELLO/AUTH,
  * pool.c shares connections between files, file.c opens/closes files and does the small ops,
  * xfer.c pipelines large and list transfers over a file's streams, meta.c does the
- * path-based calls, services.c the MPI-IO services (counter, locks, views). */
+ * path-based calls, services.c the MPI-IO services (counter, locks, views); runtime.c and
+ * exec.c are the runtime that owns the pool and the worker threads (runtime.h). */
 #ifndef RFS_CLIENT_CLIENT_H
 #define RFS_CLIENT_CLIENT_H
 
@@ -15,6 +16,7 @@
 #include "proto/proto.h"
 #include "transport/transport.h"
 #include "client/compress_pipe.h"
+#include "client/runtime.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,6 +65,9 @@ typedef struct rfs_copts {
     int extra_stream;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
+    /* The runtime whose connection pool and workers serve this file or call (the default
+     * runtime unless an *_in function names another). */
+    rfs_runtime *rt;
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -81,6 +86,29 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 /* Read replies that came compressed, and their raw and wire payload bytes (RFS_STATS). */
 extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
+
+/* ---- the runtime (runtime.c, exec.c, runtime.h) ---- */
+typedef struct rfs_conn rfs_conn;
+struct rfs_runtime {
+    /* The executor (exec.c): x_mu guards the rest of these. */
+    pthread_mutex_t x_mu;
+    pthread_cond_t x_work;     /* a job was queued, or stopping */
+    pthread_cond_t x_done;     /* a job finished */
+    pthread_cond_t x_gone;     /* a worker ended */
+    rfs_task *x_head, *x_tail;
+    int x_threads, x_idle, x_queued, x_stopping;
+    unsigned long x_started;
+    /* The connection pool (pool.c): pool_lock guards the list and every connection's pool
+     * bookkeeping (pool_next, refs, idle_since_ns). */
+    pthread_mutex_t pool_lock;
+    rfs_conn *pool_head;
+};
+void rfs_exec_init(rfs_runtime *rt);
+/* In a child after fork: only the forking thread exists there, so no worker does (the lock
+ * may have been held by one of them): starts the executor again from nothing. */
+void rfs_exec_after_fork(rfs_runtime *rt);
+/* Ends the workers once their jobs are done (every task must have been joined). */
+void rfs_exec_stop(rfs_runtime *rt);
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -129,10 +157,11 @@ void rfs_call_reset(rfs_call *call);
 void rfs_call_destroy(rfs_call *call);
 
 /* ---- connections (conn.c, handshake.c) ---- */
-typedef struct rfs_conn rfs_conn;
 
 struct rfs_conn {
-    /* Pool bookkeeping: guarded by the pool's lock (pool.c). */
+    /* Pool bookkeeping: guarded by the pool's lock (pool.c) of rt, the runtime whose pool
+     * holds the connection. */
+    rfs_runtime *rt;
     rfs_conn *pool_next;
     int refs;
     int64_t idle_since_ns;     /* when refs last dropped to 0 (lingering in the pool) */
@@ -239,7 +268,7 @@ void rfs_session_settle(rfs_conn *c);
 int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_ms,
                    uint8_t boot[RFS_SESSION_LEN]);
 
-/* ---- pool (pool.c) ---- */
+/* ---- pool (pool.c): the connections of o->rt ---- */
 /* count connections to host:port authenticated with o's token; shares live ones. */
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
@@ -253,6 +282,8 @@ void rfs_pool_put(rfs_conn *c);
  * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
  * them dials them while it does other work (the rfs command's cp -r). */
 int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
+/* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */
+void rfs_pool_close_all(rfs_runtime *rt);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,

@@ -259,6 +259,12 @@ static int open_conns(rfs_file *f, rfs_copts *o)
 
 int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out)
 {
+    return rfs_open_in(NULL, name, flags, mode, opts, out);
+}
+
+int rfs_open_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
+                const rfs_options *opts, rfs_file **out)
+{
     if (!out)
         return rfs_fail(RFS_E_INVAL, "rfs_open: NULL output pointer");
     *out = NULL;
@@ -293,6 +299,8 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     rfs_copts o;
     if ((rc = rfs_copts_resolve(opts, f->label, &o)))
         goto fail;
+    if (rt)
+        o.rt = rt;
     f->flags = flags;
     f->io_timeout_ms = o.io_timeout_ms;
     f->window = o.window;

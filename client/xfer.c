@@ -222,12 +222,12 @@ static void *stream_main(void *arg)
 }
 
 typedef struct streams {
-    pthread_t th[RFS_CLIENT_MAX_STREAMS];
+    rfs_task th[RFS_CLIENT_MAX_STREAMS];
     stream_arg args[RFS_CLIENT_MAX_STREAMS];
     int spawned[RFS_CLIENT_MAX_STREAMS];
 } streams;
 
-/* Starts stream s on a thread. If none can be had, the streams already running take its
+/* Starts stream s on a worker of the file's runtime. If none can be had, the streams already running take its
  * jobs (they come from the shared counter). */
 static void spawn(xfer *x, streams *st, int s)
 {
@@ -236,7 +236,7 @@ static void spawn(xfer *x, streams *st, int s)
     pthread_mutex_lock(&x->run_mu);
     x->running++;
     pthread_mutex_unlock(&x->run_mu);
-    st->spawned[s] = rfs_thread_start(&st->th[s], stream_main, &st->args[s]) == 0;
+    st->spawned[s] = rfs_task_start(x->f->copts.rt, &st->th[s], stream_main, &st->args[s]) == 0;
     if (!st->spawned[s]) {
         pthread_mutex_lock(&x->run_mu);
         x->running--;
@@ -321,7 +321,7 @@ static int run(xfer *x, size_t *done)
     }
     for (int s = 0; s < RFS_CLIENT_MAX_STREAMS; s++)
         if (st.spawned[s])
-            pthread_join(st.th[s], NULL);
+            rfs_task_join(&st.th[s]);
 
     size_t total = 0;
     for (size_t j = 0; j < x->njobs; j++) {
