@@ -489,11 +489,15 @@ def _hdf5_section(outdir, name="hdf5_ckpt.json", title=""):
 
 def _cli_cc(d):
     """The namespaces' congestion control (newer runs record it per profile); older runs
-    recorded only the host's default, which bench/wan/up overrides (cubic unless --cc)."""
+    recorded only the host's default."""
     ccs = {p.get("congestion") for p in d.get("profiles", {}).values() if p.get("congestion")}
     if ccs:
         return ", ".join(sorted(ccs))
-    return f"{d.get('congestion')} (the host's default as recorded; the namespaces ran cubic)"
+    # bench/wan/up sets cubic in the namespaces since 2026-11-26 01:28; runs before inherited
+    # the host's default, which is what they recorded
+    when = d.get("when", "")
+    ran = "cubic" if when >= "2026-11-26T01:28" else d.get("congestion")
+    return f"{ran} (the JSON records the host's default, {d.get('congestion')})"
 
 def _cli_wan_section(outdir):
     """bench/cli's result (cli_wan.json), if present."""
