@@ -4,59 +4,23 @@
 
 #include "common/err.h"
 #include "common/shuffle.h"
+#include "common/tbuf.h"
 
 #include <lz4.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <zstd.h>
 
-/* Per-thread zstd contexts and shuffle scratch, freed when their thread ends. */
-static pthread_key_t cctx_key, dctx_key, scratch_key;
+/* Per-thread zstd contexts, freed when their thread ends. */
+static pthread_key_t cctx_key, dctx_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void free_cctx(void *p) { ZSTD_freeCCtx(p); }
 static void free_dctx(void *p) { ZSTD_freeDCtx(p); }
 
-typedef struct scratch {
-    size_t cap;
-    uint8_t *p;
-} scratch;
-
-static void free_scratch(void *v)
-{
-    scratch *s = v;
-    free(s->p);
-    free(s);
-}
-
 static void make_keys(void)
 {
     pthread_key_create(&cctx_key, free_cctx);
     pthread_key_create(&dctx_key, free_dctx);
-    pthread_key_create(&scratch_key, free_scratch);
-}
-
-/* This thread's scratch of at least n bytes (NULL: out of memory). */
-static uint8_t *scratch_buf(size_t n)
-{
-    pthread_once(&key_once, make_keys);
-    scratch *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        if (!(s = calloc(1, sizeof *s)))
-            return NULL;
-        if (pthread_setspecific(scratch_key, s)) {
-            free(s);
-            return NULL;
-        }
-    }
-    if (s->cap < n) {
-        uint8_t *p = realloc(s->p, n ? n : 1);
-        if (!p)
-            return NULL;
-        s->p = p;
-        s->cap = n;
-    }
-    return s->p;
 }
 
 /* The codec a shuffled one runs after the shuffle (the codec itself otherwise). */
@@ -140,7 +104,7 @@ size_t rfs_codec_compress(unsigned codec, int level, void *dst, size_t cap, cons
 {
     if (!shuffled(codec))
         return compress_plain(codec, level, dst, cap, src, n);
-    uint8_t *tmp = scratch_buf(n);
+    uint8_t *tmp = rfs_tbuf(RFS_TBUF_SHUFFLE, n);
     if (!tmp)
         return 0;
     rfs_shuffle(tmp, src, n, RFS_SHUFFLE_ELEM);
@@ -153,7 +117,7 @@ int rfs_codec_decompress(unsigned codec, void *dst, size_t raw_len, const void *
 {
     if (!shuffled(codec))
         return decompress_plain(codec, dst, raw_len, src, n);
-    uint8_t *tmp = scratch_buf(raw_len);
+    uint8_t *tmp = rfs_tbuf(RFS_TBUF_SHUFFLE, raw_len);
     if (!tmp)
         return rfs_fail(RFS_E_NOMEM, "out of memory to unshuffle %zu bytes", raw_len);
     int rc = decompress_plain(base_of(codec), tmp, raw_len, src, n);

@@ -17,6 +17,7 @@
 #include "common/compress.h"
 #include "common/debug.h"
 #include "common/err.h"
+#include "common/tbuf.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -165,47 +166,6 @@ void rfs_zstate_stats(rfs_zstate *z, rfs_zstats *out)
     pthread_mutex_unlock(&z->mu);
 }
 
-/* ---- the calling thread's output buffer ---- */
-
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-
-typedef struct tbuf {
-    size_t cap;
-    uint8_t *p;
-} tbuf;
-
-static void tbuf_free(void *v)
-{
-    tbuf *b = v;
-    free(b->p);
-    free(b);
-}
-
-static void make_key(void) { pthread_key_create(&buf_key, tbuf_free); }
-
-static uint8_t *thread_buf(size_t need)
-{
-    pthread_once(&buf_once, make_key);
-    tbuf *b = pthread_getspecific(buf_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b)))
-            return NULL;
-        if (pthread_setspecific(buf_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < need) {
-        uint8_t *p = realloc(b->p, need);
-        if (!p)
-            return NULL;
-        b->p = p;
-        b->cap = need;
-    }
-    return b->p;
-}
-
 /* ---- estimates ---- */
 
 static void blend(est *e, double ratio, double cspeed, double dspeed)
@@ -279,7 +239,7 @@ static unsigned decide(rfs_zstate *z, unsigned offered, double B)
 static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
 {
     size_t cap = rfs_codec_bound(codec, n);
-    uint8_t *dst = cap ? thread_buf(cap) : NULL;
+    uint8_t *dst = cap ? rfs_tbuf(RFS_TBUF_PACKED, cap) : NULL;
     if (!dst)
         return 0;
     size_t c = rfs_codec_compress(codec, level, dst, cap, src, n);
