@@ -1,7 +1,8 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* See zauto.h. The auto decision, per state (a file on the client, an open file on rfsd):
  *  - Off, it samples now and then: the first SAMPLE bytes of a frame compressed with each codec
- *    the receiver takes (lz4, zstd, and both after a byte shuffle) and decompressed again, timed. The first frame is sampled; after a sample that says
+ *    the receiver takes (lz4, zstd, and both after a byte shuffle) and decompressed again,
+ *    timed. The first frame is sampled; after a sample that says
  *    "off" the next one waits twice as long (8 MiB doubling to 256 MiB), so incompressible data
  *    costs well under 1% of a core, and a file whose data become compressible is noticed.
  *  - On, every frame is compressed with the chosen codec, and its ratio and speed feed the
@@ -55,8 +56,6 @@ struct rfs_zstate {
 
 int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
 {
-    static const char bad[] = "compression '%s': use none, lz4, zstd[:LEVEL] (either optionally "
-                              "followed by +shuffle) or auto";
     *level = RFS_ZSTD_LEVEL_DEFAULT;
     if (!s || !*s || !strcmp(s, "auto")) {
         *mode = RFS_Z_AUTO;
@@ -90,7 +89,8 @@ int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
         *mode = RFS_Z_ZSTD;
         *level = (int)l;
     } else {
-        return rfs_fail(RFS_E_INVAL, bad, s);
+        return rfs_fail(RFS_E_INVAL, "compression '%s': use none, lz4, zstd[:LEVEL] (either "
+                        "optionally followed by +shuffle) or auto", s);
     }
     if (shuffle)
         *mode = *mode == RFS_Z_LZ4 ? RFS_Z_LZ4_SHUF : RFS_Z_ZSTD_SHUF;
@@ -107,7 +107,8 @@ void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap)
     if ((mode == RFS_Z_ZSTD || mode == RFS_Z_ZSTD_SHUF) && level != RFS_ZSTD_LEVEL_DEFAULT)
         snprintf(buf, cap, "zstd:%d%s", level, sh);
     else
-        snprintf(buf, cap, "%s%s", mode == RFS_Z_LZ4 || mode == RFS_Z_LZ4_SHUF ? "lz4" : "zstd", sh);
+        snprintf(buf, cap, "%s%s", mode == RFS_Z_LZ4 || mode == RFS_Z_LZ4_SHUF ? "lz4" : "zstd",
+                 sh);
 }
 
 rfs_zstate *rfs_zstate_new(unsigned mode, int level)
