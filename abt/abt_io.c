@@ -171,13 +171,11 @@ static int abt_unlock(rfs_io *io, uint64_t off, uint64_t len)
 
 /* A delete comes after this process's queued writes of the file, so none of them lands in the
  * deleted file or (a deferred open) creates it again; a failed one stays in the journal and is
- * reported by close or MPI_Finalize as before. A delete names no file, so no runtime: it waits
- * for the default runtime's engine, where MPI-IO opens its files (MPI_File_delete). */
+ * reported by close or MPI_Finalize as before. A delete names no runtime: it waits in every
+ * runtime's engine. */
 static int abt_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
-    abt_engine *e = rfs_abt_engine_peek(NULL);
-    if (e)
-        rfs_abt_wait_name(e, name);
+    rfs_abt_wait_name_all(name);
     return rfs_io_remove(below, name, opts);
 }
 

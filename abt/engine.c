@@ -24,6 +24,12 @@
 #include "common/clock.h"
 #include "common/err.h"
 
+/* Every live engine of the process, for the one thing that names no runtime: a delete of a
+ * file waits for that file's queued writes in all of them (rfs_abt_wait_name_all). reg_mu is
+ * taken before an engine's mu. */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static abt_engine *reg_head;
+
 static void *engine_make(rfs_runtime *rt)
 {
     abt_engine *e = calloc(1, sizeof *e);
@@ -34,7 +40,19 @@ static void *engine_make(rfs_runtime *rt)
     rfs_cond_init_monotonic(&e->work);
     rfs_cond_init_monotonic(&e->done);
     e->rt = rt;
+    pthread_mutex_lock(&reg_mu);
+    e->reg_next = reg_head;
+    reg_head = e;
+    pthread_mutex_unlock(&reg_mu);
     return e;
+}
+
+void rfs_abt_wait_name_all(const char *name)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (abt_engine *e = reg_head; e; e = e->reg_next)
+        rfs_abt_wait_name(e, name);
+    pthread_mutex_unlock(&reg_mu);
 }
 
 /* With the runtime: what is queued is delivered first (an error nobody heard of yet is lost
@@ -44,6 +62,13 @@ static void engine_destroy(void *part)
     abt_engine *e = part;
     if (rfs_abt_finalize_engine(e) != RFS_OK)
         rfs_clear_error();
+    pthread_mutex_lock(&reg_mu);
+    for (abt_engine **p = &reg_head; *p; p = &(*p)->reg_next)
+        if (*p == e) {
+            *p = e->reg_next;
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
     for (abt_stage *st = e->stages, *next; st; st = next) {
         next = st->next;
         free(st);

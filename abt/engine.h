@@ -117,6 +117,7 @@ struct abt_engine {
 
     int n_threads;
     rfs_runtime *rt;         /* whose part it is; its workers run the senders and the stager */
+    abt_engine *reg_next;    /* the process's live engines (engine.c) */
     rfs_task threads[16];
     rfs_task stager;
     int bg_files;            /* open files with background staging on */
@@ -182,6 +183,8 @@ void rfs_abt_wait_queued(abt_file *f);
  * ones have left the queue too (kept in the journal, reported as before). Returns at once when
  * the engine is not running. */
 void rfs_abt_wait_name(abt_engine *e, const char *name);
+/* The same in every live engine of the process (a delete names no runtime). */
+void rfs_abt_wait_name_all(const char *name);
 /* rfs_io write_mark / mark_answered: the next chunk's sequence number; 1 once every chunk of
  * f numbered below mark is answered (a chunk that took more data since counts whole). */
 uint64_t rfs_abt_write_mark(abt_engine *e);
