@@ -229,7 +229,6 @@ int rfs_abt_engine_start(abt_engine *e, const rfs_abt_config *c, abt_stage **sta
         if (cap > RFS_ABT_DEFAULT_MEM_MAX)
             cap = RFS_ABT_DEFAULT_MEM_MAX;
     }
-    abt_pool_set_cap(e, cap);
     /* A cap the user gave is memory meant for ABT: touch all of it up front, in buffers of
      * the size of the file that starts the engine. */
     e->prefault_bytes = c->max_memory ? cap : RFS_ABT_DEFAULT_PREFAULT;
@@ -247,7 +246,7 @@ int rfs_abt_engine_start(abt_engine *e, const rfs_abt_config *c, abt_stage **sta
     e->bx_win_start = -1;
     e->bx_win_bytes = e->bx_period_bytes = 0;
     memset(&e->stats, 0, sizeof e->stats);
-    e->stats.memory_cap = e->cap_bytes;
+    abt_pool_set_cap(e, cap);
     /* The threads are workers of the engine's runtime: signals blocked, reused after
      * finalize. */
     e->n_threads = 0;

@@ -13,7 +13,8 @@
 void abt_pool_set_cap(abt_engine *e, uint64_t cap_bytes)
 {
     e->cap_bytes = cap_bytes;
-    e->stats.memory_cap = cap_bytes;
+    /* What buffers can use of it (with one size, whole buffers). */
+    e->stats.memory_cap = cap_bytes - cap_bytes % e->buf_max;
 }
 
 static abt_bufclass *class_of(abt_engine *e, uint64_t size, int make)
