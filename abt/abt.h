@@ -2,12 +2,13 @@
 /* Active buffering with threads (rfs-abt.txt sec. 2.2, 3.2, 5.2) as a stacked rfs_io layer.
  *
  * Writes are copied into buffers of the file's size from its runtime's pool (allocated on
- * demand up to a memory cap shared by the runtime's files) and the call returns; background threads send the buffered writes to the
- * layer below in order. When the cap is reached, the write goes to a local journal file in the
- * file's staging directory instead (foreground staging). During computation phases a stager moves
- * buffered data to the journal ahead of the next output phase as eq. (1) says (background
- * staging). Errors of background writes surface at the next sync or close of the file, or at
- * rfs_abt_finalize; unsent staged data stays in the journal for `rfs recover`.
+ * demand up to a memory cap shared by the runtime's files) and the call returns; background
+ * threads send the buffered writes to the layer below in order. When the cap is reached, the
+ * write goes to a local journal file in the file's staging directory instead (foreground
+ * staging). During computation phases a stager moves buffered data to the journal ahead of
+ * the next output phase as eq. (1) says (background staging). Errors of background writes
+ * surface at the next sync or close of the file, or at rfs_abt_finalize; unsent staged data
+ * stays in the journal for `rfs recover`.
  * Background threads never call MPI.
  */
 #ifndef RFS_ABT_H
@@ -30,8 +31,8 @@ typedef struct rfs_abt_config {
     int local_ranks;           /* processes sharing this node's memory (for the default cap) */
     double wait_timeout_s;     /* how long a write may wait for buffer or staging space while
                                 * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
-    struct rfs_runtime *rt;    /* whose engine the file joins, whose workers run it (client/runtime.h);
-                                * NULL: the default runtime */
+    struct rfs_runtime *rt;    /* whose engine the file joins, whose workers run it
+                                * (client/runtime.h); NULL: the default runtime */
 } rfs_abt_config;
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)

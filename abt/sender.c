@@ -88,7 +88,8 @@ static void note_bandwidth(abt_engine *e, uint64_t bytes, double now)
         int last = e->n_inflight == 1;  /* this completion ends the busy period */
         /* A busy period's last window counts only if it is long enough: completions that
          * arrive in a burst (pipelined replies) would otherwise give any rate at all. */
-        if (dt > 0 && e->bx_win_bytes > 0 && (dt >= BX_WINDOW_S || (last && dt >= BX_WINDOW_S / 4))) {
+        if (dt > 0 && e->bx_win_bytes > 0 &&
+            (dt >= BX_WINDOW_S || (last && dt >= BX_WINDOW_S / 4))) {
             e->bx = rfs_ewma(e->bx, e->bx_win_bytes / dt, 0.3);
             e->stats.remote_bw = e->bx;
             e->bx_win_start = now;

@@ -68,7 +68,7 @@ int abt_reserve(abt_engine *e, abt_stage *st, uint64_t extra)
     uint64_t ahead = need + (free_mem < step ? free_mem - free_mem % e->buf_max : step);
     int err = try_fallocate(st, end, ahead);
     if (err == ENOSPC || err == EDQUOT || err == EFBIG)
-        err = try_fallocate(st, end, ahead = need);  /* a small disk may still hold what is needed */
+        err = try_fallocate(st, end, ahead = need);  /* a small disk may hold what is needed */
     if (err == EOPNOTSUPP) {
         /* Cannot hold room ahead here: buffered data is then kept only if the disk has space
          * when a send fails (docs/abt.md). */

@@ -2,15 +2,16 @@
 /* The read cache (rfs-abt.txt sec. 5.1) as a stacked rfs_io layer.
  *
  * Byte ranges read through the layer are kept in memory, per runtime (client/runtime.h),
- * under one memory cap shared by the runtime's cached files (least recently used ranges go first), so reading them again
- * costs no request. Sequential and constant-stride reads are detected from the last reads of
- * the file (or prefetch is forced by a hint) and the bytes ahead are read in the background by
- * a few threads of the file, in a window that doubles per read up to a cap; a read that finds
- * its bytes in flight waits for them instead of asking again. Writes through the layer drop
- * the cached ranges they overlap; sync, set_size and preallocate drop everything, as does
- * rfs_cache_invalidate (the MPI-IO layer calls it where MPI says other processes' writes
- * become visible). A failed prefetch is forgotten: the application hears of it only when it
- * reads those bytes and the read, retried once synchronously, fails again.
+ * under one memory cap shared by the runtime's cached files (least recently used ranges go
+ * first), so reading them again costs no request. Sequential and constant-stride reads are
+ * detected from the last reads of the file (or prefetch is forced by a hint) and the bytes
+ * ahead are read in the background by a few threads of the file, in a window that doubles per
+ * read up to a cap; a read that finds its bytes in flight waits for them instead of asking
+ * again. Writes through the layer drop the cached ranges they overlap; sync, set_size and
+ * preallocate drop everything, as does rfs_cache_invalidate (the MPI-IO layer calls it where
+ * MPI says other processes' writes become visible). A failed prefetch is forgotten: the
+ * application hears of it only when it reads those bytes and the read, retried once
+ * synchronously, fails again.
  * Background threads never call MPI.
  */
 #ifndef RFS_CACHE_H
@@ -23,7 +24,8 @@
 enum { RFS_PREFETCH_AUTO = 0, RFS_PREFETCH_ENABLE = 1, RFS_PREFETCH_DISABLE = 2 };
 
 typedef struct rfs_cache_config {
-    uint64_t max_memory;      /* cap on the runtime's cached bytes (hint rfs_cache_size); 0: default */
+    uint64_t max_memory;      /* cap on the runtime's cached bytes (hint rfs_cache_size);
+                               * 0: default */
     int prefetch;             /* RFS_PREFETCH_*: auto detects the pattern (hint rfs_prefetch) */
     uint64_t prefetch_max;    /* cap on the window ahead of the reader (hint rfs_prefetch_max);
                                * 0: default; never more than half of max_memory */
