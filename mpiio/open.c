@@ -43,6 +43,7 @@ static void options_from_hints(const mp_hints *h, int node_ranks, rfs_options *o
                      : h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
     o->tls = h->tls;
+    o->transport = h->transport[0] ? h->transport : NULL;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
      * under ABT every write must wait for the server's reply. */
     o->write_window = h->abt == MP_ENABLE ? 0 : (size_t)h->write_window;

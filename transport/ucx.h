@@ -1,9 +1,10 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* UCX stream transport (docs/protocol.md "Transports", docs/design.md "Transport and TLS"):
- * the same byte stream as TCP, carried by UCX's UCP stream API over a client-server
- * (sockaddr) endpoint, so RDMA hardware is used where UCX finds it, TCP or shared memory
- * where it does not. Every connection has a UCP worker of its own; t->fd is the worker's
- * event descriptor (readable, never writable: wants() always asks for POLLIN).
+ * the same byte stream as TCP, carried by UCX's UCP stream API between two workers, so RDMA
+ * hardware is used where UCX finds it and TCP where it does not. A TCP connection to the
+ * listener bootstraps it (the workers' addresses are exchanged over it) and stays open as the
+ * peer's liveness signal. Every connection has a UCP worker of its own; t->fd is readable when
+ * the connection wants looking at (wants() always asks for POLLIN).
  *
  * Built only when CMake finds libucx (RFS_WITH_UCX); otherwise every function here fails with
  * a message saying the build has no UCX (ucx_none.c). */
@@ -16,7 +17,7 @@
 int rfs_ucx_built(void);
 
 /* Connects to an rfsd UCX listener; within o->connect_timeout_ms the endpoint is wired up
- * (a flush completes), so a host without a UCX listener fails here, as RFS_E_CONN. */
+ * (a flush completes), so a port that does not serve UCX fails here, as RFS_E_CONN. */
 int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out);
 
 /* 1 when t is a UCX transport. */
@@ -27,12 +28,14 @@ void rfs_ucx_stop_reading(rfs_transport *t);
 /* Server side: a listener on host:port (port 0: any free one). */
 typedef struct rfs_ucx_listener rfs_ucx_listener;
 int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out);
-/* Poll it for POLLIN, then call rfs_ucx_accept until it returns 0. */
+/* Poll it for POLLIN, then take requests (rfs_ucx_pending_peer, then accept or refuse) until
+ * none is pending. */
 int rfs_ucx_listener_fd(const rfs_ucx_listener *l);
 /* "host:port" it listens on (the port chosen when 0 was asked for). */
 void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap);
 /* One pending connection request: 1 with *out (nonblocking, peer set to "ip:port"), 0 when
- * there is none, or a negative rfs_err (that request is dropped, the listener carries on). */
+ * there is none, or a negative rfs_err (that request is dropped, the listener carries on).
+ * Waits up to 2 s for the client's half of the bootstrap. */
 int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out);
 /* The next pending request refused (limits): the client's connect fails at once. The
  * caller logs why; UCX carries no reason to the client. 1 refused, 0 none pending. */

@@ -96,6 +96,9 @@ typedef struct rfs_options {
     /* 1: TLS required (as an rfss: name asks); 0: as the name and $RFS_TLS say. The server is
      * verified by $RFS_TLS_PIN, else by $RFS_TLS_CA or the system's CAs (docs/security.md). */
     int tls;
+    /* "tcp" or "ucx" (docs/protocol.md "Transports"); NULL: $RFS_TRANSPORT, else tcp. An
+     * rfs+ucx: name asks for UCX whatever this says. UCX has no TLS: both is an error. */
+    const char *transport;
 } rfs_options;
 
 typedef struct rfs_file rfs_file;
@@ -122,8 +125,10 @@ typedef struct rfs_name {
     uint16_t port;
     char path[4096];
     int tls;                 /* 1: an rfss: name (TLS required) */
+    int ucx;                 /* 1: an rfs+ucx: name (the UCX transport) */
 } rfs_name;
-/* Returns 1 if s starts with "rfs:" or "rfss:" (rfs://, rfss:// included). */
+/* Returns 1 if s starts with "rfs:", "rfss:" or "rfs+ucx:" (rfs://, rfss://, rfs+ucx://
+ * included). */
 int rfs_is_name(const char *s);
 int rfs_parse_name(const char *s, rfs_name *out);
 

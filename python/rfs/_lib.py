@@ -35,6 +35,7 @@ class Options(ctypes.Structure):
         ("retry_timeout_ms", ctypes.c_int),
         ("compress", ctypes.c_char_p),
         ("tls", ctypes.c_int),
+        ("transport", ctypes.c_char_p),
     ]
 
 
