@@ -36,15 +36,16 @@ static unsigned conn_count(rfsd_server *srv)
 }
 
 /* The limits of the TCP acceptor (main.c): a full table first makes room by evicting a
- * connection that never authenticated; then one address may hold only its share. UCX tells
- * a refused client nothing but "rejected", so the reason is logged here. NULL: refused. */
-static rfsd_addr *admit(rfsd_server *srv, const char *peer)
+ * connection that never authenticated; then one address may hold only its share. NULL:
+ * refused, why says so (for the client and the log). */
+static rfsd_addr *admit(rfsd_server *srv, const char *peer, char *why, size_t cap)
 {
     unsigned n = conn_count(srv);
     if (n >= RFSD_MAX_CONNS && rfsd_conn_evict_unready(srv) == 0)
         n = RFSD_MAX_CONNS - 1;
     if (n >= RFSD_MAX_CONNS) {
-        RFS_LOGW("%s: UCX connection refused: server busy with %u connections", peer, n);
+        snprintf(why, cap, "%u connections", n);
+        RFS_LOGW("%s: UCX connection refused: server busy with %s", peer, why);
         return NULL;
     }
     unsigned from_addr;
@@ -52,8 +53,9 @@ static rfsd_addr *admit(rfsd_server *srv, const char *peer)
     if (!a) {
         char addr[64];
         rfsd_addr_of(peer, addr, sizeof addr);
-        RFS_LOGW("%s: UCX connection refused: %u connections from %s (limit %u, rfsd "
-                 "--max-conns-per-addr)", peer, from_addr, addr, srv->cfg.max_conns_per_addr);
+        snprintf(why, cap, "%u connections from %s (limit %u per address, rfsd "
+                 "--max-conns-per-addr)", from_addr, addr, srv->cfg.max_conns_per_addr);
+        RFS_LOGW("%s: UCX connection refused: %s", peer, why);
     }
     return a;
 }
@@ -63,9 +65,10 @@ void rfsd_ucx_accept_ready(rfsd_server *srv, rfs_ucx_listener *l)
     char peer[80];
     /* bounded: requests arriving while we work wait for the next poll */
     for (int i = 0; i < 64 && rfs_ucx_pending_peer(l, peer, sizeof peer) == 0; i++) {
-        rfsd_addr *a = admit(srv, peer);
+        char why[200];
+        rfsd_addr *a = admit(srv, peer, why, sizeof why);
         if (!a) {
-            rfs_ucx_refuse(l);
+            rfs_ucx_refuse(l, why);
             continue;
         }
         rfs_transport *t;

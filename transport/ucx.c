@@ -647,6 +647,7 @@ static int new_transport(const char *peer, int sock, ucx_transport **out)
  * of tests/transport/test_ucx.c. */
 
 #define BOOT_MAGIC "RFS-UCX1"
+#define BOOT_REFUSED "RFS-BUSY"  /* instead of an address: the reason follows */
 #define BOOT_MAGIC_LEN 8
 #define BOOT_ADDR_MAX 8192   /* a worker address is a few hundred bytes */
 
@@ -694,8 +695,9 @@ static int send_address(int fd, ucp_worker_h w, int64_t until)
 }
 
 /* Reads the peer's address (malloc'd into *out). RFS_E_PROTO when the peer does not speak
- * this bootstrap (say, rfsd's TCP port answering with its own frames). */
-static int recv_address(int fd, int64_t until, uint8_t **out, size_t *len)
+ * this bootstrap (say, rfsd's TCP port answering with its own frames); RFS_E_BUSY when the
+ * server refused the connection (its reason in why). */
+static int recv_address(int fd, int64_t until, uint8_t **out, size_t *len, char *why, size_t cap)
 {
     uint8_t hdr[BOOT_MAGIC_LEN + 4];
     int rc = sock_io(fd, hdr, sizeof hdr, 0, until);
@@ -704,6 +706,15 @@ static int recv_address(int fd, int64_t until, uint8_t **out, size_t *len)
     uint32_t be;
     memcpy(&be, hdr + BOOT_MAGIC_LEN, 4);
     size_t n = ntohl(be);
+    if (why && !memcmp(hdr, BOOT_REFUSED, BOOT_MAGIC_LEN) && n < cap) {
+        if ((rc = sock_io(fd, why, n, 0, until)))
+            return rc;
+        why[n] = '\0';
+        for (size_t i = 0; i < n; i++)  /* a message for a terminal: printable only */
+            if ((unsigned char)why[i] < 0x20 || why[i] == 0x7f)
+                why[i] = '?';
+        return RFS_E_BUSY;
+    }
     if (memcmp(hdr, BOOT_MAGIC, BOOT_MAGIC_LEN) || n == 0 || n > BOOT_ADDR_MAX)
         return RFS_E_PROTO;
     if (!(*out = malloc(n)))
@@ -766,11 +777,17 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
     }
     uint8_t *addr = NULL;
     size_t alen = 0;
-    if ((rc = send_address(sock, t->worker, until)) || (rc = recv_address(sock, until, &addr, &alen)))
+    char why[256] = "";
+    if ((rc = send_address(sock, t->worker, until)) ||
+        (rc = recv_address(sock, until, &addr, &alen, why, sizeof why))) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "server busy: %s", why);
         return connect_failed(t, rc == RFS_E_TIMEOUT ? RFS_E_TIMEOUT : RFS_E_CONN,
                               rc == RFS_E_TIMEOUT ? "no UCX answer within the connect timeout"
+                              : rc == RFS_E_BUSY ? msg
                               : "the server does not speak UCX on this port (is it rfsd's "
-                                "--ucx-listen address, and is UCX enabled there?)");
+                                "--ucx-listen address?)");
+    }
     pthread_mutex_lock(&t->mu);
     ucs_status_t st = make_ep(t, addr);
     free(addr);
@@ -857,10 +874,23 @@ int rfs_ucx_pending_peer(rfs_ucx_listener *l, char *peer, size_t cap)
     return 0;
 }
 
-int rfs_ucx_refuse(rfs_ucx_listener *l)
+int rfs_ucx_refuse(rfs_ucx_listener *l, const char *why)
 {
     if (l->pending < 0)
         return 0;
+    /* told, not just closed: the client's message says why. Its address is read first, as
+     * closing a socket with unread bytes resets the connection before the client reads. */
+    uint8_t *addr = NULL;
+    size_t alen = 0;
+    if (recv_address(l->pending, now_ms() + ACCEPT_BOOT_MS, &addr, &alen, NULL, 0) == RFS_OK)
+        free(addr);
+    uint8_t msg[BOOT_MAGIC_LEN + 4 + 200];
+    size_t n = strlen(why) < 200 ? strlen(why) : 200;
+    uint32_t be = htonl((uint32_t)n);
+    memcpy(msg, BOOT_REFUSED, BOOT_MAGIC_LEN);
+    memcpy(msg + BOOT_MAGIC_LEN, &be, 4);
+    memcpy(msg + BOOT_MAGIC_LEN + 4, why, n);
+    (void)!send(l->pending, msg, BOOT_MAGIC_LEN + 4 + n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(l->pending);
     l->pending = -1;
     return 1;
@@ -879,7 +909,7 @@ int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out)
     int64_t until = now_ms() + ACCEPT_BOOT_MS;
     uint8_t *addr = NULL;
     size_t alen = 0;
-    int rc = recv_address(sock, until, &addr, &alen);
+    int rc = recv_address(sock, until, &addr, &alen, NULL, 0);
     if (rc) {
         close(sock);
         return rfs_fail(rc == RFS_E_NOMEM ? RFS_E_NOMEM : RFS_E_CONN,
@@ -911,7 +941,7 @@ void rfs_ucx_listener_free(rfs_ucx_listener *l)
 {
     if (!l)
         return;
-    rfs_ucx_refuse(l);
+    rfs_ucx_refuse(l, "server stopping");
     close(l->fd);
     free(l);
 }

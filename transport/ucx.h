@@ -37,9 +37,9 @@ void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap);
  * there is none, or a negative rfs_err (that request is dropped, the listener carries on).
  * Waits up to 2 s for the client's half of the bootstrap. */
 int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out);
-/* The next pending request refused (limits): the client's connect fails at once. The
- * caller logs why; UCX carries no reason to the client. 1 refused, 0 none pending. */
-int rfs_ucx_refuse(rfs_ucx_listener *l);
+/* The next pending request refused (limits): the client's connect fails at once, its
+ * message saying why. 1 refused, 0 none pending. */
+int rfs_ucx_refuse(rfs_ucx_listener *l, const char *why);
 /* Peer of the next pending request ("ip:port"), 0; or 1 when none is pending. */
 int rfs_ucx_pending_peer(rfs_ucx_listener *l, char *peer, size_t cap);
 void rfs_ucx_listener_free(rfs_ucx_listener *l);

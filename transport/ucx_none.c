@@ -28,6 +28,6 @@ int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out)
 int rfs_ucx_listener_fd(const rfs_ucx_listener *l) { return -1; }
 void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap) { if (cap) buf[0] = 0; }
 int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out) { *out = NULL; return 0; }
-int rfs_ucx_refuse(rfs_ucx_listener *l) { return 0; }
+int rfs_ucx_refuse(rfs_ucx_listener *l, const char *why) { return 0; }
 int rfs_ucx_pending_peer(rfs_ucx_listener *l, char *peer, size_t cap) { return 1; }
 void rfs_ucx_listener_free(rfs_ucx_listener *l) {}
