@@ -168,9 +168,11 @@ typedef struct ucx_transport {
     uint8_t *rx_data;              /* UCX's buffer being handed out, from rx_off */
     size_t rx_len, rx_off;
     size_t tx_inflight;            /* bytes copied, send not complete */
+    struct send_piece *pieces;     /* those sends, freed at close if never completed */
 } ucx_transport;
 
 typedef struct send_piece {
+    struct send_piece *prev, *next;  /* the transport's pieces in flight */
     ucx_transport *t;
     size_t len;
     uint8_t bytes[];
@@ -250,9 +252,20 @@ static void settle(ucx_transport *t)
     t->active = 0;
 }
 
+static void unlink_piece(send_piece *sp)
+{
+    if (sp->prev)
+        sp->prev->next = sp->next;
+    else
+        sp->t->pieces = sp->next;
+    if (sp->next)
+        sp->next->prev = sp->prev;
+}
+
 static void send_done(void *request, ucs_status_t status, void *user_data)
 {
     send_piece *sp = user_data;  /* inside progress: t->mu is held */
+    unlink_piece(sp);
     sp->t->tx_inflight -= sp->len;
     sp->t->active = 1;
     if (status != UCS_OK && sp->t->failed == UCS_OK)
@@ -282,6 +295,7 @@ static long send_copy(ucx_transport *t, const struct iovec *iov, int n, size_t l
     }
     sp->t = t;
     sp->len = len;
+    sp->prev = sp->next = NULL;
     ucp_request_param_t rp = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
         .cb.send = send_done,
@@ -300,6 +314,10 @@ static long send_copy(ucx_transport *t, const struct iovec *iov, int n, size_t l
         return -1;
     }
     t->tx_inflight += len;
+    sp->next = t->pieces;
+    if (t->pieces)
+        t->pieces->prev = sp;
+    t->pieces = sp;
     ucp_request_free(r);  /* the callback still runs when the send completes */
     return (long)len;
 }
@@ -574,11 +592,14 @@ static void ucx_close(rfs_transport *tr)
             wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
         }
     }
-    /* sends never completed own their copies: progress once more, then the worker's end
-     * releases the rest */
-    ucp_worker_progress(t->worker);
+    ucp_worker_progress(t->worker);  /* completions the close made ready free their pieces */
     pthread_mutex_unlock(&t->mu);
     ucp_worker_destroy(t->worker);
+    while (t->pieces) {  /* sends the closed endpoint never completed */
+        send_piece *sp = t->pieces;
+        t->pieces = sp->next;
+        free(sp);
+    }
     if (t->sock >= 0)
         close(t->sock);  /* after the flush: the peer's end of stream follows the bytes */
     close(t->base.fd);
