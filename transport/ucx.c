@@ -663,9 +663,9 @@ static int new_transport(const char *peer, int sock, ucx_transport **out)
  * Each side sends BOOT_MAGIC, a 4-byte big-endian length and its UCP worker address (client
  * first); then each makes an endpoint to the other's worker. The socket stays open, unused, as
  * the connection's liveness signal (check_peer), and the endpoints use no UCX peer failure
- * handling: with UCX 1.13 (UCP_ERR_HANDLING_MODE_PEER, through ucp_listener or not) live
- * endpoints failed with "Endpoint timeout" in the middle of transfers, in one run of every few
- * of tests/transport/test_ucx.c. */
+ * handling: with UCX 1.13 (UCP_ERR_HANDLING_MODE_PEER, through ucp_listener) rfsd saw live
+ * endpoints fail with "Endpoint timeout" in the middle of transfers, in one run of every few
+ * rfs put/get pairs. */
 
 #define BOOT_MAGIC "RFS-UCX1"
 #define BOOT_REFUSED "RFS-BUSY"  /* instead of an address: the reason follows */
