@@ -262,6 +262,8 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
     f->sync_staging = c->sync_staging;
     f->wait_timeout_s = c->wait_timeout_s >= 0 ? c->wait_timeout_s : 0;
     f->defer_close = c->defer_close;
+    f->threads = c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
+    f->bg_staging = c->background_staging != 0;
     pthread_mutex_lock(&rfs_abt_engine.mu);
     rfs_abt_register_file(f);
     pthread_mutex_unlock(&rfs_abt_engine.mu);

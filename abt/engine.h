@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "abt/abt.h"
+#include "client/runtime.h"
 #include "common/err.h"
 #include "abt/journal.h"
 #include "abt/model.h"
@@ -49,6 +50,9 @@ struct abt_file {
     int closing;             /* deferred close: close below once pending reaches 0 */
     int sync_staging;
     double wait_timeout_s;   /* hint rfs_abt_wait_timeout_ms */
+    int threads;             /* hint rfs_abt_threads: at most this many of its chunks in flight */
+    int inflight;            /* its chunks being sent (mu) */
+    int bg_staging;          /* hint rfs_abt_bg_staging: the stager may move its chunks */
     /* Where the journal's versions of the file come from: 1 the replies of the deliveries
      * (below's version op, no round trip), -1 STAT probes (an older server), 0 not known yet
      * (a deferred open: probed at open, replies tried after each delivery). */
@@ -88,9 +92,10 @@ typedef struct abt_engine {
     char last_fail[512];
 
     int n_threads;
-    pthread_t threads[16];
-    pthread_t stager;
-    int bg_staging;
+    rfs_runtime *rt;         /* whose workers run the senders and the stager */
+    rfs_task threads[16];
+    rfs_task stager;
+    int bg_files;            /* open files with background staging on */
     rfs_abt_phases phases;
     double hint_interval;
     uint64_t hint_output;
@@ -104,6 +109,9 @@ typedef struct abt_engine {
     double last_write_end;   /* when the last of them returned */
     double busy_mark;
     double bx, bw;
+    /* Bx window (see note_bandwidth in sender.c): opened at a completion, -1 while none is
+     * open; and the bytes of the current busy period, for a first estimate. */
+    double bx_win_start, bx_win_bytes, bx_period_bytes;
 
     int final_err;           /* first error of a deferred close, reported at finalize */
     char final_msg[RFS_ERRMSG_MAX];
@@ -113,7 +121,8 @@ typedef struct abt_engine {
 extern abt_engine rfs_abt_engine;
 
 double rfs_abt_now(void);
-/* Starts the engine on first use (config sets the pool); raises the memory cap afterwards. */
+/* Starts the engine on first use (config sets the pool); afterwards raises the memory cap and
+ * adds senders up to the config's threads. */
 int rfs_abt_engine_start(const rfs_abt_config *c);
 /* Where a queued write's bytes come from, in stream order: the runs of memory in iov (one
  * run for packed data; the application's own runs for a gathered write, which then needs no

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/crc32c.h"
+#include "common/debug.h"
 #include "common/err.h"
 #include "common/fullio.h"
 
@@ -203,6 +204,7 @@ int rfs_journal_probe_stat(const char *name, const rfs_options *opts, rfs_journa
 /* Called with vt_mu held. NULL when out of memory. */
 static vt_entry *vt_find(const char *name)
 {
+    RFS_ASSERT_HELD(&vt_mu);
     for (size_t i = 0; i < vt_n; i++)
         if (strcmp(vt[i].name, name) == 0)
             return &vt[i];
@@ -225,6 +227,7 @@ static vt_entry *vt_find(const char *name)
  * interleave with a truncation nor leave a hole. */
 static int append_version_locked(rfs_journal *j, const char *name, const rfs_journal_version *v)
 {
+    RFS_ASSERT_HELD(&j->mu);
     uint8_t buf[J_HDR + RFS_JOURNAL_MAX_NAME + J_VERSION_DATA];
     size_t n = encode_version(buf, name, v);
     if (write_full(j->fd, buf, n, j->end) != 0)

@@ -30,6 +30,7 @@ typedef struct rfs_cache_config {
     int threads;              /* background readers of the file (hint rfs_prefetch_threads) */
     int local_ranks;          /* processes sharing this node's memory (for the default cap) */
     const char *stats_name;   /* non-NULL: close prints one line of stats naming the file */
+    struct rfs_runtime *rt;   /* whose workers read ahead (client/runtime.h); NULL: default */
 } rfs_cache_config;
 
 /* Default cap: this share of MemAvailable divided among the node's ranks, at most

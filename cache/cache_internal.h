@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
+#include "client/runtime.h"
 #include "cache/pattern.h"
 
 typedef struct cx_file cx_file;
@@ -53,7 +54,8 @@ struct cx_file {
     int gaps, lats;
     cx_job *q_head, *q_tail;
     int nthreads, threads_wanted, threads_failed;
-    pthread_t th[RFS_CACHE_MAX_THREADS];
+    rfs_runtime *rt;          /* its workers run the prefetch threads */
+    rfs_task th[RFS_CACHE_MAX_THREADS];
     pthread_cond_t q_cv;
     int stop;
     rfs_cache_stats st;

@@ -531,7 +531,8 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     }
     cx_file *f = calloc(1, sizeof *f);
     char *sn = c->stats_name ? strdup(c->stats_name) : NULL;
-    if (!f || (c->stats_name && !sn)) {
+    rfs_runtime *rt = c->rt ? c->rt : rfs_runtime_default();
+    if (!f || (c->stats_name && !sn) || !rt) {
         free(f);
         free(sn);
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", below->path);
@@ -547,6 +548,7 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     f->enabled = 1;
     f->eof = UINT64_MAX;
     f->prefetch = c->prefetch;
+    f->rt = rt;
     f->threads_wanted = c->threads < 1 ? 1 : c->threads > RFS_CACHE_MAX_THREADS
                                                  ? RFS_CACHE_MAX_THREADS : c->threads;
     f->stats_name = sn;

@@ -34,7 +34,7 @@ static void *pf_main(void *arg);
 static void start_threads(cx_file *f)
 {
     while (f->nthreads < f->threads_wanted && !f->threads_failed) {
-        if (pthread_create(&f->th[f->nthreads], NULL, pf_main, f) != 0) {
+        if (rfs_task_start(f->rt, &f->th[f->nthreads], pf_main, f) != 0) {
             f->threads_failed = 1;  /* prefetch goes on with the threads it has, or none */
             break;
         }
@@ -291,6 +291,6 @@ void cx_prefetch_stop(cx_file *f)
     pthread_cond_broadcast(&f->q_cv);
     pthread_mutex_unlock(&cx_g.mu);
     for (int i = 0; i < f->nthreads; i++)
-        pthread_join(f->th[i], NULL);
+        rfs_task_join(&f->th[i]);
     f->nthreads = 0;
 }

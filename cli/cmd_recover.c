@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "abt/abt.h"
 #include "cli/cli.h"
+#include "recover/recover.h"
 
 typedef struct progress_ctx {
     int quiet;

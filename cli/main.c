@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/transfer_pool.h"
 
 #ifndef RFS_VERSION_STRING
 #define RFS_VERSION_STRING "unknown"
@@ -284,6 +285,7 @@ int main(int argc, char **argv)
             rc = cli_setup_options(c);
         if (rc == CLI_EXIT_OK)
             rc = cmd->run(c);
+        cli_streams_warm_end(c);  /* a command that failed early leaves no dialler behind */
     }
     /* The token may be a secret: do not leave it in freed memory. */
     memset(c->token, 0, sizeof c->token);

@@ -330,6 +330,8 @@ int cli_cmd_get(cli_ctx *c)
             return cli_usage(c->cmd, "--resume needs a local file, not standard output");
         return cli_stream_out(c, url, &name);
     }
+    /* the streams' connections are dialled while the file is opened and its size asked */
+    cli_streams_warm(c, url);
 
     char target[PATH_MAX], tmp[PATH_MAX + 64];
     mode_t mode;

@@ -126,6 +126,7 @@ void cli_streams_warm_end(cli_ctx *c)
         c->auto_streams = warm.cc.auto_streams;
         snprintf(c->auto_server, sizeof c->auto_server, "%s", warm.cc.auto_server);
     }
+    explicit_bzero(&warm.cc, sizeof warm.cc);  /* its copy of the token */
 }
 
 int cli_streams(cli_ctx *c, const char *url)

@@ -273,6 +273,9 @@ int cli_cmd_put(cli_ctx *c)
     if (p.fd < 0)
         return -p.fd;
     int st = final_name(c, local, &pn);
+    /* the streams' connections are dialled while the names are checked on the server */
+    if (st == CLI_EXIT_OK && sb.st_size > 0)
+        cli_streams_warm(c, pn.url);
     if (st == CLI_EXIT_OK)
         st = clobber_check(c, &pn);
     if (st == CLI_EXIT_OK)

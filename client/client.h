@@ -5,7 +5,8 @@
  * connection (transport + receiver thread + pending requests), handshake.c runs HELLO/AUTH,
  * pool.c shares connections between files, file.c opens/closes files and does the small ops,
  * xfer.c pipelines large and list transfers over a file's streams, meta.c does the
- * path-based calls, services.c the MPI-IO services (counter, locks, views). */
+ * path-based calls, services.c the MPI-IO services (counter, locks, views); runtime.c and
+ * exec.c are the runtime that owns the pool and the worker threads (runtime.h). */
 #ifndef RFS_CLIENT_CLIENT_H
 #define RFS_CLIENT_CLIENT_H
 
@@ -15,6 +16,7 @@
 #include "proto/proto.h"
 #include "transport/transport.h"
 #include "client/compress_pipe.h"
+#include "client/runtime.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,6 +68,9 @@ typedef struct rfs_copts {
     int extra_stream;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
+    /* The runtime whose connection pool and workers serve this file or call (the default
+     * runtime unless an *_in function names another). */
+    rfs_runtime *rt;
 } rfs_copts;
 
 /* Applies the defaults and finds the token (opts, $RFS_TOKEN, $RFS_TOKEN_FILE). label names
@@ -84,6 +89,29 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 /* Read replies that came compressed, and their raw and wire payload bytes (RFS_STATS). */
 extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
+
+/* ---- the runtime (runtime.c, exec.c, runtime.h) ---- */
+typedef struct rfs_conn rfs_conn;
+struct rfs_runtime {
+    /* The executor (exec.c): x_mu guards the rest of these. */
+    pthread_mutex_t x_mu;
+    pthread_cond_t x_work;     /* a job was queued, or stopping */
+    pthread_cond_t x_done;     /* a job finished */
+    pthread_cond_t x_gone;     /* a worker ended */
+    rfs_task *x_head, *x_tail;
+    int x_threads, x_idle, x_queued, x_stopping;
+    unsigned long x_started;
+    /* The connection pool (pool.c): pool_lock guards the list and every connection's pool
+     * bookkeeping (pool_next, refs, idle_since_ns). */
+    pthread_mutex_t pool_lock;
+    rfs_conn *pool_head;
+};
+void rfs_exec_init(rfs_runtime *rt);
+/* In a child after fork: only the forking thread exists there, so no worker does (the lock
+ * may have been held by one of them): starts the executor again from nothing. */
+void rfs_exec_after_fork(rfs_runtime *rt);
+/* Ends the workers once their jobs are done (every task must have been joined). */
+void rfs_exec_stop(rfs_runtime *rt);
 
 /* ---- monotonic clock ---- */
 #include "common/clock.h"
@@ -132,10 +160,11 @@ void rfs_call_reset(rfs_call *call);
 void rfs_call_destroy(rfs_call *call);
 
 /* ---- connections (conn.c, handshake.c) ---- */
-typedef struct rfs_conn rfs_conn;
 
 struct rfs_conn {
-    /* Pool bookkeeping: guarded by the pool's lock (pool.c). */
+    /* Pool bookkeeping: guarded by the pool's lock (pool.c) of rt, the runtime whose pool
+     * holds the connection. */
+    rfs_runtime *rt;
     rfs_conn *pool_next;
     int refs;
     int64_t idle_since_ns;     /* when refs last dropped to 0 (lingering in the pool) */
@@ -243,7 +272,7 @@ void rfs_session_settle(rfs_conn *c);
 int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_ms,
                    uint8_t boot[RFS_SESSION_LEN]);
 
-/* ---- pool (pool.c) ---- */
+/* ---- pool (pool.c): the connections of o->rt ---- */
 /* count connections to host:port authenticated with o's token; shares live ones. */
 int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                  const char *label);
@@ -257,6 +286,8 @@ void rfs_pool_put(rfs_conn *c);
  * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
  * them dials them while it does other work (the rfs command's cp -r). */
 int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
+/* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */
+void rfs_pool_close_all(rfs_runtime *rt);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
  * for o->retry_timeout_ms: a server being restarted refuses connections for a moment. */
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
@@ -372,8 +403,11 @@ struct rfs_file {
     int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
     rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
     int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */
-    int dirty;                 /* written since the last successful sync */
-    int lost_unsynced;         /* the server host rebooted while dirty: sync must fail */
+    /* Atomic: operations on the file run concurrently (they hold f->rw only for reading).
+     * The file is dirty (written since the last successful sync) while writes != synced. */
+    atomic_uint_fast64_t writes;   /* operations that changed the file's bytes or size */
+    atomic_uint_fast64_t synced;   /* `writes` when the last successful sync began */
+    atomic_int lost_unsynced;  /* the server host rebooted while dirty: sync must fail */
     int boot_known;
     uint8_t boot[RFS_SESSION_LEN];
     struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];
@@ -396,6 +430,9 @@ typedef struct rfs_attempt {
  * again() recovers the file when the attempt failed on a lost connection and says whether to
  * run the operation again; otherwise *rc is the outcome. */
 void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how);
+/* The `how` of an operation that is one op, from the op's facts (proto.h): idempotent ops run
+ * again, ops that change the file's bytes or size leave work for the next sync. */
+unsigned rfs_attempt_how(uint16_t op);
 int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc);
 /* Reconnects, fences the old sessions, reopens, restores views, locks and lost window writes;
  * retries with backoff until deadline_ns. gen: the file generation the caller saw. */

@@ -16,6 +16,7 @@
 #include "transport/ucx.h"
 
 #include "common/crc32c.h"
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/compress.h"
 #include "common/err.h"
@@ -42,22 +43,28 @@ _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
  * monotonic timestamp: where the round trips of an MPI-IO call go. */
 static int trace_on(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    /* Atomic: threads of several connections ask at once; each would find the same answer. */
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
         const char *e = getenv("RFS_TRACE");
-        on = e && *e && strcmp(e, "0") != 0;
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
     }
-    return on;
+    return v;
 }
 
 int rfs_stats_enabled(void)
 {
-    static int on = -1;
-    if (on < 0) {
+    /* Atomic: threads of several connections ask at once; each would find the same answer. */
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
         const char *e = getenv("RFS_STATS");
-        on = e && *e && strcmp(e, "0") != 0;
+        v = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
     }
-    return on;
+    return v;
 }
 
 static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id, uint64_t bytes)
@@ -108,6 +115,7 @@ void rfs_call_destroy(rfs_call *call)
 
 static void pending_add(rfs_conn *c, rfs_call *call)
 {
+    RFS_ASSERT_HELD(&c->lock);
     size_t b = call->id % NBUCKETS;
     call->next = c->pending[b];
     c->pending[b] = call;
@@ -116,6 +124,7 @@ static void pending_add(rfs_conn *c, rfs_call *call)
 
 static rfs_call *pending_take(rfs_conn *c, uint32_t id)
 {
+    RFS_ASSERT_HELD(&c->lock);
     rfs_call **pp = &c->pending[id % NBUCKETS];
     for (; *pp; pp = &(*pp)->next) {
         if ((*pp)->id == id) {
@@ -590,6 +599,7 @@ static int fail_dead(rfs_conn *c)
 
 static void note_send(rfs_conn *c, size_t bytes, int64_t start_ns, int64_t end_ns)
 {
+    RFS_ASSERT_HELD(&c->send_lock);
     c->rate_bytes += bytes;
     if (end_ns - start_ns < RATE_MIN_WAIT_NS)
         return;

@@ -259,6 +259,12 @@ static int open_conns(rfs_file *f, rfs_copts *o)
 
 int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out)
 {
+    return rfs_open_in(NULL, name, flags, mode, opts, out);
+}
+
+int rfs_open_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
+                const rfs_options *opts, rfs_file **out)
+{
     if (!out)
         return rfs_fail(RFS_E_INVAL, "rfs_open: NULL output pointer");
     *out = NULL;
@@ -293,6 +299,8 @@ int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options 
     rfs_copts o;
     if ((rc = rfs_copts_resolve(opts, f->label, &o)))
         goto fail;
+    if (rt)
+        o.rt = rt;
     f->flags = flags;
     f->io_timeout_ms = o.io_timeout_ms;
     f->window = o.window;
@@ -361,7 +369,7 @@ static int close_once(rfs_file *f)
         return rfs_status_raise(&settled);
     if (closed.rc)
         return rfs_status_raise(&closed);
-    if (f->lost_unsynced)
+    if (atomic_load(&f->lost_unsynced))
         return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
                         "writes that were never synced: they may be lost", f->label);
     return RFS_OK;
@@ -374,7 +382,7 @@ static int close_once(rfs_file *f)
 static int closed_with_connection(rfs_file *f)
 {
     /* Without recovery a lost connection fails every call, close too, as it always did. */
-    if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || f->lost_unsynced)
+    if (f->retry_ms <= 0 || f->ww_lost_head || f->ww_head || atomic_load(&f->lost_unsynced))
         return 0;
     for (int s = 0; s < f->nconn; s++)
         if (!rfs_conn_lost(f->conn[s]))
@@ -388,7 +396,7 @@ int rfs_close(rfs_file *f)
         return RFS_OK;
     rfs_attempt a;
     int rc;
-    rfs_attempt_begin(f, &a, RFS_ATTEMPT_RETRY);
+    rfs_attempt_begin(f, &a, rfs_attempt_how(RFS_OP_CLOSE));
     do {
         rc = close_once(f);
         if (rc && closed_with_connection(f))
@@ -448,7 +456,7 @@ int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
         *done = 0;
     if (!f || (!buf && len))
         return rfs_fail(RFS_E_INVAL, "rfs_pread: NULL argument");
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREAD), rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done));
 }
 
 int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off,
@@ -458,7 +466,7 @@ int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_
         *done = 0;
     if (!f || !sink)
         return rfs_fail(RFS_E_INVAL, "rfs_pread_sink: NULL argument");
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_sink(f, off, len, sink, ctx, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREAD), rfs_xfer_sink(f, off, len, sink, ctx, done));
 }
 
 static int pwrite_once(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *done)
@@ -477,7 +485,7 @@ int rfs_pwrite(rfs_file *f, const void *buf, size_t len, uint64_t off, size_t *d
         return rfs_fail(RFS_E_INVAL, "rfs_pwrite: NULL argument");
     if (read_only(f))
         return fail_ro(f);
-    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES, pwrite_once(f, buf, len, off, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PWRITE), pwrite_once(f, buf, len, off, done));
 }
 
 int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done)
@@ -486,7 +494,7 @@ int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *
         *done = 0;
     if (!f || (n && (!ext || !buf)))
         return rfs_fail(RFS_E_INVAL, "rfs_preadv: NULL argument");
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREADV), rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done));
 }
 
 int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
@@ -497,7 +505,7 @@ int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, s
         return rfs_fail(RFS_E_INVAL, "rfs_pwritev: NULL argument");
     if (read_only(f))
         return fail_ro(f);
-    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES,
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PWRITEV),
             rfs_xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, buf, done));
 }
 
@@ -512,6 +520,9 @@ static int fh_call(rfs_file *f, rfs_req *req, rfs_call *call)
 
 static int sync_once(rfs_file *f)
 {
+    /* What this sync covers is counted before its SYNCs go out: a write that completes
+     * meanwhile (on another thread) stays unsynced. */
+    uint_fast64_t covers = atomic_load(&f->writes);
     /* Every stream's handle is synced (in parallel): a server may buffer per handle. */
     rfs_call calls[RFS_CLIENT_MAX_STREAMS];
     int started[RFS_CLIENT_MAX_STREAMS];
@@ -540,14 +551,15 @@ static int sync_once(rfs_file *f)
     }
     if (first.rc)
         return rfs_status_raise(&first);
-    if (f->lost_unsynced) {
+    /* Never backwards: a sync that began earlier may end later. */
+    uint_fast64_t was = atomic_load(&f->synced);
+    while (was < covers && !atomic_compare_exchange_weak(&f->synced, &was, covers))
+        ;
+    if (atomic_exchange(&f->lost_unsynced, 0)) {
         /* Reported once, like any deferred error; what is written from now on is safe. */
-        f->lost_unsynced = 0;
-        f->dirty = 0;
         return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
                         "writes that were never synced: they may be lost", f->label);
     }
-    f->dirty = 0;
     return RFS_OK;
 }
 
@@ -555,7 +567,7 @@ int rfs_sync(rfs_file *f)
 {
     if (!f)
         return rfs_fail(RFS_E_INVAL, "rfs_sync: NULL file");
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, sync_once(f));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_SYNC), sync_once(f));
 }
 
 int rfs_flush(rfs_file *f)
@@ -590,7 +602,7 @@ int rfs_get_size(rfs_file *f, uint64_t *size)
 {
     if (!f || !size)
         return rfs_fail(RFS_E_INVAL, "rfs_get_size: NULL argument");
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, get_size_once(f, size));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_GET_SIZE), get_size_once(f, size));
 }
 
 static int size_op_once(rfs_file *f, uint16_t op, uint64_t size)
@@ -616,7 +628,7 @@ static int size_op(rfs_file *f, uint16_t op, uint64_t size)
 {
     if (!f)
         return rfs_fail(RFS_E_INVAL, "%s: NULL file", rfs_op_name(op));
-    ATTEMPT(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES, size_op_once(f, op, size));
+    ATTEMPT(f, rfs_attempt_how(op), size_op_once(f, op, size));
 }
 
 int rfs_set_size(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_SET_SIZE, size); }
@@ -681,5 +693,5 @@ int rfs_checksum(rfs_file *f, uint64_t off, uint64_t len, uint32_t *crc, uint64_
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
         return rfs_fail(RFS_E_FBIG, "%s: checksum range %llu+%llu beyond the largest file offset",
                         f->label, (unsigned long long)off, (unsigned long long)len);
-    ATTEMPT(f, RFS_ATTEMPT_RETRY, checksum_once(f, off, len, crc, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_CHECKSUM), checksum_once(f, off, len, crc, done));
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/runtime.h"
 #include "common/err.h"
 #include "rfs/rfs_io.h"
 
@@ -18,6 +19,7 @@ typedef struct deferred {
     char *name, *token;
     unsigned flags, mode;
     rfs_options opts;
+    rfs_runtime *rt;          /* where the real open goes (NULL: the default runtime) */
     int track;               /* version was asked before the open: start tracking at it */
 } deferred;
 
@@ -26,7 +28,7 @@ static int ready(rfs_io *io, rfs_io **real)
     deferred *d = (deferred *)io;
     pthread_mutex_lock(&d->mu);
     if (!d->real && d->failed.rc == RFS_OK) {
-        int rc = rfs_io_open_remote(d->name, d->flags, d->mode, &d->opts, &d->real);
+        int rc = rfs_io_open_remote_in(d->rt, d->name, d->flags, d->mode, &d->opts, &d->real);
         if (rc != RFS_OK) {
             d->failed.rc = rc;
             snprintf(d->failed.msg, sizeof d->failed.msg, "deferred open failed: %s",
@@ -135,6 +137,12 @@ static const rfs_io_ops deferred_ops = {
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                          rfs_io **out)
 {
+    return rfs_io_open_deferred_in(NULL, name, flags, mode, opts, out);
+}
+
+int rfs_io_open_deferred_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
+                            const rfs_options *opts, rfs_io **out)
+{
     rfs_name parsed;
     int rc = rfs_parse_name(name, &parsed);
     if (rc != RFS_OK)
@@ -152,6 +160,7 @@ int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const 
     snprintf(d->io.path, sizeof d->io.path, "%s", parsed.path);
     pthread_mutex_init(&d->mu, NULL);
     d->name = nm;
+    d->rt = rt;
     d->flags = flags;
     d->mode = mode;
     if (opts)

@@ -100,13 +100,19 @@ const rfs_io_ops *rfs_io_remote_ops(void) { return &remote_ops; }
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                        rfs_io **out)
 {
+    return rfs_io_open_remote_in(NULL, name, flags, mode, opts, out);
+}
+
+int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
+                          const rfs_options *opts, rfs_io **out)
+{
     if (!out)
         return rfs_fail(RFS_E_INVAL, "rfs_io_open_remote: NULL output pointer");
     *out = NULL;
     io_remote *r = calloc(1, sizeof *r);
     if (!r)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name ? name : "(null)");
-    int rc = rfs_open(name, flags, mode, opts, &r->f);
+    int rc = rfs_open_in(rt, name, flags, mode, opts, &r->f);
     if (rc) {
         free(r);
         return rc;

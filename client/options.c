@@ -140,6 +140,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (!opts)
         opts = &none;
     memset(o, 0, sizeof *o);
+    if (!(o->rt = rfs_runtime_default()))
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory for the client runtime", label);
     int auto_cap = opts->streams == RFS_STREAMS_AUTO ? RFS_AUTO_MAX_STREAMS
                    : opts->streams < 0                ? -1 - opts->streams
                                                       : 0;

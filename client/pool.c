@@ -16,6 +16,7 @@
  * A shared connection keeps the options of whoever opened it (frame size, socket buffers). */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <signal.h>
@@ -23,9 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static rfs_conn *pool_head;
 
 #define DEFAULT_LINGER_MS 30000
 
@@ -42,15 +40,18 @@ static int64_t linger_ns(void)
     return (int64_t)ms * 1000000;
 }
 
-/* Unlinks idle connections that died or outlived the linger time (caller holds pool_lock);
- * returns them chained through pool_next, to be freed outside the lock. */
-static rfs_conn *take_stale_locked(void)
+/* Unlinks idle connections that died or outlived the linger time (all: every idle one;
+ * caller holds rt->pool_lock); returns them chained through pool_next, to be freed outside
+ * the lock. */
+static rfs_conn *take_stale_locked(rfs_runtime *rt, int all)
 {
+    RFS_ASSERT_HELD(&rt->pool_lock);
     int64_t now = rfs_now_ns(), linger = linger_ns();
     rfs_conn *stale = NULL;
-    for (rfs_conn **pp = &pool_head; *pp;) {
+    for (rfs_conn **pp = &rt->pool_head; *pp;) {
         rfs_conn *c = *pp;
-        if (c->refs == 0 && (now - c->idle_since_ns >= linger || rfs_conn_is_dead(c))) {
+        if (c->refs == 0 &&
+            (all || now - c->idle_since_ns >= linger || rfs_conn_is_dead(c))) {
             *pp = c->pool_next;
             c->pool_next = stale;
             stale = c;
@@ -108,15 +109,16 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
                     const char *label, int some, int *got_out)
 {
     int got = 0;
-    pthread_mutex_lock(&pool_lock);
-    rfs_conn *stale = take_stale_locked();
-    for (rfs_conn *c = pool_head; c && got < count; c = c->pool_next) {
+    rfs_runtime *rt = o->rt;
+    pthread_mutex_lock(&rt->pool_lock);
+    rfs_conn *stale = take_stale_locked(rt, 0);
+    for (rfs_conn *c = rt->pool_head; c && got < count; c = c->pool_next) {
         if (same_key(c, n, o) && !rfs_conn_is_dead(c)) {
-            c->refs++;
+            RFS_REF_GET(c->refs);
             out[got++] = c;
         }
     }
-    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&rt->pool_lock);
     free_chain(stale);
 
     /* Connect outside the lock: a slow server must not stall files on other servers. The
@@ -127,7 +129,7 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
     if (need <= 0)
         return RFS_OK;
     dial d[RFS_CLIENT_MAX_STREAMS];
-    pthread_t th[RFS_CLIENT_MAX_STREAMS];
+    rfs_task th[RFS_CLIENT_MAX_STREAMS];
     int spawned[RFS_CLIENT_MAX_STREAMS] = {0};
     for (int i = 0; i < need; i++) {
         d[i].n = n;
@@ -136,11 +138,11 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
         d[i].st.rc = RFS_OK;
     }
     for (int i = 1; i < need; i++)
-        spawned[i] = rfs_thread_start(&th[i], dial_main, &d[i]) == 0;
+        spawned[i] = rfs_task_start(rt, &th[i], dial_main, &d[i]) == 0;
     dial_main(&d[0]);
     for (int i = 1; i < need; i++) {
         if (spawned[i])
-            pthread_join(th[i], NULL);
+            rfs_task_join(&th[i]);
         else
             dial_main(&d[i]);    /* no thread: connect here, just slower */
     }
@@ -151,13 +153,14 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
                 first_err = i;
             continue;
         }
-        pthread_mutex_lock(&pool_lock);
-        rfs_conn **tail = &pool_head;
+        pthread_mutex_lock(&rt->pool_lock);
+        rfs_conn **tail = &rt->pool_head;
         while (*tail)
             tail = &(*tail)->pool_next;
         d[i].c->pool_next = NULL;
+        d[i].c->rt = rt;
         *tail = d[i].c;
-        pthread_mutex_unlock(&pool_lock);
+        pthread_mutex_unlock(&rt->pool_lock);
         out[got++] = d[i].c;
     }
     *got_out = got;
@@ -189,12 +192,21 @@ void rfs_pool_put(rfs_conn *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&pool_lock);
-    if (--c->refs == 0)
+    rfs_runtime *rt = c->rt;
+    pthread_mutex_lock(&rt->pool_lock);
+    if (RFS_REF_PUT(c->refs) == 0)
         c->idle_since_ns = rfs_now_ns();  /* lingers; take_stale_locked closes it in time */
-    rfs_conn *stale = take_stale_locked();
-    pthread_mutex_unlock(&pool_lock);
+    rfs_conn *stale = take_stale_locked(rt, 0);
+    pthread_mutex_unlock(&rt->pool_lock);
     free_chain(stale);
+}
+
+void rfs_pool_close_all(rfs_runtime *rt)
+{
+    pthread_mutex_lock(&rt->pool_lock);
+    rfs_conn *idle = take_stale_locked(rt, 1);
+    pthread_mutex_unlock(&rt->pool_lock);
+    free_chain(idle);
 }
 
 int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,

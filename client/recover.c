@@ -121,8 +121,9 @@ static int replace_conn(rfs_file *f, int s)
     f->stale[s] = 1;
     if ((rc = rfs_conn_fence(fresh, old, f->io_timeout_ms, boot)))
         return rfs_fail_cause(rc, "%s: ending the lost connection's session", f->label);
-    if (f->boot_known && memcmp(boot, f->boot, RFS_SESSION_LEN) != 0 && f->dirty)
-        f->lost_unsynced = 1;
+    if (f->boot_known && memcmp(boot, f->boot, RFS_SESSION_LEN) != 0 &&
+        atomic_load(&f->writes) != atomic_load(&f->synced))
+        atomic_store(&f->lost_unsynced, 1);
     memcpy(f->boot, boot, RFS_SESSION_LEN);
     f->boot_known = 1;
     return RFS_OK;
@@ -218,6 +219,12 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     return RFS_OK;
 }
 
+unsigned rfs_attempt_how(uint16_t op)
+{
+    return (rfs_op_has(op, RFS_OPF_IDEMPOTENT) ? RFS_ATTEMPT_RETRY : 0) |
+           (rfs_op_has(op, RFS_OPF_MUTATES) ? RFS_ATTEMPT_WRITES : 0);
+}
+
 void rfs_attempt_begin(rfs_file *f, rfs_attempt *a, unsigned how)
 {
     a->how = how;
@@ -230,7 +237,7 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc)
 {
     int lost = *rc && f->retry_ms > 0 && lost_conn(f);
     if (!*rc && (a->how & RFS_ATTEMPT_WRITES))
-        f->dirty = 1;
+        atomic_fetch_add(&f->writes, 1);
     pthread_rwlock_unlock(&f->rw);
     if (!lost)
         return 0;

@@ -5,6 +5,7 @@
  * so the caller can fall back. */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -90,6 +91,7 @@ static void mark_views_ok(rfs_conn *c)
 /* Caller holds f->view_mu. */
 static int settle_locked(rfs_file *f, int64_t view_id)
 {
+    RFS_ASSERT_HELD(&f->view_mu);
     if (!f->pending_view.active || (view_id >= 0 && f->pending_view.view_id != (uint32_t)view_id))
         return RFS_OK;
     rfs_status first = {RFS_OK, ""};
@@ -240,7 +242,7 @@ int rfs_counter(rfs_file *f, uint32_t key, int set, int64_t delta, int64_t *old)
     counter_args a = {key, set, delta, old};
     /* A fetch-and-add whose reply was lost may have happened: it is not repeated. Setting the
      * value is. */
-    return run_attempts(f, set ? RFS_ATTEMPT_RETRY : 0, counter_op, &a);
+    return run_attempts(f, set ? RFS_ATTEMPT_RETRY : rfs_attempt_how(RFS_OP_COUNTER), counter_op, &a);
 }
 
 typedef struct lock_args {
@@ -297,7 +299,7 @@ int rfs_lock(rfs_file *f, uint64_t off, uint64_t len, unsigned mode, int wait_ms
     if (!f)
         return rfs_fail(RFS_E_INVAL, "rfs_lock: NULL file");
     lock_args a = {off, len, mode, wait_ms};
-    return run_attempts(f, RFS_ATTEMPT_RETRY, lock_op, &a);
+    return run_attempts(f, rfs_attempt_how(RFS_OP_LOCK), lock_op, &a);
 }
 
 static int unlock_op(rfs_file *f, void *p)
@@ -317,7 +319,7 @@ int rfs_unlock(rfs_file *f, uint64_t off, uint64_t len)
     if (!f)
         return rfs_fail(RFS_E_INVAL, "rfs_unlock: NULL file");
     lock_args a = {off, len, 0, 0};
-    return run_attempts(f, RFS_ATTEMPT_RETRY, unlock_op, &a);
+    return run_attempts(f, rfs_attempt_how(RFS_OP_UNLOCK), unlock_op, &a);
 }
 
 int rfs_file_save_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *enc, size_t len)
@@ -369,7 +371,7 @@ int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype
     if (!f || !ftype_enc || enc_len == 0)
         return rfs_fail(RFS_E_INVAL, "rfs_set_view: NULL or empty argument");
     view_args a = {.view_id = view_id, .pos = disp, .enc = ftype_enc, .len = enc_len};
-    int rc = run_attempts(f, RFS_ATTEMPT_RETRY, set_view_op, &a);
+    int rc = run_attempts(f, rfs_attempt_how(RFS_OP_SET_VIEW), set_view_op, &a);
     /* Saved even when its reply is pending: a recovery before the reply sets it again. */
     if (!rc && f->retry_ms > 0)
         rc = rfs_file_save_view(f, view_id, disp, ftype_enc, enc_len);
@@ -389,7 +391,7 @@ int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t
     if (!f || (!buf && len))
         return rfs_fail(RFS_E_INVAL, "rfs_view_read: NULL argument");
     view_args a = {.view_id = view_id, .pos = pos, .rbuf = buf, .len = len, .done = done};
-    return run_attempts(f, RFS_ATTEMPT_RETRY, view_read_op, &a);
+    return run_attempts(f, rfs_attempt_how(RFS_OP_VIEW_READ), view_read_op, &a);
 }
 
 static int view_write_op(rfs_file *f, void *p)
@@ -408,5 +410,5 @@ int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf,
     if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
         return rfs_fail(RFS_E_ROFS, "%s: file was opened read-only", f->label);
     view_args a = {.view_id = view_id, .pos = pos, .wbuf = buf, .len = len, .done = done};
-    return run_attempts(f, RFS_ATTEMPT_RETRY | RFS_ATTEMPT_WRITES, view_write_op, &a);
+    return run_attempts(f, rfs_attempt_how(RFS_OP_VIEW_WRITE), view_write_op, &a);
 }

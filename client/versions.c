@@ -13,6 +13,7 @@
  * write returned the box holds its version or a newer one. */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <stdlib.h>
@@ -61,6 +62,7 @@ void rfs_verbox_note(rfs_verbox *b, uint64_t sent_epoch, uint64_t size, int64_t 
 /* c->lock held. */
 static rfs_verbox *vreg_find(rfs_conn *c, uint32_t fh)
 {
+    RFS_ASSERT_HELD(&c->lock);
     for (size_t i = 0; i < c->nvreg; i++)
         if (c->vreg[i].fh == fh)
             return c->vreg[i].box;
@@ -107,6 +109,8 @@ void rfs_conn_untrack(rfs_conn *c, uint32_t fh, rfs_verbox *box)
 
 static int versioned_fh(const rfs_req *q, uint32_t *fh)
 {
+    if (!rfs_op_has(q->op, RFS_OPF_MUTATES))
+        return 0;  /* OPEN asks for its version itself (file.c) */
     switch (q->op) {
     case RFS_OP_PWRITE: *fh = q->u.pwrite.fh; return 1;
     case RFS_OP_PWRITEV: *fh = q->u.iov.fh; return 1;

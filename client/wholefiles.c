@@ -149,7 +149,7 @@ typedef struct lane {
     rfs_conn *c;
     const rfs_copts *o;
     const char *label;
-    pthread_t th;
+    rfs_task th;
     rfs_status st;        /* the lane's own failure (in its thread's message otherwise) */
 } lane;
 
@@ -260,13 +260,13 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     int started = 0;
     for (int k = 0; k < nconn; k++) {
         lanes[k] = (lane){.b = b, .c = conns[k], .o = &o, .label = label};
-        if (k > 0 && rfs_thread_start(&lanes[k].th, run_lane, &lanes[k]) != 0)
+        if (k > 0 && rfs_task_start(o.rt, &lanes[k].th, run_lane, &lanes[k]) != 0)
             break;  /* the lanes started take every item anyway */
         started++;
     }
     run_lane(&lanes[0]);
     for (int k = 1; k < started; k++)
-        pthread_join(lanes[k].th, NULL);
+        rfs_task_join(&lanes[k].th);
     for (size_t i; (i = take_next(b)) < b->n;) {  /* left unsent when the connections died */
         char msg[RFS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", label);

@@ -21,6 +21,7 @@
  * writes (WWIN_MAX_WRITES): a full window waits for its oldest reply. */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <stdint.h>
@@ -61,6 +62,7 @@ static void wwrite_free(struct rfs_wwrite *w)
 /* Collects the oldest write's reply (waiting for it); caller holds ww_mu. */
 static void collect_head(rfs_file *f)
 {
+    RFS_ASSERT_HELD(&f->ww_mu);
     struct rfs_wwrite *w = f->ww_head;
     int wrc = rfs_conn_wait(f->conn[0], &w->call);
     if ((wrc == RFS_E_CONN || wrc == RFS_E_TIMEOUT) && w->copy) {
@@ -94,6 +96,7 @@ static void collect_head(rfs_file *f)
 /* Caller holds ww_mu. Returns the first failure not yet reported, once. */
 static int take_error(rfs_file *f)
 {
+    RFS_ASSERT_HELD(&f->ww_mu);
     if (f->ww_lost_head)
         return rfs_fail(RFS_E_CONN, "%s: connection lost with writes to send again",
                         f->label);

@@ -55,10 +55,7 @@ typedef struct xfer {
     size_t err_job;
 } xfer;
 
-static int is_read(uint16_t op)
-{
-    return op == RFS_OP_PREAD || op == RFS_OP_PREADV || op == RFS_OP_VIEW_READ;
-}
+static int is_read(uint16_t op) { return rfs_op_has(op, RFS_OPF_REP_DATA); }
 
 static void record_error(xfer *x, size_t job, int rc)
 {
@@ -122,11 +119,11 @@ static int issue(xfer *x, int s, size_t j, rfs_call *call)
     }
     /* A file that compresses its writes takes compressed read replies too (rfsd decides,
      * by the same rule, whether they pay on this link). */
-    req.zok = f->z != NULL && rfs_frame_reply_may_pack(req.op);
+    req.zok = f->z != NULL && rfs_op_has(req.op, RFS_OPF_REP_PACK);
     /* Writes are compressed here, on this stream's thread, while its earlier frames are still
      * on the wire (compress_pipe.h). */
     rfs_packed pk = {0};
-    if (req.data_len && rfs_frame_may_pack(req.op))
+    if (req.data_len && rfs_op_has(req.op, RFS_OPF_PACK))
         rfs_zpack(f->z, f->conn[s], req.data, req.data_len, &pk);
     int rc = rfs_conn_start_packed(f->conn[s], call, &req, ext, f->io_timeout_ms, &pk);
     if (rc)
@@ -225,12 +222,12 @@ static void *stream_main(void *arg)
 }
 
 typedef struct streams {
-    pthread_t th[RFS_CLIENT_MAX_STREAMS];
+    rfs_task th[RFS_CLIENT_MAX_STREAMS];
     stream_arg args[RFS_CLIENT_MAX_STREAMS];
     int spawned[RFS_CLIENT_MAX_STREAMS];
 } streams;
 
-/* Starts stream s on a thread. If none can be had, the streams already running take its
+/* Starts stream s on a worker of the file's runtime. If none can be had, the streams already running take its
  * jobs (they come from the shared counter). */
 static void spawn(xfer *x, streams *st, int s)
 {
@@ -239,7 +236,7 @@ static void spawn(xfer *x, streams *st, int s)
     pthread_mutex_lock(&x->run_mu);
     x->running++;
     pthread_mutex_unlock(&x->run_mu);
-    st->spawned[s] = rfs_thread_start(&st->th[s], stream_main, &st->args[s]) == 0;
+    st->spawned[s] = rfs_task_start(x->f->copts.rt, &st->th[s], stream_main, &st->args[s]) == 0;
     if (!st->spawned[s]) {
         pthread_mutex_lock(&x->run_mu);
         x->running--;
@@ -324,7 +321,7 @@ static int run(xfer *x, size_t *done)
     }
     for (int s = 0; s < RFS_CLIENT_MAX_STREAMS; s++)
         if (st.spawned[s])
-            pthread_join(st.th[s], NULL);
+            rfs_task_join(&st.th[s]);
 
     size_t total = 0;
     for (size_t j = 0; j < x->njobs; j++) {

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/compress.h"
+#include "common/debug.h"
 #include "common/err.h"
 
 #include <math.h>
@@ -233,6 +234,7 @@ static double cost(const est *e, double B)
 /* Caller holds z->mu. */
 static unsigned decide(rfs_zstate *z, unsigned offered, double B)
 {
+    RFS_ASSERT_HELD(&z->mu);
     if (B <= 0)
         return 0;
     double raw = 1.0 / B, best = raw;

@@ -52,7 +52,7 @@ typedef struct mp_fence {
     uint64_t *n_need;
     uint64_t (*lo)[PUB_RANGES], (*hi)[PUB_RANGES];
     /* The helper thread: waits for this rank's writes to be answered after each barrier. */
-    pthread_t th;
+    rfs_task th;              /* a worker of the file's runtime */
     uint64_t want, done;      /* barriers whose writes to wait for / known answered */
     uint64_t want_mark;       /* the layer below's write mark at barrier `want` */
     int stop;
@@ -463,7 +463,7 @@ static void stop_helper(mp_fence *fc)
     pthread_cond_broadcast(&fc->cv);
     pthread_mutex_unlock(&fc->mu);
     if (running)
-        pthread_join(fc->th, NULL);
+        rfs_task_join(&fc->th);
 }
 
 static int f_close(rfs_io *io)
@@ -580,7 +580,7 @@ int mp_fence_open(mp_file *f, int node_ranks)
     fc->timeout_ms = h->io_timeout_ms;
     pthread_mutex_init(&fc->mu, NULL);
     pthread_cond_init(&fc->cv, NULL);
-    if (pthread_create(&fc->th, NULL, helper_main, fc) != 0)
+    if (rfs_task_start(f->rt, &fc->th, helper_main, fc) != 0)
         fc->stop = 1;  /* no helper: barriers would make others wait forever; agree below */
     int started = !fc->stop, allstarted = 0;
     PMPI_Allreduce(&started, &allstarted, 1, MPI_INT, MPI_MIN, f->comm);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/runtime.h"
 #include "dtype/dtype.h"
 #include "common/err.h"
 #include "rfs/rfs_io.h"
@@ -224,6 +225,7 @@ typedef struct mp_view_slot {
 
 typedef struct mp_file {
     uint32_t magic;
+    rfs_runtime *rt;          /* the process's default runtime: connections and workers */
     rfs_io *io;
     char *name;               /* as given to MPI_File_open */
     MPI_Comm comm;            /* private dup of the open communicator */

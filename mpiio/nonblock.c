@@ -6,6 +6,7 @@
  * closed/synced (mp_nb_drain). */
 #include "mpiio/nonblock.h"
 
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -22,7 +23,7 @@ static pthread_cond_t done_cv;  /* timed waits: monotonic, made by done_cv_ready
 static pthread_once_t done_cv_once = PTHREAD_ONCE_INIT;
 static mp_req *qhead, *qtail;
 static mp_req *buckets[NBUCKETS];
-static pthread_t *threads;
+static rfs_task *threads;     /* workers of the runtime of the file that started them */
 static int nthreads, stopping;
 static unsigned long events;  /* bumped whenever an op finishes */
 static mp_req *detached;      /* MPI_Request_free'd requests not yet completed (under mu) */
@@ -34,6 +35,7 @@ static void done_cv_ready(void) { pthread_once(&done_cv_once, done_cv_init); }
 /* Caller holds mu. */
 static void unlink_detached(mp_req *r)
 {
+    RFS_ASSERT_HELD(&mu);
     for (mp_req **p = &detached; *p; p = &(*p)->dnext)
         if (*p == r) {
             *p = r->dnext;
@@ -122,7 +124,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static int start_pool(int n)
+static int start_pool(rfs_runtime *rt, int n)
 {
     if (nthreads)
         return 0;
@@ -131,7 +133,7 @@ static int start_pool(int n)
     if (!threads)
         return -1;
     for (int i = 0; i < n; i++) {
-        if (pthread_create(&threads[i], NULL, worker, NULL))
+        if (rfs_task_start(rt, &threads[i], worker, NULL))
             break;
         nthreads++;
     }
@@ -145,7 +147,7 @@ void mp_nb_shutdown(void)
     pthread_cond_broadcast(&work_cv);
     pthread_mutex_unlock(&mu);
     for (int i = 0; i < nthreads; i++)
-        pthread_join(threads[i], NULL);
+        rfs_task_join(&threads[i]);
     free(threads);
     threads = NULL;
     nthreads = 0;
@@ -172,9 +174,10 @@ static int query_fn(void *extra, MPI_Status *st)
 static void req_unref(mp_req *r)
 {
     pthread_mutex_lock(&mu);
-    int last = --r->refs == 0;
+    int last = RFS_REF_PUT(r->refs) == 0;
     pthread_mutex_unlock(&mu);
     if (last) {
+        RFS_REF_DEAD(r->refs);
         mp_buf_free(&r->b);
         free(r);
     }
@@ -352,7 +355,7 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);
     }
     pthread_mutex_lock(&mu);
-    int prc = start_pool(f->hints.io_threads);
+    int prc = start_pool(f->rt, f->hints.io_threads);
     pthread_mutex_unlock(&mu);
     if (prc) {
         mp_buf_free(&r->b);

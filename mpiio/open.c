@@ -155,6 +155,7 @@ static int stack_cache(mp_file *f, int node_ranks)
     c.prefetch_max = (uint64_t)f->hints.prefetch_max;
     c.threads = f->hints.prefetch_threads;
     c.local_ranks = node_ranks;
+    c.rt = f->rt;
     c.stats_name = mp_stats_enabled() || mp_trace_enabled() ? f->name : NULL;
     rfs_io *cache;
     int rc = rfs_cache_wrap(f->io, &c, &cache);
@@ -194,6 +195,7 @@ static int stack_layers(mp_file *f, int node_ranks)
     c.sync_staging = f->hints.abt_sync_staging;
     c.wait_timeout_s = (double)f->hints.abt_wait_timeout_ms / 1000.0;
     c.local_ranks = node_ranks;
+    c.rt = f->rt;
     rfs_io *abt;
     int rc = rfs_abt_wrap(f->io, f->name, &c, &abt);
     if (rc == RFS_OK)
@@ -254,13 +256,15 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
 
     mp_file *f = calloc(1, sizeof *f);
     char *namecopy = strdup(name);
-    if (!f || !namecopy) {
+    rfs_runtime *rt = rfs_runtime_default();
+    if (!f || !namecopy || !rt) {
         free(f);
         free(namecopy);
         PMPI_Comm_free(&dup);
         return mp_raise_null(MPI_ERR_NO_MEM);
     }
     f->magic = MP_FILE_MAGIC;
+    f->rt = rt;
     f->name = namecopy;
     f->comm = dup;
     f->rank = rank;
@@ -291,28 +295,28 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
                          ? local : 1;
     if (defer) {
         /* Every rank creates if needed: no ordering between the ranks' first accesses. */
-        rrc = rfs_io_open_deferred(name, flags, f->hints.file_perm, &opts, &f->io);
+        rrc = rfs_io_open_deferred_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else if (!(amode & MPI_MODE_EXCL)) {
         /* Every rank opens at once, with O_CREAT when asked: the server's open(O_CREAT) is
          * atomic, so concurrent creates make one file and each rank gets a handle on it; nobody
          * waits for another rank's round trips (docs/mpiio.md, "Round trips"). */
-        rrc = rfs_io_open_remote(name, flags, f->hints.file_perm, &opts, &f->io);
+        rrc = rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else {
         /* MPI_MODE_EXCL: exactly one rank may create, so rank 0 opens first and the others open
          * the file it made (or all fail with its error). */
         if (rank == 0) {
-            rrc = rfs_io_open_remote(name, flags, f->hints.file_perm, &opts, &f->io);
+            rrc = rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
         int r0 = code != MPI_SUCCESS;
         PMPI_Bcast(&r0, 1, MPI_INT, 0, dup);
         if (rank != 0 && !r0) {
-            rrc = rfs_io_open_remote(name, flags & ~(RFS_O_CREAT | RFS_O_EXCL), f->hints.file_perm,
+            rrc = rfs_io_open_remote_in(f->rt, name, flags & ~(RFS_O_CREAT | RFS_O_EXCL), f->hints.file_perm,
                                      &opts, &f->io);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());

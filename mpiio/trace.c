@@ -5,6 +5,7 @@
  * tell which requests, and how many sequential round trips, each MPI-IO call costs. */
 #include "mpiio/mpiio_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,13 @@ static int env_on(const char *name)
 
 int mp_trace_enabled(void)
 {
-    static int on = -1;
-    if (on < 0)
-        on = env_on("RFS_TRACE");
-    return on;
+    static atomic_int on = -1;  /* atomic: the I/O threads ask too */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        v = env_on("RFS_TRACE");
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
 }
 
 void mp_trace_mark(const char *call, int begin)
@@ -35,8 +39,11 @@ void mp_trace_mark(const char *call, int begin)
 /* RFS_STATS=1: one line per rfs file at close with what the view slots saved (engine.c). */
 int mp_stats_enabled(void)
 {
-    static int on = -1;
-    if (on < 0)
-        on = env_on("RFS_STATS");
-    return on;
+    static atomic_int on = -1;  /* atomic: the I/O threads ask too */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        v = env_on("RFS_STATS");
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/debug.h"
 #include "dtype/encode_mpi.h"
 
 static int is_named(MPI_Datatype t)
@@ -70,7 +71,7 @@ mp_view *mp_view_get(mp_file *f)
 {
     pthread_mutex_lock(&f->mu);
     mp_view *v = f->view;
-    v->refs++;
+    RFS_REF_GET(v->refs);
     pthread_mutex_unlock(&f->mu);
     return v;
 }
@@ -81,10 +82,12 @@ mp_view *mp_view_get(mp_file *f)
 void mp_view_put(mp_file *f, mp_view *v)
 {
     pthread_mutex_lock(&f->mu);
-    int last = --v->refs == 0;
+    int last = RFS_REF_PUT(v->refs) == 0;
     pthread_mutex_unlock(&f->mu);
-    if (last)
+    if (last) {
+        RFS_REF_DEAD(v->refs);
         mp_view_free(v);
+    }
 }
 
 static int install(mp_file *f, mp_view *v)

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/debug.h"
+
 typedef struct job {
     struct job *next;
     rfs_extent *ext;
@@ -31,7 +33,7 @@ struct mp_wpipe {
     int queued, running;
     int stopping;
     int nthreads;
-    pthread_t th[MP_WPIPE_MAX_DEPTH];
+    rfs_task th[MP_WPIPE_MAX_DEPTH];  /* workers of the file's runtime */
     int depth;
     rfs_status failed;          /* first failure, rc RFS_OK if none */
     /* Data buffers of finished writes, for mp_wpipe_reuse: at most depth of them. */
@@ -50,6 +52,7 @@ static void free_job(job *j)
 /* Keeps a finished job's buffer for reuse (caller holds mu), else frees it; frees the rest. */
 static void retire_job(mp_wpipe *p, job *j)
 {
+    RFS_ASSERT_HELD(&p->mu);
     if (p->nspare < p->depth) {
         p->spare[p->nspare] = j->buf;
         p->spare_cap[p->nspare] = j->cap;
@@ -109,7 +112,7 @@ mp_wpipe *mp_wpipe_start(mp_file *f, int depth)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (int i = 0; i < depth; i++) {
-        if (pthread_create(&p->th[i], NULL, worker, p) != 0)
+        if (rfs_task_start(f->rt, &p->th[i], worker, p) != 0)
             break;
         p->nthreads++;
     }
@@ -176,7 +179,7 @@ int mp_wpipe_finish(mp_wpipe *p, rfs_status *st)
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nthreads; i++)
-        pthread_join(p->th[i], NULL);
+        rfs_task_join(&p->th[i]);
     int err = p->failed.rc;
     if (st)
         *st = p->failed;

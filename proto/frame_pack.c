@@ -12,17 +12,6 @@
 
 #include <string.h>
 
-int rfs_frame_may_pack(uint16_t op)
-{
-    return op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV || op == RFS_OP_VIEW_WRITE ||
-           op == RFS_OP_WRITE_FILE;
-}
-
-int rfs_frame_reply_may_pack(uint16_t op)
-{
-    return op == RFS_OP_PREAD || op == RFS_OP_VIEW_READ;
-}
-
 int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
                        uint32_t raw_len, uint32_t packed_len)
 {
@@ -58,7 +47,7 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
     memset(pi, 0, sizeof *pi);
     const char *name = rfs_op_name(h->op);
     int reply = (h->flags & RFS_F_REPLY) != 0;
-    if (reply ? !rfs_frame_reply_may_pack(h->op) || h->status != 0 : !rfs_frame_may_pack(h->op))
+    if (!rfs_op_has(h->op, reply ? RFS_OPF_REP_PACK : RFS_OPF_PACK) || (reply && h->status != 0))
         return rfs_fail(RFS_E_PROTO, "%s %s: only write requests and successful read replies "
                         "may be compressed", name, reply ? "reply" : "request");
     const char *kind = reply ? "reply" : "request";

@@ -1,5 +1,5 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* Frame header, op table, HELLO negotiation, extents, LIST entries and the field checks
+/* Frame header, HELLO negotiation, extents, LIST entries and the field checks
  * shared by the request and reply codecs (request.c, reply.c). Byte layouts: docs/protocol.md. */
 #include "proto/proto.h"
 #include "proto/wire.h"
@@ -8,65 +8,6 @@
 
 #include <stdint.h>
 #include <string.h>
-
-const char *rfs_op_name(uint16_t op)
-{
-    switch ((rfs_op)op) {
-    case RFS_OP_HELLO: return "HELLO";
-    case RFS_OP_AUTH: return "AUTH";
-    case RFS_OP_PING: return "PING";
-    case RFS_OP_SESSION: return "SESSION";
-    case RFS_OP_OPEN: return "OPEN";
-    case RFS_OP_CLOSE: return "CLOSE";
-    case RFS_OP_PREAD: return "PREAD";
-    case RFS_OP_PWRITE: return "PWRITE";
-    case RFS_OP_PREADV: return "PREADV";
-    case RFS_OP_PWRITEV: return "PWRITEV";
-    case RFS_OP_SYNC: return "SYNC";
-    case RFS_OP_GET_SIZE: return "GET_SIZE";
-    case RFS_OP_SET_SIZE: return "SET_SIZE";
-    case RFS_OP_PREALLOCATE: return "PREALLOCATE";
-    case RFS_OP_STAT: return "STAT";
-    case RFS_OP_DELETE: return "DELETE";
-    case RFS_OP_RENAME: return "RENAME";
-    case RFS_OP_MKDIR: return "MKDIR";
-    case RFS_OP_LIST: return "LIST";
-    case RFS_OP_CHECKSUM: return "CHECKSUM";
-    case RFS_OP_CHMOD: return "CHMOD";
-    case RFS_OP_STATFS: return "STATFS";
-    case RFS_OP_WRITE_FILE: return "WRITE_FILE";
-    case RFS_OP_READ_FILE: return "READ_FILE";
-    case RFS_OP_COUNTER: return "COUNTER";
-    case RFS_OP_LOCK: return "LOCK";
-    case RFS_OP_UNLOCK: return "UNLOCK";
-    case RFS_OP_SET_VIEW: return "SET_VIEW";
-    case RFS_OP_VIEW_READ: return "VIEW_READ";
-    case RFS_OP_VIEW_WRITE: return "VIEW_WRITE";
-    case RFS_OP_TPC_AUTH: return "TPC_AUTH";
-    case RFS_OP_TPC_GRANT: return "TPC_GRANT";
-    case RFS_OP_TPC_PULL: return "TPC_PULL";
-    case RFS_OP_TPC_STATUS: return "TPC_STATUS";
-    }
-    return "UNKNOWN";
-}
-
-int rfs_op_known(uint16_t op) { return strcmp(rfs_op_name(op), "UNKNOWN") != 0; }
-
-int rfs_op_pre_auth(uint16_t op)
-{
-    return op == RFS_OP_HELLO || op == RFS_OP_AUTH || op == RFS_OP_PING || op == RFS_OP_TPC_AUTH;
-}
-
-int rfs_op_versioned(uint16_t op)
-{
-    switch (op) {
-    case RFS_OP_OPEN: case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE:
-    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h)
 {
@@ -78,6 +19,13 @@ void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h)
     le32_put(out + 12, h->req_id);
     le32_put(out + 16, h->status);
     le32_put(out + 20, h->body_len);
+}
+
+void rfs_hdr_peek(const uint8_t in[RFS_HDR_SIZE], uint32_t *magic, uint16_t *op, uint32_t *req_id)
+{
+    *magic = le32_get(in);
+    *op = le16_get(in + 6);
+    *req_id = le32_get(in + 12);
 }
 
 /* h is filled with the raw fields whenever the magic matches, even on failure, so a server can

@@ -31,7 +31,7 @@
 #define RFS_F_PACK 0x0004u      /* the payload is compressed; a pack header leads (frame_pack.c) */
 #define RFS_PACK_HDR 12u
 /* Request: "tell me the file's version after this op" (RFS_FEAT_VER servers; the ops of
- * rfs_op_versioned). Reply: a version block {u64 size, i64 mtime_ns} follows the header (after
+ * RFS_OPF_VERSIONED). Reply: a version block {u64 size, i64 mtime_ns} follows the header (after
  * the checksum field): the file as this op left it, read under the op's own write ordering. */
 #define RFS_F_VER 0x0008u
 #define RFS_VER_LEN 16u
@@ -260,6 +260,9 @@ typedef struct rfs_rep {
  * unknown op), RFS_E_VERSION (version), RFS_E_TOOBIG (RFS_HDR_SIZE + body_len > max_frame). */
 void rfs_hdr_encode(uint8_t out[RFS_HDR_SIZE], const rfs_hdr *h);
 int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *h);
+/* The fields an answer to any 24 bytes needs, read whether or not they are a valid header (a
+ * server answers a foreign or mangled frame once, naming its op and request id). */
+void rfs_hdr_peek(const uint8_t in[RFS_HDR_SIZE], uint32_t *magic, uint16_t *op, uint32_t *req_id);
 
 /* Encode a request's header and fixed fields into out (cap bytes). The trailing payload
  * (r->data, r->data_len; for PWRITEV also the extents when ext_src is given) is NOT copied:
@@ -290,6 +293,35 @@ int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
 /* Upper bound of encoded header+fixed fields for any op (excluding payloads and extents). */
 #define RFS_ENC_FIXED_MAX (RFS_HDR_SIZE + 2u * (2u + RFS_MAX_PATH) + 64u)
 
+/* ---- per-op facts (op_facts.c; docs/protocol.md "Per-op facts") ----
+ * One table says what each op is, so the server, the client and the codecs ask it instead of
+ * each listing ops in its own switch. A bit is a fact of the protocol; how a side acts on it
+ * (which fields to read, how to run the op) stays with that side. */
+#define RFS_OPF_PRE_AUTH   0x0001u /* may be sent before authentication: every other op needs it */
+#define RFS_OPF_HANDLE     0x0002u /* names an open file handle (fh) */
+#define RFS_OPF_BARRIER    0x0004u /* on its handle: after every earlier request, before every later */
+#define RFS_OPF_REQ_DATA   0x0008u /* the request carries a trailing payload */
+#define RFS_OPF_REP_DATA   0x0010u /* a successful reply carries a trailing payload (bytes read) */
+#define RFS_OPF_WRITES     0x0020u /* writes the request's payload into the file's bytes */
+#define RFS_OPF_MUTATES    0x0040u /* changes the bytes or the size of an open file */
+#define RFS_OPF_VERSIONED  0x0080u /* may ask for the file's version (RFS_F_VER) */
+#define RFS_OPF_PACK       0x0100u /* its payload may travel compressed (RFS_F_PACK) */
+#define RFS_OPF_IDEMPOTENT 0x0200u /* running it twice leaves what running it once does */
+#define RFS_OPF_QUICK      0x0400u /* bounded small work whatever its fields (rfsd's quick lane) */
+#define RFS_OPF_AUDITED    0x0800u /* changes the namespace or hands out access: rfsd's audit log */
+#define RFS_OPF_REP_PACK   0x1000u /* its reply's payload may travel compressed (RFS_F_ZOK) */
+
+typedef struct rfs_op_facts {
+    uint16_t op;
+    const char *name;
+    unsigned flags;       /* RFS_OPF_* */
+} rfs_op_facts;
+
+/* The facts of op, or NULL for an op this build does not know. */
+const rfs_op_facts *rfs_op_facts_of(uint16_t op);
+/* 1 if op is known and has every bit of flags (0 for an unknown op). */
+int rfs_op_has(uint16_t op, unsigned flags);
+
 const char *rfs_op_name(uint16_t op);
 
 /* ---- Additions (helpers shared by client and server; see docs/protocol.md) ---- */
@@ -300,14 +332,8 @@ const char *rfs_op_name(uint16_t op);
 #define RFS_MAX_NAME 255u            /* one LIST entry name (a directory entry, no '/') */
 #define RFS_LIST_ENTRY_FIXED 26u     /* u32 type, u32 mode, u64 size, i64 mtime_ns, u16 name_len */
 
-/* 1 if op is a member of rfs_op. */
+/* 1 if op is a member of rfs_op (it has an entry in the facts table). */
 int rfs_op_known(uint16_t op);
-/* 1 if requests of this op may be sent before authentication (HELLO, AUTH, PING). */
-int rfs_op_pre_auth(uint16_t op);
-/* 1 if a request of this op may ask for the file's version (RFS_F_VER): OPEN and the ops that
- * change the bytes or size of an open file (PWRITE, PWRITEV, VIEW_WRITE, SET_SIZE,
- * PREALLOCATE). WRITE_FILE is not one: it puts a new file in place, on no handle. */
-int rfs_op_versioned(uint16_t op);
 
 /* HELLO negotiation (server side): picks the highest version both sides speak and
  * min(client max_frame, server max_frame). Returns 0, or RFS_E_VERSION when the client's
@@ -347,11 +373,6 @@ typedef struct rfs_pack_info {
     uint32_t fields_len, raw_len, packed_len;
     const uint8_t *fields, *packed;   /* into the body */
 } rfs_pack_info;
-/* 1 for the ops whose requests may be packed (PWRITE, PWRITEV, VIEW_WRITE, WRITE_FILE). */
-int rfs_frame_may_pack(uint16_t op);
-/* 1 for the ops whose replies may be packed when the request had RFS_F_ZOK (PREAD, VIEW_READ:
- * replies whose body is the payload alone). */
-int rfs_frame_reply_may_pack(uint16_t op);
 /* frame[0..*len): header + fixed fields of a request whose raw payload has raw_len bytes and
  * goes out as packed_len compressed bytes. Inserts the pack header (before the checksum is
  * added), sets the flag and body_len. */

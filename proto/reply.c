@@ -14,10 +14,9 @@ enum rep_shape { SHAPE_EMPTY, SHAPE_DATA, SHAPE_U64, SHAPE_OTHER };
 
 static enum rep_shape shape_of(uint16_t op)
 {
-    switch ((rfs_op)op) {
-    case RFS_OP_PING: case RFS_OP_PREAD: case RFS_OP_PREADV: case RFS_OP_VIEW_READ:
-    case RFS_OP_READ_FILE:
+    if (rfs_op_has(op, RFS_OPF_REP_DATA))
         return SHAPE_DATA;
+    switch ((rfs_op)op) {
     case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE: case RFS_OP_GET_SIZE:
     case RFS_OP_COUNTER: case RFS_OP_WRITE_FILE:
         return SHAPE_U64;
@@ -25,13 +24,9 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_CHMOD: case RFS_OP_LOCK:
     case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
         return SHAPE_EMPTY;
-    case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_OPEN: case RFS_OP_STAT: case RFS_OP_LIST:
-    case RFS_OP_SESSION:
-    case RFS_OP_CHECKSUM: case RFS_OP_STATFS:
-    case RFS_OP_TPC_AUTH: case RFS_OP_TPC_GRANT: case RFS_OP_TPC_PULL: case RFS_OP_TPC_STATUS:
-        return SHAPE_OTHER;
+    default:
+        return SHAPE_OTHER;  /* fields of their own (HELLO, OPEN, STAT, LIST, ...) */
     }
-    return SHAPE_OTHER;
 }
 
 /* Field checks of a successful reply; bad is the code for a wrong value. */
@@ -126,7 +121,7 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
     if (!wr_take(&w, RFS_HDR_SIZE))
         return rfs_fail(RFS_E_TOOBIG, "%s reply: buffer of %zu bytes too small", name, cap);
     if (r->has_ver) {          /* the version block leads, on success and error replies */
-        if (!rfs_op_versioned(r->op))
+        if (!rfs_op_has(r->op, RFS_OPF_VERSIONED))
             return rfs_fail(RFS_E_INVAL, "%s reply cannot carry a file version", name);
         if (r->ver.size > (uint64_t)INT64_MAX)
             return rfs_fail(RFS_E_INVAL, "%s reply: version size %llu", name,
@@ -247,7 +242,7 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
     /* a packed reply reaches the decoder unpacked (rfs_frame_pack_info, decompressed) */
     if ((h->flags & ~RFS_F_VER) != RFS_F_REPLY)
         return rfs_fail(RFS_E_PROTO, "%s reply: flags 0x%04x", name, h->flags);
-    if ((h->flags & RFS_F_VER) && !rfs_op_versioned(h->op))
+    if ((h->flags & RFS_F_VER) && !rfs_op_has(h->op, RFS_OPF_VERSIONED))
         return rfs_fail(RFS_E_PROTO, "%s reply carries a file version", name);
     if (len != h->body_len || (len && !body))
         return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes, header says %u", name, len,

@@ -12,11 +12,7 @@
 #define OPEN_FLAGS_KNOWN (RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND)
 #define MODE_BITS 07777u
 
-static int has_payload(uint16_t op)
-{
-    return op == RFS_OP_PING || op == RFS_OP_PWRITE || op == RFS_OP_PWRITEV ||
-           op == RFS_OP_SET_VIEW || op == RFS_OP_VIEW_WRITE || op == RFS_OP_WRITE_FILE;
-}
+static int has_payload(uint16_t op) { return rfs_op_has(op, RFS_OPF_REQ_DATA); }
 
 static int check_read_len(uint16_t op, uint64_t len)
 {
@@ -422,13 +418,13 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         return rfs_fail(RFS_E_TOOBIG, "%s: frame of %llu bytes over the %u-byte limit",
                         rfs_op_name(r->op), (unsigned long long)(RFS_HDR_SIZE + body),
                         RFS_FRAME_HARD_MAX);
-    if (r->want_ver && !rfs_op_versioned(r->op))
+    if (r->want_ver && !rfs_op_has(r->op, RFS_OPF_VERSIONED))
         return rfs_fail(RFS_E_INVAL, "%s: a request that cannot ask for the file's version",
                         rfs_op_name(r->op));
     if (r->extra_stream && r->op != RFS_OP_HELLO)
         return rfs_fail(RFS_E_INVAL, "%s: only a HELLO can mark an additional stream",
                         rfs_op_name(r->op));
-    if (r->zok && !rfs_frame_reply_may_pack(r->op))
+    if (r->zok && !rfs_op_has(r->op, RFS_OPF_REP_PACK))
         return rfs_fail(RFS_E_INVAL, "%s: a request whose reply cannot be compressed",
                         rfs_op_name(r->op));
     rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
@@ -460,7 +456,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
     if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK)) != 0 || h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
-    if ((h->flags & RFS_F_ZOK) && !rfs_frame_reply_may_pack(h->op))
+    if ((h->flags & RFS_F_ZOK) && !rfs_op_has(h->op, RFS_OPF_REP_PACK))
         return rfs_fail(RFS_E_PROTO, "%s request accepts a compressed reply, which only reads "
                         "of a file's bytes have", name);
     r->zok = (h->flags & RFS_F_ZOK) != 0;
@@ -468,7 +464,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         return rfs_fail(RFS_E_PROTO, "%s request marks an additional stream, which only a "
                         "HELLO can", name);
     r->extra_stream = (h->flags & RFS_F_EXTRA) != 0;
-    if ((h->flags & RFS_F_VER) && !rfs_op_versioned(h->op))
+    if ((h->flags & RFS_F_VER) && !rfs_op_has(h->op, RFS_OPF_VERSIONED))
         return rfs_fail(RFS_E_PROTO, "%s request asks for the file's version, which only "
                         "OPEN and the writes and size changes of a file have", name);
     r->want_ver = (h->flags & RFS_F_VER) != 0;

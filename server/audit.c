@@ -158,8 +158,10 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
 {
     if (!enabled)
         return;
+    if (!rfs_op_has(q->op, RFS_OPF_AUDITED))
+        return;
     const rfs_wpath *p = NULL, *to = NULL;
-    switch (q->op) {
+    switch (q->op) {  /* the paths it names */
     case RFS_OP_OPEN: p = &q->u.open.path; break;
     case RFS_OP_DELETE: p = &q->u.path.path; break;
     case RFS_OP_RENAME: p = &q->u.rename.from; to = &q->u.rename.to; break;

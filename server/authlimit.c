@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/debug.h"
 #include "common/clock.h"
 #include "peraddr.h"
 
@@ -32,6 +33,7 @@ static uint64_t now_ms(void)
 /* The entry of addr, or NULL (caller holds mu). Stale entries count as absent. */
 static entry *find(const char *addr, uint64_t now)
 {
+    RFS_ASSERT_HELD(&mu);
     for (unsigned i = 0; i < RFSD_AUTH_TABLE; i++) {
         entry *e = &table[i];
         if (e->addr[0] && strcmp(e->addr, addr) == 0) {

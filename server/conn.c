@@ -18,6 +18,7 @@
 #include "authlimit.h"
 #include "tpc_grant.h"
 #include "tpc_pull.h"
+#include "common/debug.h"
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -32,11 +33,6 @@
 #include "common/zauto.h"
 
 enum { ST_PRE_HELLO, ST_PRE_AUTH, ST_READY };
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* 1: got len bytes; 0: clean end of stream before the first byte; -1: error or end mid-way
  * (errno EAGAIN: nothing arrived for timeout_ms; EPROTO: TLS failure, logged). The socket is
@@ -199,6 +195,7 @@ void rfsd_conn_send_error(rfsd_conn *c, uint16_t op, uint32_t id, int err)
 
 int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
 {
+    RFS_ASSERT_HELD(&c->mu);
     if (c->nhandles >= RFSD_MAX_HANDLES)
         return rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection (limit %u)",
                         h->path, RFSD_MAX_HANDLES);
@@ -219,7 +216,7 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
         c->slots[slot] = h;
         c->cursor = slot + 1;
         c->nhandles++;
-        h->refs++;
+        RFS_REF_GET(h->refs);
         return RFS_OK;
     }
     if (c->addr)
@@ -229,17 +226,19 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
 
 rfsd_handle *rfsd_handle_find(rfsd_conn *c, uint32_t id)
 {
+    RFS_ASSERT_HELD(&c->mu);
     rfsd_handle *h = c->slots[id & (RFSD_MAX_HANDLES - 1)];
     return (h && h->id == id && !h->closed) ? h : NULL;
 }
 
 void rfsd_handle_remove(rfsd_conn *c, rfsd_handle *h)
 {
+    RFS_ASSERT_HELD(&c->mu);
     unsigned slot = h->id & (RFSD_MAX_HANDLES - 1);
     if (c->slots[slot] == h) {
         c->slots[slot] = NULL;
         c->nhandles--;
-        h->refs--;
+        RFS_REF_PUT(h->refs);
         if (c->addr)
             rfsd_addr_close(c->addr);
     }
@@ -264,6 +263,7 @@ void rfsd_handle_release(rfsd_handle *h)
 
 static void handle_free(rfsd_handle *h)
 {
+    RFS_REF_DEAD(h->refs);
     rfsd_zreply_free(h);
     free(h->path);
     free(h);
@@ -345,7 +345,7 @@ static void job_finish(rfsd_out *o, int sent)
             n->on_worker = 1;
             rfsd_pool_submit(c->srv->pool, &c->lane, &n->work);
         }
-        if (--h->refs == 0)
+        if (RFS_REF_PUT(h->refs) == 0)
             dead = h;
     }
     pthread_cond_broadcast(&c->cv);
@@ -394,7 +394,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
     j->body = body;
     j->stream = st;
     j->cost = rfsd_request_cost(req, body_len);
-    j->barrier = rfsd_op_is_barrier(req->op);
+    j->barrier = rfs_op_has(req->op, RFS_OPF_BARRIER);
     j->ranged = rfsd_op_range(req, &j->lo, &j->hi, &j->writes);
     uint32_t fh;
     int has_fh = rfsd_op_handle(req, &fh);
@@ -418,7 +418,7 @@ static void dispatch(rfsd_conn *c, uint8_t *body, const rfs_req *req, uint32_t b
             free(j);
             return;
         }
-        h->refs++;
+        RFS_REF_GET(h->refs);
         j->h = h;
     }
     /* A quick request on an otherwise idle connection runs right here: nothing else of this
@@ -696,15 +696,17 @@ static int read_one(rfsd_conn *c, session *s)
     }
     rfs_hdr h;
     int rc = rfs_hdr_decode(hb, c->max_frame, &h);
-    uint16_t raw_op = (uint16_t)(hb[6] | hb[7] << 8);
+    uint32_t raw_magic, raw_id;
+    uint16_t raw_op;
+    rfs_hdr_peek(hb, &raw_magic, &raw_op, &raw_id);
     if (hb[0] == RFSD_TLS_RECORD && !c->srv->tls) {
-        rfsd_tls_refuse(c, raw_op, le32(hb + 12));
+        rfsd_tls_refuse(c, raw_op, raw_id);
         return -1;
     }
-    if (le32(hb) != RFS_MAGIC || rc == RFS_E_VERSION) {
+    if (raw_magic != RFS_MAGIC || rc == RFS_E_VERSION) {
         /* not our framing (or not a version we can frame): answer once, then hang up */
         RFS_LOGI("%s: %s; closing", c->peer, rfs_last_error());
-        rfsd_conn_send_error(c, raw_op, le32(hb + 12), rc);
+        rfsd_conn_send_error(c, raw_op, raw_id, rc);
         return -1;
     }
     if (rc == RFS_E_TOOBIG || (uint64_t)RFS_HDR_SIZE + h.body_len > c->max_frame) {
@@ -781,7 +783,7 @@ static int read_one(rfsd_conn *c, session *s)
         return rc;
     }
     if (s->state != ST_READY) {
-        if (req.op == RFS_OP_PING) {
+        if (rfs_op_has(req.op, RFS_OPF_PRE_AUTH)) {  /* PING: the others were answered above */
             rfs_rep rep = {.op = RFS_OP_PING, .id = req.id, .data = req.data,
                            .data_len = req.data_len};
             rfsd_conn_send(c, &rep);
@@ -822,6 +824,7 @@ static void conn_teardown(rfsd_conn *c)
         left++;
         if (c->addr)
             rfsd_addr_close(c->addr);
+        RFS_REF_PUT(h->refs);  /* the slot's: no job is left to hold another */
         rfsd_handle_release(h);
         handle_free(h);
     }

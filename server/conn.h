@@ -147,8 +147,6 @@ void rfsd_handle_release(rfsd_handle *h);
 void rfsd_execute(rfsd_job *j);
 /* Bytes a request may put in flight (request body + expected reply data). */
 size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len);
-/* 1 if the op is ordered after all earlier requests on its handle (and later ones wait). */
-int rfsd_op_is_barrier(uint16_t op);
 /* 1 if the request is small and never waits (no lock waits, no fsync, at most
  * RFSD_QUICK_MAX_BYTES of data): the reader may run it itself when nothing else is in flight. */
 int rfsd_op_is_quick(const rfs_req *r);

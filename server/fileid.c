@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 #include <time.h>
 
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "rfs/rfs.h"
@@ -124,7 +125,7 @@ rfsd_fileid *rfsd_fileid_get(dev_t dev, ino_t ino, int fd)
         }
     }
     if (f)
-        f->refs++;
+        RFS_REF_GET(f->refs);
     pthread_mutex_unlock(&reg_mu);
     return f;
 }
@@ -134,7 +135,7 @@ void rfsd_fileid_put(rfsd_fileid *f)
     if (!f)
         return;
     pthread_mutex_lock(&reg_mu);
-    if (--f->refs > 0) {
+    if (RFS_REF_PUT(f->refs) > 0) {
         pthread_mutex_unlock(&reg_mu);
         return;
     }
@@ -151,6 +152,7 @@ void rfsd_fileid_put(rfsd_fileid *f)
     pthread_cond_destroy(&f->cv);
     free(f->counters);
     free(f->locks);
+    RFS_REF_DEAD(f->refs);
     free(f);
 }
 
@@ -243,6 +245,7 @@ static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t 
 /* Removes lock i (caller holds f->mu). */
 static range_lock drop_lock(rfsd_fileid *f, size_t i)
 {
+    RFS_ASSERT_HELD(&f->mu);
     range_lock l = f->locks[i];
     f->locks[i] = f->locks[--f->nlocks];
     if (l.acct)

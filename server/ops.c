@@ -24,23 +24,11 @@
 #include "tpc_pull.h"
 #include "wire.h"
 
-int rfsd_op_is_barrier(uint16_t op)
-{
-    switch (op) {
-    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: case RFS_OP_SET_SIZE:
-    case RFS_OP_PREALLOCATE: case RFS_OP_LOCK: case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 int rfsd_op_is_quick(const rfs_req *r)
 {
-    switch (r->op) {
-    case RFS_OP_PING: case RFS_OP_GET_SIZE: case RFS_OP_COUNTER: case RFS_OP_UNLOCK:
-    case RFS_OP_STAT:
+    if (rfs_op_has(r->op, RFS_OPF_QUICK))
         return 1;
+    switch (r->op) {  /* data ops: quick when their bytes are few */
     case RFS_OP_PREAD: return r->u.pread.len <= RFSD_QUICK_MAX_BYTES;
     case RFS_OP_VIEW_READ: return r->u.view_read.len <= RFSD_QUICK_MAX_BYTES;
     case RFS_OP_PWRITE: case RFS_OP_VIEW_WRITE: return r->data_len <= RFSD_QUICK_MAX_BYTES;
@@ -51,7 +39,9 @@ int rfsd_op_is_quick(const rfs_req *r)
 
 int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
 {
-    switch (r->op) {
+    if (!rfs_op_has(r->op, RFS_OPF_HANDLE))
+        return 0;
+    switch (r->op) {  /* where each op keeps it */
     case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: *fh = r->u.fh.fh; return 1;
     case RFS_OP_PREAD: *fh = r->u.pread.fh; return 1;
     case RFS_OP_PWRITE: *fh = r->u.pwrite.fh; return 1;
@@ -70,7 +60,7 @@ int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
 
 int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes)
 {
-    *writes = r->op == RFS_OP_PWRITE || r->op == RFS_OP_PWRITEV || r->op == RFS_OP_VIEW_WRITE;
+    *writes = rfs_op_has(r->op, RFS_OPF_WRITES);
     switch (r->op) {
     case RFS_OP_PREAD:
         *lo = r->u.pread.off;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/debug.h"
 #include "common/log.h"
 
 struct rfsd_pool {
@@ -51,6 +52,7 @@ static void list_last(rfsd_pool *p, rfsd_lane *l)
 /* Lists or unlists l after its queue or running count changed (caller holds mu). */
 static void relist(rfsd_pool *p, rfsd_lane *l)
 {
+    RFS_ASSERT_HELD(&p->mu);
     int want = l->head && l->running < p->cap;
     if (want && !l->listed)
         list_last(p, l);
@@ -63,6 +65,7 @@ static void relist(rfsd_pool *p, rfsd_lane *l)
  * client that sends one request at a time through while others pipeline hundreds. */
 static rfsd_lane *pick(rfsd_pool *p)
 {
+    RFS_ASSERT_HELD(&p->mu);
     /* The last `reserve` free workers are kept for lanes with nothing running: a newcomer
      * (an honest client's OPEN or SYNC) then finds a worker at once instead of waiting for
      * one of the busy clients' long requests to end. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -49,6 +50,7 @@ static int over(const rfsd_quota *q, uint64_t grow, const char *shown, const cha
 /* Admits grow bytes (caller holds q->mu). */
 static int admit(rfsd_quota *q, uint64_t grow, const char *shown, const char *what)
 {
+    RFS_ASSERT_HELD(&q->mu);
     if (grow > q->limit || q->used > q->limit - grow)
         return over(q, grow, shown, what);
     q->used += grow;
@@ -144,7 +146,7 @@ rfsd_qfile *rfsd_quota_file_get(rfsd_quota *q, const struct stat *st)
         q->files = f;
     }
     if (f)
-        f->refs++;
+        RFS_REF_GET(f->refs);
     pthread_mutex_unlock(&q->mu);
     return f;
 }
@@ -157,7 +159,7 @@ void rfsd_quota_file_put(rfsd_qfile *f, int fd)
     struct stat st;
     int have = fd >= 0 && fstat(fd, &st) == 0;
     pthread_mutex_lock(&q->mu);
-    if (--f->refs > 0) {
+    if (RFS_REF_PUT(f->refs) > 0) {
         pthread_mutex_unlock(&q->mu);
         return;
     }
@@ -175,6 +177,7 @@ void rfsd_quota_file_put(rfsd_qfile *f, int fd)
             break;
         }
     pthread_mutex_unlock(&q->mu);
+    RFS_REF_DEAD(f->refs);
     free(f);
 }
 

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/debug.h"
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -76,6 +77,7 @@ static int is_zero(const uint8_t *p)
 /* The live connection with session id, or NULL (caller holds srv->mu). */
 static rfsd_conn *find_locked(rfsd_server *srv, const uint8_t *id, const rfsd_conn *except)
 {
+    RFS_ASSERT_HELD(&srv->mu);
     for (rfsd_conn *o = srv->conns; o; o = o->next)
         if (o != except && o->has_session && memcmp(o->session, id, RFS_SESSION_LEN) == 0)
             return o;
@@ -155,6 +157,7 @@ int rfsd_session_request(rfsd_conn *c, const rfs_req *req)
 static int silent_writer_locked(rfsd_conn *self, const rfsd_fileid *fid, int64_t now,
                                 char *who, size_t cap)
 {
+    RFS_ASSERT_HELD(&self->srv->mu);
     rfsd_server *srv = self->srv;
     int64_t quiet = (int64_t)srv->cfg.lease_ms * 1000000 / 2;
     for (rfsd_conn *o = srv->conns; o; o = o->next) {

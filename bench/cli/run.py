@@ -140,7 +140,12 @@ def one_profile(name, buf_mb, a):
     size = a.size_mib << 20
     limit = 120 + size * 8 / (a.rate_mbit * 1e6) * 6
     procs = []
-    res = {"profile": name, "tcp_buf_max_mb": buf_mb, "samples": {}, "errors": []}
+    # what the measured connections use: the namespaces' setting (bench/wan/up --cc), not
+    # this host's default
+    ns_cc = subprocess.run(wanlib.in_ns(cli, ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]),
+                           capture_output=True, text=True).stdout.strip()
+    res = {"profile": name, "tcp_buf_max_mb": buf_mb, "congestion": ns_cc, "samples": {},
+           "errors": []}
     S = res["samples"]
 
     def add(key, value):
@@ -369,7 +374,7 @@ def main():
            "rate_mbit": a.rate_mbit, "delay_ms_one_way": a.delay_ms, "size_mib": a.size_mib,
            "files": a.files, "reps": a.reps, "cpus": os.cpu_count(),
            "loadavg_at_start": os.getloadavg(),
-           "congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
+           "host_congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
            "profiles": {}}
     for name in a.profiles.split(","):
         doc["profiles"][name] = one_profile(name, PROFILES[name], a)

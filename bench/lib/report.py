@@ -486,6 +486,19 @@ def _hdf5_section(outdir, name="hdf5_ckpt.json", title=""):
     return "\n".join(out)
 
 
+
+def _cli_cc(d):
+    """The namespaces' congestion control (newer runs record it per profile); older runs
+    recorded only the host's default."""
+    ccs = {p.get("congestion") for p in d.get("profiles", {}).values() if p.get("congestion")}
+    if ccs:
+        return ", ".join(sorted(ccs))
+    # bench/wan/up sets cubic in the namespaces since 2026-11-26 01:28; runs before inherited
+    # the host's default, which is what they recorded
+    when = d.get("when", "")
+    ran = "cubic" if when >= "2026-11-26T01:28" else d.get("congestion")
+    return f"{ran} (the JSON records the host's default, {d.get('congestion')})"
+
 def _cli_wan_section(outdir):
     """bench/cli's result (cli_wan.json), if present."""
     try:
@@ -498,7 +511,7 @@ def _cli_wan_section(outdir):
     out = ["## The tools users reach for (`bench/cli`, `rfs cp` over the WAN testbed)", "",
            f"Run {d.get('when', '?')}: link {_fmt(d.get('rate_mbit'))} Mbit/s, "
            f"{_fmt(d.get('delay_ms_one_way'))} ms each way, TCP congestion control "
-           f"{d.get('congestion')}; a {d.get('size_mib')} MiB random file and a tree of "
+           f"{_cli_cc(d)}; a {d.get('size_mib')} MiB random file and a tree of "
            f"{d.get('files')} random files of 4..64 KiB; {d.get('reps')} repetitions, medians; "
            "MB/s = 10^6 bytes / wall time of the command (start-up, open, sync and rename "
            "included). Small files: seconds. bench/cli/README.md explains every number.", "",

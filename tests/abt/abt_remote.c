@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "abt/abt.h"
+#include "recover/recover.h"
 
 static void pattern(unsigned char *p, size_t n, uint64_t off, unsigned seed)
 {

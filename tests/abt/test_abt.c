@@ -142,6 +142,49 @@ static void test_overlapping_writes_keep_order(void **state)
     free(fk->data), free(fk);
 }
 
+/* rfs_abt_threads is a file's own setting: a file opened first with one sender neither holds
+ * back a later file that asks for five (the engine adds senders) nor sends more than one of
+ * its own chunks at a time while senders are idle. */
+static void test_threads_are_per_file(void **state)
+{
+    (void)state;
+    fake_io *fa = fake_io_new(), *fb = fake_io_new();
+    fake_io_gate(fa, 1);
+    fake_io_gate(fb, 1);
+    rfs_abt_config ca = cfg(64u << 20, 1u << 20), cb = ca;
+    ca.threads = 1;
+    cb.threads = 5;
+    rfs_io *a, *b;
+    assert_int_equal(rfs_abt_wrap(&fa->io, "rfs:fake:1:/ta", &ca, &a), RFS_OK);
+    assert_int_equal(rfs_abt_wrap(&fb->io, "rfs:fake:1:/tb", &cb, &b), RFS_OK);
+    size_t n = 1u << 20;
+    uint8_t *buf = malloc(n);
+    fill(buf, n, 3);
+    for (uint64_t i = 0; i < 3; i++)
+        assert_int_equal(a->ops->pwrite(a, buf, n, i * n, NULL), RFS_OK);
+    assert_true(fake_io_wait_blocked(fa, 1));
+    /* Five senders: had A's idle ones taken its two other chunks, B would get two. */
+    for (uint64_t i = 0; i < 4; i++)
+        assert_int_equal(b->ops->pwrite(b, buf, n, i * n, NULL), RFS_OK);
+    assert_true(fake_io_wait_blocked(fb, 4));
+    pthread_mutex_lock(&fa->mu);
+    assert_int_equal(fa->writes_waiting, 1);
+    pthread_mutex_unlock(&fa->mu);
+    fake_io_gate(fa, 0);
+    fake_io_gate(fb, 0);
+    assert_int_equal(a->ops->close(a), RFS_OK);
+    assert_int_equal(b->ops->close(b), RFS_OK);
+    assert_int_equal(rfs_abt_finalize(), RFS_OK);
+    assert_int_equal(fa->size, 3 * n);
+    assert_int_equal(fb->size, 4 * n);
+    for (uint64_t i = 0; i < 3; i++)
+        assert_memory_equal(fa->data + i * n, buf, n);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_memory_equal(fb->data + i * n, buf, n);
+    free(buf);
+    free(fa->data), free(fa), free(fb->data), free(fb);
+}
+
 /* A read of buffered bytes sees the new data. */
 static void test_read_sees_buffered_writes(void **state)
 {
@@ -320,13 +363,17 @@ static void test_pool_prefaulted_and_costs_counted(void **state)
     assert_int_equal(getrusage(RUSAGE_THREAD, &before), 0);
     assert_int_equal(io->ops->pwrite(io, buf, n, 0, NULL), RFS_OK);
     assert_int_equal(getrusage(RUSAGE_THREAD, &after), 0);
+#ifndef __SANITIZE_THREAD__  /* ThreadSanitizer's own shadow of the pool faults in on the copy */
     assert_in_range(after.ru_minflt - before.ru_minflt, 0, 64);
+#endif
     assert_int_equal(io->ops->close(io), RFS_OK);
     assert_memory_equal(fk->data, buf, n);
     assert_int_equal(rfs_abt_finalize(), RFS_OK);
     rfs_abt_get_stats(&st);
     assert_int_equal(st.bytes_prefaulted, 4u << 20); /* never more than the cap */
+#ifndef __SANITIZE_THREAD__  /* slowed down, the sender frees buffers before the copy ends */
     assert_int_equal(st.memory_peak, 4u << 20);
+#endif
     assert_int_equal(st.bytes_sent, n);
     assert_true(st.enqueue_s > 0);
     assert_true(st.thread_cpu_s > 0);
@@ -700,7 +747,9 @@ static void test_server_down_staging_full_keeps_what_was_taken(void **state)
     assert_int_equal(io->ops->close(io), RFS_OK);
     assert_int_equal(rfs_abt_finalize(), RFS_E_IO);
     staging_room = 0;
+#ifndef __SANITIZE_THREAD__  /* slowed down 5-15x, the sender may see the failure first */
     assert_true(taken >= 2);
+#endif
     assert_int_equal(pending_in_staging(), taken);  /* every write that returned is kept */
     free(buf), free(fk->data), free(fk);
 }
@@ -810,6 +859,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_waits_for_the_files_queued_writes, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_threads_are_per_file, setup, teardown),
         cmocka_unit_test(test_tables_name_every_slot),
         cmocka_unit_test(test_model_eq1),
         cmocka_unit_test(test_model_phases),

@@ -388,15 +388,33 @@ static void name_of(fake *fk, char *buf, size_t cap)
     snprintf(buf, cap, "rfs:127.0.0.1:%u:/f", fk->port);
 }
 
-static rfs_file *open_ok(fake *fk, const rfs_options *o)
+/* rt NULL: the default runtime, as rfs_open uses. */
+static rfs_file *open_in(rfs_runtime *rt, fake *fk, const rfs_options *o)
 {
     char name[64];
     name_of(fk, name, sizeof name);
     rfs_file *f = NULL;
-    int rc = rfs_open(name, RFS_O_RDWR, 0, o, &f);
+    int rc = rfs_open_in(rt, name, RFS_O_RDWR, 0, o, &f);
     if (rc)
         fail_msg("open %s: %s", name, rfs_last_error());
     return f;
+}
+
+static rfs_file *open_ok(fake *fk, const rfs_options *o) { return open_in(NULL, fk, o); }
+
+/* Waits (bounded: 10 s) until the fake saw n connections end; returns how many did. */
+static int wait_conns_closed(fake *fk, int n)
+{
+    int done = 0;
+    for (int i = 0; i < 10000; i++) {
+        pthread_mutex_lock(&fk->lock);
+        done = fk->handlers_done;
+        pthread_mutex_unlock(&fk->lock);
+        if (done >= n)
+            break;
+        usleep(1000);
+    }
+    return done;
 }
 
 static void test_replies_out_of_order(void **state)
@@ -748,12 +766,16 @@ static void test_pool_shares_connections(void **state)
 {
     (void)state;
     fake *fk = fake_start(M_NORMAL, NULL);
+    /* Its own runtime: no connection of another test is in its pool, and destroying it
+     * closes the ones it made. */
+    rfs_runtime *rt;
+    assert_int_equal(rfs_runtime_create(&rt), RFS_OK);
     rfs_options one = {.token = ""};
-    rfs_file *a = open_ok(fk, &one);
-    rfs_file *b = open_ok(fk, &one);
+    rfs_file *a = open_in(rt, fk, &one);
+    rfs_file *b = open_in(rt, fk, &one);
     assert_int_equal(fake_conns(fk), 1);
     rfs_options three = {.token = "", .streams = 3};
-    rfs_file *c = open_ok(fk, &three);
+    rfs_file *c = open_in(rt, fk, &three);
     assert_int_equal(fake_conns(fk), 3);
     /* A striped read uses all three and still lands every byte in place. */
     size_t len = 5u * 1024 * 1024 + 17;
@@ -768,19 +790,30 @@ static void test_pool_shares_connections(void **state)
     assert_int_equal(rfs_close(b), RFS_OK);
     assert_int_equal(rfs_close(c), RFS_OK);
     /* Released connections linger in the pool: the next open reuses one, no new connection. */
-    rfs_file *d = open_ok(fk, &one);
+    rfs_file *d = open_in(rt, fk, &one);
     assert_int_equal(fake_conns(fk), 3);
     assert_int_equal(rfs_close(d), RFS_OK);
+    /* Another runtime has a pool of its own: it connects, and its end closes the connection. */
+    rfs_runtime *other;
+    assert_int_equal(rfs_runtime_create(&other), RFS_OK);
+    rfs_file *o2 = open_in(other, fk, &one);
+    assert_int_equal(fake_conns(fk), 4);
+    assert_int_equal(rfs_close(o2), RFS_OK);
+    rfs_runtime_destroy(other);
+    assert_int_equal(wait_conns_closed(fk, 1), 1);
     /* Without lingering, the next pool call closes every idle connection: the open connects
      * afresh, and so does the one after it. */
     setenv("RFS_CONN_LINGER_MS", "0", 1);
-    rfs_file *e = open_ok(fk, &one);
-    assert_int_equal(fake_conns(fk), 4);
-    assert_int_equal(rfs_close(e), RFS_OK);
-    rfs_file *g = open_ok(fk, &one);
+    rfs_file *e = open_in(rt, fk, &one);
     assert_int_equal(fake_conns(fk), 5);
+    assert_int_equal(rfs_close(e), RFS_OK);
+    rfs_file *g = open_in(rt, fk, &one);
+    assert_int_equal(fake_conns(fk), 6);
     assert_int_equal(rfs_close(g), RFS_OK);
     unsetenv("RFS_CONN_LINGER_MS");
+    /* Every connection of the test ends with its runtimes. */
+    rfs_runtime_destroy(rt);
+    assert_int_equal(wait_conns_closed(fk, 6), 6);
     fake_stop(fk);
 }
 

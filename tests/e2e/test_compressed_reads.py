@@ -168,10 +168,15 @@ class HostileServer:
         self.t.start()
 
     def serve(self):
-        try:
-            s, _ = self.sock.accept()
-        except OSError:
-            return
+        # every connection the client makes (the rfs command dials its streams ahead)
+        while True:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve_one, args=(s,), daemon=True).start()
+
+    def serve_one(self, s):
         s.settimeout(30)
         try:
             while True:

@@ -1,8 +1,8 @@
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
-"""The POSIX shim in librfs-mpiio.so. mpiio/posix_shim.c: open/read/pread/lseek/fstat/close,
+"""The POSIX shim in librfs-mpiio.so. posix/posix_shim.c: open/read/pread/lseek/fstat/close,
 stat/lstat/access on rfs: names (also with the "rfs:" prefix cut off, as PnetCDF passes them, and
 in URL form), open for writing refused with EROFS, missing files ENOENT, local files untouched,
-several threads on one descriptor (tests/mpiio/t_posix.c). mpiio/posix_names.c: unlink, rename,
+several threads on one descriptor (tests/mpiio/t_posix.c). posix/posix_names.c: unlink, rename,
 truncate, mkdir/rmdir, remove and their *at forms next to MPI-IO, each checked on the server's
 disk with the kernel's errno values (tests/mpiio/t_posix_write.c). PnetCDF's ncmpi_open through
 it is in test_realclients.py."""

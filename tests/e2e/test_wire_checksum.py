@@ -5,6 +5,7 @@ rfsd flips one byte of a write's payload or of a read reply's payload; the call 
 checksum error, the server's file never holds the flipped byte, and the connection goes on
 serving. Clients that do not ask for checksums (raw-protocol clients, older builds) still work."""
 import os
+import random
 import socket
 import struct
 import subprocess
@@ -192,7 +193,9 @@ def test_corrupt_read_reply_is_an_error_not_data(rfsd, rfs):
     (rfsd.root / "r").write_bytes(b"D" * size)
     relay = Relay(rfsd, down=big("PREAD"))
     try:
-        with rfs.RemoteFile(relay.url("/r"), "rb", token=rfsd.token) as f:
+        # Raw replies: rfsd may compress a reply of such bytes (compressed reads) below what
+        # the relay flips; test_corrupt_packed_read_reply covers packed ones.
+        with rfs.RemoteFile(relay.url("/r"), "rb", token=rfsd.token, compress="none") as f:
             with pytest.raises(OSError) as ei:
                 f.pread(size, 0)
             assert "checksum mismatch" in str(ei.value), str(ei.value)
@@ -245,7 +248,9 @@ def test_checksums_can_be_turned_off_on_the_client(rfsd, rfs, monkeypatch, tmp_p
                 f"f = rfs.RemoteFile({relay.url('/o')!r}, 'rb', token={rfsd.token!r})\n"
                 "d = f.pread(1 << 20, 0); f.close()\n"
                 "print(sum(1 for b in d if b != 0x45))\n")
-        env = {**rfsd.env(), "RFS_CHECKSUM": "off", "RFS_LIBRARY": str(BUILD / "librfs.so")}
+        # raw replies (see test_corrupt_read_reply_is_an_error_not_data)
+        env = {**rfsd.env(), "RFS_CHECKSUM": "off", "RFS_COMPRESS": "none",
+               "RFS_LIBRARY": str(BUILD / "librfs.so")}
         p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=TIMEOUT)
         assert p.returncode == 0, p.stderr
@@ -253,3 +258,30 @@ def test_checksums_can_be_turned_off_on_the_client(rfsd, rfs, monkeypatch, tmp_p
         assert relay.flipped == 1
     finally:
         relay.close()
+
+
+@pytest.mark.nosan  # the Python package loads librfs.so into an uninstrumented interpreter
+def test_corrupt_packed_read_reply_is_an_error_not_data(rfsd_factory, rfs, tmp_path):
+    """A compressed read reply (rfsd --compress-reads lz4) is checksummed as sent: a bit flipped
+    in its compressed payload is a checksum mismatch, never data or a decompression accident."""
+    srv = rfsd_factory(extra=["--compress-reads", "lz4"])
+    rnd = random.Random(5)  # short runs of few values: lz4 packs 1 MiB to about half
+    data = b"".join(bytes([rnd.randrange(8)]) * rnd.randrange(1, 6) for _ in range(400000))
+    data = data[:1 << 20]
+    (srv.root / "z").write_bytes(data)
+    relay = Relay(srv, down=big("PREAD"))
+    try:
+        with rfs.RemoteFile(relay.url("/z"), "rb", token=srv.token) as f:
+            with pytest.raises(OSError) as ei:
+                f.pread(len(data), 0)
+            assert "checksum mismatch" in str(ei.value), str(ei.value)
+            assert relay.flipped == 1
+            assert f.pread(len(data), 0) == data
+    finally:
+        relay.close()
+    # and the replies were packed (the same read through the CLI counts them)
+    p = subprocess.run([binary("rfs"), "get", "-f", srv.url("/z"), str(tmp_path / "z")],
+                       env={**srv.env(), "RFS_STATS": "1"}, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert p.returncode == 0 and "compressed read replies" in p.stderr, p.stderr
+

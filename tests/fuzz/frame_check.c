@@ -242,7 +242,9 @@ int rfs_check_frames(const uint8_t *data, size_t size)
             CHECK(known_error(rc));
             return ok;
         }
-        CHECK(h.version == RFS_PROTO_VERSION && (h.flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER)) == 0);
+        CHECK(h.version == RFS_PROTO_VERSION &&
+              (h.flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER | RFS_F_EXTRA |
+                           RFS_F_ZOK)) == 0);
         size_t avail = size - RFS_HDR_SIZE;
         if (avail < h.body_len) {
             /* Truncated body: both decoders must refuse it. */

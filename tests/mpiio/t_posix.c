@@ -1,5 +1,5 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* The descriptor side of the POSIX shim of librfs-mpiio.so (mpiio/posix_shim.c): read-only
+/* The descriptor side of the POSIX shim of librfs-mpiio.so (posix/posix_shim.c): read-only
  * opens of rfs names, called the way PnetCDF and other libraries do outside MPI-IO (the name
  * calls, unlink/rename/truncate..., are t_posix_write.c).
  *

@@ -1,5 +1,5 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* The POSIX name calls of librfs-mpiio.so (mpiio/posix_names.c) next to MPI-IO, as a program
+/* The POSIX name calls of librfs-mpiio.so (posix/posix_names.c) next to MPI-IO, as a program
  * that cleans up after itself does them:
  *
  *   t_posix_write RFSNAME EXPORTPATH LOCALDIR

@@ -49,7 +49,7 @@ static void test_request_roundtrip_and_bytes(void **state)
     assert_int_equal(unframe_req(buf, n, &o), RFS_OK);
     assert_string_equal(rfs_op_name(RFS_OP_CHECKSUM), "CHECKSUM");
     assert_true(rfs_op_known(RFS_OP_CHECKSUM));
-    assert_false(rfs_op_pre_auth(RFS_OP_CHECKSUM));
+    assert_false(rfs_op_has(RFS_OP_CHECKSUM, RFS_OPF_PRE_AUTH));
 }
 
 static void test_reply_roundtrip_and_bytes(void **state)

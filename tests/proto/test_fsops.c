@@ -23,7 +23,7 @@ static void test_chmod_request(void **state)
     assert_wpath(o.u.mkdir.path, "/a/b");
     assert_string_equal(rfs_op_name(RFS_OP_CHMOD), "CHMOD");
     assert_true(rfs_op_known(RFS_OP_CHMOD));
-    assert_false(rfs_op_pre_auth(RFS_OP_CHMOD));
+    assert_false(rfs_op_has(RFS_OP_CHMOD, RFS_OPF_PRE_AUTH));
     /* mode bits beyond 07777 are refused by the encoder and the decoder */
     r.u.mkdir.mode = 010000;
     size_t m;

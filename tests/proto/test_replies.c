@@ -227,11 +227,11 @@ static void test_op_names(void **state)
     assert_true(rfs_op_known(RFS_OP_SESSION));
     assert_false(rfs_op_known(6));
     assert_true(rfs_op_known(RFS_OP_TPC_AUTH));
-    assert_true(rfs_op_pre_auth(RFS_OP_TPC_AUTH));
-    assert_false(rfs_op_pre_auth(RFS_OP_TPC_PULL));
+    assert_true(rfs_op_has(RFS_OP_TPC_AUTH, RFS_OPF_PRE_AUTH));
+    assert_false(rfs_op_has(RFS_OP_TPC_PULL, RFS_OPF_PRE_AUTH));
     assert_string_equal(rfs_op_name(RFS_OP_TPC_GRANT), "TPC_GRANT");
-    assert_true(rfs_op_pre_auth(RFS_OP_PING));
-    assert_false(rfs_op_pre_auth(RFS_OP_OPEN));
+    assert_true(rfs_op_has(RFS_OP_PING, RFS_OPF_PRE_AUTH));
+    assert_false(rfs_op_has(RFS_OP_OPEN, RFS_OPF_PRE_AUTH));
 }
 
 int main(void)

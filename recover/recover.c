@@ -15,8 +15,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "abt/abt.h"
 #include "abt/journal.h"
+#include "recover/recover.h"
 #include "common/err.h"
 #include "common/log.h"
 

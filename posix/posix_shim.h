@@ -3,8 +3,8 @@
  * the client options, and the rule that decides which names are rfs names.
  * posix_shim.c serves descriptors (open/read/stat...), posix_names.c the calls that change
  * names (unlink/rename/truncate/mkdir/rmdir). */
-#ifndef RFS_MPIIO_POSIX_SHIM_H
-#define RFS_MPIIO_POSIX_SHIM_H
+#ifndef RFS_POSIX_SHIM_H
+#define RFS_POSIX_SHIM_H
 
 #include <stddef.h>
 

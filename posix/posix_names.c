@@ -29,7 +29,7 @@
 
 #include "common/log.h"
 #include "mpiio/mpiio_internal.h"
-#include "mpiio/posix_shim.h"
+#include "posix/posix_shim.h"
 #include "rfs/rfs.h"
 
 typedef enum name_op { OP_UNLINK, OP_RMDIR, OP_REMOVE, OP_MKDIR, OP_TRUNCATE } name_op;

@@ -47,8 +47,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/debug.h"
 #include "common/log.h"
-#include "mpiio/posix_shim.h"
+#include "posix/posix_shim.h"
 #include "rfs/rfs.h"
 
 /* Old glibc stat entry points: no longer declared by glibc 2.33+ headers, still exported for
@@ -100,7 +101,7 @@ static shim_file *file_get(int fd)
     pthread_mutex_lock(&tab_mu);
     shim_file *s = fd < tab_cap ? tab[fd] : NULL;
     if (s)
-        s->refs++;
+        RFS_REF_GET(s->refs);
     pthread_mutex_unlock(&tab_mu);
     return s;
 }
@@ -108,9 +109,10 @@ static shim_file *file_get(int fd)
 static void file_put(shim_file *s)
 {
     pthread_mutex_lock(&tab_mu);
-    int last = --s->refs == 0;
+    int last = RFS_REF_PUT(s->refs) == 0;
     pthread_mutex_unlock(&tab_mu);
     if (last) {
+        RFS_REF_DEAD(s->refs);
         rfs_close(s->rf);
         pthread_mutex_destroy(&s->mu);
         free(s->name);
