@@ -1,24 +1,31 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* UCX stream transport (ucx.h).
+/* UCX transport (ucx.h): the byte stream carried as UCP active messages.
  *
- * Threads: rfsd's reader and reply writer (and the client's receiver and senders) use one
- * connection at once. The worker is made UCS_THREAD_MODE_SERIALIZED and every UCP call runs
- * under the transport's mutex; waiting (poll on t->fd) happens with the mutex released.
+ * Messages: every send_nb/sendfile_nb call becomes one active message of at most SEND_PIECE
+ * bytes, its header a sequence number. Small ones go eagerly; from RNDV_MIN on they go by
+ * rendezvous, so the receiver pulls the bytes when it has room for them (RX_CAP fetched and
+ * unread per connection) and a sender's bytes in flight (SEND_CAP) stay bounded by what the
+ * reader takes, as a socket's would. The receiver hands the messages out in sequence order;
+ * one without bytes is the end of the stream (FIN, sent by close), so an end can never
+ * overtake the data before it. We used UCP streams first: with UCX 1.13 over tcp bulk
+ * transfers stalled with bytes held inside UCX (git history, docs/design.md).
  *
- * Waiting: t->fd is an epoll set of a timer and the bootstrap socket (whose end is the peer's
- * end). The worker is progressed, never armed for UCX's own wakeups (ucp_worker_arm and its
- * event descriptor): with UCX 1.13 over tcp, transfers that waited on the armed descriptor
- * stalled for good in about one run in five, UCX holding unsent bytes that further progress
- * calls did not move; we did not find out why inside UCX. So a waiting thread wakes on the
- * timer, which ticks every TICK_MIN_NS while the connection is busy and backs off to
- * TICK_MIN_NS << TICK_MAX_LEVEL while it is idle; any progress brings the short interval back.
+ * Threads: rfsd's reader and reply writer (and the client's receiver and sender) use one
+ * connection at once. The worker is UCS_THREAD_MODE_SERIALIZED and every UCP call runs under
+ * the transport's mutex; waiting (poll on t->fd) happens with it released.
  *
- * Sends copy the caller's bytes (at most SEND_CAP in flight per connection), so send_nb has
- * the socket's contract: what it took is the transport's business. Receives hand out UCX's own
- * buffers (ucp_stream_recv_data_nb) piece by piece. */
+ * Waiting: t->fd is an epoll set of the worker's event descriptor, the bootstrap socket (its
+ * end is the peer's), one eventfd per direction and a backstop timer. A thread about to wait
+ * says so (rx_waiting, tx_waiting) and the worker is armed before the mutex is released
+ * (progress until ucp_worker_arm says UCS_OK). Progress made by the other thread may consume
+ * the events a waiter sleeps on, so whoever moves something a waiting side wants writes that
+ * side's eventfd; only that side drains it. While bytes are in flight the timer ticks every
+ * BACKSTOP_NS as a guard against a lost wakeup inside UCX; t->stats counts the ticks that
+ * found work the event descriptor had not announced. */
 #include "transport/ucx.h"
 
 #include "common/err.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -38,12 +46,17 @@
 #include <ucp/api/ucp.h>
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
-#define SEND_CAP (16u << 20)         /* bytes copied and not yet sent, per connection */
-#define SEND_PIECE (64u << 10)       /* largest single stream send (a frame) */
-#define CLOSE_FLUSH_MS 2000          /* a clean close waits this long for the peer */
-#define PROGRESS_ROUNDS 64           /* worker progress calls per look, at most */
-#define TICK_MIN_NS 50000            /* timer interval while busy (see top) */
-#define TICK_MAX_LEVEL 7             /* idle: up to TICK_MIN_NS << 7 = 6.4 ms */
+#define SEND_CAP (32u << 20)        /* bytes copied and not yet taken by the peer */
+#define SEND_PIECE (1u << 20)       /* largest single message */
+#define RNDV_MIN (32u << 10)        /* from this size a message goes by rendezvous */
+#define RX_CAP (32u << 20)          /* fetched, unread bytes after which fetches wait */
+#define RX_EAGER_LIMIT (256u << 20) /* unread bytes beyond which the peer is overrunning us */
+#define CLOSE_FLUSH_MS 2000         /* a clean close waits this long for the peer */
+#define GONE_GRACE_MS 1000          /* bootstrap ended without FIN: wait this long for it */
+#define PROGRESS_ROUNDS 64          /* worker progress calls per look, at most */
+#define ARM_ROUNDS 256              /* progress-then-arm attempts before settling */
+#define BACKSTOP_NS 2000000         /* the timer's interval while work is outstanding */
+#define AM_DATA 0x52                /* the active message id of the stream's messages */
 
 /* ---- the process's UCP context ---- */
 
@@ -56,7 +69,7 @@ static char ctx_error[256];
  * suite runs MPICH with "self,sm", which reaches no other host), and a connection to rfsd may
  * lead anywhere. Shared memory is left out because in UCX 1.13 its endpoints, with the peer
  * failure detection a server needs, failed live connections with "Endpoint timeout" in the
- * middle of transfers (tests/transport/test_ucx.c reproduced it in one of every few runs). */
+ * middle of transfers. */
 static const char *own_tls(void)
 {
     const char *rfs = getenv("RFS_UCX_TLS");
@@ -80,8 +93,8 @@ static void ctx_init(void)
     }
     ucp_params_t p = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features = UCP_FEATURE_STREAM,
-        .mt_workers_shared = 1,  /* one worker per connection, used from many threads */
+        .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+        .mt_workers_shared = 1, /* one worker per connection, used from many threads */
     };
     st = ucp_init(&p, cfg, &ctx);
     ucp_config_release(cfg);
@@ -95,18 +108,6 @@ static int get_ctx(void)
 {
     pthread_once(&ctx_once, ctx_init);
     return ctx ? RFS_OK : rfs_fail(RFS_E_CONN, "%s", ctx_error);
-}
-
-static int new_worker(ucp_worker_h *w)
-{
-    ucp_worker_params_t wp = {
-        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
-    };
-    ucs_status_t st = ucp_worker_create(ctx, &wp, w);
-    if (st != UCS_OK)
-        return rfs_fail(RFS_E_CONN, "UCX worker: %s", ucs_status_string(st));
-    return RFS_OK;
 }
 
 static int64_t now_ms(void)
@@ -137,12 +138,10 @@ static int resolve(const char *host, unsigned port, int passive, struct sockaddr
 static void addr_string(const struct sockaddr_storage *ss, char *buf, size_t cap)
 {
     char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
     if (ss->ss_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
         inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-        port = ntohs(a->sin6_port);
-        snprintf(buf, cap, "[%s]:%u", ip, port);
+        snprintf(buf, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
         return;
     }
     const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
@@ -152,64 +151,186 @@ static void addr_string(const struct sockaddr_storage *ss, char *buf, size_t cap
 
 /* ---- one connection ---- */
 
+typedef struct rx_msg rx_msg;
+typedef struct send_piece send_piece;
+
 typedef struct ucx_transport {
     rfs_transport base;
-    pthread_mutex_t mu;            /* every UCP call on worker/ep, and everything below */
+    pthread_mutex_t mu;     /* every UCP call on worker/ep, and everything below */
     ucp_worker_h worker;
     ucp_ep_h ep;
-    int timer_fd;                  /* in the epoll set t->base.fd, with sock */
-    int sock;                      /* the bootstrap socket, kept to see the peer go */
-    int peer_gone;                 /* sock ended: the peer closed or died */
-    int tick_level;                /* interval TICK_MIN_NS << level; -1: timer not set yet */
-    int active;                    /* something moved since the last settle */
-    ucs_status_t failed;           /* set by the error handler: the endpoint is gone */
-    int shut;                      /* rfs_transport_shutdown: both directions end */
-    int read_stopped;              /* rfs_ucx_stop_reading */
-    uint8_t *rx_data;              /* UCX's buffer being handed out, from rx_off */
-    size_t rx_len, rx_off;
-    size_t tx_inflight;            /* bytes copied, send not complete */
-    struct send_piece *pieces;     /* those sends, freed at close if never completed */
+    int efd;                /* the worker's event descriptor (in base.fd) */
+    int kick_rx, kick_tx;   /* eventfds: the reader's / the sender's wait is over */
+    int rx_kicked, tx_kicked;
+    int rx_waiting, tx_waiting; /* that side returned EAGAIN and polls base.fd */
+    int rx_event, tx_event; /* this locked section moved something that side waits for */
+    int timer_fd;           /* the backstop */
+    int timer_on;
+    int sock;               /* the bootstrap socket, kept to see the peer go */
+    int peer_gone;          /* sock ended: the peer closed or died */
+    int64_t gone_ms;        /* when */
+    ucs_status_t failed;    /* the endpoint (or the peer's behaviour) ended the connection */
+    int shut;               /* rfs_transport_shutdown: both directions end */
+    int read_stopped;       /* rfs_ucx_stop_reading */
+    int fin_sent;
+    /* receive side: messages in sequence order, the next to hand out at the head */
+    rx_msg *rx_head, *rx_tail;
+    uint64_t rx_next;       /* sequence number the head must have */
+    size_t rx_held;         /* bytes held: eager messages and fetches started, unread */
+    int rx_fin;             /* the peer's FIN is at the head: the stream has ended */
+    /* send side */
+    uint64_t tx_seq;
+    size_t tx_inflight;     /* bytes copied, send not complete */
+    send_piece *pieces;     /* sends in flight, freed at close if never completed */
+    unsigned long backstop_finds; /* timer ticks that found work (see top) */
 } ucx_transport;
 
-typedef struct send_piece {
-    struct send_piece *prev, *next;  /* the transport's pieces in flight */
+struct rx_msg {
+    rx_msg *next;
+    ucx_transport *t;
+    uint64_t seq;
+    uint8_t *data;          /* the bytes: own[] or UCX's (ucx_owned) */
+    void *desc;             /* a rendezvous not fetched yet */
+    size_t len, off;
+    int ucx_owned;          /* give back with ucp_am_data_release */
+    int ready;              /* all bytes are in data */
+    int fetching;           /* ucp_am_recv_data_nbx started, not done */
+    uint8_t own[];
+};
+
+struct send_piece {
+    send_piece *prev, *next;
     ucx_transport *t;
     size_t len;
+    uint64_t seq;           /* the message's header: stays put until the send completes */
     uint8_t bytes[];
-} send_piece;
+};
 
 static ucx_transport *U(rfs_transport *t) { return (ucx_transport *)t; }
 
-static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+static void fail(ucx_transport *t, ucs_status_t st)
 {
-    ucx_transport *t = arg;  /* called inside progress: t->mu is held */
     if (t->failed == UCS_OK)
-        t->failed = status;
+        t->failed = st;
+    t->rx_event = t->tx_event = 1;
 }
 
-/* Pulls the next piece of received bytes into rx_data when none is held. */
-static void fill_rx(ucx_transport *t)
+static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    if (t->rx_data || !t->ep)
-        return;
-    size_t len = 0;
-    ucs_status_ptr_t p = ucp_stream_recv_data_nb(t->ep, &len);
-    if (p == NULL)
-        return;
-    if (UCS_PTR_IS_ERR(p)) {
-        if (t->failed == UCS_OK)
-            t->failed = UCS_PTR_STATUS(p);
+    (void)ep;
+    fail(arg, status); /* called inside progress: t->mu is held */
+}
+
+/* Messages are queued by sequence number; they arrive in order, so this is an append. */
+static void rx_queue(ucx_transport *t, rx_msg *m)
+{
+    m->t = t;
+    if (!t->rx_tail || t->rx_tail->seq < m->seq) {
+        if (t->rx_tail)
+            t->rx_tail->next = m;
+        else
+            t->rx_head = m;
+        t->rx_tail = m;
         return;
     }
-    t->rx_data = p;
-    t->active = 1;
-    t->rx_len = len;
-    t->rx_off = 0;
+    rx_msg **p = &t->rx_head;
+    while ((*p)->seq < m->seq)
+        p = &(*p)->next;
+    m->next = *p;
+    *p = m;
+}
+
+static void fetch_done(void *request, ucs_status_t status, size_t length, void *user_data)
+{
+    rx_msg *m = user_data; /* inside progress: t->mu is held */
+    m->fetching = 0;
+    if (status == UCS_OK && length == m->len)
+        m->ready = 1;
+    else
+        fail(m->t, status == UCS_OK ? UCS_ERR_MESSAGE_TRUNCATED : status);
+    m->t->rx_event = 1;
+    ucp_request_free(request);
+}
+
+/* Starts the fetches of rendezvous messages, oldest first, while there is room (one at
+ * least, however large). Locked. */
+static void start_fetches(ucx_transport *t)
+{
+    for (rx_msg *m = t->rx_head; m && t->failed == UCS_OK; m = m->next) {
+        if (!m->desc)
+            continue;
+        if (t->rx_held > 0 && t->rx_held + m->len > RX_CAP)
+            return;
+        ucp_request_param_t rp = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+            .cb.recv_am = fetch_done,
+            .user_data = m,
+        };
+        void *desc = m->desc;
+        m->desc = NULL;
+        t->rx_held += m->len;
+        ucs_status_ptr_t r = ucp_am_recv_data_nbx(t->worker, desc, m->data, m->len, &rp);
+        if (r == NULL) {
+            m->ready = 1;
+            t->rx_event = 1;
+        } else if (UCS_PTR_IS_ERR(r)) {
+            fail(t, UCS_PTR_STATUS(r));
+        } else {
+            m->fetching = 1;
+        }
+    }
+}
+
+static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_transport *t = arg; /* inside progress: t->mu is held */
+    uint64_t seq;
+    if (header_length != sizeof seq || t->failed != UCS_OK) {
+        fail(t, UCS_ERR_INVALID_PARAM);
+        return UCS_OK; /* dropped (a rendezvous sender completes) */
+    }
+    memcpy(&seq, header, sizeof seq);
+    int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    int keep = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA);
+    rx_msg *m = calloc(1, sizeof *m + (keep ? 0 : length));
+    if (!m) {
+        fail(t, UCS_ERR_NO_MEMORY);
+        return rndv ? UCS_ERR_NO_MEMORY : UCS_OK;
+    }
+    m->seq = seq;
+    m->len = length;
+    m->data = keep ? data : m->own;
+    if (rndv) {
+        m->desc = data;
+    } else {
+        if (!keep && length)
+            memcpy(m->own, data, length);
+        m->ucx_owned = keep;
+        m->ready = 1;
+        t->rx_held += length;
+        if (t->rx_held > RX_EAGER_LIMIT)
+            fail(t, UCS_ERR_EXCEEDS_LIMIT); /* a reader never gets that far behind */
+    }
+    rx_queue(t, m);
+    t->rx_event = 1;
+    if (rndv)
+        start_fetches(t);
+    return keep || rndv ? UCS_INPROGRESS : UCS_OK;
+}
+
+static void free_msg(ucx_transport *t, rx_msg *m)
+{
+    if (m->ucx_owned)
+        ucp_am_data_release(t->worker, m->data);
+    else if (m->desc)
+        ucp_am_data_release(t->worker, m->desc);
+    free(m);
 }
 
 /* Nothing is sent on the bootstrap socket after the exchange, so its becoming readable means
- * the peer closed it or died (or broke the protocol): the stream ends once what UCX still
- * holds has been read. It leaves the epoll set then, which would otherwise stay readable. */
+ * the peer closed it or died (or broke the protocol). It leaves the epoll set then, which
+ * would otherwise stay readable. */
 static void check_peer(ucx_transport *t)
 {
     if (t->peer_gone || t->sock < 0)
@@ -219,37 +340,82 @@ static void check_peer(ucx_transport *t)
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
     t->peer_gone = 1;
+    t->gone_ms = now_ms();
+    t->rx_event = t->tx_event = 1;
     epoll_ctl(t->base.fd, EPOLL_CTL_DEL, t->sock, NULL);
 }
 
-static void progress(ucx_transport *t)
+/* Locked: moves what UCX has for us. */
+static void drive(ucx_transport *t)
 {
-    uint64_t ticks;
-    (void)!read(t->timer_fd, &ticks, sizeof ticks);  /* level-triggered: drain it */
-    for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
-        t->active = 1;
-    fill_rx(t);
-    if (!t->rx_data)
-        check_peer(t);
+    uint64_t ticks = 0;
+    int ticked = t->timer_on && read(t->timer_fd, &ticks, sizeof ticks) == sizeof ticks;
+    int quiet = 0;
+    if (ticked) { /* did the descriptor announce what the tick finds? */
+        struct pollfd p = {.fd = t->efd, .events = POLLIN};
+        quiet = poll(&p, 1, 0) == 0;
+    }
+    for (int i = 0; i < PROGRESS_ROUNDS; i++) {
+        if (!ucp_worker_progress(t->worker))
+            break;
+        if (quiet && i == 0)
+            t->backstop_finds++;
+    }
+    start_fetches(t);
+    check_peer(t);
 }
 
-static void set_tick(ucx_transport *t, int level)
+static void kick(int fd, int *kicked)
 {
-    if (level == t->tick_level)
+    uint64_t one = 1;
+    if (!*kicked)
+        (void)!write(fd, &one, sizeof one);
+    *kicked = 1;
+}
+
+static void unkick(int fd, int *kicked)
+{
+    uint64_t v;
+    if (*kicked)
+        (void)!read(fd, &v, sizeof v);
+    *kicked = 0;
+}
+
+static void set_timer(ucx_transport *t, int on)
+{
+    if (on == t->timer_on)
         return;
-    long ns = (long)TICK_MIN_NS << level;
-    struct itimerspec its = {.it_interval = {ns / 1000000000L, ns % 1000000000L}};
-    its.it_value = its.it_interval;
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (on)
+        its.it_interval.tv_nsec = its.it_value.tv_nsec = BACKSTOP_NS;
     timerfd_settime(t->timer_fd, 0, &its, NULL);
-    t->tick_level = level;
+    t->timer_on = on;
 }
 
-/* Ends a locked section: the timer's pace follows whether anything moved (see top). */
+/* Ends every locked section: a waiting side is told what moved for it, and the worker is left
+ * armed while anyone waits (see top). */
 static void settle(ucx_transport *t)
 {
-    int busy = t->active || t->tx_inflight > 0;
-    set_tick(t, busy ? 0 : t->tick_level < TICK_MAX_LEVEL ? t->tick_level + 1 : TICK_MAX_LEVEL);
-    t->active = 0;
+    if (t->rx_waiting || t->tx_waiting) {
+        for (int i = 0; i < ARM_ROUNDS; i++) {
+            ucs_status_t st = ucp_worker_arm(t->worker);
+            if (st == UCS_OK)
+                break;
+            if (st != UCS_ERR_BUSY) {
+                fail(t, st);
+                break;
+            }
+            drive(t);
+        }
+    }
+    if (t->rx_event && t->rx_waiting)
+        kick(t->kick_rx, &t->rx_kicked);
+    if (t->tx_event && t->tx_waiting)
+        kick(t->kick_tx, &t->tx_kicked);
+    t->rx_event = t->tx_event = 0;
+    int outstanding = t->tx_inflight > 0 || (t->rx_head && !t->rx_head->ready) ||
+                      (t->peer_gone && !t->rx_fin);
+    set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
 static void unlink_piece(send_piece *sp)
@@ -264,163 +430,210 @@ static void unlink_piece(send_piece *sp)
 
 static void send_done(void *request, ucs_status_t status, void *user_data)
 {
-    send_piece *sp = user_data;  /* inside progress: t->mu is held */
+    send_piece *sp = user_data; /* inside progress: t->mu is held */
+    ucx_transport *t = sp->t;
     unlink_piece(sp);
-    sp->t->tx_inflight -= sp->len;
-    sp->t->active = 1;
-    if (status != UCS_OK && sp->t->failed == UCS_OK)
-        sp->t->failed = status;
+    t->tx_inflight -= sp->len;
+    t->tx_event = 1;
+    if (status != UCS_OK)
+        fail(t, status);
     free(sp);
+    ucp_request_free(request);
 }
 
 static int gone_errno(ucx_transport *t)
 {
     return t->failed == UCS_ERR_CONNECTION_RESET || t->failed == UCS_ERR_ENDPOINT_TIMEOUT ||
-           t->failed == UCS_OK ? ECONNRESET : EPIPE;
+                   t->failed == UCS_OK
+               ? ECONNRESET
+               : EPIPE;
 }
 
-/* Copies up to len bytes of iov into a send. Locked. count taken, or -1 with errno. */
-static long send_copy(ucx_transport *t, const struct iovec *iov, int n, size_t len)
+static send_piece *new_piece(ucx_transport *t, size_t len)
 {
     send_piece *sp = malloc(sizeof *sp + len);
-    if (!sp) {
-        errno = ENOMEM;
-        return -1;
+    if (sp) {
+        sp->t = t;
+        sp->len = len;
+        sp->prev = sp->next = NULL;
     }
-    size_t at = 0;
-    for (int i = 0; i < n && at < len; i++) {
-        size_t k = iov[i].iov_len < len - at ? iov[i].iov_len : len - at;
-        memcpy(sp->bytes + at, iov[i].iov_base, k);
-        at += k;
-    }
-    sp->t = t;
-    sp->len = len;
-    sp->prev = sp->next = NULL;
+    return sp;
+}
+
+/* Sends a filled piece as the next message (len 0: FIN). Locked. 0, or -1 with errno. */
+static int send_piece_now(ucx_transport *t, send_piece *sp)
+{
+    sp->seq = t->tx_seq++;
     ucp_request_param_t rp = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = sp->len >= RNDV_MIN ? UCP_AM_SEND_FLAG_RNDV : 0,
         .cb.send = send_done,
         .user_data = sp,
     };
-    ucs_status_ptr_t r = ucp_stream_send_nbx(t->ep, sp->bytes, len, &rp);
+    ucs_status_ptr_t r =
+        ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq, sp->bytes, sp->len, &rp);
     if (r == NULL) {
-        free(sp);  /* done at once: the callback is not called */
-        return (long)len;
+        free(sp); /* done at once: the callback is not called */
+        return 0;
     }
     if (UCS_PTR_IS_ERR(r)) {
         free(sp);
-        if (t->failed == UCS_OK)
-            t->failed = UCS_PTR_STATUS(r);
+        fail(t, UCS_PTR_STATUS(r));
         errno = gone_errno(t);
         return -1;
     }
-    t->tx_inflight += len;
+    t->tx_inflight += sp->len;
     sp->next = t->pieces;
     if (t->pieces)
         t->pieces->prev = sp;
     t->pieces = sp;
-    ucp_request_free(r);  /* the callback still runs when the send completes */
-    return (long)len;
+    return 0;
 }
 
-/* How much send_nb may take now (0: full), or -1 with errno when the connection is gone. */
+/* How much send_nb may take now (0: full), or -1 with errno when the connection is gone.
+ * Locked. */
 static long send_room(ucx_transport *t)
 {
-    if (t->failed != UCS_OK || t->shut || t->peer_gone) {
-        errno = t->shut || t->peer_gone ? EPIPE : gone_errno(t);
+    if (t->tx_inflight >= SEND_CAP)
+        drive(t);
+    if (t->failed != UCS_OK || t->shut || t->peer_gone || t->fin_sent) {
+        errno = t->failed == UCS_OK ? EPIPE : gone_errno(t);
         return -1;
     }
-    if (t->tx_inflight >= SEND_CAP)
-        progress(t);
     if (t->tx_inflight >= SEND_CAP)
         return 0;
     size_t room = SEND_CAP - t->tx_inflight;
     return (long)(room < SEND_PIECE ? room : SEND_PIECE);
 }
 
+/* Starts a locked section of the sending side. */
+static void tx_enter(ucx_transport *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->tx_waiting = 0;
+    unkick(t->kick_tx, &t->tx_kicked);
+}
+
+/* Ends it: r < 0 with errno EAGAIN means the sender will wait. */
+static long tx_leave(ucx_transport *t, long r)
+{
+    int e = errno;
+    if (r < 0 && e == EAGAIN)
+        t->tx_waiting = 1;
+    settle(t);
+    pthread_mutex_unlock(&t->mu);
+    errno = e;
+    return r;
+}
+
 static long ucx_send_nb(rfs_transport *tr, const struct iovec *iov, int n, int more)
 {
+    (void)more;
     ucx_transport *t = U(tr);
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += iov[i].iov_len;
     if (total == 0)
         return 0;
-    pthread_mutex_lock(&t->mu);
+    tx_enter(t);
     long r = send_room(t);
     if (r > 0) {
-        t->active = 1;
-        r = send_copy(t, iov, n, total < (size_t)r ? total : (size_t)r);
-        progress(t);  /* start it moving now, not at the next wait */
+        size_t len = total < (size_t)r ? total : (size_t)r;
+        send_piece *sp = new_piece(t, len);
+        if (!sp) {
+            errno = ENOMEM;
+            r = -1;
+        } else {
+            size_t at = 0;
+            for (int i = 0; i < n && at < len; i++) {
+                size_t k = iov[i].iov_len < len - at ? iov[i].iov_len : len - at;
+                memcpy(sp->bytes + at, iov[i].iov_base, k);
+                at += k;
+            }
+            r = send_piece_now(t, sp) ? -1 : (long)len;
+            if (r > 0)
+                drive(t); /* start it moving now, not at the next wait */
+        }
     } else if (r == 0) {
         errno = EAGAIN;
         r = -1;
     }
-    int e = errno;
-    settle(t);
-    pthread_mutex_unlock(&t->mu);
-    errno = e;
-    return r;
+    return tx_leave(t, r);
 }
 
 static long ucx_sendfile_nb(rfs_transport *tr, int fd, uint64_t off, size_t len)
 {
     ucx_transport *t = U(tr);
-    pthread_mutex_lock(&t->mu);
+    tx_enter(t);
     long room = send_room(t);
-    settle(t);
-    pthread_mutex_unlock(&t->mu);
-    if (room <= 0) {
-        if (room == 0)
-            errno = EAGAIN;
-        return -1;
-    }
-    /* Read outside the lock (the disk may be slow), then hand the bytes to send_nb: only this
+    if (room == 0)
+        errno = EAGAIN;
+    if (room <= 0)
+        return tx_leave(t, -1);
+    tx_leave(t, 0);
+    /* Read outside the lock (the disk may be slow) straight into the message: only this
      * thread sends, so the room is still there. */
     size_t want = len < (size_t)room ? len : (size_t)room;
-    uint8_t *buf = malloc(want);
-    if (!buf) {
+    send_piece *sp = new_piece(t, want);
+    if (!sp) {
         errno = ENOMEM;
         return -1;
     }
     ssize_t got;
     do {
-        got = pread(fd, buf, want, (off_t)off);
+        got = pread(fd, sp->bytes, want, (off_t)off);
     } while (got < 0 && errno == EINTR);
-    long r = got;
-    if (got > 0) {
-        struct iovec v = {.iov_base = buf, .iov_len = (size_t)got};
-        r = ucx_send_nb(tr, &v, 1, 0);
+    if (got <= 0) {
+        int e = errno;
+        free(sp);
+        errno = e;
+        return got;
     }
-    int e = errno;
-    free(buf);
-    errno = e;
-    return r;
+    sp->len = (size_t)got;
+    tx_enter(t);
+    long r = -1;
+    if (send_room(t) < 0)
+        free(sp);
+    else if (send_piece_now(t, sp) == 0)
+        r = got;
+    if (r > 0)
+        drive(t);
+    return tx_leave(t, r);
 }
 
 /* Locked: copies what has arrived. > 0, 0 end of stream, -1 with errno (EAGAIN). */
 static long take_rx(ucx_transport *t, void *buf, size_t len)
 {
-    progress(t);
-    if (t->rx_data && !t->read_stopped) {
-        size_t k = t->rx_len - t->rx_off < len ? t->rx_len - t->rx_off : len;
-        memcpy(buf, t->rx_data + t->rx_off, k);
-        t->rx_off += k;
-        if (t->rx_off == t->rx_len) {
-            ucp_stream_data_release(t->ep, t->rx_data);
-            t->rx_data = NULL;
-            fill_rx(t);  /* so settle knows whether more is here */
+    drive(t);
+    if (t->read_stopped || t->shut)
+        return 0;
+    rx_msg *m = t->rx_head;
+    if (m && m->seq == t->rx_next && m->ready && m->len == 0)
+        t->rx_fin = 1;
+    if (t->rx_fin)
+        return 0; /* the peer closed: the stream's end */
+    if (m && m->seq == t->rx_next && m->ready) {
+        size_t k = m->len - m->off < len ? m->len - m->off : len;
+        memcpy(buf, m->data + m->off, k);
+        m->off += k;
+        if (m->off == m->len) {
+            t->rx_head = m->next;
+            if (!t->rx_head)
+                t->rx_tail = NULL;
+            t->rx_next++;
+            t->rx_held -= m->len;
+            free_msg(t, m);
+            start_fetches(t); /* room again */
         }
         return (long)k;
     }
-    if (t->read_stopped || t->shut || t->peer_gone) {
-        return 0;  /* the peer closed its endpoint: the stream's end */
-    }
-    check_peer(t);  /* a closing peer's endpoint may fail before its socket ends */
-    if (t->peer_gone) {
-        return 0;
-    }
     if (t->failed != UCS_OK) {
         errno = gone_errno(t);
+        return -1;
+    }
+    if (t->peer_gone && now_ms() - t->gone_ms > GONE_GRACE_MS) {
+        errno = ECONNRESET; /* ended without FIN: the peer died */
         return -1;
     }
     errno = EAGAIN;
@@ -431,15 +644,24 @@ static long ucx_recv_nb(rfs_transport *tr, void *buf, size_t len)
 {
     ucx_transport *t = U(tr);
     pthread_mutex_lock(&t->mu);
+    t->rx_waiting = 0;
+    unkick(t->kick_rx, &t->rx_kicked);
     long r = take_rx(t, buf, len);
     int e = errno;
+    if (r < 0 && e == EAGAIN)
+        t->rx_waiting = 1;
     settle(t);
     pthread_mutex_unlock(&t->mu);
     errno = e;
     return r;
 }
 
-static short ucx_wants(rfs_transport *t, short dflt) { return POLLIN; }
+static short ucx_wants(rfs_transport *t, short dflt)
+{
+    (void)t;
+    (void)dflt;
+    return POLLIN;
+}
 
 static void wait_event(rfs_transport *t)
 {
@@ -536,7 +758,8 @@ static void ucx_shutdown(rfs_transport *tr)
     ucx_transport *t = U(tr);
     pthread_mutex_lock(&t->mu);
     t->shut = 1;
-    set_tick(t, 0);  /* a sleeping thread sees it at the next tick */
+    kick(t->kick_rx, &t->rx_kicked); /* both sides see it at once */
+    kick(t->kick_tx, &t->tx_kicked);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -545,7 +768,7 @@ void rfs_ucx_stop_reading(rfs_transport *tr)
     ucx_transport *t = U(tr);
     pthread_mutex_lock(&t->mu);
     t->read_stopped = 1;
-    set_tick(t, 0);
+    kick(t->kick_rx, &t->rx_kicked);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -564,9 +787,11 @@ static ucs_status_t wait_request(ucx_transport *t, ucs_status_ptr_t r, int ms)
         int64_t left = until - now_ms();
         if (left <= 0)
             break;
+        if (ucp_worker_arm(t->worker) != UCS_OK)
+            continue;
         pthread_mutex_unlock(&t->mu);
-        struct pollfd p = {.fd = t->base.fd, .events = POLLIN};
-        poll(&p, 1, 1);  /* the timer may be slow (idle): look every millisecond */
+        struct pollfd p = {.fd = t->efd, .events = POLLIN};
+        poll(&p, 1, left < 10 ? (int)left : 10);
         pthread_mutex_lock(&t->mu);
     }
     if (st == UCS_INPROGRESS)
@@ -579,31 +804,55 @@ static void ucx_close(rfs_transport *tr)
 {
     ucx_transport *t = U(tr);
     pthread_mutex_lock(&t->mu);
-    if (t->rx_data)
-        ucp_stream_data_release(t->ep, t->rx_data);
+    drive(t);
+    int force = t->failed != UCS_OK || t->peer_gone;
+    if (t->ep && !force && !t->fin_sent) {
+        /* the end of the stream, after everything sent before it */
+        send_piece *fin = new_piece(t, 0);
+        if (fin && send_piece_now(t, fin) == 0)
+            t->fin_sent = 1;
+    }
     if (t->ep) {
-        /* flush first: the last replies reach a client that is still there; a gone peer only
+        /* flush first: the last replies reach a peer that is still there; a gone peer only
          * costs the bound */
-        int force = t->failed != UCS_OK || t->peer_gone;
         ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                   .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
         if (wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS) != UCS_OK && !force) {
             rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
             wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
         }
+        t->ep = NULL;
     }
-    ucp_worker_progress(t->worker);  /* completions the close made ready free their pieces */
+    ucp_worker_progress(t->worker); /* completions the close made ready free their pieces */
+    for (rx_msg *m = t->rx_head; m; m = m->next) { /* UCX's buffers go back to the worker */
+        if (m->ucx_owned)
+            ucp_am_data_release(t->worker, m->data);
+        else if (m->desc)
+            ucp_am_data_release(t->worker, m->desc);
+        m->ucx_owned = 0;
+        m->desc = NULL;
+    }
+    if (t->backstop_finds)
+        RFS_LOGD("UCX %s: %lu backstop ticks found work the event descriptor did not announce",
+                 t->base.peer, t->backstop_finds);
     pthread_mutex_unlock(&t->mu);
     ucp_worker_destroy(t->worker);
-    while (t->pieces) {  /* sends the closed endpoint never completed */
+    while (t->rx_head) { /* after the worker: a fetch it ends may still call back */
+        rx_msg *m = t->rx_head;
+        t->rx_head = m->next;
+        free(m);
+    }
+    while (t->pieces) { /* sends the closed endpoint never completed */
         send_piece *sp = t->pieces;
         t->pieces = sp->next;
         free(sp);
     }
     if (t->sock >= 0)
-        close(t->sock);  /* after the flush: the peer's end of stream follows the bytes */
+        close(t->sock); /* after the flush: the peer's end of stream follows the bytes */
     close(t->base.fd);
     close(t->timer_fd);
+    close(t->kick_rx);
+    close(t->kick_tx);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -629,30 +878,51 @@ static int new_transport(const char *peer, int sock, ucx_transport **out)
     ucx_transport *t = calloc(1, sizeof *t);
     if (!t)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", peer);
-    int rc = new_worker(&t->worker);
-    if (rc) {
+    t->timer_fd = t->kick_rx = t->kick_tx = t->base.fd = -1;
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
+    ucs_status_t st = ucp_worker_create(ctx, &wp, &t->worker);
+    if (st != UCS_OK) {
         free(t);
-        return rc;
+        return rfs_fail(RFS_E_CONN, "UCX worker: %s", ucs_status_string(st));
+    }
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = AM_DATA,
+        .flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA,
+        .cb = on_am,
+        .arg = t,
+    };
+    if ((st = ucp_worker_set_am_recv_handler(t->worker, &hp)) != UCS_OK ||
+        (st = ucp_worker_get_efd(t->worker, &t->efd)) != UCS_OK) {
+        ucp_worker_destroy(t->worker);
+        free(t);
+        return rfs_fail(RFS_E_CONN, "UCX worker: %s", ucs_status_string(st));
     }
     t->sock = sock;
     t->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    t->kick_rx = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    t->kick_tx = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     t->base.fd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN};
-    if (t->timer_fd < 0 || t->base.fd < 0 ||
-        epoll_ctl(t->base.fd, EPOLL_CTL_ADD, t->timer_fd, &ev) < 0 ||
-        epoll_ctl(t->base.fd, EPOLL_CTL_ADD, sock, &ev) < 0) {
+    int fds[] = {t->efd, sock, t->kick_rx, t->kick_tx, t->timer_fd};
+    int bad = t->timer_fd < 0 || t->kick_rx < 0 || t->kick_tx < 0 || t->base.fd < 0;
+    for (size_t i = 0; !bad && i < sizeof fds / sizeof fds[0]; i++)
+        bad = epoll_ctl(t->base.fd, EPOLL_CTL_ADD, fds[i], &ev) < 0;
+    if (bad) {
         int e = errno;
-        if (t->timer_fd >= 0)
-            close(t->timer_fd);
-        if (t->base.fd >= 0)
-            close(t->base.fd);
+        int own[] = {t->timer_fd, t->kick_rx, t->kick_tx, t->base.fd};
+        for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+            if (own[i] >= 0)
+                close(own[i]);
         ucp_worker_destroy(t->worker);
         free(t);
         return rfs_fail(RFS_E_CONN, "%s: UCX connection's descriptors: %s", peer, strerror(e));
     }
     pthread_mutex_init(&t->mu, NULL);
-    t->tick_level = -1;
-    set_tick(t, 0);
     t->base.ops = &ucx_ops;
     snprintf(t->base.peer, sizeof t->base.peer, "%s", peer);
     *out = t;
