@@ -418,6 +418,13 @@ static void settle(ucx_transport *t)
     set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
+static size_t rndv_min(void)
+{
+    static size_t v;
+    if (!v) { const char *e = getenv("RFS_UCX_RNDV_MIN"); v = e ? strtoul(e, 0, 0) : RNDV_MIN; }
+    return v;
+}
+
 static void unlink_piece(send_piece *sp)
 {
     if (sp->prev)
@@ -467,7 +474,7 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
     ucp_request_param_t rp = {
         .op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = sp->len >= RNDV_MIN ? UCP_AM_SEND_FLAG_RNDV : 0,
+        .flags = sp->len >= rndv_min() ? UCP_AM_SEND_FLAG_RNDV : 0,
         .cb.send = send_done,
         .user_data = sp,
     };

@@ -71,10 +71,6 @@ def test_put_get_cat_byte_identical(srv, tmp_path):
     assert rfs(srv, "cat", srv.url("/b.bin")).stdout == data
 
 
-@pytest.mark.xfail(raises=(subprocess.TimeoutExpired, AssertionError), strict=False,
-                   reason="known: with UCX 1.13 over tcp, a connection carrying bulk data both "
-                          "ways at once (bigrw's pipelined writes and reads) stalls: sends stay "
-                          "in UCX however often the worker is progressed")
 def test_api_bigrw_several_streams(srv, tmp_path):
     """tests/client/api_e2e.c bigrw over UCX with 4 streams (one UCX connection each)."""
     ref = tmp_path / "ref.bin"
@@ -85,24 +81,32 @@ def test_api_bigrw_several_streams(srv, tmp_path):
     assert (srv.root / "big").read_bytes() == ref.read_bytes()
 
 
+def flavour(name):
+    return pytest.param(name, marks=pytest.mark.skipif(name not in FLAVOURS,
+                                                       reason=f"no {name} build of librfs-mpiio"))
+
+
+MPIS = [flavour("mpich"), flavour("openmpi")]
+
+
 @pytest.mark.mpi
-@pytest.mark.skipif("mpich" not in FLAVOURS, reason="no MPICH build of librfs-mpiio")
+@pytest.mark.parametrize("mpi", MPIS)
 @pytest.mark.parametrize("name,nprocs", [("t_basic", 2), ("t_view", 4), ("t_coll", 4)])
-def test_mpiio_program_same_bytes_as_local(srv, tmp_path, name, nprocs):
-    local, remote = run_both(srv, tmp_path, "mpich", name, nprocs, name)
+def test_mpiio_program_same_bytes_as_local(srv, tmp_path, mpi, name, nprocs):
+    local, remote = run_both(srv, tmp_path, mpi, name, nprocs, name)
     assert local is not None and remote == local
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif("mpich" not in FLAVOURS, reason="no MPICH build of librfs-mpiio")
-def test_mpiio_hint_selects_ucx(srv, tmp_path):
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpiio_hint_selects_ucx(srv, tmp_path, mpi):
     """rfs_transport=ucx on a plain rfs: name of the UCX port: only UCX can succeed there."""
-    prog = program("mpich", "t_basic")
+    prog = program(mpi, "t_basic")
     name = f"rfs:127.0.0.1:{srv.ucx_port}:/hinted.dat"
-    r = mpiexec("mpich", 2, [prog, name], srv.env(), extra_env={"RFS_HINTS": "rfs_transport=ucx"})
+    r = mpiexec(mpi, 2, [prog, name], srv.env(), extra_env={"RFS_HINTS": "rfs_transport=ucx"})
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout
     local = tmp_path / "local.dat"
-    r = mpiexec("mpich", 2, [prog, str(local)], srv.env(), preload=False, reference=True)
+    r = mpiexec(mpi, 2, [prog, str(local)], srv.env(), preload=False, reference=True)
     assert r.returncode == 0, r.stdout
     assert (srv.root / "hinted.dat").read_bytes() == local.read_bytes()
 
