@@ -819,6 +819,21 @@ static void ucx_close(rfs_transport *tr)
         if (fin && send_piece_now(t, fin) == 0)
             t->fin_sent = 1;
     }
+    /* the peer takes what is in flight (a rendezvous completes when it has fetched the bytes)
+     * before the endpoint closes */
+    int64_t until = now_ms() + CLOSE_FLUSH_MS;
+    while (t->ep && !force && t->tx_inflight > 0 && t->failed == UCS_OK && !t->peer_gone &&
+           now_ms() < until) {
+        if (ucp_worker_progress(t->worker))
+            continue;
+        check_peer(t);
+        if (ucp_worker_arm(t->worker) != UCS_OK)
+            continue;
+        pthread_mutex_unlock(&t->mu);
+        struct pollfd p[2] = {{.fd = t->efd, .events = POLLIN}, {.fd = t->sock, .events = POLLIN}};
+        poll(p, 2, 10);
+        pthread_mutex_lock(&t->mu);
+    }
     if (t->ep) {
         /* flush first: the last replies reach a peer that is still there; a gone peer only
          * costs the bound */

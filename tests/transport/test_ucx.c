@@ -1,13 +1,16 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* UCX transport over loopback, the listener in a child process (its own UCP context, as rfsd
- * and a client have): a bulk echo with the client reading and writing from two threads at
+/* UCX transport over loopback, each server in a process of its own (its own UCP context, as
+ * rfsd and a client have): a bulk echo with the client reading and writing from two threads at
  * once while the server side runs nonblocking on t->fd (rfsd's pattern), the end of stream
- * when the client closes, and a connect to a port nobody serves failing within its timeout. */
+ * when the client closes; a reader that does not read holding the sender back; a killed peer
+ * failing a blocked reader and writer; a connect to a port nobody serves failing within its
+ * timeout. */
 #include <sys/wait.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,11 +28,6 @@
 
 #define BULK (24u << 20)
 
-typedef struct echo_server {
-    rfs_ucx_listener *l;
-    size_t echoed;
-    int saw_end;     /* recv_nb gave 0 after the client closed */
-} echo_server;
 
 /* In the child: a failed check ends it with a message and status 1 (no cmocka there). */
 #define CHILD_CHECK(cond)                                                                  \
@@ -46,26 +44,17 @@ static void wait_fd(int fd)
     CHILD_CHECK(poll(&p, 1, 20000) > 0);  /* bounded: a lost wakeup fails the test */
 }
 
-/* Accepts one connection and echoes it until its end, nonblocking throughout. */
-static void *echo_main(void *arg)
+/* Echoes the connection until its end, nonblocking throughout; 0 when it echoed BULK bytes and
+ * saw the end. */
+static int serve_echo(rfs_transport *t, int ctl)
 {
-    echo_server *s = arg;
-    rfs_transport *t = NULL;
-    while (!t) {
-        int rc = rfs_ucx_accept(s->l, &t);
-        if (rc < 0)
-            fprintf(stderr, "accept: %s\n", rfs_last_error());
-        CHILD_CHECK(rc >= 0);
-        if (!t)
-            wait_fd(rfs_ucx_listener_fd(s->l));
-    }
+    (void)ctl;
     static uint8_t buf[1 << 20];
+    size_t echoed = 0;
     for (;;) {
         long n = rfs_transport_recv_nb(t, buf, sizeof buf);
-        if (n == 0) {
-            s->saw_end = 1;
+        if (n == 0)
             break;
-        }
         if (n < 0) {
             CHILD_CHECK(errno == EAGAIN);
             wait_fd(t->fd);
@@ -82,10 +71,76 @@ static void *echo_main(void *arg)
             }
             off += (size_t)w;
         }
-        s->echoed += (size_t)n;
+        echoed += (size_t)n;
     }
+    return echoed == BULK ? 0 : 1;
+}
+
+static int serve_late_reader(rfs_transport *t, int ctl);
+static int serve_then_hang(rfs_transport *t, int ctl);
+
+static const struct role {
+    const char *name;
+    int (*serve)(rfs_transport *t, int ctl);
+} roles[] = {{"echo", serve_echo}, {"late-reader", serve_late_reader}, {"hang", serve_then_hang}};
+
+/* The server side of a test, in a process of its own started fresh (exec: a forked copy of a
+ * process whose UCX context is running does not work): listens, writes its port to port_fd,
+ * accepts one connection and hands it to the role; exits with the role's result. */
+static int server_main(const char *name, int port_fd, int ctl)
+{
+    const struct role *r = NULL;
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (!strcmp(roles[i].name, name))
+            r = &roles[i];
+    CHILD_CHECK(r != NULL);
+    rfs_ucx_listener *l;
+    CHILD_CHECK(rfs_ucx_listen("127.0.0.1", 0, &l) == 0);
+    char addr[300];
+    rfs_ucx_listener_addr(l, addr, sizeof addr);
+    unsigned p = (unsigned)atoi(strrchr(addr, ':') + 1);
+    CHILD_CHECK(write(port_fd, &p, sizeof p) == sizeof p);
+    close(port_fd);
+    rfs_transport *t = NULL;
+    while (!t) {
+        CHILD_CHECK(rfs_ucx_accept(l, &t) >= 0);
+        if (!t)
+            wait_fd(rfs_ucx_listener_fd(l));
+    }
+    int rc = r->serve(t, ctl);
     rfs_transport_close(t);
-    return NULL;
+    rfs_ucx_listener_free(l);
+    return rc;
+}
+
+static pid_t start_server(const char *role, int ctl, unsigned *port)
+{
+    int pp[2];
+    assert_int_equal(pipe(pp), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        char pfd[16], cfd[16];
+        snprintf(pfd, sizeof pfd, "%d", pp[1]);
+        snprintf(cfd, sizeof cfd, "%d", ctl);
+        execl("/proc/self/exe", "test_transport_ucx", "serve", role, pfd, cfd, (char *)NULL);
+        _exit(127);
+    }
+    close(pp[1]);
+    assert_int_equal(read(pp[0], port, sizeof *port), (long)sizeof *port);
+    close(pp[0]);
+    return child;
+}
+
+static rfs_transport *connect_to(unsigned port)
+{
+    rfs_transport *t = NULL;
+    rfs_transport_opts o = {.connect_timeout_ms = 10000};
+    int rc = rfs_ucx_connect("127.0.0.1", port, &o, &t);
+    if (rc)
+        fprintf(stderr, "connect: %s\n", rfs_last_error());
+    assert_int_equal(rc, 0);
+    return t;
 }
 
 typedef struct writer_arg {
@@ -110,34 +165,9 @@ static void *writer_main(void *arg)
 
 static void test_bulk_echo(void **state)
 {
-    int pp[2];
-    assert_int_equal(pipe(pp), 0);
-    pid_t child = fork();
-    assert_true(child >= 0);
-    if (child == 0) {  /* the server: listens, says its port, echoes one connection */
-        echo_server s = {0};
-        CHILD_CHECK(rfs_ucx_listen("127.0.0.1", 0, &s.l) == 0);
-        char addr[300];
-        rfs_ucx_listener_addr(s.l, addr, sizeof addr);
-        unsigned p = (unsigned)atoi(strrchr(addr, ':') + 1);
-        CHILD_CHECK(write(pp[1], &p, sizeof p) == sizeof p);
-        echo_main(&s);
-        CHILD_CHECK(s.echoed == BULK && s.saw_end);
-        rfs_ucx_listener_free(s.l);
-        _exit(0);
-    }
-    close(pp[1]);
-    unsigned port = 0;
-    assert_int_equal(read(pp[0], &port, sizeof port), (long)sizeof port);
-    close(pp[0]);
-    assert_true(port > 0);
-
-    rfs_transport *t;
-    rfs_transport_opts o = {.connect_timeout_ms = 10000};
-    int rc = rfs_ucx_connect("127.0.0.1", port, &o, &t);
-    if (rc)
-        fprintf(stderr, "connect: %s\n", rfs_last_error());
-    assert_int_equal(rc, 0);
+    unsigned port;
+    pid_t child = start_server("echo", -1, &port);
+    rfs_transport *t = connect_to(port);
     assert_true(rfs_ucx_is(t));
     uint8_t *data = malloc(BULK), *back = malloc(BULK);
     for (size_t i = 0; i < BULK; i++)
@@ -167,6 +197,113 @@ static void test_bulk_echo(void **state)
     free(back);
 }
 
+/* Reads one byte, then nothing until a byte arrives on ctl, then everything to the end of the stream; exits
+ * 0 when it got exactly BULK bytes of the pattern. */
+static int serve_late_reader(rfs_transport *t, int ctl)
+{
+    static uint8_t buf[1 << 20];
+    while (rfs_transport_recv_nb(t, buf, 1) != 1)  /* the client's first byte: it is connected */
+        wait_fd(t->fd);
+    char go;
+    CHILD_CHECK(read(ctl, &go, 1) == 1);
+    size_t got = 0;
+    for (;;) {
+        long n = rfs_transport_recv_nb(t, buf, sizeof buf);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            if (errno != EAGAIN)
+                fprintf(stderr, "late reader: %s after %zu bytes\n", strerror(errno), got);
+            CHILD_CHECK(errno == EAGAIN);
+            wait_fd(t->fd);
+            continue;
+        }
+        for (long i = 0; i < n; i++)
+            CHILD_CHECK(buf[i] == (uint8_t)((got + (size_t)i) * 2654435761u >> 13));
+        got += (size_t)n;
+    }
+    return got == BULK * 4 ? 0 : 1;
+}
+
+/* A reader that does not read holds the sender back, as a full socket does: send_nb says
+ * EAGAIN after a bounded amount instead of queueing without end, and once the reader reads,
+ * every byte arrives in order. */
+static void test_sender_held_back_by_reader(void **state)
+{
+    int ctl[2];
+    assert_int_equal(pipe(ctl), 0);
+    unsigned port;
+    pid_t child = start_server("late-reader", ctl[0], &port);
+    close(ctl[0]);
+    rfs_transport *t = connect_to(port);
+    size_t total = BULK * 4;
+    uint8_t *data = malloc(total);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (uint8_t)(i * 2654435761u >> 13);
+    struct iovec hello = {.iov_base = "h", .iov_len = 1};
+    assert_int_equal(rfs_transport_write_all(t, &hello, 1), 0);
+    size_t off = 0;
+    int full = 0;
+    while (off < total && !full) {
+        struct iovec v = {.iov_base = data + off, .iov_len = total - off};
+        long w = rfs_transport_send_nb(t, &v, 1, 0);
+        if (w < 0) {
+            assert_int_equal(errno, EAGAIN);
+            full = 1;
+        } else {
+            off += (size_t)w;
+        }
+    }
+    assert_true(full);
+    assert_true(off > 0 && off <= (64u << 20));  /* bounded: SEND_CAP, not the whole 96 MiB */
+    assert_int_equal(write(ctl[1], "g", 1), 1);
+    struct iovec v = {.iov_base = data + off, .iov_len = total - off};
+    assert_int_equal(rfs_transport_write_all(t, &v, 1), 0);
+    rfs_transport_close(t);
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ctl[1]);
+    free(data);
+}
+
+/* Reads a byte, says so on ctl, then waits to be killed. */
+static int serve_then_hang(rfs_transport *t, int ctl)
+{
+    char c;
+    while (rfs_transport_recv_nb(t, &c, 1) != 1)
+        wait_fd(t->fd);
+    CHILD_CHECK(write(ctl, "r", 1) == 1);
+    for (;;)
+        pause();
+}
+
+/* A peer killed mid-connection: a blocked reader and a writer with bytes in flight both get a
+ * connection error (no hang; the test's own timeout would catch one). */
+static void test_peer_killed(void **state)
+{
+    int ctl[2];
+    assert_int_equal(pipe(ctl), 0);
+    unsigned port;
+    pid_t child = start_server("hang", ctl[1], &port);
+    close(ctl[1]);
+    rfs_transport *t = connect_to(port);
+    struct iovec one = {.iov_base = "x", .iov_len = 1};
+    assert_int_equal(rfs_transport_write_all(t, &one, 1), 0);
+    char c;
+    assert_int_equal(read(ctl[0], &c, 1), 1);
+    kill(child, SIGKILL);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    assert_int_equal(rfs_transport_read_all(t, &c, 1), RFS_E_CONN);
+    size_t big = BULK * 4;
+    uint8_t *junk = calloc(1, big);
+    struct iovec v = {.iov_base = junk, .iov_len = big};
+    assert_int_equal(rfs_transport_write_all(t, &v, 1), RFS_E_CONN);
+    rfs_transport_close(t);
+    close(ctl[0]);
+    free(junk);
+}
+
 /* A loopback port with nothing listening: the connect fails (not hangs), as a connection
  * error. */
 static void test_nobody_listening(void **state)
@@ -185,10 +322,14 @@ static void test_nobody_listening(void **state)
     assert_non_null(strstr(rfs_last_error(), "cannot connect"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 5 && !strcmp(argv[1], "serve"))
+        return server_main(argv[2], atoi(argv[3]), atoi(argv[4]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bulk_echo),
+        cmocka_unit_test(test_sender_held_back_by_reader),
+        cmocka_unit_test(test_peer_killed),
         cmocka_unit_test(test_nobody_listening),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
