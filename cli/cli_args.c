@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+#include "common/zauto.h"
 #include "cli/cli.h"
 #include "common/log.h"
 
@@ -53,12 +55,15 @@ static int matches(const char *arg, const char *name)
 }
 
 /* The library checks the mode too; checked here so a typo is a usage error (exit 2). */
+/* rfs_compress / --compress: what rfs_zmode_parse takes (common/zauto.h). */
 static int compress_mode_ok(const char *v)
 {
-    if (!strcmp(v, "none") || !strcmp(v, "lz4") || !strcmp(v, "zstd") || !strcmp(v, "auto"))
-        return 1;
+    unsigned mode;
     int level;
-    return !strncmp(v, "zstd:", 5) && !parse_int(v + 5, 1, 19, &level);
+    if (rfs_zmode_parse(v, &mode, &level) == RFS_OK)
+        return 1;
+    rfs_clear_error();
+    return 0;
 }
 
 int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli_opts *o)
@@ -105,8 +110,8 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             if (!(v = option_value(cn, "--compress", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
             if (!compress_mode_ok(v))
-                return cli_usage(cn, "--compress needs none, lz4, zstd, zstd:LEVEL (1-19) or "
-                                 "auto, got '%s'", v);
+                return cli_usage(cn, "--compress needs none, lz4, zstd, zstd:LEVEL (1-19), "
+                                 "either followed by +shuffle, or auto, got '%s'", v);
             o->compress = v;
         } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
             o->no_progress = 1;

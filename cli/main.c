@@ -141,8 +141,9 @@ static void print_cmd_help(const cli_command *cmd)
                CLI_MAX_STREAMS);
     if (cmd->accepts & CLI_OPT_STREAMS)
         printf("  --compress MODE    compress written data on the wire: none, lz4, zstd[:LEVEL]\n"
-               "                     or auto (default: $RFS_COMPRESS, else auto: on when it\n"
-               "                     makes the transfer faster on this link)\n");
+               "                     (+shuffle: bytes of 8-byte values grouped first) or auto\n"
+               "                     (default: $RFS_COMPRESS, else auto: the codec that makes\n"
+               "                     the transfer fastest on this link, or none)\n");
     if (cmd->accepts & CLI_OPT_PROGRESS)
         printf("  --no-progress      no progress bar (it is only shown on a terminal anyway)\n");
     if (cmd->accepts & CLI_OPT_RESUME)

@@ -14,9 +14,14 @@
  * while the last one raised the rate by at least RFS_AUTO_GAIN. The first epoch after a
  * change is not judged (the new connection is in slow start). What was learnt carries over
  * to the file's next transfers; probing stops at the first addition that did not pay and
- * resumes after RFS_AUTO_REPROBE large transfers, since the path's load changes. */
+ * resumes after RFS_AUTO_REPROBE large transfers, since the path's load changes.
+ *
+ * Transfers of a few frames (a collective buffer of 16 MiB is four) end before an epoch does.
+ * A run of them probes as a series: each adds its bytes and time to the file's epoch, the full
+ * epoch is judged by the same rule, and the next transfers start with the count it chose. */
 #include "client/client.h"
 
+#include "common/debug.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -106,9 +111,10 @@ void rfs_auto_probe_init(rfs_auto_probe *p, int k)
     p->warming = 1;
 }
 
-int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
-                         const char *label)
+/* rfs_auto_probe_epoch with a->mu held. */
+static int judge_locked(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, const char *label)
 {
+    RFS_ASSERT_HELD(&a->mu);
     if (p->warming) {       /* the epoch after a start or an addition is not judged */
         p->warming = 0;
         return 0;
@@ -116,11 +122,9 @@ int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
     if (p->base > 0 && rate < p->base * (1.0 + RFS_AUTO_GAIN)) {
         /* The last stream did not pay: settle on the count before it (this transfer keeps
          * what it has; the next ones use the settled count). */
-        pthread_mutex_lock(&a->mu);
         a->active = p->k - 1 > 0 ? p->k - 1 : 1;
         a->settled = 1;
         a->since_settled = 0;
-        pthread_mutex_unlock(&a->mu);
         RFS_LOGI("%s: streams auto: %d streams %.1f MB/s, %d gave %.1f MB/s: settled on %d",
                  label, p->k - 1, p->base / 1e6, p->k, rate / 1e6, p->k - 1);
         p->done = 1;
@@ -129,14 +133,10 @@ int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
     if (p->base > 0)
         RFS_LOGI("%s: streams auto: %d streams %.1f MB/s (%d gave %.1f MB/s)", label, p->k,
                  rate / 1e6, p->k - 1, p->base / 1e6);
-    pthread_mutex_lock(&a->mu);
     a->active = p->k;
-    pthread_mutex_unlock(&a->mu);
     if (p->k >= nconn) {
-        pthread_mutex_lock(&a->mu);
         a->settled = 1;
         a->since_settled = 0;
-        pthread_mutex_unlock(&a->mu);
         RFS_LOGI("%s: streams auto: using all %d streams", label, p->k);
         p->done = 1;
         return 0;
@@ -145,4 +145,39 @@ int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
     p->k++;
     p->warming = 1;
     return 1;               /* caller starts stream k-1 */
+}
+
+int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
+                         const char *label)
+{
+    pthread_mutex_lock(&a->mu);
+    int more = judge_locked(a, p, nconn, rate, label);
+    pthread_mutex_unlock(&a->mu);
+    return more;
+}
+
+void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns,
+                     int nconn, const char *label)
+{
+    pthread_mutex_lock(&a->mu);
+    if (!a->enabled || a->settled || ns <= 0) {
+        pthread_mutex_unlock(&a->mu);
+        return;
+    }
+    if (a->series.k != k || a->series.done) {
+        /* a new series, or the count changed under it (a large transfer probed meanwhile) */
+        rfs_auto_probe_init(&a->series, k);
+        a->series_ns = 0;
+        a->series_bytes = 0;
+    }
+    a->series_ns += ns;
+    a->series_bytes += bytes;
+    if (a->series_ns >= epoch_ns) {
+        double rate = (double)a->series_bytes * 1e9 / (double)a->series_ns;
+        a->series_ns = 0;
+        a->series_bytes = 0;
+        if (judge_locked(a, &a->series, nconn, rate, label))
+            a->active = a->series.k;   /* the next transfers try one stream more */
+    }
+    pthread_mutex_unlock(&a->mu);
 }

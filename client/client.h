@@ -295,20 +295,25 @@ int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_con
 
 /* ---- rfs_streams=auto (autostreams.c) ---- */
 /* What a file has learnt about its streams; shared by its transfers (mu guards it). */
-typedef struct rfs_auto {
-    pthread_mutex_t mu;
-    int enabled;          /* auto, and the file has more than one connection */
-    int active;           /* streams a large transfer starts with */
-    int settled;          /* probing stopped: the last addition did not pay */
-    int since_settled;    /* large transfers since then (re-probe after a while) */
-} rfs_auto;
-/* One transfer's probing state (owned by its controller). */
+/* One transfer's probing state (owned by its controller), or a series' (in rfs_auto). */
 typedef struct rfs_auto_probe {
     int k;                /* streams running */
     int warming;          /* the current epoch is not judged */
     int done;
     double base;          /* rate with k - 1 streams, bytes/s */
 } rfs_auto_probe;
+typedef struct rfs_auto {
+    pthread_mutex_t mu;
+    int enabled;          /* auto, and the file has more than one connection */
+    int active;           /* streams a large transfer starts with */
+    int settled;          /* probing stopped: the last addition did not pay */
+    int since_settled;    /* large transfers since then (re-probe after a while) */
+    /* Transfers too short to probe within (a collective buffer's few frames) probe as a
+     * series: their bytes and times add up to epochs (rfs_auto_series). */
+    rfs_auto_probe series;
+    int64_t series_ns;
+    uint64_t series_bytes;
+} rfs_auto;
 double rfs_conn_rtt_ms(rfs_conn *c);
 int rfs_auto_min_rtt_us(void);
 /* How many connections an auto file opens, judged from its first connection's round trip. */
@@ -322,6 +327,11 @@ void rfs_auto_probe_init(rfs_auto_probe *p, int k);
 /* Judges one epoch's delivered rate; 1: start one more stream (p->k is then its count). */
 int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
                          const char *label);
+/* A transfer of a few frames that ran on k streams (rfs_auto_start's count) moved `bytes` in
+ * ns: counted into the file's series epoch, which when full is judged as a transfer's epoch
+ * is, and the next transfers start with the count it chose. */
+void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns,
+                     int nconn, const char *label);
 
 /* ---- file versions (versions.c, docs/protocol.md "File versions") ----
  * The newest version (size, mtime_ns) of a file the server reported in a reply to one of this

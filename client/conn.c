@@ -639,6 +639,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     int sum = c->sums && req->op != RFS_OP_HELLO;
     if (!(c->features & RFS_FEAT_ZREAD))
         req->zok = 0;  /* an older server would refuse the flag */
+    req->zshuf = req->zok && (c->features & RFS_FEAT_SHUFFLE);
     rfs_conn_ver_request(c, call, req);
     pthread_mutex_unlock(&c->lock);
     int rc;

@@ -176,6 +176,8 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
         c->sums = 1;
     c->codecs = ((rep.u.hello.features & RFS_FEAT_LZ4) ? 1u << RFS_CODEC_ID_LZ4 : 0) |
                 ((rep.u.hello.features & RFS_FEAT_ZSTD) ? 1u << RFS_CODEC_ID_ZSTD : 0);
+    if (rep.u.hello.features & RFS_FEAT_SHUFFLE)
+        c->codecs |= c->codecs << (RFS_CODEC_ID_LZ4_SHUF - RFS_CODEC_ID_LZ4);
     c->features = rep.u.hello.features;
     pthread_mutex_unlock(&c->lock);
     if (rep.u.hello.auth_required && o->has_grant) {

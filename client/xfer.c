@@ -300,11 +300,15 @@ static int run(xfer *x, size_t *done)
     int k = f->nconn, probing = 0;
     if (f->autos.enabled)
         k = rfs_auto_start(&f->autos, f->nconn, &probing);
+    int k_auto = k;
+    /* a transfer too short to probe within, but long enough to spread, probes as a series */
+    int series = probing && x->njobs > 1 && x->njobs < AUTO_PROBE_MIN_JOBS;
     if (k > (int)x->njobs)
         k = (int)x->njobs;
     if (k < 1)
         k = 1;
     probing = probing && x->njobs >= AUTO_PROBE_MIN_JOBS;
+    int64_t t0 = rfs_now_ns();
 
     streams st;
     memset(&st, 0, sizeof st);
@@ -322,6 +326,9 @@ static int run(xfer *x, size_t *done)
     for (int s = 0; s < RFS_CLIENT_MAX_STREAMS; s++)
         if (st.spawned[s])
             rfs_task_join(&st.th[s]);
+    if (series && !atomic_load(&x->stop))
+        rfs_auto_series(&f->autos, k_auto, atomic_load(&x->delivered), rfs_now_ns() - t0,
+                        rfs_auto_epoch_ns(f->conn[0]), f->nconn, f->label);
 
     size_t total = 0;
     for (size_t j = 0; j < x->njobs; j++) {

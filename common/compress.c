@@ -3,6 +3,8 @@
 #include "common/compress.h"
 
 #include "common/err.h"
+#include "common/shuffle.h"
+#include "common/tbuf.h"
 
 #include <lz4.h>
 #include <pthread.h>
@@ -19,6 +21,18 @@ static void make_keys(void)
 {
     pthread_key_create(&cctx_key, free_cctx);
     pthread_key_create(&dctx_key, free_dctx);
+}
+
+/* The codec a shuffled one runs after the shuffle (the codec itself otherwise). */
+static unsigned base_of(unsigned codec)
+{
+    return codec == RFS_CODEC_LZ4_SHUF ? RFS_CODEC_LZ4
+           : codec == RFS_CODEC_ZSTD_SHUF ? RFS_CODEC_ZSTD : codec;
+}
+
+static int shuffled(unsigned codec)
+{
+    return codec == RFS_CODEC_LZ4_SHUF || codec == RFS_CODEC_ZSTD_SHUF;
 }
 
 static ZSTD_CCtx *cctx(void)
@@ -45,11 +59,20 @@ static ZSTD_DCtx *dctx(void)
 
 const char *rfs_codec_name(unsigned codec)
 {
-    return codec == RFS_CODEC_LZ4 ? "lz4" : codec == RFS_CODEC_ZSTD ? "zstd" : "unknown codec";
+    switch (codec) {
+    case RFS_CODEC_LZ4: return "lz4";
+    case RFS_CODEC_ZSTD: return "zstd";
+    case RFS_CODEC_LZ4_SHUF: return "lz4+shuffle";
+    case RFS_CODEC_ZSTD_SHUF: return "zstd+shuffle";
+    default: return "unknown codec";
+    }
 }
+
+int rfs_codec_known(unsigned codec) { return codec >= RFS_CODEC_LZ4 && codec <= RFS_CODEC_LAST; }
 
 size_t rfs_codec_bound(unsigned codec, size_t n)
 {
+    codec = base_of(codec);
     if (codec == RFS_CODEC_LZ4)
         return n > (size_t)LZ4_MAX_INPUT_SIZE ? 0 : (size_t)LZ4_compressBound((int)n);
     if (codec == RFS_CODEC_ZSTD)
@@ -57,8 +80,8 @@ size_t rfs_codec_bound(unsigned codec, size_t n)
     return 0;
 }
 
-size_t rfs_codec_compress(unsigned codec, int level, void *dst, size_t cap, const void *src,
-                          size_t n)
+static size_t compress_plain(unsigned codec, int level, void *dst, size_t cap, const void *src,
+                             size_t n)
 {
     size_t out = 0;
     if (codec == RFS_CODEC_LZ4) {
@@ -76,7 +99,34 @@ size_t rfs_codec_compress(unsigned codec, int level, void *dst, size_t cap, cons
     return out < n ? out : 0;
 }
 
+size_t rfs_codec_compress(unsigned codec, int level, void *dst, size_t cap, const void *src,
+                          size_t n)
+{
+    if (!shuffled(codec))
+        return compress_plain(codec, level, dst, cap, src, n);
+    uint8_t *tmp = rfs_tbuf(RFS_TBUF_SHUFFLE, n);
+    if (!tmp)
+        return 0;
+    rfs_shuffle(tmp, src, n, RFS_SHUFFLE_ELEM);
+    return compress_plain(base_of(codec), level, dst, cap, tmp, n);
+}
+
+static int decompress_plain(unsigned codec, void *dst, size_t raw_len, const void *src, size_t n);
+
 int rfs_codec_decompress(unsigned codec, void *dst, size_t raw_len, const void *src, size_t n)
+{
+    if (!shuffled(codec))
+        return decompress_plain(codec, dst, raw_len, src, n);
+    uint8_t *tmp = rfs_tbuf(RFS_TBUF_SHUFFLE, raw_len);
+    if (!tmp)
+        return rfs_fail(RFS_E_NOMEM, "out of memory to unshuffle %zu bytes", raw_len);
+    int rc = decompress_plain(base_of(codec), tmp, raw_len, src, n);
+    if (rc == RFS_OK)
+        rfs_unshuffle(dst, tmp, raw_len, RFS_SHUFFLE_ELEM);
+    return rc;
+}
+
+static int decompress_plain(unsigned codec, void *dst, size_t raw_len, const void *src, size_t n)
 {
     if (codec == RFS_CODEC_LZ4) {
         if (raw_len > (size_t)INT32_MAX || n > (size_t)INT32_MAX)

@@ -2,7 +2,9 @@
 /* Compression codecs of the wire (docs/protocol.md, "Compressed payloads"): LZ4 and Zstandard
  * from Debian's liblz4 and libzstd, behind one small interface so client and server agree on
  * what a codec id means. Contexts are kept per thread (a zstd context is megabytes: one per
- * frame would cost more than compressing a small one). */
+ * frame would cost more than compressing a small one). The shuffled codecs also keep a
+ * scratch buffer per thread, as large as the largest payload the thread handled (at most a
+ * frame). */
 #ifndef RFS_COMMON_COMPRESS_H
 #define RFS_COMMON_COMPRESS_H
 
@@ -11,6 +13,11 @@
 
 #define RFS_CODEC_LZ4 1u
 #define RFS_CODEC_ZSTD 2u
+/* The same codecs over the payload byte-shuffled as 8-byte elements (common/shuffle.h). */
+#define RFS_CODEC_LZ4_SHUF 3u
+#define RFS_CODEC_ZSTD_SHUF 4u
+#define RFS_CODEC_LAST 4u
+#define RFS_SHUFFLE_ELEM 8u
 #define RFS_ZSTD_LEVEL_DEFAULT 1
 #define RFS_ZSTD_LEVEL_MAX 19
 
@@ -26,5 +33,7 @@ size_t rfs_codec_compress(unsigned codec, int level, void *dst, size_t cap, cons
  * message naming the codec. RFS_E_INVAL for an unknown codec. */
 int rfs_codec_decompress(unsigned codec, void *dst, size_t raw_len, const void *src, size_t n);
 const char *rfs_codec_name(unsigned codec);
+/* 1 when codec is one of the ids above. */
+int rfs_codec_known(unsigned codec);
 
 #endif

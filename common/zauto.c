@@ -1,11 +1,12 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* See zauto.h. The auto decision, per state (a file on the client, an open file on rfsd):
- *  - Off, it samples now and then: the first SAMPLE bytes of a frame compressed with lz4 and with
- *    zstd and decompressed again, timed. The first frame is sampled; after a sample that says
+ *  - Off, it samples now and then: the first SAMPLE bytes of a frame compressed with each codec
+ *    the receiver takes (lz4, zstd, and both after a byte shuffle) and decompressed again,
+ *    timed. The first frame is sampled; after a sample that says
  *    "off" the next one waits twice as long (8 MiB doubling to 256 MiB), so incompressible data
  *    costs well under 1% of a core, and a file whose data become compressible is noticed.
  *  - On, every frame is compressed with the chosen codec, and its ratio and speed feed the
- *    estimates; the other codec is sampled every 64 MiB.
+ *    estimates; the other codecs are sampled every 64 MiB.
  *  - Each frame applies SEMPLAR's condition per byte with the estimates and the link rate B
  *    the sender measured (from sends that had to wait for the socket: then the link drained
  *    the frame; until one did, TCP's congestion window per round trip stands in): codec k is
@@ -17,6 +18,7 @@
 #include "common/compress.h"
 #include "common/debug.h"
 #include "common/err.h"
+#include "common/tbuf.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -45,7 +47,7 @@ struct rfs_zstate {
     unsigned mode;
     int level;
     pthread_mutex_t mu;
-    est e[3];                   /* by codec id */
+    est e[RFS_CODEC_LAST + 1];  /* by codec id */
     unsigned choice;            /* auto: codec in use, 0 none */
     uint64_t since_sample;      /* payload bytes since the last sample */
     uint64_t interval;
@@ -57,33 +59,56 @@ int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
     *level = RFS_ZSTD_LEVEL_DEFAULT;
     if (!s || !*s || !strcmp(s, "auto")) {
         *mode = RFS_Z_AUTO;
-    } else if (!strcmp(s, "none")) {
+        return RFS_OK;
+    }
+    if (!strcmp(s, "none")) {
         *mode = RFS_Z_NONE;
-    } else if (!strcmp(s, "lz4")) {
+        return RFS_OK;
+    }
+    size_t len = strlen(s);
+    static const char shuf[] = "+shuffle";
+    int shuffle = len > sizeof shuf - 1 && !strcmp(s + len - (sizeof shuf - 1), shuf);
+    if (shuffle)
+        len -= sizeof shuf - 1;
+    if (len == 3 && !strncmp(s, "lz4", 3)) {
         *mode = RFS_Z_LZ4;
-    } else if (!strcmp(s, "zstd")) {
+    } else if (len == 4 && !strncmp(s, "zstd", 4)) {
         *mode = RFS_Z_ZSTD;
-    } else if (!strncmp(s, "zstd:", 5)) {
+    } else if (len > 5 && !strncmp(s, "zstd:", 5)) {
+        char digits[8];
+        if (len - 5 >= sizeof digits)
+            return rfs_fail(RFS_E_INVAL, "compression '%s': zstd level must be 1..%d", s,
+                            RFS_ZSTD_LEVEL_MAX);
+        memcpy(digits, s + 5, len - 5);
+        digits[len - 5] = '\0';
         char *end;
-        long l = strtol(s + 5, &end, 10);
-        if (end == s + 5 || *end || l < 1 || l > RFS_ZSTD_LEVEL_MAX)
+        long l = strtol(digits, &end, 10);
+        if (end == digits || *end || l < 1 || l > RFS_ZSTD_LEVEL_MAX)
             return rfs_fail(RFS_E_INVAL, "compression '%s': zstd level must be 1..%d", s,
                             RFS_ZSTD_LEVEL_MAX);
         *mode = RFS_Z_ZSTD;
         *level = (int)l;
     } else {
-        return rfs_fail(RFS_E_INVAL, "compression '%s': use none, lz4, zstd[:LEVEL] or auto", s);
+        return rfs_fail(RFS_E_INVAL, "compression '%s': use none, lz4, zstd[:LEVEL] (either "
+                        "optionally followed by +shuffle) or auto", s);
     }
+    if (shuffle)
+        *mode = *mode == RFS_Z_LZ4 ? RFS_Z_LZ4_SHUF : RFS_Z_ZSTD_SHUF;
     return RFS_OK;
 }
 
 void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap)
 {
-    if (mode == RFS_Z_ZSTD && level != RFS_ZSTD_LEVEL_DEFAULT)
-        snprintf(buf, cap, "zstd:%d", level);
+    if (mode == RFS_Z_NONE || mode == RFS_Z_AUTO) {
+        snprintf(buf, cap, "%s", mode == RFS_Z_NONE ? "none" : "auto");
+        return;
+    }
+    const char *sh = mode == RFS_Z_LZ4_SHUF || mode == RFS_Z_ZSTD_SHUF ? "+shuffle" : "";
+    if ((mode == RFS_Z_ZSTD || mode == RFS_Z_ZSTD_SHUF) && level != RFS_ZSTD_LEVEL_DEFAULT)
+        snprintf(buf, cap, "zstd:%d%s", level, sh);
     else
-        snprintf(buf, cap, "%s", mode == RFS_Z_NONE ? "none" : mode == RFS_Z_LZ4 ? "lz4"
-                                 : mode == RFS_Z_ZSTD ? "zstd" : "auto");
+        snprintf(buf, cap, "%s%s", mode == RFS_Z_LZ4 || mode == RFS_Z_LZ4_SHUF ? "lz4" : "zstd",
+                 sh);
 }
 
 rfs_zstate *rfs_zstate_new(unsigned mode, int level)
@@ -142,47 +167,6 @@ void rfs_zstate_stats(rfs_zstate *z, rfs_zstats *out)
     pthread_mutex_unlock(&z->mu);
 }
 
-/* ---- the calling thread's output buffer ---- */
-
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-
-typedef struct tbuf {
-    size_t cap;
-    uint8_t *p;
-} tbuf;
-
-static void tbuf_free(void *v)
-{
-    tbuf *b = v;
-    free(b->p);
-    free(b);
-}
-
-static void make_key(void) { pthread_key_create(&buf_key, tbuf_free); }
-
-static uint8_t *thread_buf(size_t need)
-{
-    pthread_once(&buf_once, make_key);
-    tbuf *b = pthread_getspecific(buf_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b)))
-            return NULL;
-        if (pthread_setspecific(buf_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < need) {
-        uint8_t *p = realloc(b->p, need);
-        if (!p)
-            return NULL;
-        b->p = p;
-        b->cap = need;
-    }
-    return b->p;
-}
-
 /* ---- estimates ---- */
 
 static void blend(est *e, double ratio, double cspeed, double dspeed)
@@ -239,7 +223,7 @@ static unsigned decide(rfs_zstate *z, unsigned offered, double B)
         return 0;
     double raw = 1.0 / B, best = raw;
     unsigned pick = 0;
-    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++) {
+    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_LAST; k++) {
         if (!(offered & (1u << k)) || !z->e[k].known || z->e[k].ratio <= 1.0)
             continue;
         double t = cost(&z->e[k], B);
@@ -256,7 +240,7 @@ static unsigned decide(rfs_zstate *z, unsigned offered, double B)
 static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
 {
     size_t cap = rfs_codec_bound(codec, n);
-    uint8_t *dst = cap ? thread_buf(cap) : NULL;
+    uint8_t *dst = cap ? rfs_tbuf(RFS_TBUF_PACKED, cap) : NULL;
     if (!dst)
         return 0;
     size_t c = rfs_codec_compress(codec, level, dst, cap, src, n);
@@ -289,7 +273,12 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
     if (!z || z->mode == RFS_Z_NONE || n < (z->mode == RFS_Z_AUTO ? MIN_PACK_AUTO : MIN_PACK))
         return;
     if (z->mode != RFS_Z_AUTO) {
-        int ok = (offered & (1u << z->mode)) && compress_into(z->mode, z->level, src, n, out);
+        unsigned codec = z->mode;
+        if (!(offered & (1u << codec)) && codec == RFS_CODEC_LZ4_SHUF)
+            codec = RFS_CODEC_LZ4;
+        else if (!(offered & (1u << codec)) && codec == RFS_CODEC_ZSTD_SHUF)
+            codec = RFS_CODEC_ZSTD;
+        int ok = (offered & (1u << codec)) && compress_into(codec, z->level, src, n, out);
         pthread_mutex_lock(&z->mu);
         count_frame(z, ok, n, out);
         pthread_mutex_unlock(&z->mu);
@@ -306,15 +295,15 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
         z->since_sample = 0;
     z->since_sample += n;
     pthread_mutex_unlock(&z->mu);
-    est fresh[3];
+    est fresh[RFS_CODEC_LAST + 1];
     memset(fresh, 0, sizeof fresh);
     if (take)
-        for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++)
+        for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_LAST; k++)
             if ((offered & (1u << k)) && k != choice)
                 sample(k, zlevel, src, n, &fresh[k]);
 
     pthread_mutex_lock(&z->mu);
-    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_ZSTD; k++)
+    for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_LAST; k++)
         if (fresh[k].known)
             blend(&z->e[k], fresh[k].ratio, fresh[k].cspeed, fresh[k].dspeed);
     unsigned pick = decide(z, offered, B);

@@ -11,9 +11,11 @@
 #include <stdint.h>
 
 #define RFS_Z_NONE 0u
-#define RFS_Z_LZ4 1u     /* = RFS_CODEC_LZ4 */
-#define RFS_Z_ZSTD 2u    /* = RFS_CODEC_ZSTD */
-#define RFS_Z_AUTO 3u
+#define RFS_Z_LZ4 1u        /* = RFS_CODEC_LZ4 (a fixed codec's mode is its codec id) */
+#define RFS_Z_ZSTD 2u       /* = RFS_CODEC_ZSTD */
+#define RFS_Z_LZ4_SHUF 3u   /* = RFS_CODEC_LZ4_SHUF */
+#define RFS_Z_ZSTD_SHUF 4u  /* = RFS_CODEC_ZSTD_SHUF */
+#define RFS_Z_AUTO 15u
 
 typedef struct rfs_zstate rfs_zstate;
 
@@ -24,7 +26,8 @@ typedef struct rfs_packed {
     uint32_t len;
 } rfs_packed;
 
-/* "none", "lz4", "zstd", "zstd:LEVEL" (1..19), "auto"; RFS_E_INVAL with a message otherwise. */
+/* "none", "lz4", "zstd", "zstd:LEVEL" (1..19), either codec followed by "+shuffle"
+ * ("zstd:3+shuffle"), "auto"; RFS_E_INVAL with a message otherwise. */
 int rfs_zmode_parse(const char *s, unsigned *mode, int *level);
 /* The mode as the hint spells it ("zstd:3"), for MPI_File_get_info and messages. */
 void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap);
@@ -34,7 +37,8 @@ void rfs_zstate_free(rfs_zstate *z);
 
 /* Decides how the n payload bytes at src go out and compresses them if so. offered: bit k set
  * when the receiver takes codec k; B: the link's rate in bytes/s (0: unknown, then raw in auto
- * mode). The compressed bytes live in a buffer of the calling thread, valid until its next
+ * mode). A fixed shuffled codec the receiver does not take goes out as its plain codec. The
+ * compressed bytes live in a buffer of the calling thread, valid until its next
  * call. A NULL z sends raw. */
 void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src, size_t n,
                      rfs_packed *out);

@@ -3,6 +3,7 @@
  * that cannot pass an info object, RFS_HINTS="key=value;key=value". Precedence: defaults, then
  * RFS_HINTS, then the info given to open/set_view/set_info. Unknown keys and bad values are
  * ignored, as MPI requires. Every key is documented in docs/hints.md. */
+#include "common/zauto.h"
 #include "mpiio/mpiio_internal.h"
 
 #include "abt/abt.h"
@@ -87,13 +88,15 @@ static int parse_size(const char *v, int64_t min, int64_t max, int64_t *out)
     return 1;
 }
 
-/* rfs_compress: none, lz4, zstd, zstd:LEVEL (1..19), auto (the library's rfs_zmode_parse). */
+/* rfs_compress / --compress: what rfs_zmode_parse takes (common/zauto.h). */
 static int compress_mode_ok(const char *v)
 {
-    long level;
-    if (!strcmp(v, "none") || !strcmp(v, "lz4") || !strcmp(v, "zstd") || !strcmp(v, "auto"))
+    unsigned mode;
+    int level;
+    if (rfs_zmode_parse(v, &mode, &level) == RFS_OK)
         return 1;
-    return !strncmp(v, "zstd:", 5) && parse_long(v + 5, 1, 19, 10, &level);
+    rfs_clear_error();
+    return 0;
 }
 
 static int parse_tristate(const char *v, int *out)

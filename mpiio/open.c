@@ -24,22 +24,44 @@
  * rfsd (--max-conns-per-addr 256) before all its ranks had connected. */
 #define MP_NODE_AUTO_STREAMS 8
 
-static int auto_streams_cap(const mp_hints *h, int node_ranks)
+/* Where this process sits: the nodes of the file's communicator, the ranks on this node, and
+ * this rank's place among them (in rank order). */
+typedef struct node_pos {
+    int nodes, local, lrank;
+} node_pos;
+
+static const node_pos ONE_PROCESS = {1, 1, 0};
+
+/* A collective access whose ranges interleave goes through the aggregators alone (two-phase,
+ * coll.c), one per node by default: the node's link is then theirs, so they share the node's
+ * 8 among themselves, on top of the other ranks' shares (those carry the independent I/O).
+ * A node so has at most 16. Aggregators are the lowest ranks of each node (aggr.c); with
+ * cb_nodes not a multiple of the nodes, some nodes count one aggregator more than they have. */
+static int auto_streams_cap(const mp_hints *h, const node_pos *np)
 {
     if (h->streams_auto_max > 0)
         return h->streams_auto_max;
-    int share = MP_NODE_AUTO_STREAMS / (node_ranks > 0 ? node_ranks : 1);
+    int local = np->local > 0 ? np->local : 1;
+    int share = MP_NODE_AUTO_STREAMS / local;
+    if ((h->cb_write != MP_DISABLE || h->cb_read != MP_DISABLE) && h->cb_nodes > 0) {
+        int nodes = np->nodes > 0 ? np->nodes : 1;
+        int aggr_here = (h->cb_nodes + nodes - 1) / nodes;
+        if (aggr_here > local)
+            aggr_here = local;
+        if (np->lrank < aggr_here)
+            share = MP_NODE_AUTO_STREAMS / aggr_here;
+    }
     return share > 1 ? share : 1;
 }
 
-static void options_from_hints(const mp_hints *h, int node_ranks, rfs_options *o)
+static void options_from_hints(const mp_hints *h, const node_pos *np, rfs_options *o)
 {
     memset(o, 0, sizeof *o);
     o->connect_timeout_ms = h->connect_timeout_ms;
     o->io_timeout_ms = h->io_timeout_ms;
     o->retry_timeout_ms = h->retry_timeout_ms;
     o->streams = h->streams == RFS_STREAMS_AUTO
-                     ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, node_ranks))
+                     ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, np))
                      : h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
     o->tls = h->tls;
@@ -109,26 +131,23 @@ int mp_agree_error(mp_file *f, MPI_Comm comm, int code)
     return mp_error_code(e.cls, "%s (on rank %d)", e.msg, first);
 }
 
-/* The shape of comm over nodes (shared-memory domains), from one split: *local, the processes
- * of comm on this node (ABT's memory cap and the streams are shares of the node's); *nodes,
- * when asked for, the number of nodes (the default aggregator count). */
-static void node_shape(MPI_Comm comm, int *nodes, int *local)
+/* The shape of comm over nodes (shared-memory domains), from one split: local, the processes
+ * of comm on this node (ABT's memory cap and the streams are shares of the node's), this
+ * rank's place among them, and the number of nodes (the default aggregator count). */
+static void node_shape(MPI_Comm comm, node_pos *np)
 {
     MPI_Comm node;
-    *local = 1;
-    if (nodes)
-        *nodes = 1;
+    *np = ONE_PROCESS;
     if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return;
     int n = 1, lrank = 0;
     PMPI_Comm_size(node, &n);
     PMPI_Comm_rank(node, &lrank);
-    *local = n > 0 ? n : 1;
-    if (nodes) {
-        int leader = lrank == 0, all = 1;
-        PMPI_Allreduce(&leader, &all, 1, MPI_INT, MPI_SUM, comm);
-        *nodes = all > 0 ? all : 1;
-    }
+    np->local = n > 0 ? n : 1;
+    np->lrank = lrank;
+    int leader = lrank == 0, all = 1;
+    PMPI_Allreduce(&leader, &all, 1, MPI_INT, MPI_SUM, comm);
+    np->nodes = all > 0 ? all : 1;
     PMPI_Comm_free(&node);
 }
 
@@ -274,15 +293,16 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     mp_hints_default(&f->hints);
     mp_hints_apply_env(&f->hints);
     mp_hints_apply_info(&f->hints, info);
-    int nodes = 0, local = 1;
-    node_shape(dup, f->hints.cb_nodes <= 0 ? &nodes : NULL, &local);
+    node_pos np;
+    node_shape(dup, &np);
+    int local = np.local;
     if (f->hints.cb_nodes <= 0)
-        f->hints.cb_nodes = nodes;
+        f->hints.cb_nodes = np.nodes;
     if (f->hints.cb_nodes > size)
         f->hints.cb_nodes = size;
 
     rfs_options opts;
-    options_from_hints(&f->hints, local, &opts);
+    options_from_hints(&f->hints, &np, &opts);
     unsigned flags = rfs_flags_of(amode);
     int rrc = RFS_OK;
     code = MPI_SUCCESS;
@@ -412,7 +432,7 @@ int mp_close_file(mp_file *f, int collective)
             PMPI_Barrier(f->comm);
         if (f->rank == 0) {
             rfs_options opts;
-            options_from_hints(&f->hints, 1, &opts);  /* a path call: streams do not matter */
+            options_from_hints(&f->hints, &ONE_PROCESS, &opts);  /* a path call: streams do not matter */
             const rfs_io_ops *layers[3];
             name_layers(&f->hints, layers);
             int drc = rfs_io_remove(layers, f->name, &opts);
@@ -478,7 +498,7 @@ static int delete_rfs(const char *filename, MPI_Info info)
     mp_hints_apply_env(&h);
     mp_hints_apply_info(&h, info);
     rfs_options opts;
-    options_from_hints(&h, 1, &opts);  /* a path call: streams do not matter */
+    options_from_hints(&h, &ONE_PROCESS, &opts);  /* a path call: streams do not matter */
     const rfs_io_ops *layers[3];
     name_layers(&h, layers);
     int rrc = rfs_io_remove(layers, filename, &opts);

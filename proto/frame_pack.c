@@ -25,7 +25,7 @@ int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
     if ((uint64_t)fields + raw_len != body)
         return rfs_fail(RFS_E_INVAL, "pack: %zu field bytes and %u payload bytes, header says %u",
                         fields, raw_len, body);
-    if (codec != RFS_CODEC_ID_LZ4 && codec != RFS_CODEC_ID_ZSTD)
+    if (codec < RFS_CODEC_ID_LZ4 || codec > RFS_CODEC_ID_ZSTD_SHUF)
         return rfs_fail(RFS_E_INVAL, "pack: unknown codec %u", codec);
     flags |= RFS_F_PACK;
     frame[8] = (uint8_t)flags;
@@ -59,7 +59,7 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
     pi->raw_len = le32_get(body + 8);
     if (body[1] || body[2] || body[3])
         return rfs_fail(RFS_E_PROTO, "%s %s: pack header reserved bytes set", name, kind);
-    if (pi->codec != RFS_CODEC_ID_LZ4 && pi->codec != RFS_CODEC_ID_ZSTD)
+    if (pi->codec < RFS_CODEC_ID_LZ4 || pi->codec > RFS_CODEC_ID_ZSTD_SHUF)
         return rfs_fail(RFS_E_INVAL, "%s %s: unknown compression codec %u", name, kind, pi->codec);
     if (pi->fields_len > len - RFS_PACK_HDR)
         return rfs_fail(RFS_E_PROTO, "%s %s: pack header says %u field bytes, the frame has "

@@ -42,8 +42,13 @@
 /* Request only, to RFS_FEAT_ZREAD servers, on the reads of rfs_frame_reply_may_pack: "the
  * reply's payload may be compressed" (its reply then has RFS_F_PACK, frame_pack.c). */
 #define RFS_F_ZOK 0x0020u
+/* Request only, with RFS_F_ZOK, to RFS_FEAT_SHUFFLE servers: the compressed reply may also use
+ * the shuffled codecs (RFS_CODEC_ID_*_SHUF). */
+#define RFS_F_ZSHUF 0x0040u
 #define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
+#define RFS_CODEC_ID_LZ4_SHUF 3u   /* the payload byte-shuffled as 8-byte elements, then LZ4 */
+#define RFS_CODEC_ID_ZSTD_SHUF 4u  /* ... then Zstandard */
 
 #define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
 /* 4 MiB of payload plus room for the header and an op's fixed fields: MPI-IO and the CLI move
@@ -68,6 +73,7 @@
 #define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
 #define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
 #define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
+#define RFS_FEAT_SHUFFLE 0x0200u /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
  * send a whole tree's directories at once in any order. An older server refuses the bit
  * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
@@ -205,6 +211,7 @@ typedef struct rfs_req {
     int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
     int extra_stream;         /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
     int zok;                  /* RFS_F_ZOK: the reply's payload may come compressed */
+    int zshuf;                /* RFS_F_ZSHUF: ... also by a shuffled codec */
 } rfs_req;
 
 typedef struct rfs_list_entry {

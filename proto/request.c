@@ -427,10 +427,14 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     if (r->zok && !rfs_op_has(r->op, RFS_OPF_REP_PACK))
         return rfs_fail(RFS_E_INVAL, "%s: a request whose reply cannot be compressed",
                         rfs_op_name(r->op));
+    if (r->zshuf && !r->zok)
+        return rfs_fail(RFS_E_INVAL, "%s: shuffled codecs offered without compression",
+                        rfs_op_name(r->op));
     rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
                  .flags = (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
                                      (r->extra_stream ? RFS_F_EXTRA : 0) |
-                                     (r->zok ? RFS_F_ZOK : 0)),
+                                     (r->zok ? RFS_F_ZOK : 0) |
+                                     (r->zshuf ? RFS_F_ZSHUF : 0)),
                  .req_id = r->id,
                  .status = 0, .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
@@ -454,12 +458,16 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
-    if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK)) != 0 || h->status != 0)
+    if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0 || h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
     if ((h->flags & RFS_F_ZOK) && !rfs_op_has(h->op, RFS_OPF_REP_PACK))
         return rfs_fail(RFS_E_PROTO, "%s request accepts a compressed reply, which only reads "
                         "of a file's bytes have", name);
     r->zok = (h->flags & RFS_F_ZOK) != 0;
+    r->zshuf = (h->flags & RFS_F_ZSHUF) != 0;
+    if (r->zshuf && !r->zok)
+        return rfs_fail(RFS_E_PROTO, "%s request offers shuffled codecs without accepting a "
+                        "compressed reply", name);
     if ((h->flags & RFS_F_EXTRA) && h->op != RFS_OP_HELLO)
         return rfs_fail(RFS_E_PROTO, "%s request marks an additional stream, which only a "
                         "HELLO can", name);

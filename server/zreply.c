@@ -61,6 +61,8 @@ void rfsd_zreply_pack(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         return;
     rfs_packed pk;
     unsigned offered = 1u << RFS_CODEC_LZ4 | 1u << RFS_CODEC_ZSTD;  /* RFS_F_ZOK takes both */
+    if (q->zshuf)
+        offered |= 1u << RFS_CODEC_LZ4_SHUF | 1u << RFS_CODEC_ZSTD_SHUF;
     rfs_zstate_pack(z, offered, link_rate(c), rep->data, rep->data_len, &pk);
     if (!pk.codec)
         return;

@@ -9,6 +9,10 @@
  * Only "write" and "read" count in write_bw/read_bw; write_sync has its own bandwidth in
  * params-derived fields computed by the runner (bytes / time.write_sync).
  * --loops L repeats the three phases L times (times and bytes accumulate).
+ * --collective: the same bytes with MPI_File_write_at_all / read_at_all through a file view
+ * that interleaves the ranks' arrays in blocks of --block bytes (1 MiB): rank r's block i at
+ * (i * nprocs + r) * block. The ranges interleave, so two-phase collective buffering applies
+ * and the node's aggregators move all the data (the "MPI-IO collective write" of issue #12).
  */
 #include "common.h"
 
@@ -19,10 +23,11 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {"--size", "--loops", NULL};
-    static const char *const flags[] = {"--no-sync", NULL};
+    static const char *const known[] = {"--size", "--loops", "--block", NULL};
+    static const char *const flags[] = {"--no-sync", "--collective", NULL};
     bench_check_args(argc, argv, known, flags,
-                     "[--size BYTES] [--loops L] [--no-sync] [--no-verify] [--seed S]");
+                     "[--size BYTES] [--loops L] [--no-sync] [--collective [--block BYTES]] "
+                     "[--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "romio_perf", argc, argv);
     if (b->peak)
@@ -30,11 +35,18 @@ int main(int argc, char **argv)
     long long size = bench_opt_size(argc, argv, "--size", 4LL << 20);
     int loops = (int)bench_opt_size(argc, argv, "--loops", 1);
     int do_sync = !bench_opt_flag(argc, argv, "--no-sync");
+    int coll = bench_opt_flag(argc, argv, "--collective");
+    long long block = bench_opt_size(argc, argv, "--block", 1LL << 20);
     if (size < 8 || size % 8 || size > 0x7fffffffLL || loops < 1)
         bench_die("--size must be a multiple of 8 in [8, 2 GiB); --loops >= 1");
+    if (coll && (block < 8 || block % 8 || size % block))
+        bench_die("--block must be a multiple of 8 that divides --size");
     bench_param_int(b, "size", size);
     bench_param_int(b, "loops", loops);
     bench_param_int(b, "sync_phase", do_sync);
+    bench_param_int(b, "collective", coll);
+    if (coll)
+        bench_param_int(b, "block", block);
 
     long long nwords = size / 8;
     double *buf = bench_xmalloc((size_t)size);
@@ -47,6 +59,18 @@ int main(int argc, char **argv)
     BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
                        &fh), "MPI_File_open");
     bench_add(b, "open", bench_now() - t);
+    MPI_Datatype ftype = MPI_DATATYPE_NULL;
+    if (coll) {
+        /* the view starts at the rank's first block; its blocks repeat every nprocs blocks */
+        MPI_Datatype vec;
+        MPI_Type_vector((int)(size / block), (int)block, (int)block * b->nprocs, MPI_BYTE, &vec);
+        MPI_Type_create_resized(vec, 0, (MPI_Aint)(size / block) * block * b->nprocs, &ftype);
+        MPI_Type_free(&vec);
+        MPI_Type_commit(&ftype);
+        BCHK(MPI_File_set_view(fh, (MPI_Offset)b->rank * block, MPI_BYTE, ftype, "native",
+                               MPI_INFO_NULL), "MPI_File_set_view");
+        off = 0;
+    }
     bench_add(b, "write", 0);
     bench_add(b, "write_sync", 0);
     bench_add(b, "read", 0);
@@ -55,16 +79,24 @@ int main(int argc, char **argv)
         bench_fill_pattern(buf, nwords, first_word, b->seed);
         MPI_Barrier(MPI_COMM_WORLD);
         t = bench_now();
-        BCHK(MPI_File_write_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
-             "MPI_File_write_at");
+        if (coll)
+            BCHK(MPI_File_write_at_all(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                 "MPI_File_write_at_all");
+        else
+            BCHK(MPI_File_write_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                 "MPI_File_write_at");
         bench_add(b, "write", bench_now() - t);
         b->bytes_written += size;
 
         if (do_sync) {
             MPI_Barrier(MPI_COMM_WORLD);
             t = bench_now();
-            BCHK(MPI_File_write_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
-                 "MPI_File_write_at (sync phase)");
+            if (coll)
+                BCHK(MPI_File_write_at_all(fh, off, buf, (int)size, MPI_BYTE,
+                                           MPI_STATUS_IGNORE), "MPI_File_write_at_all (sync phase)");
+            else
+                BCHK(MPI_File_write_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                     "MPI_File_write_at (sync phase)");
             BCHK(MPI_File_sync(fh), "MPI_File_sync");
             bench_add(b, "write_sync", bench_now() - t);
         }
@@ -76,8 +108,12 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         memset(buf, 0, (size_t)size);
         t = bench_now();
-        BCHK(MPI_File_read_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
-             "MPI_File_read_at");
+        if (coll)
+            BCHK(MPI_File_read_at_all(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                 "MPI_File_read_at_all");
+        else
+            BCHK(MPI_File_read_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                 "MPI_File_read_at");
         bench_add(b, "read", bench_now() - t);
         b->bytes_read += size;
         if (b->verify)
@@ -85,6 +121,8 @@ int main(int argc, char **argv)
     }
     t = bench_now();
     BCHK(MPI_File_close(&fh), "MPI_File_close");
+    if (coll)
+        MPI_Type_free(&ftype);
     bench_add(b, "close", bench_now() - t);
     int rc = bench_report(b);
     free(buf);

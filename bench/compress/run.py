@@ -8,7 +8,8 @@ For each link (loopback, and the emulated WAN of bench/wan at each --rates value
     writes them (interior starts at 0, the x-low face is held at 1.0, so the field is zero
     ahead of the diffusion front and smooth behind it);
   - random bytes (incompressible).
-Modes: none, auto, lz4, zstd for the smooth field; none and auto for random data. Runs are
+Modes: none, auto, lz4, zstd, lz4+shuffle, zstd+shuffle for the smooth field; none and auto
+for random data. Runs are
 interleaved (one of each mode per repetition) and medians reported; ratios are taken against
 `none` of the same run set. Each put runs with RFS_TRACE=1, which gives the bytes that went on
 the wire (so whether auto compressed), and its CPU time (user+system of the client; rfsd's
@@ -23,7 +24,9 @@ CRC-32C speed: bench/compress/crcspeed.c on a 4 MiB buffer.
 Only one benchmark may run at a time on this machine: run it under the lock,
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/compress/run.py [--build-dir build]
         [--reps 3] [--size-mib 256] [--wan-size-mib 0] [--rates 1000,100] [--delay-ms 25]
-        [--no-wan] [--warm-mib 512] [--out bench/results/compress.json]
+        [--tcp-buf-mb 4] [--no-wan] [--warm-mib 512] [--out bench/results/compress.json]
+The committed run uses --size-mib 1024 (steady state at 1 Gbit/s). The JSON ends with the
+issue's goals per WAN link ("goals").
 The WAN is built as RFS_WAN_NAME=wire (10.79.0.0/24) so another WAN may stay up; it is
 removed at the end. Every process started is stopped by its PID.
 """
@@ -158,7 +161,8 @@ def summarize(samples, size):
 
 def suite(build, data_dir, root, ns, srv, reps, size, link_mbit):
     """Compression modes on both files and checksums on/off: medians and same-run ratios."""
-    cases = [("smooth", m) for m in ("none", "auto", "lz4", "zstd")] + \
+    cases = [("smooth", m) for m in ("none", "auto", "lz4", "zstd", "lz4+shuffle",
+                                     "zstd+shuffle")] + \
             [("random", m) for m in ("none", "auto")]
     raw = {c: [] for c in cases}
     # reads: rfsd compresses its replies (--compress-reads auto, its default) for a client
@@ -234,9 +238,32 @@ def crc_speed(build, tmp):
                                      text=True).stdout)
 
 
-def wan_up(rate, delay):
+def wan_up(rate, delay, tcp_buf_mb):
     subprocess.run([os.path.join(REPO, "bench", "wan", "up"), "--rate-mbit", str(rate),
-                    "--delay-ms", str(delay)], check=True, stdout=subprocess.DEVNULL)
+                    "--delay-ms", str(delay), "--tcp-buf-mb", str(tcp_buf_mb)], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def goals(links):
+    """Issue #12's goals for compression, from the runs above: auto on the smooth field at least
+    2x the link's rate, auto on random data at least 0.98 of uncompressed, and auto's CPU cost
+    on random data (where it stays off) at most 2% of the transfer's time."""
+    out = {}
+    for name, r in links.items():
+        if not r["link_mbit"]:
+            continue
+        sm, rnd = r["compress"]["smooth"], r["compress"]["random"]
+        out[name] = {
+            "smooth_auto_x_link_rate": {"value": round(sm["auto"]["x_link_rate"], 3),
+                                        "goal": ">= 2", "met": sm["auto"]["x_link_rate"] >= 2},
+            "random_auto_vs_none": {"value": round(rnd["auto"]["speedup_vs_none"], 3),
+                                    "goal": ">= 0.98",
+                                    "met": rnd["auto"]["speedup_vs_none"] >= 0.98},
+            "random_auto_cpu_pct": {
+                "value": round(rnd["auto"]["client_cpu_extra_vs_none_pct_of_wall"], 2),
+                "goal": "<= 2", "met": rnd["auto"]["client_cpu_extra_vs_none_pct_of_wall"] <= 2},
+        }
+    return out
 
 
 def wan_down():
@@ -255,6 +282,8 @@ def main():
                          "down with the rate, at least 32)")
     ap.add_argument("--rates", default="1000,100")
     ap.add_argument("--delay-ms", type=float, default=25)
+    ap.add_argument("--tcp-buf-mb", type=int, default=4,
+                    help="socket buffer maxima of both hosts (4: a default host; 64: tuned)")
     ap.add_argument("--no-wan", action="store_true")
     ap.add_argument("--warm-mib", type=int, default=512)
     ap.add_argument("--out", default=os.path.join(REPO, "bench", "results", "compress.json"))
@@ -265,7 +294,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rfs-compress-", dir="/dev/shm")
     srv = None
     result = {"bench": "compress", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "reps": a.reps, "delay_ms_one_way": a.delay_ms}
+              "reps": a.reps, "delay_ms_one_way": a.delay_ms, "tcp_buf_mb": a.tcp_buf_mb,
+              "loadavg_1m_start": os.getloadavg()[0]}
     try:
         result["crc32c"] = crc_speed(build, tmp)
         data_dir = os.path.join(tmp, "data")
@@ -282,7 +312,7 @@ def main():
             os.makedirs(root)
             print(f"{name}: {sz >> 20} MiB", file=sys.stderr, flush=True)
             if rate:
-                wan_up(rate, a.delay_ms)
+                wan_up(rate, a.delay_ms, a.tcp_buf_mb)
                 env = wanlib.load_env()
                 srv = Rfsd(build, root, env["RFS_WAN_SERVER_NS"], env["RFS_WAN_SERVER_ADDR"])
                 ns = env["RFS_WAN_CLIENT_NS"]
@@ -301,6 +331,8 @@ def main():
         if srv:
             srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    result["loadavg_1m_end"] = os.getloadavg()[0]
+    result["goals"] = goals(result.get("links", {}))
     text = json.dumps(result, indent=1)
     print(text)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

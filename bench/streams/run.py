@@ -10,14 +10,23 @@ repetition so load drift hits every configuration alike:
   - rfs put and rfs get of --size-mib (streams 1, 2, 4, auto), rate = bytes / wall time of
     the command (includes open, sync and rename: what a user waits for);
   - MPI-IO: bench/apps/romio_perf with 4 ranks, each writing size/4 through librfs-mpiio.so
-    with rfs_streams = 1, 2, 4, auto (write bandwidth as the workload reports it).
+    with rfs_streams = 1, 2, 4, auto (bytes over the time of its write-then-MPI_File_sync
+    phase: what reached the server's disk), with
+    independent writes (mpiio_write) and with collective writes whose 1 MiB blocks interleave
+    (romio_perf --collective: two-phase, the node's aggregator moves all the data;
+    mpiio_coll_write);
+  - the tools users would pick instead, in the same repetitions: xrdcp put and get of the same
+    file to an XRootD server in the server namespace, and the collective romio_perf in an
+    sshfs mount of the server (unless --no-anchors).
 It prints one JSON document (medians of --reps runs, ratios to iperf3 -P 4 measured in the
 same run) and writes it to --out. Every process started is stopped by PID; the WAN is taken
 down at the end.
 
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/streams/run.py [--profiles default,tuned]
-        [--rate-mbit 1000] [--delay-ms 25] [--size-mib 1024] [--reps 3]
+        [--rate-mbit 1000] [--delay-ms 25] [--size-mib 1024] [--reps 3] [--no-anchors]
         [--out bench/results/streams.json]
+Goals (issue #12): auto >= 0.95 of iperf3 -P 4 for put, get and the MPI-IO collective write on
+both profiles; the MPI-IO collective write >= 3.5x the same workload on sshfs.
 """
 import argparse
 import json
@@ -35,8 +44,10 @@ BENCH = os.path.dirname(HERE)
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, os.path.join(BENCH, "wan"))
 sys.path.insert(0, os.path.join(BENCH, "lib"))
+sys.path.insert(0, os.path.join(BENCH, "anchors"))
 import wanlib  # noqa: E402
 import runner  # noqa: E402
+import anchorlib as al  # noqa: E402
 
 PROFILES = {"default": 4, "tuned": 64}
 STREAMS = ["1", "2", "4", "auto"]
@@ -90,25 +101,78 @@ def cli(env, token, args, timeout):
     return time.monotonic() - t0
 
 
-def mpiio(env, token, port, bindir, streams, size, work, timeout):
-    """romio_perf, 4 ranks, write bandwidth in MB/s (bytes / time inside the write calls)."""
+def romio_argv(bindir, target, size, js, collective):
+    return [os.path.join(bindir, "romio_perf"), target, "--size", str(size // 4), "--no-verify",
+            "--json", js] + (["--collective"] if collective else [])
+
+
+def read_bw(js):
+    """The durable write rate: the bytes of the write_sync phase (the same writes again, then
+    MPI_File_sync) over its time. The plain write phase returns once the write window or
+    ABT has the bytes, so on small files it can exceed the link."""
+    with open(js) as f:
+        r = json.load(f)
+    return r["bytes_written"] / r["time"]["write_sync"] / 1e6
+
+
+def mpiio(env, token, port, bindir, streams, size, work, timeout, collective=False):
+    """romio_perf, 4 ranks, durable write bandwidth in MB/s (read_bw)."""
     js = os.path.join(work, "romio.json")
     if os.path.exists(js):
         os.unlink(js)
     preload = [p for p in (runner.mpich_preload(bindir), runner.rfs_lib()) if p]
-    menv = {"RFS_TOKEN": token, "RFS_HINTS": f"rfs_streams={streams}",
+    # romio_perf's pattern compresses: compression off, so that the link is what is measured
+    menv = {"RFS_TOKEN": token, "RFS_HINTS": f"rfs_streams={streams};rfs_compress=none",
             "LD_PRELOAD": ":".join(preload)}
     argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"],
                         runner.mpiexec_argv("mpich", 4, menv, True) +
-                        [os.path.join(bindir, "romio_perf"),
-                         f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/romio.dat",
-                         "--size", str(size // 4), "--no-verify", "--json", js])
+                        romio_argv(bindir, f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/romio.dat",
+                                   size, js, collective))
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if p.returncode or not os.path.exists(js):
         raise RuntimeError(f"romio_perf rfs_streams={streams}: rc {p.returncode}: "
                            f"{p.stderr.strip()[-400:]}")
-    with open(js) as f:
-        return json.load(f)["write_bw_MBps"]
+    return read_bw(js)
+
+
+def anchors_up(work):
+    xexp = os.path.join(work, "anchors")
+    os.chmod(work, 0o711)   # xrootd runs as its own user and must reach its export
+    os.makedirs(xexp)
+    os.chmod(xexp, 0o777)
+    xrd = al.ctl("xrootd-ctl", "start", xexp)
+    al.ctl("sshd-ctl", "start")
+    return xrd["XRD_URL"].rstrip("/") + "/" + xexp, xexp  # root://host:port//abs/dir
+
+
+def anchors_down():
+    for script in ("xrootd-ctl", "sshd-ctl"):
+        subprocess.run([os.path.join(BENCH, "anchors", script), "stop"], timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def xrdcp(env, xrd_url, src, dst, size, timeout):
+    """Put then get of src with xrdcp; MB/s of each (wall time of the command)."""
+    ns = env["RFS_WAN_CLIENT_NS"]
+    put, _ = al.timed(ns, ["xrdcp", "--nopbar", "-f", src, f"{xrd_url}/xput.bin"], timeout)
+    get, _ = al.timed(ns, ["xrdcp", "--nopbar", "-f", f"{xrd_url}/xput.bin", dst], timeout)
+    return size / put / 1e6, size / get / 1e6
+
+
+def sshfs_mpiio(bindir, xexp, size, work, timeout):
+    """The collective romio_perf in an sshfs mount of the server (MB/s)."""
+    js = os.path.join(work, "romio-sshfs.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    preload = runner.mpich_preload(bindir)
+    menv = {"LD_PRELOAD": preload} if preload else {}
+    inner = " ".join(runner.mpiexec_argv("mpich", 4, menv, True) +
+                     romio_argv(bindir, "$RFS_SSHFS_MOUNT/romio.dat", size, js, True))
+    p = subprocess.run([os.path.join(BENCH, "anchors", "sshfs-run"), xexp, "bash", "-c", inner],
+                       capture_output=True, text=True, timeout=timeout)
+    if p.returncode or not os.path.exists(js):
+        raise RuntimeError(f"romio_perf on sshfs: rc {p.returncode}: {p.stderr.strip()[-400:]}")
+    return read_bw(js)
 
 
 def med(xs):
@@ -120,11 +184,18 @@ def one_profile(name, buf_mb, a, bindir):
     work = tempfile.mkdtemp(prefix="rfs-streams-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     srv = None
     size = a.size_mib << 20
-    res = {"profile": name, "tcp_buf_max_mb": buf_mb, "iperf3_P4_MBps": [], "iperf3_P1_MBps": [],
+    res = {"profile": name, "tcp_buf_max_mb": buf_mb, "tcp_cc": env.get("RFS_WAN_TCP_CC"),
+           "iperf3_P4_MBps": [], "iperf3_P1_MBps": [],
            "put_MBps": {s: [] for s in STREAMS}, "get_MBps": {s: [] for s in STREAMS},
-           "mpiio_write_MBps": {s: [] for s in STREAMS}, "errors": []}
+           "mpiio_write_MBps": {s: [] for s in STREAMS},
+           "mpiio_coll_write_MBps": {s: [] for s in STREAMS},
+           "xrdcp_put_MBps": [], "xrdcp_get_MBps": [], "sshfs_mpiio_coll_write_MBps": [],
+           "errors": []}
+    xrd_url = xexp = None
     try:
         srv, root, token, port = start_rfsd(env, work)
+        if not a.no_anchors:
+            xrd_url, xexp = anchors_up(work)
         src = os.path.join(work, "src.bin")
         with open(src, "wb") as f:   # incompressible, so no future codec flatters the figure
             for _ in range(a.size_mib):
@@ -150,24 +221,61 @@ def one_profile(name, buf_mb, a, bindir):
                 try:
                     res["mpiio_write_MBps"][s].append(
                         mpiio(env, token, port, bindir, s, size, work, a.timeout))
+                    res["mpiio_coll_write_MBps"][s].append(
+                        mpiio(env, token, port, bindir, s, size, work, a.timeout, True))
                 except (RuntimeError, subprocess.TimeoutExpired, KeyError) as e:
                     res["errors"].append(str(e)[-300:])
                 romio = os.path.join(root, "romio.dat")
                 if os.path.exists(romio):
                     os.unlink(romio)
+            if xrd_url:
+                try:
+                    dst = os.path.join(work, "xback.bin")
+                    put, get = xrdcp(env, xrd_url, src, dst, size, a.timeout)
+                    res["xrdcp_put_MBps"].append(put)
+                    res["xrdcp_get_MBps"].append(get)
+                    os.unlink(dst)
+                    os.unlink(os.path.join(xexp, "xput.bin"))
+                    res["sshfs_mpiio_coll_write_MBps"].append(
+                        sshfs_mpiio(bindir, xexp, size, work, a.timeout))
+                    os.unlink(os.path.join(xexp, "romio.dat"))
+                except (RuntimeError, subprocess.TimeoutExpired, wanlib.WanError, OSError) as e:
+                    res["errors"].append(str(e)[-300:])
     finally:
+        if xrd_url:
+            anchors_down()
         if srv:
             wanlib.stop(srv)
         shutil.rmtree(work, ignore_errors=True)
         wan_down()
     ref = med(res["iperf3_P4_MBps"])
     summary = {"iperf3_P4_MBps": ref, "iperf3_P1_MBps": med(res["iperf3_P1_MBps"])}
-    for kind in ("put_MBps", "get_MBps", "mpiio_write_MBps"):
+    for kind in ("put_MBps", "get_MBps", "mpiio_write_MBps", "mpiio_coll_write_MBps"):
         summary[kind] = {s: med(v) for s, v in res[kind].items()}
         summary[kind.replace("_MBps", "_vs_iperf3_P4")] = {
             s: round(med(v) / ref, 3) if v and ref else None for s, v in res[kind].items()}
+    for kind in ("xrdcp_put_MBps", "xrdcp_get_MBps", "sshfs_mpiio_coll_write_MBps"):
+        summary[kind] = med(res[kind])
+    summary["goals"] = goals(summary)
     res["median"] = summary
     return res
+
+
+def goals(m):
+    """Issue #12's goals for one profile, from the medians."""
+    out = {}
+    for kind in ("put", "get", "mpiio_coll_write"):
+        r = m[f"{kind}_vs_iperf3_P4"].get("auto")
+        out[f"{kind} auto >= 0.95 x iperf3 -P 4"] = {"ratio": r, "met": r is not None and r >= 0.95}
+    coll, ssh = m["mpiio_coll_write_MBps"].get("auto"), m["sshfs_mpiio_coll_write_MBps"]
+    r = round(coll / ssh, 2) if coll and ssh else None
+    out["MPI-IO collective write auto >= 3.5 x sshfs"] = {"ratio": r, "met": r is not None and r >= 3.5}
+    for tool in ("put", "get"):
+        x = m[f"xrdcp_{tool}_MBps"]
+        v = m[f"{tool}_MBps"].get("auto")
+        out[f"rfs {tool} auto / xrdcp {tool} (no goal: for comparison)"] = {
+            "ratio": round(v / x, 3) if v and x else None}
+    return out
 
 
 def filecmp(a, b):
@@ -184,6 +292,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iperf-seconds", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--no-anchors", action="store_true", help="leave out xrdcp and sshfs")
     ap.add_argument("--out", default=os.path.join(BENCH, "results", "streams.json"))
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -193,10 +302,11 @@ def main():
     bindir = runner.build_apps("mpich")
     doc = {"benchmark": "streams", "rate_mbit": a.rate_mbit, "delay_ms_one_way": a.delay_ms,
            "size_mib": a.size_mib, "reps": a.reps, "cpus": os.cpu_count(),
-           "congestion": open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip(),
+           "loadavg_1m_start": os.getloadavg()[0],
            "profiles": {}}
     for name in a.profiles.split(","):
         doc["profiles"][name] = one_profile(name, PROFILES[name], a, bindir)
+        doc["congestion"] = doc["profiles"][name]["tcp_cc"]
         print(json.dumps(doc["profiles"][name]["median"]), file=sys.stderr, flush=True)
     doc["load_avg_at_end"] = os.getloadavg()
     wanlib.emit_json(doc, a.out)

@@ -114,6 +114,65 @@ static void test_min_rtt_from_environment(void **state)
     unsetenv("RFS_STREAMS_AUTO_MIN_RTT_US");
 }
 
+/* Short transfers (a collective buffer's four frames, 100 ms each here) probe as a series:
+ * epochs of 400 ms are four transfers. One transfer at `mbps` MB/s on the count the file
+ * starts it with. */
+static int short_transfer(rfs_auto *a, double mbps)
+{
+    int probing = 0;
+    int k = rfs_auto_start(a, 8, &probing);
+    if (probing)
+        rfs_auto_series(a, k, (uint64_t)(mbps * 1e5), 100000000, 400000000, 8, "t");
+    return k;
+}
+
+static void test_short_transfers_probe_as_a_series(void **state)
+{
+    (void)state;
+    rfs_auto a;
+    rfs_auto_init(&a);
+    a.enabled = 1;
+    int k = 0;
+    for (int i = 0; i < 4; i++)       /* the first epoch warms up: not judged */
+        k = short_transfer(&a, 10);
+    assert_int_equal(k, 1);
+    for (int i = 0; i < 4; i++)       /* 1 stream: 48 MB/s, then the next ones try 2 */
+        k = short_transfer(&a, 48);
+    assert_int_equal(k, 1);
+    assert_int_equal(a.active, 2);
+    for (int i = 0; i < 8; i++)       /* warm, then 2 streams give 85: try 3 */
+        k = short_transfer(&a, 85);
+    assert_int_equal(k, 2);
+    assert_int_equal(a.active, 3);
+    for (int i = 0; i < 8; i++)       /* warm, then 3 give 88 (< +10%): settle on 2 */
+        k = short_transfer(&a, 88);
+    assert_int_equal(k, 3);
+    assert_int_equal(a.active, 2);
+    assert_true(a.settled);
+    int probing = 1;
+    assert_int_equal(rfs_auto_start(&a, 8, &probing), 2);
+    assert_false(probing);
+    rfs_auto_destroy(&a);
+}
+
+static void test_a_series_restarts_when_the_count_changes_under_it(void **state)
+{
+    (void)state;
+    rfs_auto a;
+    rfs_auto_init(&a);
+    a.enabled = 1;
+    for (int i = 0; i < 8; i++)
+        short_transfer(&a, 50);
+    assert_int_equal(a.active, 2);
+    /* a transfer that ran on another count (say 1, from before the change) starts over:
+     * its epoch warms up again and nothing is judged from mixed counts */
+    rfs_auto_series(&a, 1, 1000, 400000000, 400000000, 8, "t");
+    assert_int_equal(a.series.k, 1);
+    assert_true(a.series.warming == 0);   /* its one epoch was the warm-up */
+    assert_int_equal(a.active, 2);
+    rfs_auto_destroy(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +182,8 @@ int main(void)
         cmocka_unit_test(test_a_transfer_that_ends_early_keeps_what_it_learnt),
         cmocka_unit_test(test_settled_files_probe_again_after_a_while),
         cmocka_unit_test(test_min_rtt_from_environment),
+        cmocka_unit_test(test_short_transfers_probe_as_a_series),
+        cmocka_unit_test(test_a_series_restarts_when_the_count_changes_under_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,9 +17,11 @@ import pytest
 from conftest import binary
 from mpiio_util import FLAVOURS, run_both
 from rfswire import E, F_REPLY, HDR, MAGIC, OP, O_RDONLY, Conn, b_pread, b_path, frame
-from test_wire_compress import F_PACK, LZ4, ZSTD, lz4, smooth, zstd
+from test_wire_compress import (F_PACK, FEAT_SHUFFLE, LZ4, LZ4_SHUF, ZSTD, ZSTD_SHUF, lz4,
+                                smooth, unshuffle, zstd)
 
 F_ZOK = 0x20
+F_ZSHUF = 0x40
 FEAT_ZREAD = 0x100
 TIMEOUT = 120
 
@@ -31,6 +33,8 @@ _zstd.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_cha
 
 
 def unpack(codec, packed, raw_len):
+    if codec in (LZ4_SHUF, ZSTD_SHUF):
+        return unshuffle(unpack(codec - 2, packed, raw_len))
     out = ctypes.create_string_buffer(raw_len)
     if codec == LZ4:
         n = _lz4.LZ4_decompress_safe(packed, out, len(packed), raw_len)
@@ -73,6 +77,31 @@ def test_pread_with_zok_comes_back_packed(rfsd_factory, codec, name):
         assert rep.status == E["PROTO"], rep.status
 
 
+@pytest.mark.parametrize("codec,name", [(LZ4_SHUF, "lz4+shuffle"), (ZSTD_SHUF, "zstd+shuffle")])
+def test_shuffled_replies_only_to_who_takes_them(rfsd_factory, codec, name):
+    srv = rfsd_factory(extra=["--compress-reads", name])
+    data = smooth(1 << 20)
+    (srv.root / "f").write_bytes(data)
+    want = data[4096:4096 + 200003]
+    with Conn.to(srv) as c:
+        h = c.handshake(srv.token)
+        assert h["features"] & FEAT_SHUFFLE, hex(h["features"])
+        fh = c.open("/f", O_RDONLY)
+        rep = c.call("PREAD", b_pread(fh, 4096, len(want)), flags=F_ZOK | F_ZSHUF)
+        assert rep.status == 0 and rep.flags_seen & F_PACK, (rep.status, hex(rep.flags_seen))
+        got_codec, flen, raw_len = struct.unpack_from("<BxxxII", rep.body)
+        assert got_codec == codec and raw_len == len(want)
+        assert unpack(codec, rep.body[12:], raw_len) == want
+        # a client that does not take the shuffle (an older one) gets the plain codec
+        rep = c.call("PREAD", b_pread(fh, 4096, len(want)), flags=F_ZOK)
+        got_codec, flen, raw_len = struct.unpack_from("<BxxxII", rep.body)
+        assert got_codec == codec - 2
+        assert unpack(got_codec, rep.body[12:], raw_len) == want
+        # the shuffle offered without compression is a protocol error
+        rep = c.call("PREAD", b_pread(fh, 0, 4096), flags=F_ZSHUF)
+        assert rep.status == E["PROTO"], rep.status
+
+
 def test_off_on_the_server_is_never_offered(rfsd_factory):
     srv = rfsd_factory(extra=["--compress-reads", "none"])
     (srv.root / "f").write_bytes(smooth(1 << 20))
@@ -93,7 +122,7 @@ def test_bad_mode_is_refused_at_start(tmp_path):
 # ---- the C library and the CLI ----
 
 @pytest.mark.parametrize("sums", ["on", "off"])
-@pytest.mark.parametrize("mode", ["lz4", "zstd", "zstd:6", "auto"])
+@pytest.mark.parametrize("mode", ["lz4", "zstd", "zstd:6", "lz4+shuffle", "auto"])
 def test_get_byte_identical(rfsd_factory, tmp_path, mode, sums):
     srv = rfsd_factory(extra=["--compress-reads", mode])
     if mode == "auto":
@@ -137,7 +166,7 @@ KINDS = [
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("mode", ["lz4", "zstd"])
+@pytest.mark.parametrize("mode", ["lz4", "zstd", "zstd+shuffle"])
 @pytest.mark.parametrize("kind", KINDS, ids=[k[0] + "[" + k[1] + "]" for k in KINDS])
 def test_mpiio_reads_through_compressed_replies(rfsd_factory, tmp_path, kind, mode):
     """The programs read back and check what they wrote; with every reply compressed their

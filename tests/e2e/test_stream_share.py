@@ -111,20 +111,31 @@ def test_extra_hello_refused_only_past_the_share(rfsd_factory):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
-@pytest.mark.parametrize("nprocs,hint,each", [(1, "auto", 8), (4, "auto", 2), (4, "auto:3", 3),
-                                              (2, "2", None)])
-def test_mpiio_ranks_of_a_node_share_its_streams(rfsd, flavour, nprocs, hint, each):
+@pytest.mark.parametrize("nprocs,hint,per_rank", [
+    (1, "rfs_streams=auto", [8]),
+    # rank 0 is the node's aggregator: the node's 8 for collective I/O, the others 8/4 each
+    (4, "rfs_streams=auto", [8, 2, 2, 2]),
+    (4, "rfs_streams=auto;cb_nodes=2", [4, 4, 2, 2]),
+    # without collective buffering nobody aggregates: equal shares
+    (4, "rfs_streams=auto;romio_cb_write=disable;romio_cb_read=disable", [2, 2, 2, 2]),
+    (4, "rfs_streams=auto:3", [3, 3, 3, 3]),
+    (2, "rfs_streams=2", None)])
+def test_mpiio_ranks_of_a_node_share_its_streams(rfsd, flavour, nprocs, hint, per_rank):
     """rfs_streams=auto gives each of a node's ranks a share of 8 streams (one rank: 8, four:
-    2 each); auto:N sets a rank's own cap; a count opens that many and does not probe. The
-    program's own checks of the bytes must pass whatever each rank got."""
+    2 each) and the node's aggregators the node's 8 among them; auto:N sets a rank's own cap;
+    a count opens that many and does not probe. The program's own checks of the bytes must
+    pass whatever each rank got."""
     r = mpiexec(flavour, nprocs, [program(flavour, "t_getsize"), rfsd.url(f"/share-{nprocs}")],
-                rfsd.env(), extra_env={"RFS_HINTS": f"rfs_streams={hint}", "RFS_LOG_LEVEL": "info",
+                rfsd.env(), extra_env={"RFS_HINTS": hint, "RFS_LOG_LEVEL": "info",
                                        "RFS_STREAMS_AUTO_MIN_RTT_US": "0"})
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout[-4000:]
     caps = [int(n) for n in re.findall(r"streams auto: round trip \S+ ms: up to (\d+) streams",
                                        r.stdout)]
-    if each is None:
+    if per_rank is None:
         assert caps == [], r.stdout[-3000:]
-    else:
-        assert caps and set(caps) == {each}, (caps, r.stdout[-3000:])
-        assert len(caps) >= nprocs, caps  # every rank's first open decided
+        return
+    assert caps, r.stdout[-3000:]
+    assert set(caps) == set(per_rank), (caps, r.stdout[-3000:])
+    # every open decides on every rank: the caps come in the ranks' proportions
+    opens = len(caps) // nprocs
+    assert opens >= 1 and sorted(caps) == sorted(per_rank * opens), caps

@@ -22,7 +22,9 @@ os.environ.setdefault("RFS_LIBRARY", str(BUILD / "librfs.so"))
 
 F_PACK = 4
 FEAT_LZ4, FEAT_ZSTD = 4, 8
+FEAT_SHUFFLE = 0x200
 LZ4, ZSTD = 1, 2
+LZ4_SHUF, ZSTD_SHUF = 3, 4
 TIMEOUT = 120
 
 _lz4 = ctypes.CDLL("liblz4.so.1")
@@ -50,6 +52,28 @@ def zstd(data, level=1):
     return out.raw[:n]
 
 
+def shuffle(data):
+    """The byte planes of 8-byte elements (common/shuffle.h); the tail stays."""
+    m = len(data) // 8
+    return b"".join(data[b:8 * m:8] for b in range(8)) + data[8 * m:]
+
+
+def unshuffle(data):
+    m = len(data) // 8
+    out = bytearray(len(data))
+    for b in range(8):
+        out[b:8 * m:8] = data[b * m:(b + 1) * m]
+    out[8 * m:] = data[8 * m:]
+    return bytes(out)
+
+
+def pack_with(codec, data):
+    """data compressed as codec (ids 1-4) says."""
+    if codec in (LZ4_SHUF, ZSTD_SHUF):
+        data = shuffle(data)
+    return (lz4 if codec in (LZ4, LZ4_SHUF) else zstd)(data)
+
+
 def packed_body(fields, codec, raw_len, packed):
     return struct.pack("<BxxxII", codec, len(fields), raw_len) + fields + packed
 
@@ -69,7 +93,7 @@ def conn(rfsd):
     (rfsd.root / "f").write_bytes(b"A" * 65536)
     c = Conn.to(rfsd)
     h = c.handshake(rfsd.token)
-    assert h["features"] & FEAT_LZ4 and h["features"] & FEAT_ZSTD
+    assert h["features"] & FEAT_LZ4 and h["features"] & FEAT_ZSTD and h["features"] & FEAT_SHUFFLE
     fh = c.open("/f", O_RDWR)
     yield c, fh
     c.close()
@@ -89,11 +113,11 @@ def send_packed(c, op, body, sums=False):
     return rep
 
 
-@pytest.mark.parametrize("codec", [LZ4, ZSTD])
+@pytest.mark.parametrize("codec", [LZ4, ZSTD, LZ4_SHUF, ZSTD_SHUF])
 def test_packed_writes_land_as_original_bytes(rfsd, conn, codec):
     c, fh = conn
     data = smooth(60000) + b"tail"
-    comp = (lz4 if codec == LZ4 else zstd)(data)
+    comp = pack_with(codec, data)
     assert len(comp) < len(data) // 4
     fields = struct.pack("<IQ", fh, 100)
     rep = send_packed(c, "PWRITE", packed_body(fields, codec, len(data), comp))
@@ -124,6 +148,12 @@ def hostile_cases(fh):
     yield "zstd truncated", packed_body(fields, ZSTD, 1 << 20, zstd(os.urandom(1 << 20))[:-50]), \
         E["PROTO"], "zstd"
     yield "unknown codec", packed_body(fields, 9, 4096, b"x" * 100), E["INVAL"], "codec"
+    yield "codec 5 (after the shuffled ones)", packed_body(fields, 5, 4096, b"x" * 100), \
+        E["INVAL"], "codec"
+    yield "shuffled zstd bomb: more than declared", \
+        packed_body(fields, ZSTD_SHUF, 4096, zstd(bytes(64 << 10))), E["PROTO"], "zstd"
+    yield "shuffled lz4 garbage", packed_body(fields, LZ4_SHUF, 4096, os.urandom(300)), \
+        E["PROTO"], "lz4"
     yield "fields past the body", \
         struct.pack("<BxxxII", LZ4, 5000, 10) + fields, E["PROTO"], "field bytes"
     yield "reserved bytes", \
@@ -177,7 +207,8 @@ def sent_pwrite_bytes(trace):
 
 
 @pytest.mark.parametrize("streams", [1, 3])
-@pytest.mark.parametrize("mode", ["none", "lz4", "zstd", "zstd:5", "auto"])
+@pytest.mark.parametrize("mode", ["none", "lz4", "zstd", "zstd:5", "lz4+shuffle",
+                                  "zstd:3+shuffle", "auto"])
 def test_put_byte_identical(rfsd, tmp_path, mode, streams):
     data = smooth(9 << 20) + os.urandom(3 << 20) + b"end"
     src = tmp_path / "src"
@@ -185,7 +216,7 @@ def test_put_byte_identical(rfsd, tmp_path, mode, streams):
     trace = put(rfsd, src, "/p", mode, streams, trace=True)
     assert (rfsd.root / "p").read_bytes() == data
     wire = sent_pwrite_bytes(trace)
-    if mode in ("lz4", "zstd", "zstd:5"):
+    if mode not in ("none", "auto"):
         assert wire < len(data) * 0.5, wire       # the smooth part went compressed
     if mode == "none":
         assert wire >= len(data)
@@ -194,9 +225,10 @@ def test_put_byte_identical(rfsd, tmp_path, mode, streams):
 def test_cli_rejects_a_bad_mode(rfsd, tmp_path):
     src = tmp_path / "s"
     src.write_bytes(b"x")
-    p = subprocess.run([binary("rfs"), "put", "--compress", "zstd:99", str(src), rfsd.url("/x")],
-                       env=rfsd.env(), capture_output=True, text=True, timeout=TIMEOUT)
-    assert p.returncode == 2 and "--compress" in p.stderr
+    for bad in ("zstd:99", "lz4+shufle", "auto+shuffle"):
+        p = subprocess.run([binary("rfs"), "put", "--compress", bad, str(src), rfsd.url("/x")],
+                           env=rfsd.env(), capture_output=True, text=True, timeout=TIMEOUT)
+        assert p.returncode == 2 and "--compress" in p.stderr, (bad, p.stderr)
     p = subprocess.run([binary("rfs"), "put", str(src), rfsd.url("/x")],
                        env={**rfsd.env(), "RFS_COMPRESS": "gzip"}, capture_output=True,
                        text=True, timeout=TIMEOUT)
@@ -241,7 +273,7 @@ KINDS = [
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("streams", [1, 2])
-@pytest.mark.parametrize("codec", ["lz4", "zstd:3", "auto"])
+@pytest.mark.parametrize("codec", ["lz4", "zstd:3", "zstd+shuffle", "auto"])
 @pytest.mark.parametrize("kind", KINDS, ids=[k[0] + "[" + k[1] + "]" for k in KINDS])
 def test_mpiio_same_bytes(rfsd, tmp_path, kind, codec, streams):
     name, hints = kind
