@@ -58,8 +58,7 @@ typedef struct rfs_copts {
     int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
     char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
     char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
-    int ucx;                          /* rfs_options.transport or $RFS_TRANSPORT is "ucx" (an
-                                         rfs+ucx: name adds it) */
+    int ucx;                          /* $RFS_TRANSPORT is "ucx" (an rfs+ucx: name adds it) */
     /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
      * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
     int has_grant;

@@ -12,9 +12,22 @@
 #include "common/err.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* rfs_name as releases before the UCX transport laid it out: callers built against that header
+ * allocate this much, and the ucx flag went into its padding. */
+struct rfs_name_before_ucx {
+    char host[256];
+    uint16_t port;
+    char path[4096];
+    int tls;
+};
+_Static_assert(sizeof(rfs_name) == sizeof(struct rfs_name_before_ucx) &&
+                   offsetof(rfs_name, tls) == offsetof(struct rfs_name_before_ucx, tls),
+               "rfs_name must keep its size and layout (public ABI)");
 
 int rfs_is_name(const char *s)
 {

@@ -101,19 +101,16 @@ static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
     return RFS_OK;
 }
 
-/* The transport: rfs_options.transport, else $RFS_TRANSPORT ("tcp" or "ucx"). A misspelling
- * is an error rather than a silent TCP connection. */
-static int resolve_transport(const rfs_options *opts, const char *label, rfs_copts *o)
+/* The transport besides the name's (rfs+ucx:): $RFS_TRANSPORT ("tcp" or "ucx"). Not in
+ * rfs_options, whose size is part of the ABI. A misspelling is an error rather than a silent
+ * TCP connection. */
+static int resolve_transport(const char *label, rfs_copts *o)
 {
-    const char *t = opts->transport, *from = "rfs_options.transport";
-    if (!t || !*t) {
-        t = getenv("RFS_TRANSPORT");
-        from = "$RFS_TRANSPORT";
-    }
+    const char *t = getenv("RFS_TRANSPORT");
     if (!t || !*t || !strcmp(t, "tcp"))
         return RFS_OK;
     if (strcmp(t, "ucx"))
-        return rfs_fail(RFS_E_INVAL, "%s: %s='%.40s': expected tcp or ucx", label, from, t);
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TRANSPORT='%.40s': expected tcp or ucx", label, t);
     o->ucx = 1;
     return RFS_OK;
 }
@@ -179,7 +176,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         rfs_status_save(&why, RFS_E_INVAL);
         return rfs_fail(why.rc, "%s: %s%s", label, why.msg, opts->compress ? "" : " ($RFS_COMPRESS)");
     }
-    if ((rc = resolve_tls(opts, label, o)) || (rc = resolve_transport(opts, label, o)))
+    if ((rc = resolve_tls(opts, label, o)) || (rc = resolve_transport(label, o)))
         return rc;
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */

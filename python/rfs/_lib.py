@@ -35,7 +35,6 @@ class Options(ctypes.Structure):
         ("retry_timeout_ms", ctypes.c_int),
         ("compress", ctypes.c_char_p),
         ("tls", ctypes.c_int),
-        ("transport", ctypes.c_char_p),
     ]
 
 

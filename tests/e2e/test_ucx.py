@@ -111,6 +111,17 @@ def test_mpiio_hint_selects_ucx(srv, tmp_path, mpi):
     assert (srv.root / "hinted.dat").read_bytes() == local.read_bytes()
 
 
+@pytest.mark.mpi
+@pytest.mark.skipif("mpich" not in FLAVOURS, reason="no MPICH build of librfs-mpiio")
+def test_mpiio_hint_ucx_with_tls_name_refused(srv):
+    """rfs_transport=ucx on an rfss: name: UCX has no TLS, so the open fails and says why."""
+    prog = program("mpich", "t_basic")
+    name = f"rfss:127.0.0.1:{srv.ucx_port}:/tls.dat"
+    r = mpiexec("mpich", 2, [prog, name], srv.env(), extra_env={"RFS_HINTS": "rfs_transport=ucx"})
+    assert r.returncode != 0 and "UCX has no TLS" in r.stdout, r.stdout
+    assert not (srv.root / "tls.dat").exists()
+
+
 def test_env_selects_transport(srv, tmp_path):
     src = tmp_path / "s.bin"
     src.write_bytes(os.urandom(3 << 20))
