@@ -31,7 +31,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <net/if.h>
 #include <netdb.h>
+#include <ifaddrs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -48,7 +50,7 @@
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define SEND_CAP (32u << 20)        /* bytes copied and not yet taken by the peer */
 #define SEND_PIECE (1u << 20)       /* largest single message */
-#define RNDV_MIN (32u << 10)        /* from this size a message goes by rendezvous */
+#define RNDV_MIN (128u << 10)       /* default: from this size a message goes by rendezvous */
 #define RX_CAP (32u << 20)          /* fetched, unread bytes after which fetches wait */
 #define RX_EAGER_LIMIT (256u << 20) /* unread bytes beyond which the peer is overrunning us */
 #define CLOSE_FLUSH_MS 2000         /* a clean close waits this long for the peer */
@@ -63,6 +65,53 @@
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static ucp_context_h ctx;
 static char ctx_error[256];
+static size_t rndv_min = RNDV_MIN; /* $RFS_UCX_RNDV_MIN, read with the context */
+static char ctx_devices[IFNAMSIZ + 8]; /* NET_DEVICES; "": every one (choose_devices) */
+
+/* The network devices of rfs's UCX context, chosen by the first connection or listener of the
+ * process: $RFS_UCX_NET_DEVICES; else for a loopback address only the loopback interface, and
+ * for a listener on one local address that address's interface; else all. UCX's tcp transport
+ * listens on every device it uses, whatever address the bootstrap listener has, so a rfsd
+ * listening on 127.0.0.1 would otherwise also take UCX connections on its other interfaces. */
+static void choose_devices(const struct sockaddr *sa)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int chosen;
+    pthread_mutex_lock(&mu);
+    if (chosen++) {
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    const char *env = getenv("RFS_UCX_NET_DEVICES");
+    if (env) {
+        snprintf(ctx_devices, sizeof ctx_devices, "%s", env);
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    int loop = sa->sa_family == AF_INET
+                   ? (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127
+                   : sa->sa_family == AF_INET6 &&
+                         IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) == 0) {
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != sa->sa_family)
+                continue;
+            int same = sa->sa_family == AF_INET
+                           ? ((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+                                 ((const struct sockaddr_in *)sa)->sin_addr.s_addr
+                           : !memcmp(&((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+                                     &((const struct sockaddr_in6 *)sa)->sin6_addr,
+                                     sizeof(struct in6_addr));
+            if ((loop && (i->ifa_flags & IFF_LOOPBACK)) || (!loop && same)) {
+                snprintf(ctx_devices, sizeof ctx_devices, "%s", i->ifa_name);
+                break;
+            }
+        }
+        freeifaddrs(ifs);
+    }
+    pthread_mutex_unlock(&mu);
+}
 
 /* The transports of rfs's own UCP context: $RFS_UCX_TLS, else every one UCX has except shared
  * memory ("^sm"), whatever $UCX_TLS says. $UCX_TLS is usually an MPI library's setting (the test
@@ -78,6 +127,17 @@ static const char *own_tls(void)
 
 static void ctx_init(void)
 {
+    const char *rm = getenv("RFS_UCX_RNDV_MIN");
+    if (rm && *rm) {
+        char *end;
+        unsigned long long v = strtoull(rm, &end, 10);
+        if (*end || v == 0 || v > SEND_PIECE + 1) {
+            snprintf(ctx_error, sizeof ctx_error, "$RFS_UCX_RNDV_MIN='%.40s': expected bytes, "
+                     "1 .. %u (above %u: never)", rm, SEND_PIECE + 1, SEND_PIECE);
+            return;
+        }
+        rndv_min = (size_t)v;
+    }
     ucp_config_t *cfg = NULL;
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK) {
@@ -88,6 +148,12 @@ static void ctx_init(void)
     if ((st = ucp_config_modify(cfg, "TLS", tls)) != UCS_OK) {
         snprintf(ctx_error, sizeof ctx_error, "UCX transports '%.60s' ($RFS_UCX_TLS): %s", tls,
                  ucs_status_string(st));
+        ucp_config_release(cfg);
+        return;
+    }
+    if (ctx_devices[0] && (st = ucp_config_modify(cfg, "NET_DEVICES", ctx_devices)) != UCS_OK) {
+        snprintf(ctx_error, sizeof ctx_error, "UCX devices '%s' ($RFS_UCX_NET_DEVICES): %s",
+                 ctx_devices, ucs_status_string(st));
         ucp_config_release(cfg);
         return;
     }
@@ -293,11 +359,12 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
     memcpy(&seq, header, sizeof seq);
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     int keep = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA);
-    rx_msg *m = calloc(1, sizeof *m + (keep ? 0 : length));
+    rx_msg *m = malloc(sizeof *m + (keep ? 0 : length)); /* not calloc: megabytes to zero */
     if (!m) {
         fail(t, UCS_ERR_NO_MEMORY);
         return rndv ? UCS_ERR_NO_MEMORY : UCS_OK;
     }
+    memset(m, 0, sizeof *m);
     m->seq = seq;
     m->len = length;
     m->data = keep ? data : m->own;
@@ -418,13 +485,6 @@ static void settle(ucx_transport *t)
     set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
-static size_t rndv_min(void)
-{
-    static size_t v;
-    if (!v) { const char *e = getenv("RFS_UCX_RNDV_MIN"); v = e ? strtoul(e, 0, 0) : RNDV_MIN; }
-    return v;
-}
-
 static void unlink_piece(send_piece *sp)
 {
     if (sp->prev)
@@ -474,7 +534,7 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
     ucp_request_param_t rp = {
         .op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = sp->len >= rndv_min() ? UCP_AM_SEND_FLAG_RNDV : 0,
+        .flags = sp->len >= rndv_min ? UCP_AM_SEND_FLAG_RNDV : 0,
         .cb.send = send_done,
         .user_data = sp,
     };
@@ -1056,6 +1116,22 @@ static ucs_status_t make_ep(ucx_transport *t, const uint8_t *addr)
     return st;
 }
 
+/* Locked: which UCX transports and devices the endpoint uses (its lanes), at debug level. */
+static void log_lanes(ucx_transport *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    ucp_ep_print_info(t->ep, f);
+    fclose(f);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (strstr(line, "lane["))
+            RFS_LOGD("UCX %s: %s", t->base.peer, line);
+    free(text);
+}
+
 static int connect_failed(ucx_transport *t, int cls, const char *why)
 {
     char peer[sizeof t->base.peer];
@@ -1068,15 +1144,21 @@ static int connect_failed(ucx_transport *t, int cls, const char *why)
 int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out)
 {
     *out = NULL;
-    int rc = get_ctx();
-    if (rc)
-        return rfs_fail_cause(RFS_E_CONN, "%s:%u: cannot connect over UCX", host ? host : "", port);
     int timeout_ms = o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
     int64_t until = now_ms() + timeout_ms;
     rfs_transport_opts to = {.connect_timeout_ms = timeout_ms};
     rfs_transport *tcp;
-    if ((rc = rfs_tcp_connect(host, port, &to, &tcp)))
+    int rc = rfs_tcp_connect(host, port, &to, &tcp);
+    if (rc)
         return rc;  /* the TCP message says where and why */
+    struct sockaddr_storage pa;
+    socklen_t pl = sizeof pa;
+    if (getpeername(tcp->fd, (struct sockaddr *)&pa, &pl) == 0)
+        choose_devices((struct sockaddr *)&pa);
+    if ((rc = get_ctx())) {
+        rfs_transport_close(tcp);
+        return rfs_fail_cause(RFS_E_CONN, "%s:%u: cannot connect over UCX", host ? host : "", port);
+    }
     char peer[sizeof tcp->peer];
     snprintf(peer, sizeof peer, "%s", tcp->peer);
     int sock = dup(tcp->fd);  /* the bootstrap socket outlives the TCP transport wrapping it */
@@ -1112,6 +1194,8 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
         if (st == UCS_OK && t->failed != UCS_OK)
             st = t->failed;
     }
+    if (st == UCS_OK && rfs_log_level() >= RFS_LOG_DEBUG)
+        log_lanes(t);
     pthread_mutex_unlock(&t->mu);
     if (st != UCS_OK)
         return connect_failed(t, st == UCS_ERR_TIMED_OUT ? RFS_E_TIMEOUT : RFS_E_CONN,
@@ -1134,12 +1218,13 @@ struct rfs_ucx_listener {
 int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out)
 {
     *out = NULL;
-    int rc = get_ctx();
-    if (rc)
-        return rc;
     struct sockaddr_storage ss;
     socklen_t sl;
-    if ((rc = resolve(host, port, 1, &ss, &sl)))
+    int rc = resolve(host, port, 1, &ss, &sl);
+    if (rc)
+        return rc;
+    choose_devices((struct sockaddr *)&ss);
+    if ((rc = get_ctx()))
         return rc;
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
