@@ -9,12 +9,14 @@ per-repetition ucx/tcp ratios. --rndv-sweep adds UCX alone with messages going b
 from 32 KiB, 128 KiB (the default) or never ($RFS_UCX_RNDV_MIN, for client and server), at
 sizes around those.
 
-Loopback only: UCX here has no RDMA device and runs over tcp (rfs's UCX context excludes shared
-memory, docs/protocol.md "Transports"), so this measures the transport's overhead over the same
-kernel path, not what UCX gains on a fabric.
+Loopback only: UCX here has no RDMA device and runs over tcp on the loopback interface (rfs's
+UCX context excludes shared memory and, for a loopback peer, other devices: docs/protocol.md
+"Transports"), so this measures the transport's overhead over the same kernel path, not what
+UCX gains on a fabric.
 
 Usage: bench/ucx/run.py [--build-dir build] [--size-mib 1024] [--reps 5] [--lat-n 2000]
-                        [--rndv-sweep] [--out bench/results/ucx_loopback.json]
+                        [--rndv-sweep] [--tmp /dev/shm] [--out bench/results/ucx_loopback.json]
+The files (source, export root, copies) live in --tmp, memory by default.
 Wrap runs in `flock /tmp/rfs-bench.lock`."""
 import argparse
 import json
@@ -74,11 +76,13 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--lat-n", type=int, default=2000)
     ap.add_argument("--rndv-sweep", action="store_true")
+    # files in memory by default: the transports are measured, not the disk
+    ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ucx_loopback.json"))
     a = ap.parse_args()
     build = Path(a.build_dir).resolve()
 
-    with tempfile.TemporaryDirectory(prefix="rfs-bench-ucx-") as w:
+    with tempfile.TemporaryDirectory(prefix="rfs-bench-ucx-", dir=a.tmp) as w:
         work = Path(w)
         tok = work / "token"
         tok.write_text(secrets.token_hex(16))
@@ -159,6 +163,7 @@ def main():
     mib = a.size_mib
     report = {"where": "loopback", "host": platform.node(), "size_mib": mib, "reps": a.reps,
               "lat_n": a.lat_n, "ucx_tls": os.environ.get("RFS_UCX_TLS", "^sm (default)"),
+              "files_in": a.tmp or tempfile.gettempdir(),
               "note": "loopback only; UCX runs over tcp here (no RDMA device)",
               "loadavg_1min": {"min": min(loads), "median": statistics.median(loads),
                                "max": max(loads)}}
