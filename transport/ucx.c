@@ -258,6 +258,7 @@ struct rx_msg {
     uint8_t *data;          /* the bytes: own[] or UCX's (ucx_owned) */
     void *desc;             /* a rendezvous not fetched yet */
     size_t len, off;
+    size_t cap;             /* bytes allocated for the struct (buf_get) */
     int ucx_owned;          /* give back with ucp_am_data_release */
     int ready;              /* all bytes are in data */
     int fetching;           /* ucp_am_recv_data_nbx started, not done */
@@ -268,11 +269,48 @@ struct send_piece {
     send_piece *prev, *next;
     ucx_transport *t;
     size_t len;
+    size_t cap;             /* bytes allocated for the struct (buf_get) */
     uint64_t seq;           /* the message's header: stays put until the send completes */
     uint8_t bytes[];
 };
 
 static ucx_transport *U(rfs_transport *t) { return (ucx_transport *)t; }
+
+/* Buffers of messages from BUF_CACHED_MIN bytes come from a cache of blocks of BUF_BLOCK
+ * bytes (at most BUF_CACHE_MAX kept): malloc hands such sizes out as fresh mappings, and
+ * faulting a mapping's pages in and out again cost more than the copies (perf, 64 MiB reads). */
+#define BUF_CACHED_MIN (64u << 10)
+#define BUF_BLOCK (SEND_PIECE + 256u)
+#define BUF_CACHE_MAX 96
+
+static pthread_mutex_t buf_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *buf_cache[BUF_CACHE_MAX];
+static int buf_cached;
+
+static void *buf_get(size_t n)
+{
+    if (n < BUF_CACHED_MIN || n > BUF_BLOCK)
+        return malloc(n);
+    void *b = NULL;
+    pthread_mutex_lock(&buf_mu);
+    if (buf_cached > 0)
+        b = buf_cache[--buf_cached];
+    pthread_mutex_unlock(&buf_mu);
+    return b ? b : malloc(BUF_BLOCK);
+}
+
+static void buf_put(void *b, size_t n)
+{
+    if (b && n >= BUF_CACHED_MIN && n <= BUF_BLOCK) {
+        pthread_mutex_lock(&buf_mu);
+        if (buf_cached < BUF_CACHE_MAX) {
+            buf_cache[buf_cached++] = b;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&buf_mu);
+    }
+    free(b);
+}
 
 static void fail(ucx_transport *t, ucs_status_t st)
 {
@@ -359,12 +397,14 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
     memcpy(&seq, header, sizeof seq);
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     int keep = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA);
-    rx_msg *m = malloc(sizeof *m + (keep ? 0 : length)); /* not calloc: megabytes to zero */
+    size_t cap = sizeof(rx_msg) + (keep ? 0 : length);
+    rx_msg *m = buf_get(cap); /* not calloc: megabytes to zero */
     if (!m) {
         fail(t, UCS_ERR_NO_MEMORY);
         return rndv ? UCS_ERR_NO_MEMORY : UCS_OK;
     }
     memset(m, 0, sizeof *m);
+    m->cap = cap;
     m->seq = seq;
     m->len = length;
     m->data = keep ? data : m->own;
@@ -392,7 +432,7 @@ static void free_msg(ucx_transport *t, rx_msg *m)
         ucp_am_data_release(t->worker, m->data);
     else if (m->desc)
         ucp_am_data_release(t->worker, m->desc);
-    free(m);
+    buf_put(m, m->cap);
 }
 
 /* Nothing is sent on the bootstrap socket after the exchange, so its becoming readable means
@@ -504,7 +544,7 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
     t->tx_event = 1;
     if (status != UCS_OK)
         fail(t, status);
-    free(sp);
+    buf_put(sp, sp->cap);
     ucp_request_free(request);
 }
 
@@ -518,10 +558,11 @@ static int gone_errno(ucx_transport *t)
 
 static send_piece *new_piece(ucx_transport *t, size_t len)
 {
-    send_piece *sp = malloc(sizeof *sp + len);
+    send_piece *sp = buf_get(sizeof *sp + len);
     if (sp) {
         sp->t = t;
         sp->len = len;
+        sp->cap = sizeof *sp + len;
         sp->prev = sp->next = NULL;
     }
     return sp;
@@ -541,11 +582,11 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
     ucs_status_ptr_t r =
         ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq, sp->bytes, sp->len, &rp);
     if (r == NULL) {
-        free(sp); /* done at once: the callback is not called */
+        buf_put(sp, sp->cap); /* done at once: the callback is not called */
         return 0;
     }
     if (UCS_PTR_IS_ERR(r)) {
-        free(sp);
+        buf_put(sp, sp->cap);
         fail(t, UCS_PTR_STATUS(r));
         errno = gone_errno(t);
         return -1;
@@ -653,7 +694,7 @@ static long ucx_sendfile_nb(rfs_transport *tr, int fd, uint64_t off, size_t len)
     } while (got < 0 && errno == EINTR);
     if (got <= 0) {
         int e = errno;
-        free(sp);
+        buf_put(sp, sp->cap);
         errno = e;
         return got;
     }
@@ -661,7 +702,7 @@ static long ucx_sendfile_nb(rfs_transport *tr, int fd, uint64_t off, size_t len)
     tx_enter(t);
     long r = -1;
     if (send_room(t) < 0)
-        free(sp);
+        buf_put(sp, sp->cap);
     else if (send_piece_now(t, sp) == 0)
         r = got;
     if (r > 0)
@@ -922,12 +963,12 @@ static void ucx_close(rfs_transport *tr)
     while (t->rx_head) { /* after the worker: a fetch it ends may still call back */
         rx_msg *m = t->rx_head;
         t->rx_head = m->next;
-        free(m);
+        buf_put(m, m->cap);
     }
     while (t->pieces) { /* sends the closed endpoint never completed */
         send_piece *sp = t->pieces;
         t->pieces = sp->next;
-        free(sp);
+        buf_put(sp, sp->cap);
     }
     if (t->sock >= 0)
         close(t->sock); /* after the flush: the peer's end of stream follows the bytes */
