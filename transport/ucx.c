@@ -243,6 +243,18 @@ typedef struct ucx_transport {
     rx_msg *rx_head, *rx_tail;
     uint64_t rx_next;       /* sequence number the head must have */
     size_t rx_held;         /* bytes held: eager messages and fetches started, unread */
+    uint64_t rx_seq_arrive, rx_pos_arrive; /* next in-order arrival and its stream position */
+    int pos_broken;         /* a message arrived out of order: no direct fetches */
+    uint64_t rx_pos_read;   /* stream position handed out */
+    /* Direct fetches (the client's blocking reads): while read_all waits for stream bytes
+     * [dw_pos, dw_pos + dw_len) into dw_buf, a rendezvous message wholly inside is fetched
+     * straight into the caller's buffer; other messages wait until a read covers them or
+     * reaches them at the head. */
+    int blocking;           /* the reader uses read_all / read_some */
+    int dw_on;
+    uint8_t *dw_buf;
+    uint64_t dw_pos;
+    size_t dw_len;
     int rx_fin;             /* the peer's FIN is at the head: the stream has ended */
     /* send side */
     uint64_t tx_seq;
@@ -255,8 +267,12 @@ struct rx_msg {
     rx_msg *next;
     ucx_transport *t;
     uint64_t seq;
-    uint8_t *data;          /* the bytes: own[] or UCX's (ucx_owned) */
+    uint64_t pos;           /* its first byte's stream position (unless pos_broken) */
+    uint8_t *data;          /* the bytes: own[], buf, UCX's (ucx_owned) or the reader's */
+    uint8_t *buf;           /* a rendezvous fetched into a buffer of ours (buf_get) */
     void *desc;             /* a rendezvous not fetched yet */
+    int held;               /* counted in rx_held */
+    int direct;             /* fetched into the reader's buffer (dw_buf) */
     size_t len, off;
     size_t cap;             /* bytes allocated for the struct (buf_get) */
     int ucx_owned;          /* give back with ucp_am_data_release */
@@ -357,14 +373,34 @@ static void fetch_done(void *request, ucs_status_t status, size_t length, void *
 }
 
 /* Starts the fetches of rendezvous messages, oldest first, while there is room (one at
- * least, however large). Locked. */
+ * least, however large); with a blocking reader, straight into its buffer where its read
+ * covers a message (see dw_on). Locked. */
 static void start_fetches(ucx_transport *t)
 {
     for (rx_msg *m = t->rx_head; m && t->failed == UCS_OK; m = m->next) {
         if (!m->desc)
             continue;
-        if (t->rx_held > 0 && t->rx_held + m->len > RX_CAP)
+        int direct = 0;
+        if (t->blocking) {
+            direct = t->dw_on && !t->pos_broken && m->pos >= t->dw_pos &&
+                     m->pos + m->len <= t->dw_pos + t->dw_len;
+            if (!direct && m != t->rx_head)
+                continue; /* a later read may take it directly */
+        }
+        if (!direct && t->rx_held > 0 && t->rx_held + m->len > RX_CAP)
             return;
+        if (direct) {
+            m->data = t->dw_buf + (m->pos - t->dw_pos);
+            m->direct = 1;
+        } else {
+            if (!(m->buf = buf_get(m->len))) {
+                fail(t, UCS_ERR_NO_MEMORY);
+                return;
+            }
+            m->data = m->buf;
+            m->held = 1;
+            t->rx_held += m->len;
+        }
         ucp_request_param_t rp = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
             .cb.recv_am = fetch_done,
@@ -372,7 +408,6 @@ static void start_fetches(ucx_transport *t)
         };
         void *desc = m->desc;
         m->desc = NULL;
-        t->rx_held += m->len;
         ucs_status_ptr_t r = ucp_am_recv_data_nbx(t->worker, desc, m->data, m->len, &rp);
         if (r == NULL) {
             m->ready = 1;
@@ -397,7 +432,7 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
     memcpy(&seq, header, sizeof seq);
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     int keep = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA);
-    size_t cap = sizeof(rx_msg) + (keep ? 0 : length);
+    size_t cap = sizeof(rx_msg) + (keep || rndv ? 0 : length);
     rx_msg *m = buf_get(cap); /* not calloc: megabytes to zero */
     if (!m) {
         fail(t, UCS_ERR_NO_MEMORY);
@@ -408,6 +443,13 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
     m->seq = seq;
     m->len = length;
     m->data = keep ? data : m->own;
+    if (seq == t->rx_seq_arrive) {
+        m->pos = t->rx_pos_arrive;
+        t->rx_pos_arrive += length;
+        t->rx_seq_arrive++;
+    } else {
+        t->pos_broken = 1;
+    }
     if (rndv) {
         m->desc = data;
     } else {
@@ -415,6 +457,7 @@ static ucs_status_t on_am(void *arg, const void *header, size_t header_length, v
             memcpy(m->own, data, length);
         m->ucx_owned = keep;
         m->ready = 1;
+        m->held = 1;
         t->rx_held += length;
         if (t->rx_held > RX_EAGER_LIMIT)
             fail(t, UCS_ERR_EXCEEDS_LIMIT); /* a reader never gets that far behind */
@@ -432,6 +475,8 @@ static void free_msg(ucx_transport *t, rx_msg *m)
         ucp_am_data_release(t->worker, m->data);
     else if (m->desc)
         ucp_am_data_release(t->worker, m->desc);
+    if (m->buf)
+        buf_put(m->buf, m->len);
     buf_put(m, m->cap);
 }
 
@@ -471,6 +516,8 @@ static void drive(ucx_transport *t)
     start_fetches(t);
     check_peer(t);
 }
+
+static ucs_status_t wait_request(ucx_transport *t, ucs_status_ptr_t r, int ms);
 
 static void kick(int fd, int *kicked)
 {
@@ -723,14 +770,17 @@ static long take_rx(ucx_transport *t, void *buf, size_t len)
         return 0; /* the peer closed: the stream's end */
     if (m && m->seq == t->rx_next && m->ready) {
         size_t k = m->len - m->off < len ? m->len - m->off : len;
-        memcpy(buf, m->data + m->off, k);
+        if (m->data + m->off != buf) /* a direct fetch is where the reader wants it */
+            memmove(buf, m->data + m->off, k);
         m->off += k;
+        t->rx_pos_read += k;
         if (m->off == m->len) {
             t->rx_head = m->next;
             if (!t->rx_head)
                 t->rx_tail = NULL;
             t->rx_next++;
-            t->rx_held -= m->len;
+            if (m->held)
+                t->rx_held -= m->len;
             free_msg(t, m);
             start_fetches(t); /* room again */
         }
@@ -844,21 +894,63 @@ static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_
     }
 }
 
-static int ucx_read_all(rfs_transport *t, void *buf, size_t len)
+/* Locked, a blocking read ending: a direct fetch still under way (only after a failure) must
+ * never write into the caller's buffer after we return, so the endpoint goes (force), which
+ * ends its requests. */
+static void end_window(ucx_transport *t)
 {
-    size_t got = 0;
-    while (got < len) {
-        long r = recv_some(t, (char *)buf + got, len - got, got, len);
-        if (r < 0)
-            return (int)r;
-        got += (size_t)r;
-    }
-    return RFS_OK;
+    t->dw_on = 0;
+    int pending = 0;
+    for (rx_msg *m = t->rx_head; m; m = m->next)
+        pending |= m->direct && m->fetching;
+    if (!pending || !t->ep)
+        return;
+    fail(t, UCS_ERR_CANCELED);
+    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
+    t->ep = NULL;
+    for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
+        ;
+    for (rx_msg *m = t->rx_head; m; m = m->next)
+        if (m->direct && m->fetching)
+            RFS_LOGE("UCX %s: a fetch into a reader's buffer outlived its endpoint",
+                     t->base.peer);
 }
 
-static long ucx_read_some(rfs_transport *t, void *buf, size_t len)
+static int ucx_read_all(rfs_transport *tr, void *buf, size_t len)
 {
-    return recv_some(t, buf, len, 0, len);
+    ucx_transport *t = U(tr);
+    pthread_mutex_lock(&t->mu);
+    t->blocking = 1;
+    t->dw_on = 1;
+    t->dw_buf = buf;
+    t->dw_pos = t->rx_pos_read;
+    t->dw_len = len;
+    pthread_mutex_unlock(&t->mu);
+    size_t got = 0;
+    int rc = RFS_OK;
+    while (got < len) {
+        long r = recv_some(tr, (char *)buf + got, len - got, got, len);
+        if (r < 0) {
+            rc = (int)r;
+            break;
+        }
+        got += (size_t)r;
+    }
+    pthread_mutex_lock(&t->mu);
+    end_window(t);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+static long ucx_read_some(rfs_transport *tr, void *buf, size_t len)
+{
+    ucx_transport *t = U(tr);
+    pthread_mutex_lock(&t->mu);
+    t->blocking = 1; /* no window: it returns after the first bytes, the rest is not its */
+    pthread_mutex_unlock(&t->mu);
+    return recv_some(tr, buf, len, 0, len);
 }
 
 static void ucx_shutdown(rfs_transport *tr)
@@ -963,6 +1055,8 @@ static void ucx_close(rfs_transport *tr)
     while (t->rx_head) { /* after the worker: a fetch it ends may still call back */
         rx_msg *m = t->rx_head;
         t->rx_head = m->next;
+        if (m->buf)
+            buf_put(m->buf, m->len);
         buf_put(m, m->cap);
     }
     while (t->pieces) { /* sends the closed endpoint never completed */
