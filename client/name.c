@@ -50,8 +50,8 @@ static int ipv6_char_ok(int c)
 static int bad_name(const char *s, const char *why)
 {
     return rfs_fail(RFS_E_NAME, "malformed rfs name '%.300s': %s "
-                    "(expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path; rfss: for TLS, rfs+ucx: for UCX)", s,
-                    why);
+                    "(expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path; rfss: for TLS, "
+                    "rfs+ucx: for UCX)", s, why);
 }
 
 /* Parses HOST then ':' then PORT at *p; leaves *p after the port digits. */

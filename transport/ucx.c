@@ -7,8 +7,10 @@
  * unread per connection) and a sender's bytes in flight (SEND_CAP) stay bounded by what the
  * reader takes, as a socket's would. The receiver hands the messages out in sequence order;
  * one without bytes is the end of the stream (FIN, sent by close), so an end can never
- * overtake the data before it. We used UCP streams first: with UCX 1.13 over tcp bulk
- * transfers stalled with bytes held inside UCX (git history, docs/design.md).
+ * overtake the data before it. The client's blocking reads take rendezvous messages straight
+ * into the caller's buffer when the read covers them (dw_on). We used UCP streams first: with
+ * UCX 1.13 over tcp bulk transfers stalled with bytes held inside UCX (git history,
+ * docs/protocol.md "Transports").
  *
  * Threads: rfsd's reader and reply writer (and the client's receiver and sender) use one
  * connection at once. The worker is UCS_THREAD_MODE_SERIALIZED and every UCP call runs under
@@ -20,8 +22,8 @@
  * (progress until ucp_worker_arm says UCS_OK). Progress made by the other thread may consume
  * the events a waiter sleeps on, so whoever moves something a waiting side wants writes that
  * side's eventfd; only that side drains it. While bytes are in flight the timer ticks every
- * BACKSTOP_NS as a guard against a lost wakeup inside UCX; t->stats counts the ticks that
- * found work the event descriptor had not announced. */
+ * BACKSTOP_NS as a guard against a lost wakeup inside UCX; backstop_finds counts the ticks
+ * that found work the event descriptor had not announced (logged at debug level). */
 #include "transport/ucx.h"
 
 #include "common/err.h"
@@ -1276,10 +1278,12 @@ static int connect_failed(ucx_transport *t, int cls, const char *why)
     return rfs_fail(cls, "%s: cannot connect over UCX: %s", peer, why);
 }
 
-int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out)
+int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o,
+                    rfs_transport **out)
 {
     *out = NULL;
-    int timeout_ms = o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    int timeout_ms =
+        o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
     int64_t until = now_ms() + timeout_ms;
     rfs_transport_opts to = {.connect_timeout_ms = timeout_ms};
     rfs_transport *tcp;

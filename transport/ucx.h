@@ -1,10 +1,11 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* UCX stream transport (docs/protocol.md "Transports", docs/design.md "Transport and TLS"):
- * the same byte stream as TCP, carried by UCX's UCP stream API between two workers, so RDMA
- * hardware is used where UCX finds it and TCP where it does not. A TCP connection to the
- * listener bootstraps it (the workers' addresses are exchanged over it) and stays open as the
- * peer's liveness signal. Every connection has a UCP worker of its own; t->fd is readable when
- * the connection wants looking at (wants() always asks for POLLIN).
+/* UCX transport (docs/protocol.md "Transports", docs/design.md "Transport and TLS"): the same
+ * byte stream as TCP, carried as UCP active messages between two workers (rendezvous for large
+ * ones, fetched into the reader's buffer where it waits for them), so RDMA hardware is used
+ * where UCX finds it and TCP where it does not. A TCP connection to the listener bootstraps it
+ * (the workers' addresses are exchanged over it) and stays open as the peer's liveness signal.
+ * Every connection has a UCP worker of its own; t->fd is readable when the connection wants
+ * looking at (wants() always asks for POLLIN).
  *
  * Built only when CMake finds libucx (RFS_WITH_UCX); otherwise every function here fails with
  * a message saying the build has no UCX (ucx_none.c). */
@@ -18,7 +19,8 @@ int rfs_ucx_built(void);
 
 /* Connects to an rfsd UCX listener; within o->connect_timeout_ms the endpoint is wired up
  * (a flush completes), so a port that does not serve UCX fails here, as RFS_E_CONN. */
-int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out);
+int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o,
+                    rfs_transport **out);
 
 /* 1 when t is a UCX transport. */
 int rfs_ucx_is(const rfs_transport *t);

@@ -199,8 +199,8 @@ static void test_bulk_echo(void **state)
     free(back);
 }
 
-/* Reads one byte, then nothing until a byte arrives on ctl, then everything to the end of the stream; exits
- * 0 when it got exactly BULK bytes of the pattern. */
+/* Reads one byte, then nothing until a byte arrives on ctl, then everything to the end of the
+ * stream; exits 0 when it got exactly 4 * BULK bytes of the pattern. */
 static int serve_late_reader(rfs_transport *t, int ctl)
 {
     static uint8_t buf[1 << 20];
