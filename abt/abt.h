@@ -1,13 +1,14 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Active buffering with threads (rfs-abt.txt sec. 2.2, 3.2, 5.2) as a stacked rfs_io layer.
  *
- * Writes are copied into equal-sized buffers from a process-wide pool (allocated on demand up
- * to a memory cap) and the call returns; background threads send the buffered writes to the
- * layer below in order. When the cap is reached, the write goes to a local journal file in the
- * staging directory instead (foreground staging). During computation phases a stager moves
- * buffered data to the journal ahead of the next output phase as eq. (1) says (background
- * staging). Errors of background writes surface at the next sync or close of the file, or at
- * rfs_abt_finalize; unsent staged data stays in the journal for `rfs recover`.
+ * Writes are copied into buffers of the file's size from its runtime's pool (allocated on
+ * demand up to a memory cap shared by the runtime's files) and the call returns; background
+ * threads send the buffered writes to the layer below in order. When the cap is reached, the
+ * write goes to a local journal file in the file's staging directory instead (foreground
+ * staging). During computation phases a stager moves buffered data to the journal ahead of
+ * the next output phase as eq. (1) says (background staging). Errors of background writes
+ * surface at the next sync or close of the file, or at rfs_abt_finalize; unsent staged data
+ * stays in the journal for `rfs recover`.
  * Background threads never call MPI.
  */
 #ifndef RFS_ABT_H
@@ -30,8 +31,8 @@ typedef struct rfs_abt_config {
     int local_ranks;           /* processes sharing this node's memory (for the default cap) */
     double wait_timeout_s;     /* how long a write may wait for buffer or staging space while
                                 * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
-    struct rfs_runtime *rt;    /* whose workers run the engine's threads (client/runtime.h);
-                                * NULL: the default runtime */
+    struct rfs_runtime *rt;    /* whose engine the file joins, whose workers run it
+                                * (client/runtime.h); NULL: the default runtime */
 } rfs_abt_config;
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)
@@ -52,15 +53,23 @@ typedef struct rfs_abt_config {
 void rfs_abt_config_default(rfs_abt_config *c);
 
 /* Stacks ABT over `below` (takes ownership). `name` is the rfs name used to reopen the file
- * when the journal is replayed. The first wrap sets the process-wide pool (buffer size,
- * staging dir, threads); later wraps may only raise the memory cap. */
+ * when the journal is replayed. The file joins the engine of c->rt (each runtime has one):
+ * its buffer size, staging directory, threads, staging and close hints are its own; the
+ * memory cap is the engine's, set by the first file and raised by a later one that gives
+ * rfs_abt_max_memory; the phase hints (interval, output) come from the first file that gives
+ * them. */
 int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out);
 /* ABT's op table, for a list of layers that a name op (rfs_io_remove) goes through. */
 const rfs_io_ops *rfs_abt_ops(void);
 
-/* Waits for every queued operation (including deferred closes), stops the threads, removes
- * the journal if nothing is left in it. Returns the first error not yet reported (message in
- * rfs_last_error) or RFS_OK. Safe to call when ABT was never used. */
+/* Waits for every queued operation (including deferred closes) of the engine of rt (NULL:
+ * the default runtime), stops its threads, removes its journals if nothing is left in them.
+ * Returns the first error not yet reported (message in rfs_last_error) or RFS_OK. Safe to
+ * call when ABT was never used; the engine starts again with the next file. Destroying a
+ * runtime finalizes its engine too. */
+struct rfs_runtime;
+int rfs_abt_finalize_in(struct rfs_runtime *rt);
+/* rfs_abt_finalize_in(NULL): the default runtime's (MPI_Finalize). */
 int rfs_abt_finalize(void);
 
 typedef struct rfs_abt_stats {
@@ -80,6 +89,8 @@ typedef struct rfs_abt_stats {
                                     * filler), summed when they exit at rfs_abt_finalize */
     uint64_t bytes_prefaulted;     /* buffer memory touched in the background before use */
 } rfs_abt_stats;
+/* The statistics of rt's engine (NULL: the default runtime); zeros when it never ran. */
+void rfs_abt_get_stats_in(struct rfs_runtime *rt, rfs_abt_stats *s);
 void rfs_abt_get_stats(rfs_abt_stats *s);
 
 #endif

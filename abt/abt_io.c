@@ -102,8 +102,7 @@ static int abt_flush(rfs_io *io, int report)
 
 static uint64_t abt_write_mark(rfs_io *io)
 {
-    (void)io;
-    return rfs_abt_write_mark();
+    return rfs_abt_write_mark(F(io)->e);
 }
 
 static int abt_mark_answered(rfs_io *io, uint64_t mark)
@@ -172,32 +171,34 @@ static int abt_unlock(rfs_io *io, uint64_t off, uint64_t len)
 
 /* A delete comes after this process's queued writes of the file, so none of them lands in the
  * deleted file or (a deferred open) creates it again; a failed one stays in the journal and is
- * reported by close or MPI_Finalize as before. */
+ * reported by close or MPI_Finalize as before. A delete names no runtime: it waits in every
+ * runtime's engine. */
 static int abt_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
-    rfs_abt_wait_name(name);
+    rfs_abt_wait_name_all(name);
     return rfs_io_remove(below, name, opts);
 }
 
 static int abt_close(rfs_io *io)
 {
     abt_file *f = F(io);
+    abt_engine *e = f->e;
     if (f->defer_close) {
-        pthread_mutex_lock(&rfs_abt_engine.mu);
+        pthread_mutex_lock(&e->mu);
         if (f->pending > 0) {
             /* The engine closes below once the queued writes are sent; errors go to finalize. */
             f->closing = 1;
-            pthread_mutex_unlock(&rfs_abt_engine.mu);
+            pthread_mutex_unlock(&e->mu);
             return RFS_OK;
         }
-        pthread_mutex_unlock(&rfs_abt_engine.mu);
+        pthread_mutex_unlock(&e->mu);
     }
     drain(io);
     rfs_status background;
     rfs_status_save(&background, rfs_abt_take_error(f));
-    pthread_mutex_lock(&rfs_abt_engine.mu);
+    pthread_mutex_lock(&e->mu);
     rfs_abt_unregister_file(f);
-    pthread_mutex_unlock(&rfs_abt_engine.mu);
+    pthread_mutex_unlock(&e->mu);
     int rc = f->below->ops->close(f->below);
     free(f->name);
     free(f);
@@ -239,7 +240,11 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
         rfs_abt_config_default(&def);
         c = &def;
     }
-    int rc = rfs_abt_engine_start(c);
+    abt_engine *e = rfs_abt_engine_of(c);
+    if (!e)
+        return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
+    abt_stage *stage;
+    int rc = rfs_abt_engine_start(e, c, &stage);
     if (rc != RFS_OK)
         return rc;
     abt_file *f = calloc(1, sizeof *f);
@@ -256,6 +261,9 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;
     f->name = nm;
+    f->e = e;
+    f->stage = stage;
+    f->buf_size = rfs_abt_buffer_size(c);
     /* The version recovery expects if nothing gets delivered: the OPEN reply's, or (an older
      * server, a deferred open) a STAT's. */
     note_version(f);
@@ -264,9 +272,9 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
     f->defer_close = c->defer_close;
     f->threads = c->threads < 1 ? 1 : c->threads > 16 ? 16 : c->threads;
     f->bg_staging = c->background_staging != 0;
-    pthread_mutex_lock(&rfs_abt_engine.mu);
+    pthread_mutex_lock(&e->mu);
     rfs_abt_register_file(f);
-    pthread_mutex_unlock(&rfs_abt_engine.mu);
+    pthread_mutex_unlock(&e->mu);
     *out = &f->io;
     return RFS_OK;
 }

@@ -12,26 +12,27 @@
 
 static void close_below_locked(abt_file *f)
 {
+    abt_engine *e = f->e;
     rfs_abt_unregister_file(f);
-    pthread_mutex_unlock(&E.mu);
+    pthread_mutex_unlock(&e->mu);
     rfs_status closed;
     rfs_status_save(&closed, f->below->ops->close(f->below));
-    pthread_mutex_lock(&E.mu);
+    pthread_mutex_lock(&e->mu);
     int err = f->err ? f->err : closed.rc;
-    if (err != RFS_OK && E.final_err == RFS_OK) {
-        E.final_err = err;
-        snprintf(E.final_msg, sizeof E.final_msg, "%s: %s", f->name,
+    if (err != RFS_OK && e->final_err == RFS_OK) {
+        e->final_err = err;
+        snprintf(e->final_msg, sizeof e->final_msg, "%s: %s", f->name,
                  f->err ? f->errmsg : closed.msg);
     }
     free(f->name);
     free(f);
-    pthread_cond_broadcast(&E.done);
+    pthread_cond_broadcast(&e->done);
 }
 
 /* 1 if a chunk of c's file other than c is being sent. */
 static int file_busy_besides(const abt_chunk *c)
 {
-    for (abt_chunk *d = E.head; d; d = d->next)
+    for (abt_chunk *d = c->f->e->head; d; d = d->next)
         if (d != c && d->f == c->f && d->inflight)
             return 1;
     return 0;
@@ -42,7 +43,7 @@ static int file_busy_besides(const abt_chunk *c)
  * on its bytes once answered) must ask again, or the version noted last could predate it. */
 static int unanswered_besides(const abt_chunk *c)
 {
-    for (abt_chunk *d = E.head; d; d = d->next)
+    for (abt_chunk *d = c->f->e->head; d; d = d->next)
         if (d != c && d->f == c->f && !d->answered)
             return 1;
     return 0;
@@ -50,15 +51,15 @@ static int unanswered_besides(const abt_chunk *c)
 
 /* What writes waiting for space go by: deliveries free room, failures mean waiting is
  * pointless (mu held). */
-static void note_outcome(int rc, const char *msg)
+static void note_outcome(abt_engine *e, int rc, const char *msg)
 {
-    E.last_failed = rc != RFS_OK;
+    e->last_failed = rc != RFS_OK;
     if (rc == RFS_OK) {
-        E.delivered++;
+        e->delivered++;
         return;
     }
-    E.failures++;
-    snprintf(E.last_fail, sizeof E.last_fail, "%s", msg);
+    e->failures++;
+    snprintf(e->last_fail, sizeof e->last_fail, "%s", msg);
 }
 
 /* Replay safety: with no other write of the file in flight, what the server reports now is
@@ -66,7 +67,7 @@ static void note_outcome(int rc, const char *msg)
  * c is still queued, so a sync of the file returns only once it is known. A write the server
  * refused (disk full, quota) may still have landed in part: the version after it is ours too.
  * After a lost connection nothing can be asked. */
-static void probe_version(abt_chunk *c, int rc, int noted)
+static void probe_version(abt_engine *e, abt_chunk *c, int rc, int noted)
 {
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
     char *probe = !noted && server_answered && !file_busy_besides(c) &&
@@ -74,25 +75,25 @@ static void probe_version(abt_chunk *c, int rc, int noted)
                       ? strdup(c->f->name)
                       : NULL;
     if (probe) {
-        pthread_mutex_unlock(&E.mu);
+        pthread_mutex_unlock(&e->mu);
         rfs_journal_track(probe);
-        pthread_mutex_lock(&E.mu);
+        pthread_mutex_lock(&e->mu);
         free(probe);
     }
 }
 
 /* A failed send: the data is kept in the journal for `rfs recover` (a staged chunk is there
  * already) and the first failure is kept for the file's next sync or close. */
-static void keep_failed(abt_chunk *c, int rc, const char *msg)
+static void keep_failed(abt_engine *e, abt_chunk *c, int rc, const char *msg)
 {
     abt_file *f = c->f;
-    E.stats.bytes_failed += c->len;
+    e->stats.bytes_failed += c->len;
     char kept[160] = "";
     if (!c->staged) {
         c->busy++;
-        pthread_mutex_unlock(&E.mu);
+        pthread_mutex_unlock(&e->mu);
         int src = abt_stage_chunk(c, c->buf, 1, 1);
-        pthread_mutex_lock(&E.mu);
+        pthread_mutex_lock(&e->mu);
         c->busy--;
         if (src != RFS_OK)
             snprintf(kept, sizeof kept, "; could not keep the data in the staging journal, "
@@ -103,35 +104,33 @@ static void keep_failed(abt_chunk *c, int rc, const char *msg)
         snprintf(f->errmsg, sizeof f->errmsg,
                  "background write of %" PRIu64 " bytes at offset %" PRIu64 " failed: %s%s%s%s",
                  c->len, c->lo, msg, kept, kept[0] ? "" : "; the data is kept in ",
-                 kept[0] ? "" : E.staging_dir);
+                 kept[0] ? "" : f->stage->dir);
     }
 }
 
-/* Takes c out of the queue and frees it; an empty queue lets the journal be truncated. */
-static void leave_queue(abt_chunk *c)
+/* Takes c out of the queue and frees it; an empty queue lets the journals be truncated. */
+static void leave_queue(abt_engine *e, abt_chunk *c)
 {
     abt_file *f = c->f;
-    abt_fifo_remove(c);
+    abt_fifo_remove(e, c);
     if (f->last == c)
         f->last = NULL;
     if (c->buf)
-        abt_pool_put(c->buf);
-    E.mem_need -= c->resv;
+        abt_pool_put(e, c->buf, f->buf_size);
+    f->stage->mem_need -= c->resv;
     f->pending--;
     free(c->ext);
     free(c);
-    if (!E.head && E.journal) {
-        uint64_t end = abt_journal_end();
-        rfs_journal_trim(E.journal);
-        if (end > 0 && abt_journal_end() == 0)
-            E.resv_hi = 0;  /* the truncation freed the room held past the end too */
-    }
-    pthread_cond_broadcast(&E.done);
+    if (!e->head)
+        for (abt_stage *st = e->stages; st; st = st->next)
+            abt_trim_journal(st);
+    pthread_cond_broadcast(&e->done);
 }
 
 void abt_finish_chunk(abt_chunk *c, int rc, const char *msg, int noted)
 {
     abt_file *f = c->f;
+    abt_engine *e = f->e;
     /* Its send is over: it must not count as in flight for another completion of the file
      * while mu is let go below (the version probe, the journal mark of a staged chunk). It
      * did: a completion that skipped its probe because the other was in flight then made the
@@ -143,22 +142,22 @@ void abt_finish_chunk(abt_chunk *c, int rc, const char *msg, int noted)
     /* Barriers and reads wait only for this (rfs_abt_wait_file): the bytes are in the file. */
     if (rc == RFS_OK) {
         c->answered = 1;
-        pthread_cond_broadcast(&E.done);
-        pthread_cond_broadcast(&E.work);  /* later writes on its bytes may go now */
+        pthread_cond_broadcast(&e->done);
+        pthread_cond_broadcast(&e->work);  /* later writes on its bytes may go now */
     }
-    probe_version(c, rc, noted);
-    note_outcome(rc, msg);
+    probe_version(e, c, rc, noted);
+    note_outcome(e, rc, msg);
     if (rc == RFS_OK) {
-        E.stats.bytes_sent += c->len;
+        e->stats.bytes_sent += c->len;
         if (c->staged) {
-            pthread_mutex_unlock(&E.mu);
-            rfs_journal_mark_done(E.journal, c->rec_off);
-            pthread_mutex_lock(&E.mu);
+            pthread_mutex_unlock(&e->mu);
+            rfs_journal_mark_done(f->stage->journal, c->rec_off);
+            pthread_mutex_lock(&e->mu);
         }
     } else {
-        keep_failed(c, rc, msg);
+        keep_failed(e, c, rc, msg);
     }
-    leave_queue(c);
+    leave_queue(e, c);
     if (f->closing && f->pending == 0)
         close_below_locked(f);
 }

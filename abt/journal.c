@@ -159,14 +159,20 @@ static size_t encode_version(uint8_t *out, const char *name, const rfs_journal_v
 typedef struct vt_entry {
     char *name;
     rfs_journal_version v;
-    uint64_t written_gen;   /* journal generation whose records include this name (0: none) */
+    /* The generations (unique across journals) of the live journals whose records include
+     * this name; a generation no live journal has any more is dropped when one is added. */
+    uint64_t *gens;
+    size_t n_gens, cap_gens;
     int64_t asked_ns;       /* when it was last asked (CLOCK_MONOTONIC) */
 } vt_entry;
 
+/* One table per process, shared by the journals of every runtime (an ABT engine has one per
+ * staging directory): what a server said about a file holds for every writer of the process,
+ * and each journal gets the version records of the names it holds records of. */
 static pthread_mutex_t vt_mu = PTHREAD_MUTEX_INITIALIZER;
 static vt_entry *vt;
 static size_t vt_n, vt_cap;
-static rfs_journal *vt_live;          /* the process's open journal (ABT has one) */
+static rfs_journal *vt_live;          /* the process's open journals (live_next) */
 static _Atomic uint64_t vt_ticket;
 static uint64_t vt_next_gen = 1;
 
@@ -253,14 +259,52 @@ int rfs_journal_track_due(const char *name)
     return due;
 }
 
-/* Makes v name's version and, while the journal holds records of name, appends it; vt_mu held. */
+/* 1 if the journal of generation gen holds records of e's name (vt_mu held). */
+static int vt_written(const vt_entry *e, uint64_t gen)
+{
+    for (size_t i = 0; i < e->n_gens; i++)
+        if (e->gens[i] == gen)
+            return 1;
+    return 0;
+}
+
+static int vt_gen_live(uint64_t gen)
+{
+    for (rfs_journal *j = vt_live; j; j = j->live_next)
+        if (j->gen == gen)
+            return 1;
+    return 0;
+}
+
+/* Notes that the journal of generation gen holds records of e's name (vt_mu held); the
+ * generations of journals since truncated or closed are dropped. */
+static int vt_add_written(vt_entry *e, uint64_t gen)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->n_gens; i++)
+        if (vt_gen_live(e->gens[i]))
+            e->gens[k++] = e->gens[i];
+    e->n_gens = k;
+    if (e->n_gens == e->cap_gens) {
+        size_t cap = e->cap_gens ? e->cap_gens * 2 : 2;
+        uint64_t *ng = realloc(e->gens, sizeof *ng * cap);
+        if (!ng)
+            return RFS_E_NOMEM;
+        e->gens = ng;
+        e->cap_gens = cap;
+    }
+    e->gens[e->n_gens++] = gen;
+    return RFS_OK;
+}
+
+/* Makes v name's version and appends it to every live journal holding records of name;
+ * vt_mu held. */
 static void vt_set_locked(vt_entry *e, const char *name, const rfs_journal_version *v)
 {
     e->v = *v;
-    rfs_journal *j = vt_live;
-    if (j) {
+    for (rfs_journal *j = vt_live; j; j = j->live_next) {
         pthread_mutex_lock(&j->mu);
-        if (e->written_gen == j->gen)
+        if (vt_written(e, j->gen))
             append_version_locked(j, name, v); /* failure: the older version stays */
         pthread_mutex_unlock(&j->mu);
     }
@@ -363,6 +407,7 @@ int rfs_journal_open(const char *dir, rfs_journal **out)
     pthread_mutex_init(&j->mu, NULL);
     pthread_mutex_lock(&vt_mu);
     j->gen = vt_next_gen++;
+    j->live_next = vt_live;
     vt_live = j;
     pthread_mutex_unlock(&vt_mu);
     *out = j;
@@ -397,10 +442,11 @@ int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs
     vt_entry *e = vt_find(name);
     pthread_mutex_lock(&j->mu);
     int rc = RFS_OK;
-    if (e && e->written_gen != j->gen) {
+    if (e && !vt_written(e, j->gen)) {
         rc = append_version_locked(j, name, &e->v);
-        if (rc == RFS_OK)
-            e->written_gen = j->gen;
+        if (rc == RFS_OK && vt_add_written(e, j->gen) != RFS_OK)
+            rc = rfs_fail(RFS_E_NOMEM, "out of memory staging %llu bytes",
+                          (unsigned long long)len);
     }
     uint64_t at = j->end;
     if (rc == RFS_OK) {
@@ -466,25 +512,31 @@ int rfs_journal_mark_done(rfs_journal *j, uint64_t rec_off)
     return rc;
 }
 
-void rfs_journal_trim(rfs_journal *j)
+int rfs_journal_trim(rfs_journal *j)
 {
+    int cut = 0;
     pthread_mutex_lock(&vt_mu);
     pthread_mutex_lock(&j->mu);
     if (j->pending == 0 && j->end > RFS_JOURNAL_FILE_HDR) {
         if (ftruncate(j->fd, RFS_JOURNAL_FILE_HDR) == 0) {
             j->end = RFS_JOURNAL_FILE_HDR;
             j->gen = vt_next_gen++; /* the version records went too */
+            cut = 1;
         }
     }
     pthread_mutex_unlock(&j->mu);
     pthread_mutex_unlock(&vt_mu);
+    return cut;
 }
 
 int rfs_journal_close(rfs_journal *j)
 {
     pthread_mutex_lock(&vt_mu);
-    if (vt_live == j)
-        vt_live = NULL;
+    for (rfs_journal **p = &vt_live; *p; p = &(*p)->live_next)
+        if (*p == j) {
+            *p = j->live_next;
+            break;
+        }
     pthread_mutex_unlock(&vt_mu);
     int keep = j->pending > 0;
     if (!keep)

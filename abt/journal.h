@@ -32,7 +32,9 @@ typedef struct rfs_journal {
     pthread_mutex_t mu;
     uint64_t end;        /* append offset */
     uint64_t pending;    /* records not yet marked done */
-    uint64_t gen;        /* bumped when the records are truncated away (version records too) */
+    uint64_t gen;        /* bumped when the records are truncated away (version records too);
+                          * unique across the process's journals */
+    struct rfs_journal *live_next;  /* the process's open journals (journal.c) */
 } rfs_journal;
 
 /* Creates a new journal file in dir (created if missing), writes its header and locks it. */
@@ -45,8 +47,9 @@ int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs
                        uint64_t *rec_off, uint64_t *data_off);
 int rfs_journal_read(rfs_journal *j, uint64_t data_off, void *buf, uint64_t len);
 int rfs_journal_mark_done(rfs_journal *j, uint64_t rec_off);
-/* Truncates the journal to its header when no record is pending (bounds staging disk use). */
-void rfs_journal_trim(rfs_journal *j);
+/* Truncates the journal to its header when no record is pending (bounds staging disk use);
+ * the blocks allocated past its end go too. Returns 1 if it truncated. */
+int rfs_journal_trim(rfs_journal *j);
 /* Closes; removes the file when nothing in it is pending. Returns 1 if the file was kept. */
 int rfs_journal_close(rfs_journal *j);
 

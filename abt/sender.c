@@ -14,9 +14,9 @@
  * otherwise the staged backlog of earlier phases is sent first and the next phase finds the
  * buffers still full (foreground staging). The overlap rule below keeps program order where
  * it matters. */
-static abt_chunk *pick_pass(int memory_only)
+static abt_chunk *pick_pass(abt_engine *e, int memory_only)
 {
-    for (abt_chunk *c = E.head; c; c = c->next) {
+    for (abt_chunk *c = e->head; c; c = c->next) {
         if (c->inflight || c->busy || c->f->inflight >= c->f->threads)
             continue;
         if (memory_only && (c->staged || !c->buf))
@@ -26,7 +26,7 @@ static abt_chunk *pick_pass(int memory_only)
          * bytes may go while the version after the earlier one is still being asked for
          * (finish_chunk); HDF5 fills a chunk and writes it right after, so this saves a round
          * trip per dataset. */
-        for (abt_chunk *d = E.head; d != c; d = d->next)
+        for (abt_chunk *d = e->head; d != c; d = d->next)
             if (d->f == c->f && !d->answered && abt_overlaps(d, c->lo, c->hi)) {
                 blocked = 1;
                 break;
@@ -37,10 +37,10 @@ static abt_chunk *pick_pass(int memory_only)
     return NULL;
 }
 
-static abt_chunk *pick(void)
+static abt_chunk *pick(abt_engine *e)
 {
-    abt_chunk *c = pick_pass(1);
-    return c ? c : pick_pass(0);
+    abt_chunk *c = pick_pass(e, 1);
+    return c ? c : pick_pass(e, 0);
 }
 
 static int send_chunk(abt_chunk *c, rfs_status *st)
@@ -49,7 +49,7 @@ static int send_chunk(abt_chunk *c, rfs_status *st)
     int rc = RFS_OK;
     if (c->staged) {
         tmp = malloc(c->len ? c->len : 1);
-        rc = tmp ? rfs_journal_read(E.journal, c->data_off, tmp, c->len)
+        rc = tmp ? rfs_journal_read(c->f->stage->journal, c->data_off, tmp, c->len)
                  : rfs_fail(RFS_E_NOMEM, "out of memory reading back staged data");
         data = tmp;
     }
@@ -76,34 +76,35 @@ static int send_chunk(abt_chunk *c, rfs_status *st)
  * bytes (up to threads x too low, which makes eq. (1) stage far too much); between two
  * completions the bytes that were already on their way cancel out. Called with mu held, before
  * n_inflight is decremented. */
-static void note_bandwidth(uint64_t bytes, double now)
+static void note_bandwidth(abt_engine *e, uint64_t bytes, double now)
 {
-    E.bx_period_bytes += (double)bytes;
-    if (E.bx_win_start < 0) {
-        E.bx_win_start = now;
-        E.bx_win_bytes = 0;
+    e->bx_period_bytes += (double)bytes;
+    if (e->bx_win_start < 0) {
+        e->bx_win_start = now;
+        e->bx_win_bytes = 0;
     } else {
-        E.bx_win_bytes += (double)bytes;
-        double dt = now - E.bx_win_start;
-        int last = E.n_inflight == 1;  /* this completion ends the busy period */
+        e->bx_win_bytes += (double)bytes;
+        double dt = now - e->bx_win_start;
+        int last = e->n_inflight == 1;  /* this completion ends the busy period */
         /* A busy period's last window counts only if it is long enough: completions that
          * arrive in a burst (pipelined replies) would otherwise give any rate at all. */
-        if (dt > 0 && E.bx_win_bytes > 0 && (dt >= BX_WINDOW_S || (last && dt >= BX_WINDOW_S / 4))) {
-            E.bx = rfs_ewma(E.bx, E.bx_win_bytes / dt, 0.3);
-            E.stats.remote_bw = E.bx;
-            E.bx_win_start = now;
-            E.bx_win_bytes = 0;
+        if (dt > 0 && e->bx_win_bytes > 0 &&
+            (dt >= BX_WINDOW_S || (last && dt >= BX_WINDOW_S / 4))) {
+            e->bx = rfs_ewma(e->bx, e->bx_win_bytes / dt, 0.3);
+            e->stats.remote_bw = e->bx;
+            e->bx_win_start = now;
+            e->bx_win_bytes = 0;
         }
     }
-    if (E.n_inflight == 1) {
+    if (e->n_inflight == 1) {
         /* A busy period of one send gives no window: take its bytes over its whole time
          * (request latency included) until a better estimate exists. */
-        if (E.bx <= 0 && now > E.busy_mark && E.bx_period_bytes > 0) {
-            E.bx = E.bx_period_bytes / (now - E.busy_mark);
-            E.stats.remote_bw = E.bx;
+        if (e->bx <= 0 && now > e->busy_mark && e->bx_period_bytes > 0) {
+            e->bx = e->bx_period_bytes / (now - e->busy_mark);
+            e->stats.remote_bw = e->bx;
         }
-        E.bx_win_start = -1;
-        E.bx_period_bytes = 0;
+        e->bx_win_start = -1;
+        e->bx_period_bytes = 0;
     }
 }
 
@@ -113,11 +114,11 @@ static void note_bandwidth(uint64_t bytes, double now)
  * once no write call has been in ABT for SEND_QUIET_S -- the link loses well under a
  * millisecond per output phase -- or once it has waited SEND_DEFER_MAX_S, so a program that
  * writes without pause still streams. Returns 1, or 0 and the time to look again. */
-static int sendable(const abt_chunk *c, double now, double *retry)
+static int sendable(abt_engine *e, const abt_chunk *c, double now, double *retry)
 {
-    if (E.stop)
+    if (e->stop)
         return 1;
-    double quiet_at = E.writing ? now + SEND_DEFER_MAX_S : E.last_write_end + SEND_QUIET_S;
+    double quiet_at = e->writing ? now + SEND_DEFER_MAX_S : e->last_write_end + SEND_QUIET_S;
     double due = c->born + SEND_DEFER_MAX_S;
     if (now >= quiet_at || now >= due)
         return 1;
@@ -127,40 +128,40 @@ static int sendable(const abt_chunk *c, double now, double *retry)
 
 void *abt_sender_main(void *arg)
 {
-    (void)arg;
+    abt_engine *e = arg;
     double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
     rfs_status sent;
-    pthread_mutex_lock(&E.mu);
+    pthread_mutex_lock(&e->mu);
     for (;;) {
-        abt_chunk *c = pick();
+        abt_chunk *c = pick(e);
         if (!c) {
-            if (E.stop && !E.head)
+            if (e->stop && !e->head)
                 break;
-            pthread_cond_wait(&E.work, &E.mu);
+            pthread_cond_wait(&e->work, &e->mu);
             continue;
         }
         double retry;
-        if (!sendable(c, rfs_abt_now(), &retry)) {
-            abt_wait_until(&E.work, retry);
+        if (!sendable(e, c, rfs_abt_now(), &retry)) {
+            abt_wait_until(e, &e->work, retry);
             continue;
         }
         c->inflight = 1;
         c->f->inflight++;
         c->sealed = 1;
-        if (E.n_inflight++ == 0)
-            E.busy_mark = rfs_abt_now();
-        pthread_mutex_unlock(&E.mu);
+        if (e->n_inflight++ == 0)
+            e->busy_mark = rfs_abt_now();
+        pthread_mutex_unlock(&e->mu);
         int rc = send_chunk(c, &sent);
         /* Replay safety: the version the reply carried (no round trip), noted before the chunk
          * leaves the queue, so a sync of the file returns only once it is in the journal. */
         int noted = rfs_abt_note_version(c->f);
-        pthread_mutex_lock(&E.mu);
-        note_bandwidth(rc == RFS_OK ? c->len : 0, rfs_abt_now());
-        E.n_inflight--;
+        pthread_mutex_lock(&e->mu);
+        note_bandwidth(e, rc == RFS_OK ? c->len : 0, rfs_abt_now());
+        e->n_inflight--;
         c->f->inflight--;
         abt_finish_chunk(c, rc, sent.msg, noted);
     }
-    E.stats.thread_cpu_s += abt_thread_cpu() - cpu0;
-    pthread_mutex_unlock(&E.mu);
+    e->stats.thread_cpu_s += abt_thread_cpu() - cpu0;
+    pthread_mutex_unlock(&e->mu);
     return NULL;
 }

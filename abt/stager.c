@@ -7,86 +7,88 @@
 
 #include "common/clock.h"
 
-static abt_chunk *newest_in_memory(void)
+static abt_chunk *newest_in_memory(abt_engine *e)
 {
-    for (abt_chunk *c = E.tail; c; c = c->prev)
+    for (abt_chunk *c = e->tail; c; c = c->prev)
         if (c->buf && !c->inflight && !c->busy && !c->staged && c->f->bg_staging)
             return c;
     return NULL;
 }
 
-static void stage_one_step(double now)
+static void stage_one_step(abt_engine *e, double now)
 {
-    if (!rfs_abt_phases_computing(&E.phases, now)) {
-        E.staged_this_phase = 0;
-        E.computing_since = -1;
+    if (!rfs_abt_phases_computing(&e->phases, now)) {
+        e->staged_this_phase = 0;
+        e->computing_since = -1;
         return;
     }
-    if (E.computing_since < 0)
-        E.computing_since = now;
-    double i_rem = E.hint_interval > 0 ? E.phases.phase_start + E.hint_interval - now
-                                       : rfs_abt_phases_remaining(&E.phases, now);
-    if (E.hint_interval > 0 && i_rem < 0)
+    if (e->computing_since < 0)
+        e->computing_since = now;
+    double i_rem = e->hint_interval > 0 ? e->phases.phase_start + e->hint_interval - now
+                                       : rfs_abt_phases_remaining(&e->phases, now);
+    if (e->hint_interval > 0 && i_rem < 0)
         i_rem = 0;  /* overdue: the next output phase may start any moment */
-    double n = E.hint_output ? (double)E.hint_output : E.phases.output;
-    E.stats.interval_s = E.hint_interval > 0 ? E.hint_interval : E.phases.interval;
-    E.stats.output_bytes = (uint64_t)n;
-    if (i_rem < 0 || n <= 0 || E.bx <= 0)
+    double n = e->hint_output ? (double)e->hint_output : e->phases.output;
+    e->stats.interval_s = e->hint_interval > 0 ? e->hint_interval : e->phases.interval;
+    e->stats.output_bytes = (uint64_t)n;
+    if (i_rem < 0 || n <= 0 || e->bx <= 0)
         return;
     if (i_rem < 0)
         i_rem = 0;
-    double abs_max = (double)(E.cap_bufs * E.buf_size);
-    double abs_now = (double)((E.cap_bufs - E.used_bufs) * E.buf_size);
-    double buffered = (double)(E.used_bufs * E.buf_size);
+    /* In whole buffers, as the pool hands them out (the largest size of the files). */
+    uint64_t cap = e->cap_bytes - e->cap_bytes % e->buf_max;
+    double abs_max = (double)cap;
+    double abs_now = (double)(cap > e->used_bytes ? cap - e->used_bytes : 0);
+    double buffered = (double)e->used_bytes;
     /* Until the first staging measures Bw, assume the local disk is far faster than the link. */
-    double bw = E.bw > 0 ? E.bw : 100.0 * E.bx;
-    double x = rfs_abt_stage_bytes(abs_max, abs_now, n, i_rem, E.bx, bw, buffered);
+    double bw = e->bw > 0 ? e->bw : 100.0 * e->bx;
+    double x = rfs_abt_stage_bytes(abs_max, abs_now, n, i_rem, e->bx, bw, buffered);
     if (x <= 0)
         return;
     /* Spread the staging over the computation phase rather than doing it all at once. */
-    double elapsed = now - E.computing_since, total = elapsed + i_rem;
-    double target = (x + (double)E.staged_this_phase) * (total > 0 ? elapsed / total : 1.0) +
-                    (double)E.buf_size;
-    if ((double)E.staged_this_phase >= target)
+    double elapsed = now - e->computing_since, total = elapsed + i_rem;
+    double target = (x + (double)e->staged_this_phase) * (total > 0 ? elapsed / total : 1.0) +
+                    (double)e->buf_max;
+    if ((double)e->staged_this_phase >= target)
         return;
-    abt_chunk *c = newest_in_memory();
+    abt_chunk *c = newest_in_memory(e);
     if (!c)
         return;
     c->busy++;
     c->sealed = 1;
-    pthread_mutex_unlock(&E.mu);
+    pthread_mutex_unlock(&e->mu);
     int rc = abt_stage_chunk(c, c->buf, c->f->sync_staging, 1);
-    pthread_mutex_lock(&E.mu);
+    pthread_mutex_lock(&e->mu);
     c->busy--;
     if (rc == RFS_OK) {
         c->staged = 1;
-        abt_pool_put(c->buf);
+        abt_pool_put(e, c->buf, c->f->buf_size);
         c->buf = NULL;
-        E.stats.bytes_staged_bg += c->len;
-        E.staged_this_phase += c->len;
+        e->stats.bytes_staged_bg += c->len;
+        e->staged_this_phase += c->len;
     }
-    pthread_cond_broadcast(&E.work);
+    pthread_cond_broadcast(&e->work);
 }
 
 void *abt_stager_main(void *arg)
 {
-    (void)arg;
+    abt_engine *e = arg;
     double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
-    pthread_mutex_lock(&E.mu);
-    abt_pool_prefault();
-    while (!E.stop) {
-        if (!E.head) {
+    pthread_mutex_lock(&e->mu);
+    abt_pool_prefault(e);
+    while (!e->stop) {
+        if (!e->head) {
             /* Nothing buffered, nothing to stage: sleep until a write queues a chunk (no
              * 10 ms polling that would preempt the computation for nothing). */
-            pthread_cond_wait(&E.work, &E.mu);
+            pthread_cond_wait(&e->work, &e->mu);
             continue;
         }
         struct timespec ts = rfs_deadline_ms(10);
-        pthread_cond_timedwait(&E.work, &E.mu, &ts);
-        if (!E.stop && E.bg_files > 0)
-            stage_one_step(rfs_abt_now());
+        pthread_cond_timedwait(&e->work, &e->mu, &ts);
+        if (!e->stop && e->bg_files > 0)
+            stage_one_step(e, rfs_abt_now());
     }
-    E.stats.thread_cpu_s += abt_thread_cpu() - cpu0;
-    pthread_mutex_unlock(&E.mu);
+    e->stats.thread_cpu_s += abt_thread_cpu() - cpu0;
+    pthread_mutex_unlock(&e->mu);
     return NULL;
 }

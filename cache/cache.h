@@ -1,16 +1,17 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The read cache (rfs-abt.txt sec. 5.1) as a stacked rfs_io layer.
  *
- * Byte ranges read through the layer are kept in memory, per process, under one memory cap
- * shared by every cached file (least recently used ranges go first), so reading them again
- * costs no request. Sequential and constant-stride reads are detected from the last reads of
- * the file (or prefetch is forced by a hint) and the bytes ahead are read in the background by
- * a few threads of the file, in a window that doubles per read up to a cap; a read that finds
- * its bytes in flight waits for them instead of asking again. Writes through the layer drop
- * the cached ranges they overlap; sync, set_size and preallocate drop everything, as does
- * rfs_cache_invalidate (the MPI-IO layer calls it where MPI says other processes' writes
- * become visible). A failed prefetch is forgotten: the application hears of it only when it
- * reads those bytes and the read, retried once synchronously, fails again.
+ * Byte ranges read through the layer are kept in memory, per runtime (client/runtime.h),
+ * under one memory cap shared by the runtime's cached files (least recently used ranges go
+ * first), so reading them again costs no request. Sequential and constant-stride reads are
+ * detected from the last reads of the file (or prefetch is forced by a hint) and the bytes
+ * ahead are read in the background by a few threads of the file, in a window that doubles per
+ * read up to a cap; a read that finds its bytes in flight waits for them instead of asking
+ * again. Writes through the layer drop the cached ranges they overlap; sync, set_size and
+ * preallocate drop everything, as does rfs_cache_invalidate (the MPI-IO layer calls it where
+ * MPI says other processes' writes become visible). A failed prefetch is forgotten: the
+ * application hears of it only when it reads those bytes and the read, retried once
+ * synchronously, fails again.
  * Background threads never call MPI.
  */
 #ifndef RFS_CACHE_H
@@ -23,14 +24,16 @@
 enum { RFS_PREFETCH_AUTO = 0, RFS_PREFETCH_ENABLE = 1, RFS_PREFETCH_DISABLE = 2 };
 
 typedef struct rfs_cache_config {
-    uint64_t max_memory;      /* process-wide cap on cached bytes (hint rfs_cache_size); 0: default */
+    uint64_t max_memory;      /* cap on the runtime's cached bytes (hint rfs_cache_size);
+                               * 0: default */
     int prefetch;             /* RFS_PREFETCH_*: auto detects the pattern (hint rfs_prefetch) */
     uint64_t prefetch_max;    /* cap on the window ahead of the reader (hint rfs_prefetch_max);
                                * 0: default; never more than half of max_memory */
     int threads;              /* background readers of the file (hint rfs_prefetch_threads) */
     int local_ranks;          /* processes sharing this node's memory (for the default cap) */
     const char *stats_name;   /* non-NULL: close prints one line of stats naming the file */
-    struct rfs_runtime *rt;   /* whose workers read ahead (client/runtime.h); NULL: default */
+    struct rfs_runtime *rt;   /* whose pool the file shares, whose workers read ahead
+                               * (client/runtime.h); NULL: the default runtime */
 } rfs_cache_config;
 
 /* Default cap: this share of MemAvailable divided among the node's ranks, at most
@@ -44,8 +47,8 @@ typedef struct rfs_cache_config {
 
 void rfs_cache_config_default(rfs_cache_config *c);
 
-/* Stacks the cache over `below` (takes ownership). The first wrap of the process sets the
- * memory cap; later wraps may only raise it. */
+/* Stacks the cache over `below` (takes ownership). The file joins its runtime's pool: the
+ * first wrap in the runtime sets the memory cap; later wraps may only raise it. */
 int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out);
 
 /* The layer's op table (every slot named: tests). */
@@ -66,7 +69,7 @@ typedef struct rfs_cache_stats {
     uint64_t bytes_wasted;     /* prefetched bytes dropped before anyone read them */
     uint64_t prefetch_failed;  /* prefetch requests that failed (never reported) */
     uint64_t bytes_evicted;    /* bytes dropped for the memory cap */
-    uint64_t memory_cap, memory_peak;  /* process-wide */
+    uint64_t memory_cap, memory_peak;  /* the runtime's pool */
 } rfs_cache_stats;
 void rfs_cache_get_stats(rfs_io *io, rfs_cache_stats *s);
 

@@ -1,6 +1,7 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* The cache layer's shared state. One process-wide mutex (cx_g.mu) guards everything below:
- * every file's extents, the LRU list across files, the memory count and the prefetch queues.
+/* The cache layer's shared state: one pool per runtime (its part, rfs_runtime_part), shared by
+ * the runtime's cached files. The pool's mutex (cx_pool.mu) guards everything below: every
+ * file's extents, the LRU list across files, the memory count and the prefetch queues.
  * It is never held across a call to the layer below, so a request in flight blocks nobody; the
  * copies to and from cached memory are done under it (they are short next to a round trip). */
 #ifndef RFS_CACHE_INTERNAL_H
@@ -14,6 +15,7 @@
 #include "cache/pattern.h"
 
 typedef struct cx_file cx_file;
+typedef struct cx_pool cx_pool;
 
 /* A cached byte range [off, off+len) of one file. Extents of a file never overlap. */
 typedef struct cx_ext {
@@ -55,6 +57,7 @@ struct cx_file {
     cx_job *q_head, *q_tail;
     int nthreads, threads_wanted, threads_failed;
     rfs_runtime *rt;          /* its workers run the prefetch threads */
+    cx_pool *pool;            /* rt's: the memory cap and the lock it shares */
     rfs_task th[RFS_CACHE_MAX_THREADS];
     pthread_cond_t q_cv;
     int stop;
@@ -62,15 +65,16 @@ struct cx_file {
     char *stats_name;
 };
 
-struct cx_global {
+struct cx_pool {
     pthread_mutex_t mu;
     pthread_cond_t landed;    /* an extent became ready or went away: waiting readers look again */
     uint64_t used, cap, peak;
     cx_ext *lru_head, *lru_tail;
 };
-extern struct cx_global cx_g;
+/* rt's pool (made on first use; NULL: out of memory). */
+cx_pool *cx_pool_of(rfs_runtime *rt);
 
-/* ---- store.c (cx_g.mu held) ---- */
+/* ---- store.c (the pool's mu held) ---- */
 /* Index of the first extent of f whose end is beyond off (f->n if none). */
 size_t cx_find(const cx_file *f, uint64_t off);
 /* A new extent [off, off+len) in flight, with memory for it (evicting least recently used
@@ -90,11 +94,11 @@ void cx_drop(cx_file *f, uint64_t lo, uint64_t hi);
 uint64_t cx_first_gap(const cx_file *f, uint64_t from, uint64_t to, uint64_t *gap_end);
 
 /* ---- prefetch.c ---- */
-/* Notes a read of f's extents and starts the prefetches it calls for (cx_g.mu held). */
+/* Notes a read of f's extents and starts the prefetches it calls for (the pool's mu held). */
 void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n);
-/* Stops f's threads and drops its queued prefetches (cx_g.mu not held). */
+/* Stops f's threads and drops its queued prefetches (the pool's mu not held). */
 void cx_prefetch_stop(cx_file *f);
-/* Drops f's queued prefetches that have not started (cx_g.mu held). */
+/* Drops f's queued prefetches that have not started (the pool's mu held). */
 void cx_prefetch_cancel_queued(cx_file *f);
 
 /* ---- config.c ---- */

@@ -44,7 +44,7 @@ static int push(run_vec *v, uint64_t off, uint64_t len, uint64_t pos)
     return RFS_OK;
 }
 
-/* One pass over the runs still wanted (cx_g.mu held): copies what is cached, lists what is in
+/* One pass over the runs still wanted (the pool's mu held): copies what is cached, lists what is in
  * flight (to wait for) and what nobody has (to read); *eofpos: the first buffer position the
  * file has no bytes for, as far as is known. */
 static int walk(cx_file *f, const run_vec *want, uint8_t *buf, run_vec *wait, run_vec *miss,
@@ -88,7 +88,7 @@ static int walk(cx_file *f, const run_vec *want, uint8_t *buf, run_vec *wait, ru
 }
 
 /* Reads the missing runs from below in one request into the caller's buffer, keeping them in
- * new extents where the cap allows (cx_g.mu held on entry and exit, not during the read). */
+ * new extents where the cap allows (the pool's mu held on entry and exit, not during the read). */
 static int fetch(cx_file *f, const run_vec *miss, uint8_t *buf, uint64_t *eofpos)
 {
     size_t nph = 0, cap_ph = 0;
@@ -124,7 +124,7 @@ static int fetch(cx_file *f, const run_vec *miss, uint8_t *buf, uint64_t *eofpos
         }
     }
 read:
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
     rfs_io *b = f->below;
     size_t got = 0;
     int rc;
@@ -163,7 +163,7 @@ read:
         free(ext);
         free(tmp);
     }
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     /* Run k got the bytes of the packed result from its start on (short only at the end). */
     uint64_t p = 0;
     for (size_t k = 0, j = 0; k < miss->n; k++) {
@@ -191,7 +191,7 @@ read:
     }
     if (rc == RFS_OK)
         f->st.bytes_below += got;
-    pthread_cond_broadcast(&cx_g.landed);
+    pthread_cond_broadcast(&f->pool->landed);
     free(ph);
     free(ph_run);
     return rc;
@@ -209,7 +209,7 @@ static int cached_read(cx_file *f, const rfs_extent *ext, size_t n, uint8_t *buf
     }
     uint64_t eofpos = total;
     int went_below = 0;
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     f->st.reads++;
     cx_prefetch_note(f, ext, n);
     while (rc == RFS_OK && want.n) {
@@ -221,7 +221,7 @@ static int cached_read(cx_file *f, const rfs_extent *ext, size_t n, uint8_t *buf
         } else if (rc == RFS_OK && wait.n) {
             /* In flight (a prefetch, or another thread's read): wait for it to land or go;
              * if it failed, the next pass finds a gap and reads it here. */
-            pthread_cond_wait(&cx_g.landed, &cx_g.mu);
+            pthread_cond_wait(&f->pool->landed, &f->pool->mu);
         }
         run_vec t = want;
         want = wait;
@@ -229,7 +229,7 @@ static int cached_read(cx_file *f, const rfs_extent *ext, size_t n, uint8_t *buf
     }
     if (rc == RFS_OK && !went_below)
         f->st.reads_cached++;
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
     free(want.r);
     free(wait.r);
     free(miss.r);
@@ -278,7 +278,7 @@ static void drop_extents(cx_file *f, const rfs_extent *ext, size_t n)
 {
     if (!on(f) || n == 0)
         return;
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     if (n <= 64) {
         for (size_t i = 0; i < n; i++)
             cx_drop(f, ext[i].offset, ext[i].offset + ext[i].length);
@@ -287,17 +287,17 @@ static void drop_extents(cx_file *f, const rfs_extent *ext, size_t n)
         rfs_extents_span(ext, n, &lo, &hi);
         cx_drop(f, lo, hi);
     }
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
 }
 
 /* Everything goes: the file changed in ways the cache cannot follow, or MPI says other
  * processes' writes must be visible from here on. */
 static void drop_all(cx_file *f)
 {
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     cx_prefetch_cancel_queued(f);
     cx_drop(f, 0, UINT64_MAX);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
 }
 
 static int c_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
@@ -475,18 +475,18 @@ static void print_stats(const cx_file *f)
             (unsigned long long)s->bytes_cached, (unsigned long long)s->bytes_below,
             (unsigned long long)s->bytes_prefetched, (unsigned long long)s->bytes_wasted,
             (unsigned long long)s->prefetch_failed, (unsigned long long)s->bytes_evicted,
-            (unsigned long long)cx_g.cap, (unsigned long long)cx_g.peak);
+            (unsigned long long)f->pool->cap, (unsigned long long)f->pool->peak);
 }
 
 static int c_close(rfs_io *io)
 {
     cx_file *f = CF(io);
     cx_prefetch_stop(f);
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     cx_drop(f, 0, UINT64_MAX);
     if (f->stats_name)
         print_stats(f);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
     rfs_io *below = f->below;
     pthread_cond_destroy(&f->q_cv);
     free(f->v);
@@ -532,7 +532,8 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     cx_file *f = calloc(1, sizeof *f);
     char *sn = c->stats_name ? strdup(c->stats_name) : NULL;
     rfs_runtime *rt = c->rt ? c->rt : rfs_runtime_default();
-    if (!f || (c->stats_name && !sn) || !rt) {
+    cx_pool *pool = rt ? cx_pool_of(rt) : NULL;
+    if (!f || (c->stats_name && !sn) || !pool) {
         free(f);
         free(sn);
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", below->path);
@@ -549,6 +550,7 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     f->eof = UINT64_MAX;
     f->prefetch = c->prefetch;
     f->rt = rt;
+    f->pool = pool;
     f->threads_wanted = c->threads < 1 ? 1 : c->threads > RFS_CACHE_MAX_THREADS
                                                  ? RFS_CACHE_MAX_THREADS : c->threads;
     f->stats_name = sn;
@@ -556,13 +558,13 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     uint64_t cap = c->max_memory ? c->max_memory : cx_default_cap(c->local_ranks);
     if (cap < RFS_CACHE_MIN_MEM)
         cap = RFS_CACHE_MIN_MEM;
-    pthread_mutex_lock(&cx_g.mu);
-    if (cap > cx_g.cap)
-        cx_g.cap = cap;
+    pthread_mutex_lock(&f->pool->mu);
+    if (cap > f->pool->cap)
+        f->pool->cap = cap;
     /* A window over half the cap would evict its own prefetches before they are read. */
     uint64_t wmax = c->prefetch_max ? c->prefetch_max : RFS_CACHE_DEFAULT_PREFETCH_MAX;
-    f->window_max = wmax < cx_g.cap / 2 ? wmax : cx_g.cap / 2;
-    pthread_mutex_unlock(&cx_g.mu);
+    f->window_max = wmax < f->pool->cap / 2 ? wmax : f->pool->cap / 2;
+    pthread_mutex_unlock(&f->pool->mu);
     *out = &f->io;
     return RFS_OK;
 }
@@ -575,20 +577,21 @@ void rfs_cache_invalidate(rfs_io *io)
 void rfs_cache_set_enabled(rfs_io *io, int enable)
 {
     cx_file *f = CF(io);
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     __atomic_store_n(&f->enabled, enable != 0, __ATOMIC_RELEASE);
     cx_prefetch_cancel_queued(f);
     cx_drop(f, 0, UINT64_MAX);
     f->pat = (cx_pattern){0};
     f->window = 0;
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
 }
 
 void rfs_cache_get_stats(rfs_io *io, rfs_cache_stats *s)
 {
-    pthread_mutex_lock(&cx_g.mu);
-    *s = CF(io)->st;
-    s->memory_cap = cx_g.cap;
-    s->memory_peak = cx_g.peak;
-    pthread_mutex_unlock(&cx_g.mu);
+    cx_file *f = CF(io);
+    pthread_mutex_lock(&f->pool->mu);
+    *s = f->st;
+    s->memory_cap = f->pool->cap;
+    s->memory_peak = f->pool->peak;
+    pthread_mutex_unlock(&f->pool->mu);
 }

@@ -188,7 +188,7 @@ void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n)
     }
 }
 
-/* Reads one job's extents from the layer below (cx_g.mu not held). */
+/* Reads one job's extents from the layer below (the pool's mu not held). */
 static void run_job(cx_file *f, cx_job *j)
 {
     rfs_io *b = f->below;
@@ -215,7 +215,7 @@ static void run_job(cx_file *f, cx_job *j)
         free(ext);
     }
     uint64_t lat = now_ns() - t0;
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     /* The shortest recent round trip: it rises only slowly, so a burst of queued requests
      * (each waiting behind the others) does not pass for the link's latency. */
     if (rc == RFS_OK) {
@@ -242,30 +242,30 @@ static void run_job(cx_file *f, cx_job *j)
     }
     if (rc != RFS_OK)
         f->st.prefetch_failed++;
-    pthread_cond_broadcast(&cx_g.landed);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_cond_broadcast(&f->pool->landed);
+    pthread_mutex_unlock(&f->pool->mu);
     free(tmp);
 }
 
 static void *pf_main(void *arg)
 {
     cx_file *f = arg;
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     for (;;) {
         while (!f->q_head && !f->stop)
-            pthread_cond_wait(&f->q_cv, &cx_g.mu);
+            pthread_cond_wait(&f->q_cv, &f->pool->mu);
         if (f->stop)
             break;
         cx_job *j = f->q_head;
         f->q_head = j->next;
         if (!f->q_head)
             f->q_tail = NULL;
-        pthread_mutex_unlock(&cx_g.mu);
+        pthread_mutex_unlock(&f->pool->mu);
         run_job(f, j);
         free(j);
-        pthread_mutex_lock(&cx_g.mu);
+        pthread_mutex_lock(&f->pool->mu);
     }
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
     return NULL;
 }
 
@@ -280,16 +280,16 @@ void cx_prefetch_cancel_queued(cx_file *f)
     }
     f->q_tail = NULL;
     f->pf_next = 0;
-    pthread_cond_broadcast(&cx_g.landed);
+    pthread_cond_broadcast(&f->pool->landed);
 }
 
 void cx_prefetch_stop(cx_file *f)
 {
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&f->pool->mu);
     f->stop = 1;
     cx_prefetch_cancel_queued(f);
     pthread_cond_broadcast(&f->q_cv);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&f->pool->mu);
     for (int i = 0; i < f->nthreads; i++)
         rfs_task_join(&f->th[i]);
     f->nthreads = 0;

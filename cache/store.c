@@ -1,15 +1,38 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* The extents of each file (a sorted array: reads and prefetches walk it in file order) and the
- * process-wide LRU list and memory count. Everything here runs under cx_g.mu. */
+ * pool's LRU list and memory count. Everything here runs under the pool's mu. */
 #include "cache/cache_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct cx_global cx_g = {
-    .mu = PTHREAD_MUTEX_INITIALIZER,
-    .landed = PTHREAD_COND_INITIALIZER,
+static void *pool_make(rfs_runtime *rt)
+{
+    (void)rt;
+    cx_pool *g = calloc(1, sizeof *g);
+    if (g) {
+        pthread_mutex_init(&g->mu, NULL);
+        pthread_cond_init(&g->landed, NULL);
+    }
+    return g;
+}
+
+/* Every cached file of the runtime is closed by then: nothing is left in the pool. */
+static void pool_destroy(void *part)
+{
+    cx_pool *g = part;
+    pthread_cond_destroy(&g->landed);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+static const rfs_runtime_part_desc pool_desc = {
+    .name = "read cache pool",
+    .make = pool_make,
+    .destroy = pool_destroy,
 };
+
+cx_pool *cx_pool_of(rfs_runtime *rt) { return rfs_runtime_part(rt, &pool_desc); }
 
 size_t cx_find(const cx_file *f, uint64_t off)
 {
@@ -26,31 +49,34 @@ size_t cx_find(const cx_file *f, uint64_t off)
 
 static void lru_unlink(cx_ext *e)
 {
+    cx_pool *g = e->file->pool;
     if (e->prev)
         e->prev->next = e->next;
     else
-        cx_g.lru_head = e->next;
+        g->lru_head = e->next;
     if (e->next)
         e->next->prev = e->prev;
     else
-        cx_g.lru_tail = e->prev;
+        g->lru_tail = e->prev;
     e->prev = e->next = NULL;
 }
 
 static void lru_push(cx_ext *e)
 {
+    cx_pool *g = e->file->pool;
     e->prev = NULL;
-    e->next = cx_g.lru_head;
-    if (cx_g.lru_head)
-        cx_g.lru_head->prev = e;
-    cx_g.lru_head = e;
-    if (!cx_g.lru_tail)
-        cx_g.lru_tail = e;
+    e->next = g->lru_head;
+    if (g->lru_head)
+        g->lru_head->prev = e;
+    g->lru_head = e;
+    if (!g->lru_tail)
+        g->lru_tail = e;
 }
 
 void cx_touch(cx_ext *e)
 {
-    if (!e->ready || cx_g.lru_head == e)
+    cx_pool *g = e->file->pool;
+    if (!e->ready || g->lru_head == e)
         return;
     lru_unlink(e);
     lru_push(e);
@@ -71,9 +97,10 @@ static void unlist(cx_ext *e)
 
 static void release(cx_ext *e)
 {
+    cx_pool *g = e->file->pool;
     if (e->unread)
         e->file->st.bytes_wasted += e->len;
-    cx_g.used -= e->alloc;
+    g->used -= e->alloc;
     free(e->buf);
     free(e);
 }
@@ -88,19 +115,19 @@ static void evict(cx_ext *e)
 
 /* Frees ready extents, least recently used first, until `need` more bytes fit under the cap.
  * Prefetched bytes nobody has read yet go last: they are what the reader comes to next. */
-static int make_room(uint64_t need)
+static int make_room(cx_pool *g, uint64_t need)
 {
-    if (need > cx_g.cap)
+    if (need > g->cap)
         return 0;
-    while (cx_g.used + need > cx_g.cap) {
+    while (g->used + need > g->cap) {
         cx_ext *victim = NULL;
-        for (cx_ext *e = cx_g.lru_tail; e; e = e->prev)
+        for (cx_ext *e = g->lru_tail; e; e = e->prev)
             if (!e->unread) {
                 victim = e;
                 break;
             }
         if (!victim)
-            victim = cx_g.lru_tail;
+            victim = g->lru_tail;
         if (!victim)
             return 0;
         victim->file->st.bytes_evicted += victim->len;
@@ -111,7 +138,8 @@ static int make_room(uint64_t need)
 
 cx_ext *cx_ext_new(cx_file *f, uint64_t off, uint64_t len)
 {
-    if (len == 0 || !make_room(len))
+    cx_pool *g = f->pool;
+    if (len == 0 || !make_room(g, len))
         return NULL;
     if (f->n == f->cap) {
         size_t nc = f->cap ? f->cap * 2 : 64;
@@ -133,9 +161,9 @@ cx_ext *cx_ext_new(cx_file *f, uint64_t off, uint64_t len)
     e->len = len;
     e->alloc = len;
     e->data = e->buf = d;
-    cx_g.used += len;
-    if (cx_g.used > cx_g.peak)
-        cx_g.peak = cx_g.used;
+    g->used += len;
+    if (g->used > g->peak)
+        g->peak = g->used;
     size_t i = cx_find(f, off);
     memmove(&f->v[i + 1], &f->v[i], (f->n - i) * sizeof *f->v);
     f->v[i] = e;
@@ -206,7 +234,7 @@ void cx_drop(cx_file *f, uint64_t lo, uint64_t hi)
     f->n = k;
     /* The file may have grown or shrunk: what reads saw of its end is forgotten too. */
     f->eof = UINT64_MAX;
-    pthread_cond_broadcast(&cx_g.landed);
+    pthread_cond_broadcast(&f->pool->landed);
 }
 
 uint64_t cx_first_gap(const cx_file *f, uint64_t from, uint64_t to, uint64_t *gap_end)

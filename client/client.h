@@ -104,6 +104,13 @@ struct rfs_runtime {
      * bookkeeping (pool_next, refs, idle_since_ns). */
     pthread_mutex_t pool_lock;
     rfs_conn *pool_head;
+    /* The layers' parts (runtime.c): parts_mu guards the table; a part has its own locks. */
+    pthread_mutex_t parts_mu;
+    int n_parts;
+    struct {
+        const rfs_runtime_part_desc *desc;
+        void *part;
+    } parts[RFS_RUNTIME_MAX_PARTS];
 };
 void rfs_exec_init(rfs_runtime *rt);
 /* In a child after fork: only the forking thread exists there, so no worker does (the lock

@@ -15,6 +15,7 @@
 #include "transport/tls.h"
 #include "transport/ucx.h"
 
+#include "common/envflag.h"
 #include "common/crc32c.h"
 #include "common/debug.h"
 #include "common/clock.h"
@@ -43,28 +44,14 @@ _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
  * monotonic timestamp: where the round trips of an MPI-IO call go. */
 static int trace_on(void)
 {
-    /* Atomic: threads of several connections ask at once; each would find the same answer. */
-    static atomic_int on = -1;
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("RFS_TRACE");
-        v = e && *e && strcmp(e, "0") != 0;
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int on = RFS_ENV_FLAG_INIT;
+    return rfs_env_flag(&on, "RFS_TRACE");
 }
 
 int rfs_stats_enabled(void)
 {
-    /* Atomic: threads of several connections ask at once; each would find the same answer. */
-    static atomic_int on = -1;
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        const char *e = getenv("RFS_STATS");
-        v = e && *e && strcmp(e, "0") != 0;
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int on = RFS_ENV_FLAG_INIT;
+    return rfs_env_flag(&on, "RFS_STATS");
 }
 
 static void trace(const rfs_conn *c, const char *what, uint16_t op, uint32_t id, uint64_t bytes)

@@ -33,8 +33,9 @@ typedef struct rfs_task {
 rfs_runtime *rfs_runtime_default(void);
 /* A runtime of its own (tests, tools that want their connections apart). */
 int rfs_runtime_create(rfs_runtime **out);
-/* Closes the pooled connections and ends the idle workers. Every file opened in rt must be
- * closed and every task joined first. */
+/* Destroys the layers' parts (newest first: ABT's finalize delivers what is queued), closes
+ * the pooled connections and ends the idle workers. Every file opened in rt must be closed
+ * and every task joined first. */
 void rfs_runtime_destroy(rfs_runtime *rt);
 
 /* Runs fn(arg) on a worker of rt: an idle one, else a new one (jobs are never queued behind
@@ -57,6 +58,22 @@ int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, uns
                           const struct rfs_options *opts, struct rfs_io **out);
 int rfs_io_open_deferred_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
                             const struct rfs_options *opts, struct rfs_io **out);
+
+/* Parts: what a layer above client/ keeps per runtime (ABT's engine, the read cache's pool,
+ * MPI-IO's nonblocking queue). client/ cannot name those layers, so each owns a slot of its
+ * own, keyed by its descriptor: the runtime makes the part on first use and destroys it with
+ * itself, parts made later first (a layer's part may use those of the layers below it). */
+typedef struct rfs_runtime_part_desc {
+    const char *name;                     /* for messages */
+    void *(*make)(rfs_runtime *rt);       /* NULL when out of memory; called under the runtime's
+                                           * parts lock: it must not take another part */
+    void (*destroy)(void *part);          /* waits for the part's jobs, frees it */
+} rfs_runtime_part_desc;
+#define RFS_RUNTIME_MAX_PARTS 8
+/* rt's part of desc, made now if it has none (NULL: out of memory). */
+void *rfs_runtime_part(rfs_runtime *rt, const rfs_runtime_part_desc *desc);
+/* rt's part of desc, or NULL when it was never made (nothing is made). */
+void *rfs_runtime_part_peek(rfs_runtime *rt, const rfs_runtime_part_desc *desc);
 
 /* Counters, for tests and RFS_STATS: workers alive, of them idle, and threads ever made. */
 typedef struct rfs_runtime_stats {

@@ -1,6 +1,7 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking I/O: real MPI requests (MPI_Grequest_start) whose work runs in a small pool of
- * I/O threads that call only rfs_io ops, never MPI, so MPI_THREAD_SINGLE programs work. The
+ * I/O threads (workers of the file's runtime; the queue is the runtime's) that call only
+ * rfs_io ops, never MPI, so MPI_THREAD_SINGLE programs work. The
  * completion (unpacking, error code, MPI_Grequest_complete) happens in an application thread:
  * in the MPI_Wait/Test family (waits.c), which we intercept for this reason, or when a file is
  * closed/synced (mp_nb_drain). */
@@ -11,35 +12,81 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define NBUCKETS 1024
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t done_cv;  /* timed waits: monotonic, made by done_cv_ready */
-static pthread_once_t done_cv_once = PTHREAD_ONCE_INIT;
-static mp_req *qhead, *qtail;
-static mp_req *buckets[NBUCKETS];
-static rfs_task *threads;     /* workers of the runtime of the file that started them */
-static int nthreads, stopping;
-static unsigned long events;  /* bumped whenever an op finishes */
-static mp_req *detached;      /* MPI_Request_free'd requests not yet completed (under mu) */
-static int ndetached;         /* their number: written under mu, peeked without it */
+/* A runtime's nonblocking queue (its part): the requests in flight, found by their MPI handle,
+ * the FIFO of work and the I/O threads (workers of the runtime). mu guards all of it. */
+typedef struct mp_nbq {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;
+    pthread_cond_t done_cv;   /* timed waits: monotonic */
+    mp_req *qhead, *qtail;
+    mp_req *buckets[NBUCKETS];
+    rfs_runtime *rt;
+    rfs_task *threads;
+    int nthreads, stopping;
+    unsigned long events;     /* bumped whenever an op finishes */
+    mp_req *detached;         /* MPI_Request_free'd requests not yet completed (under mu) */
+    int ndetached;            /* their number: written under mu, peeked without it */
+} mp_nbq;
 
-static void done_cv_init(void) { rfs_cond_init_monotonic(&done_cv); }
-static void done_cv_ready(void) { pthread_once(&done_cv_once, done_cv_init); }
-
-/* Caller holds mu. */
-static void unlink_detached(mp_req *r)
+static void *nbq_make(rfs_runtime *rt)
 {
-    RFS_ASSERT_HELD(&mu);
-    for (mp_req **p = &detached; *p; p = &(*p)->dnext)
+    mp_nbq *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->work_cv, NULL);
+    rfs_cond_init_monotonic(&q->done_cv);
+    q->rt = rt;
+    return q;
+}
+
+static void nbq_stop(mp_nbq *q);
+
+/* Its requests were completed (every file of the runtime is closed, and close drains them). */
+static void nbq_destroy(void *part)
+{
+    mp_nbq *q = part;
+    nbq_stop(q);
+    pthread_cond_destroy(&q->done_cv);
+    pthread_cond_destroy(&q->work_cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+static const rfs_runtime_part_desc nbq_desc = {
+    .name = "MPI-IO nonblocking queue",
+    .make = nbq_make,
+    .destroy = nbq_destroy,
+};
+
+/* The default runtime's queue, once made. MPI's request handles name no file, so the hooks of
+ * the Wait/Test family look there: MPI-IO opens its files in the default runtime, which is
+ * never destroyed. An atomic pointer, so that a program with no rfs file pays no lock. */
+static _Atomic(mp_nbq *) default_q;
+
+static mp_nbq *nbq_of(rfs_runtime *rt)
+{
+    mp_nbq *q = rfs_runtime_part(rt, &nbq_desc);
+    if (q && rt == rfs_runtime_default())
+        atomic_store(&default_q, q);
+    return q;
+}
+
+/* Caller holds q->mu. */
+static void unlink_detached(mp_nbq *q, mp_req *r)
+{
+    RFS_ASSERT_HELD(&q->mu);
+    for (mp_req **p = &q->detached; *p; p = &(*p)->dnext)
         if (*p == r) {
             *p = r->dnext;
-            __atomic_sub_fetch(&ndetached, 1, __ATOMIC_RELAXED);
+            __atomic_sub_fetch(&q->ndetached, 1, __ATOMIC_RELAXED);
             return;
         }
 }
@@ -53,16 +100,16 @@ static unsigned bucket_of(MPI_Request r)
     return h % NBUCKETS;
 }
 
-static void hash_add(mp_req *r)
+static void hash_add(mp_nbq *q, mp_req *r)
 {
     unsigned b = bucket_of(r->req);
-    r->hnext = buckets[b];
-    buckets[b] = r;
+    r->hnext = q->buckets[b];
+    q->buckets[b] = r;
 }
 
-static void hash_remove(mp_req *r)
+static void hash_remove(mp_nbq *q, mp_req *r)
 {
-    for (mp_req **p = &buckets[bucket_of(r->req)]; *p; p = &(*p)->hnext)
+    for (mp_req **p = &q->buckets[bucket_of(r->req)]; *p; p = &(*p)->hnext)
         if (*p == r) {
             *p = r->hnext;
             return;
@@ -71,13 +118,14 @@ static void hash_remove(mp_req *r)
 
 mp_req *mp_req_find(MPI_Request req)
 {
-    if (req == MPI_REQUEST_NULL)
+    mp_nbq *q = atomic_load(&default_q);
+    if (req == MPI_REQUEST_NULL || !q)
         return NULL;
-    pthread_mutex_lock(&mu);
-    mp_req *r = buckets[bucket_of(req)];
+    pthread_mutex_lock(&q->mu);
+    mp_req *r = q->buckets[bucket_of(req)];
     while (r && memcmp(&r->req, &req, sizeof req))
         r = r->hnext;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
     return r;
 }
 
@@ -101,59 +149,69 @@ static void run(mp_req *r)
 
 static void *worker(void *arg)
 {
-    (void)arg;
-    pthread_mutex_lock(&mu);
+    mp_nbq *q = arg;
+    pthread_mutex_lock(&q->mu);
     for (;;) {
-        while (!qhead && !stopping)
-            pthread_cond_wait(&work_cv, &mu);
-        if (!qhead && stopping)
+        while (!q->qhead && !q->stopping)
+            pthread_cond_wait(&q->work_cv, &q->mu);
+        if (!q->qhead && q->stopping)
             break;
-        mp_req *r = qhead;
-        qhead = r->qnext;
-        if (!qhead)
-            qtail = NULL;
+        mp_req *r = q->qhead;
+        q->qhead = r->qnext;
+        if (!q->qhead)
+            q->qtail = NULL;
         r->state = MP_REQ_RUNNING;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&q->mu);
         run(r);
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&q->mu);
         r->state = MP_REQ_DONE;
-        events++;
-        pthread_cond_broadcast(&done_cv);
+        q->events++;
+        pthread_cond_broadcast(&q->done_cv);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
     return NULL;
 }
 
-static int start_pool(rfs_runtime *rt, int n)
+/* The I/O threads, on first use (the first file's rfs_io_threads). q->mu held. */
+static int start_pool(mp_nbq *q, int n)
 {
-    if (nthreads)
+    if (q->nthreads)
         return 0;
-    done_cv_ready();  /* before any worker can signal it */
-    threads = calloc((size_t)n, sizeof *threads);
-    if (!threads)
+    q->threads = calloc((size_t)n, sizeof *q->threads);
+    if (!q->threads)
         return -1;
     for (int i = 0; i < n; i++) {
-        if (rfs_task_start(rt, &threads[i], worker, NULL))
+        if (rfs_task_start(q->rt, &q->threads[i], worker, q))
             break;
-        nthreads++;
+        q->nthreads++;
     }
-    return nthreads ? 0 : -1;
+    return q->nthreads ? 0 : -1;
+}
+
+/* Ends the I/O threads once the queue is empty; the next operation starts them again. */
+static void nbq_stop(mp_nbq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->stopping = 1;
+    pthread_cond_broadcast(&q->work_cv);
+    int n = q->nthreads;
+    rfs_task *th = q->threads;
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < n; i++)
+        rfs_task_join(&th[i]);
+    free(th);
+    pthread_mutex_lock(&q->mu);
+    q->threads = NULL;
+    q->nthreads = 0;
+    q->stopping = 0;
+    pthread_mutex_unlock(&q->mu);
 }
 
 void mp_nb_shutdown(void)
 {
-    pthread_mutex_lock(&mu);
-    stopping = 1;
-    pthread_cond_broadcast(&work_cv);
-    pthread_mutex_unlock(&mu);
-    for (int i = 0; i < nthreads; i++)
-        rfs_task_join(&threads[i]);
-    free(threads);
-    threads = NULL;
-    nthreads = 0;
-    pthread_mutex_lock(&mu);
-    stopping = 0;
-    pthread_mutex_unlock(&mu);
+    mp_nbq *q = atomic_load(&default_q);
+    if (q)
+        nbq_stop(q);
 }
 
 /* ---- generalized-request callbacks (called by MPI in an application thread) ---- */
@@ -173,9 +231,10 @@ static int query_fn(void *extra, MPI_Status *st)
 /* Drops one of r's two references (MPI's, ours); the last one frees it. */
 static void req_unref(mp_req *r)
 {
-    pthread_mutex_lock(&mu);
+    mp_nbq *q = r->q;
+    pthread_mutex_lock(&q->mu);
     int last = RFS_REF_PUT(r->refs) == 0;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
     if (last) {
         RFS_REF_DEAD(r->refs);
         mp_buf_free(&r->b);
@@ -189,9 +248,9 @@ static void req_unref(mp_req *r)
 static int free_fn(void *extra)
 {
     mp_req *r = extra;
-    pthread_mutex_lock(&mu);
-    hash_remove(r);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&r->q->mu);
+    hash_remove(r->q, r);
+    pthread_mutex_unlock(&r->q->mu);
     req_unref(r);
     return MPI_SUCCESS;
 }
@@ -232,14 +291,15 @@ static void complete(mp_req *r)
 
 int mp_req_progress(mp_req *r)
 {
-    pthread_mutex_lock(&mu);
+    mp_nbq *q = r->q;
+    pthread_mutex_lock(&q->mu);
     int st = r->state;
     if (st == MP_REQ_DONE) {
         r->state = MP_REQ_COMPLETE;
         if (r->detached)
-            unlink_detached(r);
+            unlink_detached(q, r);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
     if (st == MP_REQ_DONE)
         complete(r);
     return st >= MP_REQ_DONE;
@@ -247,25 +307,26 @@ int mp_req_progress(mp_req *r)
 
 void mp_req_finish(mp_req *r)
 {
-    done_cv_ready();
-    pthread_mutex_lock(&mu);
+    mp_nbq *q = r->q;
+    pthread_mutex_lock(&q->mu);
     while (r->state < MP_REQ_DONE)
-        pthread_cond_wait(&done_cv, &mu);
-    pthread_mutex_unlock(&mu);
+        pthread_cond_wait(&q->done_cv, &q->mu);
+    pthread_mutex_unlock(&q->mu);
     mp_req_progress(r);
 }
 
 void mp_req_detach(mp_req *r)
 {
-    pthread_mutex_lock(&mu);
+    mp_nbq *q = r->q;
+    pthread_mutex_lock(&q->mu);
     int done = r->state >= MP_REQ_DONE;
     if (!done) {
         r->detached = 1;
-        r->dnext = detached;
-        detached = r;
-        __atomic_add_fetch(&ndetached, 1, __ATOMIC_RELAXED);
+        r->dnext = q->detached;
+        q->detached = r;
+        __atomic_add_fetch(&q->ndetached, 1, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
     if (done)
         mp_req_progress(r);
 }
@@ -273,19 +334,20 @@ void mp_req_detach(mp_req *r)
 void mp_nb_reap(void)
 {
     /* Cheap when nothing was freed early. A request finishing right now is reaped next time. */
-    if (!__atomic_load_n(&ndetached, __ATOMIC_RELAXED))
+    mp_nbq *q = atomic_load(&default_q);
+    if (!q || !__atomic_load_n(&q->ndetached, __ATOMIC_RELAXED))
         return;
     for (;;) {
         mp_req *found = NULL;
-        pthread_mutex_lock(&mu);
-        for (mp_req *r = detached; r; r = r->dnext)
+        pthread_mutex_lock(&q->mu);
+        for (mp_req *r = q->detached; r; r = r->dnext)
             if (r->state == MP_REQ_DONE) {
                 found = r;
                 found->state = MP_REQ_COMPLETE;  /* claimed: nobody else completes it */
-                unlink_detached(found);
+                unlink_detached(q, found);
                 break;
             }
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&q->mu);
         if (!found)
             return;
         complete(found);  /* found is gone afterwards */
@@ -294,15 +356,17 @@ void mp_nb_reap(void)
 
 void mp_req_wait_any_event(void)
 {
-    done_cv_ready();
+    mp_nbq *q = atomic_load(&default_q);
+    if (!q)
+        return;
     struct timespec ts = rfs_deadline_ms(1);
-    pthread_mutex_lock(&mu);
-    unsigned long seen = events;
-    while (events == seen) {
-        if (pthread_cond_timedwait(&done_cv, &mu, &ts) == ETIMEDOUT)
+    pthread_mutex_lock(&q->mu);
+    unsigned long seen = q->events;
+    while (q->events == seen) {
+        if (pthread_cond_timedwait(&q->done_cv, &q->mu, &ts) == ETIMEDOUT)
             break;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&q->mu);
 }
 
 int mp_reqs_progress(int n, MPI_Request reqs[])
@@ -320,20 +384,23 @@ void mp_nb_drain(mp_file *f)
 {
     /* Complete every request of f (I/O first, then as MPI requests), so the file can change
      * view, size or close. The application still waits on them and gets their status. */
+    mp_nbq *q = rfs_runtime_part_peek(f->rt, &nbq_desc);
+    if (!q)
+        return;
     for (;;) {
         mp_req *found = NULL;
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&q->mu);
         for (int b = 0; b < NBUCKETS && !found; b++)
-            for (mp_req *r = buckets[b]; r; r = r->hnext)
+            for (mp_req *r = q->buckets[b]; r; r = r->hnext)
                 if (r->f == f && r->state != MP_REQ_COMPLETE) {
                     found = r;
                     break;
                 }
         /* Freed requests may have left the table already (MPICH calls free_fn early). */
-        for (mp_req *r = detached; r && !found; r = r->dnext)
+        for (mp_req *r = q->detached; r && !found; r = r->dnext)
             if (r->f == f)
                 found = r;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&q->mu);
         if (!found)
             return;
         mp_req_finish(found);
@@ -354,14 +421,19 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
         free(r);
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);
     }
-    pthread_mutex_lock(&mu);
-    int prc = start_pool(f->rt, f->hints.io_threads);
-    pthread_mutex_unlock(&mu);
+    mp_nbq *q = nbq_of(f->rt);
+    int prc = -1;
+    if (q) {
+        pthread_mutex_lock(&q->mu);
+        prc = start_pool(q, f->hints.io_threads);
+        pthread_mutex_unlock(&q->mu);
+    }
     if (prc) {
         mp_buf_free(&r->b);
         free(r);
         return mp_error_code(MPI_ERR_INTERN, "rfs: cannot start I/O threads");
     }
+    r->q = q;
     r->refs = 2;  /* MPI's (free_fn) and ours (complete) */
     rc = MPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->req);
     if (rc != MPI_SUCCESS) {
@@ -376,16 +448,16 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
     pthread_mutex_lock(&f->mu);
     f->pending++;
     pthread_mutex_unlock(&f->mu);
-    pthread_mutex_lock(&mu);
-    hash_add(r);
+    pthread_mutex_lock(&q->mu);
+    hash_add(q, r);
     r->state = MP_REQ_QUEUED;
-    if (qtail)
-        qtail->qnext = r;
+    if (q->qtail)
+        q->qtail->qnext = r;
     else
-        qhead = r;
-    qtail = r;
-    pthread_cond_signal(&work_cv);
-    pthread_mutex_unlock(&mu);
+        q->qhead = r;
+    q->qtail = r;
+    pthread_cond_signal(&q->work_cv);
+    pthread_mutex_unlock(&q->mu);
     *req = r->req;
     return MPI_SUCCESS;
 }
@@ -396,9 +468,11 @@ int mp_nb_completed(mp_file *f, int code, int64_t bytes, MPI_Request *req)
         *req = MPI_REQUEST_NULL;
         return code;
     }
-    mp_req *r = calloc(1, sizeof *r);
+    mp_nbq *q = nbq_of(f->rt);
+    mp_req *r = q ? calloc(1, sizeof *r) : NULL;
     if (!r)
         return MPI_ERR_NO_MEM;
+    r->q = q;
     r->f = f;
     r->bytes = bytes;
     r->state = MP_REQ_COMPLETE;
@@ -408,9 +482,9 @@ int mp_nb_completed(mp_file *f, int code, int64_t bytes, MPI_Request *req)
         free(r);
         return rc;
     }
-    pthread_mutex_lock(&mu);
-    hash_add(r);  /* so free_fn finds it; already complete */
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&q->mu);
+    hash_add(q, r);  /* so free_fn finds it; already complete */
+    pthread_mutex_unlock(&q->mu);
     MPI_Grequest_complete(r->req);
     *req = r->req;
     return MPI_SUCCESS;

@@ -12,8 +12,10 @@ enum mp_req_state {
     MP_REQ_COMPLETE = 3, /* completed as an MPI request; MPI frees it (free_fn) */
 };
 
+struct mp_nbq;
 typedef struct mp_req {
     MPI_Request req;
+    struct mp_nbq *q;    /* the queue of its file's runtime */
     mp_file *f;
     mp_view *v;
     int is_write;

@@ -3,6 +3,7 @@
  * same format and on the same clock (CLOCK_MONOTONIC, shared by all processes of a machine) as
  * the client's per-request trace (client/conn.c). bench/mpiio/rtt_count.py uses the marks to
  * tell which requests, and how many sequential round trips, each MPI-IO call costs. */
+#include "common/envflag.h"
 #include "mpiio/mpiio_internal.h"
 
 #include <stdatomic.h>
@@ -11,21 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-static int env_on(const char *name)
-{
-    const char *e = getenv(name);
-    return e && *e && strcmp(e, "0") != 0;
-}
-
 int mp_trace_enabled(void)
 {
-    static atomic_int on = -1;  /* atomic: the I/O threads ask too */
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        v = env_on("RFS_TRACE");
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int on = RFS_ENV_FLAG_INIT;  /* the I/O threads ask too */
+    return rfs_env_flag(&on, "RFS_TRACE");
 }
 
 void mp_trace_mark(const char *call, int begin)
@@ -39,11 +29,6 @@ void mp_trace_mark(const char *call, int begin)
 /* RFS_STATS=1: one line per rfs file at close with what the view slots saved (engine.c). */
 int mp_stats_enabled(void)
 {
-    static atomic_int on = -1;  /* atomic: the I/O threads ask too */
-    int v = atomic_load_explicit(&on, memory_order_relaxed);
-    if (v < 0) {
-        v = env_on("RFS_STATS");
-        atomic_store_explicit(&on, v, memory_order_relaxed);
-    }
-    return v;
+    static atomic_int on = RFS_ENV_FLAG_INIT;
+    return rfs_env_flag(&on, "RFS_STATS");
 }

@@ -223,6 +223,39 @@ static void test_not_a_journal(void **state)
     close(fd);
 }
 
+/* Several journals live at once (ABT keeps one per staging directory, and one engine per
+ * runtime): a version learned after a delivery goes to every journal that holds records of the
+ * file, not only to the newest journal. */
+static void test_versions_reach_every_live_journal(void **state)
+{
+    (void)state;
+    rfs_journal_set_probe(fake_probe);
+    rfs_journal_track("rfs:h:1:/f");
+    rfs_journal *j[2];
+    char path[2][4200];
+    uint8_t data[1000];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(rfs_journal_open(dir, &j[k]), 0);
+        snprintf(path[k], sizeof path[k], "%s", j[k]->path);
+        memset(data, 'a', sizeof data);
+        rfs_extent e = {(uint64_t)k * 1000u, 1000};
+        uint64_t ro, dof;
+        assert_int_equal(rfs_journal_append(j[k], 1, "rfs:h:1:/f", &e, 1, data, sizeof data, 0,
+                                            &ro, &dof), 0);
+    }
+    rfs_journal_track("rfs:h:1:/f");
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(rfs_journal_close(j[k]), 1);
+        seen s;
+        rfs_journal_end end;
+        scan_path(path[k], &s, &end);
+        assert_int_equal(end.kind, RFS_JOURNAL_CLEAN);
+        assert_int_equal(s.data, 1);
+        assert_int_equal(s.versions, 2);  /* before its record, and the one learned after */
+        assert_int_equal(s.last_mtime, (int64_t)probe_mtime);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +264,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bit_flip_in_the_middle_is_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_journal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_versions_reach_every_live_journal, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,20 +20,43 @@
 #define KiB 1024ull
 #define MiB (1024ull * 1024ull)
 
-/* Each test starts from its own process-wide cap (wraps only ever raise it). */
-static rfs_io *wrap(counting_io *c, uint64_t cap, int prefetch)
+/* Each test has a runtime of its own, so its pool's cap is the one it asks for (wraps only
+ * ever raise a pool's cap) and nothing of another test is cached there. */
+static rfs_runtime *rt;
+static cx_pool *G;
+
+static int setup(void **state)
 {
-    pthread_mutex_lock(&cx_g.mu);
-    cx_g.cap = cap;
-    cx_g.peak = cx_g.used;
-    pthread_mutex_unlock(&cx_g.mu);
+    (void)state;
+    if (rfs_runtime_create(&rt) != RFS_OK || !(G = cx_pool_of(rt)))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rfs_runtime_destroy(rt);
+    rt = NULL;
+    G = NULL;
+    return 0;
+}
+
+static rfs_io *wrap_in(rfs_runtime *in, counting_io *c, uint64_t cap, int prefetch)
+{
     rfs_cache_config cfg;
     rfs_cache_config_default(&cfg);
     cfg.max_memory = cap;
     cfg.prefetch = prefetch;
+    cfg.rt = in;
     rfs_io *io = NULL;
     assert_int_equal(rfs_cache_wrap(&c->io, &cfg, &io), RFS_OK);
     return io;
+}
+
+static rfs_io *wrap(counting_io *c, uint64_t cap, int prefetch)
+{
+    return wrap_in(rt, c, cap, prefetch);
 }
 
 static void check_bytes(const uint8_t *buf, uint64_t off, uint64_t len)
@@ -62,20 +85,20 @@ static void wait_prefetch_idle(rfs_io *io)
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += 20;
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&G->mu);
     for (;;) {
         int busy = f->q_head != NULL;
         for (size_t i = 0; i < f->n && !busy; i++)
             busy = !f->v[i]->ready;
         if (!busy)
             break;
-        int rc = pthread_cond_timedwait(&cx_g.landed, &cx_g.mu, &dl);
+        int rc = pthread_cond_timedwait(&G->landed, &G->mu, &dl);
         if (rc != 0) {
-            pthread_mutex_unlock(&cx_g.mu);
+            pthread_mutex_unlock(&G->mu);
             fail_msg("prefetches still in flight after 20 s");
         }
     }
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&G->mu);
 }
 
 static rfs_cache_stats stats(rfs_io *io)
@@ -122,9 +145,9 @@ static void test_cap_respected(void **state)
     rfs_io *io = wrap(c, 1 * MiB, RFS_PREFETCH_DISABLE);
     for (uint64_t off = 0; off < 8 * MiB; off += 64 * KiB) {
         read_ok(io, off, 64 * KiB, 64 * KiB);
-        pthread_mutex_lock(&cx_g.mu);
-        uint64_t used = cx_g.used;
-        pthread_mutex_unlock(&cx_g.mu);
+        pthread_mutex_lock(&G->mu);
+        uint64_t used = G->used;
+        pthread_mutex_unlock(&G->mu);
         assert_true(used <= 1 * MiB);
     }
     rfs_cache_stats s = stats(io);
@@ -137,13 +160,13 @@ static void test_cap_respected(void **state)
     assert_int_equal(counting_io_get(c, &c->reads), calls + 1);
     /* a read larger than the cap is served, and not cached */
     read_ok(io, 0, 4 * MiB, 4 * MiB);
-    pthread_mutex_lock(&cx_g.mu);
-    assert_true(cx_g.used <= 1 * MiB);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_lock(&G->mu);
+    assert_true(G->used <= 1 * MiB);
+    pthread_mutex_unlock(&G->mu);
     assert_int_equal(io->ops->close(io), RFS_OK);
-    pthread_mutex_lock(&cx_g.mu);
-    assert_int_equal(cx_g.used, 0);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_lock(&G->mu);
+    assert_int_equal(G->used, 0);
+    pthread_mutex_unlock(&G->mu);
 }
 
 static void test_sequential_prefetches(void **state)
@@ -477,15 +500,15 @@ static void test_overlapping_runs(void **state)
         check_bytes(buf + 6500, 5500, 100);
     }
     assert_int_equal(counting_io_get(c, &c->reads), 1);
-    pthread_mutex_lock(&cx_g.mu);
+    pthread_mutex_lock(&G->mu);
     cx_file *f = (cx_file *)io;
     for (size_t i = 1; i < f->n; i++)
         assert_true(f->v[i - 1]->off + f->v[i - 1]->len <= f->v[i]->off);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_unlock(&G->mu);
     assert_int_equal(io->ops->close(io), RFS_OK);
 }
 
-/* Two files share the process cap: one's reads evict the other's least recently used bytes. */
+/* Two files share the runtime's cap: one's reads evict the other's least recently used bytes. */
 static void test_cap_shared_by_files(void **state)
 {
     (void)state;
@@ -494,15 +517,40 @@ static void test_cap_shared_by_files(void **state)
     rfs_io *ib = wrap(b, 2 * MiB, RFS_PREFETCH_DISABLE);
     read_ok(ia, 0, 2 * MiB, 2 * MiB);
     read_ok(ib, 0, 1 * MiB, 1 * MiB);
-    pthread_mutex_lock(&cx_g.mu);
-    assert_true(cx_g.used <= 2 * MiB);
-    pthread_mutex_unlock(&cx_g.mu);
+    pthread_mutex_lock(&G->mu);
+    assert_true(G->used <= 2 * MiB);
+    pthread_mutex_unlock(&G->mu);
     assert_true(stats(ia).bytes_evicted >= 1 * MiB);
     uint64_t calls = counting_io_get(b, &b->reads);
     read_ok(ib, 0, 1 * MiB, 1 * MiB);
     assert_int_equal(counting_io_get(b, &b->reads), calls);
     assert_int_equal(ia->ops->close(ia), RFS_OK);
     assert_int_equal(ib->ops->close(ib), RFS_OK);
+}
+
+/* Runtimes have pools of their own: a file of another runtime neither evicts this one's bytes
+ * nor counts against its cap. */
+static void test_runtimes_have_pools_of_their_own(void **state)
+{
+    (void)state;
+    rfs_runtime *other;
+    assert_int_equal(rfs_runtime_create(&other), RFS_OK);
+    counting_io *a = counting_io_new(2 * MiB), *b = counting_io_new(2 * MiB);
+    rfs_io *ia = wrap(a, 2 * MiB, RFS_PREFETCH_DISABLE);
+    rfs_io *ib = wrap_in(other, b, 2 * MiB, RFS_PREFETCH_DISABLE);
+    read_ok(ia, 0, 2 * MiB, 2 * MiB);
+    read_ok(ib, 0, 2 * MiB, 2 * MiB);
+    assert_int_equal(stats(ia).bytes_evicted, 0);
+    assert_int_equal(stats(ib).bytes_evicted, 0);
+    pthread_mutex_lock(&G->mu);
+    assert_int_equal(G->used, 2 * MiB);
+    pthread_mutex_unlock(&G->mu);
+    uint64_t calls = counting_io_get(a, &a->reads);
+    read_ok(ia, 0, 2 * MiB, 2 * MiB);
+    assert_int_equal(counting_io_get(a, &a->reads), calls);
+    assert_int_equal(ia->ops->close(ia), RFS_OK);
+    assert_int_equal(ib->ops->close(ib), RFS_OK);
+    rfs_runtime_destroy(other);
 }
 
 /* Every slot is named; the features are the layer below's, less server-side views. */
@@ -521,23 +569,24 @@ static void test_slots_and_features(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slots_and_features),
-        cmocka_unit_test(test_reread_costs_no_call),
-        cmocka_unit_test(test_cap_respected),
-        cmocka_unit_test(test_sequential_prefetches),
-        cmocka_unit_test(test_strided_prefetches),
-        cmocka_unit_test(test_random_does_not_prefetch),
-        cmocka_unit_test(test_prefetch_enable_forces),
-        cmocka_unit_test(test_write_through_drops),
-        cmocka_unit_test(test_sync_drops),
-        cmocka_unit_test(test_disabled_passes_through),
-        cmocka_unit_test(test_prefetch_error_unreported),
-        cmocka_unit_test(test_prefetch_error_retried),
-        cmocka_unit_test(test_read_waits_for_inflight),
-        cmocka_unit_test(test_write_discards_inflight),
-        cmocka_unit_test(test_end_of_file),
-        cmocka_unit_test(test_overlapping_runs),
-        cmocka_unit_test(test_cap_shared_by_files),
+        cmocka_unit_test_setup_teardown(test_slots_and_features, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reread_costs_no_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_respected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sequential_prefetches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_strided_prefetches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_random_does_not_prefetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_enable_forces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_through_drops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_drops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disabled_passes_through, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_error_unreported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefetch_error_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_waits_for_inflight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_discards_inflight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_end_of_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overlapping_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_shared_by_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runtimes_have_pools_of_their_own, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

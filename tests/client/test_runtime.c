@@ -174,6 +174,71 @@ static void test_default_runtime_works_after_fork(void **state)
 }
 #endif
 
+/* ---- parts: what a layer above keeps per runtime ---- */
+
+static int destroyed[4], n_destroyed, made;
+
+typedef struct part {
+    int id;
+} part;
+
+static void *make_a(rfs_runtime *rt)
+{
+    (void)rt;
+    made++;
+    part *p = malloc(sizeof *p);
+    p->id = 1;
+    return p;
+}
+
+static void *make_b(rfs_runtime *rt)
+{
+    (void)rt;
+    made++;
+    part *p = malloc(sizeof *p);
+    p->id = 2;
+    return p;
+}
+
+static void destroy_part(void *x)
+{
+    part *p = x;
+    destroyed[n_destroyed++] = p->id;
+    free(p);
+}
+
+static const rfs_runtime_part_desc desc_a = {"a", make_a, destroy_part};
+static const rfs_runtime_part_desc desc_b = {"b", make_b, destroy_part};
+
+/* A part is made once per runtime, on first use; peeking makes none; runtimes have parts of
+ * their own; destroying a runtime destroys its parts, the newest first. */
+static void test_parts_are_per_runtime(void **state)
+{
+    (void)state;
+    rfs_runtime *rt, *other;
+    assert_int_equal(rfs_runtime_create(&rt), RFS_OK);
+    assert_int_equal(rfs_runtime_create(&other), RFS_OK);
+    made = n_destroyed = 0;
+    assert_null(rfs_runtime_part_peek(rt, &desc_a));
+    part *a = rfs_runtime_part(rt, &desc_a);
+    assert_non_null(a);
+    assert_ptr_equal(rfs_runtime_part(rt, &desc_a), a);
+    assert_ptr_equal(rfs_runtime_part_peek(rt, &desc_a), a);
+    part *b = rfs_runtime_part(rt, &desc_b);
+    assert_int_equal(b->id, 2);
+    assert_int_equal(made, 2);
+    assert_null(rfs_runtime_part_peek(other, &desc_a));
+    part *oa = rfs_runtime_part(other, &desc_a);
+    assert_true(oa != a);
+    assert_int_equal(made, 3);
+    rfs_runtime_destroy(rt);
+    assert_int_equal(n_destroyed, 2);
+    assert_int_equal(destroyed[0], 2);  /* b, made after a */
+    assert_int_equal(destroyed[1], 1);
+    rfs_runtime_destroy(other);
+    assert_int_equal(n_destroyed, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_a_job_never_waits_behind_another),
         cmocka_unit_test(test_jobs_start_jobs),
         cmocka_unit_test(test_default_runtime_is_shared),
+        cmocka_unit_test(test_parts_are_per_runtime),
 #ifndef __SANITIZE_THREAD__  /* ThreadSanitizer ends a forked child of a threaded process that
                                 starts threads (die_after_fork), which is what this tests */
         cmocka_unit_test(test_default_runtime_works_after_fork),
