@@ -14,6 +14,8 @@ static int is_server_only(const char *s)
     const char *hp;
     if (strncmp(s, "rfss:", 5) == 0)
         s += 4;  /* the same shapes with TLS; s is now at ":" or "://" */
+    else if (strncmp(s, "rfs+ucx:", 8) == 0)
+        s += 7;  /* and with UCX */
     else if (strncmp(s, "rfs:", 4) == 0)
         s += 3;
     else
@@ -42,7 +44,8 @@ int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rf
     int n;
     if (is_server_only(in))
         n = snprintf(out, cap, "%s%s", in,
-                     strncmp(in, "rfs://", 6) == 0 || strncmp(in, "rfss://", 7) == 0 ? "/" : ":/");
+                     strncmp(in, "rfs://", 6) == 0 || strncmp(in, "rfss://", 7) == 0 ||
+                             strncmp(in, "rfs+ucx://", 10) == 0 ? "/" : ":/");
     else
         n = snprintf(out, cap, "%s", in);
     if (n < 0 || (size_t)n >= cap) {

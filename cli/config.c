@@ -126,6 +126,8 @@ static const host_entry *alias_of(const config *cf, const char *s, const char **
     const char *h;
     if (strncmp(s, "rfss:", 5) == 0)
         s++;  /* "rfss://NAME/p": TLS comes from $RFS_TLS, which main sets for rfss: names */
+    else if (strncmp(s, "rfs+ucx:", 8) == 0)
+        s += 4;  /* likewise $RFS_TRANSPORT for rfs+ucx: names */
     else if (strncmp(s, "rfs:", 4) != 0)
         return NULL;
     *slashes = strncmp(s + 3, "://", 3) == 0;

@@ -212,6 +212,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "rfss:", 5) == 0)
             setenv("RFS_TLS", "1", 1);
+    /* likewise rfs+ucx: (UCX) for every name a command touches */
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "rfs+ucx:", 8) == 0)
+            setenv("RFS_TRANSPORT", "ucx", 1);
 
     int cmd_at = -1;
     for (int i = 1; i < argc; i++) {

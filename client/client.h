@@ -32,7 +32,8 @@
 /* ---- names (name.c) ---- */
 /* "host:port", IPv6 in brackets. */
 void rfs_name_server(const rfs_name *n, char *buf, size_t cap);
-/* "rfs:host:port:/path" (rfss: for TLS names) for messages; it parses back to n. */
+/* "rfs:host:port:/path" (rfss: for TLS names, rfs+ucx: for UCX) for messages; it parses back
+ * to n. */
 void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
 
 /* ---- options (options.c) ---- */
@@ -57,6 +58,7 @@ typedef struct rfs_copts {
     int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
     char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
     char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
+    int ucx;                          /* $RFS_TRANSPORT is "ucx" (an rfs+ucx: name adds it) */
     /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
      * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
     int has_grant;
@@ -178,6 +180,7 @@ struct rfs_conn {
     uint16_t port;
     char server[300];          /* "host:port" */
     int tls;                   /* the transport is TLS: only TLS requests share it */
+    int ucx;                   /* the transport is UCX: only UCX requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */

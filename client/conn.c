@@ -13,6 +13,7 @@
  * it silently could reorder data); callers see the error and decide. */
 #include "client/client.h"
 #include "transport/tls.h"
+#include "transport/ucx.h"
 
 #include "common/envflag.h"
 #include "common/crc32c.h"
@@ -839,7 +840,16 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
                              .rcvbuf = o->rcvbuf, .nodelay = 1, .congestion = o->congestion};
     int tls = c->tls = o->tls;
     rfs_tls_client_cfg tc = {.ca_file = o->tls_ca, .pin = o->tls_pin};
-    int rc = tls ? rfs_tls_connect(host, port, &to, &tc, &c->t) : rfs_tcp_connect(host, port, &to, &c->t);
+    c->ucx = o->ucx;
+    if (tls && c->ucx) {
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_fail(RFS_E_INVAL, "%s: UCX has no TLS: ask for one or the other (rfss: or "
+                        "rfs+ucx:, $RFS_TLS, $RFS_TRANSPORT)", host);
+    }
+    int rc = c->ucx ? rfs_ucx_connect(host, port, &to, &c->t)
+             : tls  ? rfs_tls_connect(host, port, &to, &tc, &c->t)
+                    : rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
         rfs_status failed;  /* the transport's message says "cannot connect" */
         rfs_status_save(&failed, rc);

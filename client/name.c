@@ -1,6 +1,7 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs names: "rfs:HOST:PORT:PATH" (ROMIO's "fsname:" prefix convention) and
- * "rfs://HOST:PORT/PATH", with IPv6 literals in brackets; "rfss:" and "rfss://" ask for TLS.
+ * "rfs://HOST:PORT/PATH", with IPv6 literals in brackets; "rfss:" and "rfss://" ask for TLS,
+ * "rfs+ucx:" and "rfs+ucx://" for the UCX transport.
  *
  * The parsed path always starts with '/': a relative path in a name ("rfs:h:7070:a/b") is
  * relative to the server's export root, which is also what "/" means on the server, so both
@@ -11,13 +12,27 @@
 #include "common/err.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* rfs_name as releases before the UCX transport laid it out: callers built against that header
+ * allocate this much, and the ucx flag went into its padding. */
+struct rfs_name_before_ucx {
+    char host[256];
+    uint16_t port;
+    char path[4096];
+    int tls;
+};
+_Static_assert(sizeof(rfs_name) == sizeof(struct rfs_name_before_ucx) &&
+                   offsetof(rfs_name, tls) == offsetof(struct rfs_name_before_ucx, tls),
+               "rfs_name must keep its size and layout (public ABI)");
+
 int rfs_is_name(const char *s)
 {
-    return s != NULL && (strncmp(s, "rfs:", 4) == 0 || strncmp(s, "rfss:", 5) == 0);
+    return s != NULL && (strncmp(s, "rfs:", 4) == 0 || strncmp(s, "rfss:", 5) == 0 ||
+                         strncmp(s, "rfs+ucx:", 8) == 0);
 }
 
 /* Characters allowed in a host name or an IPv4 literal (RFC 1123 plus '_', seen in the wild). */
@@ -35,8 +50,8 @@ static int ipv6_char_ok(int c)
 static int bad_name(const char *s, const char *why)
 {
     return rfs_fail(RFS_E_NAME, "malformed rfs name '%.300s': %s "
-                    "(expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path; rfss: for TLS)", s,
-                    why);
+                    "(expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path; rfss: for TLS, "
+                    "rfs+ucx: for UCX)", s, why);
 }
 
 /* Parses HOST then ':' then PORT at *p; leaves *p after the port digits. */
@@ -132,6 +147,8 @@ int rfs_parse_name(const char *s, rfs_name *out)
     const char *p = s + 3;
     tmp.tls = *p == 's';  /* rfss: TLS required */
     p += tmp.tls;
+    tmp.ucx = strncmp(p, "+ucx", 4) == 0;  /* rfs+ucx: the UCX transport */
+    p += tmp.ucx ? 4 : 0;
     int url = strncmp(p, "://", 3) == 0;
     p += url ? 3 : 1;
     int rc = parse_host_port(s, &p, &tmp);
@@ -166,5 +183,5 @@ void rfs_name_label(const rfs_name *n, char *buf, size_t cap)
 {
     char server[300];
     rfs_name_server(n, server, sizeof server);
-    snprintf(buf, cap, "%s:%s:%s", n->tls ? "rfss" : "rfs", server, n->path);
+    snprintf(buf, cap, "%s:%s:%s", n->tls ? "rfss" : n->ucx ? "rfs+ucx" : "rfs", server, n->path);
 }

@@ -101,6 +101,20 @@ static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
     return RFS_OK;
 }
 
+/* The transport besides the name's (rfs+ucx:): $RFS_TRANSPORT ("tcp" or "ucx"). Not in
+ * rfs_options, whose size is part of the ABI. A misspelling is an error rather than a silent
+ * TCP connection. */
+static int resolve_transport(const char *label, rfs_copts *o)
+{
+    const char *t = getenv("RFS_TRANSPORT");
+    if (!t || !*t || !strcmp(t, "tcp"))
+        return RFS_OK;
+    if (strcmp(t, "ucx"))
+        return rfs_fail(RFS_E_INVAL, "%s: $RFS_TRANSPORT='%.40s': expected tcp or ucx", label, t);
+    o->ucx = 1;
+    return RFS_OK;
+}
+
 /* $RFS_LOG_LEVEL (error, warn, info, debug) for programs that have no other way to set it:
  * decisions such as rfs_streams=auto's are logged at info. Read once. */
 static void log_level_from_env(void)
@@ -162,7 +176,7 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
         rfs_status_save(&why, RFS_E_INVAL);
         return rfs_fail(why.rc, "%s: %s%s", label, why.msg, opts->compress ? "" : " ($RFS_COMPRESS)");
     }
-    if ((rc = resolve_tls(opts, label, o)))
+    if ((rc = resolve_tls(opts, label, o)) || (rc = resolve_transport(label, o)))
         return rc;
 
     /* An explicit token wins; an empty string means "none" so callers can clear it. */

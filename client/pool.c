@@ -75,6 +75,7 @@ static int same_key(const rfs_conn *c, const rfs_name *n, const rfs_copts *o)
 {
     /* a name that asks for TLS never gets a plaintext connection (nor the other way round) */
     return c->port == n->port && strcmp(c->host, n->host) == 0 && c->tls == (n->tls || o->tls) &&
+           c->ucx == (n->ucx || o->ucx) &&
            c->has_token == o->has_token &&
            (!o->has_token || strcmp(c->token, o->token) == 0);
 }
@@ -93,6 +94,7 @@ static void *dial_main(void *arg)
     dial *d = arg;
     rfs_copts o = *d->o;
     o.tls |= d->n->tls;  /* an rfss: name */
+    o.ucx |= d->n->ucx;  /* an rfs+ucx: name */
     int rc = rfs_conn_open(d->n->host, d->n->port, &o, &d->c);
     explicit_bzero(o.token, sizeof o.token);
     d->st.rc = RFS_OK;

@@ -32,6 +32,7 @@ static int connect_to(const char *name, const rfs_options *opts, rfs_name *n, ch
     if (pooled)
         return rfs_pool_get_retry(n, o, 1, conn, label);
     o->tls |= n->tls;  /* an rfss: name */
+    o->ucx |= n->ucx;  /* an rfs+ucx: name */
     return rfs_conn_open(n->host, n->port, o, conn);
 }
 

@@ -147,6 +147,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
             h->tls = 0;
         else
             return 0;
+    } else if (!strcmp(key, "rfs_transport")) {
+        if (strcmp(v, "tcp") && strcmp(v, "ucx"))
+            return 0;
+        snprintf(h->transport, sizeof h->transport, "%s", v);
     } else if (!strcmp(key, "rfs_streams")) {
         if (!strcmp(v, "auto")) {
             h->streams = RFS_STREAMS_AUTO;
@@ -334,6 +338,8 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     else
         SETI("rfs_streams", h->streams);
     MPI_Info_set(info, "rfs_tls", h->tls ? "require" : "auto");
+    if (h->transport[0])
+        MPI_Info_set(info, "rfs_transport", h->transport);
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0

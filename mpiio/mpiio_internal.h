@@ -116,6 +116,8 @@ typedef struct mp_hints {
     int streams;              /* rfs_streams: a count or RFS_STREAMS_AUTO */
     int streams_auto_max;     /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
     int tls;                  /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
+    char transport[4];        /* rfs_transport: "tcp", "ucx", or "": as the name and
+                                 $RFS_TRANSPORT say */
     int connect_timeout_ms;   /* rfs_connect_timeout_ms */
     int io_timeout_ms;        /* rfs_io_timeout_ms */
     int retry_timeout_ms;     /* rfs_retry_timeout (s); 0: the library default, -1: off */

@@ -246,8 +246,27 @@ static void log_from_env(void)
         rfs_log_set_level(lvl);
 }
 
-static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, MPI_File *fh)
+/* The name the file is opened by: rfs_transport=ucx makes an rfs: name an rfs+ucx: one (the
+ * client library takes the transport from the name, not from rfs_options, whose size is part
+ * of its ABI). An rfss: name keeps asking for TLS, so the library refuses the pair (UCX has no
+ * TLS). NULL: out of memory. */
+static char *name_for_transport(mp_hints *h, const char *name)
 {
+    if (strcmp(h->transport, "ucx") || strncmp(name, "rfs+ucx:", 8) == 0)
+        return strdup(name);
+    int tls = strncmp(name, "rfss:", 5) == 0;
+    const char *rest = name + (tls ? 5 : 4);
+    size_t n = strlen(rest) + sizeof "rfs+ucx:";
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "rfs+ucx:%s", rest);
+    h->tls |= tls;
+    return out;
+}
+
+static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
+{
+    const char *name = filename;
     log_from_env();
     int inter = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
@@ -273,14 +292,21 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     }
 
     mp_file *f = calloc(1, sizeof *f);
-    char *namecopy = strdup(name);
     rfs_runtime *rt = rfs_runtime_default();
+    char *namecopy = NULL;
+    if (f) {
+        mp_hints_default(&f->hints);
+        mp_hints_apply_env(&f->hints);
+        mp_hints_apply_info(&f->hints, info);
+        namecopy = name_for_transport(&f->hints, filename);
+    }
     if (!f || !namecopy || !rt) {
         free(f);
         free(namecopy);
         PMPI_Comm_free(&dup);
         return mp_raise_null(MPI_ERR_NO_MEM);
     }
+    name = namecopy;
     f->magic = MP_FILE_MAGIC;
     f->rt = rt;
     f->name = namecopy;
@@ -289,9 +315,6 @@ static int open_rfs(MPI_Comm comm, const char *name, int amode, MPI_Info info, M
     f->size = size;
     f->amode = amode;
     pthread_mutex_init(&f->mu, NULL);
-    mp_hints_default(&f->hints);
-    mp_hints_apply_env(&f->hints);
-    mp_hints_apply_info(&f->hints, info);
     node_pos np;
     node_shape(dup, &np);
     int local = np.local;
@@ -496,11 +519,15 @@ static int delete_rfs(const char *filename, MPI_Info info)
     mp_hints_default(&h);
     mp_hints_apply_env(&h);
     mp_hints_apply_info(&h, info);
+    char *name = name_for_transport(&h, filename);
+    if (!name)
+        return mp_raise_null(MPI_ERR_NO_MEM);
     rfs_options opts;
     options_from_hints(&h, &ONE_PROCESS, &opts);  /* a path call: streams do not matter */
     const rfs_io_ops *layers[3];
     name_layers(&h, layers);
-    int rrc = rfs_io_remove(layers, filename, &opts);
+    int rrc = rfs_io_remove(layers, name, &opts);
+    free(name);
     if (rrc == RFS_OK)
         return MPI_SUCCESS;
     const char *m = rfs_last_error();

@@ -28,6 +28,7 @@
 #include "wire.h"
 #include "quota.h"
 #include "tls_gate.h"
+#include "transport/ucx.h"
 #include "zreply.h"
 #include "common/zauto.h"
 
@@ -126,6 +127,15 @@ static void loose_done(rfsd_out *o, int sent)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Ends both directions: the socket's shutdown, or the transport's when it has no socket. */
+static void cut(rfsd_conn *c)
+{
+    if (c->fd >= 0)
+        shutdown(c->fd, SHUT_RDWR);
+    else if (c->tr)
+        rfs_transport_shutdown(c->tr);
+}
+
 void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
 {
     size_t n = r->status == 0 ? r->data_len : 0;
@@ -135,7 +145,7 @@ void rfsd_conn_send(rfsd_conn *c, const rfs_rep *r)
     if (!lo) {
         /* the client would wait for this reply forever: end the connection instead */
         RFS_LOGE("%s: out of memory for a reply; dropping the connection", c->peer);
-        shutdown(c->fd, SHUT_RDWR);
+        cut(c);
         return;
     }
     rfs_rep copy = *r;
@@ -893,11 +903,17 @@ static int start_failed(rfsd_conn *c)
     return RFS_E_NOMEM;
 }
 
-int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
+/* One connection's threads: over the TCP socket fd (TLS when rfsd has a certificate), or over
+ * a ready transport (UCX: fd is -1). */
+static int conn_start(rfsd_server *srv, int fd, rfs_transport *ready, const char *peer,
+                      rfsd_addr *addr)
 {
     rfsd_conn *c = calloc(1, sizeof *c);
     if (!c) {
-        close(fd);
+        if (ready)
+            rfs_transport_close(ready);
+        else
+            close(fd);
         if (addr)
             rfsd_addr_disconnect(addr);
         return RFS_E_NOMEM;
@@ -910,6 +926,11 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     c->max_frame = RFS_PRE_HELLO_MAX;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    rfsd_session_heard(c);
+    if (ready) {
+        c->tr = ready;  /* nonblocking by nature; UCX finds a vanished peer itself */
+        goto threads;
+    }
     /* Nonblocking: replies are sent as far as the socket takes them and the rest is queued, so
      * no thread but the connection's own writer ever waits for this client (reply.h). */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -920,7 +941,6 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-    rfsd_session_heard(c);
     /* TCP, or TLS over it when rfsd has a certificate (the handshake runs in the first reads,
      * after rfsd_tls_gate has seen a ClientHello). */
     rfs_transport *tcp;
@@ -934,6 +954,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
         c->tr = NULL;
         return start_failed(c);
     }
+threads:
     if (rfsd_replyq_start(&c->rq, c->tr, c->peer, srv->cfg.send_timeout_ms)) {
         RFS_LOGE("%s: cannot start a writer thread", peer);
         return start_failed(c);
@@ -965,15 +986,29 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     return RFS_OK;
 }
 
+int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
+{
+    return conn_start(srv, fd, NULL, peer, addr);
+}
+
+int rfsd_conn_start_transport(rfsd_server *srv, rfs_transport *t, const char *peer,
+                              rfsd_addr *addr)
+{
+    return conn_start(srv, -1, t, peer, addr);
+}
+
 void rfsd_conn_stop_reading(rfsd_conn *c)
 {
-    shutdown(c->fd, SHUT_RD);
+    if (c->fd >= 0)
+        shutdown(c->fd, SHUT_RD);
+    else if (c->tr)
+        rfs_ucx_stop_reading(c->tr);
 }
 
 void rfsd_conn_fence(rfsd_conn *c)
 {
     atomic_store(&c->fenced, 1);
     atomic_store(&c->closing, 1);
-    shutdown(c->fd, SHUT_RDWR);
+    cut(c);
     rfsd_fileid_wake_all();  /* a LOCK of its waiting for someone else gives up now */
 }

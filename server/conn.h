@@ -114,6 +114,9 @@ struct rfsd_conn {
 int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr);
 /* Joins the reader threads of ended connections and frees them (acceptor thread). */
 void rfsd_conn_reap(rfsd_server *srv);
+/* rfsd_conn_start over a ready transport without a socket (UCX), taking it over. */
+int rfsd_conn_start_transport(rfsd_server *srv, rfs_transport *t, const char *peer,
+                              rfsd_addr *addr);
 /* Stops reading new requests (SIGTERM); in-flight ones are still answered. Call under srv->mu. */
 void rfsd_conn_stop_reading(rfsd_conn *c);
 /* Ends a superseded session at once: nothing more it sent is applied, its reader stops, and

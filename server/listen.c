@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "server.h"
 
-static int split_host_port(const char *spec, char *host, size_t cap, char *port, size_t pcap)
+int rfsd_split_host_port(const char *spec, char *host, size_t cap, char *port, size_t pcap)
 {
     const char *colon;
     if (spec[0] == '[') {
@@ -46,7 +46,7 @@ static int split_host_port(const char *spec, char *host, size_t cap, char *port,
 int rfsd_listen(const char *spec, char *addr, size_t addr_cap, int *fd_out)
 {
     char host[256], port[8];
-    if (split_host_port(spec, host, sizeof host, port, sizeof port)) {
+    if (rfsd_split_host_port(spec, host, sizeof host, port, sizeof port)) {
         RFS_LOGE("--listen '%s': expected HOST:PORT or [IPV6]:PORT", spec);
         return -1;
     }

@@ -37,6 +37,7 @@
 #include "session.h"
 #include "transport/transport.h"
 #include "transport/tls.h"
+#include "ucx_accept.h"
 #include "view.h"
 
 static int signal_pipe[2] = {-1, -1};
@@ -114,12 +115,13 @@ static void reload(rfsd_server *srv)
     rfsd_audit_reopen();
 }
 
-static void accept_loop(rfsd_server *srv, int lfd)
+static void accept_loop(rfsd_server *srv, int lfd, rfs_ucx_listener *ucx)
 {
     for (;;) {
-        struct pollfd pf[2] = {{.fd = signal_pipe[0], .events = POLLIN},
-                               {.fd = lfd, .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        struct pollfd pf[3] = {{.fd = signal_pipe[0], .events = POLLIN},
+                               {.fd = lfd, .events = POLLIN},
+                               {.fd = ucx ? rfs_ucx_listener_fd(ucx) : -1, .events = POLLIN}};
+        if (poll(pf, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             RFS_LOGE("poll: %s", strerror(errno));
@@ -136,6 +138,8 @@ static void accept_loop(rfsd_server *srv, int lfd)
             return;
         }
         rfsd_conn_reap(srv);
+        if (pf[2].revents)
+            rfsd_ucx_accept_ready(srv, ucx);
         if (!pf[1].revents)
             continue;
         struct sockaddr_storage ss;
@@ -277,6 +281,10 @@ int main(int argc, char **argv)
     int lfd;
     if (rfsd_listen(srv.cfg.listen, addr, sizeof addr, &lfd))
         return 2;
+    char ucx_addr[300] = "";
+    rfs_ucx_listener *ucx = NULL;
+    if (srv.cfg.ucx_listen && rfsd_ucx_listen(srv.cfg.ucx_listen, ucx_addr, sizeof ucx_addr, &ucx))
+        return 2;
     if (rfsd_pool_start(srv.cfg.threads, srv.cfg.conn_workers, &srv.pool)) {
         fprintf(stderr, "rfsd: cannot start %d worker threads\n", srv.cfg.threads);
         return 2;
@@ -298,12 +306,17 @@ int main(int argc, char **argv)
         RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
+    RFS_LOGI("transports: TCP%s on %s%s%s", srv.tls ? " (TLS)" : "", addr,
+             ucx ? ", UCX on " : "", ucx_addr);
     printf("rfsd listening on %s\n", addr);
+    if (ucx)
+        printf("rfsd listening for UCX on %s\n", ucx_addr);
     fflush(stdout);
 
-    accept_loop(&srv, lfd);
+    accept_loop(&srv, lfd, ucx);
 
     close(lfd);  /* stop accepting first, then let every connection finish */
+    rfs_ucx_listener_free(ucx);
     shutdown_connections(&srv);
     rfsd_conn_reap(&srv);
     rfsd_fileid_wake_all();

@@ -30,12 +30,15 @@ static void usage(FILE *out)
         "            [--max-conns-per-addr N] [--max-stream-conns-per-addr N]\n"
         "            [--max-handles-per-addr N]\n"
         "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
+        "            [--ucx-listen HOST:PORT]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
         "  --root DIR          export root; clients can never reach outside it\n"
         "  --listen HOST:PORT  address to listen on (default %s; IPv6 as [::1]:7070;\n"
         "                      port 0 picks a free port)\n"
+        "  --ucx-listen HOST:PORT  also serve UCX clients (rfs+ucx://HOST:PORT/PATH) there,\n"
+        "                      beside the TCP listener; UCX has no TLS (docs/security.md)\n"
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
@@ -111,7 +114,8 @@ static void usage(FILE *out)
         "  --help              show this help\n"
         "  --version           show the version\n"
         "\n"
-        "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout.\n"
+        "When ready, prints one line \"rfsd listening on HOST:PORT\" to stdout (then, with\n"
+        "--ucx-listen, \"rfsd listening for UCX on HOST:PORT\").\n"
         "SIGTERM or SIGINT: stop accepting, finish requests in flight, close files, exit 0.\n"
         "SIGHUP: read the token file again (connections already authenticated continue); with\n"
         "--identity, read the configuration's identities again (connections of removed or\n"
@@ -144,10 +148,11 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
            O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
            O_SENDTO, O_ADDRCONNS, O_ADDRSTREAMS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
            O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
-           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL, O_ZREAD };
+           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL, O_ZREAD, O_UCX_LISTEN };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
+        {"ucx-listen", required_argument, 0, O_UCX_LISTEN},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -215,6 +220,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         switch (c) {
         case O_ROOT: cfg->root = optarg; break;
         case O_LISTEN: cfg->listen = optarg; break;
+        case O_UCX_LISTEN: cfg->ucx_listen = optarg; break;
         case O_TOKEN: cfg->token_file = optarg; break;
         case O_NOAUTH: cfg->no_auth = 1; break;
         case O_THREADS:
@@ -424,6 +430,12 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     if (!cfg->tls_cert != !cfg->tls_key) {
         fprintf(stderr, "rfsd: --tls-cert and --tls-key go together (the certificate and its "
                         "private key, PEM files)\n");
+        return -1;
+    }
+    if (cfg->tls_cert && cfg->ucx_listen) {
+        /* --tls-cert promises TLS on every connection, and UCX connections have none */
+        fprintf(stderr, "rfsd: --tls-cert and --ucx-listen exclude each other (UCX has no TLS, "
+                        "docs/security.md)\n");
         return -1;
     }
     if (cfg->token_file && cfg->no_auth) {

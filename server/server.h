@@ -33,6 +33,7 @@
 typedef struct rfsd_config {
     const char *root;
     const char *listen;                 /* "HOST:PORT", "[v6]:PORT" */
+    const char *ucx_listen;             /* --ucx-listen: UCX clients there too; NULL: none */
     const char *token_file;
     int no_auth;
     int threads;
@@ -95,5 +96,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg);
 
 /* listen.c: bind+listen on cfg->listen; writes the actual "HOST:PORT" into addr. */
 int rfsd_listen(const char *spec, char *addr, size_t addr_cap, int *fd_out);
+/* "HOST:PORT" or "[v6]:PORT" into its parts; -1 when malformed. */
+int rfsd_split_host_port(const char *spec, char *host, size_t cap, char *port, size_t pcap);
 
 #endif

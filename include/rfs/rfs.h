@@ -96,6 +96,8 @@ typedef struct rfs_options {
     /* 1: TLS required (as an rfss: name asks); 0: as the name and $RFS_TLS say. The server is
      * verified by $RFS_TLS_PIN, else by $RFS_TLS_CA or the system's CAs (docs/security.md). */
     int tls;
+    /* No field follows: callers built against an older header allocate this size. The
+     * transport (TCP or UCX) comes from the name (rfs+ucx:) or $RFS_TRANSPORT. */
 } rfs_options;
 
 typedef struct rfs_file rfs_file;
@@ -121,9 +123,13 @@ typedef struct rfs_name {
     char host[256];
     uint16_t port;
     char path[4096];
+    /* 1: an rfs+ucx: name (the UCX transport). It sits where older headers had padding before
+     * tls: the size and layout of the struct, which callers allocate, are unchanged. */
+    unsigned char ucx;
     int tls;                 /* 1: an rfss: name (TLS required) */
 } rfs_name;
-/* Returns 1 if s starts with "rfs:" or "rfss:" (rfs://, rfss:// included). */
+/* Returns 1 if s starts with "rfs:", "rfss:" or "rfs+ucx:" (rfs://, rfss://, rfs+ucx://
+ * included). */
 int rfs_is_name(const char *s);
 int rfs_parse_name(const char *s, rfs_name *out);
 
