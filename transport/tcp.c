@@ -2,6 +2,7 @@
 /* TCP stream transport: blocking sockets with TCP_NODELAY, optional socket buffer sizes,
  * IPv4 and IPv6, a bounded non-blocking connect, and writev-style sends that never raise
  * SIGPIPE (sendmsg with MSG_NOSIGNAL), so a library inside an MPI program cannot kill it. */
+#include "transport/iov.h"
 #include "transport/transport.h"
 #include "transport/tcp_cc.h"
 
@@ -124,19 +125,7 @@ static int tcp_write_all(rfs_transport *t, const struct iovec *iov, int n)
             int e = errno;
             return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->peer, strerror(e));
         }
-        /* Advance through the caller's list by the bytes the kernel took. */
-        size_t left = (size_t)w;
-        while (left > 0 && i < n) {
-            size_t avail = iov[i].iov_len - done;
-            if (left < avail) {
-                done += left;
-                left = 0;
-            } else {
-                left -= avail;
-                i++;
-                done = 0;
-            }
-        }
+        rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
     return RFS_OK;
 }

@@ -9,6 +9,7 @@
  *   caller (who presents them again anyway) is told they were taken only then.
  * - A peer that ends the stream without close_notify is an orderly end (IGNORE_UNEXPECTED_EOF):
  *   the rfs protocol is framed, so a truncated frame is still detected above. */
+#include "transport/iov.h"
 #include "transport/tls.h"
 
 #include "common/err.h"
@@ -242,17 +243,7 @@ static int tls_write_all(rfs_transport *t, const struct iovec *iov, int n)
                          strerror(errno));
             return RFS_E_CONN;
         }
-        size_t left = (size_t)w;
-        while (i < n) {
-            size_t avail = iov[i].iov_len - done;
-            if (left < avail) {
-                done += left;
-                break;
-            }
-            left -= avail;
-            i++;
-            done = 0;
-        }
+        rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
     return RFS_OK;
 }

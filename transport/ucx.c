@@ -24,6 +24,7 @@
  * side's eventfd; only that side drains it. While bytes are in flight the timer ticks every
  * BACKSTOP_NS as a guard against a lost wakeup inside UCX; backstop_finds counts the ticks
  * that found work the event descriptor had not announced (logged at debug level). */
+#include "transport/iov.h"
 #include "transport/ucx.h"
 
 #include "common/err.h"
@@ -860,18 +861,7 @@ static int ucx_write_all(rfs_transport *t, const struct iovec *iov, int n)
         if (w < 0)
             return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->peer,
                             strerror(errno));
-        size_t left = (size_t)w;
-        while (left > 0 && i < n) {
-            size_t avail = iov[i].iov_len - done;
-            if (left < avail) {
-                done += left;
-                left = 0;
-            } else {
-                left -= avail;
-                i++;
-                done = 0;
-            }
-        }
+        rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
     return RFS_OK;
 }
