@@ -55,16 +55,6 @@ static int matches(const char *arg, const char *name)
 }
 
 /* The library checks the mode too; checked here so a typo is a usage error (exit 2). */
-/* rfs_compress / --compress: what rfs_zmode_parse takes (common/zauto.h). */
-static int compress_mode_ok(const char *v)
-{
-    unsigned mode;
-    int level;
-    if (rfs_zmode_parse(v, &mode, &level) == RFS_OK)
-        return 1;
-    rfs_clear_error();
-    return 0;
-}
 
 int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli_opts *o)
 {
@@ -109,7 +99,7 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
         } else if ((cmd->accepts & CLI_OPT_STREAMS) && matches(a, "--compress")) {
             if (!(v = option_value(cn, "--compress", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
-            if (!compress_mode_ok(v))
+            if (!rfs_zmode_valid(v))
                 return cli_usage(cn, "--compress needs none, lz4, zstd, zstd:LEVEL (1-19), "
                                  "either followed by +shuffle, or auto, got '%s'", v);
             o->compress = v;

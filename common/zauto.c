@@ -97,6 +97,16 @@ int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
     return RFS_OK;
 }
 
+int rfs_zmode_valid(const char *s)
+{
+    unsigned mode;
+    int level;
+    if (rfs_zmode_parse(s, &mode, &level) == RFS_OK)
+        return 1;
+    rfs_clear_error();
+    return 0;
+}
+
 void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap)
 {
     if (mode == RFS_Z_NONE || mode == RFS_Z_AUTO) {

@@ -29,6 +29,8 @@ typedef struct rfs_packed {
 /* "none", "lz4", "zstd", "zstd:LEVEL" (1..19), either codec followed by "+shuffle"
  * ("zstd:3+shuffle"), "auto"; RFS_E_INVAL with a message otherwise. */
 int rfs_zmode_parse(const char *s, unsigned *mode, int *level);
+/* 1 when rfs_zmode_parse takes s; leaves no error behind (for checking a hint or option). */
+int rfs_zmode_valid(const char *s);
 /* The mode as the hint spells it ("zstd:3"), for MPI_File_get_info and messages. */
 void rfs_zmode_name(unsigned mode, int level, char *buf, size_t cap);
 

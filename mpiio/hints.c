@@ -88,17 +88,6 @@ static int parse_size(const char *v, int64_t min, int64_t max, int64_t *out)
     return 1;
 }
 
-/* rfs_compress / --compress: what rfs_zmode_parse takes (common/zauto.h). */
-static int compress_mode_ok(const char *v)
-{
-    unsigned mode;
-    int level;
-    if (rfs_zmode_parse(v, &mode, &level) == RFS_OK)
-        return 1;
-    rfs_clear_error();
-    return 0;
-}
-
 static int parse_tristate(const char *v, int *out)
 {
     if (!strcmp(v, "enable"))
@@ -227,7 +216,7 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
             return 0;
         h->abt_wait_timeout_ms = x;
     } else if (!strcmp(key, "rfs_compress")) {
-        if (!compress_mode_ok(v))
+        if (!rfs_zmode_valid(v))
             return 0;
         snprintf(h->compress, sizeof h->compress, "%s", v);
     } else if (!strcmp(key, "rfs_staging_dir")) {
@@ -356,7 +345,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     MPI_Info_set(info, "rfs_file_perm", v);
     const char *zenv = getenv("RFS_COMPRESS");
     MPI_Info_set(info, "rfs_compress", h->compress[0] ? h->compress
-                                       : zenv && compress_mode_ok(zenv) ? zenv : "auto");
+                                       : zenv && rfs_zmode_valid(zenv) ? zenv : "auto");
     MPI_Info_set(info, "rfs_abt", h->abt == MP_ENABLE ? "enable" : "disable");
     if (h->abt == MP_ENABLE) {
         SETI("rfs_abt_buffer_size", h->abt_buffer_size);
