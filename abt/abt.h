@@ -19,20 +19,20 @@
 #include "rfs/rfs_io.h"
 
 typedef struct rfs_abt_config {
-    uint64_t buffer_size;      /* bytes per buffer (hint rfs_abt_buffer_size) */
-    uint64_t max_memory;       /* cap on buffer memory (hint rfs_abt_max_memory); 0: default */
-    const char *staging_dir;   /* hint rfs_staging_dir; NULL: $RFS_STAGING_DIR, $TMPDIR, /tmp */
-    int threads;               /* background sender threads (hint rfs_abt_threads) */
-    int defer_close;           /* close returns once writes are queued (hint rfs_defer_close) */
-    int background_staging;    /* eq. (1) stager on/off (hint rfs_abt_bg_staging) */
-    double interval_s;         /* I: time between output phases; 0: learn it */
-    uint64_t output_bytes;     /* N: bytes per output phase; 0: learn it */
-    int sync_staging;          /* fdatasync staged data before the write returns */
-    int local_ranks;           /* processes sharing this node's memory (for the default cap) */
-    double wait_timeout_s;     /* how long a write may wait for buffer or staging space while
-                                * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
-    struct rfs_runtime *rt;    /* whose engine the file joins, whose workers run it
-                                * (client/runtime.h); NULL: the default runtime */
+    uint64_t buffer_size;    /* bytes per buffer (hint rfs_abt_buffer_size) */
+    uint64_t max_memory;     /* cap on buffer memory (hint rfs_abt_max_memory); 0: default */
+    const char *staging_dir; /* hint rfs_staging_dir; NULL: $RFS_STAGING_DIR, $TMPDIR, /tmp */
+    int threads;             /* background sender threads (hint rfs_abt_threads) */
+    int defer_close;         /* close returns once writes are queued (hint rfs_defer_close) */
+    int background_staging;  /* eq. (1) stager on/off (hint rfs_abt_bg_staging) */
+    double interval_s;       /* I: time between output phases; 0: learn it */
+    uint64_t output_bytes;   /* N: bytes per output phase; 0: learn it */
+    int sync_staging;        /* fdatasync staged data before the write returns */
+    int local_ranks;         /* processes sharing this node's memory (for the default cap) */
+    double wait_timeout_s;   /* how long a write may wait for buffer or staging space while
+                              * nothing is delivered (hint rfs_abt_wait_timeout_ms) */
+    struct rfs_runtime *rt;  /* whose engine the file joins, whose workers run it
+                              * (client/runtime.h); NULL: the default runtime */
 } rfs_abt_config;
 
 #define RFS_ABT_DEFAULT_BUFFER (4u << 20)
@@ -73,21 +73,21 @@ int rfs_abt_finalize_in(struct rfs_runtime *rt);
 int rfs_abt_finalize(void);
 
 typedef struct rfs_abt_stats {
-    uint64_t bytes_buffered;     /* copied into memory buffers */
-    uint64_t bytes_staged_fg;    /* written to the journal because the memory cap was reached */
-    uint64_t bytes_staged_bg;    /* moved from memory to the journal by the eq. (1) stager */
-    uint64_t bytes_sent;         /* delivered to the layer below */
-    uint64_t bytes_failed;       /* whose background write failed (kept in the journal) */
+    uint64_t bytes_buffered;  /* copied into memory buffers */
+    uint64_t bytes_staged_fg; /* written to the journal because the memory cap was reached */
+    uint64_t bytes_staged_bg; /* moved from memory to the journal by the eq. (1) stager */
+    uint64_t bytes_sent;      /* delivered to the layer below */
+    uint64_t bytes_failed;    /* whose background write failed (kept in the journal) */
     uint64_t memory_cap, memory_peak;
-    double remote_bw, staging_bw;  /* measured Bx and Bw, bytes/s (0: not measured yet) */
-    double interval_s;             /* learned I */
-    uint64_t output_bytes;         /* learned N */
-    uint64_t phases;               /* output phases seen */
-    double enqueue_s;              /* application-thread time inside ABT's write calls (copy
-                                    * into buffers, foreground staging): ABT's visible cost */
-    double thread_cpu_s;           /* CPU time of ABT's own threads (senders, stager, pool
-                                    * filler), summed when they exit at rfs_abt_finalize */
-    uint64_t bytes_prefaulted;     /* buffer memory touched in the background before use */
+    double remote_bw, staging_bw; /* measured Bx and Bw, bytes/s (0: not measured yet) */
+    double interval_s;            /* learned I */
+    uint64_t output_bytes;        /* learned N */
+    uint64_t phases;              /* output phases seen */
+    double enqueue_s;             /* application-thread time inside ABT's write calls (copy
+                                   * into buffers, foreground staging): ABT's visible cost */
+    double thread_cpu_s;          /* CPU time of ABT's own threads (senders, stager, pool
+                                   * filler), summed when they exit at rfs_abt_finalize */
+    uint64_t bytes_prefaulted;    /* buffer memory touched in the background before use */
 } rfs_abt_stats;
 /* The statistics of rt's engine (NULL: the default runtime); zeros when it never ran. */
 void rfs_abt_get_stats_in(struct rfs_runtime *rt, rfs_abt_stats *s);

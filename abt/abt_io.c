@@ -9,8 +9,14 @@
 #include "abt/engine.h"
 #include "common/err.h"
 
-static abt_file *F(rfs_io *io) { return (abt_file *)io; }
-static rfs_io *B(rfs_io *io) { return F(io)->below; }
+static abt_file *F(rfs_io *io)
+{
+    return (abt_file *)io;
+}
+static rfs_io *B(rfs_io *io)
+{
+    return F(io)->below;
+}
 
 /* A write no server could ever accept fails now, not later from the background (and is not
  * kept in the journal for a recovery that could never deliver it). */
@@ -22,8 +28,8 @@ static int check_range(rfs_io *io, uint64_t off, uint64_t len)
     return RFS_OK;
 }
 
-static int abt_pwritev_gather(rfs_io *io, const rfs_extent *ext, size_t n,
-                              const struct iovec *mem, size_t nmem, size_t *done)
+static int abt_pwritev_gather(rfs_io *io, const rfs_extent *ext, size_t n, const struct iovec *mem,
+                              size_t nmem, size_t *done)
 {
     uint64_t total = 0, have = 0;
     int rc = RFS_OK;
@@ -76,7 +82,10 @@ static int abt_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, si
     return B(io)->ops->preadv(B(io), ext, n, buf, done);
 }
 
-static void drain(rfs_io *io) { rfs_abt_wait_file(F(io), 0, UINT64_MAX, 0); }
+static void drain(rfs_io *io)
+{
+    rfs_abt_wait_file(F(io), 0, UINT64_MAX, 0);
+}
 
 static int abt_sync(rfs_io *io)
 {
@@ -231,7 +240,10 @@ static const rfs_io_ops abt_ops = {
     .remove = abt_remove,
 };
 
-const rfs_io_ops *rfs_abt_ops(void) { return &abt_ops; }
+const rfs_io_ops *rfs_abt_ops(void)
+{
+    return &abt_ops;
+}
 
 int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_io **out)
 {
@@ -255,8 +267,8 @@ int rfs_abt_wrap(rfs_io *below, const char *name, const rfs_abt_config *c, rfs_i
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
     f->io.ops = &abt_ops;
-    f->io.features = RFS_IO_F_GATHER | RFS_IO_F_MARKS |
-                     (below->features & (RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS));
+    f->io.features =
+        RFS_IO_F_GATHER | RFS_IO_F_MARKS | (below->features & (RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS));
     memcpy(f->io.server, below->server, sizeof f->io.server);
     memcpy(f->io.path, below->path, sizeof f->io.path);
     f->below = below;

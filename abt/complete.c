@@ -71,7 +71,7 @@ static void probe_version(abt_engine *e, abt_chunk *c, int rc, int noted)
 {
     int server_answered = rc != RFS_E_CONN && rc != RFS_E_TIMEOUT && rc != RFS_E_PROTO;
     char *probe = !noted && server_answered && !file_busy_besides(c) &&
-                  (!unanswered_besides(c) || rfs_journal_track_due(c->f->name))
+                          (!unanswered_besides(c) || rfs_journal_track_due(c->f->name))
                       ? strdup(c->f->name)
                       : NULL;
     if (probe) {
@@ -96,8 +96,10 @@ static void keep_failed(abt_engine *e, abt_chunk *c, int rc, const char *msg)
         pthread_mutex_lock(&e->mu);
         c->busy--;
         if (src != RFS_OK)
-            snprintf(kept, sizeof kept, "; could not keep the data in the staging journal, "
-                     "%" PRIu64 " bytes are lost", c->len);
+            snprintf(kept, sizeof kept,
+                     "; could not keep the data in the staging journal, "
+                     "%" PRIu64 " bytes are lost",
+                     c->len);
     }
     if (f->err == RFS_OK) {
         f->err = rc;
@@ -143,7 +145,7 @@ void abt_finish_chunk(abt_chunk *c, int rc, const char *msg, int noted)
     if (rc == RFS_OK) {
         c->answered = 1;
         pthread_cond_broadcast(&e->done);
-        pthread_cond_broadcast(&e->work);  /* later writes on its bytes may go now */
+        pthread_cond_broadcast(&e->work); /* later writes on its bytes may go now */
     }
     probe_version(e, c, rc, noted);
     note_outcome(e, rc, msg);

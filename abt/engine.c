@@ -203,7 +203,7 @@ static int engine_join(abt_engine *e, const rfs_abt_config *c)
     if (c->max_memory > e->cap_bytes)
         abt_pool_set_cap(e, c->max_memory);
     take_phase_hints(e, c);
-    add_senders(e, threads_wanted(c));  /* fewer than asked: the file shares those running */
+    add_senders(e, threads_wanted(c)); /* fewer than asked: the file shares those running */
     return RFS_OK;
 }
 
@@ -314,7 +314,7 @@ int rfs_abt_finalize_engine(abt_engine *e)
     pthread_mutex_lock(&e->mu);
     int err = e->final_err;
     char msg[RFS_ERRMSG_MAX];
-    const char *where = NULL;  /* the staging directory `rfs recover` must look in */
+    const char *where = NULL; /* the staging directory `rfs recover` must look in */
     snprintf(msg, sizeof msg, "%s", e->final_msg);
     for (abt_file *f = e->open_files; f && err == RFS_OK; f = f->next_open)
         if (f->err != RFS_OK) {
@@ -356,7 +356,10 @@ int rfs_abt_finalize_in(rfs_runtime *rt)
     return e ? rfs_abt_finalize_engine(e) : RFS_OK;
 }
 
-int rfs_abt_finalize(void) { return rfs_abt_finalize_in(NULL); }
+int rfs_abt_finalize(void)
+{
+    return rfs_abt_finalize_in(NULL);
+}
 
 void rfs_abt_get_stats_in(rfs_runtime *rt, rfs_abt_stats *s)
 {
@@ -375,4 +378,7 @@ void rfs_abt_get_stats_in(rfs_runtime *rt, rfs_abt_stats *s)
     pthread_mutex_unlock(&e->mu);
 }
 
-void rfs_abt_get_stats(rfs_abt_stats *s) { rfs_abt_get_stats_in(NULL, s); }
+void rfs_abt_get_stats(rfs_abt_stats *s)
+{
+    rfs_abt_get_stats_in(NULL, s);
+}

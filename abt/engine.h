@@ -36,41 +36,41 @@ typedef struct abt_chunk {
     struct abt_chunk *prev, *next;
     abt_file *f;
     uint64_t seq;
-    double born;             /* when it was queued: senders defer it at most SEND_DEFER_MAX_S */
+    double born; /* when it was queued: senders defer it at most SEND_DEFER_MAX_S */
     rfs_extent *ext;
     uint32_t n_ext, cap_ext;
-    uint64_t lo, hi;         /* bounding file range of the extents */
-    uint8_t *buf;            /* pool buffer, or NULL when the data is staged */
-    uint64_t len;            /* data bytes */
-    int staged;              /* data lives in the journal at data_off */
+    uint64_t lo, hi; /* bounding file range of the extents */
+    uint8_t *buf;    /* pool buffer, or NULL when the data is staged */
+    uint64_t len;    /* data bytes */
+    int staged;      /* data lives in the journal at data_off */
     uint64_t rec_off, data_off;
-    int busy;                /* > 0: being filled or staged by another thread: not sendable */
+    int busy; /* > 0: being filled or staged by another thread: not sendable */
     int inflight;
-    int answered;            /* the server answered its write (it may still be queued while
-                              * the file version is asked for, see finish_chunk) */
-    int sealed;              /* no more coalescing into this chunk */
-    uint64_t resv;           /* journal space reserved for this chunk while it is in memory */
+    int answered;  /* the server answered its write (it may still be queued while
+                    * the file version is asked for, see finish_chunk) */
+    int sealed;    /* no more coalescing into this chunk */
+    uint64_t resv; /* journal space reserved for this chunk while it is in memory */
 } abt_chunk;
 
 struct abt_file {
-    rfs_io io;               /* first member: the rfs_io handed to the layer above */
+    rfs_io io; /* first member: the rfs_io handed to the layer above */
     rfs_io *below;
     char *name;
-    int pending;             /* chunks queued or in flight */
-    abt_chunk *last;         /* newest chunk of this file, for coalescing small writes */
-    int err;                 /* first background error not yet reported */
+    int pending;     /* chunks queued or in flight */
+    abt_chunk *last; /* newest chunk of this file, for coalescing small writes */
+    int err;         /* first background error not yet reported */
     char errmsg[RFS_ERRMSG_MAX];
-    int defer_close;         /* hint rfs_defer_close */
-    int closing;             /* deferred close: close below once pending reaches 0 */
+    int defer_close; /* hint rfs_defer_close */
+    int closing;     /* deferred close: close below once pending reaches 0 */
     int sync_staging;
-    double wait_timeout_s;   /* hint rfs_abt_wait_timeout_ms */
-    int threads;             /* hint rfs_abt_threads: at most this many of its chunks in flight */
-    int inflight;            /* its chunks being sent (mu) */
-    int bg_staging;          /* hint rfs_abt_bg_staging: the stager may move its chunks */
-    abt_engine *e;           /* the engine of the file's runtime */
-    abt_stage *stage;        /* hint rfs_staging_dir: where its staged data goes */
-    uint64_t buf_size;       /* hint rfs_abt_buffer_size: its writes are cut into pieces of
-                              * this size, each in a buffer of this size */
+    double wait_timeout_s; /* hint rfs_abt_wait_timeout_ms */
+    int threads;           /* hint rfs_abt_threads: at most this many of its chunks in flight */
+    int inflight;          /* its chunks being sent (mu) */
+    int bg_staging;        /* hint rfs_abt_bg_staging: the stager may move its chunks */
+    abt_engine *e;         /* the engine of the file's runtime */
+    abt_stage *stage;      /* hint rfs_staging_dir: where its staged data goes */
+    uint64_t buf_size;     /* hint rfs_abt_buffer_size: its writes are cut into pieces of
+                            * this size, each in a buffer of this size */
     /* Where the journal's versions of the file come from: 1 the replies of the deliveries
      * (below's version op, no round trip), -1 STAT probes (an older server), 0 not known yet
      * (a deferred open: probed at open, replies tried after each delivery). */
@@ -90,12 +90,12 @@ typedef struct abt_bufclass {
  * runtime's ABT files. */
 struct abt_engine {
     pthread_mutex_t mu;
-    pthread_cond_t work;     /* a chunk became sendable, or stop */
-    pthread_cond_t done;     /* a chunk left the queue */
+    pthread_cond_t work; /* a chunk became sendable, or stop */
+    pthread_cond_t done; /* a chunk left the queue */
     int started, stop;
     abt_chunk *head, *tail;
     uint64_t next_seq;
-    abt_file *open_files;    /* files not yet closed below (including deferred closes) */
+    abt_file *open_files; /* files not yet closed below (including deferred closes) */
 
     /* Buffer pool (pool.c): buffers allocated on demand in the sizes the files ask for, under
      * one cap in bytes (rfs-abt.txt's ABSmax: the memory ABT may take, whatever the file);
@@ -105,22 +105,22 @@ struct abt_engine {
      * prefault_bytes of buffers of prefault_size (the first file's) when the engine starts. */
     uint64_t cap_bytes, used_bytes, free_bytes, alloc_bytes;
     uint64_t prefault_bytes, prefault_size;
-    uint64_t buf_max;        /* the largest buffer size of the files so far */
+    uint64_t buf_max; /* the largest buffer size of the files so far */
     abt_bufclass *cls;
     int n_cls;
 
-    abt_stage *stages;       /* the staging directories of the files, each with its journal */
+    abt_stage *stages; /* the staging directories of the files, each with its journal */
     /* Outcome of background writes, for writes that wait for space (place_piece). */
     uint64_t delivered, failures;
-    int last_failed;         /* the latest completion was a failure */
+    int last_failed; /* the latest completion was a failure */
     char last_fail[512];
 
     int n_threads;
-    rfs_runtime *rt;         /* whose part it is; its workers run the senders and the stager */
-    abt_engine *reg_next;    /* the process's live engines (engine.c) */
+    rfs_runtime *rt;      /* whose part it is; its workers run the senders and the stager */
+    abt_engine *reg_next; /* the process's live engines (engine.c) */
     rfs_task threads[16];
     rfs_task stager;
-    int bg_files;            /* open files with background staging on */
+    int bg_files; /* open files with background staging on */
     rfs_abt_phases phases;
     double hint_interval;
     uint64_t hint_output;
@@ -130,15 +130,15 @@ struct abt_engine {
     /* Bandwidth estimates (bytes/s): Bx over time with at least one send in flight. */
     int n_inflight;
     /* Senders yield to the application's writes (see sendable() in engine.c). */
-    int writing;             /* application threads inside rfs_abt_enqueue */
-    double last_write_end;   /* when the last of them returned */
+    int writing;           /* application threads inside rfs_abt_enqueue */
+    double last_write_end; /* when the last of them returned */
     double busy_mark;
     double bx, bw;
     /* Bx window (see note_bandwidth in sender.c): opened at a completion, -1 while none is
      * open; and the bytes of the current busy period, for a first estimate. */
     double bx_win_start, bx_win_bytes, bx_period_bytes;
 
-    int final_err;           /* first error of a deferred close, reported at finalize */
+    int final_err; /* first error of a deferred close, reported at finalize */
     char final_msg[RFS_ERRMSG_MAX];
     rfs_abt_stats stats;
 };
@@ -160,8 +160,8 @@ int rfs_abt_engine_start(abt_engine *e, const rfs_abt_config *c, abt_stage **sta
 typedef struct abt_src {
     const struct iovec *iov;
     size_t n;
-    size_t i;     /* current run */
-    size_t at;    /* bytes of run i already taken */
+    size_t i;  /* current run */
+    size_t at; /* bytes of run i already taken */
 } abt_src;
 /* Waits for every queued write and deferred close of e, stops its threads, closes its
  * journals (rfs_abt_finalize). */

@@ -90,9 +90,10 @@ int rfs_journal_check_header(int fd, rfs_journal_info *info)
         memcpy(&magic1, h, 4);
     if (n >= 5 && magic1 == J_MAGIC && h[4] == 1)
         return rfs_fail(RFS_E_VERSION, "a journal of format 1 (written by rfs before 2026-11-25, "
-                        "no file header): recover it with that version of rfs");
+                                       "no file header): recover it with that version of rfs");
     if (n < 8 || memcmp(h, J_FILE_MAGIC, 8) != 0)
-        return rfs_fail(RFS_E_INVAL, "not an rfs journal (%s)", n == 0 ? "empty file" : "no journal header");
+        return rfs_fail(RFS_E_INVAL, "not an rfs journal (%s)",
+                        n == 0 ? "empty file" : "no journal header");
     uint32_t fmt, hsz, crc;
     memcpy(&fmt, h + 8, 4);
     memcpy(&hsz, h + 12, 4);
@@ -163,7 +164,7 @@ typedef struct vt_entry {
      * this name; a generation no live journal has any more is dropped when one is added. */
     uint64_t *gens;
     size_t n_gens, cap_gens;
-    int64_t asked_ns;       /* when it was last asked (CLOCK_MONOTONIC) */
+    int64_t asked_ns; /* when it was last asked (CLOCK_MONOTONIC) */
 } vt_entry;
 
 /* One table per process, shared by the journals of every runtime (an ABT engine has one per
@@ -172,7 +173,7 @@ typedef struct vt_entry {
 static pthread_mutex_t vt_mu = PTHREAD_MUTEX_INITIALIZER;
 static vt_entry *vt;
 static size_t vt_n, vt_cap;
-static rfs_journal *vt_live;          /* the process's open journals (live_next) */
+static rfs_journal *vt_live; /* the process's open journals (live_next) */
 static _Atomic uint64_t vt_ticket;
 static uint64_t vt_next_gen = 1;
 
@@ -374,7 +375,8 @@ int rfs_journal_append_version_fd(int fd, const char *name, const rfs_journal_ve
 int rfs_journal_open(const char *dir, rfs_journal **out)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return rfs_fail(rfs_err_from_errno(errno), "staging directory %s: %s", dir, strerror(errno));
+        return rfs_fail(rfs_err_from_errno(errno), "staging directory %s: %s", dir,
+                        strerror(errno));
     rfs_journal *j = calloc(1, sizeof *j);
     if (!j)
         return rfs_fail(RFS_E_NOMEM, "out of memory for the staging journal");
@@ -415,8 +417,8 @@ int rfs_journal_open(const char *dir, rfs_journal **out)
 }
 
 int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs_extent *ext,
-                       uint32_t n_ext, const void *data, uint64_t len, int sync,
-                       uint64_t *rec_off, uint64_t *data_off)
+                       uint32_t n_ext, const void *data, uint64_t len, int sync, uint64_t *rec_off,
+                       uint64_t *data_off)
 {
     size_t name_len = strlen(name);
     if (name_len == 0 || name_len > RFS_JOURNAL_MAX_NAME || n_ext > RFS_JOURNAL_MAX_EXT ||
@@ -445,8 +447,7 @@ int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs
     if (e && !vt_written(e, j->gen)) {
         rc = append_version_locked(j, name, &e->v);
         if (rc == RFS_OK && vt_add_written(e, j->gen) != RFS_OK)
-            rc = rfs_fail(RFS_E_NOMEM, "out of memory staging %llu bytes",
-                          (unsigned long long)len);
+            rc = rfs_fail(RFS_E_NOMEM, "out of memory staging %llu bytes", (unsigned long long)len);
     }
     uint64_t at = j->end;
     if (rc == RFS_OK) {
@@ -498,8 +499,10 @@ int rfs_journal_read(rfs_journal *j, uint64_t data_off, void *buf, uint64_t len)
 int rfs_journal_mark_done_fd(int fd, uint64_t rec_off)
 {
     uint8_t done = 1;
-    return write_full(fd, &done, 1, rec_off + J_STATE_OFF) == 0 ? RFS_OK
-        : rfs_fail(RFS_E_IO, "staging journal: cannot mark record delivered: %s", strerror(errno));
+    return write_full(fd, &done, 1, rec_off + J_STATE_OFF) == 0
+               ? RFS_OK
+               : rfs_fail(RFS_E_IO, "staging journal: cannot mark record delivered: %s",
+                          strerror(errno));
 }
 
 int rfs_journal_mark_done(rfs_journal *j, uint64_t rec_off)
@@ -634,7 +637,7 @@ static int parse_body(int fd, uint64_t off, const parsed *p, int meta_only, rfs_
                       rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end)
 {
     if (meta_only && p->kind == RFS_JOURNAL_DATA)
-        return 0;  /* a quick look wants only the versions */
+        return 0; /* a quick look wants only the versions */
     uint8_t *body = malloc(p->total - J_HDR + 1);
     char *name = malloc((size_t)p->nl + 1);
     rfs_extent *ext = malloc(sizeof *ext * (p->n_ext ? p->n_ext : 1));
@@ -685,8 +688,7 @@ static int file_size(int fd, uint64_t *size)
     return RFS_OK;
 }
 
-int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx,
-                     rfs_journal_end *end)
+int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end)
 {
     return rfs_journal_scan_from(fd, RFS_JOURNAL_FILE_HDR, 1, meta_only, fn, ctx, end);
 }

@@ -30,11 +30,11 @@ typedef struct rfs_journal {
     int fd;
     char path[4200];
     pthread_mutex_t mu;
-    uint64_t end;        /* append offset */
-    uint64_t pending;    /* records not yet marked done */
-    uint64_t gen;        /* bumped when the records are truncated away (version records too);
-                          * unique across the process's journals */
-    struct rfs_journal *live_next;  /* the process's open journals (journal.c) */
+    uint64_t end;     /* append offset */
+    uint64_t pending; /* records not yet marked done */
+    uint64_t gen;     /* bumped when the records are truncated away (version records too);
+                       * unique across the process's journals */
+    struct rfs_journal *live_next; /* the process's open journals (journal.c) */
 } rfs_journal;
 
 /* Creates a new journal file in dir (created if missing), writes its header and locks it. */
@@ -43,8 +43,8 @@ int rfs_journal_open(const char *dir, rfs_journal **out);
  * where the record starts (for rfs_journal_mark_done). The first record for a name in a
  * journal is preceded by a version record of that name (see rfs_journal_track). */
 int rfs_journal_append(rfs_journal *j, uint64_t seq, const char *name, const rfs_extent *ext,
-                       uint32_t n_ext, const void *data, uint64_t len, int sync,
-                       uint64_t *rec_off, uint64_t *data_off);
+                       uint32_t n_ext, const void *data, uint64_t len, int sync, uint64_t *rec_off,
+                       uint64_t *data_off);
 int rfs_journal_read(rfs_journal *j, uint64_t data_off, void *buf, uint64_t len);
 int rfs_journal_mark_done(rfs_journal *j, uint64_t rec_off);
 /* Truncates the journal to its header when no record is pending (bounds staging disk use);
@@ -56,11 +56,11 @@ int rfs_journal_close(rfs_journal *j);
 /* ---- target file versions (replay safety) ---- */
 
 typedef struct rfs_journal_version {
-    int known;           /* 0: the writer could not ask the server */
-    int exists;          /* 0: the file did not exist */
+    int known;  /* 0: the writer could not ask the server */
+    int exists; /* 0: the file did not exist */
     uint64_t size;
     int64_t mtime_ns;
-    uint64_t ticket;     /* order of the probes in the writing process: the highest is newest */
+    uint64_t ticket; /* order of the probes in the writing process: the highest is newest */
 } rfs_journal_version;
 
 /* Asks the server for name's size and mtime with a STAT (ticket taken before asking, so a
@@ -110,10 +110,10 @@ int rfs_journal_check_header(int fd, rfs_journal_info *info);
 #define RFS_JOURNAL_VERSION 2u
 
 typedef struct rfs_journal_rec {
-    uint64_t rec_off, rec_len;   /* where the record starts and its length in the journal */
-    uint64_t index;              /* 1-based position among the journal's records */
-    unsigned kind;               /* RFS_JOURNAL_DATA or RFS_JOURNAL_VERSION */
-    uint64_t seq, len;           /* DATA: write order and data bytes */
+    uint64_t rec_off, rec_len; /* where the record starts and its length in the journal */
+    uint64_t index;            /* 1-based position among the journal's records */
+    unsigned kind;             /* RFS_JOURNAL_DATA or RFS_JOURNAL_VERSION */
+    uint64_t seq, len;         /* DATA: write order and data bytes */
     int done;
     const char *name;
     const rfs_extent *ext;
@@ -124,21 +124,21 @@ typedef struct rfs_journal_rec {
 
 /* How a scan ended. */
 typedef enum rfs_journal_end_kind {
-    RFS_JOURNAL_CLEAN = 0,   /* every byte belongs to an intact record */
-    RFS_JOURNAL_TORN,        /* the last record is incomplete: the writer died mid-append */
-    RFS_JOURNAL_CORRUPT,     /* a record fails its checksum or is malformed (data may follow) */
+    RFS_JOURNAL_CLEAN = 0, /* every byte belongs to an intact record */
+    RFS_JOURNAL_TORN,      /* the last record is incomplete: the writer died mid-append */
+    RFS_JOURNAL_CORRUPT,   /* a record fails its checksum or is malformed (data may follow) */
 } rfs_journal_end_kind;
 
 typedef struct rfs_journal_end {
     rfs_journal_end_kind kind;
-    uint64_t index;          /* TORN/CORRUPT: 1-based number of the bad record */
-    uint64_t off;            /* its offset in the journal */
-    uint64_t bytes_after;    /* journal bytes from off to the end of the file */
-    uint64_t present, want;  /* TORN: bytes of the record present / its full length */
-    char why[160];           /* CORRUPT: what is wrong */
-    char name[512];          /* the file the bad record claims to be for, if its header is sane */
-    uint64_t claimed_len;    /* and the data bytes it claims to carry (0 if unknown) */
-    uint64_t next_off;       /* CORRUPT with an intact head: where the next record starts */
+    uint64_t index;         /* TORN/CORRUPT: 1-based number of the bad record */
+    uint64_t off;           /* its offset in the journal */
+    uint64_t bytes_after;   /* journal bytes from off to the end of the file */
+    uint64_t present, want; /* TORN: bytes of the record present / its full length */
+    char why[160];          /* CORRUPT: what is wrong */
+    char name[512];         /* the file the bad record claims to be for, if its header is sane */
+    uint64_t claimed_len;   /* and the data bytes it claims to carry (0 if unknown) */
+    uint64_t next_off;      /* CORRUPT with an intact head: where the next record starts */
 } rfs_journal_end;
 
 /* Calls fn for each intact record of the journal open on fd (header already checked), in file
@@ -146,8 +146,7 @@ typedef struct rfs_journal_end {
  * verified): fn sees only the version records, for a quick look at them. fn returns 0 to go
  * on, or a negative rfs_err, which stops the scan and is returned. */
 typedef int (*rfs_journal_rec_fn)(void *ctx, const rfs_journal_rec *r);
-int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx,
-                     rfs_journal_end *end);
+int rfs_journal_scan(int fd, int meta_only, rfs_journal_rec_fn fn, void *ctx, rfs_journal_end *end);
 /* The same from the record at off, numbered first_index (to look past a corrupt record whose
  * head is intact: end->next_off). */
 int rfs_journal_scan_from(int fd, uint64_t off, uint64_t first_index, int meta_only,

@@ -30,7 +30,7 @@ void rfs_abt_phases_write(rfs_abt_phases *p, double now, uint64_t len)
 {
     if (p->last_write < 0 || now - p->last_write >= p->gap_s) {
         if (p->phases > 0) {
-            if (p->phase_bytes > 0)  /* not yet ended by rfs_abt_phases_computing */
+            if (p->phase_bytes > 0) /* not yet ended by rfs_abt_phases_computing */
                 end_phase(p);
             p->interval = rfs_ewma(p->interval, now - p->phase_start, 0.5);
         }

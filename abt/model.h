@@ -16,12 +16,12 @@ double rfs_abt_stage_bytes(double abs_max, double abs_now, double n, double i_re
 /* Output phases: a write after at least `gap_s` seconds without writes starts a new phase. */
 typedef struct rfs_abt_phases {
     double gap_s;
-    double last_write;      /* time the last write returned; < 0 before any */
-    double phase_start;     /* start of the current (or last) output phase */
-    uint64_t phase_bytes;   /* bytes in the current phase */
+    double last_write;    /* time the last write returned; < 0 before any */
+    double phase_start;   /* start of the current (or last) output phase */
+    uint64_t phase_bytes; /* bytes in the current phase */
     uint64_t phases;
-    double interval;        /* learned I (start to start); 0 until two phases were seen */
-    double output;          /* learned N (bytes per phase); 0 until one phase ended */
+    double interval; /* learned I (start to start); 0 until two phases were seen */
+    double output;   /* learned N (bytes per phase); 0 until one phase ended */
 } rfs_abt_phases;
 
 void rfs_abt_phases_init(rfs_abt_phases *p, double gap_s);

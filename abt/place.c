@@ -70,8 +70,8 @@ static int take_buffer(abt_engine *e, abt_chunk *c, uint64_t rec)
 /* Why a write that found no room must not wait any longer, or NULL. Waiting helps only while
  * writes are being delivered: that frees buffers and, once a queue is empty, its journal. mu
  * held. */
-static const char *no_use_waiting(abt_engine *e, const abt_chunk *c, int rc,
-                                  uint64_t failures0, double deadline)
+static const char *no_use_waiting(abt_engine *e, const abt_chunk *c, int rc, uint64_t failures0,
+                                  double deadline)
 {
     if (e->failures != failures0 || e->last_failed)
         return "the server is not taking writes";
@@ -94,10 +94,12 @@ static int placement_failed(abt_engine *e, abt_chunk *c, int rc, const char *why
     if (e->last_failed)
         snprintf(srv, sizeof srv, " (last failure: %s)", e->last_fail);
     /* The reason first: MPI error strings may be cut at 256 characters (Open MPI). */
-    return rfs_fail(rc, "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted "
+    return rfs_fail(rc,
+                    "%s:%s: write of %" PRIu64 " bytes at offset %" PRIu64 " not accepted "
                     "(nothing of it buffered): no buffer or staging room and %s%s; staging in "
-                    "%s: %s", c->f->io.server, c->f->io.path, c->len, c->lo, why, srv,
-                    c->f->stage->dir, cause->msg);
+                    "%s: %s",
+                    c->f->io.server, c->f->io.path, c->len, c->lo, why, srv, c->f->stage->dir,
+                    cause->msg);
 }
 
 /* Puts a new chunk's data in a buffer (with journal room reserved) or in the journal. When
@@ -112,8 +114,8 @@ int abt_place_piece(abt_chunk *c, abt_src *src)
     uint64_t delivered = e->delivered;
     double deadline = rfs_abt_now() + f->wait_timeout_s;
     uint8_t *bounce = NULL;
-    const uint8_t *data = NULL;  /* the bytes, once taken from src for staging */
-    rfs_status cause;  /* why staging failed, past the waits */
+    const uint8_t *data = NULL; /* the bytes, once taken from src for staging */
+    rfs_status cause;           /* why staging failed, past the waits */
     int rc;
     for (;;) {
         if (take_buffer(e, c, rec) == RFS_OK) {
@@ -134,7 +136,7 @@ int abt_place_piece(abt_chunk *c, abt_src *src)
                   : rfs_fail(RFS_E_NOMEM, "out of memory gathering a write");
         pthread_mutex_lock(&e->mu);
         if (rc == RFS_OK) {
-            c->staged = 1;  /* foreground staging */
+            c->staged = 1; /* foreground staging */
             e->stats.bytes_staged_fg += c->len;
             break;
         }
@@ -148,8 +150,8 @@ int abt_place_piece(abt_chunk *c, abt_src *src)
             rc = placement_failed(e, c, rc, why, &cause);
             break;
         }
-        RFS_LOGD("%s: no room for %" PRIu64 " bytes (%s); waiting for deliveries", f->name,
-                 c->len, cause.msg);
+        RFS_LOGD("%s: no room for %" PRIu64 " bytes (%s); waiting for deliveries", f->name, c->len,
+                 cause.msg);
         double poll = rfs_abt_now() + ROOM_POLL_S;
         abt_wait_until(e, &e->done, poll < deadline ? poll : deadline);
     }

@@ -64,7 +64,7 @@ static int send_chunk(abt_chunk *c, rfs_status *st)
             rc = rfs_fail(RFS_E_IO, "short write (%zu of %" PRIu64 " bytes)", done, c->len);
     }
     st->rc = rc;
-    if (rc != RFS_OK)  /* its message goes with it to finish_chunk, past the version probe */
+    if (rc != RFS_OK) /* its message goes with it to finish_chunk, past the version probe */
         rfs_status_save(st, rc);
     free(tmp);
     return rc;
@@ -85,7 +85,7 @@ static void note_bandwidth(abt_engine *e, uint64_t bytes, double now)
     } else {
         e->bx_win_bytes += (double)bytes;
         double dt = now - e->bx_win_start;
-        int last = e->n_inflight == 1;  /* this completion ends the busy period */
+        int last = e->n_inflight == 1; /* this completion ends the busy period */
         /* A busy period's last window counts only if it is long enough: completions that
          * arrive in a burst (pipelined replies) would otherwise give any rate at all. */
         if (dt > 0 && e->bx_win_bytes > 0 &&
@@ -129,7 +129,7 @@ static int sendable(abt_engine *e, const abt_chunk *c, double now, double *retry
 void *abt_sender_main(void *arg)
 {
     abt_engine *e = arg;
-    double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
+    double cpu0 = abt_thread_cpu(); /* the worker may have run other jobs before */
     rfs_status sent;
     pthread_mutex_lock(&e->mu);
     for (;;) {

@@ -25,9 +25,9 @@ static void stage_one_step(abt_engine *e, double now)
     if (e->computing_since < 0)
         e->computing_since = now;
     double i_rem = e->hint_interval > 0 ? e->phases.phase_start + e->hint_interval - now
-                                       : rfs_abt_phases_remaining(&e->phases, now);
+                                        : rfs_abt_phases_remaining(&e->phases, now);
     if (e->hint_interval > 0 && i_rem < 0)
-        i_rem = 0;  /* overdue: the next output phase may start any moment */
+        i_rem = 0; /* overdue: the next output phase may start any moment */
     double n = e->hint_output ? (double)e->hint_output : e->phases.output;
     e->stats.interval_s = e->hint_interval > 0 ? e->hint_interval : e->phases.interval;
     e->stats.output_bytes = (uint64_t)n;
@@ -73,7 +73,7 @@ static void stage_one_step(abt_engine *e, double now)
 void *abt_stager_main(void *arg)
 {
     abt_engine *e = arg;
-    double cpu0 = abt_thread_cpu();  /* the worker may have run other jobs before */
+    double cpu0 = abt_thread_cpu(); /* the worker may have run other jobs before */
     pthread_mutex_lock(&e->mu);
     abt_pool_prefault(e);
     while (!e->stop) {

@@ -49,7 +49,9 @@ uint64_t abt_journal_end(abt_stage *st)
 static int try_fallocate(abt_stage *st, uint64_t from, uint64_t to)
 {
     return to > from && fallocate(st->journal->fd, FALLOC_FL_KEEP_SIZE, (off_t)from,
-                                  (off_t)(to - from)) != 0 ? errno : 0;
+                                  (off_t)(to - from)) != 0
+               ? errno
+               : 0;
 }
 
 /* Makes sure st's journal has room for everything it may have to take, plus extra. The step
@@ -68,18 +70,20 @@ int abt_reserve(abt_engine *e, abt_stage *st, uint64_t extra)
     uint64_t ahead = need + (free_mem < step ? free_mem - free_mem % e->buf_max : step);
     int err = try_fallocate(st, end, ahead);
     if (err == ENOSPC || err == EDQUOT || err == EFBIG)
-        err = try_fallocate(st, end, ahead = need);  /* a small disk may hold what is needed */
+        err = try_fallocate(st, end, ahead = need); /* a small disk may hold what is needed */
     if (err == EOPNOTSUPP) {
         /* Cannot hold room ahead here: buffered data is then kept only if the disk has space
          * when a send fails (docs/abt.md). */
         RFS_LOGW("staging directory %s cannot preallocate; ABT keeps memory-held data in the "
-                 "journal only while the disk has room", st->dir);
+                 "journal only while the disk has room",
+                 st->dir);
         st->resv_unsupported = 1;
         return RFS_OK;
     }
     if (err)
-        return rfs_fail(rfs_err_from_errno(err), "staging journal %s: no room for %" PRIu64
-                        " more bytes: %s", st->journal->path, need - end, strerror(err));
+        return rfs_fail(rfs_err_from_errno(err),
+                        "staging journal %s: no room for %" PRIu64 " more bytes: %s",
+                        st->journal->path, need - end, strerror(err));
     st->resv_hi = ahead;
     return RFS_OK;
 }

@@ -4,7 +4,6 @@
 
 #include "abt/engine_parts.h"
 
-
 static int read_below_version(void *ctx, rfs_journal_version *v)
 {
     rfs_io *b = ctx;
@@ -25,7 +24,7 @@ int rfs_abt_note_version(abt_file *f)
         return 1;
     }
     if (rc != RFS_E_BUSY)
-        atomic_store(&f->versions, -1);   /* an older server: STAT probes from now on */
+        atomic_store(&f->versions, -1); /* an older server: STAT probes from now on */
     rfs_clear_error();
     return 0;
 }

@@ -24,16 +24,16 @@
 enum { RFS_PREFETCH_AUTO = 0, RFS_PREFETCH_ENABLE = 1, RFS_PREFETCH_DISABLE = 2 };
 
 typedef struct rfs_cache_config {
-    uint64_t max_memory;      /* cap on the runtime's cached bytes (hint rfs_cache_size);
-                               * 0: default */
-    int prefetch;             /* RFS_PREFETCH_*: auto detects the pattern (hint rfs_prefetch) */
-    uint64_t prefetch_max;    /* cap on the window ahead of the reader (hint rfs_prefetch_max);
-                               * 0: default; never more than half of max_memory */
-    int threads;              /* background readers of the file (hint rfs_prefetch_threads) */
-    int local_ranks;          /* processes sharing this node's memory (for the default cap) */
-    const char *stats_name;   /* non-NULL: close prints one line of stats naming the file */
-    struct rfs_runtime *rt;   /* whose pool the file shares, whose workers read ahead
-                               * (client/runtime.h); NULL: the default runtime */
+    uint64_t max_memory;    /* cap on the runtime's cached bytes (hint rfs_cache_size);
+                             * 0: default */
+    int prefetch;           /* RFS_PREFETCH_*: auto detects the pattern (hint rfs_prefetch) */
+    uint64_t prefetch_max;  /* cap on the window ahead of the reader (hint rfs_prefetch_max);
+                             * 0: default; never more than half of max_memory */
+    int threads;            /* background readers of the file (hint rfs_prefetch_threads) */
+    int local_ranks;        /* processes sharing this node's memory (for the default cap) */
+    const char *stats_name; /* non-NULL: close prints one line of stats naming the file */
+    struct rfs_runtime *rt; /* whose pool the file shares, whose workers read ahead
+                             * (client/runtime.h); NULL: the default runtime */
 } rfs_cache_config;
 
 /* Default cap: this share of MemAvailable divided among the node's ranks, at most
@@ -69,7 +69,7 @@ typedef struct rfs_cache_stats {
     uint64_t bytes_wasted;     /* prefetched bytes dropped before anyone read them */
     uint64_t prefetch_failed;  /* prefetch requests that failed (never reported) */
     uint64_t bytes_evicted;    /* bytes dropped for the memory cap */
-    uint64_t memory_cap, memory_peak;  /* the runtime's pool */
+    uint64_t memory_cap, memory_peak; /* the runtime's pool */
 } rfs_cache_stats;
 void rfs_cache_get_stats(rfs_io *io, rfs_cache_stats *s);
 

@@ -20,14 +20,14 @@ typedef struct cx_pool cx_pool;
 /* A cached byte range [off, off+len) of one file. Extents of a file never overlap. */
 typedef struct cx_ext {
     cx_file *file;
-    uint64_t off, len;        /* len: bytes held (ready) or asked for (in flight) */
-    uint64_t alloc;           /* bytes counted against the cap */
-    uint8_t *data;            /* the bytes at off: inside buf (a drop may cut the front off) */
-    uint8_t *buf;             /* the allocation */
-    int ready;                /* 0: in flight (a read below is filling it) */
-    int stale;                /* in flight but dropped from the file: discarded when it lands */
-    int unread;               /* prefetched and not read yet (RFS_STATS "wasted" if dropped) */
-    struct cx_ext *prev, *next;   /* LRU (ready extents only); head: most recently used */
+    uint64_t off, len;          /* len: bytes held (ready) or asked for (in flight) */
+    uint64_t alloc;             /* bytes counted against the cap */
+    uint8_t *data;              /* the bytes at off: inside buf (a drop may cut the front off) */
+    uint8_t *buf;               /* the allocation */
+    int ready;                  /* 0: in flight (a read below is filling it) */
+    int stale;                  /* in flight but dropped from the file: discarded when it lands */
+    int unread;                 /* prefetched and not read yet (RFS_STATS "wasted" if dropped) */
+    struct cx_ext *prev, *next; /* LRU (ready extents only); head: most recently used */
 } cx_ext;
 
 /* A prefetch: extents in flight, read with one request below. */
@@ -38,17 +38,17 @@ typedef struct cx_job {
 } cx_job;
 
 struct cx_file {
-    rfs_io io;                /* first member: what the layer above holds */
+    rfs_io io; /* first member: what the layer above holds */
     rfs_io *below;
     int enabled;
-    cx_ext **v;               /* sorted by off */
+    cx_ext **v; /* sorted by off */
     size_t n, cap;
-    uint64_t eof;             /* the file ends here as far as reads since the last drop saw;
-                               * UINT64_MAX: not seen */
+    uint64_t eof; /* the file ends here as far as reads since the last drop saw;
+                   * UINT64_MAX: not seen */
     /* Prefetch */
-    int prefetch;             /* RFS_PREFETCH_* */
+    int prefetch; /* RFS_PREFETCH_* */
     cx_pattern pat;
-    uint64_t pf_next;         /* where the next sequential or strided prefetch starts */
+    uint64_t pf_next; /* where the next sequential or strided prefetch starts */
     uint64_t window, window_max;
     /* What sizes the window (prefetch.c): the time between the reader's reads and the
      * shortest recent prefetch round trip. */
@@ -56,8 +56,8 @@ struct cx_file {
     int gaps, lats;
     cx_job *q_head, *q_tail;
     int nthreads, threads_wanted, threads_failed;
-    rfs_runtime *rt;          /* its workers run the prefetch threads */
-    cx_pool *pool;            /* rt's: the memory cap and the lock it shares */
+    rfs_runtime *rt; /* its workers run the prefetch threads */
+    cx_pool *pool;   /* rt's: the memory cap and the lock it shares */
     rfs_task th[RFS_CACHE_MAX_THREADS];
     pthread_cond_t q_cv;
     int stop;
@@ -67,7 +67,7 @@ struct cx_file {
 
 struct cx_pool {
     pthread_mutex_t mu;
-    pthread_cond_t landed;    /* an extent became ready or went away: waiting readers look again */
+    pthread_cond_t landed; /* an extent became ready or went away: waiting readers look again */
     uint64_t used, cap, peak;
     cx_ext *lru_head, *lru_tail;
 };

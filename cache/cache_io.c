@@ -12,9 +12,18 @@
 
 #include "common/err.h"
 
-static cx_file *CF(rfs_io *io) { return (cx_file *)io; }
-static rfs_io *B(rfs_io *io) { return CF(io)->below; }
-static int on(cx_file *f) { return __atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE); }
+static cx_file *CF(rfs_io *io)
+{
+    return (cx_file *)io;
+}
+static rfs_io *B(rfs_io *io)
+{
+    return CF(io)->below;
+}
+static int on(cx_file *f)
+{
+    return __atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE);
+}
 
 /* Demand reads are kept in extents of at most this size, so eviction frees memory in steps a
  * reader can afford to lose. */
@@ -22,7 +31,7 @@ static int on(cx_file *f) { return __atomic_load_n(&f->enabled, __ATOMIC_ACQUIRE
 
 typedef struct run {
     uint64_t off, len;
-    uint64_t pos;             /* where its bytes go in the caller's buffer */
+    uint64_t pos; /* where its bytes go in the caller's buffer */
 } run;
 
 typedef struct run_vec {
@@ -112,7 +121,7 @@ static int fetch(cx_file *f, const run_vec *miss, uint8_t *buf, uint64_t *eofpos
                 if (np)
                     ph = np;
                 if (!nr)
-                    goto read;  /* what is claimed so far is kept; the rest just not cached */
+                    goto read; /* what is claimed so far is kept; the rest just not cached */
                 ph_run = nr;
                 cap_ph = nc;
             }
@@ -435,8 +444,8 @@ static int c_unlock(rfs_io *io, uint64_t off, uint64_t len)
 static int c_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len)
 {
     if (on(CF(io)) || !B(io)->ops->set_view)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: no server-side views %s", io->server,
-                        io->path, on(CF(io)) ? "while the read cache is on" : "below");
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: no server-side views %s", io->server, io->path,
+                        on(CF(io)) ? "while the read cache is on" : "below");
     return B(io)->ops->set_view(B(io), view_id, disp, enc, enc_len);
 }
 
@@ -468,7 +477,8 @@ static int c_version(rfs_io *io, rfs_io_version *v)
 static void print_stats(const cx_file *f)
 {
     const rfs_cache_stats *s = &f->st;
-    fprintf(stderr, "rfs stats %s: read cache: reads %llu, served from cache %llu (%llu bytes), "
+    fprintf(stderr,
+            "rfs stats %s: read cache: reads %llu, served from cache %llu (%llu bytes), "
             "read on demand %llu bytes, prefetched %llu bytes, prefetched never read %llu "
             "bytes, prefetch failures %llu, evicted %llu bytes, cap %llu, peak %llu\n",
             f->stats_name, (unsigned long long)s->reads, (unsigned long long)s->reads_cached,
@@ -520,7 +530,10 @@ static const rfs_io_ops cache_ops = {
     .remove = rfs_io_gen_remove,
 };
 
-const rfs_io_ops *rfs_cache_ops(void) { return &cache_ops; }
+const rfs_io_ops *rfs_cache_ops(void)
+{
+    return &cache_ops;
+}
 
 int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
 {
@@ -551,8 +564,9 @@ int rfs_cache_wrap(rfs_io *below, const rfs_cache_config *c, rfs_io **out)
     f->prefetch = c->prefetch;
     f->rt = rt;
     f->pool = pool;
-    f->threads_wanted = c->threads < 1 ? 1 : c->threads > RFS_CACHE_MAX_THREADS
-                                                 ? RFS_CACHE_MAX_THREADS : c->threads;
+    f->threads_wanted = c->threads < 1                       ? 1
+                        : c->threads > RFS_CACHE_MAX_THREADS ? RFS_CACHE_MAX_THREADS
+                                                             : c->threads;
     f->stats_name = sn;
     pthread_cond_init(&f->q_cv, NULL);
     uint64_t cap = c->max_memory ? c->max_memory : cx_default_cap(c->local_ranks);

@@ -28,8 +28,8 @@ uint64_t cx_default_cap(int local_ranks)
     }
     uint64_t cap = RFS_CACHE_DEFAULT_MEM_MAX;
     if (kb) {
-        double share = (double)kb * 1024.0 * RFS_CACHE_DEFAULT_MEM_SHARE /
-                       (local_ranks > 0 ? local_ranks : 1);
+        double share =
+            (double)kb * 1024.0 * RFS_CACHE_DEFAULT_MEM_SHARE / (local_ranks > 0 ? local_ranks : 1);
         if (share < (double)cap)
             cap = (uint64_t)share;
     }

@@ -10,11 +10,11 @@
 enum { CX_PAT_NONE = 0, CX_PAT_SEQ = 1, CX_PAT_STRIDED = 2 };
 
 typedef struct cx_pattern {
-    int have;                 /* a read was seen */
+    int have; /* a read was seen */
     uint64_t last_off, last_len;
-    uint64_t stride;          /* CX_PAT_STRIDED: step between starts */
-    int kind;                 /* what the last steps looked like */
-    int streak;               /* steps in a row that matched kind */
+    uint64_t stride; /* CX_PAT_STRIDED: step between starts */
+    int kind;        /* what the last steps looked like */
+    int streak;      /* steps in a row that matched kind */
 } cx_pattern;
 
 /* Steps that must agree before auto prefetch trusts a pattern (three reads). */

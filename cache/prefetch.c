@@ -35,7 +35,7 @@ static void start_threads(cx_file *f)
 {
     while (f->nthreads < f->threads_wanted && !f->threads_failed) {
         if (rfs_task_start(f->rt, &f->th[f->nthreads], pf_main, f) != 0) {
-            f->threads_failed = 1;  /* prefetch goes on with the threads it has, or none */
+            f->threads_failed = 1; /* prefetch goes on with the threads it has, or none */
             break;
         }
         f->nthreads++;
@@ -88,7 +88,7 @@ static uint64_t ahead_sequential(cx_file *f, uint64_t from, uint64_t to, uint64_
             ge = gs + chunk;
         cx_ext *e = cx_ext_new(f, gs, ge - gs);
         if (!e)
-            return gs;  /* the cap is full of what the reader has not read: wait for it */
+            return gs; /* the cap is full of what the reader has not read: wait for it */
         enqueue(f, &e, 1);
         x = ge;
     }
@@ -109,7 +109,7 @@ static uint64_t ahead_strided(cx_file *f, uint64_t from, uint64_t stride, uint64
             break;
         uint64_t ge = 0;
         if (cx_first_gap(f, x, x + len, &ge) != x || ge != x + len)
-            continue;  /* partly cached or in flight already */
+            continue; /* partly cached or in flight already */
         cx_ext *e = cx_ext_new(f, x, len);
         if (!e)
             break;
@@ -180,7 +180,7 @@ void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n)
         if (f->pf_next > next && (f->pf_next - next) % s == 0 && (f->pf_next - next) / s <= count) {
             uint64_t ahead = (f->pf_next - next) / s;
             if (ahead >= count / 2)
-                return;  /* more than half the window is still ahead (see above) */
+                return; /* more than half the window is still ahead (see above) */
             count -= ahead;
             from = f->pf_next;
         }
@@ -211,7 +211,7 @@ static void run_job(cx_file *f, cx_job *j)
         else if (b->ops->preadv)
             rc = b->ops->preadv(b, ext, j->n, tmp, &got);
         else
-            rc = RFS_E_UNSUPPORTED;  /* no list reads below: strided prefetch is not worth it */
+            rc = RFS_E_UNSUPPORTED; /* no list reads below: strided prefetch is not worth it */
         free(ext);
     }
     uint64_t lat = now_ns() - t0;

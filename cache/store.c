@@ -32,7 +32,10 @@ static const rfs_runtime_part_desc pool_desc = {
     .destroy = pool_destroy,
 };
 
-cx_pool *cx_pool_of(rfs_runtime *rt) { return rfs_runtime_part(rt, &pool_desc); }
+cx_pool *cx_pool_of(rfs_runtime *rt)
+{
+    return rfs_runtime_part(rt, &pool_desc);
+}
 
 size_t cx_find(const cx_file *f, uint64_t off)
 {
@@ -228,7 +231,7 @@ void cx_drop(cx_file *f, uint64_t lo, uint64_t hi)
             }
             f->v[k++] = e;
         } else {
-            e->stale = 1;  /* its reader frees it */
+            e->stale = 1; /* its reader frees it */
         }
     }
     f->n = k;

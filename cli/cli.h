@@ -21,27 +21,27 @@
 #define CLI_OPT_STREAMS 0x01u
 #define CLI_OPT_COUNT 0x02u
 #define CLI_OPT_PARENTS 0x04u
-#define CLI_OPT_PROGRESS 0x08u /* --no-progress */
-#define CLI_OPT_RECOVER 0x10u  /* recover: --to SERVER, --force */
-#define CLI_OPT_RESUME 0x20u   /* --resume (put, get) */
-#define CLI_OPT_VERIFY 0x40u   /* --verify (put, get) */
-#define CLI_OPT_CLOBBER 0x80u  /* -n/--no-clobber, -f/--force (put, get, mv) */
-#define CLI_OPT_JSON 0x100u    /* --json (ls, stat, du) */
-#define CLI_OPT_HUMAN 0x200u   /* -H/--human-readable (ls, du), ls -l */
-#define CLI_OPT_SUMMARY 0x400u /* du -s */
+#define CLI_OPT_PROGRESS 0x08u   /* --no-progress */
+#define CLI_OPT_RECOVER 0x10u    /* recover: --to SERVER, --force */
+#define CLI_OPT_RESUME 0x20u     /* --resume (put, get) */
+#define CLI_OPT_VERIFY 0x40u     /* --verify (put, get) */
+#define CLI_OPT_CLOBBER 0x80u    /* -n/--no-clobber, -f/--force (put, get, mv) */
+#define CLI_OPT_JSON 0x100u      /* --json (ls, stat, du) */
+#define CLI_OPT_HUMAN 0x200u     /* -H/--human-readable (ls, du), ls -l */
+#define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 
-#define CLI_MAX_ARGS 256        /* cp SRC... DEST */
+#define CLI_MAX_ARGS 256   /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
 
 typedef struct cli_opts {
-    int streams;            /* --streams N; 0: auto (cli_streams) */
-    int streams_given;      /* on the command line (else the config file may set it) */
-    int count;              /* --count N for ping (default 4) */
-    int parents;            /* mkdir -p */
-    int quiet;              /* no progress bar, no informational output */
+    int streams;       /* --streams N; 0: auto (cli_streams) */
+    int streams_given; /* on the command line (else the config file may set it) */
+    int count;         /* --count N for ping (default 4) */
+    int parents;       /* mkdir -p */
+    int quiet;         /* no progress bar, no informational output */
     int no_progress;
     int resume;             /* --resume: continue from a verified partial temporary file */
     int verify;             /* --verify: compare crc32c of both copies before renaming */
@@ -67,7 +67,7 @@ typedef struct cli_ctx {
     cli_opts o;
     rfs_options ropts;
     char token[RFS_TOKEN_MAX + 1];
-    int auto_streams;            /* what auto chose for auto_server (0: not yet) */
+    int auto_streams; /* what auto chose for auto_server (0: not yet) */
     char auto_server[300];
 } cli_ctx;
 
@@ -141,8 +141,7 @@ extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
 /* tree_dirs.c: makes every directory under local_root (a local tree about to be copied to
  * dest, which exists) on the server, a pipelined batch per level. Returns the levels made
  * whole, or -1; what it could not make is left to the ordinary walk, which reports it. */
-int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url,
-                     const rfs_name *dn);
+int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, const rfs_name *dn);
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);

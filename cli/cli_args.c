@@ -60,7 +60,7 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 {
     const char *cn = cmd->name;
     memset(o, 0, sizeof *o);
-    o->streams = 0;  /* auto (cli_streams) */
+    o->streams = 0; /* auto (cli_streams) */
     o->count = 4;
     int only_args = 0;
     for (int i = first; i < argc; i++) {
@@ -100,8 +100,10 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             if (!(v = option_value(cn, "--compress", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
             if (!rfs_zmode_valid(v))
-                return cli_usage(cn, "--compress needs none, lz4, zstd, zstd:LEVEL (1-19), "
-                                 "either followed by +shuffle, or auto, got '%s'", v);
+                return cli_usage(cn,
+                                 "--compress needs none, lz4, zstd, zstd:LEVEL (1-19), "
+                                 "either followed by +shuffle, or auto, got '%s'",
+                                 v);
             o->compress = v;
         } else if ((cmd->accepts & CLI_OPT_PROGRESS) && strcmp(a, "--no-progress") == 0) {
             o->no_progress = 1;
@@ -111,12 +113,14 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             o->no_tpc = 1;
         } else if ((cmd->accepts & CLI_OPT_VERIFY) && strcmp(a, "--verify") == 0) {
             o->verify = 1;
-        } else if ((cmd->accepts & CLI_OPT_COUNT) && (matches(a, "--count") || strcmp(a, "-c") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_COUNT) &&
+                   (matches(a, "--count") || strcmp(a, "-c") == 0)) {
             if (!(v = option_value(cn, a[1] == 'c' ? "-c" : "--count", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
             if (parse_int(v, 1, 1000000, &o->count))
                 return cli_usage(cn, "--count needs a number from 1 to 1000000, got '%s'", v);
-        } else if ((cmd->accepts & CLI_OPT_PARENTS) && (strcmp(a, "-p") == 0 || strcmp(a, "--parents") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_PARENTS) &&
+                   (strcmp(a, "-p") == 0 || strcmp(a, "--parents") == 0)) {
             o->parents = 1;
         } else if ((cmd->accepts & CLI_OPT_RECOVER) && matches(a, "--to")) {
             if (!(v = option_value(cn, "--to", a, argc, argv, &i)))
@@ -124,27 +128,27 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             o->to = v;
         } else if ((cmd->accepts & CLI_OPT_RECOVER) && strcmp(a, "--force") == 0) {
             o->force = 1;
-        } else if ((cmd->accepts & CLI_OPT_CLOBBER) && (strcmp(a, "-n") == 0 ||
-                                                       strcmp(a, "--no-clobber") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_CLOBBER) &&
+                   (strcmp(a, "-n") == 0 || strcmp(a, "--no-clobber") == 0)) {
             o->no_clobber = 1;
             o->force = 0;
-        } else if ((cmd->accepts & CLI_OPT_CLOBBER) && (strcmp(a, "-f") == 0 ||
-                                                       strcmp(a, "--force") == 0)) {
-            o->force = 1;  /* the last of -n and -f wins, as in cp */
+        } else if ((cmd->accepts & CLI_OPT_CLOBBER) &&
+                   (strcmp(a, "-f") == 0 || strcmp(a, "--force") == 0)) {
+            o->force = 1; /* the last of -n and -f wins, as in cp */
             o->no_clobber = 0;
         } else if ((cmd->accepts & CLI_OPT_JSON) && strcmp(a, "--json") == 0) {
             o->json = 1;
-        } else if ((cmd->accepts & CLI_OPT_HUMAN) && (strcmp(a, "-H") == 0 ||
-                                                     strcmp(a, "--human-readable") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_HUMAN) &&
+                   (strcmp(a, "-H") == 0 || strcmp(a, "--human-readable") == 0)) {
             o->human = 1;
         } else if ((cmd->accepts & CLI_OPT_HUMAN) && strcmp(a, "-l") == 0) {
             /* the long listing is ls's only format; accepted for habit's sake */
-        } else if ((cmd->accepts & CLI_OPT_SUMMARY) && (strcmp(a, "-s") == 0 ||
-                                                       strcmp(a, "--summarize") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_SUMMARY) &&
+                   (strcmp(a, "-s") == 0 || strcmp(a, "--summarize") == 0)) {
             o->summary = 1;
-        } else if ((cmd->accepts & CLI_OPT_RECURSIVE) && (strcmp(a, "-r") == 0 ||
-                                                         strcmp(a, "-R") == 0 ||
-                                                         strcmp(a, "--recursive") == 0)) {
+        } else if ((cmd->accepts & CLI_OPT_RECURSIVE) &&
+                   (strcmp(a, "-r") == 0 || strcmp(a, "-R") == 0 ||
+                    strcmp(a, "--recursive") == 0)) {
             o->recursive = 1;
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
             o->verbose = o->verbose > 1 ? o->verbose : 1;
@@ -185,7 +189,7 @@ int cli_setup_options(cli_ctx *c)
         }
         c->ropts.token = c->token;
     }
-    c->ropts.compress = c->o.compress;  /* NULL: $RFS_COMPRESS, else auto */
+    c->ropts.compress = c->o.compress; /* NULL: $RFS_COMPRESS, else auto */
     /* Without --token-file, the library reads $RFS_TOKEN / $RFS_TOKEN_FILE itself. */
     return CLI_EXIT_OK;
 }

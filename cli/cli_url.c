@@ -13,9 +13,9 @@ static int is_server_only(const char *s)
 {
     const char *hp;
     if (strncmp(s, "rfss:", 5) == 0)
-        s += 4;  /* the same shapes with TLS; s is now at ":" or "://" */
+        s += 4; /* the same shapes with TLS; s is now at ":" or "://" */
     else if (strncmp(s, "rfs+ucx:", 8) == 0)
-        s += 7;  /* and with UCX */
+        s += 7; /* and with UCX */
     else if (strncmp(s, "rfs:", 4) == 0)
         s += 3;
     else
@@ -37,7 +37,8 @@ static int is_server_only(const char *s)
 int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rfs_name *parsed)
 {
     if (!rfs_is_name(in)) {
-        cli_usage(cmd, "'%s' is not an rfs name (expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path)",
+        cli_usage(cmd,
+                  "'%s' is not an rfs name (expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path)",
                   in);
         return -1;
     }
@@ -45,7 +46,9 @@ int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rf
     if (is_server_only(in))
         n = snprintf(out, cap, "%s%s", in,
                      strncmp(in, "rfs://", 6) == 0 || strncmp(in, "rfss://", 7) == 0 ||
-                             strncmp(in, "rfs+ucx://", 10) == 0 ? "/" : ":/");
+                             strncmp(in, "rfs+ucx://", 10) == 0
+                         ? "/"
+                         : ":/");
     else
         n = snprintf(out, cap, "%s", in);
     if (n < 0 || (size_t)n >= cap) {
@@ -58,7 +61,10 @@ int cli_url_normalize(const char *cmd, const char *in, char *out, size_t cap, rf
         if (m && *m)
             cli_usage(cmd, "%s", m);
         else
-            cli_usage(cmd, "malformed rfs name '%s' (expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path)", in);
+            cli_usage(
+                cmd,
+                "malformed rfs name '%s' (expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path)",
+                in);
         return -1;
     }
     return 0;

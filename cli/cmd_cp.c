@@ -41,19 +41,19 @@ static int batches_sent, fetches_sent;
 
 /* Small local files waiting to be sent to one server. */
 typedef struct small_batch {
-    char server[4400];        /* an rfs name of the server */
+    char server[4400]; /* an rfs name of the server */
     rfs_write_item item[CP_BATCH_FILES];
     char *src[CP_BATCH_FILES];
     char *dst[CP_BATCH_FILES];
     size_t n, bytes;
     /* while in flight */
     pthread_t th;
-    int running;              /* 0 no, 1 on thread th, 2 sent without a thread (no join) */
+    int running; /* 0 no, 1 on thread th, 2 sent without a thread (no join) */
     unsigned flags;
     rfs_options o;
 } small_batch;
 static small_batch batches[2];
-static small_batch *batch = &batches[0];   /* the one being filled; the other may be in flight */
+static small_batch *batch = &batches[0]; /* the one being filled; the other may be in flight */
 
 /* Small remote files waiting to be fetched from one server. */
 typedef struct fetch_batch {
@@ -63,7 +63,7 @@ typedef struct fetch_batch {
     char *dst[CP_BATCH_FILES];
     size_t n, bytes;
     pthread_t th;
-    int running;              /* as small_batch's */
+    int running; /* as small_batch's */
     rfs_options o;
 } fetch_batch;
 static fetch_batch fetches[2];
@@ -72,7 +72,7 @@ static fetch_batch *fetch = &fetches[0];
 typedef struct name_list {
     size_t n, cap;
     char **v;
-    uint64_t *sz;   /* each name's size, where the listing gave one (remote files) */
+    uint64_t *sz; /* each name's size, where the listing gave one (remote files) */
     int oom;
 } name_list;
 
@@ -125,7 +125,7 @@ static void sort_names(name_list *l, size_t from)
 {
     size_t k = l->n > from ? l->n - from : 0;
     named_size *t = k > 1 ? malloc(k * sizeof *t) : NULL;
-    if (!t)  /* nothing to sort, or no memory: the order is only cosmetic */
+    if (!t) /* nothing to sort, or no memory: the order is only cosmetic */
         return;
     for (size_t i = 0; i < k; i++)
         t[i] = (named_size){l->v[from + i], l->sz[from + i]};
@@ -139,7 +139,7 @@ static void sort_names(name_list *l, size_t from)
 
 typedef struct listed {
     name_list files, dirs, other;
-    const char *pattern;  /* NULL: every entry */
+    const char *pattern; /* NULL: every entry */
 } listed;
 
 static int take(void *ctx, const char *entry, const rfs_stat_info *st)
@@ -149,8 +149,9 @@ static int take(void *ctx, const char *entry, const rfs_stat_info *st)
         return 0;
     if (l->pattern && fnmatch(l->pattern, entry, FNM_PERIOD) != 0)
         return 0;
-    name_list *to = st->type == RFS_TYPE_FILE ? &l->files : st->type == RFS_TYPE_DIR ? &l->dirs
-                                                                                 : &l->other;
+    name_list *to = st->type == RFS_TYPE_FILE  ? &l->files
+                    : st->type == RFS_TYPE_DIR ? &l->dirs
+                                               : &l->other;
     return push_sized(to, entry, st->size) ? 1 : 0;
 }
 
@@ -249,8 +250,8 @@ static int batch_finish(cli_ctx *c, small_batch *b)
             fprintf(stderr, "rfs %s: %s exists (not overwritten: --no-clobber)\n", c->cmd,
                     b->dst[i]);
             status = worst(status, CLI_EXIT_FAIL);
-        } else if (r == RFS_E_TOOBIG || r == RFS_E_CONN || r == RFS_E_TIMEOUT ||
-                   r == RFS_E_PROTO || r == RFS_E_UNSUPPORTED) {
+        } else if (r == RFS_E_TOOBIG || r == RFS_E_CONN || r == RFS_E_TIMEOUT || r == RFS_E_PROTO ||
+                   r == RFS_E_UNSUPPORTED) {
             status = worst(status, copy_file(c, b->src[i], b->dst[i]));
         } else {
             char url[4400];
@@ -271,11 +272,11 @@ static int batch_flush(cli_ctx *c)
     if (full->n) {
         batches_sent++;
         full->flags = RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0);
-        full->o = c->ropts;  /* a long link needs several connections, as a large file does */
+        full->o = c->ropts; /* a long link needs several connections, as a large file does */
         full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
         full->running = pthread_create(&full->th, NULL, batch_send, full) == 0 ? 1 : 2;
         if (full->running == 2)
-            batch_send(full);  /* no thread: sent here, just without the overlap */
+            batch_send(full); /* no thread: sent here, just without the overlap */
     }
     int status = batch_finish(c, other);
     batch = other;
@@ -346,7 +347,7 @@ static int fetch_finish(cli_ctx *c, fetch_batch *b)
         } else if (it->result == RFS_E_TOOBIG || it->result == RFS_E_CONN ||
                    it->result == RFS_E_TIMEOUT || it->result == RFS_E_PROTO ||
                    it->result == RFS_E_UNSUPPORTED) {
-            status = worst(status, copy_file(c, b->src[i], b->dst[i]));  /* grew, or gone */
+            status = worst(status, copy_file(c, b->src[i], b->dst[i])); /* grew, or gone */
         } else {
             char url[4400];
             rfs_name n;
@@ -369,7 +370,7 @@ static int fetch_flush(cli_ctx *c)
         full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
         full->running = pthread_create(&full->th, NULL, fetch_run, full) == 0 ? 1 : 2;
         if (full->running == 2)
-            fetch_run(full);  /* no thread: fetched here, just without the overlap */
+            fetch_run(full); /* no thread: fetched here, just without the overlap */
     }
     int status = fetch_finish(c, other);
     fetch = other;
@@ -386,14 +387,14 @@ static int fetch_add(cli_ctx *c, const char *src, uint64_t size, const char *des
     if (c->o.verify || c->o.resume || size > CP_SMALL ||
         (c->o.no_clobber && lstat(dest, &sb) == 0) ||
         cli_url_normalize(c->cmd, src, url, sizeof url, &n))
-        return CLI_EXIT_OK;  /* the get path handles these (and says "exists") */
+        return CLI_EXIT_OK; /* the get path handles these (and says "exists") */
     int status = CLI_EXIT_OK;
     char server[300], sname[4400];
     cli_server_str(&n, server, sizeof server);
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
     size_t cap_bytes = fetches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
     if (fetch->n && (strcmp(fetch->server, sname) != 0 || fetch->n == CP_BATCH_FILES ||
-                    fetch->bytes + size > cap_bytes))
+                     fetch->bytes + size > cap_bytes))
         status = fetch_flush(c);
     snprintf(fetch->server, sizeof fetch->server, "%s", sname);
     size_t i = fetch->n;
@@ -432,7 +433,7 @@ static int batch_add(cli_ctx *c, const char *src, const char *dest, int *queued)
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
     size_t cap = batches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
     if (batch->n && (strcmp(batch->server, sname) != 0 || batch->n == CP_BATCH_FILES ||
-                    batch->bytes + (size_t)sb.st_size > cap))
+                     batch->bytes + (size_t)sb.st_size > cap))
         status = batch_flush(c);
     snprintf(batch->server, sizeof batch->server, "%s", sname);
     FILE *f = fopen(src, "rb");
@@ -458,8 +459,8 @@ static int batch_add(cli_ctx *c, const char *src, const char *dest, int *queued)
         free(data);
         return worst(status, cli_fail_local(c, "batch", ENOMEM));
     }
-    batch->item[i] = (rfs_write_item){.path = path, .data = data, .len = len,
-                                     .mode = sb.st_mode & 0777};
+    batch->item[i] =
+        (rfs_write_item){.path = path, .data = data, .len = len, .mode = sb.st_mode & 0777};
     batch->n++;
     batch->bytes += len;
     *queued = 1;
@@ -502,9 +503,9 @@ static int make_dir(cli_ctx *c, const char *path)
 /* Listings of remote subdirectories fetched ahead, all at once (prefetch_listings): a tree of
  * many directories costs a round trip for a group of them, not one per directory. */
 typedef struct prefetched {
-    char *src;            /* NULL: taken */
+    char *src; /* NULL: taken */
     listed l;
-    rfs_status st;        /* the listing's outcome, for the thread that takes it */
+    rfs_status st; /* the listing's outcome, for the thread that takes it */
     cli_ctx *c;
 } prefetched;
 static prefetched *ahead;
@@ -545,7 +546,7 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
         return;
     prefetched *grown = realloc(ahead, (nahead + dirs->n) * sizeof *ahead);
     if (!grown)
-        return;  /* listed the ordinary way */
+        return; /* listed the ordinary way */
     ahead = grown;
     size_t first = nahead;
     for (size_t i = 0; i < dirs->n; i++) {
@@ -612,8 +613,9 @@ static int list_source(cli_ctx *c, const char *src, listed *l)
             continue;
         }
         /* Links to directories are not followed: the walk must end. */
-        name_list *to = S_ISREG(sb.st_mode) ? &l->files
-                        : S_ISDIR(sb.st_mode) && !S_ISLNK(lsb.st_mode) ? &l->dirs : &l->other;
+        name_list *to = S_ISREG(sb.st_mode)                            ? &l->files
+                        : S_ISDIR(sb.st_mode) && !S_ISLNK(lsb.st_mode) ? &l->dirs
+                                                                       : &l->other;
         push(to, e->d_name);
     }
     closedir(d);
@@ -631,8 +633,8 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
 {
     if (depth > CP_MAX_DEPTH)
         return cli_usage(c->cmd, "%s: more than %d directory levels", src, CP_MAX_DEPTH);
-    int status = depth > 0 && depth <= premade_levels && rfs_is_name(dest) ? CLI_EXIT_OK
-                                                                            : make_dir(c, dest);
+    int status =
+        depth > 0 && depth <= premade_levels && rfs_is_name(dest) ? CLI_EXIT_OK : make_dir(c, dest);
     if (status != CLI_EXIT_OK)
         return status;
     if (depth == 0 && !rfs_is_name(src) && rfs_is_name(dest)) {
@@ -669,7 +671,7 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                     st = fetch_add(c, s, nl->sz[i], d, &queued);
                 if (!queued)
                     st = worst(st, pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d));
-                status = worst(status, st);  /* like cp -r: go on, fail at the end */
+                status = worst(status, st); /* like cp -r: go on, fail at the end */
             }
         }
     }
@@ -708,7 +710,7 @@ static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
             return cli_usage(c->cmd, "cannot name %s inside %s", src, dest);
         return copy_file(c, src, final);
     }
-    if (!src_dir)  /* put and get place a file into a directory destination themselves */
+    if (!src_dir) /* put and get place a file into a directory destination themselves */
         return copy_file(c, src, dest);
     if (!c->o.recursive)
         return cli_usage(c->cmd, "%s is a directory (use -r)", src);

@@ -28,8 +28,8 @@ typedef struct du_walk {
 
 typedef struct dir_list {
     size_t n, cap;
-    char **sub;       /* subdirectory names */
-    du_totals here;   /* files directly in this directory */
+    char **sub;     /* subdirectory names */
+    du_totals here; /* files directly in this directory */
     int oom;
 } dir_list;
 
@@ -112,7 +112,7 @@ static int walk(du_walk *w, const char *path, int depth, du_totals *out)
     if (status == CLI_EXIT_OK && rc == RFS_OK && !(depth == 0 && out->files)) {
         *out = d.here;
         if (d.n > 1)
-            qsort(d.sub, d.n, sizeof *d.sub, by_name);  /* the server lists in no order */
+            qsort(d.sub, d.n, sizeof *d.sub, by_name); /* the server lists in no order */
         for (size_t i = 0; i < d.n && status == CLI_EXIT_OK; i++) {
             char sub[4400];
             int r = snprintf(sub, sizeof sub, "%s%s%s", path,
@@ -127,7 +127,7 @@ static int walk(du_walk *w, const char *path, int depth, du_totals *out)
             if (st == CLI_EXIT_USAGE)
                 status = st;
             else if (st != CLI_EXIT_OK)
-                w->failed = 1;  /* like du: say so, count the rest */
+                w->failed = 1; /* like du: say so, count the rest */
             out->bytes += t.bytes;
             out->files += t.files;
             out->dirs += t.dirs + 1;

@@ -94,8 +94,9 @@ int cli_cmd_df(cli_ctx *c)
         cli_json_string(stdout, server);
         printf(", \"path\": ");
         cli_json_string(stdout, name.path);
-        printf(", \"total_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64 ", \"avail_bytes\": %" PRIu64
-               ", \"files\": %" PRIu64 ", \"files_free\": %" PRIu64 "}\n",
+        printf(", \"total_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
+               ", \"avail_bytes\": %" PRIu64 ", \"files\": %" PRIu64 ", \"files_free\": %" PRIu64
+               "}\n",
                fs.total_bytes, used, fs.avail_bytes, fs.files, fs.files_free);
         return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }
@@ -104,7 +105,7 @@ int cli_cmd_df(cli_ctx *c)
         cli_human_size(fs.total_bytes, t, sizeof t);
         cli_human_size(used, u, sizeof u);
         cli_human_size(fs.avail_bytes, a, sizeof a);
-    } else {  /* like df: 1K blocks */
+    } else { /* like df: 1K blocks */
         snprintf(t, sizeof t, "%" PRIu64, fs.total_bytes / 1024);
         snprintf(u, sizeof u, "%" PRIu64, used / 1024);
         snprintf(a, sizeof a, "%" PRIu64, fs.avail_bytes / 1024);

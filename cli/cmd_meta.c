@@ -48,7 +48,7 @@ static void print_entry(const cli_ctx *c, const char *name, const rfs_stat_info 
 {
     char when[64], shown[4 * 256 + 1]; /* a LIST name is at most 255 bytes, 4 per escape */
     format_mtime(st->mtime_ns, 0, when, sizeof when);
-    cli_escape(name, shown, sizeof shown);  /* names come from the server: no raw controls */
+    cli_escape(name, shown, sizeof shown); /* names come from the server: no raw controls */
     if (c->o.human) {
         char size[32];
         cli_human_size(st->size, size, sizeof size);
@@ -222,8 +222,9 @@ int cli_cmd_rm(cli_ctx *c)
 /* "rfs:HOST:PORT:" + the first `len` bytes of path. */
 static int url_with_path(const rfs_name *n, const char *path, size_t len, char *out, size_t cap)
 {
-    int r = strchr(n->host, ':') ? snprintf(out, cap, "rfs:[%s]:%u:%.*s", n->host, (unsigned)n->port, (int)len, path)
-                                 : snprintf(out, cap, "rfs:%s:%u:%.*s", n->host, (unsigned)n->port, (int)len, path);
+    int r = strchr(n->host, ':')
+                ? snprintf(out, cap, "rfs:[%s]:%u:%.*s", n->host, (unsigned)n->port, (int)len, path)
+                : snprintf(out, cap, "rfs:%s:%u:%.*s", n->host, (unsigned)n->port, (int)len, path);
     return r < 0 || (size_t)r >= cap ? -1 : 0;
 }
 

@@ -16,16 +16,20 @@ static int dest_path(cli_ctx *c, const rfs_name *src, const char *arg, char *pat
         if (cli_url_normalize(c->cmd, arg, url, sizeof url, &d))
             return -1;
         if (strcmp(d.host, src->host) != 0 || d.port != src->port) {
-            cli_usage(c->cmd, "%s is on another server than the source: mv renames on one "
-                      "server (copy with get and put, then rm)", arg);
+            cli_usage(c->cmd,
+                      "%s is on another server than the source: mv renames on one "
+                      "server (copy with get and put, then rm)",
+                      arg);
             return -1;
         }
         snprintf(path, cap, "%s", d.path);
         return 0;
     }
     if (arg[0] != '/') {
-        cli_usage(c->cmd, "destination '%s' must be an absolute path on the server or an rfs "
-                  "name", arg);
+        cli_usage(c->cmd,
+                  "destination '%s' must be an absolute path on the server or an rfs "
+                  "name",
+                  arg);
         return -1;
     }
     snprintf(path, cap, "%s", arg);

@@ -29,24 +29,27 @@ static void print_window_cap(double rtt_ms)
         return;
     /* A receiver advertises about half its buffer (net.ipv4.tcp_adv_win_scale's default). */
     double wr = (double)w / (rtt_ms / 1e3) / 1e6, rr = (double)r / 2 / (rtt_ms / 1e3) / 1e6;
-    double need = 1e9 / 8 * (rtt_ms / 1e3);   /* bytes in flight for 1 Gbit/s */
+    double need = 1e9 / 8 * (rtt_ms / 1e3); /* bytes in flight for 1 Gbit/s */
     printf("tcp: at this round trip one stream carries at most %.0f MB/s writing "
            "(net.ipv4.tcp_wmem max %lld) and %.0f MB/s reading (tcp_rmem max %lld)\n",
            wr, w, rr, r);
     if ((double)w < need || (double)r / 2 < need)
         printf("tcp: 1 Gbit/s needs %.1f MB in flight: raise net.ipv4.tcp_wmem and tcp_rmem's "
                "third field to at least %.0f on both hosts (and the server's), or use several "
-               "streams (rfs_streams=auto, rfs put --streams N)\n", need / 1e6, 2 * need);
+               "streams (rfs_streams=auto, rfs put --streams N)\n",
+               need / 1e6, 2 * need);
 }
 
 /* The connection as TCP runs it: the congestion control, and whether writes after a pause
  * (an application computing between checkpoints) restart in slow start (docs/tuning.md). */
 static void print_tcp(const rfs_tcp_info *t)
 {
-    const char *ssai = t->slow_start_after_idle == 1 ? "on" : t->slow_start_after_idle == 0 ? "off"
-                                                                                              : "unknown";
-    printf("tcp: congestion control %s, slow start after idle %s, srtt %.3f ms, cwnd %u x %u bytes\n",
-           t->congestion[0] ? t->congestion : "unknown", ssai, t->rtt_ms, t->cwnd_segments, t->mss);
+    const char *ssai = t->slow_start_after_idle == 1   ? "on"
+                       : t->slow_start_after_idle == 0 ? "off"
+                                                       : "unknown";
+    printf(
+        "tcp: congestion control %s, slow start after idle %s, srtt %.3f ms, cwnd %u x %u bytes\n",
+        t->congestion[0] ? t->congestion : "unknown", ssai, t->rtt_ms, t->cwnd_segments, t->mss);
     if (t->restarts_after_idle)
         printf("tcp: a write after an idle period longer than the retransmission timeout starts "
                "again from the initial window; on a long link see docs/tuning.md "

@@ -34,20 +34,24 @@ int cli_cmd_recover(cli_ctx *c)
 {
     const char *dir = c->o.args[0];
     progress_ctx p = {.quiet = c->o.quiet};
-    rfs_abt_recover_opts ro = {.opts = &c->ropts, .to = c->o.to, .force = c->o.force,
-                               .progress = on_record, .note = on_note, .ctx = &p};
+    rfs_abt_recover_opts ro = {.opts = &c->ropts,
+                               .to = c->o.to,
+                               .force = c->o.force,
+                               .progress = on_record,
+                               .note = on_note,
+                               .ctx = &p};
     rfs_abt_recover_result res;
     int rc = rfs_abt_recover(dir, &ro, &res);
-    if (rc != RFS_OK && res.journals_done + res.journals_held + res.journals_kept +
-                            res.not_journals == 0) {
+    if (rc != RFS_OK &&
+        res.journals_done + res.journals_held + res.journals_kept + res.not_journals == 0) {
         /* Nothing was looked at (bad directory, bad --to): the cause is the whole story. */
         fprintf(stderr, "rfs recover: %s: %s\n", dir,
                 rfs_last_error()[0] ? rfs_last_error() : rfs_strerror(rc));
         return CLI_EXIT_FAIL;
     }
     printf("rfs recover: %s: %llu records, %llu bytes delivered; %u journals done, %u held by "
-           "other processes, %u kept, %u files not journals\n", dir,
-           (unsigned long long)res.records, (unsigned long long)res.bytes, res.journals_done,
+           "other processes, %u kept, %u files not journals\n",
+           dir, (unsigned long long)res.records, (unsigned long long)res.bytes, res.journals_done,
            res.journals_held, res.journals_kept, res.not_journals);
     return rc == RFS_OK ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

@@ -120,15 +120,18 @@ int cli_cmd_run(int argc, char **argv)
     if (mpi == RUN_UNKNOWN)
         mpi = run_launcher_mpi(launcher);
     if (mpi == RUN_UNKNOWN) {
-        fprintf(stderr, "rfs run: cannot tell which MPI %s starts: say --mpi mpich or "
-                "--mpi openmpi\n", launcher);
+        fprintf(stderr,
+                "rfs run: cannot tell which MPI %s starts: say --mpi mpich or "
+                "--mpi openmpi\n",
+                launcher);
         return CLI_EXIT_USAGE;
     }
     char lib[PATH_MAX], looked[8192];
     if (run_find_lib(mpi, lib, sizeof lib, looked, sizeof looked) != 0) {
-        fprintf(stderr, "rfs run: no librfs-mpiio.so built for %s (looked at %s): build one with "
-                "cmake -DMPI_C_COMPILER=%s, or set RFS_MPIIO_DIR\n", run_mpi_name(mpi), looked,
-                mpi == RUN_MPICH ? "mpicc.mpich" : "mpicc.openmpi");
+        fprintf(stderr,
+                "rfs run: no librfs-mpiio.so built for %s (looked at %s): build one with "
+                "cmake -DMPI_C_COMPILER=%s, or set RFS_MPIIO_DIR\n",
+                run_mpi_name(mpi), looked, mpi == RUN_MPICH ? "mpicc.mpich" : "mpicc.openmpi");
         return CLI_EXIT_FAIL;
     }
     char *pre = preload_value(lib);

@@ -53,7 +53,7 @@ int cli_stream_out(cli_ctx *c, const char *url, const rfs_name *name)
             crc = rfs_crc32c(crc, buf, done);
         off += done;
         if (done < STREAM_CHUNK)
-            break;  /* end of file */
+            break; /* end of file */
     }
     free(buf);
     if (status == CLI_EXIT_OK && c->o.verify) {
@@ -64,8 +64,10 @@ int cli_stream_out(cli_ctx *c, const char *url, const rfs_name *name)
             status = cli_fail_remote(c, name, rc, NULL);
         } else if (server != crc || covered != off) {
             char msg[512];
-            snprintf(msg, sizeof msg, "verification failed: crc32c of the %" PRIu64 " bytes "
-                     "written to standard output is %08x, the server's is %08x", off, crc, server);
+            snprintf(msg, sizeof msg,
+                     "verification failed: crc32c of the %" PRIu64 " bytes "
+                     "written to standard output is %08x, the server's is %08x",
+                     off, crc, server);
             status = cli_fail_remote(c, name, RFS_E_IO, msg);
         }
     }
@@ -167,9 +169,11 @@ static int install_stdin(cli_ctx *c, rfs_file *f, const char *tmp_url, const rfs
             return cli_fail_remote(c, tmp, rc, NULL);
         if (server != crc || covered != total) {
             char msg[512];
-            snprintf(msg, sizeof msg, "verification failed: crc32c of the %" PRIu64 " bytes read "
+            snprintf(msg, sizeof msg,
+                     "verification failed: crc32c of the %" PRIu64 " bytes read "
                      "from the source is %08x, the server's copy's %08x; not renamed into "
-                     "place", total, crc, server);
+                     "place",
+                     total, crc, server);
             return cli_fail_remote(c, dst, RFS_E_IO, msg);
         }
     }
@@ -182,8 +186,10 @@ static int put_stream(cli_ctx *c, const char *url, const rfs_name *dst, stream_r
 {
     size_t plen = strlen(dst->path);
     if (dst->path[plen - 1] == '/')
-        return cli_usage(c->cmd, "standard input has no name: give the remote file's, not a "
-                         "directory (%s)", url);
+        return cli_usage(c->cmd,
+                         "standard input has no name: give the remote file's, not a "
+                         "directory (%s)",
+                         url);
     rfs_stat_info st;
     int rc = rfs_stat(url, &c->ropts, &st);
     if (rc == RFS_OK && st.type == RFS_TYPE_DIR)
@@ -218,7 +224,7 @@ static int put_stream(cli_ctx *c, const char *url, const rfs_name *dst, stream_r
     if (crc_close != RFS_OK && status == CLI_EXIT_OK)
         status = cli_fail_remote(c, dst, crc_close, NULL);
     if (status != CLI_EXIT_OK)
-        rfs_delete(tmp_url, &c->ropts);  /* nothing to resume: leave nothing behind */
+        rfs_delete(tmp_url, &c->ropts); /* nothing to resume: leave nothing behind */
     return status;
 }
 

@@ -15,7 +15,7 @@ int cli_cmd_token(cli_ctx *c)
 {
     uint8_t raw[TOKEN_BYTES];
     size_t got = 0;
-    while (got < sizeof raw) {  /* blocks only until the kernel's pool is first seeded */
+    while (got < sizeof raw) { /* blocks only until the kernel's pool is first seeded */
         ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
         if (n < 0 && errno == EINTR)
             continue;

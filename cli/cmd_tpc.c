@@ -15,7 +15,7 @@
 #include "client/tpc.h"
 
 #define TPC_DEFAULT_STREAMS 4
-#define POLL_FIRST_MS 5      /* a small file is done at once: ask again soon */
+#define POLL_FIRST_MS 5 /* a small file is done at once: ask again soon */
 #define POLL_MAX_MS 250
 
 static void sleep_ms(int ms)
@@ -47,8 +47,10 @@ static unsigned features_of(cli_ctx *c, const char *url, const rfs_name *n, int 
 static void say_fallback(cli_ctx *c, const char *src, const char *dst, const char *why)
 {
     if (c->o.verbose)
-        fprintf(stderr, "rfs %s: %s -> %s: no server-to-server copy (%s); copying through this "
-                "client\n", c->cmd, src, dst, why);
+        fprintf(stderr,
+                "rfs %s: %s -> %s: no server-to-server copy (%s); copying through this "
+                "client\n",
+                c->cmd, src, dst, why);
 }
 
 int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
@@ -64,10 +66,10 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
     if (rc != RFS_OK)
         return *fallback = 0, cli_fail_remote(c, dst, rc, NULL);
     if (!(f & RFS_FEAT_TPC_DST)) {
-        say_fallback(c, src_url, url, (f & RFS_FEAT_TPC_SRC)
-                                          ? "the destination server does not pull copies: "
-                                            "rfsd --tpc on enables it"
-                                          : "the destination server is an older rfsd");
+        say_fallback(c, src_url, url,
+                     (f & RFS_FEAT_TPC_SRC) ? "the destination server does not pull copies: "
+                                              "rfsd --tpc on enables it"
+                                            : "the destination server is an older rfsd");
         return CLI_EXIT_OK;
     }
     unsigned streams = c->o.streams > 0 ? (unsigned)c->o.streams : TPC_DEFAULT_STREAMS;
@@ -81,11 +83,11 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
     }
     if (rc != RFS_OK)
         return *fallback = 0, cli_fail_remote(c, src, rc, NULL);
-    uint32_t flags = (c->o.no_clobber ? RFS_TPC_EXCL : 0) | (c->o.verify ? RFS_TPC_VERIFY : 0) |
-                     RFS_TPC_SYNC;
+    uint32_t flags =
+        (c->o.no_clobber ? RFS_TPC_EXCL : 0) | (c->o.verify ? RFS_TPC_VERIFY : 0) | RFS_TPC_SYNC;
     rfs_tpc_pull *p = NULL;
-    rc = rfs_tpc_pull_begin(url, &c->ropts, src->host, src->port, src->path, &g, flags, 0,
-                            streams, &p);
+    rc = rfs_tpc_pull_begin(url, &c->ropts, src->host, src->port, src->path, &g, flags, 0, streams,
+                            &p);
     explicit_bzero(g.key, sizeof g.key);
     if (rc == RFS_E_UNSUPPORTED) {
         say_fallback(c, src_url, url, rfs_last_error());
@@ -99,7 +101,7 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
     int finished = 0, wait = POLL_FIRST_MS;
     uint64_t done = 0, total = g.size;
     uint32_t crc = 0;
-    for (;;) {  /* ends: the server finishes, fails, or the connection does (io timeout) */
+    for (;;) { /* ends: the server finishes, fails, or the connection does (io timeout) */
         rc = rfs_tpc_pull_poll(p, &finished, &done, &total, &crc);
         if (rc != RFS_OK || finished)
             break;
@@ -113,7 +115,9 @@ int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const cha
     if (rc != RFS_OK)
         return cli_fail_remote(c, dst, rc, NULL);
     if (c->o.verbose)
-        fprintf(stderr, "rfs %s: %s -> %s: server-to-server copy of %" PRIu64 " bytes, crc32c "
-                "%08x%s\n", c->cmd, src_url, url, total, crc, c->o.verify ? " (verified)" : "");
+        fprintf(stderr,
+                "rfs %s: %s -> %s: server-to-server copy of %" PRIu64 " bytes, crc32c "
+                "%08x%s\n",
+                c->cmd, src_url, url, total, crc, c->o.verify ? " (verified)" : "");
     return CLI_EXIT_OK;
 }

@@ -31,7 +31,7 @@ typedef struct host_entry {
 } host_entry;
 
 typedef struct config {
-    host_entry dflt;  /* name "" */
+    host_entry dflt; /* name "" */
     host_entry host[MAX_HOSTS];
     int nhosts;
 } config;
@@ -85,7 +85,7 @@ static int parse(FILE *f, const char *path, config *cf)
             long n = strcmp(v, "auto") == 0 ? -1 : strtol(v, &end, 10);
             if (n != -1 && (*end || n < 1 || n > CLI_MAX_STREAMS))
                 return bad(path, line, "streams must be auto or a number from 1 to 16");
-            cur->streams = (int)n;   /* -1: auto, 0: not set */
+            cur->streams = (int)n; /* -1: auto, 0: not set */
         } else if (strcmp(k, "token_file") == 0) {
             expand_home(v, cur->token_file, sizeof cur->token_file);
         } else if (strcmp(k, "address") == 0 && cur != &cf->dflt) {
@@ -108,7 +108,7 @@ static const char *config_path(char *buf, size_t cap)
 {
     const char *e = getenv("RFS_CONFIG");
     if (e)
-        return *e ? e : NULL;  /* RFS_CONFIG= : no file */
+        return *e ? e : NULL; /* RFS_CONFIG= : no file */
     const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
         snprintf(buf, cap, "%s/rfs/config", xdg);
@@ -125,9 +125,9 @@ static const host_entry *alias_of(const config *cf, const char *s, const char **
 {
     const char *h;
     if (strncmp(s, "rfss:", 5) == 0)
-        s++;  /* "rfss://NAME/p": TLS comes from $RFS_TLS, which main sets for rfss: names */
+        s++; /* "rfss://NAME/p": TLS comes from $RFS_TLS, which main sets for rfss: names */
     else if (strncmp(s, "rfs+ucx:", 8) == 0)
-        s += 4;  /* likewise $RFS_TRANSPORT for rfs+ucx: names */
+        s += 4; /* likewise $RFS_TRANSPORT for rfs+ucx: names */
     else if (strncmp(s, "rfs:", 4) != 0)
         return NULL;
     *slashes = strncmp(s + 3, "://", 3) == 0;
@@ -158,7 +158,7 @@ int cli_config_apply(cli_ctx *c)
     FILE *f = fopen(path, "r");
     if (!f) {
         if (errno == ENOENT && !getenv("RFS_CONFIG"))
-            return CLI_EXIT_OK;  /* no file: nothing configured */
+            return CLI_EXIT_OK; /* no file: nothing configured */
         fprintf(stderr, "rfs: config %s: %s\n", path, strerror(errno));
         return CLI_EXIT_FAIL;
     }
@@ -177,7 +177,7 @@ int cli_config_apply(cli_ctx *c)
         if (!h) {
             for (int k = 0; !picked && rfs_is_name(c->o.args[i]) && k < cf->nhosts; k++)
                 if (strstr(c->o.args[i], cf->host[k].address))
-                    picked = &cf->host[k];  /* a host named by its address keeps its settings */
+                    picked = &cf->host[k]; /* a host named by its address keeps its settings */
             continue;
         }
         if (!picked)

@@ -25,7 +25,7 @@ static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
     }
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80)
-            return 0;  /* also stops at the terminating NUL */
+            return 0; /* also stops at the terminating NUL */
         c = c << 6 | (s[i] & 0x3f);
     }
     /* overlong forms, surrogates and values past U+10FFFF are not valid UTF-8 */
@@ -38,8 +38,7 @@ static size_t utf8_seq(const unsigned char *s, uint32_t *cp)
 
 static int unsafe_cp(uint32_t c)
 {
-    return (c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) ||
-           (c >= 0x2066 && c <= 0x2069);
+    return (c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
 void cli_escape(const char *str, char *out, size_t cap)
@@ -71,7 +70,7 @@ void cli_escape(const char *str, char *out, size_t cap)
             plen = (size_t)snprintf(piece, sizeof piece, "\\%03o", *s);
         }
         if (j + plen >= cap)
-            break;  /* never cut an escape or a character in half */
+            break; /* never cut an escape or a character in half */
         memcpy(out + j, piece, plen);
         j += plen;
         s += n;

@@ -14,14 +14,18 @@
 static size_t utf8_len(const unsigned char *s)
 {
     unsigned char c = s[0];
-    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    size_t n = c < 0x80             ? 1
+               : (c & 0xE0) == 0xC0 ? 2
+               : (c & 0xF0) == 0xE0 ? 3
+               : (c & 0xF8) == 0xF0 ? 4
+                                    : 0;
     if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
         return 0;
     for (size_t i = 1; i < n; i++)
         if ((s[i] & 0xC0) != 0x80)
             return 0;
     if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)))
-        return 0;  /* overlong, or a surrogate */
+        return 0; /* overlong, or a surrogate */
     if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)))
         return 0;
     return n;

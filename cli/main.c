@@ -17,21 +17,21 @@
 static const cli_command commands[] = {
     {"put", cli_cmd_put, 2, 2,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
-     "LOCAL URL",
-     "copy a local file to the server (written atomically: temp file + rename)",
+     "LOCAL URL", "copy a local file to the server (written atomically: temp file + rename)",
      "  If URL names a directory or ends in '/', the file keeps its local name there.\n"
      "  LOCAL '-' reads standard input (URL must then name the file; no --resume).\n"
      "  The data go to a hidden .NAME.rfs-part-HASH beside the remote file, which is synced and\n"
      "  renamed over it only when complete: a failed put never touches the previous file. The\n"
-     "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n", NULL},
+     "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n",
+     NULL},
     {"get", cli_cmd_get, 2, 2,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
-     "URL LOCAL",
-     "copy a remote file to a local file (written atomically: temp file + rename)",
+     "URL LOCAL", "copy a remote file to a local file (written atomically: temp file + rename)",
      "  If LOCAL is a directory, the file keeps its remote name there.\n"
      "  LOCAL '-' writes to standard output (like 'rfs cat').\n"
      "  A failed or interrupted get leaves no partial local file, unless --resume is given:\n"
-     "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n", NULL},
+     "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n",
+     NULL},
     {"cp", cli_cmd_cp, 2, CLI_MAX_ARGS,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
          CLI_OPT_RECURSIVE,
@@ -84,7 +84,8 @@ static const cli_command commands[] = {
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
-     "    rfs token > secret && chmod 600 secret\n", NULL},
+     "    rfs token > secret && chmod 600 secret\n",
+     NULL},
     /* run: no cli_ctx, its arguments are the launcher's (main hands them over untouched) */
     {"run", NULL, 0, 0, 0, "[--] LAUNCHER ARGS",
      "run an MPI launcher with the right librfs-mpiio.so preloaded", NULL, NULL},
@@ -103,16 +104,16 @@ static const char common_opts_help[] =
 
 static void print_main_help(FILE *out)
 {
-    fprintf(out,
-            "usage: rfs [OPTIONS] COMMAND [ARGS]\n"
-            "\n"
-            "Copy and manage files on an rfsd server.\n"
-            "URL is an rfs name: rfs:HOST:PORT:/path or rfs://HOST:PORT/path\n"
-            "(IPv6 hosts in brackets: rfs:[::1]:7070:/path).\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "usage: rfs [OPTIONS] COMMAND [ARGS]\n"
+                 "\n"
+                 "Copy and manage files on an rfsd server.\n"
+                 "URL is an rfs name: rfs:HOST:PORT:/path or rfs://HOST:PORT/path\n"
+                 "(IPv6 hosts in brackets: rfs:[::1]:7070:/path).\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-7s %-18s %s\n", commands[i].name, commands[i].synopsis, commands[i].summary);
+        fprintf(out, "  %-7s %-18s %s\n", commands[i].name, commands[i].synopsis,
+                commands[i].summary);
     fprintf(out,
             "\n%s"
             "  --version          show the version\n"
@@ -128,8 +129,8 @@ static void print_cmd_help(const cli_command *cmd)
         cli_run_help(stdout);
         return;
     }
-    printf("usage: rfs %s [OPTIONS] %s\n\n%c%s.\n", cmd->name, cmd->synopsis, toupper((unsigned char)cmd->summary[0]),
-           cmd->summary + 1);
+    printf("usage: rfs %s [OPTIONS] %s\n\n%c%s.\n", cmd->name, cmd->synopsis,
+           toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
     if (cmd->details)
         printf("%s", cmd->details);
     if (cmd->accepts)
@@ -157,8 +158,9 @@ static void print_cmd_help(const cli_command *cmd)
         printf("  -n, --no-clobber   do not replace an existing destination (exit status 1)\n"
                "  -f, --force        replace it (the default); the last of -n and -f counts\n");
     if (cmd->accepts & CLI_OPT_JSON)
-        printf("  --json             one JSON document instead of columns (names as UTF-8; a\n"
-               "                     byte of invalid UTF-8 as \\udcXX, Python's surrogateescape)\n");
+        printf(
+            "  --json             one JSON document instead of columns (names as UTF-8; a\n"
+            "                     byte of invalid UTF-8 as \\udcXX, Python's surrogateescape)\n");
     if (cmd->accepts & CLI_OPT_HUMAN)
         printf("  -H, --human-readable  sizes as 1.5K, 20M, 3.1G (powers of 1024)\n");
     if (cmd->options)
@@ -189,8 +191,10 @@ static void print_wire_stats(void)
             (unsigned long long)atomic_load(&rfs_wire_tx),
             (unsigned long long)atomic_load(&rfs_wire_rx));
     if (atomic_load(&rfs_zread_replies))
-        fprintf(stderr, "rfs stats: compressed read replies %llu: %llu bytes in %llu on the "
-                "wire\n", (unsigned long long)atomic_load(&rfs_zread_replies),
+        fprintf(stderr,
+                "rfs stats: compressed read replies %llu: %llu bytes in %llu on the "
+                "wire\n",
+                (unsigned long long)atomic_load(&rfs_zread_replies),
                 (unsigned long long)atomic_load(&rfs_zread_raw),
                 (unsigned long long)atomic_load(&rfs_zread_wire));
 }
@@ -286,7 +290,7 @@ int main(int argc, char **argv)
             rc = cli_setup_options(c);
         if (rc == CLI_EXIT_OK)
             rc = cmd->run(c);
-        cli_streams_warm_end(c);  /* a command that failed early leaves no dialler behind */
+        cli_streams_warm_end(c); /* a command that failed early leaves no dialler behind */
     }
     /* The token may be a secret: do not leave it in freed memory. */
     memset(c->token, 0, sizeof c->token);

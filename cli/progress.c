@@ -93,7 +93,8 @@ static void draw(progress *p, uint64_t done, double now)
 
     char tail[160];
     int tl = snprintf(tail, sizeof tail, " %3d%% %s / %s %s/s %s", (int)(frac * 100), d, t, r, eta);
-    int cols = term_columns() - 1; /* never write into the last column: that wraps on some terminals */
+    int cols =
+        term_columns() - 1; /* never write into the last column: that wraps on some terminals */
     int bar = cols - (int)strlen(p->label) - tl - 3;
     char line[512];
     int n;

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 typedef struct progress {
-    int enabled;      /* stderr is a terminal and the user did not turn it off */
-    int drawn;        /* something is on the line and needs a final newline */
-    double start;     /* monotonic seconds */
+    int enabled;  /* stderr is a terminal and the user did not turn it off */
+    int drawn;    /* something is on the line and needs a final newline */
+    double start; /* monotonic seconds */
     double last_draw;
     double min_seconds;
     uint64_t total;

@@ -26,9 +26,15 @@ extern char **environ;
 
 static const char tag[] = "rfs-mpiio-built-for=";
 
-const char *run_mpi_name(run_mpi m) { return m == RUN_MPICH ? "MPICH" : "Open MPI"; }
+const char *run_mpi_name(run_mpi m)
+{
+    return m == RUN_MPICH ? "MPICH" : "Open MPI";
+}
 
-static const char *mpi_dir(run_mpi m) { return m == RUN_MPICH ? "mpich" : "openmpi"; }
+static const char *mpi_dir(run_mpi m)
+{
+    return m == RUN_MPICH ? "mpich" : "openmpi";
+}
 
 run_mpi run_lib_mpi(const char *path)
 {
@@ -72,7 +78,8 @@ static run_mpi by_version(const char *launcher)
     char out[4096];
     size_t len = 0;
     ssize_t n;
-    while (rc == 0 && len < sizeof out - 1 && (n = read(pfd[0], out + len, sizeof out - 1 - len)) > 0)
+    while (rc == 0 && len < sizeof out - 1 &&
+           (n = read(pfd[0], out + len, sizeof out - 1 - len)) > 0)
         len += (size_t)n;
     close(pfd[0]);
     out[len] = '\0';
@@ -146,16 +153,17 @@ int run_find_lib(run_mpi mpi, char *out, size_t cap, char *looked, size_t lcap)
     looked[0] = '\0';
     snprintf(sub, sizeof sub, "%s/librfs-mpiio.so", mpi_dir(mpi));
     const char *env = getenv("RFS_MPIIO_DIR");
-    if (env && env[0] && (try_path(env, sub, mpi, out, cap, looked, lcap) ||
-                          try_path(env, "librfs-mpiio.so", mpi, out, cap, looked, lcap)))
+    if (env && env[0] &&
+        (try_path(env, sub, mpi, out, cap, looked, lcap) ||
+         try_path(env, "librfs-mpiio.so", mpi, out, cap, looked, lcap)))
         return 0;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0)
         return -1;
     exe[n] = '\0';
-    snprintf(dir, sizeof dir, "%s", dirname(exe));  /* bin/, or the build tree */
+    snprintf(dir, sizeof dir, "%s", dirname(exe)); /* bin/, or the build tree */
     snprintf(exe, sizeof exe, "%s", dir);
-    snprintf(up, sizeof up, "%s", dirname(exe));    /* the prefix, or the source tree */
+    snprintf(up, sizeof up, "%s", dirname(exe)); /* the prefix, or the source tree */
     char lib[PATH_MAX + 16];
     snprintf(lib, sizeof lib, "%s/%s", up, RFS_INSTALL_MPIIO_DIR);
     /* installed side by side; then this build tree and the ones scripts/test makes */

@@ -30,7 +30,7 @@ typedef struct get_ctx {
      * a fifth of all CPU time in a 1 GiB loopback get on 2 cores, taken from the threads
      * receiving from the network). Queued on this mutex they sleep instead. */
     pthread_mutex_t write_mu;
-    int write_err;  /* first local write failure (errno), under write_mu */
+    int write_err; /* first local write failure (errno), under write_mu */
 } get_ctx;
 
 /* The temporary file to remove if a signal ends the process mid-transfer. */
@@ -58,7 +58,10 @@ static void arm_cleanup(const char *path)
     sigaction(SIGHUP, &sa, NULL);
 }
 
-static void disarm_cleanup(void) { cleanup_armed = 0; }
+static void disarm_cleanup(void)
+{
+    cleanup_armed = 0;
+}
 
 /* Runs in the library's receiving thread, piece by piece as the data arrive: the bytes are
  * written while still in that CPU's cache, instead of being handed to another thread through
@@ -93,7 +96,8 @@ static int get_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
     if (rc != RFS_OK)
         return rc;
     if (got != len) {
-        snprintf(e->st.msg, sizeof e->st.msg, "file shrank on the server during the transfer (short read at offset %llu)",
+        snprintf(e->st.msg, sizeof e->st.msg,
+                 "file shrank on the server during the transfer (short read at offset %llu)",
                  (unsigned long long)(off + got));
         return RFS_E_IO;
     }
@@ -115,7 +119,8 @@ static int local_names(const char *local, const char *remote_path, char *target,
         cli_basename(remote_path, base, sizeof base);
         if (!base[0])
             return EISDIR;
-        n = snprintf(target, tcap, "%s%s%s", local, local[strlen(local) - 1] == '/' ? "" : "/", base);
+        n = snprintf(target, tcap, "%s%s%s", local, local[strlen(local) - 1] == '/' ? "" : "/",
+                     base);
         if (stat(target, &sb) == 0 && S_ISREG(sb.st_mode))
             *mode = sb.st_mode & 07777; /* replacing a file keeps its permissions */
     } else {
@@ -171,8 +176,7 @@ static int open_temp(cli_ctx *c, char *tmp)
 }
 
 /* --resume: keeps the verified prefix of the temporary file and drops the rest. */
-static int resume_point(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size,
-                        uint64_t *keep)
+static int resume_point(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size, uint64_t *keep)
 {
     struct stat sb;
     *keep = 0;
@@ -208,9 +212,10 @@ static int verify(cli_ctx *c, get_ctx *g, const rfs_name *name, uint64_t size)
         return CLI_EXIT_OK;
     char msg[RFS_ERRMSG_MAX], server[300];
     cli_server_str(name, server, sizeof server);
-    snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy is %08x, "
-             "of the received data in %s %08x; not renamed into place", server, name->path,
-             crcs[0], g->tmp, crcs[1]);
+    snprintf(msg, sizeof msg,
+             "%s:%s: verification failed: crc32c of the server's copy is %08x, "
+             "of the received data in %s %08x; not renamed into place",
+             server, name->path, crcs[0], g->tmp, crcs[1]);
     return cli_fail_remote(c, name, RFS_E_IO, msg);
 }
 

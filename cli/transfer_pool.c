@@ -79,8 +79,8 @@ static int decide_streams(cli_ctx *c, const char *url)
     if (rfs_ping_tcp(url, &po, &rtt, &tcp) == RFS_OK && tcp.rtt_ms * 1000 >= (double)min_us)
         k = CLI_AUTO_STREAMS;
     if (c->o.verbose)
-        fprintf(stderr, "rfs: %s: round trip %.3f ms: %d stream%s (--streams auto)\n",
-                server, tcp.rtt_ms, k, k > 1 ? "s" : "");
+        fprintf(stderr, "rfs: %s: round trip %.3f ms: %d stream%s (--streams auto)\n", server,
+                tcp.rtt_ms, k, k > 1 ? "s" : "");
     c->auto_streams = k;
     snprintf(c->auto_server, sizeof c->auto_server, "%s", server);
     return k;
@@ -100,10 +100,10 @@ static void *warm_main(void *arg)
     (void)arg;
     int k = decide_streams(&warm.cc, warm.url);
     rfs_options o = warm.cc.ropts;
-    o.max_frame = xfer_frame_size();  /* as the transfer's own connections (see above) */
+    o.max_frame = xfer_frame_size(); /* as the transfer's own connections (see above) */
     o.streams = k;
     if (k > 1 && rfs_pool_warm(warm.url, &o, k) != RFS_OK)
-        rfs_clear_error();  /* the transfer meets the problem again and reports it */
+        rfs_clear_error(); /* the transfer meets the problem again and reports it */
     return NULL;
 }
 
@@ -126,7 +126,7 @@ void cli_streams_warm_end(cli_ctx *c)
         c->auto_streams = warm.cc.auto_streams;
         snprintf(c->auto_server, sizeof c->auto_server, "%s", warm.cc.auto_server);
     }
-    explicit_bzero(&warm.cc, sizeof warm.cc);  /* its copy of the token */
+    explicit_bzero(&warm.cc, sizeof warm.cc); /* its copy of the token */
 }
 
 int cli_streams(cli_ctx *c, const char *url)
@@ -185,7 +185,8 @@ static void *worker(void *p)
     int ok = x->no_buffer || buf;
     if (!ok) {
         xfer_error e = {.st = {.rc = RFS_E_NOMEM}, .local = 1};
-        snprintf(e.st.msg, sizeof e.st.msg, "out of memory for a %zu-byte transfer buffer", x->chunk);
+        snprintf(e.st.msg, sizeof e.st.msg, "out of memory for a %zu-byte transfer buffer",
+                 x->chunk);
         record_failure(x, &e);
     }
     while (ok && !atomic_load(&x->stop)) {
@@ -240,7 +241,8 @@ int xfer_run(xfer *x)
             pthread_mutex_unlock(&x->mu);
             if (started == 0) {
                 xfer_error e = {.st = {.rc = RFS_E_NOMEM}, .local = 1};
-                snprintf(e.st.msg, sizeof e.st.msg, "cannot start a transfer thread: %s", strerror(rc));
+                snprintf(e.st.msg, sizeof e.st.msg, "cannot start a transfer thread: %s",
+                         strerror(rc));
                 record_failure(x, &e);
             }
             break; /* the threads already running share the work */
@@ -297,8 +299,8 @@ int xfer_part_path(char *out, size_t cap, const char *target, uint64_t key)
     cli_basename(target, base, sizeof base);
     if (!base[0])
         return -1;
-    int n = snprintf(out, cap, "%.*s.%.*s.rfs-part-%016" PRIx64, (int)dirlen, target,
-                     PART_NAME_MAX, base, key);
+    int n = snprintf(out, cap, "%.*s.%.*s.rfs-part-%016" PRIx64, (int)dirlen, target, PART_NAME_MAX,
+                     base, key);
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
@@ -344,7 +346,7 @@ int xfer_compare(rfs_file *f, int fd, const char *local, uint64_t off, uint64_t 
     uint32_t rcrc = 0;
     uint64_t rgot = 0;
     int rc = rfs_checksum(f, off, len, &rcrc, &rgot);
-    if (rc != RFS_OK)  /* kept past the local side's calls */
+    if (rc != RFS_OK) /* kept past the local side's calls */
         rfs_status_save(&e->st, rfs_fail_cause(rc, "checksum on the server"));
     if (threaded)
         pthread_join(th, NULL);

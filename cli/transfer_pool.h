@@ -25,8 +25,8 @@
 #include "cli/progress.h"
 
 typedef struct xfer_error {
-    rfs_status st;  /* rfs_err (remote failure) or RFS_E_IO for local ones, and the message */
-    int local;      /* 1: the message describes a local file problem, not the server */
+    rfs_status st; /* rfs_err (remote failure) or RFS_E_IO for local ones, and the message */
+    int local;     /* 1: the message describes a local file problem, not the server */
 } xfer_error;
 
 struct xfer;
@@ -39,12 +39,12 @@ typedef struct xfer {
     /* Set by the caller. */
     uint64_t total;
     uint64_t start; /* bytes [0, start) are already in place (--resume): copy [start, total) */
-    int nstreams; /* connections of the rfs_file (for the chunk size) */
-    int depth;    /* copying threads */
+    int nstreams;   /* connections of the rfs_file (for the chunk size) */
+    int depth;      /* copying threads */
     uint32_t frame; /* rfs_options.max_frame to ask for (0: library default) */
     size_t chunk;
     xfer_chunk_fn copy;
-    int no_buffer;  /* copy moves the data itself and gets buf = NULL */
+    int no_buffer; /* copy moves the data itself and gets buf = NULL */
     void *ctx;
     progress *prog;
     /* Filled by xfer_run. */

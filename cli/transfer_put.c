@@ -25,7 +25,7 @@ typedef struct put_ctx {
     int fd;
     const char *local;
     rfs_file *f;
-    int streams;     /* asked for (cli_streams) */
+    int streams; /* asked for (cli_streams) */
 } put_ctx;
 
 /* Where the put goes: the final name and the temporary one, both as URLs and parsed. */
@@ -129,8 +129,7 @@ static int open_temp(cli_ctx *c, put_names *pn, unsigned mode, const rfs_options
 }
 
 /* --resume: how much of the temporary file is the source's own bytes, in verified units. */
-static int resume_point(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total,
-                        uint64_t *keep)
+static int resume_point(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total, uint64_t *keep)
 {
     uint64_t have = 0;
     *keep = 0;
@@ -187,9 +186,11 @@ static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
         if (!same) {
             char msg[RFS_ERRMSG_MAX], server[300];
             cli_server_str(&pn->name, server, sizeof server);
-            snprintf(msg, sizeof msg, "%s:%s: verification failed: crc32c of the server's copy "
+            snprintf(msg, sizeof msg,
+                     "%s:%s: verification failed: crc32c of the server's copy "
                      "%s is %08x, of %s %08x; not renamed into place (rerun with --resume to "
-                     "repair)", server, pn->name.path, pn->tmp.path, crcs[0], p->local, crcs[1]);
+                     "repair)",
+                     server, pn->name.path, pn->tmp.path, crcs[0], p->local, crcs[1]);
             return cli_fail_remote(c, &pn->name, RFS_E_IO, msg);
         }
     }
@@ -204,8 +205,10 @@ static int open_local(cli_ctx *c, const char *local, struct stat *sb)
     int fd = open(local, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -cli_fail_local(c, local, errno);
-    int e = fstat(fd, sb) != 0 ? errno : S_ISDIR(sb->st_mode) ? EISDIR
-            : !S_ISREG(sb->st_mode) ? EINVAL : 0;
+    int e = fstat(fd, sb) != 0      ? errno
+            : S_ISDIR(sb->st_mode)  ? EISDIR
+            : !S_ISREG(sb->st_mode) ? EINVAL
+                                    : 0;
     if (e) {
         close(fd);
         return -cli_fail_local(c, local, e);
@@ -234,8 +237,9 @@ static int run_put(cli_ctx *c, put_ctx *p, put_names *pn, uint64_t total)
         return report_xfer_error(c, pn, &x, kept);
     if (c->o.resume && !c->o.quiet)
         printf("rfs put: resumed %s: %llu of %llu bytes already on the server (verified), "
-               "%llu sent\n", pn->name.path, (unsigned long long)kept,
-               (unsigned long long)total, (unsigned long long)(total - kept));
+               "%llu sent\n",
+               pn->name.path, (unsigned long long)kept, (unsigned long long)total,
+               (unsigned long long)(total - kept));
     return finish(c, p, pn, total);
 }
 

@@ -30,9 +30,9 @@ static int visit(const char *path, const struct stat *sb, int flag, struct FTW *
 {
     (void)sb;
     if (flag != FTW_D || ftw->level == 0)
-        return 0;  /* links are not followed (FTW_PHYS): the walk in cmd_cp.c does not either */
+        return 0; /* links are not followed (FTW_PHYS): the walk in cmd_cp.c does not either */
     if (ftw->level >= TREE_MAX_LEVELS)
-        return 0;  /* cmd_cp.c refuses such depths itself */
+        return 0; /* cmd_cp.c refuses such depths itself */
     dir_list *l = &levels[ftw->level];
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
@@ -104,7 +104,7 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
     oom = 0;
     if (nftw(local_root, visit, 32, FTW_PHYS) != 0 || oom) {
         clear();
-        return -1;  /* the ordinary walk reports what is wrong, directory by directory */
+        return -1; /* the ordinary walk reports what is wrong, directory by directory */
     }
     size_t base = strlen(dn->path);
     while (base > 1 && dn->path[base - 1] == '/')
@@ -119,7 +119,7 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
     else
         for (size_t k = 1; k <= nlevels && make_levels(c, dest_url, dn->path, base, k, k, 0777) < 0;
              k++)
-            made++;  /* a failed level: the ordinary walk makes (and reports) the rest */
+            made++; /* a failed level: the ordinary walk makes (and reports) the rest */
     clear();
     return made;
 }

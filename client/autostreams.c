@@ -66,7 +66,8 @@ int rfs_auto_wants_streams(rfs_conn *first, const char *label, int cap)
         return 1;
     }
     RFS_LOGI("%s: streams auto: round trip %.1f ms: up to %d streams, measured while "
-             "transferring", label, rtt, cap);
+             "transferring",
+             label, rtt, cap);
     return cap;
 }
 
@@ -115,7 +116,7 @@ void rfs_auto_probe_init(rfs_auto_probe *p, int k)
 static int judge_locked(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, const char *label)
 {
     RFS_ASSERT_HELD(&a->mu);
-    if (p->warming) {       /* the epoch after a start or an addition is not judged */
+    if (p->warming) { /* the epoch after a start or an addition is not judged */
         p->warming = 0;
         return 0;
     }
@@ -125,8 +126,8 @@ static int judge_locked(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, 
         a->active = p->k - 1 > 0 ? p->k - 1 : 1;
         a->settled = 1;
         a->since_settled = 0;
-        RFS_LOGI("%s: streams auto: %d streams %.1f MB/s, %d gave %.1f MB/s: settled on %d",
-                 label, p->k - 1, p->base / 1e6, p->k, rate / 1e6, p->k - 1);
+        RFS_LOGI("%s: streams auto: %d streams %.1f MB/s, %d gave %.1f MB/s: settled on %d", label,
+                 p->k - 1, p->base / 1e6, p->k, rate / 1e6, p->k - 1);
         p->done = 1;
         return 0;
     }
@@ -144,11 +145,10 @@ static int judge_locked(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, 
     p->base = rate;
     p->k++;
     p->warming = 1;
-    return 1;               /* caller starts stream k-1 */
+    return 1; /* caller starts stream k-1 */
 }
 
-int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
-                         const char *label)
+int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, const char *label)
 {
     pthread_mutex_lock(&a->mu);
     int more = judge_locked(a, p, nconn, rate, label);
@@ -156,8 +156,8 @@ int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
     return more;
 }
 
-void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns,
-                     int nconn, const char *label)
+void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns, int nconn,
+                     const char *label)
 {
     pthread_mutex_lock(&a->mu);
     if (!a->enabled || a->settled || ns <= 0) {
@@ -177,7 +177,7 @@ void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epo
         a->series_ns = 0;
         a->series_bytes = 0;
         if (judge_locked(a, &a->series, nconn, rate, label))
-            a->active = a->series.k;   /* the next transfers try one stream more */
+            a->active = a->series.k; /* the next transfers try one stream more */
     }
     pthread_mutex_unlock(&a->mu);
 }

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define RFS_CLIENT_MAX_STREAMS 16
-#define RFS_AUTO_MAX_STREAMS 8     /* rfs_streams=auto opens at most this many */
+#define RFS_AUTO_MAX_STREAMS 8 /* rfs_streams=auto opens at most this many */
 #define RFS_CLIENT_MAX_WINDOW 64
 #define RFS_DEFAULT_RETRY_TIMEOUT_MS 60000
 #define RFS_CLIENT_LABEL_MAX (sizeof "rfs:[]:65535:" + 255 + 4096)
@@ -40,7 +40,7 @@ void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
 typedef struct rfs_copts {
     int connect_timeout_ms;
     int io_timeout_ms;
-    int streams;          /* connections to open; with streams_auto, the most to open */
+    int streams; /* connections to open; with streams_auto, the most to open */
     int streams_auto;
     int sndbuf, rcvbuf;
     uint32_t max_frame;
@@ -49,16 +49,16 @@ typedef struct rfs_copts {
     int retry_timeout_ms;
     int has_token;
     char token[RFS_TOKEN_MAX];
-    char congestion[RFS_TCP_CC_MAX];  /* $RFS_TCP_CONGESTION when usable, else "" */
-    int no_sums;               /* $RFS_CHECKSUM=off: no frame checksums even if offered */
-    int no_vers;               /* $RFS_FILE_VERSIONS=off: never ask for file versions (acts
-                                * as an older server would: tests of ABT's STAT path) */
-    unsigned zmode;            /* rfs_options.compress / $RFS_COMPRESS (compress_pipe.h) */
+    char congestion[RFS_TCP_CC_MAX]; /* $RFS_TCP_CONGESTION when usable, else "" */
+    int no_sums;                     /* $RFS_CHECKSUM=off: no frame checksums even if offered */
+    int no_vers;                     /* $RFS_FILE_VERSIONS=off: never ask for file versions (acts
+                                      * as an older server would: tests of ABT's STAT path) */
+    unsigned zmode;                  /* rfs_options.compress / $RFS_COMPRESS (compress_pipe.h) */
     int zlevel;
-    int tls;                          /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
-    char tls_ca[4096];                /* $RFS_TLS_CA, or "": the system's CAs */
-    char tls_pin[128];                /* $RFS_TLS_PIN, or "" */
-    int ucx;                          /* $RFS_TRANSPORT is "ucx" (an rfs+ucx: name adds it) */
+    int tls;           /* rfs_options.tls or $RFS_TLS (an rfss: name adds it) */
+    char tls_ca[4096]; /* $RFS_TLS_CA, or "": the system's CAs */
+    char tls_pin[128]; /* $RFS_TLS_PIN, or "" */
+    int ucx;           /* $RFS_TRANSPORT is "ucx" (an rfs+ucx: name adds it) */
     /* A third-party copy grant (rfsd's pulling side): authenticate with TPC_AUTH and this
      * grant's key instead of a token (docs/protocol.md "Third-party copy"). */
     int has_grant;
@@ -94,9 +94,9 @@ typedef struct rfs_conn rfs_conn;
 struct rfs_runtime {
     /* The executor (exec.c): x_mu guards the rest of these. */
     pthread_mutex_t x_mu;
-    pthread_cond_t x_work;     /* a job was queued, or stopping */
-    pthread_cond_t x_done;     /* a job finished */
-    pthread_cond_t x_gone;     /* a worker ended */
+    pthread_cond_t x_work; /* a job was queued, or stopping */
+    pthread_cond_t x_done; /* a job finished */
+    pthread_cond_t x_gone; /* a worker ended */
     rfs_task *x_head, *x_tail;
     int x_threads, x_idle, x_queued, x_stopping;
     unsigned long x_started;
@@ -128,15 +128,15 @@ int rfs_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* ---- one request in flight (conn.c) ---- */
 typedef struct rfs_call {
-    struct rfs_call *next;     /* hash chain in the connection's pending table */
+    struct rfs_call *next; /* hash chain in the connection's pending table */
     uint32_t id;
     uint16_t op;
     int64_t deadline_ns;
     int timeout_ms;
-    pthread_cond_t cv;         /* CLOCK_MONOTONIC */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     /* A read's payload goes straight here (PREAD, PREADV, VIEW_READ); NULL otherwise. */
     void *dst;
-    size_t dst_cap;            /* the most payload bytes the reply may carry (dst or sink) */
+    size_t dst_cap; /* the most payload bytes the reply may carry (dst or sink) */
     /* Or, for a PREAD, to sink(sink_ctx, sink_off + k, piece, n) as it arrives; sink_err is
      * the sink's first errno (the rest of the payload is then read and dropped). */
     rfs_sink_fn sink;
@@ -145,14 +145,14 @@ typedef struct rfs_call {
     int sink_err;
     /* Results, written by the receiver (or by a connection failure) before done is set. */
     int done;
-    int rc;                    /* RFS_OK: a reply came (see status); < 0: no reply (conn failure) */
-    int status;                /* the reply's rfs_err */
-    rfs_rep rep;               /* decoded reply; pointers into body */
-    uint8_t *body;             /* owned copy of a non-payload reply body */
-    size_t data_len;           /* payload bytes stored at dst */
-    size_t moved;              /* payload bytes the request carries or asks for (rfs_conn_start) */
-    int sum;                   /* sent with a checksum: the reply must carry one too */
-    int zok;                   /* sent with RFS_F_ZOK: the reply's payload may be packed */
+    int rc;          /* RFS_OK: a reply came (see status); < 0: no reply (conn failure) */
+    int status;      /* the reply's rfs_err */
+    rfs_rep rep;     /* decoded reply; pointers into body */
+    uint8_t *body;   /* owned copy of a non-payload reply body */
+    size_t data_len; /* payload bytes stored at dst */
+    size_t moved;    /* payload bytes the request carries or asks for (rfs_conn_start) */
+    int sum;         /* sent with a checksum: the reply must carry one too */
+    int zok;         /* sent with RFS_F_ZOK: the reply's payload may be packed */
     /* Asked for the file's version for a tracked handle (versions.c): the receiver notes the
      * reply's version in the box registered for vfh, with the box's epoch at sending. */
     int vtrack;
@@ -173,35 +173,35 @@ struct rfs_conn {
     rfs_runtime *rt;
     rfs_conn *pool_next;
     int refs;
-    int64_t idle_since_ns;     /* when refs last dropped to 0 (lingering in the pool) */
+    int64_t idle_since_ns; /* when refs last dropped to 0 (lingering in the pool) */
     int has_token;
     char token[RFS_TOKEN_MAX];
     char host[256];
     uint16_t port;
-    char server[300];          /* "host:port" */
-    int tls;                   /* the transport is TLS: only TLS requests share it */
-    int ucx;                   /* the transport is UCX: only UCX requests share it */
+    char server[300]; /* "host:port" */
+    int tls;          /* the transport is TLS: only TLS requests share it */
+    int ucx;          /* the transport is UCX: only UCX requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */
 
-    pthread_mutex_t lock;      /* everything below */
+    pthread_mutex_t lock; /* everything below */
     uint32_t next_id;
     rfs_call *pending[64];
     size_t npending;
-    uint32_t max_frame;        /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
-    int views_ok;              /* the server has views (HELLO features, or a SET_VIEW worked) */
-    int sums;                  /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
-    unsigned codecs;           /* bit RFS_CODEC_*: the server takes payloads compressed so */
-    int vers;                  /* the server reports file versions (RFS_FEAT_VER) */
-    struct rfs_vreg *vreg;     /* lock: handles whose files track versions (versions.c) */
+    uint32_t max_frame;    /* negotiated; RFS_PRE_HELLO_MAX until HELLO completes */
+    int views_ok;          /* the server has views (HELLO features, or a SET_VIEW worked) */
+    int sums;              /* frames carry checksums (HELLO features; RFS_CHECKSUM=off: no) */
+    unsigned codecs;       /* bit RFS_CODEC_*: the server takes payloads compressed so */
+    int vers;              /* the server reports file versions (RFS_FEAT_VER) */
+    struct rfs_vreg *vreg; /* lock: handles whose files track versions (versions.c) */
     size_t nvreg, vreg_cap;
-    unsigned features;         /* the HELLO reply's RFS_FEAT_* bits */
+    unsigned features; /* the HELLO reply's RFS_FEAT_* bits */
     /* The link's rate as this connection's sends see it (bytes/s, 0 unknown): what the link
      * drained between two sends that waited for the socket (conn.c note_send). */
     _Atomic uint64_t link_bps;
-    int64_t rate_mark_ns;      /* send_lock: when a send last ended with a full buffer */
-    uint64_t rate_bytes;       /* send_lock: bytes written since */
+    int64_t rate_mark_ns; /* send_lock: when a send last ended with a full buffer */
+    uint64_t rate_bytes;  /* send_lock: bytes written since */
     /* AUTH is sent and the first requests follow it at once; until the server's reply proves
      * it knows the token (handshake.c), replies to anything else kill the connection and
      * requests carrying file data wait (auth_cv). */
@@ -209,7 +209,7 @@ struct rfs_conn {
     pthread_cond_t auth_cv;
     rfs_call auth_call;
     uint8_t auth_expect[RFS_MAC_LEN];
-    uint8_t *sink_buf;         /* the receiver's scratch for sink deliveries (lazily made) */
+    uint8_t *sink_buf; /* the receiver's scratch for sink deliveries (lazily made) */
     /* The session (handshake.c): a random id named in SESSION right after AUTH, so that a
      * later connection can fence this one; the server's lease (0: the server has none, no
      * pings) and its host's boot id, from the reply. */
@@ -267,7 +267,8 @@ int rfs_conn_call(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, con
 /* The outcome of a finished call as an rfs_err with the message "label: cause". */
 int rfs_call_result(rfs_conn *c, const rfs_call *call, int wait_rc, const char *label);
 /* Marks c dead, fails every pending call with err, unblocks the receiver. */
-void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* HELLO + AUTH + SESSION on a connection whose receiver runs (handshake.c). */
 int rfs_handshake(rfs_conn *c, const rfs_copts *o);
@@ -303,17 +304,17 @@ int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_con
 /* What a file has learnt about its streams; shared by its transfers (mu guards it). */
 /* One transfer's probing state (owned by its controller), or a series' (in rfs_auto). */
 typedef struct rfs_auto_probe {
-    int k;                /* streams running */
-    int warming;          /* the current epoch is not judged */
+    int k;       /* streams running */
+    int warming; /* the current epoch is not judged */
     int done;
-    double base;          /* rate with k - 1 streams, bytes/s */
+    double base; /* rate with k - 1 streams, bytes/s */
 } rfs_auto_probe;
 typedef struct rfs_auto {
     pthread_mutex_t mu;
-    int enabled;          /* auto, and the file has more than one connection */
-    int active;           /* streams a large transfer starts with */
-    int settled;          /* probing stopped: the last addition did not pay */
-    int since_settled;    /* large transfers since then (re-probe after a while) */
+    int enabled;       /* auto, and the file has more than one connection */
+    int active;        /* streams a large transfer starts with */
+    int settled;       /* probing stopped: the last addition did not pay */
+    int since_settled; /* large transfers since then (re-probe after a while) */
     /* Transfers too short to probe within (a collective buffer's few frames) probe as a
      * series: their bytes and times add up to epochs (rfs_auto_series). */
     rfs_auto_probe series;
@@ -324,20 +325,19 @@ double rfs_conn_rtt_ms(rfs_conn *c);
 int rfs_auto_min_rtt_us(void);
 /* How many connections an auto file opens, judged from its first connection's round trip. */
 int rfs_auto_wants_streams(rfs_conn *first, const char *label, int cap);
-void rfs_auto_init(rfs_auto *a);  /* off; open sets enabled */
+void rfs_auto_init(rfs_auto *a); /* off; open sets enabled */
 void rfs_auto_destroy(rfs_auto *a);
 /* Streams a large transfer starts with; *probing: whether it should measure and add more. */
 int rfs_auto_start(rfs_auto *a, int nconn, int *probing);
 int64_t rfs_auto_epoch_ns(rfs_conn *c);
 void rfs_auto_probe_init(rfs_auto_probe *p, int k);
 /* Judges one epoch's delivered rate; 1: start one more stream (p->k is then its count). */
-int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate,
-                         const char *label);
+int rfs_auto_probe_epoch(rfs_auto *a, rfs_auto_probe *p, int nconn, double rate, const char *label);
 /* A transfer of a few frames that ran on k streams (rfs_auto_start's count) moved `bytes` in
  * ns: counted into the file's series epoch, which when full is judged as a transfer's epoch
  * is, and the next transfers start with the count it chose. */
-void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns,
-                     int nconn, const char *label);
+void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epoch_ns, int nconn,
+                     const char *label);
 
 /* ---- file versions (versions.c, docs/protocol.md "File versions") ----
  * The newest version (size, mtime_ns) of a file the server reported in a reply to one of this
@@ -347,11 +347,11 @@ void rfs_auto_series(rfs_auto *a, int k, uint64_t bytes, int64_t ns, int64_t epo
  * grow a file and the server's clock only moves on). */
 typedef struct rfs_verbox {
     pthread_mutex_t mu;
-    int tracking;          /* writes and size changes ask for the version (rfs_file_version) */
+    int tracking; /* writes and size changes ask for the version (rfs_file_version) */
     int known;
     uint64_t size;
     int64_t mtime_ns;
-    uint64_t epoch;        /* bumped when the version changes */
+    uint64_t epoch; /* bumped when the version changes */
 } rfs_verbox;
 struct rfs_vreg {
     uint32_t fh;
@@ -383,11 +383,11 @@ struct rfs_file {
     int nconn;
     rfs_conn *conn[RFS_CLIENT_MAX_STREAMS];
     uint32_t fh[RFS_CLIENT_MAX_STREAMS];
-    rfs_auto autos;            /* rfs_streams=auto: how many of them large transfers use */
+    rfs_auto autos; /* rfs_streams=auto: how many of them large transfers use */
     int io_timeout_ms;
     int window;
-    size_t chunk;              /* data bytes per frame, for every stream of this file */
-    rfs_zstate *z;             /* compression of its writes (compress_pipe.h) */
+    size_t chunk;  /* data bytes per frame, for every stream of this file */
+    rfs_zstate *z; /* compression of its writes (compress_pipe.h) */
     /* A SET_VIEW sent without waiting for its replies (services.c): the view op that follows
      * on the same connections is ordered after it by the server, so the round trip is saved;
      * its outcome is collected by that view op (or the next set_view, sync or close). */
@@ -403,38 +403,45 @@ struct rfs_file {
     pthread_mutex_t ww_mu;
     size_t ww_cap, ww_bytes;
     unsigned ww_count;
-    uint64_t ww_queued, ww_collected;  /* writes queued and collected so far */
-    uint64_t ww_replayed;              /* sent again after a lost connection (RFS_STATS) */
+    uint64_t ww_queued, ww_collected; /* writes queued and collected so far */
+    uint64_t ww_replayed;             /* sent again after a lost connection (RFS_STATS) */
     struct rfs_wwrite *ww_head, *ww_tail;
-    rfs_status ww_failed;      /* first windowed write failure not yet reported (rc RFS_OK: none) */
-    struct rfs_wwrite *ww_lost_head, *ww_lost_tail;  /* lost with a connection: to send again */
+    rfs_status ww_failed; /* first windowed write failure not yet reported (rc RFS_OK: none) */
+    struct rfs_wwrite *ww_lost_head, *ww_lost_tail; /* lost with a connection: to send again */
 
     /* Recovery after a lost connection (recover.c). Operations hold rw for reading; recovery
      * holds it for writing while it swaps connections and handles. */
     pthread_rwlock_t rw;
     unsigned gen, recoveries;
-    int gave_up;               /* the last recovery failed: the next tries once */
-    rfs_status gave_up_why;    /* ... with this error, */
-    int64_t next_try_ns;       /* ... and until then later calls fail at once (recover.c) */
-    int retry_ms;              /* 0: no recovery, a lost connection fails the operation */
-    rfs_copts copts;           /* to connect again (holds the token: wiped at close) */
-    int stale[RFS_CLIENT_MAX_STREAMS];  /* replaced connection, file not yet open on it */
+    int gave_up;                       /* the last recovery failed: the next tries once */
+    rfs_status gave_up_why;            /* ... with this error, */
+    int64_t next_try_ns;               /* ... and until then later calls fail at once (recover.c) */
+    int retry_ms;                      /* 0: no recovery, a lost connection fails the operation */
+    rfs_copts copts;                   /* to connect again (holds the token: wiped at close) */
+    int stale[RFS_CLIENT_MAX_STREAMS]; /* replaced connection, file not yet open on it */
     /* Atomic: operations on the file run concurrently (they hold f->rw only for reading).
      * The file is dirty (written since the last successful sync) while writes != synced. */
-    atomic_uint_fast64_t writes;   /* operations that changed the file's bytes or size */
-    atomic_uint_fast64_t synced;   /* `writes` when the last successful sync began */
-    atomic_int lost_unsynced;  /* the server host rebooted while dirty: sync must fail */
+    atomic_uint_fast64_t writes; /* operations that changed the file's bytes or size */
+    atomic_uint_fast64_t synced; /* `writes` when the last successful sync began */
+    atomic_int lost_unsynced;    /* the server host rebooted while dirty: sync must fail */
     int boot_known;
     uint8_t boot[RFS_SESSION_LEN];
-    struct { uint64_t disp; uint8_t *enc; size_t len; } saved_views[RFS_MAX_VIEWS];
-    struct rfs_held_lock { uint64_t off, len; unsigned mode; } *locks;
+    struct {
+        uint64_t disp;
+        uint8_t *enc;
+        size_t len;
+    } saved_views[RFS_MAX_VIEWS];
+    struct rfs_held_lock {
+        uint64_t off, len;
+        unsigned mode;
+    } * locks;
     size_t nlocks, locks_cap;
-    rfs_verbox ver;            /* the file's version as replies reported it (versions.c) */
+    rfs_verbox ver; /* the file's version as replies reported it (versions.c) */
 };
 
 /* ---- recovery (recover.c) ---- */
-#define RFS_ATTEMPT_RETRY 1u   /* idempotent: run it again once the file is recovered */
-#define RFS_ATTEMPT_WRITES 2u  /* changes the file's bytes (so a later sync has work) */
+#define RFS_ATTEMPT_RETRY 1u  /* idempotent: run it again once the file is recovered */
+#define RFS_ATTEMPT_WRITES 2u /* changes the file's bytes (so a later sync has work) */
 typedef struct rfs_attempt {
     unsigned how;
     unsigned gen;
@@ -506,8 +513,7 @@ size_t rfs_chunk_for_frame(uint32_t max_frame);
 int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, void *rbuf,
                     const void *wbuf, size_t len, size_t *done);
 /* PREAD of [off, off+len) delivered to sink (rfs_pread_sink). */
-int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
-                  size_t *done);
+int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx, size_t *done);
 int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
                   const void *wbuf, size_t *done);
 

@@ -18,7 +18,7 @@ static double rate_prior(rfs_conn *c)
 void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed *out)
 {
     pthread_mutex_lock(&c->lock);
-    unsigned offered = c->codecs;   /* bit k: codec k */
+    unsigned offered = c->codecs; /* bit k: codec k */
     pthread_mutex_unlock(&c->lock);
     double B = (double)atomic_load(&c->link_bps);
     if (B <= 0)

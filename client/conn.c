@@ -31,9 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#define NBUCKETS (sizeof ((rfs_conn *)0)->pending / sizeof ((rfs_conn *)0)->pending[0])
+#define NBUCKETS (sizeof((rfs_conn *)0)->pending / sizeof((rfs_conn *)0)->pending[0])
 #define WATCHDOG_PERIOD_MS 250
-
 
 _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
 _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
@@ -249,8 +248,8 @@ static int receive_to_sink(rfs_conn *c, const rfs_hdr *h, rfs_call *call, uint32
         if (sum)
             *sum = rfs_crc32c(*sum, c->sink_buf, (size_t)n);
         if (!call->sink_err)
-            call->sink_err = call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf,
-                                        (size_t)n);
+            call->sink_err =
+                call->sink(call->sink_ctx, call->sink_off + got, c->sink_buf, (size_t)n);
         got += (size_t)n;
     }
     call->rep.data_len = h->body_len;
@@ -296,9 +295,11 @@ static int receive_packed(rfs_conn *c, const rfs_hdr *h0, rfs_call *call)
     if (rc == RFS_OK && (rc = rfs_frame_pack_info(&hd, fields, flen, rfs_conn_max_frame(c), &pi)))
         rc = rc == RFS_E_IO ? RFS_E_PROTO : rc;
     if (rc == RFS_OK && (pi.fields_len != 0 || pi.raw_len > call->dst_cap))
-        rc = rfs_fail(RFS_E_PROTO, "compressed %s reply of %u bytes (%u field bytes) to a read "
-                      "of %zu", rfs_op_name(h0->op), pi.raw_len, pi.fields_len, call->dst_cap);
-    if (rc == RFS_E_IO) {  /* checksum mismatch */
+        rc = rfs_fail(RFS_E_PROTO,
+                      "compressed %s reply of %u bytes (%u field bytes) to a read "
+                      "of %zu",
+                      rfs_op_name(h0->op), pi.raw_len, pi.fields_len, call->dst_cap);
+    if (rc == RFS_E_IO) { /* checksum mismatch */
         free(body);
         corrupt_reply(call);
         return RFS_OK;
@@ -316,10 +317,9 @@ static int receive_packed(rfs_conn *c, const rfs_hdr *h0, rfs_call *call)
     free(body);
     if (rc) {
         char why[RFS_ERRMSG_MAX];
-        snprintf(why, sizeof why, "%s", rfs_last_error());  /* not formatted into itself */
+        snprintf(why, sizeof why, "%s", rfs_last_error()); /* not formatted into itself */
         free(raw);
-        rfs_fail(RFS_E_IO, "compressed %s reply from %s: %s", rfs_op_name(h0->op), c->server,
-                 why);
+        rfs_fail(RFS_E_IO, "compressed %s reply from %s: %s", rfs_op_name(h0->op), c->server, why);
         corrupt_reply(call);
         return RFS_OK;
     }
@@ -330,12 +330,12 @@ static int receive_packed(rfs_conn *c, const rfs_hdr *h0, rfs_call *call)
     call->rep.op = h0->op;
     call->rep.id = h0->req_id;
     if (call->sink) {
-        call->sink_err = raw && pi.raw_len
-                             ? call->sink(call->sink_ctx, call->sink_off, raw, pi.raw_len) : 0;
+        call->sink_err =
+            raw && pi.raw_len ? call->sink(call->sink_ctx, call->sink_off, raw, pi.raw_len) : 0;
         free(raw);
         raw = NULL;
     } else if (raw) {
-        call->body = raw;  /* a read with no destination keeps its bytes in the body */
+        call->body = raw; /* a read with no destination keeps its bytes in the body */
     }
     call->rep.data = call->dst ? call->dst : raw;
     call->rep.data_len = pi.raw_len;
@@ -456,8 +456,10 @@ static void *receiver_main(void *arg)
         }
         if (auth_pending && call != &c->auth_call) {
             /* A genuine server answers AUTH before reading what follows it. */
-            rfs_conn_kill(c, RFS_E_AUTH, "server %s answered %s before proving it knows the "
-                          "token; connection closed", c->server, rfs_op_name(h.op));
+            rfs_conn_kill(c, RFS_E_AUTH,
+                          "server %s answered %s before proving it knows the "
+                          "token; connection closed",
+                          c->server, rfs_op_name(h.op));
             pthread_mutex_lock(&c->lock);
             call->rc = c->dead_err;
             complete_locked(call);
@@ -484,7 +486,7 @@ static void *receiver_main(void *arg)
         if (call == &c->auth_call) {
             if (rfs_auth_settle(c))
                 break;
-            continue;  /* nobody waits for it */
+            continue; /* nobody waits for it */
         }
         if (call == &c->session_call) {
             rfs_session_settle(c);
@@ -496,7 +498,7 @@ static void *receiver_main(void *arg)
             pthread_mutex_unlock(&c->lock);
             continue;
         }
-        rfs_conn_ver_reply(c, call);  /* before the caller wakes: its write's version */
+        rfs_conn_ver_reply(c, call); /* before the caller wakes: its write's version */
         pthread_mutex_lock(&c->lock);
         complete_locked(call);
         pthread_mutex_unlock(&c->lock);
@@ -568,8 +570,10 @@ static int fail_dead(rfs_conn *c)
     pthread_mutex_unlock(&c->lock);
     if (err == RFS_E_AUTH)
         return rfs_fail(err, "%s", msg);
-    return rfs_fail(err, "%s (server file handles do not survive a lost connection: reopen "
-                    "the file)", msg);
+    return rfs_fail(err,
+                    "%s (server file handles do not survive a lost connection: reopen "
+                    "the file)",
+                    msg);
 }
 
 /* may_block 0: give up (RFS_E_BUSY, nothing sent, the call not pending) instead of waiting
@@ -625,7 +629,7 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     uint32_t max_frame = c->max_frame;
     int sum = c->sums && req->op != RFS_OP_HELLO;
     if (!(c->features & RFS_FEAT_ZREAD))
-        req->zok = 0;  /* an older server would refuse the flag */
+        req->zok = 0; /* an older server would refuse the flag */
     req->zshuf = req->zok && (c->features & RFS_FEAT_SHUFFLE);
     rfs_conn_ver_request(c, call, req);
     pthread_mutex_unlock(&c->lock);
@@ -836,22 +840,27 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     c->ping_timeout_ms = o->io_timeout_ms;
     c->last_send_ns = rfs_now_ns();
 
-    rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms, .sndbuf = o->sndbuf,
-                             .rcvbuf = o->rcvbuf, .nodelay = 1, .congestion = o->congestion};
+    rfs_transport_opts to = {.connect_timeout_ms = o->connect_timeout_ms,
+                             .sndbuf = o->sndbuf,
+                             .rcvbuf = o->rcvbuf,
+                             .nodelay = 1,
+                             .congestion = o->congestion};
     int tls = c->tls = o->tls;
     rfs_tls_client_cfg tc = {.ca_file = o->tls_ca, .pin = o->tls_pin};
     c->ucx = o->ucx;
     if (tls && c->ucx) {
         c->refs = 0;
         rfs_conn_free(c);
-        return rfs_fail(RFS_E_INVAL, "%s: UCX has no TLS: ask for one or the other (rfss: or "
-                        "rfs+ucx:, $RFS_TLS, $RFS_TRANSPORT)", host);
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: UCX has no TLS: ask for one or the other (rfss: or "
+                        "rfs+ucx:, $RFS_TLS, $RFS_TRANSPORT)",
+                        host);
     }
     int rc = c->ucx ? rfs_ucx_connect(host, port, &to, &c->t)
              : tls  ? rfs_tls_connect(host, port, &to, &tc, &c->t)
                     : rfs_tcp_connect(host, port, &to, &c->t);
     if (rc) {
-        rfs_status failed;  /* the transport's message says "cannot connect" */
+        rfs_status failed; /* the transport's message says "cannot connect" */
         rfs_status_save(&failed, rc);
         c->t = NULL;
         c->refs = 0;
@@ -863,7 +872,7 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
         rfs_conn_free(c);
         return rfs_fail(RFS_E_NOMEM, "cannot start the connection's receiver thread");
     }
-    c->threads_started = 1;   /* receiver only: free() joins it */
+    c->threads_started = 1; /* receiver only: free() joins it */
     if (rfs_thread_start(&c->watchdog, watchdog_main, c)) {
         c->refs = 0;
         rfs_conn_free(c);

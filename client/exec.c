@@ -28,7 +28,7 @@ static void *worker_main(void *arg)
             rt->x_idle--;
         }
         if (!rt->x_head)
-            break;  /* stopping */
+            break; /* stopping */
         rfs_task *t = rt->x_head;
         rt->x_head = t->next;
         if (!rt->x_head)

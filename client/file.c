@@ -38,7 +38,7 @@ int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode)
     req.u.open.path.len = (uint16_t)strlen(f->name.path);
     req.u.open.flags = flags;
     req.u.open.mode = mode;
-    req.want_ver = 1;  /* dropped for a server without versions (rfs_conn_ver_request) */
+    req.want_ver = 1; /* dropped for a server without versions (rfs_conn_ver_request) */
     uint64_t epoch = rfs_verbox_epoch(&f->ver);
     int rc = rfs_conn_call(f->conn[s], &call, &req, f->io_timeout_ms, f->label);
     if (!rc) {
@@ -66,8 +66,8 @@ int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *
     for (int s = from; s < f->nconn; s++) {
         if (!started[s])
             continue;
-        int rc = rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]),
-                                 f->label);
+        int rc =
+            rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]), f->label);
         ok[s] = rc == RFS_OK;
         rfs_status_first(&first, rc);
     }
@@ -111,7 +111,7 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
         if (!rc || (flags & RFS_O_EXCL) || !o->retry_timeout_ms || !rfs_conn_lost(f->conn[0]) ||
             rfs_now_ns() > deadline)
             return rc;
-        rfs_status lost;  /* the open's failure, if no connection comes back */
+        rfs_status lost; /* the open's failure, if no connection comes back */
         rfs_status_save(&lost, rc);
         for (int s = 0; s < f->nconn; s++)
             rfs_pool_put(f->conn[s]);
@@ -122,7 +122,7 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
         int grc = rfs_pool_get_retry(&f->name, &left, f->nconn, f->conn, f->label);
         explicit_bzero(left.token, sizeof left.token);
         if (grc) {
-            f->nconn = 0;   /* nothing left to release */
+            f->nconn = 0; /* nothing left to release */
             return rfs_status_raise(&lost);
         }
     }
@@ -131,7 +131,7 @@ static int open_first(rfs_file *f, const rfs_copts *o, unsigned flags, unsigned 
 static void release_conns(rfs_file *f)
 {
     for (int s = 0; s < f->nconn; s++) {
-        rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver);  /* a pooled connection lives on */
+        rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver); /* a pooled connection lives on */
         rfs_pool_put(f->conn[s]);
     }
     f->nconn = 0;
@@ -257,7 +257,8 @@ static int open_conns(rfs_file *f, rfs_copts *o)
     return RFS_OK;
 }
 
-int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out)
+int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
+             rfs_file **out)
 {
     return rfs_open_in(NULL, name, flags, mode, opts, out);
 }
@@ -284,8 +285,10 @@ int rfs_open_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode
     rfs_name_server(&f->name, f->server, sizeof f->server);
     rfs_name_label(&f->name, f->label, sizeof f->label);
     if ((flags & ~OPEN_FLAGS_KNOWN) || (flags & RFS_O_ACCMODE) == 0) {
-        rc = rfs_fail(RFS_E_INVAL, "%s: bad open flags 0x%x (need exactly one of RFS_O_RDONLY, "
-                      "RFS_O_WRONLY, RFS_O_RDWR)", f->label, flags);
+        rc = rfs_fail(RFS_E_INVAL,
+                      "%s: bad open flags 0x%x (need exactly one of RFS_O_RDONLY, "
+                      "RFS_O_WRONLY, RFS_O_RDWR)",
+                      f->label, flags);
         goto fail;
     }
     if (mode & ~07777u) {
@@ -370,8 +373,10 @@ static int close_once(rfs_file *f)
     if (closed.rc)
         return rfs_status_raise(&closed);
     if (atomic_load(&f->lost_unsynced))
-        return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
-                        "writes that were never synced: they may be lost", f->label);
+        return rfs_fail(RFS_E_IO,
+                        "%s: the server's host restarted (its boot id changed) after "
+                        "writes that were never synced: they may be lost",
+                        f->label);
     return RFS_OK;
 }
 
@@ -402,7 +407,7 @@ int rfs_close(rfs_file *f)
         if (rc && closed_with_connection(f))
             rc = RFS_OK;
     } while (rfs_attempt_again(f, &a, &rc));
-    rfs_status closed = {RFS_OK, ""};  /* reported after the file's memory is gone */
+    rfs_status closed = {RFS_OK, ""}; /* reported after the file's memory is gone */
     rfs_status_first(&closed, rc);
     if (rfs_stats_enabled())
         rfs_wwin_report(f);
@@ -423,10 +428,19 @@ int rfs_close(rfs_file *f)
     return RFS_OK;
 }
 
-const char *rfs_file_server(const rfs_file *f) { return f ? f->server : ""; }
-const char *rfs_file_path(const rfs_file *f) { return f ? f->name.path : ""; }
+const char *rfs_file_server(const rfs_file *f)
+{
+    return f ? f->server : "";
+}
+const char *rfs_file_path(const rfs_file *f)
+{
+    return f ? f->name.path : "";
+}
 
-int rfs_file_streams(const rfs_file *f) { return f ? f->nconn : 0; }
+int rfs_file_streams(const rfs_file *f)
+{
+    return f ? f->nconn : 0;
+}
 
 static int read_only(rfs_file *f)
 {
@@ -439,15 +453,15 @@ static int fail_ro(rfs_file *f)
 }
 
 /* The run-again loop of every data operation below (recover.c). */
-#define ATTEMPT(f, how, call)                              \
-    do {                                                   \
-        rfs_attempt a_;                                    \
-        int rc_;                                           \
-        rfs_attempt_begin((f), &a_, (how));                \
-        do                                                 \
-            rc_ = (call);                                  \
-        while (rfs_attempt_again((f), &a_, &rc_));         \
-        return rc_;                                        \
+#define ATTEMPT(f, how, call)                      \
+    do {                                           \
+        rfs_attempt a_;                            \
+        int rc_;                                   \
+        rfs_attempt_begin((f), &a_, (how));        \
+        do                                         \
+            rc_ = (call);                          \
+        while (rfs_attempt_again((f), &a_, &rc_)); \
+        return rc_;                                \
     } while (0)
 
 int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
@@ -456,11 +470,11 @@ int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done)
         *done = 0;
     if (!f || (!buf && len))
         return rfs_fail(RFS_E_INVAL, "rfs_pread: NULL argument");
-    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREAD), rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREAD),
+            rfs_xfer_contig(f, RFS_OP_PREAD, 0, off, buf, NULL, len, done));
 }
 
-int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off,
-                   size_t *done)
+int rfs_pread_sink(rfs_file *f, rfs_sink_fn sink, void *ctx, size_t len, uint64_t off, size_t *done)
 {
     if (done)
         *done = 0;
@@ -494,7 +508,8 @@ int rfs_preadv(rfs_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *
         *done = 0;
     if (!f || (n && (!ext || !buf)))
         return rfs_fail(RFS_E_INVAL, "rfs_preadv: NULL argument");
-    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREADV), rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PREADV),
+            rfs_xfer_list(f, RFS_OP_PREADV, ext, n, buf, NULL, done));
 }
 
 int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
@@ -544,9 +559,9 @@ static int sync_once(rfs_file *f)
     }
     for (int s = 0; s < f->nconn; s++) {
         if (started[s])
-            rfs_status_first(&first, rfs_call_result(f->conn[s], &calls[s],
-                                                     rfs_conn_wait(f->conn[s], &calls[s]),
-                                                     f->label));
+            rfs_status_first(&first,
+                             rfs_call_result(f->conn[s], &calls[s],
+                                             rfs_conn_wait(f->conn[s], &calls[s]), f->label));
         rfs_call_destroy(&calls[s]);
     }
     if (first.rc)
@@ -557,8 +572,10 @@ static int sync_once(rfs_file *f)
         ;
     if (atomic_exchange(&f->lost_unsynced, 0)) {
         /* Reported once, like any deferred error; what is written from now on is safe. */
-        return rfs_fail(RFS_E_IO, "%s: the server's host restarted (its boot id changed) after "
-                        "writes that were never synced: they may be lost", f->label);
+        return rfs_fail(RFS_E_IO,
+                        "%s: the server's host restarted (its boot id changed) after "
+                        "writes that were never synced: they may be lost",
+                        f->label);
     }
     return RFS_OK;
 }
@@ -631,8 +648,14 @@ static int size_op(rfs_file *f, uint16_t op, uint64_t size)
     ATTEMPT(f, rfs_attempt_how(op), size_op_once(f, op, size));
 }
 
-int rfs_set_size(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_SET_SIZE, size); }
-int rfs_preallocate(rfs_file *f, uint64_t size) { return size_op(f, RFS_OP_PREALLOCATE, size); }
+int rfs_set_size(rfs_file *f, uint64_t size)
+{
+    return size_op(f, RFS_OP_SET_SIZE, size);
+}
+int rfs_preallocate(rfs_file *f, uint64_t size)
+{
+    return size_op(f, RFS_OP_PREALLOCATE, size);
+}
 
 /* Bytes per CHECKSUM request: well under the protocol's 1 GiB so that one request's disk read
  * stays far inside the I/O timeout even on a slow server disk, yet large enough that round

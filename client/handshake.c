@@ -88,8 +88,10 @@ int rfs_auth_settle(rfs_conn *c)
         return -1;
     }
     if (call->status) {
-        rfs_conn_kill(c, RFS_E_AUTH, "server %s rejected the token (%.*s); check RFS_TOKEN, "
-                      "RFS_TOKEN_FILE or rfs_options.token", c->server, (int)call->rep.u.err.len,
+        rfs_conn_kill(c, RFS_E_AUTH,
+                      "server %s rejected the token (%.*s); check RFS_TOKEN, "
+                      "RFS_TOKEN_FILE or rfs_options.token",
+                      c->server, (int)call->rep.u.err.len,
                       call->rep.u.err.s ? call->rep.u.err.s : "");
         return -1;
     }
@@ -102,8 +104,10 @@ int rfs_auth_settle(rfs_conn *c)
     }
     pthread_mutex_unlock(&c->lock);
     if (!ok) {
-        rfs_conn_kill(c, RFS_E_AUTH, "server %s did not prove it knows the token (a different "
-                      "token, or not the expected server); connection closed", c->server);
+        rfs_conn_kill(c, RFS_E_AUTH,
+                      "server %s did not prove it knows the token (a different "
+                      "token, or not the expected server); connection closed",
+                      c->server);
         return -1;
     }
     return 0;
@@ -188,8 +192,10 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
             return rc;
     } else if (rep.u.hello.auth_required) {
         if (!o->has_token)
-            return rfs_fail(RFS_E_AUTH, "server %s requires a token: set RFS_TOKEN to it, or "
-                            "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)", c->server);
+            return rfs_fail(RFS_E_AUTH,
+                            "server %s requires a token: set RFS_TOKEN to it, or "
+                            "RFS_TOKEN_FILE to a file holding it (or rfs_options.token)",
+                            c->server);
         if ((rc = authenticate(c, o, rep.u.hello.nonce)))
             return rc;
     }

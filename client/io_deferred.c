@@ -15,12 +15,12 @@ typedef struct deferred {
     rfs_io io;
     pthread_mutex_t mu;
     rfs_io *real;
-    rfs_status failed;       /* the open's failure (rc RFS_OK: none yet): every op returns it */
+    rfs_status failed; /* the open's failure (rc RFS_OK: none yet): every op returns it */
     char *name, *token;
     unsigned flags, mode;
     rfs_options opts;
-    rfs_runtime *rt;          /* where the real open goes (NULL: the default runtime) */
-    int track;               /* version was asked before the open: start tracking at it */
+    rfs_runtime *rt; /* where the real open goes (NULL: the default runtime) */
+    int track;       /* version was asked before the open: start tracking at it */
 } deferred;
 
 static int ready(rfs_io *io, rfs_io **real)
@@ -46,26 +46,66 @@ static int ready(rfs_io *io, rfs_io **real)
     return err;
 }
 
-#define FORWARD(op, ...)                                                   \
-    rfs_io *r;                                                             \
-    int rc = ready(io, &r);                                                \
-    if (rc != RFS_OK)                                                      \
-        return rc;                                                         \
+#define FORWARD(op, ...)    \
+    rfs_io *r;              \
+    int rc = ready(io, &r); \
+    if (rc != RFS_OK)       \
+        return rc;          \
     return r->ops->op(r, __VA_ARGS__)
 
-static int d_pread(rfs_io *io, void *b, size_t n, uint64_t off, size_t *done) { FORWARD(pread, b, n, off, done); }
-static int d_pwrite(rfs_io *io, const void *b, size_t n, uint64_t off, size_t *done) { FORWARD(pwrite, b, n, off, done); }
-static int d_preadv(rfs_io *io, const rfs_extent *e, size_t n, void *b, size_t *done) { FORWARD(preadv, e, n, b, done); }
-static int d_pwritev(rfs_io *io, const rfs_extent *e, size_t n, const void *b, size_t *done) { FORWARD(pwritev, e, n, b, done); }
-static int d_get_size(rfs_io *io, uint64_t *s) { FORWARD(get_size, s); }
-static int d_set_size(rfs_io *io, uint64_t s) { FORWARD(set_size, s); }
-static int d_preallocate(rfs_io *io, uint64_t s) { FORWARD(preallocate, s); }
-static int d_counter(rfs_io *io, uint32_t k, int set, int64_t delta, int64_t *old) { FORWARD(counter, k, set, delta, old); }
-static int d_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms) { FORWARD(lock, off, len, mode, wait_ms); }
-static int d_unlock(rfs_io *io, uint64_t off, uint64_t len) { FORWARD(unlock, off, len); }
-static int d_set_view(rfs_io *io, uint32_t id, uint64_t disp, const void *enc, size_t len) { FORWARD(set_view, id, disp, enc, len); }
-static int d_view_read(rfs_io *io, uint32_t id, uint64_t pos, void *b, size_t n, size_t *done) { FORWARD(view_read, id, pos, b, n, done); }
-static int d_view_write(rfs_io *io, uint32_t id, uint64_t pos, const void *b, size_t n, size_t *done) { FORWARD(view_write, id, pos, b, n, done); }
+static int d_pread(rfs_io *io, void *b, size_t n, uint64_t off, size_t *done)
+{
+    FORWARD(pread, b, n, off, done);
+}
+static int d_pwrite(rfs_io *io, const void *b, size_t n, uint64_t off, size_t *done)
+{
+    FORWARD(pwrite, b, n, off, done);
+}
+static int d_preadv(rfs_io *io, const rfs_extent *e, size_t n, void *b, size_t *done)
+{
+    FORWARD(preadv, e, n, b, done);
+}
+static int d_pwritev(rfs_io *io, const rfs_extent *e, size_t n, const void *b, size_t *done)
+{
+    FORWARD(pwritev, e, n, b, done);
+}
+static int d_get_size(rfs_io *io, uint64_t *s)
+{
+    FORWARD(get_size, s);
+}
+static int d_set_size(rfs_io *io, uint64_t s)
+{
+    FORWARD(set_size, s);
+}
+static int d_preallocate(rfs_io *io, uint64_t s)
+{
+    FORWARD(preallocate, s);
+}
+static int d_counter(rfs_io *io, uint32_t k, int set, int64_t delta, int64_t *old)
+{
+    FORWARD(counter, k, set, delta, old);
+}
+static int d_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
+{
+    FORWARD(lock, off, len, mode, wait_ms);
+}
+static int d_unlock(rfs_io *io, uint64_t off, uint64_t len)
+{
+    FORWARD(unlock, off, len);
+}
+static int d_set_view(rfs_io *io, uint32_t id, uint64_t disp, const void *enc, size_t len)
+{
+    FORWARD(set_view, id, disp, enc, len);
+}
+static int d_view_read(rfs_io *io, uint32_t id, uint64_t pos, void *b, size_t n, size_t *done)
+{
+    FORWARD(view_read, id, pos, b, n, done);
+}
+static int d_view_write(rfs_io *io, uint32_t id, uint64_t pos, const void *b, size_t n,
+                        size_t *done)
+{
+    FORWARD(view_write, id, pos, b, n, done);
+}
 
 static int d_sync(rfs_io *io)
 {
@@ -78,7 +118,7 @@ static int d_flush(rfs_io *io, int report)
 {
     deferred *d = (deferred *)io;
     pthread_mutex_lock(&d->mu);
-    rfs_io *r = d->real;  /* not opened yet: nothing was written */
+    rfs_io *r = d->real; /* not opened yet: nothing was written */
     pthread_mutex_unlock(&d->mu);
     return r ? r->ops->flush(r, report) : RFS_OK;
 }
@@ -124,14 +164,27 @@ static int d_remove(const rfs_io_ops *const *below, const char *name, const rfs_
 /* No write marks: the layer above (mpiio/fence.c) keeps barriers waiting for a file opened
  * this way (RFS_IO_F_MARKS is not in its features). */
 static const rfs_io_ops deferred_ops = {
-    .pread = d_pread, .pwrite = d_pwrite, .preadv = d_preadv, .pwritev = d_pwritev,
+    .pread = d_pread,
+    .pwrite = d_pwrite,
+    .preadv = d_preadv,
+    .pwritev = d_pwritev,
     .pwritev_gather = rfs_io_gen_pwritev_gather,
-    .sync = d_sync, .flush = d_flush,
-    .write_mark = rfs_io_gen_write_mark, .mark_answered = rfs_io_gen_mark_answered,
-    .get_size = d_get_size, .set_size = d_set_size, .preallocate = d_preallocate,
-    .counter = d_counter, .lock = d_lock, .unlock = d_unlock, .set_view = d_set_view,
-    .view_read = d_view_read, .view_write = d_view_write, .close = d_close,
-    .version = d_version, .remove = d_remove,
+    .sync = d_sync,
+    .flush = d_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = d_get_size,
+    .set_size = d_set_size,
+    .preallocate = d_preallocate,
+    .counter = d_counter,
+    .lock = d_lock,
+    .unlock = d_unlock,
+    .set_view = d_set_view,
+    .view_read = d_view_read,
+    .view_write = d_view_write,
+    .close = d_close,
+    .version = d_version,
+    .remove = d_remove,
 };
 
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

@@ -128,7 +128,8 @@ static int no_views(rfs_io *io, size_t *done)
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: no server-side file views", io->path);
 }
 
-int rfs_io_gen_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len)
+int rfs_io_gen_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc,
+                        size_t enc_len)
 {
     (void)view_id, (void)disp, (void)enc, (void)enc_len;
     return no_views(io, NULL);
@@ -162,7 +163,8 @@ int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rf
 int rfs_io_remove(const rfs_io_ops *const *stack, const char *name, const rfs_options *opts)
 {
     if (!stack || !stack[0])
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no layer that deletes files", name ? name : "(null)");
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s: no layer that deletes files",
+                        name ? name : "(null)");
     return stack[0]->remove(stack + 1, name, opts);
 }
 

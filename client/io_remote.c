@@ -11,21 +11,35 @@
 #include <stdlib.h>
 
 typedef struct io_remote {
-    rfs_io io;               /* first: an rfs_io * is an io_remote * */
+    rfs_io io; /* first: an rfs_io * is an io_remote * */
     rfs_file *f;
 } io_remote;
 
-static rfs_file *file_of(rfs_io *io) { return ((io_remote *)io)->f; }
+static rfs_file *file_of(rfs_io *io)
+{
+    return ((io_remote *)io)->f;
+}
 
 static int r_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
-{ return rfs_pread(file_of(io), buf, len, off, done); }
+{
+    return rfs_pread(file_of(io), buf, len, off, done);
+}
 static int r_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
-{ return rfs_pwrite(file_of(io), buf, len, off, done); }
+{
+    return rfs_pwrite(file_of(io), buf, len, off, done);
+}
 static int r_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
-{ return rfs_preadv(file_of(io), ext, n, buf, done); }
+{
+    return rfs_preadv(file_of(io), ext, n, buf, done);
+}
 static int r_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
-{ return rfs_pwritev(file_of(io), ext, n, buf, done); }
-static int r_sync(rfs_io *io) { return rfs_sync(file_of(io)); }
+{
+    return rfs_pwritev(file_of(io), ext, n, buf, done);
+}
+static int r_sync(rfs_io *io)
+{
+    return rfs_sync(file_of(io));
+}
 static int r_flush(rfs_io *io, int report)
 {
     if (report)
@@ -33,34 +47,63 @@ static int r_flush(rfs_io *io, int report)
     rfs_flush_quiet(file_of(io));
     return RFS_OK;
 }
-static uint64_t r_write_mark(rfs_io *io) { return rfs_wwin_mark(file_of(io)); }
+static uint64_t r_write_mark(rfs_io *io)
+{
+    return rfs_wwin_mark(file_of(io));
+}
 static int r_mark_answered(rfs_io *io, uint64_t mark)
-{ return rfs_wwin_answered(file_of(io), mark); }
-static int r_get_size(rfs_io *io, uint64_t *size) { return rfs_get_size(file_of(io), size); }
-static int r_set_size(rfs_io *io, uint64_t size) { return rfs_set_size(file_of(io), size); }
-static int r_preallocate(rfs_io *io, uint64_t size) { return rfs_preallocate(file_of(io), size); }
+{
+    return rfs_wwin_answered(file_of(io), mark);
+}
+static int r_get_size(rfs_io *io, uint64_t *size)
+{
+    return rfs_get_size(file_of(io), size);
+}
+static int r_set_size(rfs_io *io, uint64_t size)
+{
+    return rfs_set_size(file_of(io), size);
+}
+static int r_preallocate(rfs_io *io, uint64_t size)
+{
+    return rfs_preallocate(file_of(io), size);
+}
 static int r_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
-{ return rfs_counter(file_of(io), key, set, delta, old); }
+{
+    return rfs_counter(file_of(io), key, set, delta, old);
+}
 static int r_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
-{ return rfs_lock(file_of(io), off, len, mode, wait_ms); }
+{
+    return rfs_lock(file_of(io), off, len, mode, wait_ms);
+}
 static int r_unlock(rfs_io *io, uint64_t off, uint64_t len)
-{ return rfs_unlock(file_of(io), off, len); }
+{
+    return rfs_unlock(file_of(io), off, len);
+}
 _Static_assert(RFS_IO_VIEW_SLOTS == RFS_MAX_VIEWS, "rfs_io view slots are the protocol's view ids");
 
 static int r_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len)
-{ return rfs_set_view(file_of(io), view_id, disp, enc, enc_len); }
-static int r_view_read(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done)
-{ return rfs_view_read(file_of(io), view_id, pos, buf, len, done); }
+{
+    return rfs_set_view(file_of(io), view_id, disp, enc, enc_len);
+}
+static int r_view_read(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len,
+                       size_t *done)
+{
+    return rfs_view_read(file_of(io), view_id, pos, buf, len, done);
+}
 static int r_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
                         size_t *done)
-{ return rfs_view_write(file_of(io), view_id, pos, buf, len, done); }
+{
+    return rfs_view_write(file_of(io), view_id, pos, buf, len, done);
+}
 
 static int r_version(rfs_io *io, rfs_io_version *v)
-{ return rfs_file_version(file_of(io), &v->size, &v->mtime_ns); }
+{
+    return rfs_file_version(file_of(io), &v->size, &v->mtime_ns);
+}
 
 static int r_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
-    (void)below;  /* the bottom of every stack */
+    (void)below; /* the bottom of every stack */
     return rfs_delete(name, opts);
 }
 
@@ -95,7 +138,10 @@ static const rfs_io_ops remote_ops = {
     .remove = r_remove,
 };
 
-const rfs_io_ops *rfs_io_remote_ops(void) { return &remote_ops; }
+const rfs_io_ops *rfs_io_remote_ops(void)
+{
+    return &remote_ops;
+}
 
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                        rfs_io **out)
@@ -118,8 +164,8 @@ int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, uns
         return rc;
     }
     r->io.ops = &remote_ops;
-    r->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS |
-                     RFS_IO_F_VERSIONS;
+    r->io.features =
+        RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS | RFS_IO_F_VERSIONS;
     snprintf(r->io.server, sizeof r->io.server, "%s", rfs_file_server(r->f));
     snprintf(r->io.path, sizeof r->io.path, "%s", rfs_file_path(r->f));
     *out = &r->io;

@@ -54,7 +54,8 @@ static int meta_call(meta *m, rfs_req *req, rfs_call *call)
 static void set_path(rfs_req *req, const char *path)
 {
     switch (req->op) {
-    case RFS_OP_MKDIR: case RFS_OP_CHMOD: req->u.mkdir.path = wpath(path); break;
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD: req->u.mkdir.path = wpath(path); break;
     case RFS_OP_RENAME: req->u.rename.from = wpath(path); break;
     case RFS_OP_LIST: req->u.list.path = wpath(path); break;
     case RFS_OP_PING: break;
@@ -150,7 +151,8 @@ int rfs_rename(const char *name, const char *new_path, const rfs_options *opts)
         if ((rc = rfs_parse_name(name, &from)))
             return rc;
         if (to.port != from.port || strcmp(to.host, from.host) != 0)
-            return rfs_fail(RFS_E_INVAL, "%s: cannot rename to another server (%s)", name, new_path);
+            return rfs_fail(RFS_E_INVAL, "%s: cannot rename to another server (%s)", name,
+                            new_path);
         snprintf(target, sizeof target, "%s", to.path);
     } else {
         size_t len = strlen(new_path);
@@ -194,8 +196,7 @@ static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
         char entry[RFS_MAX_NAME + 1];
         memcpy(entry, e.name.s, e.name.len);
         entry[e.name.len] = '\0';
-        rfs_stat_info st = {.size = e.size, .mode = e.mode, .type = e.type,
-                            .mtime_ns = e.mtime_ns};
+        rfs_stat_info st = {.size = e.size, .mode = e.mode, .type = e.type, .mtime_ns = e.mtime_ns};
         if (fn(ctx, entry, &st))
             return 1;
     }

@@ -49,9 +49,11 @@ static int ipv6_char_ok(int c)
 
 static int bad_name(const char *s, const char *why)
 {
-    return rfs_fail(RFS_E_NAME, "malformed rfs name '%.300s': %s "
+    return rfs_fail(RFS_E_NAME,
+                    "malformed rfs name '%.300s': %s "
                     "(expected rfs:HOST:PORT:/path or rfs://HOST:PORT/path; rfss: for TLS, "
-                    "rfs+ucx: for UCX)", s, why);
+                    "rfs+ucx: for UCX)",
+                    s, why);
 }
 
 /* Parses HOST then ':' then PORT at *p; leaves *p after the port digits. */
@@ -124,8 +126,10 @@ static int set_path(const char *name, const char *path, rfs_name *out)
     for (const char *q = path; *q;) {
         size_t comp = strcspn(q, "/");
         if (comp > RFS_MAX_NAME)
-            return rfs_fail(RFS_E_NAME, "rfs name '%.300s': path component of %zu bytes "
-                            "(limit %u)", name, comp, RFS_MAX_NAME);
+            return rfs_fail(RFS_E_NAME,
+                            "rfs name '%.300s': path component of %zu bytes "
+                            "(limit %u)",
+                            name, comp, RFS_MAX_NAME);
         q += comp;
         q += *q == '/';
     }
@@ -145,9 +149,9 @@ int rfs_parse_name(const char *s, rfs_name *out)
     if (!rfs_is_name(s))
         return bad_name(s, "does not start with 'rfs:'");
     const char *p = s + 3;
-    tmp.tls = *p == 's';  /* rfss: TLS required */
+    tmp.tls = *p == 's'; /* rfss: TLS required */
     p += tmp.tls;
-    tmp.ucx = strncmp(p, "+ucx", 4) == 0;  /* rfs+ucx: the UCX transport */
+    tmp.ucx = strncmp(p, "+ucx", 4) == 0; /* rfs+ucx: the UCX transport */
     p += tmp.ucx ? 4 : 0;
     int url = strncmp(p, "://", 3) == 0;
     p += url ? 3 : 1;
@@ -160,7 +164,8 @@ int rfs_parse_name(const char *s, rfs_name *out)
             return bad_name(s, *p ? "expected '/' after the port" : "missing path");
     } else {
         if (*p != ':')
-            return bad_name(s, *p ? "expected ':' after the port" : "missing ':PATH' after the port");
+            return bad_name(s,
+                            *p ? "expected ':' after the port" : "missing ':PATH' after the port");
         p++;
     }
     rc = set_path(s, p, &tmp);

@@ -12,7 +12,10 @@
 #include <strings.h>
 #include <time.h>
 
-static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int clamp(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 static int set_token(rfs_copts *o, const char *tok, const char *label, const char *from)
 {
@@ -88,8 +91,10 @@ static int resolve_tls(const rfs_options *opts, const char *label, rfs_copts *o)
             !strcasecmp(e, "require"))
             o->tls = 1;
         else if (strcmp(e, "0") && strcasecmp(e, "no") && strcasecmp(e, "off"))
-            return rfs_fail(RFS_E_INVAL, "%s: $RFS_TLS='%.40s': expected 1 or require (TLS), "
-                            "or 0 (as the name says)", label, e);
+            return rfs_fail(RFS_E_INVAL,
+                            "%s: $RFS_TLS='%.40s': expected 1 or require (TLS), "
+                            "or 0 (as the name says)",
+                            label, e);
     }
     const char *ca = getenv("RFS_TLS_CA"), *pin = getenv("RFS_TLS_PIN");
     if (ca && strlen(ca) >= sizeof o->tls_ca)
@@ -140,20 +145,22 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (!(o->rt = rfs_runtime_default()))
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory for the client runtime", label);
     int auto_cap = opts->streams == RFS_STREAMS_AUTO ? RFS_AUTO_MAX_STREAMS
-                   : opts->streams < 0                ? -1 - opts->streams
-                                                      : 0;
+                   : opts->streams < 0               ? -1 - opts->streams
+                                                     : 0;
     if (opts->streams < 0 && (auto_cap < 1 || auto_cap > RFS_CLIENT_MAX_STREAMS))
-        return rfs_fail(RFS_E_INVAL, "%s: rfs_options.streams %d is neither a count, "
-                        "RFS_STREAMS_AUTO nor RFS_STREAMS_AUTO_MAX(1..%d)", label, opts->streams,
-                        RFS_CLIENT_MAX_STREAMS);
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: rfs_options.streams %d is neither a count, "
+                        "RFS_STREAMS_AUTO nor RFS_STREAMS_AUTO_MAX(1..%d)",
+                        label, opts->streams, RFS_CLIENT_MAX_STREAMS);
     if (opts->connect_timeout_ms < 0 || opts->io_timeout_ms < 0 || opts->window < 0 ||
         opts->sndbuf < 0 || opts->rcvbuf < 0)
         return rfs_fail(RFS_E_INVAL, "%s: negative value in rfs_options", label);
     o->connect_timeout_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
     o->io_timeout_ms = io_timeout(opts->io_timeout_ms);
     o->streams_auto = auto_cap > 0;
-    o->streams = o->streams_auto ? auto_cap
-                                 : clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
+    o->streams = o->streams_auto
+                     ? auto_cap
+                     : clamp(opts->streams ? opts->streams : 1, 1, RFS_CLIENT_MAX_STREAMS);
     o->window = clamp(opts->window ? opts->window : 8, 1, RFS_CLIENT_MAX_WINDOW);
     o->write_window = opts->write_window;
     o->retry_timeout_ms = retry_timeout(opts->retry_timeout_ms);
@@ -174,7 +181,8 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     if (rfs_zmode_parse(z, &o->zmode, &o->zlevel)) {
         rfs_status why;
         rfs_status_save(&why, RFS_E_INVAL);
-        return rfs_fail(why.rc, "%s: %s%s", label, why.msg, opts->compress ? "" : " ($RFS_COMPRESS)");
+        return rfs_fail(why.rc, "%s: %s%s", label, why.msg,
+                        opts->compress ? "" : " ($RFS_COMPRESS)");
     }
     if ((rc = resolve_tls(opts, label, o)) || (rc = resolve_transport(label, o)))
         return rc;

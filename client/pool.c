@@ -50,8 +50,7 @@ static rfs_conn *take_stale_locked(rfs_runtime *rt, int all)
     rfs_conn *stale = NULL;
     for (rfs_conn **pp = &rt->pool_head; *pp;) {
         rfs_conn *c = *pp;
-        if (c->refs == 0 &&
-            (all || now - c->idle_since_ns >= linger || rfs_conn_is_dead(c))) {
+        if (c->refs == 0 && (all || now - c->idle_since_ns >= linger || rfs_conn_is_dead(c))) {
             *pp = c->pool_next;
             c->pool_next = stale;
             stale = c;
@@ -75,8 +74,7 @@ static int same_key(const rfs_conn *c, const rfs_name *n, const rfs_copts *o)
 {
     /* a name that asks for TLS never gets a plaintext connection (nor the other way round) */
     return c->port == n->port && strcmp(c->host, n->host) == 0 && c->tls == (n->tls || o->tls) &&
-           c->ucx == (n->ucx || o->ucx) &&
-           c->has_token == o->has_token &&
+           c->ucx == (n->ucx || o->ucx) && c->has_token == o->has_token &&
            (!o->has_token || strcmp(c->token, o->token) == 0);
 }
 
@@ -86,15 +84,15 @@ typedef struct dial {
     const rfs_name *n;
     const rfs_copts *o;
     rfs_conn *c;
-    rfs_status st;     /* this dial's outcome, read by the caller's thread */
+    rfs_status st; /* this dial's outcome, read by the caller's thread */
 } dial;
 
 static void *dial_main(void *arg)
 {
     dial *d = arg;
     rfs_copts o = *d->o;
-    o.tls |= d->n->tls;  /* an rfss: name */
-    o.ucx |= d->n->ucx;  /* an rfs+ucx: name */
+    o.tls |= d->n->tls; /* an rfss: name */
+    o.ucx |= d->n->ucx; /* an rfs+ucx: name */
     int rc = rfs_conn_open(d->n->host, d->n->port, &o, &d->c);
     explicit_bzero(o.token, sizeof o.token);
     d->st.rc = RFS_OK;
@@ -144,7 +142,7 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
         if (spawned[i])
             rfs_task_join(&th[i]);
         else
-            dial_main(&d[i]);    /* no thread: connect here, just slower */
+            dial_main(&d[i]); /* no thread: connect here, just slower */
     }
     int first_err = -1;
     for (int i = 0; i < need; i++) {
@@ -170,7 +168,7 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
         *got_out = 0;
         return rfs_fail(d[first_err].st.rc, "%s: %s", label, d[first_err].st.msg);
     }
-    if (first_err >= 0)  /* kept what could be had; the reason goes to the caller's log */
+    if (first_err >= 0) /* kept what could be had; the reason goes to the caller's log */
         rfs_fail(d[first_err].st.rc, "%s: %s", label, d[first_err].st.msg);
     return RFS_OK;
 }
@@ -195,7 +193,7 @@ void rfs_pool_put(rfs_conn *c)
     rfs_runtime *rt = c->rt;
     pthread_mutex_lock(&rt->pool_lock);
     if (RFS_REF_PUT(c->refs) == 0)
-        c->idle_since_ns = rfs_now_ns();  /* lingers; take_stale_locked closes it in time */
+        c->idle_since_ns = rfs_now_ns(); /* lingers; take_stale_locked closes it in time */
     rfs_conn *stale = take_stale_locked(rt, 0);
     pthread_mutex_unlock(&rt->pool_lock);
     free_chain(stale);
@@ -244,7 +242,6 @@ int rfs_pool_warm(const char *name, const rfs_options *opts, int count)
     rc = rfs_pool_get_some(&n, &o, count, c, label, &got);
     explicit_bzero(o.token, sizeof o.token);
     while (got > 0)
-        rfs_pool_put(c[--got]);  /* they linger for the transfer that follows */
+        rfs_pool_put(c[--got]); /* they linger for the transfer that follows */
     return rc;
 }
-

@@ -143,8 +143,8 @@ static int restore_stream(rfs_file *f, int s)
 
 static int recover_once(rfs_file *f)
 {
-    rfs_file_settle_view(f, -1);   /* calls on the old connections: their outcome is moot */
-    rfs_wwin_wait(f);              /* and the window's: the lost ones wait to be sent again */
+    rfs_file_settle_view(f, -1); /* calls on the old connections: their outcome is moot */
+    rfs_wwin_wait(f);            /* and the window's: the lost ones wait to be sent again */
     for (int s = 0; s < f->nconn; s++) {
         int rc = RFS_OK;
         if (rfs_conn_is_dead(f->conn[s]))
@@ -166,7 +166,7 @@ static int worth_retrying(int rc)
 int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
 {
     pthread_rwlock_wrlock(&f->rw);
-    if (f->gen != gen) {          /* another thread recovered the file meanwhile */
+    if (f->gen != gen) { /* another thread recovered the file meanwhile */
         pthread_rwlock_unlock(&f->rw);
         return RFS_OK;
     }
@@ -176,13 +176,16 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     if (f->gave_up) {
         int64_t now = rfs_now_ns();
         if (now < f->next_try_ns) {
-            rfs_status was = f->gave_up_why;  /* f's may change once unlocked */
+            rfs_status was = f->gave_up_why; /* f's may change once unlocked */
             pthread_rwlock_unlock(&f->rw);
-            return rfs_fail(was.rc, "%s: connection lost and not restored (the last try failed "
-                            "%lld ms ago; the next comes after %d ms): %s", f->label,
-                            (long long)((now - (f->next_try_ns - (int64_t)RETRY_AFTER_GIVING_UP_MS *
-                                                1000000)) / 1000000),
-                            RETRY_AFTER_GIVING_UP_MS, was.msg);
+            return rfs_fail(
+                was.rc,
+                "%s: connection lost and not restored (the last try failed "
+                "%lld ms ago; the next comes after %d ms): %s",
+                f->label,
+                (long long)((now - (f->next_try_ns - (int64_t)RETRY_AFTER_GIVING_UP_MS * 1000000)) /
+                            1000000),
+                RETRY_AFTER_GIVING_UP_MS, was.msg);
         }
         deadline_ns = now;
     }
@@ -213,9 +216,10 @@ int rfs_file_recover(rfs_file *f, unsigned gen, int64_t deadline_ns)
     }
     pthread_rwlock_unlock(&f->rw);
     if (rc)
-        return rfs_fail(rc, "%s: connection lost and not restored within the retry timeout of "
-                        "%d ms (%d attempt%s); last error: %s", f->label, f->retry_ms, tries,
-                        tries == 1 ? "" : "s", cause.msg);
+        return rfs_fail(rc,
+                        "%s: connection lost and not restored within the retry timeout of "
+                        "%d ms (%d attempt%s); last error: %s",
+                        f->label, f->retry_ms, tries, tries == 1 ? "" : "s", cause.msg);
     return RFS_OK;
 }
 
@@ -241,7 +245,7 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc)
     pthread_rwlock_unlock(&f->rw);
     if (!lost)
         return 0;
-    rfs_status cause;  /* the operation's failure, past the recovery */
+    rfs_status cause; /* the operation's failure, past the recovery */
     rfs_status_save(&cause, *rc);
     if (!a->deadline_ns)
         a->deadline_ns = rfs_now_ns() + (int64_t)f->retry_ms * 1000000;
@@ -251,8 +255,10 @@ int rfs_attempt_again(rfs_file *f, rfs_attempt *a, int *rc)
         return 0;
     }
     if (!(a->how & RFS_ATTEMPT_RETRY)) {
-        *rc = rfs_fail(*rc, "%s (the connection was restored, but this operation is not "
-                       "repeated: its outcome on the server is unknown)", cause.msg);
+        *rc = rfs_fail(*rc,
+                       "%s (the connection was restored, but this operation is not "
+                       "repeated: its outcome on the server is unknown)",
+                       cause.msg);
         return 0;
     }
     pthread_rwlock_rdlock(&f->rw);

@@ -23,8 +23,8 @@ typedef struct rfs_task {
     void *(*fn)(void *);
     void *arg;
     void *ret;
-    int done;                 /* under the executor's lock */
-    struct rfs_task *next;    /* queue of jobs no worker has taken yet */
+    int done;              /* under the executor's lock */
+    struct rfs_task *next; /* queue of jobs no worker has taken yet */
     rfs_runtime *rt;
 } rfs_task;
 
@@ -64,10 +64,10 @@ int rfs_io_open_deferred_in(rfs_runtime *rt, const char *name, unsigned flags, u
  * own, keyed by its descriptor: the runtime makes the part on first use and destroys it with
  * itself, parts made later first (a layer's part may use those of the layers below it). */
 typedef struct rfs_runtime_part_desc {
-    const char *name;                     /* for messages */
-    void *(*make)(rfs_runtime *rt);       /* NULL when out of memory; called under the runtime's
-                                           * parts lock: it must not take another part */
-    void (*destroy)(void *part);          /* waits for the part's jobs, frees it */
+    const char *name;               /* for messages */
+    void *(*make)(rfs_runtime *rt); /* NULL when out of memory; called under the runtime's
+                                     * parts lock: it must not take another part */
+    void (*destroy)(void *part);    /* waits for the part's jobs, frees it */
 } rfs_runtime_part_desc;
 #define RFS_RUNTIME_MAX_PARTS 8
 /* rt's part of desc, made now if it has none (NULL: out of memory). */

@@ -130,11 +130,15 @@ static int set_view_once(rfs_file *f, uint32_t view_id, uint64_t disp, const voi
                          size_t enc_len)
 {
     if (view_id >= RFS_MAX_VIEWS)
-        return rfs_fail(RFS_E_INVAL, "%s: view id %u: ids run from 0 to %u (slots, reused by "
-                        "setting a view again)", f->label, view_id, RFS_MAX_VIEWS - 1);
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: view id %u: ids run from 0 to %u (slots, reused by "
+                        "setting a view again)",
+                        f->label, view_id, RFS_MAX_VIEWS - 1);
     if (enc_len > f->chunk)
-        return rfs_fail(RFS_E_TOOBIG, "%s: datatype encoding of %zu bytes does not fit one frame "
-                        "(%zu bytes)", f->label, enc_len, f->chunk);
+        return rfs_fail(RFS_E_TOOBIG,
+                        "%s: datatype encoding of %zu bytes does not fit one frame "
+                        "(%zu bytes)",
+                        f->label, enc_len, f->chunk);
     pthread_mutex_lock(&f->view_mu);
     /* An earlier view's failure that no view op has collected yet is reported now. */
     int rc = settle_locked(f, -1);
@@ -155,8 +159,8 @@ static int set_view_once(rfs_file *f, uint32_t view_id, uint64_t disp, const voi
             rfs_req req;
             fill_set_view(f, s, &req, view_id, disp, ftype_enc, enc_len);
             rfs_call_init(&f->pending_view.calls[s]);
-            int src = rfs_conn_start(f->conn[s], &f->pending_view.calls[s], &req, NULL,
-                                     f->io_timeout_ms);
+            int src =
+                rfs_conn_start(f->conn[s], &f->pending_view.calls[s], &req, NULL, f->io_timeout_ms);
             f->pending_view.started[s] = src == RFS_OK;
             if (src && !rc)
                 rc = rfs_call_result(f->conn[s], &f->pending_view.calls[s], src, f->label);
@@ -196,8 +200,8 @@ static int view_read_once(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf
     return vrc ? vrc : rc;
 }
 
-static int view_write_once(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf,
-                           size_t len, size_t *done)
+static int view_write_once(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
+                           size_t *done)
 {
     /* Windowed, the SET_VIEW before it is collected later too (next set_view, sync, close):
      * waiting for its reply here would cost the round trip the window saves. */
@@ -242,7 +246,8 @@ int rfs_counter(rfs_file *f, uint32_t key, int set, int64_t delta, int64_t *old)
     counter_args a = {key, set, delta, old};
     /* A fetch-and-add whose reply was lost may have happened: it is not repeated. Setting the
      * value is. */
-    return run_attempts(f, set ? RFS_ATTEMPT_RETRY : rfs_attempt_how(RFS_OP_COUNTER), counter_op, &a);
+    return run_attempts(f, set ? RFS_ATTEMPT_RETRY : rfs_attempt_how(RFS_OP_COUNTER), counter_op,
+                        &a);
 }
 
 typedef struct lock_args {
@@ -274,8 +279,9 @@ static void forget_locks(rfs_file *f, uint64_t off, uint64_t len)
 {
     size_t k = 0;
     for (size_t i = 0; i < f->nlocks; i++) {
-        int inside = f->locks[i].off >= off &&
-                     (len == 0 || (f->locks[i].len && f->locks[i].off + f->locks[i].len <= off + len));
+        int inside =
+            f->locks[i].off >= off &&
+            (len == 0 || (f->locks[i].len && f->locks[i].off + f->locks[i].len <= off + len));
         if (!inside)
             f->locks[k++] = f->locks[i];
     }
@@ -366,7 +372,8 @@ static int set_view_op(rfs_file *f, void *p)
     return set_view_once(f, a->view_id, a->pos, a->enc, a->len);
 }
 
-int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc, size_t enc_len)
+int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc,
+                 size_t enc_len)
 {
     if (!f || !ftype_enc || enc_len == 0)
         return rfs_fail(RFS_E_INVAL, "rfs_set_view: NULL or empty argument");

@@ -14,7 +14,7 @@ struct rfs_tpc_pull {
     rfs_name name;
     char label[RFS_CLIENT_LABEL_MAX];
     rfs_copts o;
-    rfs_conn *conn;   /* a connection of its own: the pull lives and dies with it */
+    rfs_conn *conn; /* a connection of its own: the pull lives and dies with it */
     uint32_t job;
 };
 
@@ -31,8 +31,8 @@ static int connect_to(const char *name, const rfs_options *opts, rfs_name *n, ch
         return rc;
     if (pooled)
         return rfs_pool_get_retry(n, o, 1, conn, label);
-    o->tls |= n->tls;  /* an rfss: name */
-    o->ucx |= n->ucx;  /* an rfs+ucx: name */
+    o->tls |= n->tls; /* an rfss: name */
+    o->ucx |= n->ucx; /* an rfs+ucx: name */
     return rfs_conn_open(n->host, n->port, o, conn);
 }
 
@@ -74,8 +74,10 @@ int rfs_tpc_grant(const char *src_name, const rfs_options *opts, unsigned uses,
         return rc;
     if (!(conn_features(c) & RFS_FEAT_TPC_SRC)) {
         rfs_pool_put(c);
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: the server does not make third-party copy "
-                        "grants (an older rfsd)", label);
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "%s: the server does not make third-party copy "
+                        "grants (an older rfsd)",
+                        label);
     }
     if (c->tls) {
         out->tls = 1;
@@ -123,8 +125,10 @@ int rfs_tpc_pull_begin(const char *dst_name, const rfs_options *opts, const char
     pthread_mutex_unlock(&p->conn->lock);
     if (!(features & RFS_FEAT_TPC_DST)) {
         rfs_tpc_pull_end(p);
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: the server does not pull third-party copies "
-                        "(rfsd --tpc on enables it)", p->label);
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "%s: the server does not pull third-party copies "
+                        "(rfsd --tpc on enables it)",
+                        p->label);
     }
     rfs_req req;
     memset(&req, 0, sizeof req);

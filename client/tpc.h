@@ -14,9 +14,9 @@
 typedef struct rfs_tpc_grant_info {
     uint8_t id[RFS_TPC_ID_LEN];
     uint8_t key[RFS_TPC_KEY_LEN];
-    uint8_t pin[RFS_TPC_PIN_LEN];   /* the source's certificate, when tls */
+    uint8_t pin[RFS_TPC_PIN_LEN]; /* the source's certificate, when tls */
     int tls;
-    uint64_t size;                  /* the source file's size when granted */
+    uint64_t size; /* the source file's size when granted */
     uint32_t ttl_ms;
 } rfs_tpc_grant_info;
 

@@ -54,7 +54,7 @@ void rfs_verbox_note(rfs_verbox *b, uint64_t sent_epoch, uint64_t size, int64_t 
         b->mtime_ns = mtime_ns;
         b->epoch++;
     } else if (newer) {
-        b->epoch++;  /* same version, but later: still orders the requests sent after it */
+        b->epoch++; /* same version, but later: still orders the requests sent after it */
     }
     pthread_mutex_unlock(&b->mu);
 }
@@ -110,12 +110,13 @@ void rfs_conn_untrack(rfs_conn *c, uint32_t fh, rfs_verbox *box)
 static int versioned_fh(const rfs_req *q, uint32_t *fh)
 {
     if (!rfs_op_has(q->op, RFS_OPF_MUTATES))
-        return 0;  /* OPEN asks for its version itself (file.c) */
+        return 0; /* OPEN asks for its version itself (file.c) */
     switch (q->op) {
     case RFS_OP_PWRITE: *fh = q->u.pwrite.fh; return 1;
     case RFS_OP_PWRITEV: *fh = q->u.iov.fh; return 1;
     case RFS_OP_VIEW_WRITE: *fh = q->u.view_write.fh; return 1;
-    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: *fh = q->u.size.fh; return 1;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE: *fh = q->u.size.fh; return 1;
     default: return 0;
     }
 }
@@ -124,7 +125,7 @@ void rfs_conn_ver_request(rfs_conn *c, rfs_call *call, rfs_req *req)
 {
     call->vtrack = 0;
     if (!c->vers) {
-        req->want_ver = 0;   /* an older server refuses the flag */
+        req->want_ver = 0; /* an older server refuses the flag */
         return;
     }
     uint32_t fh;

@@ -42,15 +42,15 @@ typedef struct batch {
     int reading;
     rfs_write_item *w;
     rfs_read_item *r;
-    const char **mk;      /* MKDIR batch: these paths (rfs_mkdir_many) */
+    const char **mk; /* MKDIR batch: these paths (rfs_mkdir_many) */
     int *mk_results;
     unsigned mk_mode;
     size_t n;
     uint32_t wflags;
     char server[300];
-    pthread_mutex_t mu;   /* first, next (connections share the batch) */
-    size_t next;          /* the next item to send, over all connections */
-    rfs_status first;     /* the first item that failed */
+    pthread_mutex_t mu; /* first, next (connections share the batch) */
+    size_t next;        /* the next item to send, over all connections */
+    rfs_status first;   /* the first item that failed */
 } batch;
 
 static const char *item_path(const batch *b, size_t i)
@@ -150,7 +150,7 @@ typedef struct lane {
     const rfs_copts *o;
     const char *label;
     rfs_task th;
-    rfs_status st;        /* the lane's own failure (in its thread's message otherwise) */
+    rfs_status st; /* the lane's own failure (in its thread's message otherwise) */
 } lane;
 
 static void *run_lane(void *arg)
@@ -169,7 +169,7 @@ static void *run_lane(void *arg)
         return NULL;
     }
     size_t inflight_bytes = 0, oldest = 0, active = 0;
-    size_t held = b->n;  /* an item taken but not yet sent (the window had no bytes for it) */
+    size_t held = b->n; /* an item taken but not yet sent (the window had no bytes for it) */
     for (;;) {
         /* Start while the window has room (a free slot, and bytes for this item). */
         while (active < WF_WINDOW && !rfs_conn_is_dead(c)) {
@@ -206,7 +206,7 @@ static void *run_lane(void *arg)
         oldest = (oldest + 1) % WF_WINDOW;
         active--;
     }
-    if (held < b->n) {  /* this connection died with an item in hand */
+    if (held < b->n) { /* this connection died with an item in hand */
         char msg[RFS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", l->label);
         set_result(b, held, RFS_E_CONN, msg);
@@ -224,8 +224,8 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
         return rc;
     char label[RFS_CLIENT_LABEL_MAX];
     rfs_name_label(&name, label, sizeof label);
-    snprintf(b->server, sizeof b->server, strchr(name.host, ':') ? "[%s]:%u" : "%s:%u",
-             name.host, (unsigned)name.port);
+    snprintf(b->server, sizeof b->server, strchr(name.host, ':') ? "[%s]:%u" : "%s:%u", name.host,
+             (unsigned)name.port);
     rfs_copts o;
     if ((rc = rfs_copts_resolve(opts, label, &o)))
         return rc;
@@ -253,7 +253,7 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     }
     pthread_mutex_init(&b->mu, NULL);
     for (size_t i = 0; i < b->n; i++)
-        set_result(b, i, RFS_E_IO, "");  /* until its reply says otherwise */
+        set_result(b, i, RFS_E_IO, ""); /* until its reply says otherwise */
     b->first.rc = RFS_OK;
     b->next = 0;
     lane lanes[WF_MAX_CONNS];
@@ -261,13 +261,13 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     for (int k = 0; k < nconn; k++) {
         lanes[k] = (lane){.b = b, .c = conns[k], .o = &o, .label = label};
         if (k > 0 && rfs_task_start(o.rt, &lanes[k].th, run_lane, &lanes[k]) != 0)
-            break;  /* the lanes started take every item anyway */
+            break; /* the lanes started take every item anyway */
         started++;
     }
     run_lane(&lanes[0]);
     for (int k = 1; k < started; k++)
         rfs_task_join(&lanes[k].th);
-    for (size_t i; (i = take_next(b)) < b->n;) {  /* left unsent when the connections died */
+    for (size_t i; (i = take_next(b)) < b->n;) { /* left unsent when the connections died */
         char msg[RFS_ERRMSG_MAX];
         snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", label);
         set_result(b, i, RFS_E_CONN, msg);
@@ -292,12 +292,12 @@ int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, un
     if (flags & ~(RFS_WRITE_EXCL | RFS_WRITE_SYNC))
         return rfs_fail(RFS_E_INVAL, "rfs_write_files: unknown flags 0x%x", flags);
     batch b = {.w = items, .n = n};
-    b.wflags = (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0);
+    b.wflags =
+        (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0);
     return run_batch(server_name, &b, opts);
 }
 
-int rfs_read_files(const char *server_name, rfs_read_item *items, size_t n,
-                   const rfs_options *opts)
+int rfs_read_files(const char *server_name, rfs_read_item *items, size_t n, const rfs_options *opts)
 {
     if (!server_name || (n && !items))
         return rfs_fail(RFS_E_INVAL, "rfs_read_files: NULL argument");
@@ -316,8 +316,8 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
     return run_batch(server_name, &b, opts);
 }
 
-int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode,
-                   unsigned flags, const rfs_options *opts)
+int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode, unsigned flags,
+                   const rfs_options *opts)
 {
     rfs_name n;
     int rc = name ? rfs_parse_name(name, &n) : rfs_fail(RFS_E_INVAL, "NULL rfs name");

@@ -38,7 +38,7 @@ struct rfs_wwrite {
     uint32_t view_id;
     uint64_t off;
     size_t len;
-    uint8_t *copy;             /* the bytes, kept to send again after a lost connection */
+    uint8_t *copy; /* the bytes, kept to send again after a lost connection */
     struct rfs_wwrite *next;
 };
 
@@ -79,9 +79,10 @@ static void collect_head(rfs_file *f)
     int rc = rfs_call_result(f->conn[0], &w->call, wrc, f->label);
     if (rc && !f->ww_failed.rc) {
         f->ww_failed.rc = rc;
-        snprintf(f->ww_failed.msg, sizeof f->ww_failed.msg, "write of %zu bytes at %s %llu (reported late: "
-                 "the write call had returned): %s", w->len,
-                 w->call.op == RFS_OP_VIEW_WRITE ? "view position" : "offset",
+        snprintf(f->ww_failed.msg, sizeof f->ww_failed.msg,
+                 "write of %zu bytes at %s %llu (reported late: "
+                 "the write call had returned): %s",
+                 w->len, w->call.op == RFS_OP_VIEW_WRITE ? "view position" : "offset",
                  (unsigned long long)w->off, rfs_last_error());
     }
     f->ww_head = w->next;
@@ -98,8 +99,7 @@ static int take_error(rfs_file *f)
 {
     RFS_ASSERT_HELD(&f->ww_mu);
     if (f->ww_lost_head)
-        return rfs_fail(RFS_E_CONN, "%s: connection lost with writes to send again",
-                        f->label);
+        return rfs_fail(RFS_E_CONN, "%s: connection lost with writes to send again", f->label);
     if (!f->ww_failed.rc)
         return RFS_OK;
     int rc = rfs_status_raise(&f->ww_failed);
@@ -138,7 +138,7 @@ void rfs_wwin_wait_queued(rfs_file *f)
     uint64_t target = f->ww_queued;
     while (f->ww_collected < target && f->ww_head) {
         if (__atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE)) {
-            collect_head(f);  /* answered: does not block */
+            collect_head(f); /* answered: does not block */
             continue;
         }
         /* The receiver thread marks the reply; look again soon, without the lock. */
@@ -180,12 +180,11 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
                    uint64_t off, size_t *done)
 {
     /* Offsets out of range are refused by the ordinary path, at the call. */
-    if (!f->ww_cap || len > f->chunk || len > f->ww_cap ||
-        off > (uint64_t)INT64_MAX - len)
+    if (!f->ww_cap || len > f->chunk || len > f->ww_cap || off > (uint64_t)INT64_MAX - len)
         return RFS_WWIN_DECLINED;
     struct rfs_wwrite *w = calloc(1, sizeof *w);
     if (!w)
-        return RFS_WWIN_DECLINED;  /* the ordinary path reports memory trouble itself */
+        return RFS_WWIN_DECLINED; /* the ordinary path reports memory trouble itself */
     pthread_mutex_lock(&f->ww_mu);
     while (f->ww_head && (__atomic_load_n(&f->ww_head->call.done, __ATOMIC_ACQUIRE) ||
                           f->ww_bytes + len > f->ww_cap || f->ww_count >= WWIN_MAX_WRITES))
@@ -281,9 +280,10 @@ int rfs_wwin_replay(rfs_file *f)
 void rfs_wwin_report(const rfs_file *f)
 {
     if (f->ww_queued || f->ww_replayed)
-        fprintf(stderr, "rfs stats %s: write window: %llu writes returned before their reply, "
-                "%llu sent again after a lost connection\n", f->label,
-                (unsigned long long)f->ww_queued, (unsigned long long)f->ww_replayed);
+        fprintf(stderr,
+                "rfs stats %s: write window: %llu writes returned before their reply, "
+                "%llu sent again after a lost connection\n",
+                f->label, (unsigned long long)f->ww_queued, (unsigned long long)f->ww_replayed);
 }
 
 void rfs_wwin_replay_drop(rfs_file *f)

@@ -24,10 +24,10 @@
 #define AUTO_PROBE_MIN_JOBS 8
 
 typedef struct xjob {
-    uint64_t off;        /* file offset (PREAD/PWRITE) or view position (VIEW_*) */
-    size_t len;          /* data bytes of this frame */
-    size_t buf_off;      /* where they sit in the caller's buffer */
-    size_t piece;        /* list I/O: first (offset, length) pair in pieces */
+    uint64_t off;   /* file offset (PREAD/PWRITE) or view position (VIEW_*) */
+    size_t len;     /* data bytes of this frame */
+    size_t buf_off; /* where they sit in the caller's buffer */
+    size_t piece;   /* list I/O: first (offset, length) pair in pieces */
     uint32_t npieces;
 } xjob;
 
@@ -37,25 +37,28 @@ typedef struct xfer {
     uint32_t view_id;
     uint8_t *rbuf;
     const uint8_t *wbuf;
-    rfs_sink_fn sink;    /* reads: deliver here instead of rbuf (rbuf offsets become file offsets) */
+    rfs_sink_fn sink; /* reads: deliver here instead of rbuf (rbuf offsets become file offsets) */
     void *sink_ctx;
     xjob *jobs;
     size_t njobs;
-    uint64_t *pieces;    /* list I/O: host-order pairs, frame by frame */
-    size_t *got;         /* bytes done per job; SIZE_MAX while unknown or failed */
-    atomic_size_t next_job;      /* the next job a stream takes */
-    atomic_ullong delivered;     /* bytes of completed jobs, for the auto rate */
-    pthread_mutex_t run_mu;      /* running, and the controller's wait */
+    uint64_t *pieces;        /* list I/O: host-order pairs, frame by frame */
+    size_t *got;             /* bytes done per job; SIZE_MAX while unknown or failed */
+    atomic_size_t next_job;  /* the next job a stream takes */
+    atomic_ullong delivered; /* bytes of completed jobs, for the auto rate */
+    pthread_mutex_t run_mu;  /* running, and the controller's wait */
     pthread_cond_t run_cv;
-    int running;                 /* stream threads not finished */
-    atomic_int stop;     /* an error happened: issue nothing more */
-    atomic_size_t eof_job;  /* reads: lowest job that came back short */
+    int running;           /* stream threads not finished */
+    atomic_int stop;       /* an error happened: issue nothing more */
+    atomic_size_t eof_job; /* reads: lowest job that came back short */
     pthread_mutex_t lock;
-    rfs_status err;          /* the failure of the lowest failed job */
+    rfs_status err; /* the failure of the lowest failed job */
     size_t err_job;
 } xfer;
 
-static int is_read(uint16_t op) { return rfs_op_has(op, RFS_OPF_REP_DATA); }
+static int is_read(uint16_t op)
+{
+    return rfs_op_has(op, RFS_OPF_REP_DATA);
+}
 
 static void record_error(xfer *x, size_t job, int rc)
 {
@@ -260,8 +263,7 @@ static void control(xfer *x, streams *st, int k)
         struct timespec ts = rfs_deadline_at(until);
         while (x->running > 0 && rfs_now_ns() < until)
             pthread_cond_timedwait(&x->run_cv, &x->run_mu, &ts);
-        if (x->running == 0 || atomic_load(&x->stop) ||
-            atomic_load(&x->next_job) >= x->njobs)
+        if (x->running == 0 || atomic_load(&x->stop) || atomic_load(&x->next_job) >= x->njobs)
             break;
         int64_t t1 = rfs_now_ns();
         unsigned long long b1 = atomic_load(&x->delivered);
@@ -317,7 +319,7 @@ static int run(xfer *x, size_t *done)
             spawn(x, &st, s);
         control(x, &st, k);
         if (!st.spawned[0])
-            run_stream(x, 0);    /* no thread at all: this one does the work, just slower */
+            run_stream(x, 0); /* no thread at all: this one does the work, just slower */
     } else {
         for (int s = 1; s < k; s++)
             spawn(x, &st, s);
@@ -366,8 +368,8 @@ static int run_contig(xfer *x0, uint64_t off, size_t len, size_t *done)
     if (done)
         *done = 0;
     if (off > (uint64_t)INT64_MAX || (uint64_t)len > (uint64_t)INT64_MAX - off)
-        return rfs_fail(RFS_E_FBIG, "%s: range %llu+%zu beyond the largest file offset",
-                        f->label, (unsigned long long)off, len);
+        return rfs_fail(RFS_E_FBIG, "%s: range %llu+%zu beyond the largest file offset", f->label,
+                        (unsigned long long)off, len);
     if (len == 0)
         return RFS_OK;
     xfer x = *x0;
@@ -396,8 +398,7 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
     return run_contig(&x, off, len, done);
 }
 
-int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx,
-                  size_t *done)
+int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx, size_t *done)
 {
     xfer x = {.f = f, .op = RFS_OP_PREAD, .sink = sink, .sink_ctx = ctx};
     return run_contig(&x, off, len, done);
@@ -483,7 +484,8 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
         *done = 0;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ext[i].offset > (uint64_t)INT64_MAX || ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
+        if (ext[i].offset > (uint64_t)INT64_MAX ||
+            ext[i].length > (uint64_t)INT64_MAX - ext[i].offset)
             return rfs_fail(RFS_E_FBIG, "%s: extent %zu (%llu+%llu) beyond the largest file offset",
                             f->label, i, (unsigned long long)ext[i].offset,
                             (unsigned long long)ext[i].length);

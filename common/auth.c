@@ -12,7 +12,8 @@
 
 int rfs_auth_random(uint8_t *out, size_t n)
 {
-    return RAND_bytes(out, (int)n) == 1 ? RFS_OK : rfs_fail(RFS_E_IO, "no random bytes from OpenSSL");
+    return RAND_bytes(out, (int)n) == 1 ? RFS_OK
+                                        : rfs_fail(RFS_E_IO, "no random bytes from OpenSSL");
 }
 
 static void mac3(const char *secret, size_t slen, const char *label, const uint8_t *a,

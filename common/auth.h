@@ -13,7 +13,7 @@
 #define RFS_AUTH_MAC 32
 #define RFS_TOKEN_MAX 4096
 
-int rfs_auth_random(uint8_t *out, size_t n);   /* 0 or RFS_E_IO */
+int rfs_auth_random(uint8_t *out, size_t n); /* 0 or RFS_E_IO */
 void rfs_auth_client_mac(const char *secret, size_t slen, const uint8_t *server_nonce,
                          const uint8_t *client_nonce, uint8_t mac[RFS_AUTH_MAC]);
 void rfs_auth_server_mac(const char *secret, size_t slen, const uint8_t *server_nonce,

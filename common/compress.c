@@ -14,8 +14,14 @@
 static pthread_key_t cctx_key, dctx_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static void free_cctx(void *p) { ZSTD_freeCCtx(p); }
-static void free_dctx(void *p) { ZSTD_freeDCtx(p); }
+static void free_cctx(void *p)
+{
+    ZSTD_freeCCtx(p);
+}
+static void free_dctx(void *p)
+{
+    ZSTD_freeDCtx(p);
+}
 
 static void make_keys(void)
 {
@@ -26,8 +32,9 @@ static void make_keys(void)
 /* The codec a shuffled one runs after the shuffle (the codec itself otherwise). */
 static unsigned base_of(unsigned codec)
 {
-    return codec == RFS_CODEC_LZ4_SHUF ? RFS_CODEC_LZ4
-           : codec == RFS_CODEC_ZSTD_SHUF ? RFS_CODEC_ZSTD : codec;
+    return codec == RFS_CODEC_LZ4_SHUF    ? RFS_CODEC_LZ4
+           : codec == RFS_CODEC_ZSTD_SHUF ? RFS_CODEC_ZSTD
+                                          : codec;
 }
 
 static int shuffled(unsigned codec)
@@ -68,7 +75,10 @@ const char *rfs_codec_name(unsigned codec)
     }
 }
 
-int rfs_codec_known(unsigned codec) { return codec >= RFS_CODEC_LZ4 && codec <= RFS_CODEC_LAST; }
+int rfs_codec_known(unsigned codec)
+{
+    return codec >= RFS_CODEC_LZ4 && codec <= RFS_CODEC_LAST;
+}
 
 size_t rfs_codec_bound(unsigned codec, size_t n)
 {

@@ -34,8 +34,7 @@ static uint32_t crc_slice8(uint32_t c, const uint8_t *p, size_t len)
         uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                            (uint32_t)p[3] << 24);
         c = table[7][lo & 0xFFu] ^ table[6][(lo >> 8) & 0xFFu] ^ table[5][(lo >> 16) & 0xFFu] ^
-            table[4][lo >> 24] ^ table[3][p[4]] ^ table[2][p[5]] ^ table[1][p[6]] ^
-            table[0][p[7]];
+            table[4][lo >> 24] ^ table[3][p[4]] ^ table[2][p[5]] ^ table[1][p[6]] ^ table[0][p[7]];
         p += 8;
         len -= 8;
     }
@@ -45,7 +44,7 @@ static uint32_t crc_slice8(uint32_t c, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HW_LANE 1024u   /* bytes per lane per block */
+#define HW_LANE 1024u /* bytes per lane per block */
 
 /* shift[k][b]: the register after LANE zero bytes, for byte k of the register being b. */
 static uint32_t shift_tab[4][256];
@@ -110,7 +109,10 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8
     return c;
 }
 
-static void init(void) { build_hw(); }
+static void init(void)
+{
+    build_hw();
+}
 
 uint32_t rfs_crc32c(uint32_t crc, const void *buf, size_t len)
 {
@@ -120,7 +122,10 @@ uint32_t rfs_crc32c(uint32_t crc, const void *buf, size_t len)
     return ~c;
 }
 #else
-static void init(void) { build_tables(); }
+static void init(void)
+{
+    build_tables();
+}
 
 uint32_t rfs_crc32c(uint32_t crc, const void *buf, size_t len)
 {

@@ -31,8 +31,10 @@ int rfs_mutex_held_by_me(pthread_mutex_t *m);
 #define RFS_DEBUG_CHECK(cond) ((cond) ? (void)0 : rfs_debug_fail(#cond, __FILE__, __LINE__))
 #define RFS_ASSERT_HELD(m) RFS_DEBUG_CHECK(rfs_mutex_held_by_me(m))
 /* Counts are int or unsigned: compared as long long, so a negative int shows as one. */
-#define RFS_REF_GET(r) (RFS_DEBUG_CHECK((long long)(r) >= 0 && (long long)(r) < RFS_REF_LIMIT), ++(r))
-#define RFS_REF_PUT(r) (RFS_DEBUG_CHECK((long long)(r) > 0 && (long long)(r) < RFS_REF_LIMIT), --(r))
+#define RFS_REF_GET(r) \
+    (RFS_DEBUG_CHECK((long long)(r) >= 0 && (long long)(r) < RFS_REF_LIMIT), ++(r))
+#define RFS_REF_PUT(r) \
+    (RFS_DEBUG_CHECK((long long)(r) > 0 && (long long)(r) < RFS_REF_LIMIT), --(r))
 #define RFS_REF_DEAD(r) (RFS_DEBUG_CHECK((r) == 0), (r) = RFS_REF_POISON)
 #else
 #define RFS_DEBUG_CHECK(cond) ((void)0)

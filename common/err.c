@@ -43,9 +43,15 @@ const char *rfs_strerror(int err)
     return messages[i];
 }
 
-const char *rfs_last_error(void) { return last_msg; }
+const char *rfs_last_error(void)
+{
+    return last_msg;
+}
 
-void rfs_clear_error(void) { last_msg[0] = '\0'; }
+void rfs_clear_error(void)
+{
+    last_msg[0] = '\0';
+}
 
 int rfs_fail(int err, const char *fmt, ...)
 {
@@ -108,8 +114,12 @@ int rfs_err_from_errno(int e)
     case 0: return RFS_OK;
     case ENOENT: return RFS_E_NOENT;
     case EEXIST: return RFS_E_EXIST;
-    case EACCES: case EPERM: case EXDEV: case ELOOP: return RFS_E_ACCESS;
-    case EROFS: case EBADF: return e == EROFS ? RFS_E_ROFS : RFS_E_BADF;
+    case EACCES:
+    case EPERM:
+    case EXDEV:
+    case ELOOP: return RFS_E_ACCESS;
+    case EROFS:
+    case EBADF: return e == EROFS ? RFS_E_ROFS : RFS_E_BADF;
     case EINVAL: return RFS_E_INVAL;
     case ENAMETOOLONG: return RFS_E_NAME;
     case ENOSPC: return RFS_E_NOSPC;
@@ -118,10 +128,14 @@ int rfs_err_from_errno(int e)
     case ENOTDIR: return RFS_E_NOTDIR;
     case ENOTEMPTY: return RFS_E_NOTEMPTY;
     case ENOMEM: return RFS_E_NOMEM;
-    case EFBIG: case EOVERFLOW: return RFS_E_FBIG;
+    case EFBIG:
+    case EOVERFLOW: return RFS_E_FBIG;
     case ETIMEDOUT: return RFS_E_TIMEOUT;
-    case ECONNREFUSED: case ECONNRESET: case EPIPE: case EHOSTUNREACH: case ENETUNREACH:
-        return RFS_E_CONN;
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case EPIPE:
+    case EHOSTUNREACH:
+    case ENETUNREACH: return RFS_E_CONN;
     case EOPNOTSUPP: return RFS_E_UNSUPPORTED;
     default: return RFS_E_IO;
     }

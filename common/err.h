@@ -35,7 +35,10 @@ void rfs_clear_error(void);
 /* Maps an errno value to an rfs_err. */
 int rfs_err_from_errno(int e);
 /* Wire status (positive) <-> rfs_err (negative). Unknown codes map to RFS_E_IO. */
-static inline unsigned rfs_err_to_wire(int err) { return err < 0 ? (unsigned)(-err) : 0u; }
+static inline unsigned rfs_err_to_wire(int err)
+{
+    return err < 0 ? (unsigned)(-err) : 0u;
+}
 int rfs_err_from_wire(unsigned status);
 
 #endif

@@ -25,8 +25,9 @@ static int write_all(int fd, const void *buf, size_t len, int64_t off)
 {
     size_t put = 0;
     while (put < len) {
-        ssize_t n = off < 0 ? write(fd, (const char *)buf + put, len - put)
-                            : pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + (int64_t)put));
+        ssize_t n =
+            off < 0 ? write(fd, (const char *)buf + put, len - put)
+                    : pwrite(fd, (const char *)buf + put, len - put, (off_t)(off + (int64_t)put));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {

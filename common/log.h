@@ -14,6 +14,10 @@ void rfs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define RFS_LOGE(...) rfs_log(RFS_LOG_ERROR, __VA_ARGS__)
 #define RFS_LOGW(...) rfs_log(RFS_LOG_WARN, __VA_ARGS__)
 #define RFS_LOGI(...) rfs_log(RFS_LOG_INFO, __VA_ARGS__)
-#define RFS_LOGD(...) do { if (rfs_log_level() >= RFS_LOG_DEBUG) rfs_log(RFS_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define RFS_LOGD(...)                            \
+    do {                                         \
+        if (rfs_log_level() >= RFS_LOG_DEBUG)    \
+            rfs_log(RFS_LOG_DEBUG, __VA_ARGS__); \
+    } while (0)
 
 #endif

@@ -21,7 +21,10 @@ static void free_all(void *v)
     free(b);
 }
 
-static void make_key(void) { pthread_key_create(&key, free_all); }
+static void make_key(void)
+{
+    pthread_key_create(&key, free_all);
+}
 
 uint8_t *rfs_tbuf(enum rfs_tbuf_slot slot, size_t need)
 {

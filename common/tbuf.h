@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 enum rfs_tbuf_slot {
-    RFS_TBUF_PACKED,     /* zauto.c: a frame's compressed bytes, until the thread's next pack */
-    RFS_TBUF_SHUFFLE,    /* compress.c: the shuffled bytes inside one codec call */
+    RFS_TBUF_PACKED,  /* zauto.c: a frame's compressed bytes, until the thread's next pack */
+    RFS_TBUF_SHUFFLE, /* compress.c: the shuffled bytes inside one codec call */
     RFS_TBUF_SLOTS
 };
 

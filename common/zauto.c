@@ -38,8 +38,8 @@
 
 typedef struct est {
     int known;
-    double ratio;      /* raw / compressed */
-    double cspeed;     /* raw bytes per second */
+    double ratio;  /* raw / compressed */
+    double cspeed; /* raw bytes per second */
     double dspeed;
 } est;
 
@@ -47,9 +47,9 @@ struct rfs_zstate {
     unsigned mode;
     int level;
     pthread_mutex_t mu;
-    est e[RFS_CODEC_LAST + 1];  /* by codec id */
-    unsigned choice;            /* auto: codec in use, 0 none */
-    uint64_t since_sample;      /* payload bytes since the last sample */
+    est e[RFS_CODEC_LAST + 1]; /* by codec id */
+    unsigned choice;           /* auto: codec in use, 0 none */
+    uint64_t since_sample;     /* payload bytes since the last sample */
     uint64_t interval;
     rfs_zstats st;
 };
@@ -89,8 +89,10 @@ int rfs_zmode_parse(const char *s, unsigned *mode, int *level)
         *mode = RFS_Z_ZSTD;
         *level = (int)l;
     } else {
-        return rfs_fail(RFS_E_INVAL, "compression '%s': use none, lz4, zstd[:LEVEL] (either "
-                        "optionally followed by +shuffle) or auto", s);
+        return rfs_fail(RFS_E_INVAL,
+                        "compression '%s': use none, lz4, zstd[:LEVEL] (either "
+                        "optionally followed by +shuffle) or auto",
+                        s);
     }
     if (shuffle)
         *mode = *mode == RFS_Z_LZ4 ? RFS_Z_LZ4_SHUF : RFS_Z_ZSTD_SHUF;

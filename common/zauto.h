@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 #define RFS_Z_NONE 0u
-#define RFS_Z_LZ4 1u        /* = RFS_CODEC_LZ4 (a fixed codec's mode is its codec id) */
-#define RFS_Z_ZSTD 2u       /* = RFS_CODEC_ZSTD */
-#define RFS_Z_LZ4_SHUF 3u   /* = RFS_CODEC_LZ4_SHUF */
-#define RFS_Z_ZSTD_SHUF 4u  /* = RFS_CODEC_ZSTD_SHUF */
+#define RFS_Z_LZ4 1u       /* = RFS_CODEC_LZ4 (a fixed codec's mode is its codec id) */
+#define RFS_Z_ZSTD 2u      /* = RFS_CODEC_ZSTD */
+#define RFS_Z_LZ4_SHUF 3u  /* = RFS_CODEC_LZ4_SHUF */
+#define RFS_Z_ZSTD_SHUF 4u /* = RFS_CODEC_ZSTD_SHUF */
 #define RFS_Z_AUTO 15u
 
 typedef struct rfs_zstate rfs_zstate;

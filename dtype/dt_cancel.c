@@ -5,7 +5,10 @@
 
 static _Atomic(const atomic_int *) cancel_flag;
 
-void rfs_dt_set_cancel(const atomic_int *flag) { atomic_store(&cancel_flag, flag); }
+void rfs_dt_set_cancel(const atomic_int *flag)
+{
+    atomic_store(&cancel_flag, flag);
+}
 
 int dt_cancelled(void)
 {

@@ -31,7 +31,8 @@ static bool get_u32(reader *r, uint32_t *v)
 {
     if (r->left < 4)
         return false;
-    *v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+    *v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
+         (uint32_t)r->p[3] << 24;
     r->p += 4;
     r->left -= 4;
     return true;
@@ -104,7 +105,8 @@ static int decode_named(reader *r, dt_node **out)
     }
     if (sum != size) {
         free(runs);
-        return BAD("named type runs cover %lld bytes, size is %lld", (long long)sum, (long long)size);
+        return BAD("named type runs cover %lld bytes, size is %lld", (long long)sum,
+                   (long long)size);
     }
     *out = dt_new_leaf(size, lb, extent, runs, nruns);
     if (!*out) {
@@ -267,7 +269,8 @@ static int decode_darray(reader *r, unsigned depth, dt_node **out)
     int rc = decode_node(r, depth + 1, &kid);
     if (rc)
         return rc;
-    return dt_expand_darray(nprocs, rank, (int)ndims, gsizes, distribs, dargs, psizes, order, kid, out);
+    return dt_expand_darray(nprocs, rank, (int)ndims, gsizes, distribs, dargs, psizes, order, kid,
+                            out);
 }
 
 static int decode_resized(reader *r, unsigned depth, dt_node **out)
@@ -290,29 +293,20 @@ static int decode_resized(reader *r, unsigned depth, dt_node **out)
 static int decode_kind(reader *r, uint8_t kind, unsigned depth, dt_node **out)
 {
     switch (kind) {
-    case RFS_DTW_NAMED:
-        return decode_named(r, out);
-    case RFS_DTW_DUP:
-        return decode_node(r, depth + 1, out);
+    case RFS_DTW_NAMED: return decode_named(r, out);
+    case RFS_DTW_DUP: return decode_node(r, depth + 1, out);
     case RFS_DTW_CONTIGUOUS:
     case RFS_DTW_VECTOR:
-    case RFS_DTW_HVECTOR:
-        return decode_vector(r, kind, depth, out);
+    case RFS_DTW_HVECTOR: return decode_vector(r, kind, depth, out);
     case RFS_DTW_INDEXED:
     case RFS_DTW_HINDEXED:
     case RFS_DTW_INDEXED_BLOCK:
-    case RFS_DTW_HINDEXED_BLOCK:
-        return decode_indexed(r, kind, depth, out);
-    case RFS_DTW_STRUCT:
-        return decode_struct(r, depth, out);
-    case RFS_DTW_SUBARRAY:
-        return decode_subarray(r, depth, out);
-    case RFS_DTW_DARRAY:
-        return decode_darray(r, depth, out);
-    case RFS_DTW_RESIZED:
-        return decode_resized(r, depth, out);
-    default:
-        return BAD("unknown node kind %u", kind);
+    case RFS_DTW_HINDEXED_BLOCK: return decode_indexed(r, kind, depth, out);
+    case RFS_DTW_STRUCT: return decode_struct(r, depth, out);
+    case RFS_DTW_SUBARRAY: return decode_subarray(r, depth, out);
+    case RFS_DTW_DARRAY: return decode_darray(r, depth, out);
+    case RFS_DTW_RESIZED: return decode_resized(r, depth, out);
+    default: return BAD("unknown node kind %u", kind);
     }
 }
 
@@ -329,7 +323,8 @@ static int decode_node(reader *r, unsigned depth, dt_node **out)
     int rc = decode_kind(r, kind, depth, out);
     /* SUBARRAY/DARRAY expansions deepen the tree; bound the result so that flattening and
      * freeing (both recursive) stay shallow. */
-    if (rc == 0 && ((*out)->height > DT_MAX_INTERNAL_DEPTH || (*out)->nnodes > DT_MAX_INTERNAL_NODES)) {
+    if (rc == 0 &&
+        ((*out)->height > DT_MAX_INTERNAL_DEPTH || (*out)->nnodes > DT_MAX_INTERNAL_NODES)) {
         dt_node_free(*out);
         *out = NULL;
         rc = BAD("expanded tree deeper than %d or larger than %u nodes", DT_MAX_INTERNAL_DEPTH,

@@ -87,7 +87,8 @@ static int share_of(int64_t g, uint8_t distrib, int64_t darg, int64_t p, int64_t
     if (distrib == RFS_DT_DIST_BLOCK) {
         k = darg == RFS_DT_DARG_DEFAULT ? g / p + (g % p != 0) : darg;
         if (!dt_mul(k, p, &step) || step < g)
-            return BAD("darray: block size %lld too small for %lld elements", (long long)k, (long long)g);
+            return BAD("darray: block size %lld too small for %lld elements", (long long)k,
+                       (long long)g);
     } else if (distrib == RFS_DT_DIST_CYCLIC) {
         k = darg == RFS_DT_DARG_DEFAULT ? 1 : darg;
         if (!dt_mul(k, p, &step))
@@ -123,10 +124,12 @@ int dt_expand_darray(int64_t nprocs, int64_t rank, int ndims, const int64_t *gsi
         rc = BAD("darray: rank %lld of %lld", (long long)rank, (long long)nprocs);
     for (int d = 0; rc == 0 && d < ndims; d++) {
         if (gsizes[d] < 1 || psizes[d] < 1 || !dt_mul(nprod, psizes[d], &nprod))
-            rc = BAD("darray dim %d: gsize %lld psize %lld", d, (long long)gsizes[d], (long long)psizes[d]);
+            rc = BAD("darray dim %d: gsize %lld psize %lld", d, (long long)gsizes[d],
+                     (long long)psizes[d]);
     }
     if (rc == 0 && nprod != nprocs)
-        rc = BAD("darray: process grid of %lld for %lld processes", (long long)nprod, (long long)nprocs);
+        rc = BAD("darray: process grid of %lld for %lld processes", (long long)nprod,
+                 (long long)nprocs);
     if (rc) {
         dt_node_free(kid);
         return rc;

@@ -8,8 +8,8 @@
 #include "dtype/dtype.h"
 
 typedef struct {
-    rfs_flat pub;   /* first member: an rfs_flat * is a flat_impl * */
-    int64_t *cum;   /* n + 1 entries: cum[i] = data bytes before run i; cum[n] = size */
+    rfs_flat pub; /* first member: an rfs_flat * is a flat_impl * */
+    int64_t *cum; /* n + 1 entries: cum[i] = data bytes before run i; cum[n] = size */
 } flat_impl;
 
 /* Takes ownership of off/len (n runs, all len > 0), computes prefix sums and monotonic. */

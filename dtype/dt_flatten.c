@@ -40,9 +40,18 @@ static void runs_free(runs *r)
 static _Thread_local size_t max_runs = RFS_DT_MAX_RUNS;
 static _Thread_local uint64_t budget_override, last_work;
 
-void dt_set_max_runs(size_t n) { max_runs = n ? n : RFS_DT_MAX_RUNS; }
-void dt_set_work_budget(uint64_t n) { budget_override = n; }
-uint64_t dt_last_work(void) { return last_work; }
+void dt_set_max_runs(size_t n)
+{
+    max_runs = n ? n : RFS_DT_MAX_RUNS;
+}
+void dt_set_work_budget(uint64_t n)
+{
+    budget_override = n;
+}
+uint64_t dt_last_work(void)
+{
+    return last_work;
+}
 
 #define TOO_MANY(x) rfs_fail(RFS_E_TOOBIG, "datatype has more than %zu runs (limit)", (x)->max_runs)
 #define OVERFLOW() rfs_fail(RFS_E_INVAL, "datatype displacement overflow")
@@ -50,7 +59,8 @@ uint64_t dt_last_work(void) { return last_work; }
 static int step(fctx *x)
 {
     if (++x->work > x->budget)
-        return rfs_fail(RFS_E_TOOBIG, "datatype flattening needs more than its work budget of "
+        return rfs_fail(RFS_E_TOOBIG,
+                        "datatype flattening needs more than its work budget of "
                         "%llu steps (%u per data byte up to %zu runs, %u per encoded item, %u)",
                         (unsigned long long)x->budget, DT_WORK_PER_RUN, x->max_runs,
                         DT_WORK_PER_META, DT_WORK_SLACK);
@@ -159,14 +169,17 @@ static int flatten_hvec(fctx *x, const dt_node *n, int64_t base, runs *out)
         /* blocks that are single runs exactly stride apart merge into one run */
         int64_t len, off;
         rc = dt_mul(n->count, block, &len) && dt_add(base, c.off[0], &off)
-                 ? emit_run(x, out, off, len) : OVERFLOW();
+                 ? emit_run(x, out, off, len)
+                 : OVERFLOW();
     } else
         for (int64_t i = 0; rc == 0 && i < n->count; i++)
             rc = dt_mul(i, n->stride, &d) && dt_add(d, base, &d)
-                     ? emit_copies(x, out, &c, ext, d, n->blocklen) : OVERFLOW();
+                     ? emit_copies(x, out, &c, ext, d, n->blocklen)
+                     : OVERFLOW();
     if (rc == 0 && n->tail > 0)
         rc = dt_mul(n->count, n->stride, &d) && dt_add(d, base, &d)
-                 ? emit_copies(x, out, &c, ext, d, n->tail) : OVERFLOW();
+                 ? emit_copies(x, out, &c, ext, d, n->tail)
+                 : OVERFLOW();
 done:
     runs_free(&c);
     return rc;
@@ -176,13 +189,13 @@ done:
 static int flatten_indexed(fctx *x, const dt_node *n, int64_t base, runs *out)
 {
     runs c = {0};
-    const dt_node *held = NULL;   /* the kid whose runs c holds */
+    const dt_node *held = NULL; /* the kid whose runs c holds */
     int rc = 0;
     for (int64_t i = 0; rc == 0 && i < n->count; i++) {
         const dt_node *kid = n->kind == DT_STRUCT ? n->kids[i] : n->kids[0];
         int64_t bl = n->bls ? n->bls[i] : n->blocklen, d;
         if (bl == 0 || kid->size == 0) {
-            rc = step(x);  /* contributes no data: never expanded */
+            rc = step(x); /* contributes no data: never expanded */
             continue;
         }
         if (!dt_add(base, n->disps[i], &d)) {
@@ -211,21 +224,18 @@ static int flatten_at(fctx *x, const dt_node *n, int64_t base, runs *out)
 {
     int rc = step(x);
     if (rc || n->size == 0)
-        return rc;  /* a subtree without data adds nothing, however it is built */
+        return rc; /* a subtree without data adds nothing, however it is built */
     switch (n->kind) {
     case DT_LEAF:
         for (int64_t i = 0; rc == 0 && i < n->nruns; i++) {
             int64_t off;
             rc = dt_add(base, n->runs[2 * i], &off) ? emit_run(x, out, off, n->runs[2 * i + 1])
-                                                     : OVERFLOW();
+                                                    : OVERFLOW();
         }
         return rc;
-    case DT_RESIZED:
-        return flatten_at(x, n->kids[0], base, out);
-    case DT_HVEC:
-        return flatten_hvec(x, n, base, out);
-    default: /* DT_HIDX, DT_STRUCT */
-        return flatten_indexed(x, n, base, out);
+    case DT_RESIZED: return flatten_at(x, n->kids[0], base, out);
+    case DT_HVEC: return flatten_hvec(x, n, base, out);
+    default: /* DT_HIDX, DT_STRUCT */ return flatten_indexed(x, n, base, out);
     }
 }
 

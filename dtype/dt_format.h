@@ -15,20 +15,22 @@
 
 /* Node kinds (u8). Numbers are part of the format: never renumber. */
 enum rfs_dt_wire_kind {
-    RFS_DTW_NAMED = 1,          /* i64 size, lb, extent; u32 nruns; nruns x (i64 off, i64 len) */
-    RFS_DTW_DUP = 2,            /* child */
-    RFS_DTW_CONTIGUOUS = 3,     /* i64 count; child */
-    RFS_DTW_VECTOR = 4,         /* i64 count, blocklen, stride (in child extents); child */
-    RFS_DTW_HVECTOR = 5,        /* i64 count, blocklen, stride (bytes); child */
-    RFS_DTW_INDEXED = 6,        /* i64 count; count x i64 blocklen; count x i64 displ (extents); child */
-    RFS_DTW_HINDEXED = 7,       /* i64 count; count x i64 blocklen; count x i64 displ (bytes); child */
+    RFS_DTW_NAMED = 1,      /* i64 size, lb, extent; u32 nruns; nruns x (i64 off, i64 len) */
+    RFS_DTW_DUP = 2,        /* child */
+    RFS_DTW_CONTIGUOUS = 3, /* i64 count; child */
+    RFS_DTW_VECTOR = 4,     /* i64 count, blocklen, stride (in child extents); child */
+    RFS_DTW_HVECTOR = 5,    /* i64 count, blocklen, stride (bytes); child */
+    RFS_DTW_INDEXED = 6,  /* i64 count; count x i64 blocklen; count x i64 displ (extents); child */
+    RFS_DTW_HINDEXED = 7, /* i64 count; count x i64 blocklen; count x i64 displ (bytes); child */
     RFS_DTW_INDEXED_BLOCK = 8,  /* i64 count, blocklen; count x i64 displ (extents); child */
     RFS_DTW_HINDEXED_BLOCK = 9, /* i64 count, blocklen; count x i64 displ (bytes); child */
-    RFS_DTW_STRUCT = 10,        /* i64 count; count x i64 blocklen; count x i64 displ (bytes); count children */
-    RFS_DTW_SUBARRAY = 11,      /* u32 ndims; u8 order; ndims x i64 size, subsize, start (3 arrays); child */
-    RFS_DTW_DARRAY = 12,        /* u32 nprocs, rank, ndims; u8 order; ndims x (i64 gsize, u8 distrib,
-                                   i64 darg, i64 psize); child */
-    RFS_DTW_RESIZED = 13,       /* i64 lb, extent; child */
+    RFS_DTW_STRUCT =
+        10, /* i64 count; count x i64 blocklen; count x i64 displ (bytes); count children */
+    RFS_DTW_SUBARRAY =
+        11, /* u32 ndims; u8 order; ndims x i64 size, subsize, start (3 arrays); child */
+    RFS_DTW_DARRAY = 12,  /* u32 nprocs, rank, ndims; u8 order; ndims x (i64 gsize, u8 distrib,
+                             i64 darg, i64 psize); child */
+    RFS_DTW_RESIZED = 13, /* i64 lb, extent; child */
 };
 
 #define RFS_DT_ORDER_C 0

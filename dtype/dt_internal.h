@@ -13,27 +13,27 @@
 #include <stdint.h>
 
 enum dt_kind {
-    DT_LEAF,     /* named type: runs[] relative to its origin */
-    DT_HVEC,     /* count blocks of blocklen consecutive copies, block i at i*stride bytes,
-                    then (if tail > 0) one more block of tail copies at count*stride */
-    DT_HIDX,     /* block i: bls[i] (or blocklen if bls is NULL) copies at disps[i] bytes */
-    DT_STRUCT,   /* like DT_HIDX but block i uses kids[i] */
-    DT_RESIZED,  /* child's type map with lb/ub replaced */
+    DT_LEAF,    /* named type: runs[] relative to its origin */
+    DT_HVEC,    /* count blocks of blocklen consecutive copies, block i at i*stride bytes,
+                   then (if tail > 0) one more block of tail copies at count*stride */
+    DT_HIDX,    /* block i: bls[i] (or blocklen if bls is NULL) copies at disps[i] bytes */
+    DT_STRUCT,  /* like DT_HIDX but block i uses kids[i] */
+    DT_RESIZED, /* child's type map with lb/ub replaced */
 };
 
 typedef struct dt_node {
     enum dt_kind kind;
-    int64_t size, lb, ub;       /* extent = ub - lb (fits int64: checked) */
+    int64_t size, lb, ub; /* extent = ub - lb (fits int64: checked) */
     int64_t count, blocklen, stride, tail;
-    int64_t *bls, *disps;       /* DT_HIDX, DT_STRUCT: count entries (bls may be NULL) */
-    int64_t *runs;              /* DT_LEAF: nruns (off, len) pairs */
+    int64_t *bls, *disps; /* DT_HIDX, DT_STRUCT: count entries (bls may be NULL) */
+    int64_t *runs;        /* DT_LEAF: nruns (off, len) pairs */
     int64_t nruns;
-    struct dt_node **kids;      /* DT_STRUCT: count; others: 1 (none for a leaf) */
+    struct dt_node **kids; /* DT_STRUCT: count; others: 1 (none for a leaf) */
     size_t nkids;
-    unsigned height;            /* 1 for a leaf, else 1 + the tallest kid */
-    uint64_t nnodes;            /* nodes in this subtree, itself included */
-    uint64_t nmeta;             /* nodes + block entries + leaf runs: the subtree's input size,
-                                   which the flattening work budget is proportional to */
+    unsigned height; /* 1 for a leaf, else 1 + the tallest kid */
+    uint64_t nnodes; /* nodes in this subtree, itself included */
+    uint64_t nmeta;  /* nodes + block entries + leaf runs: the subtree's input size,
+                        which the flattening work budget is proportional to */
 } dt_node;
 
 struct rfs_dt {
@@ -46,9 +46,18 @@ struct rfs_dt {
 #define DT_MAX_INTERNAL_NODES (8u * RFS_DT_MAX_NODES)
 
 /* Checked 64-bit arithmetic: false on overflow. */
-static inline bool dt_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
-static inline bool dt_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
-static inline int64_t dt_extent(const dt_node *n) { return n->ub - n->lb; }
+static inline bool dt_add(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool dt_mul(int64_t a, int64_t b, int64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+static inline int64_t dt_extent(const dt_node *n)
+{
+    return n->ub - n->lb;
+}
 
 /* Node construction (dt_node.c). Each returns NULL on overflow or allocation failure; on
  * failure the passed kids are NOT freed (the caller still owns them). Bounds/size computed. */

@@ -36,7 +36,12 @@ int dt_flat_make(int64_t *off, int64_t *len, size_t n, int64_t size, int64_t lb,
         if (i > 0 && off[i] < off[i - 1] + len[i - 1])
             monotonic = 0;
     }
-    f->pub = (rfs_flat){.n = n, .off = off, .len = len, .size = size, .lb = lb, .extent = extent,
+    f->pub = (rfs_flat){.n = n,
+                        .off = off,
+                        .len = len,
+                        .size = size,
+                        .lb = lb,
+                        .extent = extent,
                         .monotonic = monotonic};
     f->cum = cum;
     *out = &f->pub;
@@ -111,14 +116,16 @@ static size_t run_at(const int64_t *cum, size_t n, int64_t r)
 
 #define RANGE() rfs_fail(RFS_E_FBIG, "file view maps to an offset out of range")
 
-int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, rfs_run_fn fn, void *ctx)
+int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, rfs_run_fn fn,
+                 void *ctx)
 {
     if (!ft || !fn)
         return rfs_fail(RFS_E_INVAL, "rfs_flat_map: null argument");
     if (len == 0)
         return 0;
     if (ft->size <= 0 || ft->n == 0 || ft->extent <= 0)
-        return rfs_fail(RFS_E_INVAL, "file view: filetype with size %lld, extent %lld holds no data",
+        return rfs_fail(RFS_E_INVAL,
+                        "file view: filetype with size %lld, extent %lld holds no data",
                         (long long)ft->size, (long long)ft->extent);
     if (disp > INT64_MAX || pos > INT64_MAX || len > INT64_MAX - pos)
         return RANGE();

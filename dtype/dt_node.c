@@ -23,8 +23,14 @@ void *dt_calloc(size_t n, size_t sz)
     return calloc(n ? n : 1, sz ? sz : 1);
 }
 
-void dt_alloc_reset_total(void) { alloc_total = 0; }
-size_t dt_alloc_total(void) { return alloc_total; }
+void dt_alloc_reset_total(void)
+{
+    alloc_total = 0;
+}
+size_t dt_alloc_total(void)
+{
+    return alloc_total;
+}
 
 /* Bounds accumulator over child copies. */
 typedef struct {
@@ -89,7 +95,10 @@ static dt_node *node_alloc(enum dt_kind kind)
 }
 
 /* Frees only the node struct (kids and arrays stay with the caller). */
-static void node_release(dt_node *n) { free(n); }
+static void node_release(dt_node *n)
+{
+    free(n);
+}
 
 dt_node *dt_new_leaf(int64_t size, int64_t lb, int64_t extent, int64_t *runs, int64_t nruns)
 {

@@ -27,7 +27,7 @@ typedef struct rfs_flat {
     int64_t *off;
     int64_t *len;
     int64_t size, lb, extent;
-    int monotonic;   /* 1 if offsets are nondecreasing and runs do not overlap (valid filetype) */
+    int monotonic; /* 1 if offsets are nondecreasing and runs do not overlap (valid filetype) */
 } rfs_flat;
 
 /* RFS_E_TOOBIG past RFS_DT_MAX_RUNS runs or past the work budget (docs/datatypes.md), both
@@ -47,7 +47,8 @@ int rfs_flat_bytes(uint64_t n, rfs_flat **out);
  * [pos, pos+len) of the view's data stream to file runs, in order, calling fn for each
  * (adjacent runs merged). Stops and returns fn's value if it is non-zero. */
 typedef int (*rfs_run_fn)(void *ctx, uint64_t file_off, uint64_t len);
-int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, rfs_run_fn fn, void *ctx);
+int rfs_flat_map(const rfs_flat *ft, uint64_t disp, uint64_t pos, uint64_t len, rfs_run_fn fn,
+                 void *ctx);
 
 /* Process-wide: long flattening and view mapping poll *flag and stop with RFS_E_BUSY once it
  * is non-zero, so a server's shutdown is not held up by one hostile datatype. NULL: never. */

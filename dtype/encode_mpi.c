@@ -83,20 +83,38 @@ static int mpi_fail(int rc, const char *what)
 /* The pair types for MINLOC/MAXLOC have a padding hole on common ABIs (MPI_SHORT_INT: 2 data
  * bytes, 2 padding, 4 data). They are defined as the C struct {value; int}, so their true type
  * map follows from offsetof. */
-struct pair_float { float v; int i; };
-struct pair_double { double v; int i; };
-struct pair_long { long v; int i; };
-struct pair_2int { int v; int i; };
-struct pair_short { short v; int i; };
-struct pair_ldouble { long double v; int i; };
+struct pair_float {
+    float v;
+    int i;
+};
+struct pair_double {
+    double v;
+    int i;
+};
+struct pair_long {
+    long v;
+    int i;
+};
+struct pair_2int {
+    int v;
+    int i;
+};
+struct pair_short {
+    short v;
+    int i;
+};
+struct pair_ldouble {
+    long double v;
+    int i;
+};
 
 static bool pair_layout(MPI_Datatype t, MPI_Datatype *value, MPI_Aint *int_off)
 {
-#define PAIR(mpi, val, st) \
-    if (t == (mpi)) { \
-        *value = (val); \
+#define PAIR(mpi, val, st)                    \
+    if (t == (mpi)) {                         \
+        *value = (val);                       \
         *int_off = (MPI_Aint)offsetof(st, i); \
-        return true; \
+        return true;                          \
     }
     PAIR(MPI_FLOAT_INT, MPI_FLOAT, struct pair_float)
     PAIR(MPI_DOUBLE_INT, MPI_DOUBLE, struct pair_double)
@@ -125,8 +143,9 @@ static int enc_named(wbuf *w, MPI_Datatype t)
     MPI_Aint int_off;
     int vsize, isize;
     if (size > 0 && size != textent && pair_layout(t, &value, &int_off) &&
-        PMPI_Type_size(value, &vsize) == MPI_SUCCESS && PMPI_Type_size(MPI_INT, &isize) == MPI_SUCCESS &&
-        vsize + isize == size && int_off >= vsize) {
+        PMPI_Type_size(value, &vsize) == MPI_SUCCESS &&
+        PMPI_Type_size(MPI_INT, &isize) == MPI_SUCCESS && vsize + isize == size &&
+        int_off >= vsize) {
         runs[0] = tlb;
         runs[1] = vsize;
         runs[2] = tlb + int_off;
@@ -172,9 +191,7 @@ static int enc_fields(wbuf *w, int comb, const int *ints, const MPI_Aint *addrs,
 {
     *nkids = 1;
     switch (comb) {
-    case MPI_COMBINER_DUP:
-        put_u8(w, RFS_DTW_DUP);
-        return MPI_SUCCESS;
+    case MPI_COMBINER_DUP: put_u8(w, RFS_DTW_DUP); return MPI_SUCCESS;
     case MPI_COMBINER_CONTIGUOUS:
         put_u8(w, RFS_DTW_CONTIGUOUS);
         put_i64(w, ints[0]);
@@ -256,14 +273,16 @@ static int enc_fields(wbuf *w, int comb, const int *ints, const MPI_Aint *addrs,
         put_i64(w, addrs[1]);
         return MPI_SUCCESS;
     default:
-        return type_fail("datatype encoding: unsupported combiner %d (F90, *_INTEGER or newer)", comb);
+        return type_fail("datatype encoding: unsupported combiner %d (F90, *_INTEGER or newer)",
+                         comb);
     }
 }
 
 static bool is_named(MPI_Datatype t)
 {
     int ni, na, nd, comb;
-    return PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb == MPI_COMBINER_NAMED;
+    return PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+           comb == MPI_COMBINER_NAMED;
 }
 
 /* Pins the subtree written at [start, w->n) to the library's bounds if the decoder's differ. */
@@ -281,8 +300,8 @@ static int check_subtree(wbuf *w, size_t start, MPI_Datatype t)
         return MPI_ERR_TYPE;
     }
     if (dsize != size) {
-        rfs_fail(RFS_E_INVAL, "datatype encoding: decoded size %lld, MPI says %lld", (long long)dsize,
-                 (long long)size);
+        rfs_fail(RFS_E_INVAL, "datatype encoding: decoded size %lld, MPI says %lld",
+                 (long long)dsize, (long long)size);
         return MPI_ERR_TYPE;
     }
     if (dlb == lb && dext == extent)
@@ -362,8 +381,8 @@ int rfs_dt_encode_mpi(MPI_Datatype t, uint8_t **enc, size_t *len)
     *enc = NULL;
     *len = 0;
     wbuf w = {0};
-    uint8_t hdr[RFS_DT_HEADER_LEN] = {RFS_DT_MAGIC0, RFS_DT_MAGIC1, RFS_DT_MAGIC2, RFS_DT_MAGIC3,
-                                      RFS_DT_VERSION, 0, 0, 0};
+    uint8_t hdr[RFS_DT_HEADER_LEN] = {
+        RFS_DT_MAGIC0, RFS_DT_MAGIC1, RFS_DT_MAGIC2, RFS_DT_MAGIC3, RFS_DT_VERSION, 0, 0, 0};
     put_bytes(&w, hdr, sizeof hdr);
     int rc = enc_type(&w, t, 0);
     if (rc == MPI_SUCCESS && w.oom) {

@@ -23,16 +23,16 @@ enum { NDIMS = 3 };
 
 typedef struct {
     int rank, nprocs;
-    int dims[NDIMS];            /* process grid */
-    int coords[NDIMS];          /* this rank's place in the grid */
-    long long global[NDIMS];    /* global array size, slowest dimension first */
-    long long local[NDIMS];     /* this rank's block */
-    long long start[NDIMS];     /* where the block begins in the global array */
+    int dims[NDIMS];         /* process grid */
+    int coords[NDIMS];       /* this rank's place in the grid */
+    long long global[NDIMS]; /* global array size, slowest dimension first */
+    long long local[NDIMS];  /* this rank's block */
+    long long start[NDIMS];  /* where the block begins in the global array */
     const char *path;
 } layout;
 
 typedef struct {
-    double open, transfer, close, total;  /* seconds, slowest rank */
+    double open, transfer, close, total; /* seconds, slowest rank */
 } phase_times;
 
 static void check(int rc, const char *what, const char *path)
@@ -96,7 +96,7 @@ static int decompose(layout *l)
     memset(l->dims, 0, sizeof l->dims);
     MPI_Dims_create(l->nprocs, NDIMS, l->dims);
     int rest = l->rank;
-    for (int d = NDIMS - 1; d >= 0; d--) {  /* row-major rank order, like MPI_Cart_create */
+    for (int d = NDIMS - 1; d >= 0; d--) { /* row-major rank order, like MPI_Cart_create */
         l->coords[d] = rest % l->dims[d];
         rest /= l->dims[d];
     }
@@ -104,8 +104,9 @@ static int decompose(layout *l)
     for (int d = 0; d < NDIMS; d++) {
         if (l->global[d] < l->dims[d]) {
             if (l->rank == 0)
-                fprintf(stderr, "demo3d: dimension %d (%lld) is smaller than the process grid (%d)\n",
-                        d, l->global[d], l->dims[d]);
+                fprintf(stderr,
+                        "demo3d: dimension %d (%lld) is smaller than the process grid (%d)\n", d,
+                        l->global[d], l->dims[d]);
             return -1;
         }
         split(l->global[d], l->dims[d], l->coords[d], &l->start[d], &l->local[d]);
@@ -114,7 +115,8 @@ static int decompose(layout *l)
     /* MPI-3 counts are int; keep every rank's block below that. */
     if (count > INT_MAX) {
         if (l->rank == 0)
-            fprintf(stderr, "demo3d: a block of %lld elements exceeds an int count; use more ranks\n",
+            fprintf(stderr,
+                    "demo3d: a block of %lld elements exceeds an int count; use more ranks\n",
                     count);
         return -1;
     }
@@ -167,8 +169,10 @@ static long long verify(const layout *l, const double *buf)
                 double want = value_at(l, gi, gj, gk);
                 if (memcmp(&buf[n], &want, sizeof want) != 0) {
                     if (bad == 0)
-                        fprintf(stderr, "demo3d: rank %d: first mismatch at [%lld][%lld][%lld]: "
-                                "read %.17g, expected %.17g\n", l->rank, gi, gj, gk, buf[n], want);
+                        fprintf(stderr,
+                                "demo3d: rank %d: first mismatch at [%lld][%lld][%lld]: "
+                                "read %.17g, expected %.17g\n",
+                                l->rank, gi, gj, gk, buf[n], want);
                     bad++;
                 }
             }
@@ -193,7 +197,8 @@ static phase_times pass(const layout *l, MPI_Datatype filetype, double *buf, int
     MPI_Status st;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    check(MPI_File_open(MPI_COMM_WORLD, l->path, amode, MPI_INFO_NULL, &fh), "MPI_File_open", l->path);
+    check(MPI_File_open(MPI_COMM_WORLD, l->path, amode, MPI_INFO_NULL, &fh), "MPI_File_open",
+          l->path);
     /* Files default to MPI_ERRORS_RETURN; every call below is checked. */
     check(MPI_File_set_view(fh, 0, MPI_DOUBLE, filetype, "native", MPI_INFO_NULL),
           "MPI_File_set_view", l->path);
@@ -234,8 +239,8 @@ static void print_summary(const layout *l, const phase_times *w, const phase_tim
     for (int d = 0; d < NDIMS; d++)
         lb[d] = (l->global[d] + l->dims[d] - 1) / l->dims[d];
     long long maxb = lb[0] * lb[1] * lb[2];
-    long long minb = (l->global[0] / l->dims[0]) * (l->global[1] / l->dims[1]) *
-                     (l->global[2] / l->dims[2]);
+    long long minb =
+        (l->global[0] / l->dims[0]) * (l->global[1] / l->dims[1]) * (l->global[2] / l->dims[2]);
 
     printf("\n");
     printf("demo3d: collective 3-D checkpoint through MPI-IO\n");

@@ -16,7 +16,8 @@ int mp_check_access(mp_file *f, int is_write, int explicit_offset)
     if (explicit_offset && (f->amode & MPI_MODE_SEQUENTIAL))
         return mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
                              "rfs: %s: explicit offsets or individual file pointers on a file "
-                             "opened MPI_MODE_SEQUENTIAL", f->name);
+                             "opened MPI_MODE_SEQUENTIAL",
+                             f->name);
     return MPI_SUCCESS;
 }
 
@@ -56,8 +57,8 @@ int mp_indep_io(mp_file *f, int is_write, uint64_t pos, mp_buf *b, size_t *done)
                         : mp_io_error(f, rc, is_write ? "write" : "read", rfs_last_error());
 }
 
-int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
-              MPI_Datatype type, MPI_Status *st, int64_t *got)
+int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count, MPI_Datatype type,
+              MPI_Status *st, int64_t *got)
 {
     mp_buf b;
     *got = 0;

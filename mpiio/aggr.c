@@ -35,7 +35,8 @@ static node_map *find_nodes(mp_file *f)
     int leader = f->rank, failed = 0;
     MPI_Comm node = MPI_COMM_NULL;
     if (PMPI_Comm_split_type(f->comm, MPI_COMM_TYPE_SHARED, f->rank, MPI_INFO_NULL, &node) ==
-            MPI_SUCCESS && node != MPI_COMM_NULL) {
+            MPI_SUCCESS &&
+        node != MPI_COMM_NULL) {
         PMPI_Allreduce(&f->rank, &leader, 1, MPI_INT, MPI_MIN, node);
         PMPI_Comm_free(&node);
     } else {
@@ -44,7 +45,7 @@ static node_map *find_nodes(mp_file *f)
     /* Every rank takes part in the allgather even without memory, so nobody is left waiting. */
     int *all = m ? m->leader : calloc((size_t)f->size, sizeof *all);
     if (!all)
-        abort();  /* one int per rank: nothing sensible to do without it */
+        abort(); /* one int per rank: nothing sensible to do without it */
     PMPI_Allgather(&leader, 1, MPI_INT, all, 1, MPI_INT, f->comm);
     if (!m) {
         free(all);
@@ -100,7 +101,7 @@ int mp_aggregators(mp_file *f, int want, int **ranks, int *n)
     int P = f->size;
     const node_map *m = node_map_of(f);
     member *mem = malloc((size_t)P * sizeof *mem);
-    int *start = malloc(((size_t)P + 1) * sizeof *start);  /* first member of each node */
+    int *start = malloc(((size_t)P + 1) * sizeof *start); /* first member of each node */
     int *out = malloc((size_t)P * sizeof *out);
     if (!mem || !start || !out) {
         free(mem);
@@ -109,7 +110,7 @@ int mp_aggregators(mp_file *f, int want, int **ranks, int *n)
         return MPI_ERR_NO_MEM;
     }
     for (int j = 0; j < P; j++)
-        mem[j] = (member){ m ? m->leader[j] : 0, j };
+        mem[j] = (member){m ? m->leader[j] : 0, j};
     qsort(mem, (size_t)P, sizeof *mem, cmp_member);
     int nodes = 0, deepest = 0;
     for (int j = 0; j < P; j++)

@@ -4,7 +4,6 @@
  * returns its status), plus PMPI_ aliases and large-count variants where declared. */
 #include "mpiio/mpiio_internal.h"
 
-
 static int at_all(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                   MPI_Datatype type, MPI_Status *st)
 {
@@ -50,40 +49,41 @@ static int begin_check(mp_file *f)
 {
     if (!f->split_active)
         return MPI_SUCCESS;
-    return mp_error_code(MPI_ERR_OTHER, "rfs: %s: a split collective is already active on this "
-                         "file", f->name);
+    return mp_error_code(MPI_ERR_OTHER,
+                         "rfs: %s: a split collective is already active on this "
+                         "file",
+                         f->name);
 }
 
-#define AT_BEGIN(name, rw, cnt_t, cbuf)                                                          \
-    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type)       \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, off, buf, count, type);                                  \
-        int c = begin_check(f);                                                                  \
-        if (c)                                                                                   \
-            return mp_raise(f, c);                                                               \
-        f->split_active = 1;                                                                     \
+#define AT_BEGIN(name, rw, cnt_t, cbuf)                                                           \
+    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type)         \
+    {                                                                                             \
+        mp_file *f = mp_file_of(fh);                                                              \
+        if (!f)                                                                                   \
+            return MP_REAL(P##name)(fh, off, buf, count, type);                                   \
+        int c = begin_check(f);                                                                   \
+        if (c)                                                                                    \
+            return mp_raise(f, c);                                                                \
+        f->split_active = 1;                                                                      \
         f->split_err = at_all(f, rw, off, (void *)buf, (MPI_Count)count, type, &f->split_status); \
-        return f->split_err;                                                                     \
-    }                                                                                            \
+        return f->split_err;                                                                      \
+    }                                                                                             \
     MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type))
 
-#define PTR_BEGIN(name, rw, cnt_t, cbuf)                                                         \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type)                       \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, buf, count, type);                                       \
-        int c = begin_check(f);                                                                  \
-        if (c)                                                                                   \
-            return mp_raise(f, c);                                                               \
-        f->split_active = 1;                                                                     \
-        f->split_err = ptr_all(f, rw, (void *)buf, (MPI_Count)count, type, &f->split_status);    \
-        return f->split_err;                                                                     \
-    }                                                                                            \
+#define PTR_BEGIN(name, rw, cnt_t, cbuf)                                                      \
+    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type)                     \
+    {                                                                                         \
+        mp_file *f = mp_file_of(fh);                                                          \
+        if (!f)                                                                               \
+            return MP_REAL(P##name)(fh, buf, count, type);                                    \
+        int c = begin_check(f);                                                               \
+        if (c)                                                                                \
+            return mp_raise(f, c);                                                            \
+        f->split_active = 1;                                                                  \
+        f->split_err = ptr_all(f, rw, (void *)buf, (MPI_Count)count, type, &f->split_status); \
+        return f->split_err;                                                                  \
+    }                                                                                         \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type))
-
 
 AT_BEGIN(MPI_File_read_at_all_begin, 0, int, MP_NOCONST)
 AT_BEGIN(MPI_File_write_at_all_begin, 1, int, const)

@@ -6,7 +6,6 @@
 
 #include <limits.h>
 
-
 static int at_io(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                  MPI_Datatype type, MPI_Status *st)
 {
@@ -16,8 +15,8 @@ static int at_io(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count 
     if (rc != MPI_SUCCESS)
         return mp_raise(f, rc);
     int64_t got;
-    rc = mp_access(f, is_write, (uint64_t)off * (uint64_t)f->view->etype_size, buf, count, type,
-                   st, &got);
+    rc = mp_access(f, is_write, (uint64_t)off * (uint64_t)f->view->etype_size, buf, count, type, st,
+                   &got);
     return mp_raise(f, rc);
 }
 
@@ -35,7 +34,6 @@ static int ptr_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Data
 
 #define AT_FN(name, rw, cnt_t, cbuf) MP_AT_ENTRY(name, at_io, rw, cnt_t, cbuf)
 #define PTR_FN(name, rw, cnt_t, cbuf) MP_PTR_ENTRY(name, ptr_io, rw, cnt_t, cbuf)
-
 
 AT_FN(MPI_File_read_at, 0, int, MP_NOCONST)
 AT_FN(MPI_File_write_at, 1, int, const)
@@ -71,7 +69,8 @@ int MPI_File_seek(MPI_File fh, MPI_Offset off, int whence)
         return mp_raise(f, mp_error_code(MPI_ERR_ARG, "rfs: %s: bad whence %d", f->name, whence));
     }
     if (np < 0)
-        return mp_raise(f, mp_error_code(MPI_ERR_ARG, "rfs: %s: seek to a negative offset", f->name));
+        return mp_raise(f,
+                        mp_error_code(MPI_ERR_ARG, "rfs: %s: seek to a negative offset", f->name));
     f->ind_ptr = np;
     return MPI_SUCCESS;
 }
@@ -113,7 +112,7 @@ int MPI_File_get_byte_offset(MPI_File fh, MPI_Offset off, MPI_Offset *disp)
         *disp = v->disp + (MPI_Offset)pos;
         return MPI_SUCCESS;
     }
-    first_run r = { 0 };
+    first_run r = {0};
     rfs_flat_map(v->flat, (uint64_t)v->disp, pos, 1, take_first, &r);
     *disp = (MPI_Offset)r.off;
     return MPI_SUCCESS;

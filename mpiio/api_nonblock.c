@@ -4,7 +4,6 @@
  * collective part now and return an already completed request. */
 #include "mpiio/mpiio_internal.h"
 
-
 static int i_at(mp_file *f, int is_write, MPI_Offset off, void *buf, MPI_Count count,
                 MPI_Datatype type, MPI_Request *req)
 {
@@ -72,7 +71,7 @@ static int i_ptr_all(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_D
 }
 
 #define I_AT(name, fn, rw, cnt_t, cbuf)                                                          \
-    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,       \
+    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,        \
              MPI_Request *req)                                                                   \
     {                                                                                            \
         mp_file *f = mp_file_of(fh);                                                             \
@@ -83,14 +82,14 @@ static int i_ptr_all(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_D
     MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
                     MPI_Request *req))
 
-#define I_PTR(name, fn, rw, cnt_t, cbuf)                                                          \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Request *req)       \
-    {                                                                                             \
-        mp_file *f = mp_file_of(fh);                                                              \
-        if (!f)                                                                                   \
-            return MP_REAL(P##name)(fh, buf, count, type, req);                                   \
-        return fn(f, rw, (void *)buf, (MPI_Count)count, type, req);                               \
-    }                                                                                             \
+#define I_PTR(name, fn, rw, cnt_t, cbuf)                                                    \
+    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Request *req) \
+    {                                                                                       \
+        mp_file *f = mp_file_of(fh);                                                        \
+        if (!f)                                                                             \
+            return MP_REAL(P##name)(fh, buf, count, type, req);                             \
+        return fn(f, rw, (void *)buf, (MPI_Count)count, type, req);                         \
+    }                                                                                       \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Request *req))
 
 I_AT(MPI_File_iread_at, i_at, 0, int, MP_NOCONST)

@@ -135,8 +135,8 @@ static int two_phase(tp *t, mp_file *f, int is_write, int code, int64_t gmin, in
 /* The memory side of the access (b) and this rank's file runs; on failure the rank still takes
  * part, with nothing. Returns the local error code. */
 static int prepare(mp_file *f, int is_write, int surely_indep, uint64_t pos, void *buf,
-                   MPI_Count count, MPI_Datatype type, mp_view *v, mp_buf *b,
-                   rfs_extent **runs, size_t *nruns)
+                   MPI_Count count, MPI_Datatype type, mp_view *v, mp_buf *b, rfs_extent **runs,
+                   size_t *nruns)
 {
     int code = mp_check_access(f, is_write, 0);
     /* A collective read sees what every rank wrote before it (the ranks' early-returned
@@ -144,7 +144,7 @@ static int prepare(mp_file *f, int is_write, int surely_indep, uint64_t pos, voi
     if (!is_write && code == MPI_SUCCESS)
         code = mp_flush_writes(f);
     if (code == MPI_SUCCESS) {
-        int e = !is_write ? mp_buf_for_read(b, buf, count, type, f->view->rep)
+        int e = !is_write      ? mp_buf_for_read(b, buf, count, type, f->view->rep)
                 : surely_indep ? mp_buf_for_write_lazy(b, buf, count, type, f->view->rep)
                                : mp_buf_for_write(b, buf, count, type, f->view->rep);
         if (e != MPI_SUCCESS)
@@ -188,8 +188,8 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     PMPI_Allgather(se, 2, MPI_INT64_T, cs.all, 2, MPI_INT64_T, f->comm);
     int64_t gmin, gmax;
     int overlaps = ranges_of_all(&cs, P, &gmin, &gmax);
-    int use_indep = surely_indep || overlaps ||
-                    (mode == MP_AUTO && !mp_coll_interleaved(cs.all, P, cs.sorted));
+    int use_indep =
+        surely_indep || overlaps || (mode == MP_AUTO && !mp_coll_interleaved(cs.all, P, cs.sorted));
 
     int64_t moved = 0;
     if (gmin >= gmax) {
@@ -220,8 +220,10 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
 int mp_split_end(mp_file *f, MPI_Status *st)
 {
     if (!f->split_active)
-        return mp_raise(f, mp_error_code(MPI_ERR_OTHER, "rfs: %s: split collective _end without "
-                                         "_begin", f->name));
+        return mp_raise(f, mp_error_code(MPI_ERR_OTHER,
+                                         "rfs: %s: split collective _end without "
+                                         "_begin",
+                                         f->name));
     f->split_active = 0;
     if (st != MPI_STATUS_IGNORE)
         *st = f->split_status;

@@ -44,12 +44,14 @@ static int find_pieces(tp *t, int64_t r, int code)
         t->pairs[a] = t->spos[a] = NULL;
         t->na[a] = 0;
         t->ba[a] = 0;
-        int e = code == MPI_SUCCESS ? mp_coll_my_pieces(t, a, r, &t->pairs[a], &t->spos[a],
-                                                        &t->na[a], &t->ba[a])
-                                    : code;
+        int e = code == MPI_SUCCESS
+                    ? mp_coll_my_pieces(t, a, r, &t->pairs[a], &t->spos[a], &t->na[a], &t->ba[a])
+                    : code;
         if (e == MPI_SUCCESS && (!mp_coll_fits_int(t->ba[a]) || t->na[a] > INT_MAX / 2))
-            e = mp_error_code(MPI_ERR_COUNT, "rfs: %s: a collective round holds more than "
-                              "2^31 bytes or pieces for one aggregator", t->f->name);
+            e = mp_error_code(MPI_ERR_COUNT,
+                              "rfs: %s: a collective round holds more than "
+                              "2^31 bytes or pieces for one aggregator",
+                              t->f->name);
         if (e != MPI_SUCCESS) {
             code = code ? code : e;
             t->na[a] = 0;
@@ -93,8 +95,10 @@ static int size_round(tp *t, int *code, size_t *np, int64_t *rb_out)
     if (!mp_coll_fits_int(stot) || !mp_coll_fits_int(rtot) || !mp_coll_fits_int(sb) ||
         !mp_coll_fits_int(rb)) {
         /* Overlapping accesses of many ranks can pile more than 2^31 bytes on one window. */
-        *code = mp_error_code(MPI_ERR_COUNT, "rfs: %s: a collective round would exchange more "
-                              "than 2^31 bytes; lower cb_buffer_size", t->f->name);
+        *code = mp_error_code(MPI_ERR_COUNT,
+                              "rfs: %s: a collective round would exchange more "
+                              "than 2^31 bytes; lower cb_buffer_size",
+                              t->f->name);
         return 1;
     }
     int io = t->my_aggr >= 0 && *np;
@@ -109,7 +113,8 @@ static int size_round(tp *t, int *code, size_t *np, int64_t *rb_out)
         bad |= grow(&m->ext, &m->ext_cap, *np * sizeof *m->ext) |
                grow(&m->iobuf, &m->iobuf_cap, (size_t)rb);
     if (bad) {
-        *code = mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory for a collective "
+        *code = mp_error_code(MPI_ERR_NO_MEM,
+                              "rfs: %s: out of memory for a collective "
                               "round (%lld bytes of data to send, %lld to receive)",
                               t->f->name, (long long)sb, (long long)rb);
         return 1;
@@ -149,7 +154,7 @@ static void collect_pieces(tp *t)
         int64_t boff = t->brd[j];
         for (int i = 0; i < t->rcnt[j] / 2; i++, k++) {
             int64_t off = m->rp[t->rdsp[j] + 2 * i], len = m->rp[t->rdsp[j] + 2 * i + 1];
-            m->pcs[k] = (piece){ off, len, m->rdata + boff, j, boff };
+            m->pcs[k] = (piece){off, len, m->rdata + boff, j, boff};
             boff += len;
         }
     }
@@ -195,7 +200,7 @@ int mp_coll_round(tp *t, int64_t r, int *stop)
         if (t->my_aggr >= 0 && np) {
             int handed_off = 0;
             int e = mp_coll_aggregate_io(t, m->pcs, np, m->ext, m->iobuf, &handed_off);
-            if (handed_off) {  /* the write pipe owns them now */
+            if (handed_off) { /* the write pipe owns them now */
                 m->ext = NULL, m->iobuf = NULL;
                 m->ext_cap = m->iobuf_cap = 0;
             }

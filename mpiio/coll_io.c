@@ -35,7 +35,7 @@ static size_t merge_pieces(const tp *t, piece *pcs, size_t np, rfs_extent *ext, 
             if (ne && (int64_t)(ext[ne - 1].offset + ext[ne - 1].length) == s)
                 ext[ne - 1].length += (uint64_t)pcs[i].len;
             else
-                ext[ne++] = (rfs_extent){ (uint64_t)s, (uint64_t)pcs[i].len };
+                ext[ne++] = (rfs_extent){(uint64_t)s, (uint64_t)pcs[i].len};
             continue;
         }
         if (ne) {
@@ -50,7 +50,7 @@ static size_t merge_pieces(const tp *t, piece *pcs, size_t np, rfs_extent *ext, 
             }
         }
         bstart = used;
-        ext[ne++] = (rfs_extent){ (uint64_t)s, (uint64_t)(e - s) };
+        ext[ne++] = (rfs_extent){(uint64_t)s, (uint64_t)(e - s)};
         pcs[i].data = buf + used;
         used += e - s;
     }
@@ -60,8 +60,7 @@ static size_t merge_pieces(const tp *t, piece *pcs, size_t np, rfs_extent *ext, 
 
 /* A read that came back short ended at the end of file inside this window: notes the file
  * offset of the first missing byte and zeroes what was not read. */
-static void note_eof(tp *t, const rfs_extent *ext, size_t ne, char *buf, size_t done,
-                     int64_t used)
+static void note_eof(tp *t, const rfs_extent *ext, size_t ne, char *buf, size_t done, int64_t used)
 {
     int64_t left = (int64_t)done;
     for (size_t i = 0; i < ne; i++) {
@@ -78,8 +77,7 @@ static void note_eof(tp *t, const rfs_extent *ext, size_t ne, char *buf, size_t 
 
 /* ext (room for np) and buf (room for every piece's bytes) were allocated by the caller
  * before the round's agreement. With a write pipe, the pipe takes ext and buf (*handed_off). */
-int mp_coll_aggregate_io(tp *t, piece *pcs, size_t np, rfs_extent *ext, char *buf,
-                         int *handed_off)
+int mp_coll_aggregate_io(tp *t, piece *pcs, size_t np, rfs_extent *ext, char *buf, int *handed_off)
 {
     mp_file *f = t->f;
     *handed_off = 0;
@@ -92,8 +90,10 @@ int mp_coll_aggregate_io(tp *t, piece *pcs, size_t np, rfs_extent *ext, char *bu
          * could not even queue only here. */
         int rc = mp_wpipe_submit(t->pipe, ext, ne, buf, t->mem.iobuf_cap);
         if (rc == RFS_E_NOMEM)
-            return mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory queueing a collective "
-                                 "round's write", f->name);
+            return mp_error_code(MPI_ERR_NO_MEM,
+                                 "rfs: %s: out of memory queueing a collective "
+                                 "round's write",
+                                 f->name);
         return MPI_SUCCESS;
     }
     size_t done = 0;

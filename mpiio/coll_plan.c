@@ -22,8 +22,8 @@ static void *carve(char **p, size_t bytes)
  * would let the others know, so these are the allocations that stop the process. */
 _Noreturn void mp_coll_bookkeeping_oom(const char *what, int P)
 {
-    fprintf(stderr, "librfs-mpiio: out of memory for %s of a collective access (%d ranks)\n",
-            what, P);
+    fprintf(stderr, "librfs-mpiio: out of memory for %s of a collective access (%d ranks)\n", what,
+            P);
     abort();
 }
 
@@ -93,12 +93,13 @@ static void log_plan(const tp *t)
     for (; shown < t->naggr && used < sizeof list - 16; shown++)
         used += (size_t)snprintf(list + used, sizeof list - used, " %d", t->aggr[shown]);
     RFS_LOGD("mpiio: %s: collective %s: two-phase, %d aggregator(s), %lld round(s), "
-             "aggregator ranks:%s%s", t->f->name, t->is_write ? "write" : "read", t->naggr,
-             (long long)t->rounds, list, shown < t->naggr ? " ..." : "");
+             "aggregator ranks:%s%s",
+             t->f->name, t->is_write ? "write" : "read", t->naggr, (long long)t->rounds, list,
+             shown < t->naggr ? " ..." : "");
 }
 
-void mp_coll_plan(tp *t, mp_file *f, int is_write, int64_t gmin, int64_t gmax,
-                  rfs_extent *runs, size_t nruns, char *data)
+void mp_coll_plan(tp *t, mp_file *f, int is_write, int64_t gmin, int64_t gmax, rfs_extent *runs,
+                  size_t nruns, char *data)
 {
     int P = f->size;
     t->f = f;
@@ -124,8 +125,10 @@ void mp_coll_plan(tp *t, mp_file *f, int is_write, int64_t gmin, int64_t gmax,
     t->cursor = calloc((size_t)t->naggr, sizeof *t->cursor);
     if (!t->runpos || !t->cursor) {
         /* Round 0's agreement stops every rank. */
-        t->err = mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory for the %zu runs of "
-                               "a collective access", f->name, nruns);
+        t->err = mp_error_code(MPI_ERR_NO_MEM,
+                               "rfs: %s: out of memory for the %zu runs of "
+                               "a collective access",
+                               f->name, nruns);
     } else {
         int64_t acc = 0;
         for (size_t i = 0; i < nruns; i++) {

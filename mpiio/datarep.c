@@ -22,14 +22,14 @@ struct mp_datarep {
     int external32;
     MPI_Datarep_conversion_function *read_fn, *write_fn;
 #if MP_HAVE_FILE_C
-    MPI_Datarep_conversion_function_c *read_c, *write_c;   /* MPI_Register_datarep_c's */
+    MPI_Datarep_conversion_function_c *read_c, *write_c; /* MPI_Register_datarep_c's */
 #endif
     MPI_Datarep_extent_function *extent_fn;
     void *extra;
     mp_datarep *next;
 };
 
-static mp_datarep external32 = { .name = "external32", .external32 = 1 };
+static mp_datarep external32 = {.name = "external32", .external32 = 1};
 /* Registered representations live until the process ends, as in MPI (there is no way to
  * unregister one), so views and requests may point at them without references. */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -63,9 +63,11 @@ int mp_datarep_find(const char *name, const mp_datarep **rep)
     }
     if ((*rep = find_registered(name)))
         return MPI_SUCCESS;
-    return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: unknown data representation \"%s\" "
+    return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                         "rfs: unknown data representation \"%s\" "
                          "(native, internal, external32 or one registered with "
-                         "MPI_Register_datarep)", name);
+                         "MPI_Register_datarep)",
+                         name);
 }
 
 /* Size of one predefined type in the representation. */
@@ -144,8 +146,9 @@ static int contents_get(MPI_Datatype t, contents *c)
         c->nd = nd;
         return MPI_ERR_NO_MEM;
     }
-    if (PMPI_Type_get_contents(t, c->ni, c->na, c->nd, c->ints, c->addrs, c->types) != MPI_SUCCESS) {
-        c->nd = 0;  /* nothing was handed out to free */
+    if (PMPI_Type_get_contents(t, c->ni, c->na, c->nd, c->ints, c->addrs, c->types) !=
+        MPI_SUCCESS) {
+        c->nd = 0; /* nothing was handed out to free */
         contents_free(c);
         return MPI_ERR_TYPE;
     }
@@ -258,8 +261,8 @@ static int file_layout(const mp_datarep *rep, MPI_Datatype t, int depth, MPI_Dat
         case MPI_COMBINER_STRUCT: rc = PMPI_Type_create_struct(n[0], n + 1, a, kids, out); break;
         case MPI_COMBINER_SUBARRAY: {
             int nd = n[0];
-            rc = PMPI_Type_create_subarray(nd, n + 1, n + 1 + nd, n + 1 + 2 * nd, n[1 + 3 * nd],
-                                           k, out);
+            rc = PMPI_Type_create_subarray(nd, n + 1, n + 1 + nd, n + 1 + 2 * nd, n[1 + 3 * nd], k,
+                                           out);
             break;
         }
         case MPI_COMBINER_DARRAY: {
@@ -269,7 +272,7 @@ static int file_layout(const mp_datarep *rep, MPI_Datatype t, int depth, MPI_Dat
             break;
         }
         case MPI_COMBINER_RESIZED: rc = PMPI_Type_create_resized(k, a[0], a[1], out); break;
-        default: rc = MPI_ERR_TYPE; break;  /* deprecated Fortran-integer constructors */
+        default: rc = MPI_ERR_TYPE; break; /* deprecated Fortran-integer constructors */
         }
     }
     for (int i = 0; i < c.nd; i++)
@@ -299,8 +302,10 @@ int mp_datarep_check(const mp_datarep *rep, MPI_Datatype type, const char *fname
     MPI_Datatype bad = MPI_DATATYPE_NULL;
     char tn[MPI_MAX_OBJECT_NAME + 16];
     if (stream_size(rep, type, 0, &fs, &bad) != MPI_SUCCESS)
-        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: %s: data representation \"%s\" "
-                             "cannot size type %s", fname, rep->name, type_name(bad, tn));
+        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                             "rfs: %s: data representation \"%s\" "
+                             "cannot size type %s",
+                             fname, rep->name, type_name(bad, tn));
     PMPI_Type_size_x(type, &ms);
     /* Without conversion functions the bytes are copied as they are: only same sizes fit. */
     if (fs != ms && !rep->external32 && !converts(rep))
@@ -356,7 +361,7 @@ int64_t mp_datarep_memory_bytes(const mp_datarep *rep, MPI_Datatype type, int64_
     if (!rep || fbytes <= 0 || stream_size(rep, type, 0, &fs, &bad) != MPI_SUCCESS ||
         PMPI_Type_size_x(type, &ms) != MPI_SUCCESS || fs == ms || fs <= 0)
         return fbytes;
-    return (fbytes / fs) * ms;  /* a cut element is not converted (pack.c) */
+    return (fbytes / fs) * ms; /* a cut element is not converted (pack.c) */
 }
 
 int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent)
@@ -370,8 +375,10 @@ int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent
     MPI_Datatype ft;
     rc = mp_datarep_file_type(rep, type, &ft);
     if (rc != MPI_SUCCESS)
-        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: get_type_extent: data "
-                             "representation \"%s\" cannot lay out this type", rep->name);
+        return mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                             "rfs: get_type_extent: data "
+                             "representation \"%s\" cannot lay out this type",
+                             rep->name);
     if (ft != type) {
         rc = PMPI_Type_get_extent(ft, &lb, extent);
         PMPI_Type_free(&ft);
@@ -410,8 +417,8 @@ static int user_convert(const mp_datarep *rep, int to_file, void *user, MPI_Coun
     return (to_file ? rep->write_fn : rep->read_fn)(user, type, (int)n, filebuf, 0, rep->extra);
 }
 
-int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
-                       MPI_Datatype type, void *out, int64_t len)
+int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count, MPI_Datatype type,
+                       void *out, int64_t len)
 {
     if (count > INT_MAX)
         return MPI_ERR_COUNT;
@@ -419,10 +426,11 @@ int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
         MPI_Aint pos = 0;
         return PMPI_Pack_external("external32", user, (int)count, type, out, (MPI_Aint)len, &pos);
     }
-    if (!converts(rep)) {  /* MPI_CONVERSION_FN_NULL: the bytes as they are in memory */
+    if (!converts(rep)) { /* MPI_CONVERSION_FN_NULL: the bytes as they are in memory */
         int pos = 0;
-        return len > INT_MAX ? MPI_ERR_COUNT
-                             : PMPI_Pack(user, (int)count, type, out, (int)len, &pos, MPI_COMM_SELF);
+        return len > INT_MAX
+                   ? MPI_ERR_COUNT
+                   : PMPI_Pack(user, (int)count, type, out, (int)len, &pos, MPI_COMM_SELF);
     }
     return user_convert(rep, 1, (void *)user, count, type, out);
 }
@@ -438,8 +446,9 @@ int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, voi
     }
     if (!converts(rep)) {
         int pos = 0;
-        return len > INT_MAX ? MPI_ERR_COUNT
-                             : PMPI_Unpack(in, (int)len, &pos, user, (int)count, type, MPI_COMM_SELF);
+        return len > INT_MAX
+                   ? MPI_ERR_COUNT
+                   : PMPI_Unpack(in, (int)len, &pos, user, (int)count, type, MPI_COMM_SELF);
     }
     return user_convert(rep, 0, user, count, type, (void *)in);
 }
@@ -449,8 +458,10 @@ static int registrable(const char *datarep, MPI_Datarep_extent_function *extent_
                        const char *fname)
 {
     if (!datarep || !extent_fn || strlen(datarep) >= MPI_MAX_DATAREP_STRING)
-        return mp_error_code(MPI_ERR_ARG, "rfs: %s: no name, a name too long, or no extent "
-                             "function", fname);
+        return mp_error_code(MPI_ERR_ARG,
+                             "rfs: %s: no name, a name too long, or no extent "
+                             "function",
+                             fname);
     if (!strcmp(datarep, "native") || !strcmp(datarep, "internal") ||
         !strcmp(datarep, "external32") || find_registered(datarep))
         return mp_error_code(MPI_ERR_DUP_DATAREP, "rfs: %s: \"%s\" is already defined", fname,

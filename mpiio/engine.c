@@ -37,13 +37,13 @@ static int add_run(void *ctx, uint64_t off, uint64_t len)
         l->ext = ne;
         l->cap = nc;
     }
-    l->ext[l->n++] = (rfs_extent){ off, len };
+    l->ext[l->n++] = (rfs_extent){off, len};
     return 0;
 }
 
 int mp_view_runs(const mp_view *v, uint64_t pos, uint64_t len, rfs_extent **ext, size_t *n)
 {
-    run_list l = { 0 };
+    run_list l = {0};
     int rc = RFS_OK;
     if (len == 0) {
         /* nothing */
@@ -93,7 +93,7 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
             return rc;
         }
         if (got < want)
-            break;  /* end of file (reads) */
+            break; /* end of file (reads) */
     }
     *done = total;
     return RFS_OK;
@@ -139,8 +139,8 @@ static int pin_slot(mp_file *f, mp_view *v, int *fill)
     if (k < 0) {
         for (int i = 0; i < (int)RFS_IO_VIEW_SLOTS; i++) {
             mp_view_slot *s = &f->slots[i];
-            if (s->pins == 0 && (k < 0 || !s->enc ||
-                                 (f->slots[k].enc && s->last_use < f->slots[k].last_use)))
+            if (s->pins == 0 &&
+                (k < 0 || !s->enc || (f->slots[k].enc && s->last_use < f->slots[k].last_use)))
                 k = i;
             if (k == i && !s->enc)
                 break;
@@ -153,7 +153,10 @@ static int pin_slot(mp_file *f, mp_view *v, int *fill)
             return -1;
         memcpy(copy, v->enc, v->enc_len);
         free(s->enc);
-        *s = (mp_view_slot){.enc = copy, .enc_len = v->enc_len, .disp = v->disp, .hash = v->hash,
+        *s = (mp_view_slot){.enc = copy,
+                            .enc_len = v->enc_len,
+                            .disp = v->disp,
+                            .hash = v->hash,
                             .gen = ++f->slot_clock};
         *fill = 1;
     }
@@ -209,7 +212,7 @@ static int ensure_server_view(mp_file *f, mp_view *v, int *slot)
     if (rc == RFS_OK)
         f->set_views_sent++;
     else if (rc == RFS_E_UNSUPPORTED && f->hints.view_mode != MP_VIEW_SERVER)
-        f->server_views = 0;  /* a server without views: map on the client from now on */
+        f->server_views = 0; /* a server without views: map on the client from now on */
     pthread_mutex_unlock(&f->mu);
     if (rc == RFS_OK)
         return RFS_OK;
@@ -299,10 +302,10 @@ static int note_bounds(void *ctx, uint64_t off, uint64_t len)
     return 0;
 }
 
-int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len,
-                   uint64_t *lo, uint64_t *hi)
+int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len, uint64_t *lo,
+                   uint64_t *hi)
 {
-    bounds b = { 0 };
+    bounds b = {0};
     if (len == 0) {
         *lo = *hi = 0;
         return RFS_OK;
@@ -314,8 +317,8 @@ int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t 
     *lo = b.lo;
     *hi = b.hi;
     if (!(f->io->features & RFS_IO_F_LOCKS))
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: byte-range locks not supported",
-                        f->io->server, f->io->path);
+        return rfs_fail(RFS_E_UNSUPPORTED, "%s:%s: byte-range locks not supported", f->io->server,
+                        f->io->path);
     int rc;
     /* The server waits up to lock_wait_ms per try; a bounded number of tries. */
     for (int tries = 0; tries < 10; tries++) {

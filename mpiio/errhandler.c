@@ -137,7 +137,7 @@ int mp_raise_null(int code)
     pthread_mutex_unlock(&eh_mu);
     int fatal = is_fatal(eh);
     if (eh != MPI_ERRORS_RETURN && !fatal) {
-        MPI_Errhandler tmp = eh;  /* drop the reference get_errhandler gave us */
+        MPI_Errhandler tmp = eh; /* drop the reference get_errhandler gave us */
         MP_REAL(PMPI_Errhandler_free)(&tmp);
     }
     if (fn) {
@@ -174,11 +174,11 @@ int MPI_File_create_errhandler(MPI_File_errhandler_function *fn, MPI_Errhandler 
         tab = nt;
         captab = nc;
     }
-    user_errh *old = find(*eh);  /* a handle value MPI reused after a real free */
+    user_errh *old = find(*eh); /* a handle value MPI reused after a real free */
     if (old)
-        *old = (user_errh){ *eh, fn, 1 };
+        *old = (user_errh){*eh, fn, 1};
     else
-        tab[ntab++] = (user_errh){ *eh, fn, 1 };
+        tab[ntab++] = (user_errh){*eh, fn, 1};
     pthread_mutex_unlock(&eh_mu);
     return MPI_SUCCESS;
 }
@@ -207,8 +207,8 @@ int MPI_File_set_errhandler(MPI_File fh, MPI_Errhandler eh)
         return MP_REAL(PMPI_File_set_errhandler)(fh, eh);
     MPI_File_errhandler_function *fn = ref_errh(eh);
     if (!fn && eh != MPI_ERRORS_RETURN && !is_fatal(eh))
-        return mp_raise(f, mp_error_code(MPI_ERR_ARG,
-                                         "rfs: %s: not a file error handler", f->name));
+        return mp_raise(f,
+                        mp_error_code(MPI_ERR_ARG, "rfs: %s: not a file error handler", f->name));
     mp_errh_release(f);
     f->errh = eh;
     f->errfn = fn;
@@ -223,7 +223,7 @@ int MPI_File_get_errhandler(MPI_File fh, MPI_Errhandler *eh)
     if (!f)
         return MP_REAL(PMPI_File_get_errhandler)(fh, eh);
     if (f->errfn)
-        ref_errh(f->errh);  /* the caller owns a new reference */
+        ref_errh(f->errh); /* the caller owns a new reference */
     *eh = f->errh;
     return MPI_SUCCESS;
 }
@@ -238,4 +238,5 @@ int MPI_File_call_errhandler(MPI_File fh, int code)
     mp_raise(f, code);
     return MPI_SUCCESS;
 }
-int PMPI_File_call_errhandler(MPI_File fh, int code) __attribute__((alias("MPI_File_call_errhandler")));
+int PMPI_File_call_errhandler(MPI_File fh, int code)
+    __attribute__((alias("MPI_File_call_errhandler")));

@@ -48,7 +48,7 @@ int mp_class_of(int e)
     case RFS_E_NOMEM: return MPI_ERR_NO_MEM;
     case RFS_E_BADF: return MPI_ERR_FILE;
     case RFS_E_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
-    default: return MPI_ERR_IO;  /* IO, PROTO, CONN, TIMEOUT, BUSY, VERSION, NOTEMPTY */
+    default: return MPI_ERR_IO; /* IO, PROTO, CONN, TIMEOUT, BUSY, VERSION, NOTEMPTY */
     }
 }
 

@@ -23,7 +23,7 @@ typedef struct slot {
     uint64_t epoch[2];
     uint64_t n[2];
     uint64_t lo[2][PUB_RANGES], hi[2][PUB_RANGES];
-    uint64_t answered;        /* every write issued before barrier `answered` is answered */
+    uint64_t answered; /* every write issued before barrier `answered` is answered */
     /* The file's size as this rank can vouch for it (local_size): the size at open or after
      * its last size change (base) and the end of its furthest write since (end), valid while
      * `size_epoch` (size changes passed) matches the reader's and none of its calls failed. */
@@ -32,36 +32,39 @@ typedef struct slot {
 } slot;
 
 typedef struct own_range {
-    uint64_t lo, hi, epoch;   /* epoch: barriers passed when it was issued */
+    uint64_t lo, hi, epoch; /* epoch: barriers passed when it was issued */
 } own_range;
 
 typedef struct mp_fence {
-    rfs_io io;                /* first member: the rfs_io handed to the layer above */
+    rfs_io io; /* first member: the rfs_io handed to the layer above */
     rfs_io *below;
     MPI_Win win;
-    slot **slots;             /* every rank's slot */
+    slot **slots; /* every rank's slot */
     int rank, size;
     int timeout_ms;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     own_range own[OWN_RANGES];
     int n_own;
-    uint64_t epoch;           /* barriers passed (application thread) */
+    uint64_t epoch; /* barriers passed (application thread) */
     /* Per rank: the barrier whose ranges we must see answered (0: none), and the ranges. */
     uint64_t *need;
     uint64_t *n_need;
     uint64_t (*lo)[PUB_RANGES], (*hi)[PUB_RANGES];
     /* The helper thread: waits for this rank's writes to be answered after each barrier. */
-    rfs_task th;              /* a worker of the file's runtime */
-    uint64_t want, done;      /* barriers whose writes to wait for / known answered */
-    uint64_t want_mark;       /* the layer below's write mark at barrier `want` */
+    rfs_task th;         /* a worker of the file's runtime */
+    uint64_t want, done; /* barriers whose writes to wait for / known answered */
+    uint64_t want_mark;  /* the layer below's write mark at barrier `want` */
     int stop;
-    uint64_t waits, waited_ns;  /* RFS_STATS */
-    uint64_t sizes_known;       /* get_size answered by local_size (RFS_STATS) */
-    int issuing;                /* writes noted in own[] and not yet returned from below (mu) */
+    uint64_t waits, waited_ns; /* RFS_STATS */
+    uint64_t sizes_known;      /* get_size answered by local_size (RFS_STATS) */
+    int issuing;               /* writes noted in own[] and not yet returned from below (mu) */
 } mp_fence;
 
-static mp_fence *FC(rfs_io *io) { return (mp_fence *)io; }
+static mp_fence *FC(rfs_io *io)
+{
+    return (mp_fence *)io;
+}
 
 static uint64_t now_ns(void)
 {
@@ -180,9 +183,10 @@ static int wait_others(mp_fence *fc, uint64_t lo, uint64_t hi)
                 pthread_mutex_unlock(&fc->mu);
             }
             if (fc->timeout_ms > 0 && now_ns() - t0 > (uint64_t)fc->timeout_ms * 1000000ull)
-                return rfs_fail(RFS_E_TIMEOUT, "%s:%s: rank %d's writes before the last "
-                                "MPI_Barrier were not answered within %d ms", fc->io.server,
-                                fc->io.path, r, fc->timeout_ms);
+                return rfs_fail(RFS_E_TIMEOUT,
+                                "%s:%s: rank %d's writes before the last "
+                                "MPI_Barrier were not answered within %d ms",
+                                fc->io.server, fc->io.path, r, fc->timeout_ms);
             struct timespec ts = {0, (long)sleep_ns};
             nanosleep(&ts, NULL);
             if (sleep_ns < 1000000)
@@ -277,8 +281,8 @@ static void note_end(mp_fence *fc, uint64_t end)
 {
     uint64_t *p = &fc->slots[fc->rank]->size_end;
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (end > cur && !__atomic_compare_exchange_n(p, &cur, end, 1, __ATOMIC_RELEASE,
-                                                     __ATOMIC_RELAXED))
+    while (end > cur &&
+           !__atomic_compare_exchange_n(p, &cur, end, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
 }
 
@@ -303,7 +307,7 @@ static int local_size(mp_fence *fc, uint64_t *size)
         uint64_t base = __atomic_load_n(&o->size_base, __ATOMIC_ACQUIRE);
         uint64_t end = __atomic_load_n(&o->size_end, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&o->size_epoch, __ATOMIC_ACQUIRE) != epoch)
-            continue;  /* changed its size meanwhile: in the same collective call as us */
+            continue; /* changed its size meanwhile: in the same collective call as us */
         if (base > s)
             s = base;
         if (end > s)
@@ -408,8 +412,7 @@ static int f_get_size(rfs_io *io, uint64_t *size)
     uint64_t end = 0;
     pthread_mutex_lock(&fc->mu);
     for (int r = 0; r < fc->size; r++)
-        if (fc->need[r] &&
-            __atomic_load_n(&fc->slots[r]->answered, __ATOMIC_ACQUIRE) < fc->need[r])
+        if (fc->need[r] && __atomic_load_n(&fc->slots[r]->answered, __ATOMIC_ACQUIRE) < fc->need[r])
             for (uint64_t i = 0; i < fc->n_need[r]; i++)
                 if (fc->hi[r][i] > end)
                     end = fc->hi[r][i];
@@ -443,7 +446,7 @@ static int f_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *
 static int f_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms)
 {
     mp_fence *fc = FC(io);
-    if (!(fc->below->features & RFS_IO_F_LOCKS))  /* its op only says so: nothing to wait for */
+    if (!(fc->below->features & RFS_IO_F_LOCKS)) /* its op only says so: nothing to wait for */
         return fc->below->ops->lock(fc->below, off, len, mode, wait_ms);
     int rc = wait_others(fc, 0, UINT64_MAX);
     return rc != RFS_OK ? rc : fc->below->ops->lock(fc->below, off, len, mode, wait_ms);
@@ -581,7 +584,7 @@ int mp_fence_open(mp_file *f, int node_ranks)
     pthread_mutex_init(&fc->mu, NULL);
     pthread_cond_init(&fc->cv, NULL);
     if (rfs_task_start(f->rt, &fc->th, helper_main, fc) != 0)
-        fc->stop = 1;  /* no helper: barriers would make others wait forever; agree below */
+        fc->stop = 1; /* no helper: barriers would make others wait forever; agree below */
     int started = !fc->stop, allstarted = 0;
     PMPI_Allreduce(&started, &allstarted, 1, MPI_INT, MPI_MIN, f->comm);
     if (!allstarted) {
@@ -620,7 +623,7 @@ int mp_fence_publish(mp_file *f, MPI_Comm comm)
     uint64_t e = ++fc->epoch;
     int half = (int)(e & 1);
     /* At most PUB_RANGES, the closest ones merged. */
-    static own_range tmp[OWN_RANGES];  /* application thread only */
+    static own_range tmp[OWN_RANGES]; /* application thread only */
     int n = fc->n_own;
     memcpy(tmp, fc->own, (size_t)n * sizeof *tmp);
     n = shrink(tmp, n, PUB_RANGES);
@@ -688,9 +691,10 @@ void mp_fence_close(mp_file *f, int collective)
         PMPI_Barrier(f->comm);
     stop_helper(fc);
     if (mp_stats_enabled() || mp_trace_enabled())
-        fprintf(stderr, "rfs stats %s: lazy barriers %llu, waits for other ranks' writes %llu "
-                "(%.3f s), sizes known without asking %llu\n", f->name,
-                (unsigned long long)fc->epoch, (unsigned long long)fc->waits,
+        fprintf(stderr,
+                "rfs stats %s: lazy barriers %llu, waits for other ranks' writes %llu "
+                "(%.3f s), sizes known without asking %llu\n",
+                f->name, (unsigned long long)fc->epoch, (unsigned long long)fc->waits,
                 (double)fc->waited_ns / 1e9, (unsigned long long)fc->sizes_known);
     if (collective)
         PMPI_Win_free(&fc->win);

@@ -24,15 +24,15 @@ void mp_hints_default(mp_hints *h)
     h->cb_read = MP_AUTO;
     h->view_mode = MP_VIEW_AUTO;
     h->io_threads = 2;
-    h->streams = RFS_STREAMS_AUTO;  /* docs/tuning.md "Streams" */
+    h->streams = RFS_STREAMS_AUTO; /* docs/tuning.md "Streams" */
     h->connect_timeout_ms = 10000;
     h->io_timeout_ms = 120000;
     h->max_extents = 16384;
-    h->cb_pipeline = 0;  /* automatic: see pipeline_depth in coll.c */
+    h->cb_pipeline = 0; /* automatic: see pipeline_depth in coll.c */
     h->lock_wait_ms = 30000;
-    h->write_window = 8 << 20;  /* docs/hints.md says what it relaxes, docs/mpiio.md why it is on */
+    h->write_window = 8 << 20; /* docs/hints.md says what it relaxes, docs/mpiio.md why it is on */
     h->file_perm = 0644;
-    h->abt = MP_DISABLE;  /* opt-in: docs/abt.md "Default" says why */
+    h->abt = MP_DISABLE; /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
     h->abt_threads = RFS_ABT_DEFAULT_THREADS;
     h->abt_bg_staging = MP_ENABLE;
@@ -40,7 +40,7 @@ void mp_hints_default(mp_hints *h)
     h->defer_open = MP_DISABLE;
     h->defer_close = MP_DISABLE;
     h->lazy_barrier = MP_ENABLE;
-    h->cache_read = MP_AUTO;  /* docs/hints.md "Read cache and prefetch" says why */
+    h->cache_read = MP_AUTO; /* docs/hints.md "Read cache and prefetch" says why */
     h->prefetch = RFS_PREFETCH_AUTO;
     h->prefetch_threads = RFS_CACHE_DEFAULT_THREADS;
 }
@@ -314,9 +314,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("cb_nodes", h->cb_nodes);
     MPI_Info_set(info, "romio_cb_write", tristate_name(h->cb_write));
     MPI_Info_set(info, "romio_cb_read", tristate_name(h->cb_read));
-    MPI_Info_set(info, "rfs_view", h->view_mode == MP_VIEW_SERVER   ? "server"
-                                   : h->view_mode == MP_VIEW_CLIENT ? "client"
-                                                                    : "auto");
+    MPI_Info_set(info, "rfs_view",
+                 h->view_mode == MP_VIEW_SERVER   ? "server"
+                 : h->view_mode == MP_VIEW_CLIENT ? "client"
+                                                  : "auto");
     SETI("rfs_io_threads", h->io_threads);
     if (h->streams == RFS_STREAMS_AUTO && h->streams_auto_max > 0) {
         char v[16];
@@ -332,8 +333,8 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0
-                              : h->retry_timeout_ms ? h->retry_timeout_ms / 1000
-                                                    : RFS_DEFAULT_RETRY_S);
+                              : h->retry_timeout_ms   ? h->retry_timeout_ms / 1000
+                                                      : RFS_DEFAULT_RETRY_S);
     SETI("rfs_max_extents", h->max_extents);
     if (h->cb_pipeline)
         SETI("rfs_cb_pipeline", h->cb_pipeline);
@@ -344,14 +345,17 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
     const char *zenv = getenv("RFS_COMPRESS");
-    MPI_Info_set(info, "rfs_compress", h->compress[0] ? h->compress
-                                       : zenv && rfs_zmode_valid(zenv) ? zenv : "auto");
+    MPI_Info_set(info, "rfs_compress",
+                 h->compress[0]                  ? h->compress
+                 : zenv && rfs_zmode_valid(zenv) ? zenv
+                                                 : "auto");
     MPI_Info_set(info, "rfs_abt", h->abt == MP_ENABLE ? "enable" : "disable");
     if (h->abt == MP_ENABLE) {
         SETI("rfs_abt_buffer_size", h->abt_buffer_size);
         SETI("rfs_abt_max_memory", h->abt_max_memory);
         SETI("rfs_abt_threads", h->abt_threads);
-        MPI_Info_set(info, "rfs_abt_bg_staging", h->abt_bg_staging == MP_ENABLE ? "enable" : "disable");
+        MPI_Info_set(info, "rfs_abt_bg_staging",
+                     h->abt_bg_staging == MP_ENABLE ? "enable" : "disable");
         SETI("rfs_abt_interval_ms", h->abt_interval_ms);
         SETI("rfs_abt_output", h->abt_output);
         MPI_Info_set(info, "rfs_abt_sync_staging", h->abt_sync_staging ? "enable" : "disable");
@@ -362,13 +366,15 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     MPI_Info_set(info, "rfs_defer_open", h->defer_open == MP_ENABLE ? "enable" : "disable");
     MPI_Info_set(info, "rfs_defer_close", h->defer_close == MP_ENABLE ? "enable" : "disable");
     MPI_Info_set(info, "rfs_lazy_barrier", h->lazy_barrier == MP_ENABLE ? "enable" : "disable");
-    MPI_Info_set(info, "rfs_cache_read", h->cache_read == MP_ENABLE    ? "enable"
-                                         : h->cache_read == MP_DISABLE ? "disable"
-                                                                       : "auto");
+    MPI_Info_set(info, "rfs_cache_read",
+                 h->cache_read == MP_ENABLE    ? "enable"
+                 : h->cache_read == MP_DISABLE ? "disable"
+                                               : "auto");
     SETI("rfs_cache_size", h->cache_size);
-    MPI_Info_set(info, "rfs_prefetch", h->prefetch == RFS_PREFETCH_ENABLE    ? "enable"
-                                       : h->prefetch == RFS_PREFETCH_DISABLE ? "disable"
-                                                                             : "auto");
+    MPI_Info_set(info, "rfs_prefetch",
+                 h->prefetch == RFS_PREFETCH_ENABLE    ? "enable"
+                 : h->prefetch == RFS_PREFETCH_DISABLE ? "disable"
+                                                       : "auto");
     SETI("rfs_prefetch_max", h->prefetch_max);
     SETI("rfs_prefetch_threads", h->prefetch_threads);
 #undef SETI

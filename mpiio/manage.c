@@ -7,7 +7,6 @@
 
 #include "cache/cache.h"
 
-
 static int size_op(mp_file *f, MPI_Offset size, int prealloc)
 {
     /* All ranks pass the same size; one rank changes the file. */
@@ -15,7 +14,7 @@ static int size_op(mp_file *f, MPI_Offset size, int prealloc)
      * size (the Allreduce below orders them). */
     mp_nb_drain(f);
     int code = mp_flush_writes(f);
-    MPI_Offset mm[2] = { size, -size }, red[2];
+    MPI_Offset mm[2] = {size, -size}, red[2];
     PMPI_Allreduce(mm, red, 2, MPI_OFFSET, MPI_MAX, f->comm);
     if (code == MPI_SUCCESS && size < 0)
         code = mp_error_code(MPI_ERR_ARG, "rfs: %s: negative size", f->name);
@@ -149,14 +148,16 @@ int MPI_File_set_atomicity(MPI_File fh, int flag)
     if (!f)
         return MP_REAL(PMPI_File_set_atomicity)(fh, flag);
     flag = flag != 0;
-    int mm[2] = { flag, -flag }, red[2], code = MPI_SUCCESS;
+    int mm[2] = {flag, -flag}, red[2], code = MPI_SUCCESS;
     PMPI_Allreduce(mm, red, 2, MPI_INT, MPI_MAX, f->comm);
     if (red[0] != -red[1])
         code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different atomicity flags",
                              f->name);
     else if (flag && !(f->io->features & RFS_IO_F_LOCKS))
-        code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION, "rfs: %s: atomic mode needs byte-range "
-                             "locks, which this I/O layer does not provide", f->name);
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
+                             "rfs: %s: atomic mode needs byte-range "
+                             "locks, which this I/O layer does not provide",
+                             f->name);
     mp_nb_drain(f);
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS)

@@ -57,11 +57,14 @@ __attribute__((used)) static const char flavour_tag[] = "rfs-mpiio-built-for=" O
 #define GUARD_ENV "RFS_MPIIO_MISMATCH_REEXEC"
 
 typedef struct scan {
-    void *self_base;  /* our own load address, to skip ourselves */
-    int other;        /* an MPI of the other kind is loaded */
+    void *self_base; /* our own load address, to skip ourselves */
+    int other;       /* an MPI of the other kind is loaded */
 } scan;
 
-static int is_open_mpi(void *h) { return dlsym(h, "ompi_mpi_comm_world") != NULL; }
+static int is_open_mpi(void *h)
+{
+    return dlsym(h, "ompi_mpi_comm_world") != NULL;
+}
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -114,7 +117,7 @@ static void advice(char *out, size_t cap)
     char self[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX + 64];
     if (self_path(self, sizeof self)) {
         snprintf(dir, sizeof dir, "%s", self);
-        char *parent = dirname(dirname(dir));  /* .../lib/rfs/<mpi>/x.so -> .../lib/rfs */
+        char *parent = dirname(dirname(dir)); /* .../lib/rfs/<mpi>/x.so -> .../lib/rfs */
         snprintf(cand, sizeof cand, "%s/%s/librfs-mpiio.so", parent, OTHER_INSTALL_DIR);
         if (access(cand, R_OK) != 0)
             snprintf(cand, sizeof cand, "%s/%s/librfs-mpiio.so", parent, OTHER_BUILD_DIR);
@@ -224,8 +227,10 @@ static void leave_if_mismatched(const char *when)
     char adv[PATH_MAX + 128];
     advice(adv, sizeof adv);
     if (first_rank())
-        fprintf(stderr, "rfs: librfs-mpiio.so was built for " OUR_MPI " but this program uses "
-                OTHER_MPI ": %s; running it without rfs\n", adv);
+        fprintf(stderr,
+                "rfs: librfs-mpiio.so was built for " OUR_MPI " but this program uses " OTHER_MPI
+                ": %s; running it without rfs\n",
+                adv);
     /* The guard holds our pid: execv keeps it, so only this process's second start sees it,
      * not the programs it launches later. */
     char pid[32];

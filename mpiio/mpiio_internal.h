@@ -29,12 +29,12 @@
 /* ---- real functions of the MPI library (real.c) ---- */
 void *mp_real_lookup(const char *name);
 /* MP_REAL(PMPI_File_open)(...) calls the MPI library's PMPI_File_open, never ours. */
-#define MP_REAL(fn)                                                                       \
-    (*({                                                                                  \
-        static __typeof__(&fn) mp_real_ptr_;                                              \
-        if (!mp_real_ptr_)                                                                \
-            mp_real_ptr_ = (__typeof__(&fn))mp_real_lookup(#fn);                          \
-        mp_real_ptr_;                                                                     \
+#define MP_REAL(fn)                                              \
+    (*({                                                         \
+        static __typeof__(&fn) mp_real_ptr_;                     \
+        if (!mp_real_ptr_)                                       \
+            mp_real_ptr_ = (__typeof__(&fn))mp_real_lookup(#fn); \
+        mp_real_ptr_;                                            \
     }))
 
 /* We define both MPI_x and PMPI_x; PMPI_x is an alias of our MPI_x. */
@@ -50,22 +50,22 @@ void *mp_real_lookup(const char *name);
 int mp_stats_enabled(void);
 int mp_trace_enabled(void);
 void mp_trace_mark(const char *call, int begin);
-#define MP_TRACE_BEGIN(call)             \
-    do {                                 \
-        if (mp_trace_enabled())          \
-            mp_trace_mark((call), 1);    \
+#define MP_TRACE_BEGIN(call)          \
+    do {                              \
+        if (mp_trace_enabled())       \
+            mp_trace_mark((call), 1); \
     } while (0)
-#define MP_TRACE_END(call)               \
-    do {                                 \
-        if (mp_trace_enabled())          \
-            mp_trace_mark((call), 0);    \
+#define MP_TRACE_END(call)            \
+    do {                              \
+        if (mp_trace_enabled())       \
+            mp_trace_mark((call), 0); \
     } while (0)
 
 /* Blocking data-access entry points: `impl` serves rfs files, anything else goes to the MPI
  * library. The explicit-offset form (MP_AT_ENTRY) and the file-pointer form (MP_PTR_ENTRY),
  * for reads (rw 0) and writes (rw 1), with int or MPI_Count counts. */
 #define MP_AT_ENTRY(name, impl, rw, cnt_t, cbuf)                                                 \
-    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,       \
+    int name(MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type,        \
              MPI_Status *st)                                                                     \
     {                                                                                            \
         mp_file *f = mp_file_of(fh);                                                             \
@@ -79,28 +79,28 @@ void mp_trace_mark(const char *call, int begin);
     MP_ALIAS(name, (MPI_File fh, MPI_Offset off, cbuf void *buf, cnt_t count, MPI_Datatype type, \
                     MPI_Status *st))
 
-#define MP_PTR_ENTRY(name, impl, rw, cnt_t, cbuf)                                                 \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st)         \
-    {                                                                                             \
-        mp_file *f = mp_file_of(fh);                                                              \
-        if (!f)                                                                                   \
-            return MP_REAL(P##name)(fh, buf, count, type, st);                                    \
-        MP_TRACE_BEGIN(#name);                                                                    \
-        int rc_ = impl(f, rw, (void *)buf, (MPI_Count)count, type, st);                           \
-        MP_TRACE_END(#name);                                                                      \
-        return rc_;                                                                               \
-    }                                                                                             \
+#define MP_PTR_ENTRY(name, impl, rw, cnt_t, cbuf)                                         \
+    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st) \
+    {                                                                                     \
+        mp_file *f = mp_file_of(fh);                                                      \
+        if (!f)                                                                           \
+            return MP_REAL(P##name)(fh, buf, count, type, st);                            \
+        MP_TRACE_BEGIN(#name);                                                            \
+        int rc_ = impl(f, rw, (void *)buf, (MPI_Count)count, type, st);                   \
+        MP_TRACE_END(#name);                                                              \
+        return rc_;                                                                       \
+    }                                                                                     \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type, MPI_Status *st))
 
 /* The _end of a split collective: hands back what _begin saved (mp_split_end). */
-#define MP_SPLIT_END(name, cbuf)                                                                    \
-    int name(MPI_File fh, cbuf void *buf, MPI_Status *st)                                        \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, buf, st);                                                \
-        return mp_split_end(f, st);                                                              \
-    }                                                                                            \
+#define MP_SPLIT_END(name, cbuf)                          \
+    int name(MPI_File fh, cbuf void *buf, MPI_Status *st) \
+    {                                                     \
+        mp_file *f = mp_file_of(fh);                      \
+        if (!f)                                           \
+            return MP_REAL(P##name)(fh, buf, st);         \
+        return mp_split_end(f, st);                       \
+    }                                                     \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, MPI_Status *st))
 
 /* ---- hints (hints.c) ---- */
@@ -108,46 +108,46 @@ enum mp_tristate { MP_AUTO = 0, MP_ENABLE = 1, MP_DISABLE = 2 };
 enum mp_view_mode { MP_VIEW_AUTO = 0, MP_VIEW_SERVER = 1, MP_VIEW_CLIENT = 2 };
 
 typedef struct mp_hints {
-    int64_t cb_buffer_size;   /* bytes per aggregator per two-phase round */
-    int cb_nodes;             /* aggregators; 0 = one per node */
-    int cb_write, cb_read;    /* mp_tristate (romio_cb_write / romio_cb_read) */
-    int view_mode;            /* rfs_view */
-    int io_threads;           /* rfs_io_threads (nonblocking pool size) */
-    int streams;              /* rfs_streams: a count or RFS_STREAMS_AUTO */
-    int streams_auto_max;     /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
-    int tls;                  /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
-    char transport[4];        /* rfs_transport: "tcp", "ucx", or "": as the name and
-                                 $RFS_TRANSPORT say */
-    int connect_timeout_ms;   /* rfs_connect_timeout_ms */
-    int io_timeout_ms;        /* rfs_io_timeout_ms */
-    int retry_timeout_ms;     /* rfs_retry_timeout (s); 0: the library default, -1: off */
-    int max_extents;          /* rfs_max_extents: runs per list I/O request */
-    int cb_pipeline;          /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
-                               * 0: automatic, see coll.c) */
-    int lock_wait_ms;         /* rfs_lock_wait_ms: atomic-mode lock wait */
-    int64_t write_window;     /* rfs_write_window: unconfirmed small-write bytes (0: off) */
-    unsigned file_perm;       /* rfs_file_perm (octal) for created files */
+    int64_t cb_buffer_size; /* bytes per aggregator per two-phase round */
+    int cb_nodes;           /* aggregators; 0 = one per node */
+    int cb_write, cb_read;  /* mp_tristate (romio_cb_write / romio_cb_read) */
+    int view_mode;          /* rfs_view */
+    int io_threads;         /* rfs_io_threads (nonblocking pool size) */
+    int streams;            /* rfs_streams: a count or RFS_STREAMS_AUTO */
+    int streams_auto_max;   /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
+    int tls;                /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
+    char transport[4];      /* rfs_transport: "tcp", "ucx", or "": as the name and
+                               $RFS_TRANSPORT say */
+    int connect_timeout_ms; /* rfs_connect_timeout_ms */
+    int io_timeout_ms;      /* rfs_io_timeout_ms */
+    int retry_timeout_ms;   /* rfs_retry_timeout (s); 0: the library default, -1: off */
+    int max_extents;        /* rfs_max_extents: runs per list I/O request */
+    int cb_pipeline;        /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
+                             * 0: automatic, see coll.c) */
+    int lock_wait_ms;       /* rfs_lock_wait_ms: atomic-mode lock wait */
+    int64_t write_window;   /* rfs_write_window: unconfirmed small-write bytes (0: off) */
+    unsigned file_perm;     /* rfs_file_perm (octal) for created files */
     /* Active buffering with threads (abt/, docs/abt.md) and deferred operations. */
-    int abt;                  /* rfs_abt: MP_ENABLE / MP_DISABLE */
-    int64_t abt_buffer_size;  /* rfs_abt_buffer_size */
-    int64_t abt_max_memory;   /* rfs_abt_max_memory; 0: the documented default share */
-    int abt_threads;          /* rfs_abt_threads */
-    int abt_bg_staging;       /* rfs_abt_bg_staging: MP_ENABLE / MP_DISABLE */
-    int64_t abt_interval_ms;  /* rfs_abt_interval_ms: I of eq. (1); 0: learn it */
-    int64_t abt_output;       /* rfs_abt_output: N of eq. (1) in bytes; 0: learn it */
-    int abt_sync_staging;     /* rfs_abt_sync_staging: fdatasync staged data */
+    int abt;                     /* rfs_abt: MP_ENABLE / MP_DISABLE */
+    int64_t abt_buffer_size;     /* rfs_abt_buffer_size */
+    int64_t abt_max_memory;      /* rfs_abt_max_memory; 0: the documented default share */
+    int abt_threads;             /* rfs_abt_threads */
+    int abt_bg_staging;          /* rfs_abt_bg_staging: MP_ENABLE / MP_DISABLE */
+    int64_t abt_interval_ms;     /* rfs_abt_interval_ms: I of eq. (1); 0: learn it */
+    int64_t abt_output;          /* rfs_abt_output: N of eq. (1) in bytes; 0: learn it */
+    int abt_sync_staging;        /* rfs_abt_sync_staging: fdatasync staged data */
     int64_t abt_wait_timeout_ms; /* rfs_abt_wait_timeout_ms: bound on a write's wait for space */
-    char staging_dir[1024];   /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
-    char compress[16];        /* rfs_compress; "": $RFS_COMPRESS, else auto (rfs_options) */
-    int defer_open;           /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
-    int defer_close;          /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
-    int lazy_barrier;         /* rfs_lazy_barrier: MP_ENABLE / MP_DISABLE (fence.h) */
-    int cache_read;           /* rfs_cache_read: MP_AUTO (MPI_MODE_RDONLY files) / MP_ENABLE /
-                               * MP_DISABLE (cache/cache.h) */
-    int64_t cache_size;       /* rfs_cache_size: process-wide cap; 0: the documented default */
-    int prefetch;             /* rfs_prefetch: RFS_PREFETCH_AUTO / _ENABLE / _DISABLE */
-    int64_t prefetch_max;     /* rfs_prefetch_max: window cap; 0: the documented default */
-    int prefetch_threads;     /* rfs_prefetch_threads */
+    char staging_dir[1024];      /* rfs_staging_dir; "": $RFS_STAGING_DIR, $TMPDIR, /tmp */
+    char compress[16];           /* rfs_compress; "": $RFS_COMPRESS, else auto (rfs_options) */
+    int defer_open;              /* rfs_defer_open: MP_ENABLE / MP_DISABLE */
+    int defer_close;             /* rfs_defer_close: MP_ENABLE / MP_DISABLE (needs rfs_abt) */
+    int lazy_barrier;            /* rfs_lazy_barrier: MP_ENABLE / MP_DISABLE (fence.h) */
+    int cache_read;              /* rfs_cache_read: MP_AUTO (MPI_MODE_RDONLY files) / MP_ENABLE /
+                                  * MP_DISABLE (cache/cache.h) */
+    int64_t cache_size;          /* rfs_cache_size: process-wide cap; 0: the documented default */
+    int prefetch;                /* rfs_prefetch: RFS_PREFETCH_AUTO / _ENABLE / _DISABLE */
+    int64_t prefetch_max;        /* rfs_prefetch_max: window cap; 0: the documented default */
+    int prefetch_threads;        /* rfs_prefetch_threads */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);
@@ -181,42 +181,42 @@ int64_t mp_datarep_memory_bytes(const mp_datarep *rep, MPI_Datatype type, int64_
 /* MPI_File_get_type_extent in the representation (rep may be NULL). */
 int mp_datarep_extent(const mp_datarep *rep, MPI_Datatype type, MPI_Aint *extent);
 /* count elements of type in user memory <-> len bytes of the representation. MPI calls. */
-int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count,
-                       MPI_Datatype type, void *out, int64_t len);
+int mp_datarep_to_file(const mp_datarep *rep, const void *user, MPI_Count count, MPI_Datatype type,
+                       void *out, int64_t len);
 int mp_datarep_from_file(const mp_datarep *rep, const void *in, int64_t len, void *user,
                          MPI_Count count, MPI_Datatype type);
 
 /* ---- views (view.c) ---- */
 typedef struct mp_view {
-    const mp_datarep *rep;    /* NULL: native bytes */
-    char datarep[MPI_MAX_DATAREP_STRING];   /* as given to set_view, for get_view */
-    int overlap;              /* read-only file, filetype with overlapping runs: the server
-                               * refuses such views, so they are mapped on the client */
-    int refs;                 /* guarded by mp_file.mu */
+    const mp_datarep *rep;                /* NULL: native bytes */
+    char datarep[MPI_MAX_DATAREP_STRING]; /* as given to set_view, for get_view */
+    int overlap; /* read-only file, filetype with overlapping runs: the server
+                  * refuses such views, so they are mapped on the client */
+    int refs;    /* guarded by mp_file.mu */
     int64_t disp;
     int64_t etype_size;
-    MPI_Datatype etype, filetype;   /* our dups (or predefined as given), as laid out in the
-                                     * file (datarep.c: sizes of the representation) */
-    MPI_Datatype user_etype, user_filetype;  /* dups of the types given, for get_view, when
-                                     * the representation changed their layout; else NULL */
-    int contig;               /* filetype is a plain run from 0: file offset = disp + pos */
-    rfs_flat *flat;           /* NULL when contig */
-    uint8_t *enc;             /* portable encoding of the filetype (for the server) */
+    MPI_Datatype etype, filetype;           /* our dups (or predefined as given), as laid out in the
+                                             * file (datarep.c: sizes of the representation) */
+    MPI_Datatype user_etype, user_filetype; /* dups of the types given, for get_view, when
+                                             * the representation changed their layout; else NULL */
+    int contig;     /* filetype is a plain run from 0: file offset = disp + pos */
+    rfs_flat *flat; /* NULL when contig */
+    uint8_t *enc;   /* portable encoding of the filetype (for the server) */
     size_t enc_len;
-    uint64_t hash;            /* of disp and enc: finds a server slot already holding it */
-    int slot;                 /* server slot last found holding it, -1 none (mp_file.mu) */
-    uint64_t slot_gen;        /* that slot's generation then: stale once it is refilled */
+    uint64_t hash;     /* of disp and enc: finds a server slot already holding it */
+    int slot;          /* server slot last found holding it, -1 none (mp_file.mu) */
+    uint64_t slot_gen; /* that slot's generation then: stale once it is refilled */
 } mp_view;
 
 /* A server view slot (rfs_io view id): which view it holds, and the accesses in flight through
  * it, which keep it from being refilled under them. Guarded by mp_file.mu. */
 typedef struct mp_view_slot {
-    uint8_t *enc;             /* NULL: empty */
+    uint8_t *enc; /* NULL: empty */
     size_t enc_len;
     int64_t disp;
     uint64_t hash;
-    uint64_t gen;             /* bumped at each refill */
-    uint64_t last_use;        /* LRU clock */
+    uint64_t gen;      /* bumped at each refill */
+    uint64_t last_use; /* LRU clock */
     unsigned pins;
 } mp_view_slot;
 
@@ -225,10 +225,10 @@ typedef struct mp_view_slot {
 
 typedef struct mp_file {
     uint32_t magic;
-    rfs_runtime *rt;          /* the process's default runtime: connections and workers */
+    rfs_runtime *rt; /* the process's default runtime: connections and workers */
     rfs_io *io;
-    char *name;               /* as given to MPI_File_open */
-    MPI_Comm comm;            /* private dup of the open communicator */
+    char *name;    /* as given to MPI_File_open */
+    MPI_Comm comm; /* private dup of the open communicator */
     int rank, size;
     int amode;
     mp_hints hints;
@@ -239,28 +239,28 @@ typedef struct mp_file {
     uint64_t size_at_open;
     int size_at_open_valid;
     /* Shared file pointer (shared.c): base + the server counter `shared_key`, in etypes. */
-    uint32_t shared_key;      /* current server counter key; a fresh key's counter is 0 */
-    uint32_t shared_key0;     /* the key drawn at open; later keys derive from it */
-    int shared_keys_used;     /* fresh keys taken since open (bounded: the server keeps them) */
-    int64_t shared_base;      /* pointer value where the counter reads 0 (MPI_MODE_APPEND) */
-    int shared_dirty;         /* this rank changed the counter since it was last known 0 */
-    pthread_mutex_t mu;       /* guards view refs/sent, server_views, pending */
+    uint32_t shared_key;  /* current server counter key; a fresh key's counter is 0 */
+    uint32_t shared_key0; /* the key drawn at open; later keys derive from it */
+    int shared_keys_used; /* fresh keys taken since open (bounded: the server keeps them) */
+    int64_t shared_base;  /* pointer value where the counter reads 0 (MPI_MODE_APPEND) */
+    int shared_dirty;     /* this rank changed the counter since it was last known 0 */
+    pthread_mutex_t mu;   /* guards view refs/sent, server_views, pending */
     mp_view *view;
     mp_view_slot slots[RFS_IO_VIEW_SLOTS];
-    uint64_t slot_clock;      /* LRU clock and generation source for slots */
-    uint64_t set_views_sent, set_views_saved;  /* RFS_STATS */
-    int server_views;         /* 1: use set_view/view_read/view_write; 0: map on the client */
-    int64_t ind_ptr;          /* individual file pointer, in etypes */
+    uint64_t slot_clock;                      /* LRU clock and generation source for slots */
+    uint64_t set_views_sent, set_views_saved; /* RFS_STATS */
+    int server_views; /* 1: use set_view/view_read/view_write; 0: map on the client */
+    int64_t ind_ptr;  /* individual file pointer, in etypes */
     MPI_Errhandler errh;
-    MPI_File_errhandler_function *errfn;  /* user handler, or NULL */
-    int fidx;                 /* Fortran index, 0 = not yet assigned */
-    int pending;              /* nonblocking ops not yet completed */
+    MPI_File_errhandler_function *errfn; /* user handler, or NULL */
+    int fidx;                            /* Fortran index, 0 = not yet assigned */
+    int pending;                         /* nonblocking ops not yet completed */
     /* split collectives: _begin does the work, _end returns this */
     int split_active;
     MPI_Status split_status;
     int split_err;
-    struct mp_fence *fence;   /* lazy barriers (fence.h), or NULL */
-    rfs_io *cache;            /* the read cache layer in io's stack (cache/cache.h), or NULL */
+    struct mp_fence *fence; /* lazy barriers (fence.h), or NULL */
+    rfs_io *cache;          /* the read cache layer in io's stack (cache/cache.h), or NULL */
 } mp_file;
 
 /* ---- registries (registry.c) ---- */
@@ -296,15 +296,15 @@ void mp_errh_release(mp_file *f);
 /* ---- engine (engine.c, pack.c) ---- */
 /* Packed user data: a contiguous view of the memory datatype's bytes. */
 typedef struct mp_buf {
-    void *data;               /* the bytes in type-map order */
+    void *data; /* the bytes in type-map order */
     int64_t len;
-    void *tmp;                /* non-NULL when data is a packing buffer we own */
-    size_t tmp_cap;           /* its size (it may be a reused, larger buffer) */
-    void *user;               /* user buffer, count, type for unpacking */
+    void *tmp;      /* non-NULL when data is a packing buffer we own */
+    size_t tmp_cap; /* its size (it may be a reused, larger buffer) */
+    void *user;     /* user buffer, count, type for unpacking */
     MPI_Count count;
     MPI_Datatype type;
-    int64_t type_size;        /* bytes of one element in the file */
-    const mp_datarep *rep;    /* file representation (NULL: native); never used in place */
+    int64_t type_size;     /* bytes of one element in the file */
+    const mp_datarep *rep; /* file representation (NULL: native); never used in place */
 } mp_buf;
 /* MPI calls: application thread only. */
 int mp_buf_for_write(mp_buf *b, const void *buf, MPI_Count count, MPI_Datatype type,
@@ -353,9 +353,9 @@ int mp_listio(mp_file *f, int is_write, const rfs_extent *ext, size_t n, void *d
 
 /* Stream bytes of the view before file offset size (no MPI). */
 int64_t mp_view_eof_pos(const mp_view *v, int64_t size);
-mp_view *mp_view_get(mp_file *f);   /* takes a reference */
+mp_view *mp_view_get(mp_file *f); /* takes a reference */
 void mp_view_put(mp_file *f, mp_view *v);
-int mp_view_default(mp_file *f);    /* byte view at disp 0 */
+int mp_view_default(mp_file *f); /* byte view at disp 0 */
 void mp_view_slots_free(mp_file *f);
 void mp_view_free(mp_view *v);
 
@@ -364,13 +364,13 @@ int mp_check_access(mp_file *f, int is_write, int explicit_offset);
 
 /* Blocking independent access at stream byte position pos. Sets status. Returns MPI code
  * (not yet raised). *got receives bytes moved. */
-int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
-              MPI_Datatype type, MPI_Status *st, int64_t *got);
+int mp_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count, MPI_Datatype type,
+              MPI_Status *st, int64_t *got);
 void mp_set_status(MPI_Status *st, int64_t bytes);
 
 /* Locks for atomic mode (no MPI). */
-int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len,
-                   uint64_t *lo, uint64_t *hi);
+int mp_atomic_lock(mp_file *f, mp_view *v, int is_write, uint64_t pos, uint64_t len, uint64_t *lo,
+                   uint64_t *hi);
 void mp_atomic_unlock(mp_file *f, uint64_t lo, uint64_t hi);
 
 /* ---- collective (coll.c) ---- */

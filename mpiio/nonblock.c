@@ -24,15 +24,15 @@
 typedef struct mp_nbq {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;
-    pthread_cond_t done_cv;   /* timed waits: monotonic */
+    pthread_cond_t done_cv; /* timed waits: monotonic */
     mp_req *qhead, *qtail;
     mp_req *buckets[NBUCKETS];
     rfs_runtime *rt;
     rfs_task *threads;
     int nthreads, stopping;
-    unsigned long events;     /* bumped whenever an op finishes */
-    mp_req *detached;         /* MPI_Request_free'd requests not yet completed (under mu) */
-    int ndetached;            /* their number: written under mu, peeked without it */
+    unsigned long events; /* bumped whenever an op finishes */
+    mp_req *detached;     /* MPI_Request_free'd requests not yet completed (under mu) */
+    int ndetached;        /* their number: written under mu, peeked without it */
 } mp_nbq;
 
 static void *nbq_make(rfs_runtime *rt)
@@ -142,7 +142,7 @@ static void run(mp_req *r)
         if (f->atomic)
             mp_atomic_unlock(f, lo, hi);
     }
-    if (rc != RFS_OK)  /* completed later, in an application thread */
+    if (rc != RFS_OK) /* completed later, in an application thread */
         rfs_status_save(&r->failed, rc);
     r->failed.rc = rc;
 }
@@ -259,7 +259,7 @@ static int cancel_fn(void *extra, int complete)
 {
     (void)extra;
     (void)complete;
-    return MPI_SUCCESS;  /* I/O already sent cannot be taken back: it completes normally */
+    return MPI_SUCCESS; /* I/O already sent cannot be taken back: it completes normally */
 }
 
 /* Application-thread part of completion. Caller made sure r->state == MP_REQ_DONE and claimed it
@@ -343,14 +343,14 @@ void mp_nb_reap(void)
         for (mp_req *r = q->detached; r; r = r->dnext)
             if (r->state == MP_REQ_DONE) {
                 found = r;
-                found->state = MP_REQ_COMPLETE;  /* claimed: nobody else completes it */
+                found->state = MP_REQ_COMPLETE; /* claimed: nobody else completes it */
                 unlink_detached(q, found);
                 break;
             }
         pthread_mutex_unlock(&q->mu);
         if (!found)
             return;
-        complete(found);  /* found is gone afterwards */
+        complete(found); /* found is gone afterwards */
     }
 }
 
@@ -411,7 +411,7 @@ void mp_nb_drain(mp_file *f)
 int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
                 MPI_Datatype type, MPI_Request *req)
 {
-    mp_nb_reap();  /* a program that only frees its requests still gets them released */
+    mp_nb_reap(); /* a program that only frees its requests still gets them released */
     mp_req *r = calloc(1, sizeof *r);
     if (!r)
         return MPI_ERR_NO_MEM;
@@ -434,7 +434,7 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
         return mp_error_code(MPI_ERR_INTERN, "rfs: cannot start I/O threads");
     }
     r->q = q;
-    r->refs = 2;  /* MPI's (free_fn) and ours (complete) */
+    r->refs = 2; /* MPI's (free_fn) and ours (complete) */
     rc = MPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->req);
     if (rc != MPI_SUCCESS) {
         mp_buf_free(&r->b);
@@ -476,14 +476,14 @@ int mp_nb_completed(mp_file *f, int code, int64_t bytes, MPI_Request *req)
     r->f = f;
     r->bytes = bytes;
     r->state = MP_REQ_COMPLETE;
-    r->refs = 1;  /* MPI's only: complete() never runs for it */
+    r->refs = 1; /* MPI's only: complete() never runs for it */
     int rc = MPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->req);
     if (rc != MPI_SUCCESS) {
         free(r);
         return rc;
     }
     pthread_mutex_lock(&q->mu);
-    hash_add(q, r);  /* so free_fn finds it; already complete */
+    hash_add(q, r); /* so free_fn finds it; already complete */
     pthread_mutex_unlock(&q->mu);
     MPI_Grequest_complete(r->req);
     *req = r->req;

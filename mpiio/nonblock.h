@@ -15,22 +15,22 @@ enum mp_req_state {
 struct mp_nbq;
 typedef struct mp_req {
     MPI_Request req;
-    struct mp_nbq *q;    /* the queue of its file's runtime */
+    struct mp_nbq *q; /* the queue of its file's runtime */
     mp_file *f;
     mp_view *v;
     int is_write;
     uint64_t pos;
     mp_buf b;
     int state;
-    rfs_status failed;   /* the I/O's outcome (rc RFS_OK: none) */
+    rfs_status failed; /* the I/O's outcome (rc RFS_OK: none) */
     size_t done;
-    int code;            /* final MPI code (set when completed) */
-    int64_t bytes;       /* memory bytes moved, for the status */
-    int refs;            /* MPI's (dropped in free_fn) + ours (dropped when completed); under mu */
-    int detached;        /* MPI_Request_free'd before its I/O finished: nobody waits on it */
-    struct mp_req *dnext;     /* list of detached requests */
-    struct mp_req *qnext;     /* FIFO of queued work */
-    struct mp_req *hnext;     /* hash chain */
+    int code;             /* final MPI code (set when completed) */
+    int64_t bytes;        /* memory bytes moved, for the status */
+    int refs;             /* MPI's (dropped in free_fn) + ours (dropped when completed); under mu */
+    int detached;         /* MPI_Request_free'd before its I/O finished: nobody waits on it */
+    struct mp_req *dnext; /* list of detached requests */
+    struct mp_req *qnext; /* FIFO of queued work */
+    struct mp_req *hnext; /* hash chain */
 } mp_req;
 
 /* Looks up a request handle; NULL if it is not an rfs request still in flight in MPI's eyes. */

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-
 /* rfs_streams=auto: a node's ranks share one link, and 8 connections fill any link auto is
  * for (docs/tuning.md "Streams"), so each rank gets a share of 8. More would only spend the
  * server's per-address connections: a 64-rank node at 8 each would be refused by a default
@@ -60,9 +59,8 @@ static void options_from_hints(const mp_hints *h, const node_pos *np, rfs_option
     o->connect_timeout_ms = h->connect_timeout_ms;
     o->io_timeout_ms = h->io_timeout_ms;
     o->retry_timeout_ms = h->retry_timeout_ms;
-    o->streams = h->streams == RFS_STREAMS_AUTO
-                     ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, np))
-                     : h->streams;
+    o->streams =
+        h->streams == RFS_STREAMS_AUTO ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, np)) : h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
     o->tls = h->tls;
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
@@ -74,26 +72,34 @@ static int check_amode(const char *name, int amode)
 {
     int acc = amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR);
     if (acc != MPI_MODE_RDONLY && acc != MPI_MODE_WRONLY && acc != MPI_MODE_RDWR)
-        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: amode needs exactly one of MPI_MODE_RDONLY, "
-                             "MPI_MODE_WRONLY, MPI_MODE_RDWR", name);
+        return mp_error_code(MPI_ERR_AMODE,
+                             "rfs: %s: amode needs exactly one of MPI_MODE_RDONLY, "
+                             "MPI_MODE_WRONLY, MPI_MODE_RDWR",
+                             name);
     if (acc == MPI_MODE_RDONLY && (amode & (MPI_MODE_CREATE | MPI_MODE_EXCL)))
-        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: MPI_MODE_RDONLY cannot be combined with "
-                             "MPI_MODE_CREATE or MPI_MODE_EXCL", name);
+        return mp_error_code(MPI_ERR_AMODE,
+                             "rfs: %s: MPI_MODE_RDONLY cannot be combined with "
+                             "MPI_MODE_CREATE or MPI_MODE_EXCL",
+                             name);
     if (acc == MPI_MODE_RDWR && (amode & MPI_MODE_SEQUENTIAL))
-        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: MPI_MODE_RDWR cannot be combined with "
-                             "MPI_MODE_SEQUENTIAL", name);
+        return mp_error_code(MPI_ERR_AMODE,
+                             "rfs: %s: MPI_MODE_RDWR cannot be combined with "
+                             "MPI_MODE_SEQUENTIAL",
+                             name);
     int known = MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR | MPI_MODE_CREATE |
                 MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE | MPI_MODE_UNIQUE_OPEN |
                 MPI_MODE_SEQUENTIAL | MPI_MODE_APPEND;
     if (amode & ~known)
-        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: unknown amode bits 0x%x", name, amode & ~known);
+        return mp_error_code(MPI_ERR_AMODE, "rfs: %s: unknown amode bits 0x%x", name,
+                             amode & ~known);
     return MPI_SUCCESS;
 }
 
 static unsigned rfs_flags_of(int amode)
 {
-    unsigned fl = (amode & MPI_MODE_RDONLY) ? RFS_O_RDONLY
-                : (amode & MPI_MODE_WRONLY) ? RFS_O_WRONLY : RFS_O_RDWR;
+    unsigned fl = (amode & MPI_MODE_RDONLY)   ? RFS_O_RDONLY
+                  : (amode & MPI_MODE_WRONLY) ? RFS_O_WRONLY
+                                              : RFS_O_RDWR;
     if (amode & MPI_MODE_CREATE)
         fl |= RFS_O_CREAT;
     if (amode & MPI_MODE_EXCL)
@@ -270,8 +276,8 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     log_from_env();
     int inter = 0;
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return mp_raise_null(mp_error_code(MPI_ERR_COMM, "rfs: %s: open needs an intracommunicator",
-                                           name));
+        return mp_raise_null(
+            mp_error_code(MPI_ERR_COMM, "rfs: %s: open needs an intracommunicator", name));
     MPI_Comm dup;
     int rc = PMPI_Comm_dup(comm, &dup);
     if (rc != MPI_SUCCESS)
@@ -281,7 +287,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     PMPI_Comm_size(dup, &size);
 
     int code = check_amode(name, amode);
-    int mm[2] = { amode, -amode }, red[2];
+    int mm[2] = {amode, -amode}, red[2];
     PMPI_Allreduce(mm, red, 2, MPI_INT, MPI_MAX, dup);
     if (code == MPI_SUCCESS && red[0] != -red[1])
         code = mp_error_code(MPI_ERR_NOT_SAME, "rfs: %s: ranks passed different amodes", name);
@@ -333,8 +339,9 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     /* ABT's memory share and lazy barriers (fence.h) need the ranks on this node. */
     int early = f->hints.abt == MP_ENABLE || f->hints.write_window > 0;
     int node_ranks = f->hints.abt == MP_ENABLE || cache_wanted(f) ||
-                     (early && f->hints.lazy_barrier == MP_ENABLE && size > 1)
-                         ? local : 1;
+                             (early && f->hints.lazy_barrier == MP_ENABLE && size > 1)
+                         ? local
+                         : 1;
     if (defer) {
         /* Every rank creates if needed: no ordering between the ranks' first accesses. */
         rrc = rfs_io_open_deferred_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
@@ -358,13 +365,13 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
         int r0 = code != MPI_SUCCESS;
         PMPI_Bcast(&r0, 1, MPI_INT, 0, dup);
         if (rank != 0 && !r0) {
-            rrc = rfs_io_open_remote_in(f->rt, name, flags & ~(RFS_O_CREAT | RFS_O_EXCL), f->hints.file_perm,
-                                     &opts, &f->io);
+            rrc = rfs_io_open_remote_in(f->rt, name, flags & ~(RFS_O_CREAT | RFS_O_EXCL),
+                                        f->hints.file_perm, &opts, &f->io);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
     }
-    if (code == MPI_SUCCESS && early && f->io)  /* (no io: rank 0's exclusive create failed) */
+    if (code == MPI_SUCCESS && early && f->io) /* (no io: rank 0's exclusive create failed) */
         note_size_at_open(f);
     if (code == MPI_SUCCESS && (rrc = stack_layers(f, node_ranks)) != RFS_OK)
         code = mp_io_error(f, rrc, "open", rfs_last_error());
@@ -393,7 +400,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
         uint64_t size;
         uint32_t key;
         int32_t failed;
-    } r0 = { 0, 0, 0 };
+    } r0 = {0, 0, 0};
     mp_errh_inherit(f);
     mp_files_add(f);
     code = MPI_SUCCESS;
@@ -414,7 +421,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     /* Both file pointers start at the end of the file with MPI_MODE_APPEND. */
     f->ind_ptr = (int64_t)r0.size;
     mp_shared_init(f, r0.key, (int64_t)r0.size);
-    if (r0.failed)  /* everyone knows, so everyone takes part in the agreement */
+    if (r0.failed) /* everyone knows, so everyone takes part in the agreement */
         code = mp_agree_error(NULL, dup, code);
     *fh = (MPI_File)f;
     return mp_raise(f, code);
@@ -429,7 +436,8 @@ int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_Info info,
     MP_TRACE_END("MPI_File_open");
     return rc;
 }
-MP_ALIAS(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh))
+MP_ALIAS(MPI_File_open,
+         (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh))
 
 int mp_close_file(mp_file *f, int collective)
 {
@@ -454,7 +462,8 @@ int mp_close_file(mp_file *f, int collective)
             PMPI_Barrier(f->comm);
         if (f->rank == 0) {
             rfs_options opts;
-            options_from_hints(&f->hints, &ONE_PROCESS, &opts);  /* a path call: streams do not matter */
+            options_from_hints(&f->hints, &ONE_PROCESS,
+                               &opts); /* a path call: streams do not matter */
             const rfs_io_ops *layers[3];
             name_layers(&f->hints, layers);
             int drc = rfs_io_remove(layers, f->name, &opts);
@@ -498,7 +507,7 @@ int MPI_File_close(MPI_File *fh)
     MP_TRACE_END("MPI_File_close");
     return code;
 }
-MP_ALIAS(MPI_File_close, (MPI_File *fh))
+MP_ALIAS(MPI_File_close, (MPI_File * fh))
 
 static int delete_rfs(const char *filename, MPI_Info info);
 
@@ -523,7 +532,7 @@ static int delete_rfs(const char *filename, MPI_Info info)
     if (!name)
         return mp_raise_null(MPI_ERR_NO_MEM);
     rfs_options opts;
-    options_from_hints(&h, &ONE_PROCESS, &opts);  /* a path call: streams do not matter */
+    options_from_hints(&h, &ONE_PROCESS, &opts); /* a path call: streams do not matter */
     const rfs_io_ops *layers[3];
     name_layers(&h, layers);
     int rrc = rfs_io_remove(layers, name, &opts);
@@ -531,9 +540,9 @@ static int delete_rfs(const char *filename, MPI_Info info)
     if (rrc == RFS_OK)
         return MPI_SUCCESS;
     const char *m = rfs_last_error();
-    int code = m[0] ? mp_error_code(mp_class_of(rrc), "rfs delete: %s", m)
-                    : mp_error_code(mp_class_of(rrc), "rfs delete: %s: %s", filename,
-                                    rfs_strerror(rrc));
+    int code =
+        m[0] ? mp_error_code(mp_class_of(rrc), "rfs delete: %s", m)
+             : mp_error_code(mp_class_of(rrc), "rfs delete: %s: %s", filename, rfs_strerror(rrc));
     return mp_raise_null(code);
 }
 
@@ -545,7 +554,8 @@ void mp_finalize_files(void)
     mp_file **all = mp_files_all(&n);
     for (size_t i = 0; i < n; i++) {
         mp_file *f = all[i];
-        fprintf(stderr, "librfs-mpiio: rank %d: %s was not closed before MPI_Finalize; closing it\n",
+        fprintf(stderr,
+                "librfs-mpiio: rank %d: %s was not closed before MPI_Finalize; closing it\n",
                 f->rank, f->name);
         int code = mp_close_file(f, 0);
         if (code != MPI_SUCCESS) {

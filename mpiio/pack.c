@@ -110,7 +110,8 @@ static char *dense_start(const void *buf, MPI_Count count, MPI_Datatype type, in
     return (char *)buf + tlb;
 }
 
-static int pack_into(const void *inbuf, MPI_Count count, MPI_Datatype type, void *out, int64_t outlen)
+static int pack_into(const void *inbuf, MPI_Count count, MPI_Datatype type, void *out,
+                     int64_t outlen)
 {
 #if MP_HAVE_PACK_C
     MPI_Count pos = 0;
@@ -123,7 +124,8 @@ static int pack_into(const void *inbuf, MPI_Count count, MPI_Datatype type, void
 #endif
 }
 
-static int unpack_from(const void *in, int64_t inlen, void *outbuf, MPI_Count count, MPI_Datatype type)
+static int unpack_from(const void *in, int64_t inlen, void *outbuf, MPI_Count count,
+                       MPI_Datatype type)
 {
 #if MP_HAVE_PACK_C
     MPI_Count pos = 0;
@@ -207,7 +209,7 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
     *iov = NULL;
     *n = 0;
     if (b->rep)
-        return MPI_ERR_TYPE;  /* the memory bytes are not the file's: convert, then write */
+        return MPI_ERR_TYPE; /* the memory bytes are not the file's: convert, then write */
     uint8_t *enc = NULL;
     size_t enc_len = 0;
     if (rfs_dt_encode_mpi(b->type, &enc, &enc_len) != MPI_SUCCESS)
@@ -241,7 +243,7 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
             }
         }
         *n = k;
-        if (total != b->len) {  /* the decoder's view of the type differs from MPI's */
+        if (total != b->len) { /* the decoder's view of the type differs from MPI's */
             free(*iov);
             *iov = NULL;
             *n = 0;
@@ -252,8 +254,7 @@ int mp_buf_runs(const mp_buf *b, size_t max, struct iovec **iov, size_t *n)
     return code;
 }
 
-int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type,
-                    const mp_datarep *rep)
+int mp_buf_for_read(mp_buf *b, void *buf, MPI_Count count, MPI_Datatype type, const mp_datarep *rep)
 {
     int rc = prepare(b, buf, count, type, rep);
     if (rc != MPI_SUCCESS || b->len == 0 || b->data)

@@ -19,4 +19,7 @@ void *mp_real_lookup(const char *name)
     return p;
 }
 
-int64_t mp_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t mp_min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}

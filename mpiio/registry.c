@@ -69,7 +69,7 @@ mp_file **mp_files_all(size_t *n)
     pthread_mutex_lock(&reg_mu);
     mp_file **out = malloc((nfiles ? nfiles : 1) * sizeof *out);
     if (out) {
-        if (nfiles)  /* files is NULL before the first open: memcpy needs a valid pointer */
+        if (nfiles) /* files is NULL before the first open: memcpy needs a valid pointer */
             memcpy(out, files, nfiles * sizeof *out);
         *n = nfiles;
     } else {

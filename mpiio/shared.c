@@ -20,7 +20,8 @@ static int counter_op(mp_file *f, int set, int64_t delta, int64_t *old)
     if (!(f->io->features & RFS_IO_F_COUNTERS))
         return mp_error_code(MPI_ERR_UNSUPPORTED_OPERATION,
                              "rfs: %s: the shared file pointer needs the counter operation, "
-                             "which this I/O layer does not provide", f->name);
+                             "which this I/O layer does not provide",
+                             f->name);
     /* A failed request may still have reached the server: count the pointer as moved. */
     if (set || delta != 0)
         f->shared_dirty = 1;
@@ -47,7 +48,7 @@ int mp_shared_set(mp_file *f, int64_t value)
 
 void mp_shared_init(mp_file *f, uint32_t key, int64_t start)
 {
-    f->shared_key0 = key | 1u;  /* never 0, which other tools might use */
+    f->shared_key0 = key | 1u; /* never 0, which other tools might use */
     f->shared_key = f->shared_key0;
     f->shared_keys_used = 0;
     f->shared_base = start;
@@ -62,7 +63,7 @@ int mp_shared_reset(mp_file *f)
     PMPI_Allreduce(&moved, &any, 1, MPI_INT, MPI_LOR, f->comm);
     f->shared_base = 0;
     if (!any)
-        return MPI_SUCCESS;  /* the counter still reads 0 */
+        return MPI_SUCCESS; /* the counter still reads 0 */
     f->shared_dirty = 0;
     if (f->shared_keys_used < MP_SHARED_MAX_KEYS) {
         f->shared_keys_used++;
@@ -71,7 +72,7 @@ int mp_shared_reset(mp_file *f)
     }
     int code = MPI_SUCCESS;
     if (f->rank == 0 && (code = counter_op(f, 1, 0, NULL)) == MPI_SUCCESS)
-        f->shared_dirty = 0;  /* on failure it stays moved: the next set_view tries again */
+        f->shared_dirty = 0; /* on failure it stays moved: the next set_view tries again */
     /* Collective outcome; it also orders the reset before any rank's next shared access. */
     return mp_agree_error(f, f->comm, code);
 }
@@ -103,11 +104,11 @@ static int ordered_io(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_
     int64_t es = f->view->etype_size, mine = bytes / es, before = 0, total = 0, base = 0;
     PMPI_Exscan(&mine, &before, 1, MPI_INT64_T, MPI_SUM, f->comm);
     if (f->rank == 0)
-        before = 0;  /* Exscan leaves rank 0's result undefined */
+        before = 0; /* Exscan leaves rank 0's result undefined */
     PMPI_Allreduce(&mine, &total, 1, MPI_INT64_T, MPI_SUM, f->comm);
     if (f->rank == 0 && rc == MPI_SUCCESS)
         rc = mp_shared_fetch_add(f, total, &base);
-    int64_t msg[2] = { base, rc };
+    int64_t msg[2] = {base, rc};
     PMPI_Bcast(msg, 2, MPI_INT64_T, 0, f->comm);
     if (rc == MPI_SUCCESS && msg[1] != MPI_SUCCESS)
         rc = (int)msg[1];
@@ -133,23 +134,23 @@ MP_PTR_ENTRY(MPI_File_write_ordered_c, ordered_io, 1, MPI_Count, const)
 static int split_begin(mp_file *f, int is_write, void *buf, MPI_Count count, MPI_Datatype type)
 {
     if (f->split_active)
-        return mp_raise(f, mp_error_code(MPI_ERR_OTHER, "rfs: %s: a split collective is already "
-                                         "active on this file", f->name));
+        return mp_raise(f, mp_error_code(MPI_ERR_OTHER,
+                                         "rfs: %s: a split collective is already "
+                                         "active on this file",
+                                         f->name));
     f->split_active = 1;
     f->split_err = ordered_io(f, is_write, buf, count, type, &f->split_status);
     return f->split_err;
 }
 
-
-
-#define SPLIT_BEGIN(name, rw, cnt_t, cbuf)                                                       \
-    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type)                        \
-    {                                                                                            \
-        mp_file *f = mp_file_of(fh);                                                             \
-        if (!f)                                                                                  \
-            return MP_REAL(P##name)(fh, buf, count, type);                                       \
-        return split_begin(f, rw, (void *)buf, (MPI_Count)count, type);                          \
-    }                                                                                            \
+#define SPLIT_BEGIN(name, rw, cnt_t, cbuf)                                \
+    int name(MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type) \
+    {                                                                     \
+        mp_file *f = mp_file_of(fh);                                      \
+        if (!f)                                                           \
+            return MP_REAL(P##name)(fh, buf, count, type);                \
+        return split_begin(f, rw, (void *)buf, (MPI_Count)count, type);   \
+    }                                                                     \
     MP_ALIAS(name, (MPI_File fh, cbuf void *buf, cnt_t count, MPI_Datatype type))
 
 SPLIT_BEGIN(MPI_File_read_ordered_begin, 0, int, MP_NOCONST)

@@ -14,7 +14,7 @@
 
 int mp_trace_enabled(void)
 {
-    static atomic_int on = RFS_ENV_FLAG_INIT;  /* the I/O threads ask too */
+    static atomic_int on = RFS_ENV_FLAG_INIT; /* the I/O threads ask too */
     return rfs_env_flag(&on, "RFS_TRACE");
 }
 

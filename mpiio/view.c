@@ -125,14 +125,17 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
      * do not fit are bad arguments, an uncommitted type a bad type. */
     if (etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL)
         return mp_error_code(MPI_ERR_ARG, "rfs: %s: set_view: null etype or filetype", f->name);
-    if (!committed(etype) || !committed(filetype) ||
-        PMPI_Type_size_x(etype, &esz) != MPI_SUCCESS || PMPI_Type_size_x(filetype, &fsz) != MPI_SUCCESS)
-        return mp_error_code(MPI_ERR_TYPE, "rfs: %s: set_view: invalid or uncommitted etype or "
-                             "filetype", f->name);
+    if (!committed(etype) || !committed(filetype) || PMPI_Type_size_x(etype, &esz) != MPI_SUCCESS ||
+        PMPI_Type_size_x(filetype, &fsz) != MPI_SUCCESS)
+        return mp_error_code(MPI_ERR_TYPE,
+                             "rfs: %s: set_view: invalid or uncommitted etype or "
+                             "filetype",
+                             f->name);
     if (esz <= 0 || fsz <= 0 || fsz % esz)
         return mp_error_code(MPI_ERR_ARG,
                              "rfs: %s: set_view: filetype size %lld is not a positive multiple "
-                             "of the etype size %lld", f->name, (long long)fsz, (long long)esz);
+                             "of the etype size %lld",
+                             f->name, (long long)fsz, (long long)esz);
     mp_view *v = calloc(1, sizeof *v);
     if (!v)
         return MPI_ERR_NO_MEM;
@@ -171,7 +174,7 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
     v->hash = h;
     rfs_flat *fl = v->flat;
     if (fl->n == 1 && fl->off[0] == 0 && fl->len[0] == fl->extent) {
-        v->contig = 1;  /* plain bytes: no need to tell the server or map anything */
+        v->contig = 1; /* plain bytes: no need to tell the server or map anything */
     } else if (!fl->monotonic && overlap_ok(f, fl)) {
         v->overlap = 1;
     } else if (!fl->monotonic || fl->n == 0 || fl->off[0] < 0 || fl->extent <= 0) {
@@ -181,9 +184,11 @@ static int build_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datat
         mp_view_free(v);
         return mp_error_code(MPI_ERR_IO,
                              "rfs: %s: set_view: the filetype's displacements must be nonnegative "
-                             "and nondecreasing%s", f->name,
-                             (f->amode & MPI_MODE_RDONLY) ? "" : ", without overlaps on a file "
-                             "open for writing");
+                             "and nondecreasing%s",
+                             f->name,
+                             (f->amode & MPI_MODE_RDONLY) ? ""
+                                                          : ", without overlaps on a file "
+                                                            "open for writing");
     }
     *out = v;
     return MPI_SUCCESS;
@@ -204,9 +209,9 @@ static int keep_type(MPI_Datatype t, MPI_Datatype *out)
 static int file_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                      const mp_datarep *rep, mp_view **out)
 {
-    if (!rep || etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL ||
-        !committed(etype) || !committed(filetype))
-        return build_view(f, disp, etype, filetype, out);  /* which reports bad types */
+    if (!rep || etype == MPI_DATATYPE_NULL || filetype == MPI_DATATYPE_NULL || !committed(etype) ||
+        !committed(filetype))
+        return build_view(f, disp, etype, filetype, out); /* which reports bad types */
     int code = mp_datarep_check(rep, etype, f->name);
     if (code == MPI_SUCCESS)
         code = mp_datarep_check(rep, filetype, f->name);
@@ -217,9 +222,10 @@ static int file_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Dataty
     if (code == MPI_SUCCESS)
         code = mp_datarep_file_type(rep, filetype, &ft);
     if (code != MPI_SUCCESS)
-        code = mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP, "rfs: %s: set_view: cannot lay the "
-                             "etype and filetype out in data representation \"%s\"", f->name,
-                             mp_datarep_name(rep));
+        code = mp_error_code(MPI_ERR_UNSUPPORTED_DATAREP,
+                             "rfs: %s: set_view: cannot lay the "
+                             "etype and filetype out in data representation \"%s\"",
+                             f->name, mp_datarep_name(rep));
     else
         code = build_view(f, disp, fe, ft, out);
     /* Predefined types are kept as they are, derived ones as our duplicates. */
@@ -246,8 +252,10 @@ static int set_view(mp_file *f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatyp
     int code = mp_datarep_find(datarep, &rep);
     if (code == MPI_SUCCESS && disp == MPI_DISPLACEMENT_CURRENT) {
         if (!(f->amode & MPI_MODE_SEQUENTIAL)) {
-            code = mp_error_code(MPI_ERR_ARG, "rfs: %s: MPI_DISPLACEMENT_CURRENT needs "
-                                 "MPI_MODE_SEQUENTIAL", f->name);
+            code = mp_error_code(MPI_ERR_ARG,
+                                 "rfs: %s: MPI_DISPLACEMENT_CURRENT needs "
+                                 "MPI_MODE_SEQUENTIAL",
+                                 f->name);
         } else {
             int64_t cur = 0;
             code = mp_shared_fetch_add(f, 0, &cur);
@@ -287,7 +295,8 @@ int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Data
     return rc;
 }
 int PMPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
-                       const char *datarep, MPI_Info info) __attribute__((alias("MPI_File_set_view")));
+                       const char *datarep, MPI_Info info)
+    __attribute__((alias("MPI_File_set_view")));
 
 int MPI_File_get_view(MPI_File fh, MPI_Offset *disp, MPI_Datatype *etype, MPI_Datatype *filetype,
                       char *datarep)

@@ -11,7 +11,6 @@
 
 #include <stdlib.h>
 
-
 typedef struct outcome {
     int code;
     mp_file *f;
@@ -56,7 +55,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *st)
     if (!r)
         return MP_REAL(PMPI_Wait)(req, st);
     mp_req_finish(r);
-    outcome o = { r->code, r->f };
+    outcome o = {r->code, r->f};
     int rc = MP_REAL(PMPI_Wait)(req, st);
     if (rc == MPI_SUCCESS && o.code != MPI_SUCCESS) {
         if (st != MPI_STATUS_IGNORE)
@@ -65,7 +64,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *st)
     }
     return rc;
 }
-MP_ALIAS(MPI_Wait, (MPI_Request *req, MPI_Status *st))
+MP_ALIAS(MPI_Wait, (MPI_Request * req, MPI_Status *st))
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
@@ -73,9 +72,9 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
     mp_req *r = mp_req_find(*req);
     if (!r)
         return MP_REAL(PMPI_Test)(req, flag, st);
-    outcome o = { MPI_SUCCESS, NULL };
+    outcome o = {MPI_SUCCESS, NULL};
     if (mp_req_progress(r))
-        o = (outcome){ r->code, r->f };
+        o = (outcome){r->code, r->f};
     int rc = MP_REAL(PMPI_Test)(req, flag, st);
     if (rc == MPI_SUCCESS && *flag && o.code != MPI_SUCCESS) {
         if (st != MPI_STATUS_IGNORE)
@@ -84,7 +83,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
     }
     return rc;
 }
-MP_ALIAS(MPI_Test, (MPI_Request *req, int *flag, MPI_Status *st))
+MP_ALIAS(MPI_Test, (MPI_Request * req, int *flag, MPI_Status *st))
 
 /* After an all/some call: put our errors into the statuses. idx: which entries completed (NULL:
  * all n). Returns the call's new return code. */
@@ -241,10 +240,10 @@ int MPI_Request_free(MPI_Request *req)
     mp_nb_reap();
     mp_req *r = mp_req_find(*req);
     if (r)
-        mp_req_detach(r);  /* completes it now if its I/O is done; never blocks */
+        mp_req_detach(r); /* completes it now if its I/O is done; never blocks */
     return MP_REAL(PMPI_Request_free)(req);
 }
-MP_ALIAS(MPI_Request_free, (MPI_Request *req))
+MP_ALIAS(MPI_Request_free, (MPI_Request * req))
 
 int MPI_Cancel(MPI_Request *req)
 {
@@ -254,4 +253,4 @@ int MPI_Cancel(MPI_Request *req)
         mp_req_progress(r);
     return MP_REAL(PMPI_Cancel)(req);
 }
-MP_ALIAS(MPI_Cancel, (MPI_Request *req))
+MP_ALIAS(MPI_Cancel, (MPI_Request * req))

@@ -28,14 +28,14 @@ typedef struct job {
 struct mp_wpipe {
     mp_file *f;
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* a job was queued, finished, or the pipe stops */
+    pthread_cond_t cv; /* a job was queued, finished, or the pipe stops */
     job *head, *tail;
     int queued, running;
     int stopping;
     int nthreads;
-    rfs_task th[MP_WPIPE_MAX_DEPTH];  /* workers of the file's runtime */
+    rfs_task th[MP_WPIPE_MAX_DEPTH]; /* workers of the file's runtime */
     int depth;
-    rfs_status failed;          /* first failure, rc RFS_OK if none */
+    rfs_status failed; /* first failure, rc RFS_OK if none */
     /* Data buffers of finished writes, for mp_wpipe_reuse: at most depth of them. */
     char *spare[MP_WPIPE_MAX_DEPTH];
     size_t spare_cap[MP_WPIPE_MAX_DEPTH];
@@ -70,7 +70,7 @@ static void *worker(void *arg)
         while (!p->head && !p->stopping)
             pthread_cond_wait(&p->cv, &p->mu);
         if (!p->head)
-            break;  /* stopping and nothing left */
+            break; /* stopping and nothing left */
         job *j = p->head;
         p->head = j->next;
         if (!p->head)
@@ -84,7 +84,7 @@ static void *worker(void *arg)
             size_t done = 0;
             rc = mp_listio(p->f, 1, j->ext, j->n, j->buf, &done);
         }
-        rfs_status mine;  /* saved before the lock: only this thread's message is its cause */
+        rfs_status mine; /* saved before the lock: only this thread's message is its cause */
         if (rc != RFS_OK)
             rfs_status_save(&mine, rc);
         pthread_mutex_lock(&p->mu);
@@ -120,7 +120,7 @@ mp_wpipe *mp_wpipe_start(mp_file *f, int depth)
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return NULL;  /* the caller writes synchronously */
+        return NULL; /* the caller writes synchronously */
     }
     p->depth = p->nthreads;
     return p;
@@ -151,7 +151,7 @@ int mp_wpipe_submit(mp_wpipe *p, rfs_extent *ext, size_t n, char *buf, size_t ca
         free(buf);
         return RFS_E_NOMEM;
     }
-    *j = (job){ NULL, ext, n, buf, cap };
+    *j = (job){NULL, ext, n, buf, cap};
     pthread_mutex_lock(&p->mu);
     /* Bounded memory: at most depth rounds' buffers are held by the pipe. */
     while (p->queued + p->running >= p->depth && p->failed.rc == RFS_OK)

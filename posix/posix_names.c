@@ -36,8 +36,8 @@ typedef enum name_op { OP_UNLINK, OP_RMDIR, OP_REMOVE, OP_MKDIR, OP_TRUNCATE } n
 
 typedef struct op_args {
     name_op op;
-    mode_t mode;       /* OP_MKDIR */
-    long long len;     /* OP_TRUNCATE */
+    mode_t mode;   /* OP_MKDIR */
+    long long len; /* OP_TRUNCATE */
 } op_args;
 
 /* errno (not set) for an rfs code, or 0 for RFS_OK. */
@@ -90,12 +90,10 @@ static int run_op(const char *rname, const op_args *a)
         if ((e = check_type(rname, &o, a->op == OP_RMDIR)))
             return e;
         /* fall through */
-    case OP_REMOVE:
-        return fail_errno(rfs_delete(rname, &o), "delete", rname);
+    case OP_REMOVE: return fail_errno(rfs_delete(rname, &o), "delete", rname);
     case OP_MKDIR:
         return fail_errno(rfs_mkdir(rname, (unsigned)(a->mode & 07777), &o), "mkdir", rname);
-    case OP_TRUNCATE:
-        return do_truncate(rname, &o, a->len);
+    case OP_TRUNCATE: return do_truncate(rname, &o, a->len);
     }
     return EINVAL;
 }
@@ -133,13 +131,13 @@ static int after_local(const char *path, int r, const op_args *a)
     return finish(e);
 }
 
-#define BY_NAME(path, args, local_call)                                                   \
-    do {                                                                                  \
-        op_args a_ = args;                                                                \
-        if (rfs_is_name(path)) /* NULL-safe */                                            \
-            return finish(run_op((path), &a_));                                           \
-        int r_ = (local_call);                                                            \
-        return after_local((path), r_, &a_);                                              \
+#define BY_NAME(path, args, local_call)         \
+    do {                                        \
+        op_args a_ = args;                      \
+        if (rfs_is_name(path)) /* NULL-safe */  \
+            return finish(run_op((path), &a_)); \
+        int r_ = (local_call);                  \
+        return after_local((path), r_, &a_);    \
     } while (0)
 
 int unlink(const char *path)
@@ -182,8 +180,7 @@ int truncate(const char *path, off_t len)
 
 int truncate64(const char *path, off64_t len)
 {
-    BY_NAME(path, ((op_args){.op = OP_TRUNCATE, .len = len}),
-            REAL(truncate64, NULL)(path, len));
+    BY_NAME(path, ((op_args){.op = OP_TRUNCATE, .len = len}), REAL(truncate64, NULL)(path, len));
 }
 
 /* ---- rename ---- */
@@ -194,7 +191,7 @@ static int rename_rfs(const char *from, const char *to)
 {
     rfs_name a, b;
     if (rfs_parse_name(from, &a) != RFS_OK || rfs_parse_name(to, &b) != RFS_OK)
-        return ENOENT;  /* not a name any server could have */
+        return ENOENT; /* not a name any server could have */
     if (a.port != b.port || strcmp(a.host, b.host) != 0)
         return EXDEV;
     rfs_options o;
@@ -202,18 +199,18 @@ static int rename_rfs(const char *from, const char *to)
     return fail_errno(rfs_rename(from, b.path, &o), "rename", from);
 }
 
-static int do_rename(int olddirfd, const char *from, int newdirfd, const char *to,
-                     unsigned flags, int at)
+static int do_rename(int olddirfd, const char *from, int newdirfd, const char *to, unsigned flags,
+                     int at)
 {
     int rf = rfs_is_name(from), rt = rfs_is_name(to);
     if (rf || rt) {
         if (!(rf && rt))
-            return finish(EXDEV);  /* one side local: another file system */
+            return finish(EXDEV); /* one side local: another file system */
         if (flags)
-            return finish(EINVAL);  /* RENAME_NOREPLACE and friends: no such server op */
+            return finish(EINVAL); /* RENAME_NOREPLACE and friends: no such server op */
         return finish(rename_rfs(from, to));
     }
-    int r = !at ? REAL(rename, NULL)(from, to)
+    int r = !at     ? REAL(rename, NULL)(from, to)
             : flags ? REAL(renameat2, NULL)(olddirfd, from, newdirfd, to, flags)
                     : REAL(renameat, NULL)(olddirfd, from, newdirfd, to);
     if (r == 0 || errno != ENOENT || flags)
@@ -230,7 +227,10 @@ static int do_rename(int olddirfd, const char *from, int newdirfd, const char *t
     return finish(e);
 }
 
-int rename(const char *from, const char *to) { return do_rename(AT_FDCWD, from, AT_FDCWD, to, 0, 0); }
+int rename(const char *from, const char *to)
+{
+    return do_rename(AT_FDCWD, from, AT_FDCWD, to, 0, 0);
+}
 
 int renameat(int olddirfd, const char *from, int newdirfd, const char *to)
 {

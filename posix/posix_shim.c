@@ -84,14 +84,14 @@ typedef struct shim_file {
     rfs_file *rf;
     char *name;
     uint64_t pos;
-    int refs;                 /* table's + each call in progress; guarded by tab_mu */
-    pthread_mutex_t mu;       /* guards pos */
+    int refs;           /* table's + each call in progress; guarded by tab_mu */
+    pthread_mutex_t mu; /* guards pos */
 } shim_file;
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
-static shim_file **tab;       /* indexed by descriptor */
+static shim_file **tab; /* indexed by descriptor */
 static int tab_cap;
-static int tab_open;          /* files in the table; peeked without the lock for speed */
+static int tab_open; /* files in the table; peeked without the lock for speed */
 
 /* The shim_file behind fd with a reference taken, or NULL if fd is not ours. */
 static shim_file *file_get(int fd)
@@ -247,7 +247,8 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode, int at)
     char buf[SHIM_NAME_MAX];
     if (path && rfs_is_name(path))
         return shim_open(path, flags);
-    int fd = at ? REAL(openat, NULL)(dirfd, path, flags, mode) : REAL(open, NULL)(path, flags, mode);
+    int fd =
+        at ? REAL(openat, NULL)(dirfd, path, flags, mode) : REAL(open, NULL)(path, flags, mode);
     if (fd >= 0 || errno != ENOENT || write_flags(flags))
         return fd;
     const char *rname = shim_rfs_name(path, 1, buf, sizeof buf);
@@ -255,7 +256,7 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode, int at)
         return fd;
     int r = shim_open(rname, flags);
     if (r < 0)
-        errno = ENOENT;  /* not there either: the local answer stands */
+        errno = ENOENT; /* not there either: the local answer stands */
     return r;
 }
 
@@ -300,9 +301,18 @@ int openat64(int dirfd, const char *path, int flags, ...)
     return do_open(dirfd, path, flags | O_LARGEFILE, mode, 1);
 }
 
-int __open_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0, 0); }
-int __open64_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags | O_LARGEFILE, 0, 0); }
-int __openat_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0, 1); }
+int __open_2(const char *path, int flags)
+{
+    return do_open(AT_FDCWD, path, flags, 0, 0);
+}
+int __open64_2(const char *path, int flags)
+{
+    return do_open(AT_FDCWD, path, flags | O_LARGEFILE, 0, 0);
+}
+int __openat_2(int dirfd, const char *path, int flags)
+{
+    return do_open(dirfd, path, flags, 0, 1);
+}
 int __openat64_2(int dirfd, const char *path, int flags)
 {
     return do_open(dirfd, path, flags | O_LARGEFILE, 0, 1);
@@ -315,7 +325,7 @@ int close(int fd)
         pthread_mutex_lock(&tab_mu);
         if (fd < tab_cap && tab[fd]) {
             s = tab[fd];
-            tab[fd] = NULL;  /* out of the table before the number can be reused */
+            tab[fd] = NULL; /* out of the table before the number can be reused */
             __atomic_sub_fetch(&tab_open, 1, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&tab_mu);
@@ -358,7 +368,7 @@ ssize_t read(int fd, void *buf, size_t n)
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     if (n > buflen)
-        abort();  /* what the C library's checked version does on overflow */
+        abort(); /* what the C library's checked version does on overflow */
     return read(fd, buf, n);
 }
 
@@ -414,8 +424,10 @@ static off64_t shim_lseek(shim_file *s, off64_t off, int whence)
             err = shim_errno_of(rc);
     }
     if (!err) {
-        int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)s->pos
-                       : whence == SEEK_END ? (int64_t)size : -1;
+        int64_t base = whence == SEEK_SET   ? 0
+                       : whence == SEEK_CUR ? (int64_t)s->pos
+                       : whence == SEEK_END ? (int64_t)size
+                                            : -1;
         if (whence == SEEK_DATA || whence == SEEK_HOLE) {
             /* No holes known: data up to the size, one hole after it. */
             if (off < 0 || (uint64_t)off >= size)
@@ -502,7 +514,7 @@ static void fill_stat(struct stat *st, const char *rname, uint64_t size, uint32_
     unsigned h = 2166136261u;
     for (const char *p = rname; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    st->st_dev = 0x72667300u;   /* "rfs": no local device */
+    st->st_dev = 0x72667300u; /* "rfs": no local device */
     st->st_ino = h ? h : 1;
     st->st_mode = (type == RFS_TYPE_DIR ? S_IFDIR : S_IFREG) | (perm & 07777);
     st->st_nlink = 1;
@@ -547,27 +559,36 @@ static int shim_fstat(shim_file *s, struct stat *st)
 
 /* stat/lstat of a name: `real` is the C library's answer (already computed); rfs names never
  * reach it. Returns the final result. */
-#define STAT_BY_NAME(path, st, real_call)                                                 \
-    do {                                                                                  \
-        char buf_[SHIM_NAME_MAX];                                                                  \
-        if (rfs_is_name(path)) /* NULL-safe */                                            \
-            return shim_stat_name((path), (struct stat *)(st));                           \
-        int r_ = (real_call);                                                             \
-        if (r_ == 0 || errno != ENOENT)                                                   \
-            return r_;                                                                    \
-        const char *rn_ = shim_rfs_name((path), 1, buf_, sizeof buf_);                     \
-        if (!rn_ || shim_stat_name(rn_, (struct stat *)(st)) != 0) {                      \
-            errno = ENOENT;                                                               \
-            return -1;                                                                    \
-        }                                                                                 \
-        return 0;                                                                         \
+#define STAT_BY_NAME(path, st, real_call)                              \
+    do {                                                               \
+        char buf_[SHIM_NAME_MAX];                                      \
+        if (rfs_is_name(path)) /* NULL-safe */                         \
+            return shim_stat_name((path), (struct stat *)(st));        \
+        int r_ = (real_call);                                          \
+        if (r_ == 0 || errno != ENOENT)                                \
+            return r_;                                                 \
+        const char *rn_ = shim_rfs_name((path), 1, buf_, sizeof buf_); \
+        if (!rn_ || shim_stat_name(rn_, (struct stat *)(st)) != 0) {   \
+            errno = ENOENT;                                            \
+            return -1;                                                 \
+        }                                                              \
+        return 0;                                                      \
     } while (0)
 
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat and stat64 differ here");
 
-int stat(const char *path, struct stat *st) { STAT_BY_NAME(path, st, REAL(stat, NULL)(path, st)); }
-int stat64(const char *path, struct stat64 *st) { STAT_BY_NAME(path, st, REAL(stat64, NULL)(path, st)); }
-int lstat(const char *path, struct stat *st) { STAT_BY_NAME(path, st, REAL(lstat, NULL)(path, st)); }
+int stat(const char *path, struct stat *st)
+{
+    STAT_BY_NAME(path, st, REAL(stat, NULL)(path, st));
+}
+int stat64(const char *path, struct stat64 *st)
+{
+    STAT_BY_NAME(path, st, REAL(stat64, NULL)(path, st));
+}
+int lstat(const char *path, struct stat *st)
+{
+    STAT_BY_NAME(path, st, REAL(lstat, NULL)(path, st));
+}
 int lstat64(const char *path, struct stat64 *st)
 {
     STAT_BY_NAME(path, st, REAL(lstat64, NULL)(path, st));
@@ -660,11 +681,14 @@ static int do_access(int dirfd, const char *path, int how, int flags, int at)
     int saved = errno;
     r = shim_access(rname, how);
     if (r != 0 && errno != EACCES)
-        errno = saved;  /* not there either: the local answer stands */
+        errno = saved; /* not there either: the local answer stands */
     return r;
 }
 
-int access(const char *path, int how) { return do_access(AT_FDCWD, path, how, 0, 0); }
+int access(const char *path, int how)
+{
+    return do_access(AT_FDCWD, path, how, 0, 0);
+}
 int faccessat(int dirfd, const char *path, int how, int flags)
 {
     return do_access(dirfd, path, how, flags, 1);

@@ -16,15 +16,15 @@
 void *shim_next_fn(const char *name, const char *version);
 
 /* The C library's fn (the next definition after ours), looked up once. */
-#define REAL(fn, version)                                                                 \
-    (*({                                                                                  \
-        static __typeof__(&fn) real_ptr_;                                                 \
-        __typeof__(&fn) p_ = __atomic_load_n(&real_ptr_, __ATOMIC_ACQUIRE);               \
-        if (!p_) {                                                                        \
-            p_ = (__typeof__(&fn))shim_next_fn(#fn, version);                             \
-            __atomic_store_n(&real_ptr_, p_, __ATOMIC_RELEASE);                           \
-        }                                                                                 \
-        p_;                                                                               \
+#define REAL(fn, version)                                                   \
+    (*({                                                                    \
+        static __typeof__(&fn) real_ptr_;                                   \
+        __typeof__(&fn) p_ = __atomic_load_n(&real_ptr_, __ATOMIC_ACQUIRE); \
+        if (!p_) {                                                          \
+            p_ = (__typeof__(&fn))shim_next_fn(#fn, version);               \
+            __atomic_store_n(&real_ptr_, p_, __ATOMIC_RELEASE);             \
+        }                                                                   \
+        p_;                                                                 \
     }))
 
 /* The errno value the kernel would give for an rfs error code. */

@@ -12,8 +12,8 @@
 
 #include <string.h>
 
-int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
-                       uint32_t raw_len, uint32_t packed_len)
+int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec, uint32_t raw_len,
+                       uint32_t packed_len)
 {
     if (*len < RFS_HDR_SIZE || *len + RFS_PACK_HDR > cap)
         return rfs_fail(RFS_E_TOOBIG, "no room for the pack header");
@@ -48,12 +48,14 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
     const char *name = rfs_op_name(h->op);
     int reply = (h->flags & RFS_F_REPLY) != 0;
     if (!rfs_op_has(h->op, reply ? RFS_OPF_REP_PACK : RFS_OPF_PACK) || (reply && h->status != 0))
-        return rfs_fail(RFS_E_PROTO, "%s %s: only write requests and successful read replies "
-                        "may be compressed", name, reply ? "reply" : "request");
+        return rfs_fail(RFS_E_PROTO,
+                        "%s %s: only write requests and successful read replies "
+                        "may be compressed",
+                        name, reply ? "reply" : "request");
     const char *kind = reply ? "reply" : "request";
     if (len < RFS_PACK_HDR)
-        return rfs_fail(RFS_E_PROTO, "%s %s: %zu body bytes, too short for its pack header",
-                        name, kind, len);
+        return rfs_fail(RFS_E_PROTO, "%s %s: %zu body bytes, too short for its pack header", name,
+                        kind, len);
     pi->codec = body[0];
     pi->fields_len = le32_get(body + 4);
     pi->raw_len = le32_get(body + 8);
@@ -62,14 +64,18 @@ int rfs_frame_pack_info(const rfs_hdr *h, const uint8_t *body, size_t len, uint3
     if (pi->codec < RFS_CODEC_ID_LZ4 || pi->codec > RFS_CODEC_ID_ZSTD_SHUF)
         return rfs_fail(RFS_E_INVAL, "%s %s: unknown compression codec %u", name, kind, pi->codec);
     if (pi->fields_len > len - RFS_PACK_HDR)
-        return rfs_fail(RFS_E_PROTO, "%s %s: pack header says %u field bytes, the frame has "
-                        "%zu", name, kind, pi->fields_len, len - RFS_PACK_HDR);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s %s: pack header says %u field bytes, the frame has "
+                        "%zu",
+                        name, kind, pi->fields_len, len - RFS_PACK_HDR);
     uint64_t unpacked = (uint64_t)RFS_HDR_SIZE + pi->fields_len + pi->raw_len;
     uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
     if (unpacked > limit)
-        return rfs_fail(RFS_E_TOOBIG, "%s %s: declares %u payload bytes once decompressed, "
-                        "%llu with the frame, over the %llu-byte frame limit", name, kind, pi->raw_len,
-                        (unsigned long long)unpacked, (unsigned long long)limit);
+        return rfs_fail(RFS_E_TOOBIG,
+                        "%s %s: declares %u payload bytes once decompressed, "
+                        "%llu with the frame, over the %llu-byte frame limit",
+                        name, kind, pi->raw_len, (unsigned long long)unpacked,
+                        (unsigned long long)limit);
     pi->fields = body + RFS_PACK_HDR;
     pi->packed = pi->fields + pi->fields_len;
     pi->packed_len = (uint32_t)(len - RFS_PACK_HDR - pi->fields_len);

@@ -47,9 +47,10 @@ int rfs_frame_sum_compare(const rfs_hdr *h, uint32_t carried, uint32_t computed)
     if (carried == computed)
         return RFS_OK;
     int reply = (h->flags & RFS_F_REPLY) != 0;
-    return rfs_fail(RFS_E_IO, "checksum mismatch: %s %s corrupted in transit (CRC-32C of the "
-                    "frame 0x%08x, carried 0x%08x)%s", rfs_op_name(h->op),
-                    reply ? "reply" : "request", computed, carried,
+    return rfs_fail(RFS_E_IO,
+                    "checksum mismatch: %s %s corrupted in transit (CRC-32C of the "
+                    "frame 0x%08x, carried 0x%08x)%s",
+                    rfs_op_name(h->op), reply ? "reply" : "request", computed, carried,
                     reply ? "; its data were not used" : "; nothing of it was applied");
 }
 

@@ -47,9 +47,11 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
     if (h->version != RFS_PROTO_VERSION)
         return rfs_fail(RFS_E_VERSION, "frame header: protocol version %u, this peer speaks %u",
                         h->version, RFS_PROTO_VERSION);
-    if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0)
-        return rfs_fail(RFS_E_PROTO, "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)",
-                        h->flags, reserved);
+    if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER |
+                                       RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0)
+        return rfs_fail(RFS_E_PROTO,
+                        "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)", h->flags,
+                        reserved);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "frame header: unknown op %u", h->op);
     if ((h->flags & RFS_F_SUM) && h->body_len < RFS_SUM_LEN)
@@ -57,7 +59,8 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
                         rfs_op_name(h->op), h->body_len);
     uint64_t limit = max_frame < RFS_FRAME_HARD_MAX ? max_frame : RFS_FRAME_HARD_MAX;
     if ((uint64_t)RFS_HDR_SIZE + h->body_len > limit)
-        return rfs_fail(RFS_E_TOOBIG, "frame header: %s frame of %llu bytes over the %llu-byte limit",
+        return rfs_fail(RFS_E_TOOBIG,
+                        "frame header: %s frame of %llu bytes over the %llu-byte limit",
                         rfs_op_name(h->op), (unsigned long long)RFS_HDR_SIZE + h->body_len,
                         (unsigned long long)limit);
     return RFS_OK;
@@ -111,8 +114,8 @@ int rfs_wire_check_range(uint16_t op, const char *field, uint64_t off, uint64_t 
     return RFS_OK;
 }
 
-int rfs_wire_extents_total(uint16_t op, uint32_t count, const uint8_t *wire,
-                           const uint64_t *host, uint64_t *total)
+int rfs_wire_extents_total(uint16_t op, uint32_t count, const uint8_t *wire, const uint64_t *host,
+                           uint64_t *total)
 {
     if (count > RFS_MAX_EXTENTS)
         return rfs_fail(RFS_E_TOOBIG, "%s: %u extents (limit %u)", rfs_op_name(op), count,

@@ -26,9 +26,9 @@
 #define RFS_PROTO_VERSION 1u
 #define RFS_HDR_SIZE 24u
 #define RFS_F_REPLY 0x0001u
-#define RFS_F_SUM 0x0002u       /* a u32 CRC-32C of the frame follows the header (frame_sum.c) */
+#define RFS_F_SUM 0x0002u /* a u32 CRC-32C of the frame follows the header (frame_sum.c) */
 #define RFS_SUM_LEN 4u
-#define RFS_F_PACK 0x0004u      /* the payload is compressed; a pack header leads (frame_pack.c) */
+#define RFS_F_PACK 0x0004u /* the payload is compressed; a pack header leads (frame_pack.c) */
 #define RFS_PACK_HDR 12u
 /* Request: "tell me the file's version after this op" (RFS_FEAT_VER servers; the ops of
  * RFS_OPF_VERSIONED). Reply: a version block {u64 size, i64 mtime_ns} follows the header (after
@@ -45,22 +45,22 @@
 /* Request only, with RFS_F_ZOK, to RFS_FEAT_SHUFFLE servers: the compressed reply may also use
  * the shuffled codecs (RFS_CODEC_ID_*_SHUF). */
 #define RFS_F_ZSHUF 0x0040u
-#define RFS_CODEC_ID_LZ4 1u     /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
+#define RFS_CODEC_ID_LZ4 1u /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
-#define RFS_CODEC_ID_LZ4_SHUF 3u   /* the payload byte-shuffled as 8-byte elements, then LZ4 */
-#define RFS_CODEC_ID_ZSTD_SHUF 4u  /* ... then Zstandard */
+#define RFS_CODEC_ID_LZ4_SHUF 3u  /* the payload byte-shuffled as 8-byte elements, then LZ4 */
+#define RFS_CODEC_ID_ZSTD_SHUF 4u /* ... then Zstandard */
 
-#define RFS_FRAME_MIN (64u * 1024u)             /* smallest max-frame a peer may ask for */
+#define RFS_FRAME_MIN (64u * 1024u) /* smallest max-frame a peer may ask for */
 /* 4 MiB of payload plus room for the header and an op's fixed fields: MPI-IO and the CLI move
  * data in 4 MiB pieces, and each should travel as one frame, not as 4 MiB - 4 KiB plus 4 KiB. */
 #define RFS_FRAME_DEFAULT (4u * 1024u * 1024u + 4096u)
-#define RFS_FRAME_HARD_MAX (64u * 1024u * 1024u)  /* never accepted above this */
-#define RFS_PRE_HELLO_MAX 4096u                 /* frames before HELLO/AUTH completes */
+#define RFS_FRAME_HARD_MAX (64u * 1024u * 1024u) /* never accepted above this */
+#define RFS_PRE_HELLO_MAX 4096u                  /* frames before HELLO/AUTH completes */
 #define RFS_MAX_PATH 4095u
 #define RFS_MAX_MSG 1024u
-#define RFS_MAX_VIEWS 16u                       /* view ids 0..15 per handle (slots, reused) */
-#define RFS_MAX_EXTENTS 65536u                  /* (offset,len) pairs in one PREADV/PWRITEV */
-#define RFS_EXTENT_WIRE 16u                     /* u64 offset, u64 length */
+#define RFS_MAX_VIEWS 16u      /* view ids 0..15 per handle (slots, reused) */
+#define RFS_MAX_EXTENTS 65536u /* (offset,len) pairs in one PREADV/PWRITEV */
+#define RFS_EXTENT_WIRE 16u    /* u64 offset, u64 length */
 #define RFS_NONCE_LEN 32u
 /* HELLO reply feature bits: what this server can do beyond the version's mandatory ops, so a
  * client need not ask with a round trip. Clients ignore bits they do not know. */
@@ -70,7 +70,8 @@
 #define RFS_FEAT_ZSTD 0x0008u    /* takes write requests with Zstandard-compressed payloads */
 #define RFS_FEAT_VER 0x0010u     /* answers RFS_F_VER requests with the file's version */
 #define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
-#define RFS_FEAT_TPC_DST 0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
+#define RFS_FEAT_TPC_DST \
+    0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
 #define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
 #define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
 #define RFS_FEAT_SHUFFLE 0x0200u /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
@@ -79,19 +80,19 @@
  * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
 #define RFS_MKDIR_PARENTS 0x10000u
 #define RFS_MAC_LEN 32u
-#define RFS_SESSION_LEN 16u   /* SESSION ids and the server host's boot id */
-#define RFS_LIST_MAX_ENTRIES 1024u              /* per LIST reply */
+#define RFS_SESSION_LEN 16u        /* SESSION ids and the server host's boot id */
+#define RFS_LIST_MAX_ENTRIES 1024u /* per LIST reply */
 /* CHECKSUM: the most bytes one request may cover, so a request costs the server a bounded
  * amount of disk reading (a client iterates, chaining the value through `seed`). */
 #define RFS_CHECKSUM_MAX_LEN (1u << 30)
-#define RFS_SUM_CRC32C 1u                       /* CHECKSUM algorithm ids */
+#define RFS_SUM_CRC32C 1u /* CHECKSUM algorithm ids */
 
 typedef enum rfs_op {
     RFS_OP_HELLO = 1,
     RFS_OP_AUTH = 2,
     RFS_OP_PING = 3,
     RFS_OP_SESSION = 4,
-    RFS_OP_TPC_AUTH = 5,     /* AUTH with a one-time grant instead of a token (tpc) */
+    RFS_OP_TPC_AUTH = 5, /* AUTH with a one-time grant instead of a token (tpc) */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -118,28 +119,28 @@ typedef enum rfs_op {
     RFS_OP_SET_VIEW = 40,
     RFS_OP_VIEW_READ = 41,
     RFS_OP_VIEW_WRITE = 42,
-    RFS_OP_TPC_GRANT = 50,   /* third-party copy: a one-time read capability for a path */
-    RFS_OP_TPC_PULL = 51,    /* third-party copy: this server pulls a file from another */
-    RFS_OP_TPC_STATUS = 52,  /* third-party copy: progress and outcome of a pull */
+    RFS_OP_TPC_GRANT = 50,  /* third-party copy: a one-time read capability for a path */
+    RFS_OP_TPC_PULL = 51,   /* third-party copy: this server pulls a file from another */
+    RFS_OP_TPC_STATUS = 52, /* third-party copy: progress and outcome of a pull */
 } rfs_op;
 
 /* Third-party copy (docs/protocol.md "Third-party copy"). */
-#define RFS_TPC_ID_LEN 16u       /* grant id */
-#define RFS_TPC_KEY_LEN 32u      /* grant key (256 random bits) */
-#define RFS_TPC_PIN_LEN 32u      /* SHA-256 of the source's TLS certificate */
-#define RFS_TPC_MAX_USES 16u     /* connections one grant admits (the pull's streams) */
+#define RFS_TPC_ID_LEN 16u   /* grant id */
+#define RFS_TPC_KEY_LEN 32u  /* grant key (256 random bits) */
+#define RFS_TPC_PIN_LEN 32u  /* SHA-256 of the source's TLS certificate */
+#define RFS_TPC_MAX_USES 16u /* connections one grant admits (the pull's streams) */
 #define RFS_TPC_MAX_HOST 255u
-#define RFS_TPC_EXCL 0x1u        /* TPC_PULL flags: never replace an existing destination */
-#define RFS_TPC_VERIFY 0x2u      /* compare with the source's CHECKSUM before the rename */
-#define RFS_TPC_TLS 0x4u         /* connect to the source over TLS, verified by pin */
-#define RFS_TPC_SYNC 0x8u        /* data and directory on stable storage before success */
+#define RFS_TPC_EXCL 0x1u   /* TPC_PULL flags: never replace an existing destination */
+#define RFS_TPC_VERIFY 0x2u /* compare with the source's CHECKSUM before the rename */
+#define RFS_TPC_TLS 0x4u    /* connect to the source over TLS, verified by pin */
+#define RFS_TPC_SYNC 0x8u   /* data and directory on stable storage before success */
 #define RFS_TPC_KNOWN (RFS_TPC_EXCL | RFS_TPC_VERIFY | RFS_TPC_TLS | RFS_TPC_SYNC)
-#define RFS_TPC_RUNNING 1u       /* TPC_STATUS states */
+#define RFS_TPC_RUNNING 1u /* TPC_STATUS states */
 #define RFS_TPC_DONE 2u
 
 /* WRITE_FILE flags */
-#define RFS_WF_EXCL 0x1u   /* fail with RFS_E_EXIST if the target exists */
-#define RFS_WF_SYNC 0x2u   /* data and directory on stable storage before the reply */
+#define RFS_WF_EXCL 0x1u /* fail with RFS_E_EXIST if the target exists */
+#define RFS_WF_SYNC 0x2u /* data and directory on stable storage before the reply */
 #define RFS_WF_KNOWN (RFS_WF_EXCL | RFS_WF_SYNC)
 
 /* Open flags on the wire are the RFS_O_* values of rfs/rfs.h. */
@@ -164,59 +165,148 @@ typedef struct rfs_req {
     uint16_t op;
     uint32_t id;
     union {
-        struct { uint16_t min_version, max_version; uint32_t max_frame; } hello;
-        struct { uint8_t client_nonce[RFS_NONCE_LEN]; uint8_t mac[RFS_MAC_LEN]; } auth;
+        struct {
+            uint16_t min_version, max_version;
+            uint32_t max_frame;
+        } hello;
+        struct {
+            uint8_t client_nonce[RFS_NONCE_LEN];
+            uint8_t mac[RFS_MAC_LEN];
+        } auth;
         /* id: this connection's session (random, chosen by the client); fence: a previous
          * session of the same client to end first (all zero: none). */
-        struct { uint8_t id[RFS_SESSION_LEN]; uint8_t fence[RFS_SESSION_LEN]; } session;
-        struct { rfs_wpath path; uint32_t flags; uint32_t mode; } open;
-        struct { uint32_t fh; } fh;                          /* CLOSE, SYNC, GET_SIZE */
-        struct { uint32_t fh; uint64_t off; uint32_t len; } pread;
-        struct { uint32_t fh; uint64_t off; } pwrite;        /* + data */
+        struct {
+            uint8_t id[RFS_SESSION_LEN];
+            uint8_t fence[RFS_SESSION_LEN];
+        } session;
+        struct {
+            rfs_wpath path;
+            uint32_t flags;
+            uint32_t mode;
+        } open;
+        struct {
+            uint32_t fh;
+        } fh; /* CLOSE, SYNC, GET_SIZE */
+        struct {
+            uint32_t fh;
+            uint64_t off;
+            uint32_t len;
+        } pread;
+        struct {
+            uint32_t fh;
+            uint64_t off;
+        } pwrite; /* + data */
         /* PREADV / PWRITEV: count extents of 16 bytes follow the fixed fields (read them with
          * rfs_extent_at); PWRITEV data follows the extents and must equal their total length. */
-        struct { uint32_t fh; uint32_t count; const uint8_t *ext; uint64_t total; } iov;
-        struct { uint32_t fh; uint64_t size; } size;         /* SET_SIZE, PREALLOCATE */
-        struct { rfs_wpath path; } path;                     /* STAT, DELETE, STATFS */
-        struct { rfs_wpath from, to; } rename;
-        struct { rfs_wpath path; uint32_t mode; } mkdir;     /* MKDIR, CHMOD */
+        struct {
+            uint32_t fh;
+            uint32_t count;
+            const uint8_t *ext;
+            uint64_t total;
+        } iov;
+        struct {
+            uint32_t fh;
+            uint64_t size;
+        } size; /* SET_SIZE, PREALLOCATE */
+        struct {
+            rfs_wpath path;
+        } path; /* STAT, DELETE, STATFS */
+        struct {
+            rfs_wpath from, to;
+        } rename;
+        struct {
+            rfs_wpath path;
+            uint32_t mode;
+        } mkdir; /* MKDIR, CHMOD */
         /* WRITE_FILE: a whole file in one request (+ data), written beside the target and
          * renamed over it; flags RFS_WF_*. */
-        struct { rfs_wpath path; uint32_t flags; uint32_t mode; } write_file;
+        struct {
+            rfs_wpath path;
+            uint32_t flags;
+            uint32_t mode;
+        } write_file;
         /* READ_FILE: the whole file if it has at most max bytes, else RFS_E_TOOBIG. */
-        struct { rfs_wpath path; uint32_t max; } read_file;
-        struct { rfs_wpath path; uint32_t start; } list;     /* start: index of first entry */
-        struct { uint32_t fh; uint32_t key; uint32_t set; int64_t delta; } counter;
-        struct { uint32_t fh; uint64_t off, len; uint32_t mode; uint32_t wait_ms; } lock;
-        struct { uint32_t fh; uint64_t off, len; } unlock;
-        struct { uint32_t fh; uint32_t view_id; uint64_t disp; } set_view;  /* + data = encoding */
-        struct { uint32_t fh; uint32_t view_id; uint64_t pos; uint32_t len; } view_read;
-        struct { uint32_t fh; uint32_t view_id; uint64_t pos; } view_write; /* + data */
+        struct {
+            rfs_wpath path;
+            uint32_t max;
+        } read_file;
+        struct {
+            rfs_wpath path;
+            uint32_t start;
+        } list; /* start: index of first entry */
+        struct {
+            uint32_t fh;
+            uint32_t key;
+            uint32_t set;
+            int64_t delta;
+        } counter;
+        struct {
+            uint32_t fh;
+            uint64_t off, len;
+            uint32_t mode;
+            uint32_t wait_ms;
+        } lock;
+        struct {
+            uint32_t fh;
+            uint64_t off, len;
+        } unlock;
+        struct {
+            uint32_t fh;
+            uint32_t view_id;
+            uint64_t disp;
+        } set_view; /* + data = encoding */
+        struct {
+            uint32_t fh;
+            uint32_t view_id;
+            uint64_t pos;
+            uint32_t len;
+        } view_read;
+        struct {
+            uint32_t fh;
+            uint32_t view_id;
+            uint64_t pos;
+        } view_write; /* + data */
         /* CHECKSUM: algorithm over [off, off+len) of the file, continuing from seed. */
-        struct { uint32_t fh; uint32_t algo; uint64_t off, len, seed; } checksum;
+        struct {
+            uint32_t fh;
+            uint32_t algo;
+            uint64_t off, len, seed;
+        } checksum;
         /* TPC_AUTH: proves knowledge of grant `id`'s key (MAC as AUTH's, keyed by it). */
-        struct { uint8_t id[RFS_TPC_ID_LEN]; uint8_t client_nonce[RFS_NONCE_LEN];
-                 uint8_t mac[RFS_MAC_LEN]; } tpc_auth;
+        struct {
+            uint8_t id[RFS_TPC_ID_LEN];
+            uint8_t client_nonce[RFS_NONCE_LEN];
+            uint8_t mac[RFS_MAC_LEN];
+        } tpc_auth;
         /* TPC_GRANT: a read capability for path, good for `uses` connections. */
-        struct { rfs_wpath path; uint32_t uses; } tpc_grant;
+        struct {
+            rfs_wpath path;
+            uint32_t uses;
+        } tpc_grant;
         /* TPC_PULL: copy src on host:port (grant id/key; pin when RFS_TPC_TLS) to dst here. */
-        struct { uint32_t flags, mode, port, streams; uint8_t id[RFS_TPC_ID_LEN];
-                 uint8_t key[RFS_TPC_KEY_LEN]; uint8_t pin[RFS_TPC_PIN_LEN];
-                 rfs_wpath host, src, dst; } tpc_pull;
-        struct { uint32_t job; } tpc_status;
+        struct {
+            uint32_t flags, mode, port, streams;
+            uint8_t id[RFS_TPC_ID_LEN];
+            uint8_t key[RFS_TPC_KEY_LEN];
+            uint8_t pin[RFS_TPC_PIN_LEN];
+            rfs_wpath host, src, dst;
+        } tpc_pull;
+        struct {
+            uint32_t job;
+        } tpc_status;
     } u;
     /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
     const uint8_t *data;
     uint32_t data_len;
-    int want_ver;             /* RFS_F_VER: the reply is to carry the file's version */
-    int extra_stream;         /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
-    int zok;                  /* RFS_F_ZOK: the reply's payload may come compressed */
-    int zshuf;                /* RFS_F_ZSHUF: ... also by a shuffled codec */
+    int want_ver;     /* RFS_F_VER: the reply is to carry the file's version */
+    int extra_stream; /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
+    int zok;          /* RFS_F_ZOK: the reply's payload may come compressed */
+    int zshuf;        /* RFS_F_ZSHUF: ... also by a shuffled codec */
 } rfs_req;
 
 typedef struct rfs_list_entry {
     rfs_wpath name;
-    uint32_t type;   /* RFS_TYPE_* */
+    uint32_t type; /* RFS_TYPE_* */
     uint32_t mode;
     uint64_t size;
     int64_t mtime_ns;
@@ -225,38 +315,84 @@ typedef struct rfs_list_entry {
 typedef struct rfs_rep {
     uint16_t op;
     uint32_t id;
-    uint32_t status;          /* 0 or -rfs_err */
+    uint32_t status; /* 0 or -rfs_err */
     union {
-        struct { const char *s; uint16_t len; } err;       /* status != 0 */
-        struct { uint16_t version; uint16_t features; uint32_t max_frame; uint32_t auth_required;
-                 uint8_t nonce[RFS_NONCE_LEN]; } hello;
-        struct { uint8_t server_mac[RFS_MAC_LEN]; } auth;
+        struct {
+            const char *s;
+            uint16_t len;
+        } err; /* status != 0 */
+        struct {
+            uint16_t version;
+            uint16_t features;
+            uint32_t max_frame;
+            uint32_t auth_required;
+            uint8_t nonce[RFS_NONCE_LEN];
+        } hello;
+        struct {
+            uint8_t server_mac[RFS_MAC_LEN];
+        } auth;
         /* lease_ms: silence after which the server ends a session; boot: the server host's
          * boot id (a change means its page cache, and unsynced writes, may be gone). */
-        struct { uint32_t lease_ms; uint32_t fenced; uint8_t boot[RFS_SESSION_LEN]; } session;
-        struct { uint32_t fh; uint64_t size; } open;
+        struct {
+            uint32_t lease_ms;
+            uint32_t fenced;
+            uint8_t boot[RFS_SESSION_LEN];
+        } session;
+        struct {
+            uint32_t fh;
+            uint64_t size;
+        } open;
         /* PWRITE / PWRITEV / VIEW_WRITE: bytes written; GET_SIZE: size; COUNTER: old value. */
-        struct { uint64_t value; } u64;
-        struct { uint32_t type, mode; uint64_t size; int64_t mtime_ns; } stat;
+        struct {
+            uint64_t value;
+        } u64;
+        struct {
+            uint32_t type, mode;
+            uint64_t size;
+            int64_t mtime_ns;
+        } stat;
         /* LIST: count entries follow (rfs_list_entry_next); next = start of the next page,
          * or 0 when this page is the last. */
-        struct { uint32_t count; uint32_t next; const uint8_t *entries; uint32_t entries_len; } list;
+        struct {
+            uint32_t count;
+            uint32_t next;
+            const uint8_t *entries;
+            uint32_t entries_len;
+        } list;
         /* CHECKSUM: len = bytes covered (fewer than asked only at end of file). */
-        struct { uint32_t algo; uint64_t len; uint64_t value; } checksum;
+        struct {
+            uint32_t algo;
+            uint64_t len;
+            uint64_t value;
+        } checksum;
         /* STATFS: the file system holding the path; avail = free to this server's writes. */
-        struct { uint64_t total, free, avail, files, files_free; } statfs;
-        struct { uint8_t id[RFS_TPC_ID_LEN]; uint8_t key[RFS_TPC_KEY_LEN]; uint32_t ttl_ms;
-                 uint64_t size; } tpc_grant;
-        struct { uint32_t job; } tpc_pull;
+        struct {
+            uint64_t total, free, avail, files, files_free;
+        } statfs;
+        struct {
+            uint8_t id[RFS_TPC_ID_LEN];
+            uint8_t key[RFS_TPC_KEY_LEN];
+            uint32_t ttl_ms;
+            uint64_t size;
+        } tpc_grant;
+        struct {
+            uint32_t job;
+        } tpc_pull;
         /* TPC_STATUS: crc is the CRC-32C of the copy, valid in state RFS_TPC_DONE. */
-        struct { uint32_t state, crc; uint64_t done, total; } tpc_status;
+        struct {
+            uint32_t state, crc;
+            uint64_t done, total;
+        } tpc_status;
     } u;
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;
     uint32_t data_len;
     /* RFS_F_VER: the file's size and mtime right after this op (success or error reply). */
     int has_ver;
-    struct { uint64_t size; int64_t mtime_ns; } ver;
+    struct {
+        uint64_t size;
+        int64_t mtime_ns;
+    } ver;
     /* Sending side of a packed read reply (rfs_frame_add_pack after encoding): data holds
      * data_len compressed bytes of pack_raw_len raw ones, by codec pack_codec (0: raw). */
     unsigned pack_codec;
@@ -276,7 +412,8 @@ void rfs_hdr_peek(const uint8_t in[RFS_HDR_SIZE], uint32_t *magic, uint16_t *op,
  * the header's body_len includes it and the caller sends it right after out[0..*len).
  * For PREADV/PWRITEV the extents are written from ext_src (count pairs of host-order u64).
  * Returns 0 or RFS_E_TOOBIG / RFS_E_INVAL. */
-int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size_t cap, size_t *len);
+int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size_t cap,
+                   size_t *len);
 /* Decode a request body (the header already decoded). Pointers in r point into body. */
 int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r);
 /* The fixed fields of a PWRITE (RFS_PWRITE_FIXED bytes) whose data are still to be read: r is
@@ -304,24 +441,24 @@ int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
  * One table says what each op is, so the server, the client and the codecs ask it instead of
  * each listing ops in its own switch. A bit is a fact of the protocol; how a side acts on it
  * (which fields to read, how to run the op) stays with that side. */
-#define RFS_OPF_PRE_AUTH   0x0001u /* may be sent before authentication: every other op needs it */
-#define RFS_OPF_HANDLE     0x0002u /* names an open file handle (fh) */
-#define RFS_OPF_BARRIER    0x0004u /* on its handle: after every earlier request, before every later */
-#define RFS_OPF_REQ_DATA   0x0008u /* the request carries a trailing payload */
-#define RFS_OPF_REP_DATA   0x0010u /* a successful reply carries a trailing payload (bytes read) */
-#define RFS_OPF_WRITES     0x0020u /* writes the request's payload into the file's bytes */
-#define RFS_OPF_MUTATES    0x0040u /* changes the bytes or the size of an open file */
-#define RFS_OPF_VERSIONED  0x0080u /* may ask for the file's version (RFS_F_VER) */
-#define RFS_OPF_PACK       0x0100u /* its payload may travel compressed (RFS_F_PACK) */
+#define RFS_OPF_PRE_AUTH 0x0001u /* may be sent before authentication: every other op needs it */
+#define RFS_OPF_HANDLE 0x0002u   /* names an open file handle (fh) */
+#define RFS_OPF_BARRIER 0x0004u /* on its handle: after every earlier request, before every later */
+#define RFS_OPF_REQ_DATA 0x0008u   /* the request carries a trailing payload */
+#define RFS_OPF_REP_DATA 0x0010u   /* a successful reply carries a trailing payload (bytes read) */
+#define RFS_OPF_WRITES 0x0020u     /* writes the request's payload into the file's bytes */
+#define RFS_OPF_MUTATES 0x0040u    /* changes the bytes or the size of an open file */
+#define RFS_OPF_VERSIONED 0x0080u  /* may ask for the file's version (RFS_F_VER) */
+#define RFS_OPF_PACK 0x0100u       /* its payload may travel compressed (RFS_F_PACK) */
 #define RFS_OPF_IDEMPOTENT 0x0200u /* running it twice leaves what running it once does */
-#define RFS_OPF_QUICK      0x0400u /* bounded small work whatever its fields (rfsd's quick lane) */
-#define RFS_OPF_AUDITED    0x0800u /* changes the namespace or hands out access: rfsd's audit log */
-#define RFS_OPF_REP_PACK   0x1000u /* its reply's payload may travel compressed (RFS_F_ZOK) */
+#define RFS_OPF_QUICK 0x0400u      /* bounded small work whatever its fields (rfsd's quick lane) */
+#define RFS_OPF_AUDITED 0x0800u    /* changes the namespace or hands out access: rfsd's audit log */
+#define RFS_OPF_REP_PACK 0x1000u   /* its reply's payload may travel compressed (RFS_F_ZOK) */
 
 typedef struct rfs_op_facts {
     uint16_t op;
     const char *name;
-    unsigned flags;       /* RFS_OPF_* */
+    unsigned flags; /* RFS_OPF_* */
 } rfs_op_facts;
 
 /* The facts of op, or NULL for an op this build does not know. */
@@ -336,8 +473,8 @@ const char *rfs_op_name(uint16_t op);
 /* Note: rfs_hdr_decode fills h with the raw header fields whenever the magic matches, even
  * when it returns an error, so a server can still answer req_id (and skip body_len bytes). */
 
-#define RFS_MAX_NAME 255u            /* one LIST entry name (a directory entry, no '/') */
-#define RFS_LIST_ENTRY_FIXED 26u     /* u32 type, u32 mode, u64 size, i64 mtime_ns, u16 name_len */
+#define RFS_MAX_NAME 255u        /* one LIST entry name (a directory entry, no '/') */
+#define RFS_LIST_ENTRY_FIXED 26u /* u32 type, u32 mode, u64 size, i64 mtime_ns, u16 name_len */
 
 /* 1 if op is a member of rfs_op (it has an entry in the facts table). */
 int rfs_op_known(uint16_t op);
@@ -378,13 +515,13 @@ void rfs_frame_strip_sum(rfs_hdr *h);
 typedef struct rfs_pack_info {
     unsigned codec;
     uint32_t fields_len, raw_len, packed_len;
-    const uint8_t *fields, *packed;   /* into the body */
+    const uint8_t *fields, *packed; /* into the body */
 } rfs_pack_info;
 /* frame[0..*len): header + fixed fields of a request whose raw payload has raw_len bytes and
  * goes out as packed_len compressed bytes. Inserts the pack header (before the checksum is
  * added), sets the flag and body_len. */
-int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec,
-                       uint32_t raw_len, uint32_t packed_len);
+int rfs_frame_add_pack(uint8_t *frame, size_t *len, size_t cap, unsigned codec, uint32_t raw_len,
+                       uint32_t packed_len);
 /* Reads and checks the pack header of a body (its checksum field already stripped): a known
  * codec, a write op, fields inside the body, and the unpacked frame within max_frame
  * (RFS_E_TOOBIG: a decompression bomb is refused before any work). */

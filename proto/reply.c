@@ -17,15 +17,24 @@ static enum rep_shape shape_of(uint16_t op)
     if (rfs_op_has(op, RFS_OPF_REP_DATA))
         return SHAPE_DATA;
     switch ((rfs_op)op) {
-    case RFS_OP_PWRITE: case RFS_OP_PWRITEV: case RFS_OP_VIEW_WRITE: case RFS_OP_GET_SIZE:
-    case RFS_OP_COUNTER: case RFS_OP_WRITE_FILE:
-        return SHAPE_U64;
-    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE:
-    case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_CHMOD: case RFS_OP_LOCK:
-    case RFS_OP_UNLOCK: case RFS_OP_SET_VIEW:
-        return SHAPE_EMPTY;
-    default:
-        return SHAPE_OTHER;  /* fields of their own (HELLO, OPEN, STAT, LIST, ...) */
+    case RFS_OP_PWRITE:
+    case RFS_OP_PWRITEV:
+    case RFS_OP_VIEW_WRITE:
+    case RFS_OP_GET_SIZE:
+    case RFS_OP_COUNTER:
+    case RFS_OP_WRITE_FILE: return SHAPE_U64;
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE:
+    case RFS_OP_DELETE:
+    case RFS_OP_RENAME:
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD:
+    case RFS_OP_LOCK:
+    case RFS_OP_UNLOCK:
+    case RFS_OP_SET_VIEW: return SHAPE_EMPTY;
+    default: return SHAPE_OTHER; /* fields of their own (HELLO, OPEN, STAT, LIST, ...) */
     }
 }
 
@@ -84,13 +93,13 @@ static int check_rep(const rfs_rep *r, int bad)
         return RFS_OK;
     case RFS_OP_LIST: {
         if (!r->u.list.entries)
-            return r->u.list.count <= RFS_LIST_MAX_ENTRIES ? RFS_OK
-                   : rfs_fail(RFS_E_TOOBIG, "LIST reply: %u entries", r->u.list.count);
+            return r->u.list.count <= RFS_LIST_MAX_ENTRIES
+                       ? RFS_OK
+                       : rfs_fail(RFS_E_TOOBIG, "LIST reply: %u entries", r->u.list.count);
         int rc = rfs_wire_check_list(r->u.list.entries, r->u.list.entries_len, r->u.list.count);
         return rc == RFS_E_TOOBIG ? rc : rc ? bad : RFS_OK;
     }
-    default:
-        return RFS_OK;
+    default: return RFS_OK;
     }
 }
 
@@ -116,11 +125,11 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
 {
     *len = 0;
     const char *name = rfs_op_name(r->op);
-    uint64_t unwritten = 0;  /* body bytes the caller sends after out */
+    uint64_t unwritten = 0; /* body bytes the caller sends after out */
     wr w = {.p = out, .cap = cap};
     if (!wr_take(&w, RFS_HDR_SIZE))
         return rfs_fail(RFS_E_TOOBIG, "%s reply: buffer of %zu bytes too small", name, cap);
-    if (r->has_ver) {          /* the version block leads, on success and error replies */
+    if (r->has_ver) { /* the version block leads, on success and error replies */
         if (!rfs_op_has(r->op, RFS_OPF_VERSIONED))
             return rfs_fail(RFS_E_INVAL, "%s reply cannot carry a file version", name);
         if (r->ver.size > (uint64_t)INT64_MAX)
@@ -130,7 +139,7 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
         wr_u64(&w, (uint64_t)r->ver.mtime_ns);
     }
 
-    if (r->status != 0) {      /* any op, known or not: u16 msg_len, msg */
+    if (r->status != 0) { /* any op, known or not: u16 msg_len, msg */
         uint16_t n = error_msg_len(r->u.err.s, r->u.err.len);
         wr_u16(&w, n);
         wr_bytes(&w, r->u.err.s, n);
@@ -141,14 +150,9 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
         if (rc)
             return rc;
         switch (shape_of(r->op)) {
-        case SHAPE_EMPTY:
-            break;
-        case SHAPE_DATA:       /* payload only */
-            unwritten = r->data_len;
-            break;
-        case SHAPE_U64:        /* u64 value */
-            wr_u64(&w, r->u.u64.value);
-            break;
+        case SHAPE_EMPTY: break;
+        case SHAPE_DATA: /* payload only */ unwritten = r->data_len; break;
+        case SHAPE_U64: /* u64 value */ wr_u64(&w, r->u.u64.value); break;
         case SHAPE_OTHER:
             switch (r->op) {
             case RFS_OP_HELLO: /* u16 version, u16 features, u32 max_frame, u32 auth_required, nonce[32] */
@@ -158,19 +162,15 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u32(&w, r->u.hello.auth_required);
                 wr_bytes(&w, r->u.hello.nonce, RFS_NONCE_LEN);
                 break;
-            case RFS_OP_AUTH:  /* server_mac[32] */
-            case RFS_OP_TPC_AUTH:
-                wr_bytes(&w, r->u.auth.server_mac, RFS_MAC_LEN);
-                break;
+            case RFS_OP_AUTH: /* server_mac[32] */
+            case RFS_OP_TPC_AUTH: wr_bytes(&w, r->u.auth.server_mac, RFS_MAC_LEN); break;
             case RFS_OP_TPC_GRANT: /* id[16], key[32], u32 ttl_ms, u64 size */
                 wr_bytes(&w, r->u.tpc_grant.id, RFS_TPC_ID_LEN);
                 wr_bytes(&w, r->u.tpc_grant.key, RFS_TPC_KEY_LEN);
                 wr_u32(&w, r->u.tpc_grant.ttl_ms);
                 wr_u64(&w, r->u.tpc_grant.size);
                 break;
-            case RFS_OP_TPC_PULL: /* u32 job */
-                wr_u32(&w, r->u.tpc_pull.job);
-                break;
+            case RFS_OP_TPC_PULL: /* u32 job */ wr_u32(&w, r->u.tpc_pull.job); break;
             case RFS_OP_TPC_STATUS: /* u32 state, u32 crc, u64 done, u64 total */
                 wr_u32(&w, r->u.tpc_status.state);
                 wr_u32(&w, r->u.tpc_status.crc);
@@ -182,11 +182,11 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u32(&w, r->u.session.fenced);
                 wr_bytes(&w, r->u.session.boot, RFS_SESSION_LEN);
                 break;
-            case RFS_OP_OPEN:  /* u32 fh, u64 size */
+            case RFS_OP_OPEN: /* u32 fh, u64 size */
                 wr_u32(&w, r->u.open.fh);
                 wr_u64(&w, r->u.open.size);
                 break;
-            case RFS_OP_STAT:  /* u32 type, u32 mode, u64 size, i64 mtime_ns */
+            case RFS_OP_STAT: /* u32 type, u32 mode, u64 size, i64 mtime_ns */
                 wr_u32(&w, r->u.stat.type);
                 wr_u32(&w, r->u.stat.mode);
                 wr_u64(&w, r->u.stat.size);
@@ -204,7 +204,7 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u64(&w, r->u.checksum.len);
                 wr_u64(&w, r->u.checksum.value);
                 break;
-            case RFS_OP_LIST:  /* u32 count, u32 next, entries */
+            case RFS_OP_LIST: /* u32 count, u32 next, entries */
                 wr_u32(&w, r->u.list.count);
                 wr_u32(&w, r->u.list.next);
                 if (r->u.list.entries)
@@ -222,9 +222,12 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
     if (RFS_HDR_SIZE + body > RFS_FRAME_HARD_MAX)
         return rfs_fail(RFS_E_TOOBIG, "%s reply: frame of %llu bytes over the %u-byte limit", name,
                         (unsigned long long)(RFS_HDR_SIZE + body), RFS_FRAME_HARD_MAX);
-    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
+    rfs_hdr h = {.version = RFS_PROTO_VERSION,
+                 .op = r->op,
                  .flags = (uint16_t)(RFS_F_REPLY | (r->has_ver ? RFS_F_VER : 0)),
-                 .req_id = r->id, .status = r->status, .body_len = (uint32_t)body};
+                 .req_id = r->id,
+                 .status = r->status,
+                 .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
     *len = w.n;
     return RFS_OK;
@@ -254,8 +257,10 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
         r->ver.size = rd_u64(&in);
         r->ver.mtime_ns = (int64_t)rd_u64(&in);
         if (in.bad)
-            return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes too short for its file "
-                            "version", name, len);
+            return rfs_fail(RFS_E_PROTO,
+                            "%s reply: body of %zu bytes too short for its file "
+                            "version",
+                            name, len);
         if (r->ver.size > (uint64_t)INT64_MAX)
             return rfs_fail(RFS_E_PROTO, "%s reply: file version size %llu", name,
                             (unsigned long long)r->ver.size);
@@ -271,24 +276,22 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
         if (in.bad)
             return rfs_fail(RFS_E_PROTO, "%s error reply: truncated message", name);
         if (in.rem != 0)
-            return rfs_fail(RFS_E_PROTO, "%s error reply: %zu bytes after the message", name, in.rem);
+            return rfs_fail(RFS_E_PROTO, "%s error reply: %zu bytes after the message", name,
+                            in.rem);
         if (memchr(r->u.err.s, '\0', r->u.err.len))
             return rfs_fail(RFS_E_PROTO, "%s error reply: NUL byte in message", name);
         return RFS_OK;
     }
 
     switch (shape_of(h->op)) {
-    case SHAPE_EMPTY:
-        break;
+    case SHAPE_EMPTY: break;
     case SHAPE_DATA:
         r->data = in.rem ? in.p : NULL;
         r->data_len = (uint32_t)in.rem;
         in.p += in.rem;
         in.rem = 0;
         break;
-    case SHAPE_U64:
-        r->u.u64.value = rd_u64(&in);
-        break;
+    case SHAPE_U64: r->u.u64.value = rd_u64(&in); break;
     case SHAPE_OTHER:
         switch (h->op) {
         case RFS_OP_HELLO: {
@@ -300,18 +303,14 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             break;
         }
         case RFS_OP_AUTH:
-        case RFS_OP_TPC_AUTH:
-            rd_bytes(&in, r->u.auth.server_mac, RFS_MAC_LEN);
-            break;
+        case RFS_OP_TPC_AUTH: rd_bytes(&in, r->u.auth.server_mac, RFS_MAC_LEN); break;
         case RFS_OP_TPC_GRANT:
             rd_bytes(&in, r->u.tpc_grant.id, RFS_TPC_ID_LEN);
             rd_bytes(&in, r->u.tpc_grant.key, RFS_TPC_KEY_LEN);
             r->u.tpc_grant.ttl_ms = rd_u32(&in);
             r->u.tpc_grant.size = rd_u64(&in);
             break;
-        case RFS_OP_TPC_PULL:
-            r->u.tpc_pull.job = rd_u32(&in);
-            break;
+        case RFS_OP_TPC_PULL: r->u.tpc_pull.job = rd_u32(&in); break;
         case RFS_OP_TPC_STATUS:
             r->u.tpc_status.state = rd_u32(&in);
             r->u.tpc_status.crc = rd_u32(&in);
@@ -359,6 +358,7 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
     if (in.bad)
         return rfs_fail(RFS_E_PROTO, "%s reply: body of %zu bytes is truncated", name, len);
     if (in.rem != 0)
-        return rfs_fail(RFS_E_PROTO, "%s reply: %zu unexpected bytes after the fields", name, in.rem);
+        return rfs_fail(RFS_E_PROTO, "%s reply: %zu unexpected bytes after the fields", name,
+                        in.rem);
     return check_rep(r, RFS_E_PROTO);
 }

@@ -12,7 +12,10 @@
 #define OPEN_FLAGS_KNOWN (RFS_O_ACCMODE | RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND)
 #define MODE_BITS 07777u
 
-static int has_payload(uint16_t op) { return rfs_op_has(op, RFS_OPF_REQ_DATA); }
+static int has_payload(uint16_t op)
+{
+    return rfs_op_has(op, RFS_OPF_REQ_DATA);
+}
 
 static int check_read_len(uint16_t op, uint64_t len)
 {
@@ -106,8 +109,7 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
     case RFS_OP_PING:
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
-    case RFS_OP_GET_SIZE:
-        return RFS_OK;
+    case RFS_OP_GET_SIZE: return RFS_OK;
     case RFS_OP_OPEN: {
         uint32_t f = r->u.open.flags;
         if ((f & ~OPEN_FLAGS_KNOWN) || (f & RFS_O_ACCMODE) == 0)
@@ -120,15 +122,14 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if ((rc = rfs_wire_check_range(op, "range", r->u.pread.off, r->u.pread.len)))
             return rc;
         return check_read_len(op, r->u.pread.len);
-    case RFS_OP_PWRITE:
-        return rfs_wire_check_range(op, "range", r->u.pwrite.off, r->data_len);
+    case RFS_OP_PWRITE: return rfs_wire_check_range(op, "range", r->u.pwrite.off, r->data_len);
     case RFS_OP_PREADV:
     case RFS_OP_PWRITEV:
         if (r->u.iov.count > RFS_MAX_EXTENTS)
             return rfs_fail(RFS_E_TOOBIG, "%s: %u extents (limit %u)", rfs_op_name(op),
                             r->u.iov.count, RFS_MAX_EXTENTS);
         if (!host_ext && !r->u.iov.ext)
-            return RFS_OK;  /* the caller sends the extents; it vouches for them */
+            return RFS_OK; /* the caller sends the extents; it vouches for them */
         if ((rc = rfs_wire_extents_total(op, r->u.iov.count, host_ext ? NULL : r->u.iov.ext,
                                          host_ext, total)))
             return rc;
@@ -137,12 +138,10 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
             return check_read_len(op, *total);
         return RFS_OK;
     case RFS_OP_SET_SIZE:
-    case RFS_OP_PREALLOCATE:
-        return rfs_wire_check_range(op, "size", r->u.size.size, 0);
+    case RFS_OP_PREALLOCATE: return rfs_wire_check_range(op, "size", r->u.size.size, 0);
     case RFS_OP_STAT:
     case RFS_OP_DELETE:
-    case RFS_OP_STATFS:
-        return rfs_wire_check_path(op, "path", &r->u.path.path);
+    case RFS_OP_STATFS: return rfs_wire_check_path(op, "path", &r->u.path.path);
     case RFS_OP_RENAME:
         if ((rc = rfs_wire_check_path(op, "source path", &r->u.rename.from)))
             return rc;
@@ -163,10 +162,8 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if ((rc = check_mode(op, r->u.mkdir.mode)))
             return rc;
         return rfs_wire_check_path(op, "path", &r->u.mkdir.path);
-    case RFS_OP_LIST:
-        return rfs_wire_check_path(op, "path", &r->u.list.path);
-    case RFS_OP_CHECKSUM:
-        return check_checksum(r);
+    case RFS_OP_LIST: return rfs_wire_check_path(op, "path", &r->u.list.path);
+    case RFS_OP_CHECKSUM: return check_checksum(r);
     case RFS_OP_COUNTER:
         if (r->u.counter.set > 1)
             return rfs_fail(RFS_E_INVAL, "COUNTER: set must be 0 or 1, not %u", r->u.counter.set);
@@ -175,8 +172,7 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if (r->u.lock.mode != RFS_LOCK_SHARED && r->u.lock.mode != RFS_LOCK_EXCL)
             return rfs_fail(RFS_E_INVAL, "LOCK: mode %u", r->u.lock.mode);
         return rfs_wire_check_range(op, "range", r->u.lock.off, r->u.lock.len);
-    case RFS_OP_UNLOCK:
-        return rfs_wire_check_range(op, "range", r->u.unlock.off, r->u.unlock.len);
+    case RFS_OP_UNLOCK: return rfs_wire_check_range(op, "range", r->u.unlock.off, r->u.unlock.len);
     case RFS_OP_SET_VIEW:
         if (r->data_len == 0)
             return rfs_fail(RFS_E_INVAL, "SET_VIEW: empty datatype encoding");
@@ -188,15 +184,13 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
     case RFS_OP_VIEW_WRITE:
         return rfs_wire_check_range(op, "position", r->u.view_write.pos, r->data_len);
     case RFS_OP_TPC_AUTH:
-    case RFS_OP_TPC_STATUS:
-        return RFS_OK;
+    case RFS_OP_TPC_STATUS: return RFS_OK;
     case RFS_OP_TPC_GRANT:
         if (r->u.tpc_grant.uses < 1 || r->u.tpc_grant.uses > RFS_TPC_MAX_USES)
             return rfs_fail(RFS_E_INVAL, "TPC_GRANT: %u uses (1..%u)", r->u.tpc_grant.uses,
                             RFS_TPC_MAX_USES);
         return rfs_wire_check_path(op, "path", &r->u.tpc_grant.path);
-    case RFS_OP_TPC_PULL:
-        return check_tpc_pull(r);
+    case RFS_OP_TPC_PULL: return check_tpc_pull(r);
     }
     return rfs_fail(RFS_E_INVAL, "unknown op %u", op);
 }
@@ -218,15 +212,21 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_PING: return n;
     case RFS_OP_SESSION: return n + 2 * RFS_SESSION_LEN;
     case RFS_OP_OPEN: return n + 10 + r->u.open.path.len;
-    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: return n + 4;
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE: return n + 4;
     case RFS_OP_PREAD: return n + 16;
     case RFS_OP_PWRITE: return n + 12;
-    case RFS_OP_PREADV: case RFS_OP_PWRITEV:
-        return n + 8 + (size_t)r->u.iov.count * RFS_EXTENT_WIRE;
-    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: return n + 12;
-    case RFS_OP_STAT: case RFS_OP_DELETE: case RFS_OP_STATFS: return n + 2 + r->u.path.path.len;
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV: return n + 8 + (size_t)r->u.iov.count * RFS_EXTENT_WIRE;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE: return n + 12;
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:
+    case RFS_OP_STATFS: return n + 2 + r->u.path.path.len;
     case RFS_OP_RENAME: return n + 4 + r->u.rename.from.len + r->u.rename.to.len;
-    case RFS_OP_MKDIR: case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
     case RFS_OP_WRITE_FILE: return n + 10 + r->u.write_file.path.len;
     case RFS_OP_READ_FILE: return n + 6 + r->u.read_file.path.len;
     case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
@@ -262,44 +262,41 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     wr w = {.p = out, .cap = cap};
     if (!wr_take(&w, RFS_HDR_SIZE))
         return rfs_fail(RFS_E_TOOBIG, "%s: buffer of %zu bytes too small", rfs_op_name(r->op), cap);
-    uint64_t unwritten = r->data_len;  /* body bytes the caller sends after out */
+    uint64_t unwritten = r->data_len; /* body bytes the caller sends after out */
     switch ((rfs_op)r->op) {
-    case RFS_OP_HELLO:         /* u16 min_version, u16 max_version, u32 max_frame */
+    case RFS_OP_HELLO: /* u16 min_version, u16 max_version, u32 max_frame */
         wr_u16(&w, r->u.hello.min_version);
         wr_u16(&w, r->u.hello.max_version);
         wr_u32(&w, r->u.hello.max_frame);
         break;
-    case RFS_OP_AUTH:          /* client_nonce[32], mac[32] */
+    case RFS_OP_AUTH: /* client_nonce[32], mac[32] */
         wr_bytes(&w, r->u.auth.client_nonce, RFS_NONCE_LEN);
         wr_bytes(&w, r->u.auth.mac, RFS_MAC_LEN);
         break;
-    case RFS_OP_PING:          /* payload only */
-        break;
-    case RFS_OP_SESSION:       /* id[16], fence[16] */
+    case RFS_OP_PING: /* payload only */ break;
+    case RFS_OP_SESSION: /* id[16], fence[16] */
         wr_bytes(&w, r->u.session.id, RFS_SESSION_LEN);
         wr_bytes(&w, r->u.session.fence, RFS_SESSION_LEN);
         break;
-    case RFS_OP_OPEN:          /* u32 flags, u32 mode, path */
+    case RFS_OP_OPEN: /* u32 flags, u32 mode, path */
         wr_u32(&w, r->u.open.flags);
         wr_u32(&w, r->u.open.mode);
         put_path(&w, &r->u.open.path);
         break;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
-    case RFS_OP_GET_SIZE:      /* u32 fh */
-        wr_u32(&w, r->u.fh.fh);
-        break;
-    case RFS_OP_PREAD:         /* u32 fh, u64 off, u32 len */
+    case RFS_OP_GET_SIZE: /* u32 fh */ wr_u32(&w, r->u.fh.fh); break;
+    case RFS_OP_PREAD: /* u32 fh, u64 off, u32 len */
         wr_u32(&w, r->u.pread.fh);
         wr_u64(&w, r->u.pread.off);
         wr_u32(&w, r->u.pread.len);
         break;
-    case RFS_OP_PWRITE:        /* u32 fh, u64 off, data */
+    case RFS_OP_PWRITE: /* u32 fh, u64 off, data */
         wr_u32(&w, r->u.pwrite.fh);
         wr_u64(&w, r->u.pwrite.off);
         break;
     case RFS_OP_PREADV:
-    case RFS_OP_PWRITEV:       /* u32 fh, u32 count, count x (u64 off, u64 len), [data] */
+    case RFS_OP_PWRITEV: /* u32 fh, u32 count, count x (u64 off, u64 len), [data] */
         wr_u32(&w, r->u.iov.fh);
         wr_u32(&w, r->u.iov.count);
         if (ext_src) {
@@ -314,88 +311,86 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         }
         break;
     case RFS_OP_SET_SIZE:
-    case RFS_OP_PREALLOCATE:   /* u32 fh, u64 size */
+    case RFS_OP_PREALLOCATE: /* u32 fh, u64 size */
         wr_u32(&w, r->u.size.fh);
         wr_u64(&w, r->u.size.size);
         break;
     case RFS_OP_STAT:
     case RFS_OP_DELETE:
-    case RFS_OP_STATFS:        /* path */
-        put_path(&w, &r->u.path.path);
-        break;
-    case RFS_OP_RENAME:        /* from path, to path */
+    case RFS_OP_STATFS: /* path */ put_path(&w, &r->u.path.path); break;
+    case RFS_OP_RENAME: /* from path, to path */
         put_path(&w, &r->u.rename.from);
         put_path(&w, &r->u.rename.to);
         break;
-    case RFS_OP_READ_FILE:     /* u32 max, path */
+    case RFS_OP_READ_FILE: /* u32 max, path */
         wr_u32(&w, r->u.read_file.max);
         put_path(&w, &r->u.read_file.path);
         break;
-    case RFS_OP_WRITE_FILE:    /* u32 flags, u32 mode, path, data */
+    case RFS_OP_WRITE_FILE: /* u32 flags, u32 mode, path, data */
         wr_u32(&w, r->u.write_file.flags);
         wr_u32(&w, r->u.write_file.mode);
         put_path(&w, &r->u.write_file.path);
         break;
     case RFS_OP_MKDIR:
-    case RFS_OP_CHMOD:         /* u32 mode, path */
+    case RFS_OP_CHMOD: /* u32 mode, path */
         wr_u32(&w, r->u.mkdir.mode);
         put_path(&w, &r->u.mkdir.path);
         break;
-    case RFS_OP_LIST:          /* u32 start, path */
+    case RFS_OP_LIST: /* u32 start, path */
         wr_u32(&w, r->u.list.start);
         put_path(&w, &r->u.list.path);
         break;
-    case RFS_OP_CHECKSUM:      /* u32 fh, u32 algo, u64 off, u64 len, u64 seed */
+    case RFS_OP_CHECKSUM: /* u32 fh, u32 algo, u64 off, u64 len, u64 seed */
         wr_u32(&w, r->u.checksum.fh);
         wr_u32(&w, r->u.checksum.algo);
         wr_u64(&w, r->u.checksum.off);
         wr_u64(&w, r->u.checksum.len);
         wr_u64(&w, r->u.checksum.seed);
         break;
-    case RFS_OP_COUNTER:       /* u32 fh, u32 key, u32 set, i64 delta */
+    case RFS_OP_COUNTER: /* u32 fh, u32 key, u32 set, i64 delta */
         wr_u32(&w, r->u.counter.fh);
         wr_u32(&w, r->u.counter.key);
         wr_u32(&w, r->u.counter.set);
         wr_u64(&w, (uint64_t)r->u.counter.delta);
         break;
-    case RFS_OP_LOCK:          /* u32 fh, u64 off, u64 len, u32 mode, u32 wait_ms */
+    case RFS_OP_LOCK: /* u32 fh, u64 off, u64 len, u32 mode, u32 wait_ms */
         wr_u32(&w, r->u.lock.fh);
         wr_u64(&w, r->u.lock.off);
         wr_u64(&w, r->u.lock.len);
         wr_u32(&w, r->u.lock.mode);
         wr_u32(&w, r->u.lock.wait_ms);
         break;
-    case RFS_OP_UNLOCK:        /* u32 fh, u64 off, u64 len */
+    case RFS_OP_UNLOCK: /* u32 fh, u64 off, u64 len */
         wr_u32(&w, r->u.unlock.fh);
         wr_u64(&w, r->u.unlock.off);
         wr_u64(&w, r->u.unlock.len);
         break;
-    case RFS_OP_SET_VIEW:      /* u32 fh, u32 view_id, u64 disp, encoding */
+    case RFS_OP_SET_VIEW: /* u32 fh, u32 view_id, u64 disp, encoding */
         wr_u32(&w, r->u.set_view.fh);
         wr_u32(&w, r->u.set_view.view_id);
         wr_u64(&w, r->u.set_view.disp);
         break;
-    case RFS_OP_VIEW_READ:     /* u32 fh, u32 view_id, u64 pos, u32 len */
+    case RFS_OP_VIEW_READ: /* u32 fh, u32 view_id, u64 pos, u32 len */
         wr_u32(&w, r->u.view_read.fh);
         wr_u32(&w, r->u.view_read.view_id);
         wr_u64(&w, r->u.view_read.pos);
         wr_u32(&w, r->u.view_read.len);
         break;
-    case RFS_OP_VIEW_WRITE:    /* u32 fh, u32 view_id, u64 pos, data */
+    case RFS_OP_VIEW_WRITE: /* u32 fh, u32 view_id, u64 pos, data */
         wr_u32(&w, r->u.view_write.fh);
         wr_u32(&w, r->u.view_write.view_id);
         wr_u64(&w, r->u.view_write.pos);
         break;
-    case RFS_OP_TPC_AUTH:      /* id[16], client_nonce[32], mac[32] */
+    case RFS_OP_TPC_AUTH: /* id[16], client_nonce[32], mac[32] */
         wr_bytes(&w, r->u.tpc_auth.id, RFS_TPC_ID_LEN);
         wr_bytes(&w, r->u.tpc_auth.client_nonce, RFS_NONCE_LEN);
         wr_bytes(&w, r->u.tpc_auth.mac, RFS_MAC_LEN);
         break;
-    case RFS_OP_TPC_GRANT:     /* u32 uses, path */
+    case RFS_OP_TPC_GRANT: /* u32 uses, path */
         wr_u32(&w, r->u.tpc_grant.uses);
         put_path(&w, &r->u.tpc_grant.path);
         break;
-    case RFS_OP_TPC_PULL:      /* u32 flags, mode, port, streams, id, key, pin, host, src, dst */
+    case RFS_OP_TPC_PULL: /* u32 flags, mode, port, streams, id, key, pin, host, src, dst */
         wr_u32(&w, r->u.tpc_pull.flags);
         wr_u32(&w, r->u.tpc_pull.mode);
         wr_u32(&w, r->u.tpc_pull.port);
@@ -407,9 +402,7 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         put_path(&w, &r->u.tpc_pull.src);
         put_path(&w, &r->u.tpc_pull.dst);
         break;
-    case RFS_OP_TPC_STATUS:    /* u32 job */
-        wr_u32(&w, r->u.tpc_status.job);
-        break;
+    case RFS_OP_TPC_STATUS: /* u32 job */ wr_u32(&w, r->u.tpc_status.job); break;
     }
     if (w.full)
         return rfs_fail(RFS_E_TOOBIG, "%s: buffer of %zu bytes too small", rfs_op_name(r->op), cap);
@@ -430,13 +423,14 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     if (r->zshuf && !r->zok)
         return rfs_fail(RFS_E_INVAL, "%s: shuffled codecs offered without compression",
                         rfs_op_name(r->op));
-    rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = r->op,
+    rfs_hdr h = {.version = RFS_PROTO_VERSION,
+                 .op = r->op,
                  .flags = (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
                                      (r->extra_stream ? RFS_F_EXTRA : 0) |
-                                     (r->zok ? RFS_F_ZOK : 0) |
-                                     (r->zshuf ? RFS_F_ZSHUF : 0)),
+                                     (r->zok ? RFS_F_ZOK : 0) | (r->zshuf ? RFS_F_ZSHUF : 0)),
                  .req_id = r->id,
-                 .status = 0, .body_len = (uint32_t)body};
+                 .status = 0,
+                 .body_len = (uint32_t)body};
     rfs_hdr_encode(out, &h);
     *len = w.n;
     return RFS_OK;
@@ -461,20 +455,28 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0 || h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
     if ((h->flags & RFS_F_ZOK) && !rfs_op_has(h->op, RFS_OPF_REP_PACK))
-        return rfs_fail(RFS_E_PROTO, "%s request accepts a compressed reply, which only reads "
-                        "of a file's bytes have", name);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s request accepts a compressed reply, which only reads "
+                        "of a file's bytes have",
+                        name);
     r->zok = (h->flags & RFS_F_ZOK) != 0;
     r->zshuf = (h->flags & RFS_F_ZSHUF) != 0;
     if (r->zshuf && !r->zok)
-        return rfs_fail(RFS_E_PROTO, "%s request offers shuffled codecs without accepting a "
-                        "compressed reply", name);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s request offers shuffled codecs without accepting a "
+                        "compressed reply",
+                        name);
     if ((h->flags & RFS_F_EXTRA) && h->op != RFS_OP_HELLO)
-        return rfs_fail(RFS_E_PROTO, "%s request marks an additional stream, which only a "
-                        "HELLO can", name);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s request marks an additional stream, which only a "
+                        "HELLO can",
+                        name);
     r->extra_stream = (h->flags & RFS_F_EXTRA) != 0;
     if ((h->flags & RFS_F_VER) && !rfs_op_has(h->op, RFS_OPF_VERSIONED))
-        return rfs_fail(RFS_E_PROTO, "%s request asks for the file's version, which only "
-                        "OPEN and the writes and size changes of a file have", name);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s request asks for the file's version, which only "
+                        "OPEN and the writes and size changes of a file have",
+                        name);
     r->want_ver = (h->flags & RFS_F_VER) != 0;
     if (len != h->body_len || (len && !body))
         return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes, header says %u", name, len,
@@ -491,8 +493,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         rd_bytes(&in, r->u.auth.client_nonce, RFS_NONCE_LEN);
         rd_bytes(&in, r->u.auth.mac, RFS_MAC_LEN);
         break;
-    case RFS_OP_PING:
-        break;
+    case RFS_OP_PING: break;
     case RFS_OP_SESSION:
         rd_bytes(&in, r->u.session.id, RFS_SESSION_LEN);
         rd_bytes(&in, r->u.session.fence, RFS_SESSION_LEN);
@@ -504,9 +505,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         break;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
-    case RFS_OP_GET_SIZE:
-        r->u.fh.fh = rd_u32(&in);
-        break;
+    case RFS_OP_GET_SIZE: r->u.fh.fh = rd_u32(&in); break;
     case RFS_OP_PREAD:
         r->u.pread.fh = rd_u32(&in);
         r->u.pread.off = rd_u64(&in);
@@ -534,9 +533,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         break;
     case RFS_OP_STAT:
     case RFS_OP_DELETE:
-    case RFS_OP_STATFS:
-        get_path(&in, &r->u.path.path);
-        break;
+    case RFS_OP_STATFS: get_path(&in, &r->u.path.path); break;
     case RFS_OP_RENAME:
         get_path(&in, &r->u.rename.from);
         get_path(&in, &r->u.rename.to);
@@ -621,15 +618,13 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         get_path(&in, &r->u.tpc_pull.src);
         get_path(&in, &r->u.tpc_pull.dst);
         break;
-    case RFS_OP_TPC_STATUS:
-        r->u.tpc_status.job = rd_u32(&in);
-        break;
+    case RFS_OP_TPC_STATUS: r->u.tpc_status.job = rd_u32(&in); break;
     }
     if (in.bad)
         return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes is truncated", name, len);
     if (has_payload(h->op)) {
         r->data = in.rem ? in.p : NULL;
-        r->data_len = (uint32_t)in.rem;  /* rem <= body_len, a u32 */
+        r->data_len = (uint32_t)in.rem; /* rem <= body_len, a u32 */
     } else if (in.rem != 0) {
         return rfs_fail(RFS_E_PROTO, "%s request: %zu unexpected bytes after the fields", name,
                         in.rem);

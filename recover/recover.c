@@ -78,7 +78,7 @@ static void ver_free(ver_list *l)
 
 static int same_version(const rfs_journal_version *want, const rfs_journal_version *found)
 {
-    if (!want->exists)  /* a deferred create that never got data leaves an empty file */
+    if (!want->exists) /* a deferred create that never got data leaves an empty file */
         return !found->exists || found->size == 0;
     return found->exists && found->size == want->size && found->mtime_ns == want->mtime_ns;
 }
@@ -87,12 +87,12 @@ static int same_version(const rfs_journal_version *want, const rfs_journal_versi
 
 typedef struct pending {
     uint64_t seq, rec_off, index, len;
-    size_t file;   /* index into rj.files */
+    size_t file; /* index into rj.files */
 } pending;
 
 typedef struct target {
-    char *name;          /* as recorded */
-    char *dest;          /* where it goes (--to applied) */
+    char *name; /* as recorded */
+    char *dest; /* where it goes (--to applied) */
     rfs_file *f;
     uint64_t undelivered;
 } target;
@@ -100,7 +100,7 @@ typedef struct target {
 typedef struct run {
     const rfs_abt_recover_opts *ro;
     rfs_abt_recover_result *res;
-    ver_list accepted;   /* per dest: versions a file may have to be replayed onto */
+    ver_list accepted; /* per dest: versions a file may have to be replayed onto */
 } run;
 
 typedef struct rjournal {
@@ -111,7 +111,7 @@ typedef struct rjournal {
     size_t n, cap;
     target *files;
     size_t n_files;
-    ver_list recorded;   /* newest version per recorded name in this journal */
+    ver_list recorded; /* newest version per recorded name in this journal */
     uint64_t max_ticket;
     uint64_t delivered_records, delivered_bytes;
 } rjournal;
@@ -241,7 +241,8 @@ static void undelivered_list(const rjournal *j, char *out, size_t cap)
             continue;
         char h[64];
         human(j->files[i].undelivered, h, sizeof h);
-        at += (size_t)snprintf(out + at, cap - at, "%s%s: %s", at ? ", " : " (", j->files[i].dest, h);
+        at +=
+            (size_t)snprintf(out + at, cap - at, "%s%s: %s", at ? ", " : " (", j->files[i].dest, h);
     }
     if (at + 2 < cap)
         strcat(out, ")");
@@ -279,8 +280,10 @@ static int check_versions(rjournal *j)
         if (r->ro->force)
             continue;
         if (!want || !want->v.known) {
-            note(r, "%s: %s: the writer recorded no version of the file (the server did not "
-                 "answer it); replaying without the check", j->path, t->dest);
+            note(r,
+                 "%s: %s: the writer recorded no version of the file (the server did not "
+                 "answer it); replaying without the check",
+                 j->path, t->dest);
             continue;
         }
         int ok = same_version(&want->v, &found);
@@ -291,9 +294,11 @@ static int check_versions(rjournal *j)
             char w[96], f[96];
             describe(&want->v, w, sizeof w);
             describe(&found, f, sizeof f);
-            return rfs_fail(RFS_E_EXIST, "%s: changed on the server since the writer's last "
+            return rfs_fail(RFS_E_EXIST,
+                            "%s: changed on the server since the writer's last "
                             "delivery (expected %s, found %s): another writer? nothing of this "
-                            "journal replayed; rerun with --force to overwrite", t->dest, w, f);
+                            "journal replayed; rerun with --force to overwrite",
+                            t->dest, w, f);
         }
     }
     return RFS_OK;
@@ -384,7 +389,8 @@ static long lock_holder(int fd)
 static int still_there(const char *path, int fd)
 {
     struct stat a, b;
-    return stat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+    return stat(path, &a) == 0 && fstat(fd, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
 }
 
 enum { J_DONE, J_HELD, J_KEPT, J_NOT_JOURNAL };
@@ -414,8 +420,10 @@ static int open_locked(run *r, const char *path, int *fd)
         char who[64] = "";
         if (pid)
             snprintf(who, sizeof who, " (pid %ld)", pid);
-        note(r, "%s: held by another process%s: its writer is alive or another rfs recover is "
-             "delivering it; skipped", path, who);
+        note(r,
+             "%s: held by another process%s: its writer is alive or another rfs recover is "
+             "delivering it; skipped",
+             path, who);
         close(*fd);
         return J_HELD;
     }
@@ -451,7 +459,8 @@ static void lost_per_file(rjournal *j, const rfs_journal_end *end, char *out, si
     if (end->next_off) {
         rfs_journal_end e2;
         if (rfs_journal_scan_from(j->fd, end->next_off, end->index + 1, 0, tally, j, &e2) ==
-                RFS_OK && e2.kind != RFS_JOURNAL_CLEAN) {
+                RFS_OK &&
+            e2.kind != RFS_JOURNAL_CLEAN) {
             char h[64];
             human(e2.bytes_after, h, sizeof h);
             snprintf(unread, sizeof unread, "; %s from offset %" PRIu64 " on cannot be read", h,
@@ -484,10 +493,11 @@ static void keep_corrupt(rjournal *j, const rfs_journal_end *end)
     if (rename(j->path, kept) != 0)
         snprintf(kept, sizeof kept, "%s (could not rename it: %s)", j->path, strerror(errno));
     human(end->bytes_after, lost, sizeof lost);
-    rfs_fail(RFS_E_IO, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is corrupt (%s); "
+    rfs_fail(RFS_E_IO,
+             "%s: record %" PRIu64 " at journal offset %" PRIu64 " is corrupt (%s); "
              "the records before it were delivered (%" PRIu64 " bytes); not delivered: %s (the "
-             "last %s of the journal); journal kept as %s", j->path, end->index, end->off,
-             end->why, j->delivered_bytes, per, lost, kept);
+             "last %s of the journal); journal kept as %s",
+             j->path, end->index, end->off, end->why, j->delivered_bytes, per, lost, kept);
 }
 
 static void release(rjournal *j)
@@ -507,14 +517,14 @@ static void release(rjournal *j)
 /* Delivers the collected records in write order; on failure says which and what is left. */
 static int deliver_all(rjournal *j)
 {
-    if (j->n)  /* an empty list has no array: qsort(NULL, 0) is undefined (UBSan) */
+    if (j->n) /* an empty list has no array: qsort(NULL, 0) is undefined (UBSan) */
         qsort(j->v, j->n, sizeof *j->v, by_seq);
     for (size_t i = 0; i < j->n; i++) {
         int rc = rfs_journal_read_at(j->fd, j->v[i].rec_off, deliver, j);
         if (rc == RFS_OK)
             continue;
         char left[1024], total[64];
-        rfs_status cause;  /* the delivery's failure, past closing the files */
+        rfs_status cause; /* the delivery's failure, past closing the files */
         if (!rfs_last_error()[0])
             rfs_fail(rc, "%s", rfs_strerror(rc));
         rfs_status_save(&cause, rc);
@@ -523,9 +533,11 @@ static int deliver_all(rjournal *j)
         human(undelivered_total(j), total, sizeof total);
         const target *t = &j->files[j->v[i].file];
         const char *srv = strncmp(cause.msg, "rfs:", 4) == 0 ? "" : t->dest;
-        return rfs_fail(rc, "%s%s%s (record %" PRIu64 " at journal offset %" PRIu64 ", %s not "
-                        "delivered%s; journal %s kept)", srv, srv[0] ? ": " : "", cause.msg,
-                        j->v[i].index, j->v[i].rec_off, total, left, j->path);
+        return rfs_fail(rc,
+                        "%s%s%s (record %" PRIu64 " at journal offset %" PRIu64 ", %s not "
+                        "delivered%s; journal %s kept)",
+                        srv, srv[0] ? ": " : "", cause.msg, j->v[i].index, j->v[i].rec_off, total,
+                        left, j->path);
     }
     return finish_files(j);
 }
@@ -536,13 +548,16 @@ static int deliver_all(rjournal *j)
  * follow intact records and a later run reads them. */
 static int drop_torn_tail(rjournal *j, const rfs_journal_end *end)
 {
-    note(j->r, "%s: record %" PRIu64 " at journal offset %" PRIu64 " is incomplete (%" PRIu64
-         " of %s%" PRIu64 " bytes: the writer died while appending it); ignored", j->path,
-         end->index, end->off, end->present, end->want ? "" : "at least ",
+    note(j->r,
+         "%s: record %" PRIu64 " at journal offset %" PRIu64 " is incomplete (%" PRIu64
+         " of %s%" PRIu64 " bytes: the writer died while appending it); ignored",
+         j->path, end->index, end->off, end->present, end->want ? "" : "at least ",
          end->want ? end->want : (uint64_t)40);
     if (ftruncate(j->fd, (off_t)end->off) != 0)
-        return rfs_fail(rfs_err_from_errno(errno), "%s: cannot cut off its incomplete last "
-                        "record: %s", j->path, strerror(errno));
+        return rfs_fail(rfs_err_from_errno(errno),
+                        "%s: cannot cut off its incomplete last "
+                        "record: %s",
+                        j->path, strerror(errno));
     return RFS_OK;
 }
 
@@ -633,7 +648,8 @@ static int list_journals(const char *dir, char ***out, size_t *n)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return rfs_fail(rfs_err_from_errno(errno), "staging directory %s: %s", dir, strerror(errno));
+        return rfs_fail(rfs_err_from_errno(errno), "staging directory %s: %s", dir,
+                        strerror(errno));
     char **v = NULL;
     size_t cnt = 0;
     struct dirent *e;
@@ -682,7 +698,7 @@ int rfs_abt_recover(const char *dir, const rfs_abt_recover_opts *ro, rfs_abt_rec
     run r = {.ro = ro, .res = res};
     if (err == RFS_OK)
         gather_versions(&r, dir, names, n);
-    rfs_status first = {RFS_OK, ""};  /* the first journal not delivered, and why */
+    rfs_status first = {RFS_OK, ""}; /* the first journal not delivered, and why */
     for (size_t i = 0; err == RFS_OK && i < n; i++) {
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);

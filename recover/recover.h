@@ -25,20 +25,20 @@
 typedef void (*rfs_abt_progress_fn)(void *ctx, const char *name, uint64_t bytes_done);
 typedef void (*rfs_abt_note_fn)(void *ctx, const char *line);
 typedef struct rfs_abt_recover_opts {
-    const rfs_options *opts;     /* for connecting to the servers (NULL: defaults, $RFS_TOKEN*) */
-    const char *to;              /* NULL, or "rfs:HOST:PORT": deliver to this server instead of
-                                  * the one named in the journal (same paths) */
-    int force;                   /* replay even onto files changed since the writer's last delivery */
-    rfs_abt_progress_fn progress;/* may be NULL: called after each record */
-    rfs_abt_note_fn note;        /* may be NULL: problems are logged as warnings */
+    const rfs_options *opts; /* for connecting to the servers (NULL: defaults, $RFS_TOKEN*) */
+    const char *to;          /* NULL, or "rfs:HOST:PORT": deliver to this server instead of
+                              * the one named in the journal (same paths) */
+    int force;               /* replay even onto files changed since the writer's last delivery */
+    rfs_abt_progress_fn progress; /* may be NULL: called after each record */
+    rfs_abt_note_fn note;         /* may be NULL: problems are logged as warnings */
     void *ctx;
 } rfs_abt_recover_opts;
 typedef struct rfs_abt_recover_result {
-    uint64_t records, bytes;     /* delivered */
-    unsigned journals_done;      /* fully delivered and removed */
-    unsigned journals_held;      /* skipped: locked by another process */
-    unsigned journals_kept;      /* kept: corrupt, refused or failed */
-    unsigned not_journals;       /* *.rfsj files that are not journals, left alone */
+    uint64_t records, bytes; /* delivered */
+    unsigned journals_done;  /* fully delivered and removed */
+    unsigned journals_held;  /* skipped: locked by another process */
+    unsigned journals_kept;  /* kept: corrupt, refused or failed */
+    unsigned not_journals;   /* *.rfsj files that are not journals, left alone */
 } rfs_abt_recover_result;
 int rfs_abt_recover(const char *dir, const rfs_abt_recover_opts *ro, rfs_abt_recover_result *res);
 

@@ -21,7 +21,7 @@
 static int enabled;
 static const char *file;
 static int fd = -1;
-static pthread_rwlock_t fd_lock = PTHREAD_RWLOCK_INITIALIZER;  /* a reopen waits for writes */
+static pthread_rwlock_t fd_lock = PTHREAD_RWLOCK_INITIALIZER; /* a reopen waits for writes */
 
 #define LINE_MAX_BYTES 12288
 
@@ -129,9 +129,9 @@ static void emit(line *l)
 static const char *result_name(int rc)
 {
     static const char *const names[] = {
-        "ok", "NOENT", "EXIST", "ACCESS", "AUTH", "ROFS", "INVAL", "NOSPC", "ISDIR", "NOTDIR",
-        "NOTEMPTY", "IO", "PROTO", "CONN", "TIMEOUT", "TOOBIG", "NOMEM", "BADF", "UNSUPPORTED",
-        "BUSY", "NAME", "VERSION", "FBIG", "DQUOT"};
+        "ok",    "NOENT",  "EXIST",       "ACCESS", "AUTH",  "ROFS",    "INVAL",   "NOSPC",
+        "ISDIR", "NOTDIR", "NOTEMPTY",    "IO",     "PROTO", "CONN",    "TIMEOUT", "TOOBIG",
+        "NOMEM", "BADF",   "UNSUPPORTED", "BUSY",   "NAME",  "VERSION", "FBIG",    "DQUOT"};
     unsigned i = (unsigned)-rc;
     return i < sizeof names / sizeof names[0] ? names[i] : "error";
 }
@@ -161,15 +161,22 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
     if (!rfs_op_has(q->op, RFS_OPF_AUDITED))
         return;
     const rfs_wpath *p = NULL, *to = NULL;
-    switch (q->op) {  /* the paths it names */
+    switch (q->op) { /* the paths it names */
     case RFS_OP_OPEN: p = &q->u.open.path; break;
     case RFS_OP_DELETE: p = &q->u.path.path; break;
-    case RFS_OP_RENAME: p = &q->u.rename.from; to = &q->u.rename.to; break;
-    case RFS_OP_MKDIR: case RFS_OP_CHMOD: p = &q->u.mkdir.path; break;
+    case RFS_OP_RENAME:
+        p = &q->u.rename.from;
+        to = &q->u.rename.to;
+        break;
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD: p = &q->u.mkdir.path; break;
     case RFS_OP_WRITE_FILE: p = &q->u.write_file.path; break;
     case RFS_OP_READ_FILE: p = &q->u.read_file.path; break;
-    case RFS_OP_TPC_GRANT: p = &q->u.tpc_grant.path; break;        /* a read capability */
-    case RFS_OP_TPC_PULL: p = &q->u.tpc_pull.dst; to = NULL; break;  /* a file written */
+    case RFS_OP_TPC_GRANT: p = &q->u.tpc_grant.path; break; /* a read capability */
+    case RFS_OP_TPC_PULL:
+        p = &q->u.tpc_pull.dst;
+        to = NULL;
+        break; /* a file written */
     default: return;
     }
     line l;
@@ -180,7 +187,7 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
     put_quoted(&l, "path", p->s, p->len);
     if (to)
         put_quoted(&l, "to", to->s, to->len);
-    if (q->op == RFS_OP_TPC_PULL) {  /* where from: the outgoing connection it asks for */
+    if (q->op == RFS_OP_TPC_PULL) { /* where from: the outgoing connection it asks for */
         put_quoted(&l, "from_host", q->u.tpc_pull.host.s, q->u.tpc_pull.host.len);
         put(&l, " from_port=%u", q->u.tpc_pull.port);
         put_quoted(&l, "from", q->u.tpc_pull.src.s, q->u.tpc_pull.src.len);

@@ -13,7 +13,7 @@
 #include "peraddr.h"
 
 typedef struct {
-    char addr[64];     /* "" : free */
+    char addr[64]; /* "" : free */
     unsigned failures;
     uint64_t last_ms;  /* time of the last failure */
     uint64_t until_ms; /* no AUTH from this address before this time */
@@ -23,7 +23,10 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static entry table[RFSD_AUTH_TABLE];
 static unsigned base_ms = RFSD_AUTH_BACKOFF_MS;
 
-void rfsd_authlimit_init(unsigned backoff_ms) { base_ms = backoff_ms; }
+void rfsd_authlimit_init(unsigned backoff_ms)
+{
+    base_ms = backoff_ms;
+}
 
 static uint64_t now_ms(void)
 {
@@ -83,8 +86,8 @@ uint64_t rfsd_authlimit_failed(const char *peer, unsigned *failures)
     }
     e->failures++;
     uint64_t delay = e->failures > RFSD_AUTH_FREE ? base_ms : 0;
-    for (unsigned i = RFSD_AUTH_FREE + 1; delay && i < e->failures &&
-                                          delay < RFSD_AUTH_BACKOFF_MAX_MS; i++)
+    for (unsigned i = RFSD_AUTH_FREE + 1;
+         delay && i < e->failures && delay < RFSD_AUTH_BACKOFF_MAX_MS; i++)
         delay *= 2;
     if (delay > RFSD_AUTH_BACKOFF_MAX_MS)
         delay = RFSD_AUTH_BACKOFF_MAX_MS;

@@ -7,8 +7,9 @@
 
 #include <stdint.h>
 
-#define RFSD_AUTH_FREE 3u                /* failures an address may make without delay (typos) */
-#define RFSD_AUTH_BACKOFF_MS 1000u       /* delay after the first failure beyond those
+#define RFSD_AUTH_FREE 3u /* failures an address may make without delay (typos) */
+#define RFSD_AUTH_BACKOFF_MS \
+    1000u                                /* delay after the first failure beyond those
                                             (--auth-backoff-ms) */
 #define RFSD_AUTH_BACKOFF_MAX_MS 300000u /* the delay doubles per failure up to this */
 #define RFSD_AUTH_FORGET_S 600u          /* failures are forgotten after this long without one */

@@ -26,8 +26,8 @@ static int fd_fail(const char *shown, const char *what, int e)
 static int range_ok(const char *shown, uint64_t off, uint64_t len)
 {
     if (off > OFF_MAX || len > OFF_MAX - off)
-        return rfs_fail(RFS_E_FBIG, "%s: range [%llu, +%llu) beyond the largest file offset",
-                        shown, (unsigned long long)off, (unsigned long long)len);
+        return rfs_fail(RFS_E_FBIG, "%s: range [%llu, +%llu) beyond the largest file offset", shown,
+                        (unsigned long long)off, (unsigned long long)len);
     return RFS_OK;
 }
 
@@ -42,16 +42,20 @@ int rfsd_be_open(int root_fd, const rfsd_path *p, uint32_t flags, uint32_t mode,
     case RFS_O_RDONLY: of = O_RDONLY; break;
     case RFS_O_WRONLY: of = O_WRONLY; break;
     case RFS_O_RDWR: of = O_RDWR; break;
-    default: return rfs_fail(RFS_E_INVAL, "%s: open needs one of read-only, write-only, read-write",
-                             p->shown);
+    default:
+        return rfs_fail(RFS_E_INVAL, "%s: open needs one of read-only, write-only, read-write",
+                        p->shown);
     }
     if ((flags & RFS_O_EXCL) && !(flags & RFS_O_CREAT))
         return rfs_fail(RFS_E_INVAL, "%s: exclusive open without create", p->shown);
     if ((flags & (RFS_O_TRUNC | RFS_O_APPEND)) && (flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
         return rfs_fail(RFS_E_INVAL, "%s: truncate/append on a read-only open", p->shown);
-    if (flags & RFS_O_CREAT) of |= O_CREAT;
-    if (flags & RFS_O_EXCL) of |= O_EXCL;
-    if (flags & RFS_O_APPEND) of |= O_APPEND;
+    if (flags & RFS_O_CREAT)
+        of |= O_CREAT;
+    if (flags & RFS_O_EXCL)
+        of |= O_EXCL;
+    if (flags & RFS_O_APPEND)
+        of |= O_APPEND;
     /* O_NONBLOCK: opening a FIFO placed in the export must not park a worker forever.
      * O_TRUNC is applied only after the type check below. */
     int fd, rc = rfsd_open_beneath(root_fd, p, of | O_NONBLOCK, mode ? mode : 0644, &fd);
@@ -89,7 +93,7 @@ int rfsd_be_pread(int fd, const char *shown, void *buf, size_t len, uint64_t off
     *done = 0;
     if (rc)
         return rc;
-    ssize_t got = rfs_pread_full(fd, buf, len, off);  /* short only at end of file */
+    ssize_t got = rfs_pread_full(fd, buf, len, off); /* short only at end of file */
     if (got < 0)
         return fd_fail(shown, "read", errno);
     *done = (size_t)got;
@@ -115,9 +119,10 @@ int rfsd_be_readable(int fd, const char *shown, size_t len, uint64_t off, size_t
  * request for all-or-nothing (the client reports the whole write as failed either way). */
 static int write_fail(const char *shown, size_t len, uint64_t off, size_t put, int e)
 {
-    return rfs_fail(rfs_err_from_errno(e), "%s: write of %zu bytes at offset %llu: %s (%zu bytes "
-                    "landed before the error)", shown, len, (unsigned long long)off, strerror(e),
-                    put);
+    return rfs_fail(rfs_err_from_errno(e),
+                    "%s: write of %zu bytes at offset %llu: %s (%zu bytes "
+                    "landed before the error)",
+                    shown, len, (unsigned long long)off, strerror(e), put);
 }
 
 /* Big enough to amortise the read calls, small enough that many concurrent CHECKSUMs do not
@@ -210,8 +215,9 @@ static void fill_stat(const struct stat *s, rfs_stat_info *st)
 {
     st->size = (uint64_t)s->st_size;
     st->mode = (uint32_t)(s->st_mode & 07777);
-    st->type = S_ISREG(s->st_mode) ? RFS_TYPE_FILE : S_ISDIR(s->st_mode) ? RFS_TYPE_DIR
-                                                                          : RFS_TYPE_OTHER;
+    st->type = S_ISREG(s->st_mode)   ? RFS_TYPE_FILE
+               : S_ISDIR(s->st_mode) ? RFS_TYPE_DIR
+                                     : RFS_TYPE_OTHER;
     st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000LL + s->st_mtim.tv_nsec;
 }
 
@@ -336,7 +342,7 @@ int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, 
         struct stat s;
         /* the entry itself, never followed: a symlink shows as "other" */
         if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;  /* vanished meanwhile */
+            continue; /* vanished meanwhile */
         rfs_stat_info si;
         fill_stat(&s, &si);
         size_t nlen = strlen(de->d_name);
@@ -349,7 +355,8 @@ int rfsd_be_list(int root_fd, const rfsd_path *p, uint32_t start, uint8_t *out, 
         size_t n = rfs_list_entry_encode(&e, out + *used, cap - *used);
         if (n == 0) {
             if (*count == 0) {
-                rc = rfs_fail(RFS_E_TOOBIG, "%s: directory entry does not fit in a frame", p->shown);
+                rc =
+                    rfs_fail(RFS_E_TOOBIG, "%s: directory entry does not fit in a frame", p->shown);
                 break;
             }
             *next = index - 1;
@@ -438,8 +445,7 @@ int rfsd_be_write_file(int root_fd, rfsd_path *p, uint32_t mode, int excl, int s
      * file behind, never a half-written target. */
     char tmp[300];
     static _Atomic unsigned long seq;
-    snprintf(tmp, sizeof tmp, ".%.200s.rfs-wf-%ld-%lu", name, (long)getpid(),
-             (unsigned long)++seq);
+    snprintf(tmp, sizeof tmp, ".%.200s.rfs-wf-%ld-%lu", name, (long)getpid(), (unsigned long)++seq);
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     (mode_t)(mode ? mode & 07777 : 0644));
     if (fd < 0) {

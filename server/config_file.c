@@ -76,7 +76,7 @@ static int read_file(const char *path, char ***v, int *n, int *cap)
             const char *after = s + word + strspn(s + word, " \t");
             if (s[word] && *after != '=') {
                 s[word] = '\0';
-                eq = s + word;  /* "export NAME PATH ...": the line's rest is the value */
+                eq = s + word; /* "export NAME PATH ...": the line's rest is the value */
             }
         }
         if (eq) {
@@ -86,8 +86,10 @@ static int read_file(const char *path, char ***v, int *n, int *cap)
         }
         if (!*key || strspn(key, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(key) ||
             strcmp(key, "config") == 0 || (val && !*val)) {
-            fprintf(stderr, "rfsd: %s:%d: expected 'key = value' or a flag name (the long "
-                    "options of rfsd --help, without the dashes)\n", path, line);
+            fprintf(stderr,
+                    "rfsd: %s:%d: expected 'key = value' or a flag name (the long "
+                    "options of rfsd --help, without the dashes)\n",
+                    path, line);
             rc = -1;
             break;
         }

@@ -31,7 +31,7 @@ int rfsd_path_from_wire(const rfs_wpath *w, rfsd_path *p)
     }
     const char *s = p->shown;
     while (*s == '/')
-        s++;  /* absolute client paths are relative to the export root */
+        s++; /* absolute client paths are relative to the export root */
     if (!*s)
         s = ".";
     strcpy(p->rel, s);
@@ -87,8 +87,10 @@ int rfsd_open_parent(int root_fd, rfsd_path *p, int *dir_fd, const char **last)
     char *slash = strrchr(rel, '/');
     const char *name = slash ? slash + 1 : rel;
     if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-        return rfs_fail(RFS_E_INVAL, "%s: the last path component must name an entry "
-                                     "(not '', '.' or '..')", p->shown);
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: the last path component must name an entry "
+                        "(not '', '.' or '..')",
+                        p->shown);
     const char *parent = ".";
     if (slash) {
         *slash = '\0';

@@ -78,15 +78,15 @@ static int conn_recv(rfsd_conn *c, void *buf, size_t len)
      * says who it is must not hold a slot for a whole lease. */
     int ready = atomic_load(&c->ready);
     int limit = ready ? c->srv->cfg.lease_ms : c->srv->cfg.handshake_timeout_ms;
-    int r = recv_all(c->tr, buf, len, limit,
-                     ready ? 0 : c->started_ns + (int64_t)limit * 1000000);
+    int r = recv_all(c->tr, buf, len, limit, ready ? 0 : c->started_ns + (int64_t)limit * 1000000);
     if (r == 1)
         rfsd_session_heard(c);
     else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&c->fenced))
         RFS_LOGI(ready ? "%s: nothing received for %d ms: session expired, closing it and "
                          "dropping whatever it sends later"
                        : "%s: no authentication within %d ms (rfsd --handshake-timeout-ms); "
-                         "closing", c->peer, limit);
+                         "closing",
+                 c->peer, limit);
     return r;
 }
 
@@ -101,7 +101,8 @@ int rfsd_conn_evict_unready(rfsd_server *srv)
     if (oldest) {
         atomic_store(&oldest->closing, 1);
         RFS_LOGI("%s: not authenticated yet and the connection table is full: closed to make "
-                 "room", oldest->peer);
+                 "room",
+                 oldest->peer);
         shutdown(oldest->fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&srv->mu);
@@ -201,7 +202,8 @@ int rfsd_handle_add(rfsd_conn *c, rfsd_handle *h)
                         h->path, RFSD_MAX_HANDLES);
     unsigned per_addr = c->srv->cfg.max_handles_per_addr;
     if (c->addr && !rfsd_addr_open(c->addr, per_addr))
-        return rfs_fail(RFS_E_NOSPC, "%s: too many open files from this client's address %s "
+        return rfs_fail(RFS_E_NOSPC,
+                        "%s: too many open files from this client's address %s "
                         "(limit %u over all its connections, rfsd --max-handles-per-addr)",
                         h->path, rfsd_addr_name(c->addr), per_addr);
     for (unsigned i = 0; i < RFSD_MAX_HANDLES; i++) {
@@ -494,8 +496,10 @@ static int backed_off(rfsd_conn *c, const rfs_req *req)
     if (!wait)
         return 0;
     rfsd_conn_send_error(c, req->op, req->id,
-                         rfs_fail(RFS_E_AUTH, "too many failed authentications from this "
-                                  "address: retry in %llu ms", (unsigned long long)wait));
+                         rfs_fail(RFS_E_AUTH,
+                                  "too many failed authentications from this "
+                                  "address: retry in %llu ms",
+                                  (unsigned long long)wait));
     return 1;
 }
 
@@ -506,20 +510,22 @@ static int refuse_extra_stream(rfsd_conn *c, const rfs_req *req)
 {
     if (!c->addr)
         return 0;
-    unsigned share = rfsd_stream_share(c->srv->cfg.max_stream_conns_per_addr,
-                                       c->srv->cfg.max_conns_per_addr);
+    unsigned share =
+        rfsd_stream_share(c->srv->cfg.max_stream_conns_per_addr, c->srv->cfg.max_conns_per_addr);
     unsigned n;
     if (rfsd_addr_take_stream(c->addr, share, &n)) {
         c->extra_stream = 1;
         return 0;
     }
     RFS_LOGI("%s: additional stream refused: %u from %s already (limit %u, rfsd "
-             "--max-stream-conns-per-addr)", c->peer, n, rfsd_addr_name(c->addr), share);
+             "--max-stream-conns-per-addr)",
+             c->peer, n, rfsd_addr_name(c->addr), share);
     rfsd_conn_send_error(c, req->op, req->id,
-                         rfs_fail(RFS_E_BUSY, "server busy: additional stream refused: %u "
+                         rfs_fail(RFS_E_BUSY,
+                                  "server busy: additional stream refused: %u "
                                   "additional streams from %s (limit %u per address, rfsd "
-                                  "--max-stream-conns-per-addr)", n, rfsd_addr_name(c->addr),
-                                  share));
+                                  "--max-stream-conns-per-addr)",
+                                  n, rfsd_addr_name(c->addr), share));
     return 1;
 }
 
@@ -535,9 +541,9 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     if (req->extra_stream && refuse_extra_stream(c, req))
         return -1;
     rfs_rep rep = {.op = RFS_OP_HELLO, .id = req->id};
-    int rc = rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version,
-                              req->u.hello.max_frame, c->srv->cfg.max_frame,
-                              &rep.u.hello.version, &rep.u.hello.max_frame);
+    int rc =
+        rfs_hello_choose(req->u.hello.min_version, req->u.hello.max_version, req->u.hello.max_frame,
+                         c->srv->cfg.max_frame, &rep.u.hello.version, &rep.u.hello.max_frame);
     if (!rc)
         rc = rfs_auth_random(s->nonce, RFS_NONCE_LEN);
     if (rc) {
@@ -546,9 +552,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     }
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
-    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM |
-                           RFS_FEAT_LZ4 | RFS_FEAT_ZSTD | RFS_FEAT_SHUFFLE | RFS_FEAT_VER |
-                           RFS_FEAT_TPC_SRC |
+    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM | RFS_FEAT_LZ4 |
+                           RFS_FEAT_ZSTD | RFS_FEAT_SHUFFLE | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
                            RFS_FEAT_XSTREAM | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
                            (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
@@ -573,7 +578,7 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
         return 0;
     }
-    if (backed_off(c, req))  /* also when HELLO came before the address's failures */
+    if (backed_off(c, req)) /* also when HELLO came before the address's failures */
         return -1;
     rfs_rep rep = {.op = RFS_OP_AUTH, .id = req->id};
     if (rfsd_ident_auth(s->nonce, req->u.auth.client_nonce, req->u.auth.mac, &c->who,
@@ -581,7 +586,8 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
         unsigned n;
         uint64_t ms = rfsd_authlimit_failed(c->peer, &n);
         RFS_LOGW("%s: authentication failed (wrong token); failure %u from this address, "
-                 "its next attempt in %llu ms", c->peer, n, (unsigned long long)ms);
+                 "its next attempt in %llu ms",
+                 c->peer, n, (unsigned long long)ms);
         rfsd_audit_auth(c->peer, NULL);
         rfsd_conn_send_error(c, req->op, req->id,
                              rfs_fail(RFS_E_AUTH, "authentication failed: the client's token does "
@@ -646,7 +652,7 @@ static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
 
 typedef struct stream_src {
     rfsd_conn *c;
-    size_t left;     /* payload bytes not read yet */
+    size_t left; /* payload bytes not read yet */
 } stream_src;
 
 static int next_piece(void *ctx, void *buf, size_t n)
@@ -664,7 +670,7 @@ static int try_streamed_pwrite(rfsd_conn *c, const rfs_hdr *hdr, const uint8_t *
 {
     rfs_req req;
     if (rfs_req_decode_pwrite_head(hdr, head, &req))
-        return NOT_STREAMED;  /* the usual decode reports it */
+        return NOT_STREAMED; /* the usual decode reports it */
     if (!c->stream_buf && !(c->stream_buf = malloc(STREAM_PIECE)))
         return NOT_STREAMED;
     pthread_mutex_lock(&c->mu);
@@ -675,7 +681,7 @@ static int try_streamed_pwrite(rfsd_conn *c, const rfs_hdr *hdr, const uint8_t *
         return NOT_STREAMED;
     stream_src src = {.c = c, .left = req.data_len};
     rfsd_stream st = {.next = next_piece, .ctx = &src, .buf = c->stream_buf, .cap = STREAM_PIECE};
-    dispatch(c, NULL, &req, hdr->body_len, &st);  /* runs here: writes and replies */
+    dispatch(c, NULL, &req, hdr->body_len, &st); /* runs here: writes and replies */
     if (st.lost) {
         RFS_LOGI("%s: connection ended inside a PWRITE frame", c->peer);
         return -1;
@@ -691,7 +697,7 @@ static int read_one(rfsd_conn *c, session *s)
     if (r == 0)
         return -1;
     if (r < 0) {
-        if (errno != EPROTO)  /* a TLS failure was logged with its cause */
+        if (errno != EPROTO) /* a TLS failure was logged with its cause */
             RFS_LOGI("%s: connection ended inside a frame header", c->peer);
         return -1;
     }
@@ -719,7 +725,7 @@ static int read_one(rfsd_conn *c, session *s)
         rfsd_conn_send_error(c, raw_op, h.req_id, rc);
         return -1;
     }
-    if (rc) {  /* sound framing, bad op or flags: skip the body and say why */
+    if (rc) { /* sound framing, bad op or flags: skip the body and say why */
         char msg[RFS_MAX_MSG];
         snprintf(msg, sizeof msg, "%s", rfs_last_error());
         if (drain(c, h.body_len))
@@ -730,7 +736,7 @@ static int read_one(rfsd_conn *c, session *s)
     if (h.flags & RFS_F_SUM)
         atomic_store(&c->sums, 1);
     uint8_t head[RFS_PWRITE_FIXED];
-    uint32_t have = 0;  /* body bytes read already */
+    uint32_t have = 0; /* body bytes read already */
     /* a checksummed write is verified whole before any of it is written: not streamed */
     if (s->state == ST_READY && h.op == RFS_OP_PWRITE && !(h.flags & (RFS_F_SUM | RFS_F_PACK)) &&
         h.body_len >= RFS_PWRITE_FIXED + STREAM_MIN) {
@@ -763,7 +769,7 @@ static int read_one(rfsd_conn *c, session *s)
     rc = rfs_frame_check_sum(&h, &fields, &flen);
     if (!rc && (h.flags & RFS_F_PACK) && !(rc = rfsd_wire_unpack(c, &h, &body, &fields, &flen)) &&
         flen > frame_body)
-        frame_body = (uint32_t)flen;  /* the budget counts what it holds */
+        frame_body = (uint32_t)flen; /* the budget counts what it holds */
     if (!rc)
         rc = rfs_req_decode(&h, fields, flen, &req);
     if (rc) {
@@ -784,15 +790,15 @@ static int read_one(rfsd_conn *c, session *s)
         return rc;
     }
     if (s->state != ST_READY) {
-        if (rfs_op_has(req.op, RFS_OPF_PRE_AUTH)) {  /* PING: the others were answered above */
-            rfs_rep rep = {.op = RFS_OP_PING, .id = req.id, .data = req.data,
-                           .data_len = req.data_len};
+        if (rfs_op_has(req.op, RFS_OPF_PRE_AUTH)) { /* PING: the others were answered above */
+            rfs_rep rep = {
+                .op = RFS_OP_PING, .id = req.id, .data = req.data, .data_len = req.data_len};
             rfsd_conn_send(c, &rep);
         } else {
-            rfsd_conn_send_error(c, req.op, req.id,
-                                 rfs_fail(RFS_E_AUTH, "%s before authentication: send HELLO%s first",
-                                          rfs_op_name(req.op),
-                                          c->srv->cfg.no_auth ? "" : " and AUTH"));
+            rfsd_conn_send_error(
+                c, req.op, req.id,
+                rfs_fail(RFS_E_AUTH, "%s before authentication: send HELLO%s first",
+                         rfs_op_name(req.op), c->srv->cfg.no_auth ? "" : " and AUTH"));
         }
         free(body);
         return 0;
@@ -804,13 +810,13 @@ static int read_one(rfsd_conn *c, session *s)
 static void conn_teardown(rfsd_conn *c)
 {
     atomic_store(&c->closing, 1);
-    rfsd_tpc_conn_end(c);  /* pulls this client started end with it: their temporaries go */
-    rfsd_fileid_wake_all();  /* a LOCK of ours waiting for someone else gives up now */
+    rfsd_tpc_conn_end(c);   /* pulls this client started end with it: their temporaries go */
+    rfsd_fileid_wake_all(); /* a LOCK of ours waiting for someone else gives up now */
     pthread_mutex_lock(&c->mu);
     while (c->inflight > 0 || c->loose > 0)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
-    rfsd_replyq_stop(&c->rq);  /* every reply is out or dropped: the writer has nothing left */
+    rfsd_replyq_stop(&c->rq); /* every reply is out or dropped: the writer has nothing left */
     /* No job is left: close what the client left open. Each slot is emptied under the mutex
      * before its handle is freed, because an OPEN elsewhere may be looking through this
      * table for silent writers of its file (session.c). */
@@ -825,7 +831,7 @@ static void conn_teardown(rfsd_conn *c)
         left++;
         if (c->addr)
             rfsd_addr_close(c->addr);
-        RFS_REF_PUT(h->refs);  /* the slot's: no job is left to hold another */
+        RFS_REF_PUT(h->refs); /* the slot's: no job is left to hold another */
         rfsd_handle_release(h);
         handle_free(h);
     }
@@ -894,7 +900,7 @@ static void *reader_main(void *arg)
 /* Undoes a connection that never got its threads. */
 static int start_failed(rfsd_conn *c)
 {
-    rfs_transport_close(c->tr);  /* NULL when the transport could not be made (fd closed) */
+    rfs_transport_close(c->tr); /* NULL when the transport could not be made (fd closed) */
     if (c->addr)
         rfsd_addr_disconnect(c->addr);
     pthread_mutex_destroy(&c->mu);
@@ -928,7 +934,7 @@ static int conn_start(rfsd_server *srv, int fd, rfs_transport *ready, const char
     pthread_cond_init(&c->cv, NULL);
     rfsd_session_heard(c);
     if (ready) {
-        c->tr = ready;  /* nonblocking by nature; UCX finds a vanished peer itself */
+        c->tr = ready; /* nonblocking by nature; UCX finds a vanished peer itself */
         goto threads;
     }
     /* Nonblocking: replies are sent as far as the socket takes them and the rest is queued, so
@@ -991,8 +997,7 @@ int rfsd_conn_start(rfsd_server *srv, int fd, const char *peer, rfsd_addr *addr)
     return conn_start(srv, fd, NULL, peer, addr);
 }
 
-int rfsd_conn_start_transport(rfsd_server *srv, rfs_transport *t, const char *peer,
-                              rfsd_addr *addr)
+int rfsd_conn_start_transport(rfsd_server *srv, rfs_transport *t, const char *peer, rfsd_addr *addr)
 {
     return conn_start(srv, -1, t, peer, addr);
 }
@@ -1010,5 +1015,5 @@ void rfsd_conn_fence(rfsd_conn *c)
     atomic_store(&c->fenced, 1);
     atomic_store(&c->closing, 1);
     cut(c);
-    rfsd_fileid_wake_all();  /* a LOCK of its waiting for someone else gives up now */
+    rfsd_fileid_wake_all(); /* a LOCK of its waiting for someone else gives up now */
 }

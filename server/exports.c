@@ -22,9 +22,18 @@ static unsigned count;
 static int named;
 static const rfsd_config *start_cfg;
 
-int rfsd_exports_named(void) { return named; }
-unsigned rfsd_exports_count(void) { return count; }
-const rfsd_export *rfsd_export_at(unsigned i) { return i < count ? &table[i] : NULL; }
+int rfsd_exports_named(void)
+{
+    return named;
+}
+unsigned rfsd_exports_count(void)
+{
+    return count;
+}
+const rfsd_export *rfsd_export_at(unsigned i)
+{
+    return i < count ? &table[i] : NULL;
+}
 
 const rfsd_export *rfsd_export_find(const char *name)
 {
@@ -46,10 +55,26 @@ static int parse_bytes(const char *s, uint64_t *out)
         return -1;
     unsigned shift = 0;
     switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    case 'T': case 't': shift = 40; end++; break;
+    case 'K':
+    case 'k':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+    case 't':
+        shift = 40;
+        end++;
+        break;
     default: break;
     }
     if (*end || v > (UINT64_MAX >> 1) >> shift)
@@ -86,8 +111,10 @@ static int add_named(const char *spec)
     strcpy(buf, spec);
     char *save = NULL, *name = strtok_r(buf, " \t", &save), *dir = strtok_r(NULL, " \t", &save);
     if (!name || !dir || !name_ok(name)) {
-        fprintf(stderr, "rfsd: --export '%s': expected 'NAME DIR [quota=BYTES]' with NAME of 1..%u "
-                "letters, digits, '.', '_' or '-' (not . or ..)\n", spec, RFSD_EXPORT_NAME_MAX);
+        fprintf(stderr,
+                "rfsd: --export '%s': expected 'NAME DIR [quota=BYTES]' with NAME of 1..%u "
+                "letters, digits, '.', '_' or '-' (not . or ..)\n",
+                spec, RFSD_EXPORT_NAME_MAX);
         return -1;
     }
     if (rfsd_export_find(name)) {
@@ -98,8 +125,10 @@ static int add_named(const char *spec)
     int has_quota = 0;
     for (char *kv = strtok_r(NULL, " \t", &save); kv; kv = strtok_r(NULL, " \t", &save)) {
         if (strncmp(kv, "quota=", 6) || has_quota || parse_bytes(kv + 6, &quota)) {
-            fprintf(stderr, "rfsd: export %s: unknown, repeated or malformed setting '%s' "
-                    "(expected quota=BYTES, e.g. quota=500G)\n", name, kv);
+            fprintf(stderr,
+                    "rfsd: export %s: unknown, repeated or malformed setting '%s' "
+                    "(expected quota=BYTES, e.g. quota=500G)\n",
+                    name, kv);
             return -1;
         }
         has_quota = 1;
@@ -177,7 +206,7 @@ int rfsd_open_need(uint32_t flags)
 {
     const uint32_t changes = RFS_O_CREAT | RFS_O_EXCL | RFS_O_TRUNC | RFS_O_APPEND;
     return (flags & RFS_O_ACCMODE) != RFS_O_RDONLY || (flags & changes) ? RFSD_NEED_WRITE
-                                                                       : RFSD_NEED_READ;
+                                                                        : RFSD_NEED_READ;
 }
 
 static int check_rights(const rfsd_conn *c, const rfsd_export *ex, int need, const char *shown)
@@ -186,8 +215,8 @@ static int check_rights(const rfsd_conn *c, const rfsd_export *ex, int need, con
     const char *what = named ? "export " : "the export";
     const char *name = named ? ex->name : "";
     if (!(c->who.rmask & bit))
-        return rfs_fail(RFS_E_ACCESS, "%s: identity %s has no access to %s%s", shown,
-                        c->who.name, what, name);
+        return rfs_fail(RFS_E_ACCESS, "%s: identity %s has no access to %s%s", shown, c->who.name,
+                        what, name);
     if (need == RFSD_NEED_WRITE && !(c->who.wmask & bit))
         return rfs_fail(RFS_E_ROFS, "%s: %s%s is read-only for identity %s", shown, what, name,
                         c->who.name);
@@ -202,8 +231,10 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
         return rc;
     /* A grant's connection reads its one path and nothing else (docs/security.md) */
     if (c->who.granted && (need != RFSD_NEED_READ || strcmp(p->shown, c->who.grant_path) != 0))
-        return rfs_fail(RFS_E_ACCESS, "%s: this connection was authenticated by a third-party "
-                        "copy grant and may only read %s", p->shown, c->who.grant_path);
+        return rfs_fail(RFS_E_ACCESS,
+                        "%s: this connection was authenticated by a third-party "
+                        "copy grant and may only read %s",
+                        p->shown, c->who.grant_path);
     if (!named) {
         *ex = &table[0];
         return check_rights(c, *ex, need, p->shown);
@@ -217,8 +248,8 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
             return RFS_OK;
         return rfs_fail(need == RFSD_NEED_WRITE ? RFS_E_ROFS : RFS_E_ISDIR,
                         "%s: the top level only lists the exports%s; name a path inside one "
-                        "(rfs:host:port:/EXPORT/path)", p->shown,
-                        need == RFSD_NEED_WRITE ? " and cannot be changed" : "");
+                        "(rfs:host:port:/EXPORT/path)",
+                        p->shown, need == RFSD_NEED_WRITE ? " and cannot be changed" : "");
     }
     char name[RFSD_EXPORT_NAME_MAX + 1];
     const rfsd_export *found = NULL;
@@ -228,9 +259,10 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
         found = rfsd_export_find(name);
     }
     if (!found)
-        return rfs_fail(RFS_E_NOENT, "%s: no export named '%.*s' on this server (rfs ls "
-                        "rfs:host:port:/ lists those you may use)", p->shown,
-                        (int)(n > RFSD_EXPORT_NAME_MAX ? RFSD_EXPORT_NAME_MAX : n), rel);
+        return rfs_fail(RFS_E_NOENT,
+                        "%s: no export named '%.*s' on this server (rfs ls "
+                        "rfs:host:port:/ lists those you may use)",
+                        p->shown, (int)(n > RFSD_EXPORT_NAME_MAX ? RFSD_EXPORT_NAME_MAX : n), rel);
     if ((rc = check_rights(c, found, need, p->shown)))
         return rc;
     const char *rest = rel + n;
@@ -257,7 +289,7 @@ int rfsd_top_list(const rfsd_conn *c, uint32_t start, uint8_t *out, size_t cap, 
     uint32_t index = 0;
     for (unsigned i = 0; i < count; i++) {
         if (!(c->who.rmask & ((uint64_t)1 << table[i].index)))
-            continue;  /* an identity sees only the exports it may use */
+            continue; /* an identity sees only the exports it may use */
         if (index++ < start)
             continue;
         struct stat s;

@@ -19,11 +19,11 @@ struct rfsd_quota;
 struct rfsd_conn;
 
 typedef struct rfsd_export {
-    unsigned index;                    /* bit in an identity's rights masks */
-    char name[RFSD_EXPORT_NAME_MAX + 1];  /* "" for the --root export */
-    char *path;                        /* the directory on the server (never shown to clients) */
-    int root_fd;                       /* O_PATH|O_DIRECTORY, opened once */
-    struct rfsd_quota *quota;          /* NULL: no quota */
+    unsigned index;                      /* bit in an identity's rights masks */
+    char name[RFSD_EXPORT_NAME_MAX + 1]; /* "" for the --root export */
+    char *path;                          /* the directory on the server (never shown to clients) */
+    int root_fd;                         /* O_PATH|O_DIRECTORY, opened once */
+    struct rfsd_quota *quota;            /* NULL: no quota */
 } rfsd_export;
 
 /* What an operation needs of the identity's rights on the export it names. */
@@ -57,8 +57,8 @@ int rfsd_open_need(uint32_t flags);
 
 /* "/" when exports are named: LIST gives one directory entry per export the identity may use,
  * STAT a directory. */
-int rfsd_top_list(const struct rfsd_conn *c, uint32_t start, uint8_t *out, size_t cap,
-                  size_t *used, uint32_t *count, uint32_t *next);
+int rfsd_top_list(const struct rfsd_conn *c, uint32_t start, uint8_t *out, size_t cap, size_t *used,
+                  uint32_t *count, uint32_t *next);
 void rfsd_top_stat(rfs_stat_info *st);
 
 #endif

@@ -20,7 +20,7 @@
 #include "proto/proto.h"
 
 static unsigned long fd_limit = 1024;
-static atomic_int spare = -1;   /* /dev/null, closed to accept one client when fds run out */
+static atomic_int spare = -1; /* /dev/null, closed to accept one client when fds run out */
 
 unsigned long rfsd_fd_init(void)
 {
@@ -30,8 +30,8 @@ unsigned long rfsd_fd_init(void)
             rlim_t want = rl.rlim_max;
             rl.rlim_cur = want;
             if (setrlimit(RLIMIT_NOFILE, &rl))
-                RFS_LOGW("cannot raise the descriptor limit to %llu: %s",
-                         (unsigned long long)want, strerror(errno));
+                RFS_LOGW("cannot raise the descriptor limit to %llu: %s", (unsigned long long)want,
+                         strerror(errno));
             getrlimit(RLIMIT_NOFILE, &rl);
         }
         fd_limit = rl.rlim_cur == RLIM_INFINITY ? (unsigned long)-1 : (unsigned long)rl.rlim_cur;
@@ -44,9 +44,10 @@ int rfsd_fd_check(int fd, const char *shown)
 {
     if (fd_limit > RFSD_FD_RESERVE && (unsigned long)fd < fd_limit - RFSD_FD_RESERVE)
         return RFS_OK;
-    return rfs_fail(RFS_E_NOSPC, "%s: the server is out of file descriptors (%lu, of which %u "
-                    "are kept for new connections); close some files", shown, fd_limit,
-                    RFSD_FD_RESERVE);
+    return rfs_fail(RFS_E_NOSPC,
+                    "%s: the server is out of file descriptors (%lu, of which %u "
+                    "are kept for new connections); close some files",
+                    shown, fd_limit, RFSD_FD_RESERVE);
 }
 
 int rfsd_fd_conn_too_high(int fd)
@@ -88,14 +89,14 @@ static void *busy_main(void *arg)
     uint8_t hdr[RFS_HDR_SIZE], body[RFS_PRE_HELLO_MAX];
     rfs_hdr h;
     if (read_all(b->fd, hdr, sizeof hdr) == 0) {
-        rfs_hdr_decode(hdr, RFS_PRE_HELLO_MAX, &h);  /* raw fields even when refused */
+        rfs_hdr_decode(hdr, RFS_PRE_HELLO_MAX, &h); /* raw fields even when refused */
         /* A TLS ClientHello gets the answer in plaintext too: the client recognises an rfs
          * frame where it expected TLS and shows the message (transport/tls.c). */
         int tls = hdr[0] == 0x16;
         if (tls)
             (void)!recv(b->fd, body, sizeof body, MSG_DONTWAIT);
-        if (tls || (h.body_len <= sizeof body - RFS_HDR_SIZE &&
-                    read_all(b->fd, body, h.body_len) == 0)) {
+        if (tls ||
+            (h.body_len <= sizeof body - RFS_HDR_SIZE && read_all(b->fd, body, h.body_len) == 0)) {
             rfs_rep r = {.op = h.op, .id = h.req_id, .status = rfs_err_to_wire(RFS_E_BUSY)};
             char msg[256];
             snprintf(msg, sizeof msg, "server busy: %s; try again later", b->why);

@@ -5,7 +5,7 @@
 #ifndef RFSD_FDLIMIT_H
 #define RFSD_FDLIMIT_H
 
-#define RFSD_FD_RESERVE 64u   /* descriptors below the limit that OPEN never takes */
+#define RFSD_FD_RESERVE 64u /* descriptors below the limit that OPEN never takes */
 
 /* Raises RLIMIT_NOFILE's soft limit to the hard limit and opens the spare descriptor. Returns
  * the limit in force. */

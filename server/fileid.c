@@ -15,7 +15,10 @@
 #include "rfs/rfs.h"
 #include "server.h"
 
-typedef struct counter { uint32_t key; uint64_t value; } counter;
+typedef struct counter {
+    uint32_t key;
+    uint64_t value;
+} counter;
 /* acct: the owner's connection's count of held locks (NULL: not counted) */
 typedef struct range_lock {
     const void *owner;
@@ -27,13 +30,13 @@ typedef struct range_lock {
 struct rfsd_fileid {
     dev_t dev;
     ino_t ino;
-    unsigned refs;                 /* registry mutex */
-    struct rfsd_fileid *next;      /* registry bucket chain */
-    int serial_writes;             /* set at creation; see rfsd_fileid_write_begin */
+    unsigned refs;            /* registry mutex */
+    struct rfsd_fileid *next; /* registry bucket chain */
+    int serial_writes;        /* set at creation; see rfsd_fileid_write_begin */
     pthread_mutex_t write_mu;
-    pthread_rwlock_t write_rw;     /* where writes run in parallel: see vwrite_begin */
-    pthread_mutex_t mu;            /* guards everything below */
-    pthread_cond_t cv;             /* signalled when locks are released */
+    pthread_rwlock_t write_rw; /* where writes run in parallel: see vwrite_begin */
+    pthread_mutex_t mu;        /* guards everything below */
+    pthread_cond_t cv;         /* signalled when locks are released */
     counter *counters;
     size_t ncounters, counters_cap;
     range_lock *locks;
@@ -46,7 +49,10 @@ static rfsd_fileid *buckets[NBUCKETS];
 static atomic_int lock_waiters;
 static int max_lock_waiters = 1;
 
-void rfsd_lock_set_max_waiters(int n) { max_lock_waiters = n < 1 ? 1 : n; }
+void rfsd_lock_set_max_waiters(int n)
+{
+    max_lock_waiters = n < 1 ? 1 : n;
+}
 
 static unsigned bucket_of(dev_t dev, ino_t ino)
 {
@@ -66,10 +72,8 @@ static int writes_serialised_by_kernel(int fd)
     case 0x01021994ul: /* tmpfs */
     case 0xEF53ul:     /* ext2/3/4 */
     case 0x58465342ul: /* XFS */
-    case 0x9123683Eul: /* btrfs */
-        return 1;
-    default:
-        return 0;
+    case 0x9123683Eul: /* btrfs */ return 1;
+    default: return 0;
     }
 }
 
@@ -216,7 +220,10 @@ static int conflicts(const rfsd_fileid *f, const void *owner, uint64_t start, ui
 
 static unsigned max_locks_per_acct = RFSD_MAX_LOCKS_PER_FILE;
 
-void rfsd_lock_set_max_per_conn(unsigned n) { max_locks_per_acct = n; }
+void rfsd_lock_set_max_per_conn(unsigned n)
+{
+    max_locks_per_acct = n;
+}
 
 static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t end, uint32_t mode,
                     atomic_uint *acct)
@@ -226,8 +233,10 @@ static int add_lock(rfsd_fileid *f, const void *owner, uint64_t start, uint64_t 
                         RFSD_MAX_LOCKS_PER_FILE);
     /* below the per-file cap, so one client cannot take a file's whole lock table */
     if (acct && atomic_load(acct) >= max_locks_per_acct)
-        return rfs_fail(RFS_E_NOSPC, "too many byte-range locks held by this connection "
-                        "(limit %u, rfsd --max-locks)", max_locks_per_acct);
+        return rfs_fail(RFS_E_NOSPC,
+                        "too many byte-range locks held by this connection "
+                        "(limit %u, rfsd --max-locks)",
+                        max_locks_per_acct);
     if (f->nlocks == f->locks_cap) {
         size_t cap = f->locks_cap ? 2 * f->locks_cap : 4;
         range_lock *n = realloc(f->locks, cap * sizeof *n);
@@ -277,7 +286,8 @@ int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uin
         if (!waiting) {
             if (atomic_fetch_add(&lock_waiters, 1) >= max_lock_waiters) {
                 atomic_fetch_sub(&lock_waiters, 1);
-                rc = rfs_fail(RFS_E_BUSY, "byte range [%llu, +%llu) is locked by another client "
+                rc = rfs_fail(RFS_E_BUSY,
+                              "byte range [%llu, +%llu) is locked by another client "
                               "and the server has too many lock waiters to wait",
                               (unsigned long long)off, (unsigned long long)len);
                 break;
@@ -286,8 +296,10 @@ int rfsd_lock(rfsd_fileid *f, const void *owner, uint64_t off, uint64_t len, uin
         }
         if (pthread_cond_timedwait(&f->cv, &f->mu, &deadline) == ETIMEDOUT &&
             conflicts(f, owner, start, end, mode)) {
-            rc = rfs_fail(RFS_E_BUSY, "byte range [%llu, +%llu) still locked by another client "
-                          "after %u ms", (unsigned long long)off, (unsigned long long)len, wait_ms);
+            rc = rfs_fail(RFS_E_BUSY,
+                          "byte range [%llu, +%llu) still locked by another client "
+                          "after %u ms",
+                          (unsigned long long)off, (unsigned long long)len, wait_ms);
             break;
         }
     }

@@ -17,7 +17,7 @@ uint32_t rfsd_guard_mode(const rfsd_config *cfg, uint32_t mode, int is_dir)
         return mode;
     mode &= ~(uint32_t)(S_ISUID | S_ISGID);
     if (!is_dir)
-        mode &= ~(uint32_t)S_ISVTX;  /* meaningless on files, and some systems honour it */
+        mode &= ~(uint32_t)S_ISVTX; /* meaningless on files, and some systems honour it */
     return mode;
 }
 
@@ -34,9 +34,10 @@ int rfsd_guard_grow(const rfsd_config *cfg, int fd, const char *shown, uint64_t 
         return RFS_OK;
     uint64_t grow = new_size - have, avail = (uint64_t)vs.f_bavail * vs.f_frsize;
     if (grow > avail || avail - grow < cfg->reserve_bytes)
-        return rfs_fail(RFS_E_DQUOT, "%s: growing to %llu bytes would leave less than the "
+        return rfs_fail(RFS_E_DQUOT,
+                        "%s: growing to %llu bytes would leave less than the "
                         "export's reserve of %llu bytes free (--reserve-bytes; %llu free now)",
-                        shown, (unsigned long long)new_size,
-                        (unsigned long long)cfg->reserve_bytes, (unsigned long long)avail);
+                        shown, (unsigned long long)new_size, (unsigned long long)cfg->reserve_bytes,
+                        (unsigned long long)avail);
     return RFS_OK;
 }

@@ -35,7 +35,7 @@ typedef struct table {
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 static table cur;
 static uint64_t next_serial = 1;
-static int legacy;                   /* --token-file: one identity, kept across token changes */
+static int legacy; /* --token-file: one identity, kept across token changes */
 static const char *legacy_file;
 /* What a reload's complaints add: what happens because of them. */
 static const char *outcome = "";
@@ -47,17 +47,17 @@ static uint64_t all_exports(void)
 }
 
 /* Reports a configuration problem: to stderr at start, to the log at a reload. */
-#define COMPLAIN(at_start, ...)                                                                   \
-    do {                                                                                          \
-        if (at_start) {                                                                           \
-            fprintf(stderr, "rfsd: ");                                                            \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        } else {                                                                                  \
-            char m_[1024];                                                                        \
-            snprintf(m_, sizeof m_, __VA_ARGS__);                                                 \
-            RFS_LOGE("reload: %s%s", m_, outcome);                                                \
-        }                                                                                         \
+#define COMPLAIN(at_start, ...)                    \
+    do {                                           \
+        if (at_start) {                            \
+            fprintf(stderr, "rfsd: ");             \
+            fprintf(stderr, __VA_ARGS__);          \
+            fputc('\n', stderr);                   \
+        } else {                                   \
+            char m_[1024];                         \
+            snprintf(m_, sizeof m_, __VA_ARGS__);  \
+            RFS_LOGE("reload: %s%s", m_, outcome); \
+        }                                          \
     } while (0)
 
 /* Reads and checks a token file. 0, or -1 after a message. */
@@ -75,8 +75,10 @@ static int load_token(const char *file, const char *who, char *out, size_t *len,
     /* A short token can be guessed offline from one recorded handshake (the MAC is over
      * known nonces), so rfsd will not run with one. */
     if (n < RFSD_MIN_TOKEN) {
-        COMPLAIN(at_start, "the token in %s is %zu bytes; at least %u are required (make one "
-                 "with: rfs token > %s)", file, n, RFSD_MIN_TOKEN, file);
+        COMPLAIN(at_start,
+                 "the token in %s is %zu bytes; at least %u are required (make one "
+                 "with: rfs token > %s)",
+                 file, n, RFSD_MIN_TOKEN, file);
         memset(buf, 0, sizeof buf);
         return -1;
     }
@@ -117,8 +119,9 @@ static int parse_rights(const char *who, char *spec, uint64_t *r, uint64_t *w, i
             const rfsd_export *ex = rfsd_exports_named() ? rfsd_export_find(item) : NULL;
             if (!ex) {
                 COMPLAIN(at_start, "identity %s: no export named '%s'%s", who, item,
-                         rfsd_exports_named() ? "" : " (without --export lines the one export "
-                         "is --root: give it as '*')");
+                         rfsd_exports_named() ? ""
+                                              : " (without --export lines the one export "
+                                                "is --root: give it as '*')");
                 return -1;
             }
             bit = (uint64_t)1 << ex->index;
@@ -144,8 +147,10 @@ static int parse_identity(const char *spec, ident *out, int at_start, int *skip)
     strcpy(buf, spec);
     char *save = NULL, *name = strtok_r(buf, " \t", &save);
     if (!name || !name_ok(name)) {
-        COMPLAIN(at_start, "--identity '%s': expected 'NAME token-file=FILE exports=EXPORT:rw,...' "
-                 "with NAME of 1..%u letters, digits, '.', '_' or '-'", spec, RFSD_IDENT_NAME_MAX);
+        COMPLAIN(at_start,
+                 "--identity '%s': expected 'NAME token-file=FILE exports=EXPORT:rw,...' "
+                 "with NAME of 1..%u letters, digits, '.', '_' or '-'",
+                 spec, RFSD_IDENT_NAME_MAX);
         return -1;
     }
     memset(out, 0, sizeof *out);
@@ -158,8 +163,10 @@ static int parse_identity(const char *spec, ident *out, int at_start, int *skip)
         } else if (!strncmp(kv, "exports=", 8) && kv[8] && !rights) {
             rights = kv + 8;
         } else {
-            COMPLAIN(at_start, "identity %s: unknown, empty or repeated setting '%s' (expected "
-                     "token-file=FILE and exports=EXPORT:rw|ro,...)", name, kv);
+            COMPLAIN(at_start,
+                     "identity %s: unknown, empty or repeated setting '%s' (expected "
+                     "token-file=FILE and exports=EXPORT:rw|ro,...)",
+                     name, kv);
             return -1;
         }
     }
@@ -224,8 +231,10 @@ static int build(const rfsd_config *cfg, table *t, int at_start)
                 !memcmp(t->v[k].token, d->token, d->token_len))
                 clash = "token";
             if (clash) {
-                COMPLAIN(at_start, "identities %s and %s have the same %s (each identity needs "
-                         "its own name and token)", t->v[k].who.name, d->who.name, clash);
+                COMPLAIN(at_start,
+                         "identities %s and %s have the same %s (each identity needs "
+                         "its own name and token)",
+                         t->v[k].who.name, d->who.name, clash);
                 table_free(t);
                 return -1;
             }
@@ -247,8 +256,8 @@ static void assign_serials(table *t, const table *old, int keep_all)
             if (strcmp(o->who.name, d->who.name) || o->who.rmask != d->who.rmask ||
                 o->who.wmask != d->who.wmask)
                 continue;
-            if (keep_all || (o->token_len == d->token_len &&
-                             !memcmp(o->token, d->token, d->token_len)))
+            if (keep_all ||
+                (o->token_len == d->token_len && !memcmp(o->token, d->token, d->token_len)))
                 d->who.serial = o->who.serial;
         }
         if (!d->who.serial)
@@ -340,8 +349,8 @@ static void install(rfsd_server *srv, table *t, int keep_all, const char *what)
                  what);
     else
         RFS_LOGI("SIGHUP: %u identit%s loaded from %s; %u connection(s) of removed or changed "
-                 "identities closed, the others continue", cur.n, cur.n == 1 ? "y" : "ies", what,
-                 closed);
+                 "identities closed, the others continue",
+                 cur.n, cur.n == 1 ? "y" : "ies", what, closed);
 }
 
 void rfsd_ident_reload(rfsd_server *srv, int argc, char **argv)

@@ -20,8 +20,8 @@
  * reload that changes the identity closes the connection instead). */
 typedef struct rfsd_who {
     char name[RFSD_IDENT_NAME_MAX + 1];
-    uint64_t serial;                   /* this version of the identity (a reload compares) */
-    uint64_t rmask, wmask;             /* exports it may read / write, by export index */
+    uint64_t serial;       /* this version of the identity (a reload compares) */
+    uint64_t rmask, wmask; /* exports it may read / write, by export index */
     /* Set for a connection authenticated by a third-party-copy grant (TPC_AUTH, tpc_grant.h):
      * it may only read this one path, exactly as the grant names it. */
     int granted;

@@ -67,7 +67,7 @@ static int setup_signals(void)
     if (sigaction(SIGTERM, &sa, NULL) || sigaction(SIGINT, &sa, NULL) ||
         sigaction(SIGHUP, &sa, NULL))
         return -1;
-    signal(SIGPIPE, SIG_IGN);  /* replies use MSG_NOSIGNAL; this covers everything else */
+    signal(SIGPIPE, SIG_IGN); /* replies use MSG_NOSIGNAL; this covers everything else */
     return 0;
 }
 
@@ -190,8 +190,10 @@ static void accept_loop(rfsd_server *srv, int lfd, rfs_ucx_listener *ucx)
             rfsd_addr_of(peer, addr, sizeof addr);
             RFS_LOGW("%s: refused: %u connections from %s (limit %u, rfsd --max-conns-per-addr)",
                      peer, from_addr, addr, srv->cfg.max_conns_per_addr);
-            snprintf(why, sizeof why, "%u connections from %s (limit %u per address, rfsd "
-                     "--max-conns-per-addr)", from_addr, addr, srv->cfg.max_conns_per_addr);
+            snprintf(why, sizeof why,
+                     "%u connections from %s (limit %u per address, rfsd "
+                     "--max-conns-per-addr)",
+                     from_addr, addr, srv->cfg.max_conns_per_addr);
             rfsd_busy_reply(fd, why);
             continue;
         }
@@ -222,8 +224,7 @@ static void shutdown_connections(rfsd_server *srv)
                      srv->nconns);
             break;
         }
-        RFS_LOGW("cutting %u connection(s) still busy after %d ms", srv->nconns,
-                 RFSD_SHUTDOWN_MS);
+        RFS_LOGW("cutting %u connection(s) still busy after %d ms", srv->nconns, RFSD_SHUTDOWN_MS);
         for (rfsd_conn *c = srv->conns; c; c = c->next)
             rfsd_conn_fence(c);
         cut = 1;
@@ -245,7 +246,7 @@ static void keep_frame_buffers(void)
 
 int main(int argc, char **argv)
 {
-    static rfsd_server srv;  /* static: zeroed */
+    static rfsd_server srv; /* static: zeroed */
     start_argc = argc;
     start_argv = argv;
     if (rfsd_config_expand(argc, argv, &argc, &argv))
@@ -298,16 +299,18 @@ int main(int argc, char **argv)
     if (rfsd_exports_named())
         snprintf(what, sizeof what, "%u exports", rfsd_exports_count());
     RFS_LOGI("serving %s with %d worker threads (at most %u per connection), max frame %u "
-             "bytes, %lu descriptors, %s", rfsd_exports_named() ? what : srv.cfg.root,
-             srv.cfg.threads, srv.cfg.conn_workers, srv.cfg.max_frame, nofile,
-             srv.cfg.no_auth ? "no authentication"
-             : srv.cfg.nidentities ? "identities" : "token authentication");
+             "bytes, %lu descriptors, %s",
+             rfsd_exports_named() ? what : srv.cfg.root, srv.cfg.threads, srv.cfg.conn_workers,
+             srv.cfg.max_frame, nofile,
+             srv.cfg.no_auth       ? "no authentication"
+             : srv.cfg.nidentities ? "identities"
+                                   : "token authentication");
     if (srv.tls)
         RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
-    RFS_LOGI("transports: TCP%s on %s%s%s", srv.tls ? " (TLS)" : "", addr,
-             ucx ? ", UCX on " : "", ucx_addr);
+    RFS_LOGI("transports: TCP%s on %s%s%s", srv.tls ? " (TLS)" : "", addr, ucx ? ", UCX on " : "",
+             ucx_addr);
     printf("rfsd listening on %s\n", addr);
     if (ucx)
         printf("rfsd listening for UCX on %s\n", ucx_addr);
@@ -315,7 +318,7 @@ int main(int argc, char **argv)
 
     accept_loop(&srv, lfd, ucx);
 
-    close(lfd);  /* stop accepting first, then let every connection finish */
+    close(lfd); /* stop accepting first, then let every connection finish */
     rfs_ucx_listener_free(ucx);
     shutdown_connections(&srv);
     rfsd_conn_reap(&srv);
@@ -324,7 +327,7 @@ int main(int argc, char **argv)
     rfsd_metrics_stop();
     rfsd_exports_close();
     rfsd_ident_clear();
-    rfsd_tpc_grants_clear();  /* keys of third-party copy grants do not outlive the process */
+    rfsd_tpc_grants_clear(); /* keys of third-party copy grants do not outlive the process */
     rfsd_audit_stop();
     rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");

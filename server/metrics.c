@@ -77,23 +77,25 @@ static void render(FILE *f)
         if (get(&errors[op]))
             fprintf(f, "rfsd_request_errors_total{op=\"%s\"} %llu\n", rfs_op_name((uint16_t)op),
                     (unsigned long long)get(&errors[op]));
-    fprintf(f, "# HELP rfsd_received_bytes_total Payload bytes of requests (data written).\n"
-               "# TYPE rfsd_received_bytes_total counter\n"
-               "rfsd_received_bytes_total %llu\n"
-               "# HELP rfsd_sent_bytes_total Payload bytes of replies (data read).\n"
-               "# TYPE rfsd_sent_bytes_total counter\n"
-               "rfsd_sent_bytes_total %llu\n",
+    fprintf(f,
+            "# HELP rfsd_received_bytes_total Payload bytes of requests (data written).\n"
+            "# TYPE rfsd_received_bytes_total counter\n"
+            "rfsd_received_bytes_total %llu\n"
+            "# HELP rfsd_sent_bytes_total Payload bytes of replies (data read).\n"
+            "# TYPE rfsd_sent_bytes_total counter\n"
+            "rfsd_sent_bytes_total %llu\n",
             (unsigned long long)get(&bytes_in), (unsigned long long)get(&bytes_out));
     unsigned nconns = 0;
     pthread_mutex_lock(&server->mu);
     nconns = server->nconns;
     pthread_mutex_unlock(&server->mu);
-    fprintf(f, "# HELP rfsd_connections Client connections open now.\n"
-               "# TYPE rfsd_connections gauge\n"
-               "rfsd_connections %u\n"
-               "# HELP rfsd_connections_accepted_total Client connections accepted.\n"
-               "# TYPE rfsd_connections_accepted_total counter\n"
-               "rfsd_connections_accepted_total %llu\n",
+    fprintf(f,
+            "# HELP rfsd_connections Client connections open now.\n"
+            "# TYPE rfsd_connections gauge\n"
+            "rfsd_connections %u\n"
+            "# HELP rfsd_connections_accepted_total Client connections accepted.\n"
+            "# TYPE rfsd_connections_accepted_total counter\n"
+            "rfsd_connections_accepted_total %llu\n",
             nconns, (unsigned long long)get(&accepted));
     fprintf(f, "# HELP rfsd_request_duration_seconds Time executing a request (after queueing).\n"
                "# TYPE rfsd_request_duration_seconds histogram\n");
@@ -107,11 +109,12 @@ static void render(FILE *f)
             fprintf(f, "rfsd_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
                     (unsigned long long)cum);
     }
-    fprintf(f, "rfsd_request_duration_seconds_sum %.9f\n"
-               "rfsd_request_duration_seconds_count %llu\n"
-               "# HELP rfsd_uptime_seconds Seconds since rfsd started serving.\n"
-               "# TYPE rfsd_uptime_seconds gauge\n"
-               "rfsd_uptime_seconds %.3f\n",
+    fprintf(f,
+            "rfsd_request_duration_seconds_sum %.9f\n"
+            "rfsd_request_duration_seconds_count %llu\n"
+            "# HELP rfsd_uptime_seconds Seconds since rfsd started serving.\n"
+            "# TYPE rfsd_uptime_seconds gauge\n"
+            "rfsd_uptime_seconds %.3f\n",
             (double)get(&lat_sum_ns) / 1e9, (unsigned long long)get(&lat_count),
             (double)(rfs_now_ns() - started_ns) / 1e9);
 }
@@ -152,7 +155,7 @@ static void *writer_main(void *arg)
             ;
     }
     pthread_mutex_unlock(&mu);
-    write_file();  /* the final counts */
+    write_file(); /* the final counts */
     return NULL;
 }
 

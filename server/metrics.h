@@ -9,8 +9,7 @@
 typedef struct rfsd_server rfsd_server;
 
 /* One executed request: its op, result, payload bytes in and out, time spent executing. */
-void rfsd_metrics_request(uint16_t op, int rc, uint64_t bytes_in, uint64_t bytes_out,
-                          int64_t ns);
+void rfsd_metrics_request(uint16_t op, int rc, uint64_t bytes_in, uint64_t bytes_out, int64_t ns);
 /* A connection accepted and handed a reader. */
 void rfsd_metrics_connection(void);
 /* Starts the writer (every interval_ms, atomically: temporary file + rename). 0 or -1. */

@@ -28,12 +28,12 @@ int rfsd_op_is_quick(const rfs_req *r)
 {
     if (rfs_op_has(r->op, RFS_OPF_QUICK))
         return 1;
-    switch (r->op) {  /* data ops: quick when their bytes are few */
+    switch (r->op) { /* data ops: quick when their bytes are few */
     case RFS_OP_PREAD: return r->u.pread.len <= RFSD_QUICK_MAX_BYTES;
     case RFS_OP_VIEW_READ: return r->u.view_read.len <= RFSD_QUICK_MAX_BYTES;
-    case RFS_OP_PWRITE: case RFS_OP_VIEW_WRITE: return r->data_len <= RFSD_QUICK_MAX_BYTES;
-    default:
-        return 0;
+    case RFS_OP_PWRITE:
+    case RFS_OP_VIEW_WRITE: return r->data_len <= RFSD_QUICK_MAX_BYTES;
+    default: return 0;
     }
 }
 
@@ -41,12 +41,16 @@ int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
 {
     if (!rfs_op_has(r->op, RFS_OPF_HANDLE))
         return 0;
-    switch (r->op) {  /* where each op keeps it */
-    case RFS_OP_CLOSE: case RFS_OP_SYNC: case RFS_OP_GET_SIZE: *fh = r->u.fh.fh; return 1;
+    switch (r->op) { /* where each op keeps it */
+    case RFS_OP_CLOSE:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE: *fh = r->u.fh.fh; return 1;
     case RFS_OP_PREAD: *fh = r->u.pread.fh; return 1;
     case RFS_OP_PWRITE: *fh = r->u.pwrite.fh; return 1;
-    case RFS_OP_PREADV: case RFS_OP_PWRITEV: *fh = r->u.iov.fh; return 1;
-    case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: *fh = r->u.size.fh; return 1;
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV: *fh = r->u.iov.fh; return 1;
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE: *fh = r->u.size.fh; return 1;
     case RFS_OP_COUNTER: *fh = r->u.counter.fh; return 1;
     case RFS_OP_LOCK: *fh = r->u.lock.fh; return 1;
     case RFS_OP_UNLOCK: *fh = r->u.unlock.fh; return 1;
@@ -70,7 +74,8 @@ int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes)
         *lo = r->u.pwrite.off;
         *hi = *lo + r->data_len;
         return 1;
-    case RFS_OP_PREADV: case RFS_OP_PWRITEV:
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:
         *lo = UINT64_MAX;
         *hi = 0;
         for (uint32_t i = 0; i < r->u.iov.count; i++) {
@@ -89,13 +94,13 @@ int rfsd_op_range(const rfs_req *r, uint64_t *lo, uint64_t *hi, int *writes)
         *lo = r->u.checksum.off;
         *hi = *lo + r->u.checksum.len;
         return 1;
-    case RFS_OP_VIEW_READ: case RFS_OP_VIEW_WRITE:
+    case RFS_OP_VIEW_READ:
+    case RFS_OP_VIEW_WRITE:
         /* where a view position lands is known only once mapped: the whole file */
         *lo = 0;
         *hi = UINT64_MAX;
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -110,7 +115,9 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_READ_FILE: reply = r->u.read_file.max; break;
     /* a page of a listing is up to 1024 entries of up to 281 bytes: counted in advance like a
      * read, so the replies a client leaves unread stay within its budget */
-    case RFS_OP_LIST: reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME); break;
+    case RFS_OP_LIST:
+        reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME);
+        break;
     default: break;
     }
     return (size_t)body_len + reply;
@@ -223,8 +230,10 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     h->path = path;
     unsigned max = c->srv->cfg.max_handles;
     pthread_mutex_lock(&c->mu);
-    rc = c->nhandles >= max ? rfs_fail(RFS_E_NOSPC, "%s: too many open files on this connection "
-                                       "(limit %u, rfsd --max-handles)", p.shown, max)
+    rc = c->nhandles >= max ? rfs_fail(RFS_E_NOSPC,
+                                       "%s: too many open files on this connection "
+                                       "(limit %u, rfsd --max-handles)",
+                                       p.shown, max)
                             : rfsd_handle_add(c, h);
     pthread_mutex_unlock(&c->mu);
     if (rc) {
@@ -235,7 +244,7 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     }
     rep->u.open.fh = h->id;
     rep->u.open.size = (uint64_t)st.st_size;
-    note_version(fd, q, rep);  /* saves a client that journals writes (ABT) a STAT */
+    note_version(fd, q, rep); /* saves a client that journals writes (ABT) a STAT */
     RFS_LOGD("%s: open %s flags 0x%x -> fh %u", c->peer, p.shown, q->u.open.flags, h->id);
     return RFS_OK;
 }
@@ -248,7 +257,7 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
     pthread_mutex_unlock(&c->mu);
     /* close(2) errors matter on network filesystems: report them */
     int fd = h->fd, rc = RFS_OK;
-    rfsd_quota_file_put(h->qf, fd);  /* while fd is open: the last one reconciles the size */
+    rfsd_quota_file_put(h->qf, fd); /* while fd is open: the last one reconciles the size */
     h->qf = NULL;
     h->fd = -1;
     if (close(fd))
@@ -274,7 +283,7 @@ static int do_preadv(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *re
             return rc;
         packed += got;
         if (got < len)
-            break;  /* end of file: later runs would be misplaced in the packed reply */
+            break; /* end of file: later runs would be misplaced in the packed reply */
     }
     rep->data = *buf;
     rep->data_len = (uint32_t)packed;
@@ -344,8 +353,8 @@ static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     if (!*buf)
         return rfs_fail(RFS_E_NOMEM, "%s: server out of memory", p.shown);
     size_t used;
-    rc = ex ? rfsd_be_list(ex->root_fd, &p, q->u.list.start, *buf, cap, &used,
-                           &rep->u.list.count, &rep->u.list.next)
+    rc = ex ? rfsd_be_list(ex->root_fd, &p, q->u.list.start, *buf, cap, &used, &rep->u.list.count,
+                           &rep->u.list.next)
             : rfsd_top_list(c, q->u.list.start, *buf, cap, &used, &rep->u.list.count,
                             &rep->u.list.next);
     if (rc)
@@ -403,8 +412,7 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     int rc;
     size_t done;
     switch (q->op) {
-    case RFS_OP_CLOSE:
-        return do_close(c, h);
+    case RFS_OP_CLOSE: return do_close(c, h);
     case RFS_OP_PREAD:
         if ((rc = can_read(h)) || (rc = reply_fits(c, "read", q->u.pread.len)))
             return rc;
@@ -429,9 +437,8 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     case RFS_OP_PWRITE:
         if (st)
             return pwrite_streamed(h, q, rep, st);
-        if ((rc = can_write(h)) ||
-            (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), q->u.pwrite.off,
-                                   q->data_len, h->path)))
+        if ((rc = can_write(h)) || (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND),
+                                                          q->u.pwrite.off, q->data_len, h->path)))
             return rc;
         order_begin(h, q);
         rc = rfsd_be_pwrite(h->fd, h->path, q->data, q->data_len, q->u.pwrite.off);
@@ -440,21 +447,16 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
-    case RFS_OP_PREADV:
-        return do_preadv(c, h, q, rep, buf);
-    case RFS_OP_PWRITEV:
-        return do_pwritev(h, q, rep);
-    case RFS_OP_CHECKSUM:
-        return do_checksum(h, q, rep);
-    case RFS_OP_SYNC:
-        return rfsd_be_sync(h->fd, h->path);
-    case RFS_OP_GET_SIZE:
-        return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
+    case RFS_OP_PREADV: return do_preadv(c, h, q, rep, buf);
+    case RFS_OP_PWRITEV: return do_pwritev(h, q, rep);
+    case RFS_OP_CHECKSUM: return do_checksum(h, q, rep);
+    case RFS_OP_SYNC: return rfsd_be_sync(h->fd, h->path);
+    case RFS_OP_GET_SIZE: return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);
     case RFS_OP_SET_SIZE:
     case RFS_OP_PREALLOCATE: {
         int prealloc = q->op == RFS_OP_PREALLOCATE;
-        if ((rc = can_write(h)) || (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path,
-                                                         q->u.size.size)))
+        if ((rc = can_write(h)) ||
+            (rc = rfsd_guard_grow(&c->srv->cfg, h->fd, h->path, q->u.size.size)))
             return rc;
         if (q->want_ver)
             rfsd_fileid_vwrite_begin(h->fid);
@@ -478,16 +480,15 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
         return RFS_OK;
     }
     case RFS_OP_LOCK:
-        rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode,
-                       q->u.lock.wait_ms, &c->closing, &c->nlocks);
+        rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode, q->u.lock.wait_ms,
+                       &c->closing, &c->nlocks);
         if (rc) {
             char why[RFS_MAX_MSG];
             snprintf(why, sizeof why, "%s", rfs_last_error());
             rfs_fail(rc, "%s: %s", h->path, why);
         }
         return rc;
-    case RFS_OP_UNLOCK:
-        return rfsd_unlock(h->fid, h, q->u.unlock.off, q->u.unlock.len);
+    case RFS_OP_UNLOCK: return rfsd_unlock(h->fid, h, q->u.unlock.off, q->u.unlock.len);
     case RFS_OP_SET_VIEW:
         if (q->u.set_view.view_id >= RFSD_MAX_VIEWS)
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u views per file)", h->path,
@@ -516,10 +517,10 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u)", h->path, v, RFSD_MAX_VIEWS);
         uint64_t end;
         if ((rc = can_write(h)) ||
-            (h->qf && ((rc = rfsd_view_end(&h->views[v], q->u.view_write.pos, q->data_len, &end)) ||
-                       (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), 0,
-                                              h->flags & RFS_O_APPEND ? q->data_len : end,
-                                              h->path)))))
+            (h->qf &&
+             ((rc = rfsd_view_end(&h->views[v], q->u.view_write.pos, q->data_len, &end)) ||
+              (rc = rfsd_quota_write(h->qf, !!(h->flags & RFS_O_APPEND), 0,
+                                     h->flags & RFS_O_APPEND ? q->data_len : end, h->path)))))
             return rc;
         order_begin(h, q);
         rc = rfsd_view_write(&h->views[v], h->fd, h->path, q->u.view_write.pos, q->data,
@@ -546,9 +547,10 @@ static int same_export(const rfsd_export *a, const rfsd_export *b, const rfsd_pa
 {
     if (a == b)
         return RFS_OK;
-    return rfs_fail(RFS_E_ACCESS, "rename %s -> %s: the paths are in different exports (%s, "
-                    "%s); copy the file and delete the original instead", from->shown, to->shown,
-                    a->name, b->name);
+    return rfs_fail(RFS_E_ACCESS,
+                    "rename %s -> %s: the paths are in different exports (%s, "
+                    "%s); copy the file and delete the original instead",
+                    from->shown, to->shown, a->name, b->name);
 }
 
 static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
@@ -561,8 +563,7 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         rep->data = q->data;
         rep->data_len = q->data_len;
         return RFS_OK;
-    case RFS_OP_OPEN:
-        return do_open(c, q, rep);
+    case RFS_OP_OPEN: return do_open(c, q, rep);
     case RFS_OP_STAT: {
         rfs_stat_info st;
         if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 1, &p, &ex)))
@@ -596,8 +597,7 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         return q->u.mkdir.mode & RFS_MKDIR_PARENTS ? rfsd_be_mkdir_parents(ex->root_fd, &p, mode)
                                                    : rfsd_be_mkdir(ex->root_fd, &p, mode);
     }
-    case RFS_OP_LIST:
-        return do_list(c, q, rep, buf);
+    case RFS_OP_LIST: return do_list(c, q, rep, buf);
     case RFS_OP_CHMOD:
         if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;
@@ -625,12 +625,9 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
         rep->data_len = (uint32_t)len;
         return RFS_OK;
     }
-    case RFS_OP_TPC_GRANT:
-        return rfsd_tpc_grant(c, q, rep);
-    case RFS_OP_TPC_PULL:
-        return rfsd_tpc_pull_start(c, q, rep);
-    case RFS_OP_TPC_STATUS:
-        return rfsd_tpc_pull_status(c, q, rep);
+    case RFS_OP_TPC_GRANT: return rfsd_tpc_grant(c, q, rep);
+    case RFS_OP_TPC_PULL: return rfsd_tpc_pull_start(c, q, rep);
+    case RFS_OP_TPC_STATUS: return rfsd_tpc_pull_status(c, q, rep);
     case RFS_OP_STATFS:
         if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)) ||
             (rc = rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,
@@ -660,8 +657,8 @@ void rfsd_execute(rfsd_job *j)
     if (j->h) {
         /* dispatched only after the CLOSE that preceded it finished: closed is stable here */
         if (j->h->closed)
-            rc = rfs_fail(RFS_E_BADF, "%s: file handle %u was closed", rfs_op_name(q->op),
-                          j->h->id);
+            rc =
+                rfs_fail(RFS_E_BADF, "%s: file handle %u was closed", rfs_op_name(q->op), j->h->id);
         else
             rc = do_file_op(c, j->h, q, &rep, &buf, &tail, j->stream);
     } else {
@@ -672,16 +669,15 @@ void rfsd_execute(rfsd_job *j)
     j->rbuf = buf;
     if (rc) {
         char msg[RFS_MAX_MSG + 1];
-        int has_ver = rep.has_ver;  /* a refused write may have changed the file in part */
+        int has_ver = rep.has_ver; /* a refused write may have changed the file in part */
         uint64_t vsize = rep.ver.size;
         int64_t vmtime = rep.ver.mtime_ns;
         rfsd_error_rep(&rep, q->op, q->id, rc, msg, sizeof msg);
         rep.has_ver = has_ver;
         rep.ver.size = vsize;
         rep.ver.mtime_ns = vmtime;
-        RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(q->op), q->id, rfs_strerror(rc),
-                 msg);
-        rfsd_out_encode(&j->out, &rep, -1, 0, c->peer);  /* the message is copied into it */
+        RFS_LOGD("%s: %s #%u -> %s: %s", c->peer, rfs_op_name(q->op), q->id, rfs_strerror(rc), msg);
+        rfsd_out_encode(&j->out, &rep, -1, 0, c->peer); /* the message is copied into it */
         rfs_clear_error();
     } else {
         rfsd_out_encode(&j->out, &rep, tail.fd, tail.off, c->peer);

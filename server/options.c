@@ -20,7 +20,8 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: rfsd (--root DIR | --export SPEC...) [--listen HOST:PORT]\n"
         "            (--token-file FILE | --identity SPEC... | --no-auth) [--audit-log FILE]\n"
         "            [--threads N] [--max-frame BYTES] [--log-level LEVEL]\n"
@@ -65,7 +66,8 @@ static void usage(FILE *out)
         "  --log-level LEVEL   error, warn, info (default) or debug; logs go to stderr\n"
         "  --tcp-congestion NAME\n"
         "                      TCP congestion control for client connections (default: the\n"
-        "                      system's); bbr keeps reads fast after idle periods (docs/tuning.md)\n"
+        "                      system's); bbr keeps reads fast after idle periods "
+        "(docs/tuning.md)\n"
         "  --allow-setid       keep set-uid/set-gid (and sticky on files) in the modes clients\n"
         "                      give to OPEN and MKDIR (default: cleared)\n"
         "  --reserve-bytes N   refuse PREALLOCATE/SET_SIZE growth that would leave less than N\n"
@@ -144,11 +146,44 @@ static int parse_ulong(const char *s, unsigned long long lo, unsigned long long 
 
 int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
 {
-    enum { O_ROOT = 1000, O_LISTEN, O_TOKEN, O_NOAUTH, O_THREADS, O_FRAME, O_LOG, O_CC, O_HELP,
-           O_SETID, O_RESERVE, O_HANDLES, O_LOCKS, O_VIEWB, O_BACKOFF, O_LEASE, O_CWORKERS,
-           O_SENDTO, O_ADDRCONNS, O_ADDRSTREAMS, O_ADDRHANDLES, O_VERSION, O_METRICS, O_METRICS_MS,
-           O_HANDSHAKE, O_EXPORT, O_IDENTITY, O_AUDIT_LOG, O_AUDIT,
-           O_TLS_CERT, O_TLS_KEY, O_TPC, O_TPC_ALLOW, O_TPC_TTL, O_ZREAD, O_UCX_LISTEN };
+    enum {
+        O_ROOT = 1000,
+        O_LISTEN,
+        O_TOKEN,
+        O_NOAUTH,
+        O_THREADS,
+        O_FRAME,
+        O_LOG,
+        O_CC,
+        O_HELP,
+        O_SETID,
+        O_RESERVE,
+        O_HANDLES,
+        O_LOCKS,
+        O_VIEWB,
+        O_BACKOFF,
+        O_LEASE,
+        O_CWORKERS,
+        O_SENDTO,
+        O_ADDRCONNS,
+        O_ADDRSTREAMS,
+        O_ADDRHANDLES,
+        O_VERSION,
+        O_METRICS,
+        O_METRICS_MS,
+        O_HANDSHAKE,
+        O_EXPORT,
+        O_IDENTITY,
+        O_AUDIT_LOG,
+        O_AUDIT,
+        O_TLS_CERT,
+        O_TLS_KEY,
+        O_TPC,
+        O_TPC_ALLOW,
+        O_TPC_TTL,
+        O_ZREAD,
+        O_UCX_LISTEN
+    };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
@@ -213,7 +248,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     cfg->threads = want < 16 ? 16 : (want > 256 ? 256 : (int)want);
 
     opterr = 0;
-    optind = 0;  /* from the start, also when a reload parses the options again */
+    optind = 0; /* from the start, also when a reload parses the options again */
     int c;
     unsigned long long v;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -241,7 +276,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_LOG:
             cfg->log_level = rfs_log_parse_level(optarg);
             if (cfg->log_level < 0) {
-                fprintf(stderr, "rfsd: --log-level: expected error, warn, info or debug, got '%s'\n",
+                fprintf(stderr,
+                        "rfsd: --log-level: expected error, warn, info or debug, got '%s'\n",
                         optarg);
                 return -1;
             }
@@ -272,8 +308,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             break;
         case O_HANDLES:
             if (parse_ulong(optarg, 1, RFSD_MAX_HANDLES, &v)) {
-                fprintf(stderr, "rfsd: --max-handles: expected 1..%u, got '%s'\n",
-                        RFSD_MAX_HANDLES, optarg);
+                fprintf(stderr, "rfsd: --max-handles: expected 1..%u, got '%s'\n", RFSD_MAX_HANDLES,
+                        optarg);
                 return -1;
             }
             cfg->max_handles = (unsigned)v;
@@ -443,8 +479,9 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         return -1;
     }
     if (cfg->nidentities && (cfg->token_file || cfg->no_auth)) {
-        fprintf(stderr, "rfsd: --identity and --%s exclude each other (--token-file is the one "
-                        "identity 'default'; identities need authentication)\n",
+        fprintf(stderr,
+                "rfsd: --identity and --%s exclude each other (--token-file is the one "
+                "identity 'default'; identities need authentication)\n",
                 cfg->no_auth ? "no-auth" : "token-file");
         return -1;
     }
@@ -454,7 +491,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         return -1;
     }
     if (cfg->threads < 2)
-        cfg->threads = 2;  /* one worker may wait on a lock; another must stay free */
+        cfg->threads = 2; /* one worker may wait on a lock; another must stay free */
     if (!cfg->conn_workers) {
         /* a share that leaves room for three other busy clients at any time */
         unsigned share = (unsigned)cfg->threads / 4;

@@ -11,9 +11,9 @@
 #include "server.h"
 
 struct rfsd_addr {
-    char name[64];                /* "" : free */
+    char name[64]; /* "" : free */
     unsigned conns;
-    unsigned streams;             /* of conns, those admitted as additional streams */
+    unsigned streams; /* of conns, those admitted as additional streams */
     unsigned handles;
 };
 
@@ -115,4 +115,7 @@ void rfsd_addr_drop_stream(rfsd_addr *a)
     pthread_mutex_unlock(&mu);
 }
 
-const char *rfsd_addr_name(const rfsd_addr *a) { return a->name; }
+const char *rfsd_addr_name(const rfsd_addr *a)
+{
+    return a->name;
+}

@@ -12,12 +12,12 @@
 struct rfsd_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    rfsd_lane *first, *last;      /* lanes a worker may take from, in round-robin order */
-    unsigned queued;              /* items in all lanes */
-    unsigned running;             /* items of all lanes running */
+    rfsd_lane *first, *last; /* lanes a worker may take from, in round-robin order */
+    unsigned queued;         /* items in all lanes */
+    unsigned running;        /* items of all lanes running */
     unsigned cap;
-    unsigned reserve;             /* workers only a lane with nothing running may take */
-    unsigned size;                /* threads asked for (nthreads grows while they start) */
+    unsigned reserve; /* workers only a lane with nothing running may take */
+    unsigned size;    /* threads asked for (nthreads grows while they start) */
     int stopping;
     int nthreads;
     pthread_t *threads;
@@ -168,8 +168,14 @@ void rfsd_pool_done(rfsd_pool *p, rfsd_lane *l)
     pthread_mutex_unlock(&p->mu);
 }
 
-int rfsd_pool_threads(const rfsd_pool *p) { return p->nthreads; }
-unsigned rfsd_pool_cap(const rfsd_pool *p) { return p->cap; }
+int rfsd_pool_threads(const rfsd_pool *p)
+{
+    return p->nthreads;
+}
+unsigned rfsd_pool_cap(const rfsd_pool *p)
+{
+    return p->cap;
+}
 
 void rfsd_pool_stop(rfsd_pool *p)
 {

@@ -18,9 +18,9 @@ typedef struct rfsd_work {
 } rfsd_work;
 
 typedef struct rfsd_lane {
-    rfsd_work *head, *tail;       /* ready, not started */
-    unsigned running;             /* started on a worker, rfsd_pool_done not called yet */
-    int listed;                   /* in the pool's list of lanes a worker may take from */
+    rfsd_work *head, *tail; /* ready, not started */
+    unsigned running;       /* started on a worker, rfsd_pool_done not called yet */
+    int listed;             /* in the pool's list of lanes a worker may take from */
     struct rfsd_lane *next, *prev;
 } rfsd_lane;
 

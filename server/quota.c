@@ -22,9 +22,9 @@ struct rfsd_qfile {
     rfsd_quota *q;
     dev_t dev;
     ino_t ino;
-    unsigned refs;                /* q->mu */
-    uint64_t size;                /* accounted size (q->mu) */
-    int gone;                     /* its name was deleted or replaced: no longer counted */
+    unsigned refs; /* q->mu */
+    uint64_t size; /* accounted size (q->mu) */
+    int gone;      /* its name was deleted or replaced: no longer counted */
     rfsd_qfile *next;
 };
 
@@ -41,9 +41,10 @@ struct rfsd_quota {
 static int over(const rfsd_quota *q, uint64_t grow, const char *shown, const char *what)
 {
     uint64_t left = q->used < q->limit ? q->limit - q->used : 0;
-    return rfs_fail(RFS_E_DQUOT, "%s: %s needs %llu more bytes but export %s has %llu of its "
-                    "quota of %llu bytes left (nothing of this request was written)", shown, what,
-                    (unsigned long long)grow, q->name, (unsigned long long)left,
+    return rfs_fail(RFS_E_DQUOT,
+                    "%s: %s needs %llu more bytes but export %s has %llu of its "
+                    "quota of %llu bytes left (nothing of this request was written)",
+                    shown, what, (unsigned long long)grow, q->name, (unsigned long long)left,
                     (unsigned long long)q->limit);
 }
 
@@ -113,7 +114,10 @@ uint64_t rfsd_quota_used(const rfsd_quota *q)
     return u;
 }
 
-uint64_t rfsd_quota_limit(const rfsd_quota *q) { return q->limit; }
+uint64_t rfsd_quota_limit(const rfsd_quota *q)
+{
+    return q->limit;
+}
 
 void rfsd_quota_statfs(rfsd_quota *q, uint64_t *total, uint64_t *free_bytes, uint64_t *avail)
 {
@@ -141,7 +145,7 @@ rfsd_qfile *rfsd_quota_file_get(rfsd_quota *q, const struct stat *st)
         f->q = q;
         f->dev = st->st_dev;
         f->ino = st->st_ino;
-        f->size = (uint64_t)st->st_size;  /* counted already: by the scan or by rfsd */
+        f->size = (uint64_t)st->st_size; /* counted already: by the scan or by rfsd */
         f->next = q->files;
         q->files = f;
     }
@@ -211,7 +215,7 @@ int rfsd_quota_resize(rfsd_qfile *f, int fd, const char *shown, uint64_t size, i
         rc = prealloc ? rfsd_be_preallocate(fd, shown, size) : rfsd_be_set_size(fd, shown, size);
     if (rc != RFS_OK) {
         if (admitted)
-            release(q, size - was);  /* admitted above, not done */
+            release(q, size - was); /* admitted above, not done */
     } else if (!f->gone && size > was) {
         f->size = size;
     } else if (!f->gone && !prealloc) {
@@ -289,7 +293,7 @@ int rfsd_quota_rename(rfsd_quota *q, int root_fd, rfsd_path *from, rfsd_path *to
     stat_entry(root_fd, to, &dst);
     int rc = rfsd_be_rename(root_fd, from, to);
     if (rc == RFS_OK && !(src.regular && dst.regular && src.dev == dst.dev && src.ino == dst.ino))
-        removed(q, &dst);  /* the file renamed over, if any */
+        removed(q, &dst); /* the file renamed over, if any */
     return rc;
 }
 
@@ -309,11 +313,11 @@ int rfsd_quota_write_file(rfsd_quota *q, int root_fd, rfsd_path *p, uint32_t mod
     rc = rfsd_be_write_file(root_fd, p, mode, excl, sync, data, len);
     pthread_mutex_lock(&q->mu);
     if (rc == RFS_OK)
-        q->used += len - grow;  /* the new file's bytes, now all counted... */
+        q->used += len - grow; /* the new file's bytes, now all counted... */
     else
         release(q, grow);
     pthread_mutex_unlock(&q->mu);
     if (rc == RFS_OK)
-        removed(q, &old);       /* ...and the replaced file's freed */
+        removed(q, &old); /* ...and the replaced file's freed */
     return rc;
 }

@@ -38,11 +38,10 @@ void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_o
         o->tail_len = r->data_len;
     }
     if (r->pack_codec)
-        lr.data_len = r->pack_raw_len;  /* the frame as it would be raw, then packed */
+        lr.data_len = r->pack_raw_len; /* the frame as it would be raw, then packed */
     if (rfs_rep_encode(&lr, o->head, sizeof o->head, &o->head_len) == RFS_OK &&
-        (!r->pack_codec || rfs_frame_add_pack(o->head, &o->head_len, sizeof o->head,
-                                              r->pack_codec, r->pack_raw_len,
-                                              r->data_len) == RFS_OK))
+        (!r->pack_codec || rfs_frame_add_pack(o->head, &o->head_len, sizeof o->head, r->pack_codec,
+                                              r->pack_raw_len, r->data_len) == RFS_OK))
         return;
     /* our own bug; tell the client something rather than leave the request hanging */
     RFS_LOGE("%s: cannot encode %s reply: %s", peer, rfs_op_name(r->op), rfs_last_error());
@@ -55,7 +54,7 @@ void rfsd_out_encode(rfsd_out *o, const rfs_rep *r, int file_fd, uint64_t file_o
     o->file_fd = -1;
     o->file_len = 0;
     if (rfs_rep_encode(&e, o->head, sizeof o->head, &o->head_len) != RFS_OK)
-        o->head_len = 0;  /* cannot happen; an empty frame is at least not a corrupt one */
+        o->head_len = 0; /* cannot happen; an empty frame is at least not a corrupt one */
 }
 
 #define RATE_MIN_BYTES ((uint64_t)256 << 10)
@@ -69,8 +68,8 @@ static void note_full(rfsd_replyq *q)
     if (q->full_ns && now - q->full_ns < RATE_MAX_GAP_NS && q->sent_since_full >= RATE_MIN_BYTES) {
         double rate = (double)q->sent_since_full / ((double)(now - q->full_ns) / 1e9);
         uint64_t old = atomic_load(&q->link_bps);
-        atomic_store(&q->link_bps, old ? (uint64_t)(0.7 * (double)old + 0.3 * rate)
-                                       : (uint64_t)rate);
+        atomic_store(&q->link_bps,
+                     old ? (uint64_t)(0.7 * (double)old + 0.3 * rate) : (uint64_t)rate);
     }
     q->full_ns = now;
     q->sent_since_full = 0;
@@ -98,7 +97,8 @@ static int send_some(rfsd_replyq *q, rfsd_out *o)
                                           total - o->pos);
             if (n == 0) {
                 RFS_LOGI("%s: cannot send reply (file shrank while being sent); dropping the "
-                         "connection", q->peer);
+                         "connection",
+                         q->peer);
                 return -1;
             }
         }
@@ -150,7 +150,7 @@ static void finish(rfsd_out *list, int sent)
 {
     while (list) {
         rfsd_out *next = list->next;
-        list->done(list, sent);  /* may free list */
+        list->done(list, sent); /* may free list */
         list = next;
     }
 }
@@ -167,7 +167,7 @@ static void release(rfsd_replyq *q, int r, rfsd_out *done)
         dropped = q->head;
         q->head = q->tail = NULL;
     } else if (q->head) {
-        pthread_cond_signal(&q->cv);  /* also frames queued while we held the token */
+        pthread_cond_signal(&q->cv); /* also frames queued while we held the token */
     }
     pthread_mutex_unlock(&q->mu);
     if (r < 0)
@@ -184,13 +184,14 @@ static int wait_writable(rfsd_replyq *q)
         int64_t left = since + (int64_t)q->timeout_ms * 1000000 - rfs_now_ns();
         if (left <= 0) {
             RFS_LOGI("%s: the client read none of its replies for %d ms; dropping the "
-                     "connection (rfsd --send-timeout-ms)", q->peer, q->timeout_ms);
+                     "connection (rfsd --send-timeout-ms)",
+                     q->peer, q->timeout_ms);
             return -1;
         }
         struct pollfd pf = {.fd = q->t->fd, .events = rfs_transport_wants(q->t, POLLOUT)};
         int n = poll(&pf, 1, (int)((left + 999999) / 1000000));
         if (n > 0)
-            return 0;  /* writable, or an error that the next send reports */
+            return 0; /* writable, or an error that the next send reports */
         if (n < 0 && errno != EINTR)
             return -1;
     }
@@ -204,13 +205,13 @@ static void *writer_main(void *arg)
         while (!q->stop && (!q->head || q->sending))
             pthread_cond_wait(&q->cv, &q->mu);
         if (!q->head || q->sending)
-            break;  /* stopping, nothing left */
+            break; /* stopping, nothing left */
         q->sending = 1;
         pthread_mutex_unlock(&q->mu);
         rfsd_out *done = NULL;
         int r;
         while ((r = push(q, &done)) == 0) {
-            finish(done, 1);  /* their requests end now, not after the client's next read */
+            finish(done, 1); /* their requests end now, not after the client's next read */
             done = NULL;
             if (wait_writable(q)) {
                 r = -1;
@@ -261,7 +262,7 @@ void rfsd_replyq_submit(rfsd_replyq *q, rfsd_out *o)
         atomic_store_explicit(&q->stall_ns, rfs_now_ns(), memory_order_relaxed);
     }
     q->tail = o;
-    if (q->sending) {  /* the holder sends it, or hands it to the writer when it gives up */
+    if (q->sending) { /* the holder sends it, or hands it to the writer when it gives up */
         pthread_mutex_unlock(&q->mu);
         return;
     }

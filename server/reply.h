@@ -29,33 +29,33 @@ struct rfsd_out {
     void (*done)(rfsd_out *o, int sent);
     void *ctx;
     size_t head_len;
-    const uint8_t *tail;          /* payload from memory, or NULL */
+    const uint8_t *tail; /* payload from memory, or NULL */
     size_t tail_len;
-    int file_fd;                  /* payload sent from this file by the kernel, or -1 */
+    int file_fd; /* payload sent from this file by the kernel, or -1 */
     uint64_t file_off;
     size_t file_len;
-    size_t pos;                   /* bytes of the frame already sent */
+    size_t pos; /* bytes of the frame already sent */
     uint8_t head[RFSD_OUT_HEAD_MAX];
 };
 
 typedef struct rfsd_replyq {
     pthread_mutex_t mu;
-    pthread_cond_t cv;            /* the writer waits here for frames to send */
+    pthread_cond_t cv; /* the writer waits here for frames to send */
     rfsd_out *head, *tail;
-    int sending;                  /* a thread is writing to the socket: frames never interleave */
-    int broken;                   /* the socket failed or timed out: frames are dropped */
+    int sending; /* a thread is writing to the socket: frames never interleave */
+    int broken;  /* the socket failed or timed out: frames are dropped */
     int stop;
-    _Atomic int64_t stall_ns;     /* since when the head frame waits without a byte going out */
-    rfs_transport *t;             /* the connection's transport (TCP or TLS), nonblocking */
+    _Atomic int64_t stall_ns; /* since when the head frame waits without a byte going out */
+    rfs_transport *t;         /* the connection's transport (TCP or TLS), nonblocking */
     const char *peer;
     int timeout_ms;
     pthread_t writer;
     /* The link's drain rate, for compressing read replies (zreply.c): between two instants at
      * which the socket was full, the link took exactly what was sent in between. Updated by
      * the token holder only. */
-    int64_t full_ns;              /* the last such instant, 0 none */
+    int64_t full_ns; /* the last such instant, 0 none */
     uint64_t sent_since_full;
-    _Atomic uint64_t link_bps;    /* smoothed, 0 until measured */
+    _Atomic uint64_t link_bps; /* smoothed, 0 until measured */
 } rfsd_replyq;
 
 /* Encodes r (header and fixed fields; an error's message) into o. The payload is not copied:

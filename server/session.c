@@ -51,7 +51,7 @@ void rfsd_boot_id(uint8_t out[RFS_SESSION_LEN])
     char text[64] = "";
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;  /* all zero: "unknown", clients then cannot tell a reboot and say so */
+        return; /* all zero: "unknown", clients then cannot tell a reboot and say so */
     ssize_t n = read(fd, text, sizeof text - 1);
     close(fd);
     if (n <= 0)
@@ -136,8 +136,7 @@ int rfsd_session_request(rfsd_conn *c, const rfs_req *req)
         return 0;
     }
     int fenced = 0;
-    if (!is_zero(req->u.session.fence) &&
-        memcmp(req->u.session.fence, id, RFS_SESSION_LEN) != 0) {
+    if (!is_zero(req->u.session.fence) && memcmp(req->u.session.fence, id, RFS_SESSION_LEN) != 0) {
         fenced = fence(c, req->u.session.fence);
         if (fenced < 0) {
             rfsd_conn_send_error(c, req->op, req->id, fenced);
@@ -154,8 +153,8 @@ int rfsd_session_request(rfsd_conn *c, const rfs_req *req)
 
 /* 1 if another connection has fid open for writing and has been silent for more than half
  * the lease (caller holds srv->mu; each connection's table is read under its own mutex). */
-static int silent_writer_locked(rfsd_conn *self, const rfsd_fileid *fid, int64_t now,
-                                char *who, size_t cap)
+static int silent_writer_locked(rfsd_conn *self, const rfsd_fileid *fid, int64_t now, char *who,
+                                size_t cap)
 {
     RFS_ASSERT_HELD(&self->srv->mu);
     rfsd_server *srv = self->srv;
@@ -192,7 +191,8 @@ void rfsd_session_wait_silent_writers(rfsd_conn *c, const rfsd_fileid *fid, cons
            !atomic_load(&c->closing)) {
         if (!logged) {
             RFS_LOGI("%s: open of %s waits for %s, a silent writer of that file, to speak or to "
-                     "reach its lease", c->peer, path, who);
+                     "reach its lease",
+                     c->peer, path, who);
             logged = 1;
         }
         struct timespec ts = rfs_deadline_ms(100);

@@ -52,7 +52,7 @@ int rfsd_tls_gate(rfsd_conn *c)
 {
     int64_t deadline = c->started_ns + (int64_t)c->srv->cfg.handshake_timeout_ms * 1000000;
     uint8_t hb[RFS_HDR_SIZE];
-    if (raw_recv(c->fd, hb, 1, MSG_PEEK, deadline)) {  /* only 1 byte: never spins */
+    if (raw_recv(c->fd, hb, 1, MSG_PEEK, deadline)) { /* only 1 byte: never spins */
         if (rfs_now_ns() >= deadline && !atomic_load(&c->closing))
             RFS_LOGI("%s: no authentication within %d ms (rfsd --handshake-timeout-ms); closing",
                      c->peer, c->srv->cfg.handshake_timeout_ms);
@@ -66,7 +66,7 @@ int rfsd_tls_gate(rfsd_conn *c)
     memset(&h, 0, sizeof h);
     if (raw_recv(c->fd, hb, sizeof hb, 0, deadline))
         return -1;
-    rfs_hdr_decode(hb, RFS_PRE_HELLO_MAX, &h);  /* raw fields even when refused */
+    rfs_hdr_decode(hb, RFS_PRE_HELLO_MAX, &h); /* raw fields even when refused */
     uint8_t body[512];
     uint32_t left = h.body_len < RFS_PRE_HELLO_MAX ? h.body_len : 0;
     while (left > 0) {

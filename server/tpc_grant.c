@@ -21,7 +21,7 @@ typedef struct grant {
     int64_t expires_ns, made_ns;
     unsigned uses;
     unsigned ttl_ms;
-    uint64_t rmask;                       /* the export the path lies in */
+    uint64_t rmask; /* the export the path lies in */
     char grantor[RFSD_IDENT_NAME_MAX + 1];
     char path[RFS_MAX_PATH + 1];
 } grant;
@@ -55,7 +55,7 @@ int rfsd_tpc_grant(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
 {
     if (c->who.granted)
         return rfs_fail(RFS_E_ACCESS, "TPC_GRANT: a connection authenticated by a grant cannot "
-                        "make grants");
+                                      "make grants");
     rfsd_path p;
     const rfsd_export *ex;
     int rc = rfsd_resolve(c, &q->u.tpc_grant.path, RFSD_NEED_READ, 0, &p, &ex);
@@ -66,8 +66,8 @@ int rfsd_tpc_grant(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     if ((rc = rfsd_be_open(ex->root_fd, &p, RFS_O_RDONLY, 0, &fd, &st)))
         return rc;
     close(fd);
-    unsigned ttl = c->srv->cfg.tpc_grant_ttl_ms ? c->srv->cfg.tpc_grant_ttl_ms
-                                                : RFSD_TPC_GRANT_TTL_MS;
+    unsigned ttl =
+        c->srv->cfg.tpc_grant_ttl_ms ? c->srv->cfg.tpc_grant_ttl_ms : RFSD_TPC_GRANT_TTL_MS;
     int64_t now = rfs_now_ns();
     pthread_mutex_lock(&mu);
     grant *g = slot_for_new(now);
@@ -107,14 +107,16 @@ int rfsd_tpc_auth(const uint8_t *server_nonce, const rfs_req *q, rfsd_who *who,
     if (!g) {
         pthread_mutex_unlock(&mu);
         return rfs_fail(RFS_E_AUTH, "third-party copy grant unknown here: never made, already "
-                        "used up, or dropped (grants are kept in memory only)");
+                                    "used up, or dropped (grants are kept in memory only)");
     }
     if (g->expires_ns <= now) {
         unsigned ttl = g->ttl_ms;
         forget(g);
         pthread_mutex_unlock(&mu);
-        return rfs_fail(RFS_E_AUTH, "third-party copy grant expired (grants last %u ms from "
-                        "their making; rfsd --tpc-grant-ttl-ms)", ttl);
+        return rfs_fail(RFS_E_AUTH,
+                        "third-party copy grant expired (grants last %u ms from "
+                        "their making; rfsd --tpc-grant-ttl-ms)",
+                        ttl);
     }
     uint8_t want[RFS_MAC_LEN];
     rfs_auth_client_mac((const char *)g->key, RFS_TPC_KEY_LEN, server_nonce,
@@ -124,7 +126,7 @@ int rfsd_tpc_auth(const uint8_t *server_nonce, const rfs_req *q, rfsd_who *who,
         forget(g);
         pthread_mutex_unlock(&mu);
         return rfs_fail(RFS_E_AUTH, "third-party copy grant refused: wrong key (the grant is "
-                        "now revoked)");
+                                    "now revoked)");
     }
     rfs_auth_server_mac((const char *)g->key, RFS_TPC_KEY_LEN, server_nonce,
                         q->u.tpc_auth.client_nonce, server_mac);

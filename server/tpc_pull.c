@@ -23,8 +23,8 @@
 #include "exports.h"
 #include "guard.h"
 
-#define CHUNK ((uint32_t)4 << 20)     /* bytes per PREAD: one default frame's payload */
-#define WINDOW_CHUNKS 16u             /* PREADs in flight per pull, over all its streams */
+#define CHUNK ((uint32_t)4 << 20) /* bytes per PREAD: one default frame's payload */
+#define WINDOW_CHUNKS 16u         /* PREADs in flight per pull, over all its streams */
 #define VERIFY_PIECE ((uint64_t)256 << 20)
 
 typedef struct job job;
@@ -38,7 +38,7 @@ typedef struct stream {
 struct job {
     job *next;
     uint32_t id;
-    char peer[80];                    /* the client, for the log */
+    char peer[80]; /* the client, for the log */
     /* what to do */
     char host[RFS_TPC_MAX_HOST + 1];
     unsigned port, nstreams;
@@ -46,11 +46,11 @@ struct job {
     uint8_t pin[RFS_TPC_PIN_LEN];
     rfs_copts o;
     char src[RFS_MAX_PATH + 1];
-    char dst[RFS_MAX_PATH + 1];       /* as the client named it, for messages */
-    int dfd;                          /* the destination's directory */
-    char name[RFS_MAX_NAME + 1];      /* the destination's name in it */
-    char tmp[RFS_MAX_NAME + 64];      /* the temporary beside it */
-    int fd;                           /* the temporary (read back for its checksum) */
+    char dst[RFS_MAX_PATH + 1];  /* as the client named it, for messages */
+    int dfd;                     /* the destination's directory */
+    char name[RFS_MAX_NAME + 1]; /* the destination's name in it */
+    char tmp[RFS_MAX_NAME + 64]; /* the temporary beside it */
+    int fd;                      /* the temporary (read back for its checksum) */
     /* progress */
     pthread_t th;
     atomic_int cancel;
@@ -58,8 +58,8 @@ struct job {
     _Atomic uint64_t total;
     atomic_int size_known;
     _Atomic uint64_t next_chunk;
-    _Atomic uint32_t chunk;           /* bytes per PREAD, the same for every stream */
-    pthread_mutex_t mu;               /* conns, first error */
+    _Atomic uint32_t chunk; /* bytes per PREAD, the same for every stream */
+    pthread_mutex_t mu;     /* conns, first error */
     rfs_conn *conns[RFS_TPC_MAX_USES];
     int rc;
     char msg[RFS_MAX_MSG];
@@ -74,7 +74,7 @@ struct rfsd_tpc_jobs {
 };
 
 static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned running;              /* jobs whose thread runs, whole server */
+static unsigned running; /* jobs whose thread runs, whole server */
 static uint32_t next_id = 1;
 
 /* The first failure of a pull wins; the others stop on its cancel. */
@@ -117,8 +117,10 @@ static int stream_copy(job *j, rfs_conn *cn, uint32_t fh, uint64_t size, unsigne
         mine = chunk;
     chunk = mine;
     if ((uint64_t)chunk + 4096 > mf)
-        return rfs_fail(RFS_E_PROTO, "%s: the source negotiated different frame sizes on the "
-                        "copy's connections", j->src);
+        return rfs_fail(RFS_E_PROTO,
+                        "%s: the source negotiated different frame sizes on the "
+                        "copy's connections",
+                        j->src);
     for (unsigned k = 0; k < window; k++) {
         rfs_call_init(&calls[k]);
         bufs[k] = NULL;
@@ -157,13 +159,15 @@ static int stream_copy(job *j, rfs_conn *cn, uint32_t fh, uint64_t size, unsigne
         int wrc = rfs_conn_wait(cn, &calls[k]);
         finished++;
         if (rc || atomic_load(&j->cancel))
-            continue;  /* drain what is in flight before the buffers go */
+            continue; /* drain what is in flight before the buffers go */
         if ((rc = rfs_call_result(cn, &calls[k], wrc, j->src)))
             continue;
         if (calls[k].data_len != lens[k]) {
-            rc = rfs_fail(RFS_E_IO, "%s: the source file shrank during the copy (%llu bytes at "
-                          "%llu, %zu read)", j->src, (unsigned long long)lens[k],
-                          (unsigned long long)offs[k], calls[k].data_len);
+            rc = rfs_fail(RFS_E_IO,
+                          "%s: the source file shrank during the copy (%llu bytes at "
+                          "%llu, %zu read)",
+                          j->src, (unsigned long long)lens[k], (unsigned long long)offs[k],
+                          calls[k].data_len);
             continue;
         }
         if ((rc = rfsd_be_pwrite(j->fd, j->dst, bufs[k], lens[k], offs[k])))
@@ -278,8 +282,10 @@ static int install(job *j, uint64_t size, uint32_t *crc)
             snprintf(why, sizeof why, "%s", rfs_last_error());
             rc = rfs_fail(rc, "source %s:%u: %s", j->host, j->port, why);
         } else if (theirs != *crc) {
-            rc = rfs_fail(RFS_E_IO, "%s: verification failed: crc32c of the copy is %08x, the "
-                          "source's %08x; not renamed into place", j->dst, *crc, theirs);
+            rc = rfs_fail(RFS_E_IO,
+                          "%s: verification failed: crc32c of the copy is %08x, the "
+                          "source's %08x; not renamed into place",
+                          j->dst, *crc, theirs);
         }
     }
     if (!rc && (j->flags & RFS_TPC_SYNC) && fdatasync(j->fd) != 0)
@@ -347,7 +353,7 @@ static void *job_main(void *arg)
         j->fd = -1;
     }
     if (j->rc)
-        unlinkat(j->dfd, j->tmp, 0);  /* nothing half-copied stays behind */
+        unlinkat(j->dfd, j->tmp, 0); /* nothing half-copied stays behind */
     RFS_LOGI("%s: third-party copy %s:%u:%s -> %s: %s (%llu bytes)", j->peer, j->host, j->port,
              j->src, j->dst, j->rc ? j->msg : "done", (unsigned long long)atomic_load(&j->done));
     pthread_mutex_lock(&jobs_mu);
@@ -400,14 +406,16 @@ static int prepare(rfsd_conn *c, const rfs_req *q, job *j)
     j->port = q->u.tpc_pull.port;
     if (!cfg->tpc)
         return rfs_fail(RFS_E_UNSUPPORTED, "third-party copy into this server is off (rfsd "
-                        "--tpc on enables it; docs/security.md)");
+                                           "--tpc on enables it; docs/security.md)");
     /* UNSUPPORTED, like --tpc off: the client may still copy through itself */
     if (!rfsd_tpc_host_allowed(cfg->tpc_allow, j->host, j->port))
-        return rfs_fail(RFS_E_UNSUPPORTED, "third-party copy: source %s:%u is not in this server's "
-                        "--tpc-allow list", j->host, j->port);
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "third-party copy: source %s:%u is not in this server's "
+                        "--tpc-allow list",
+                        j->host, j->port);
     if (c->who.granted)
         return rfs_fail(RFS_E_ACCESS, "TPC_PULL: a connection authenticated by a grant cannot "
-                        "start pulls");
+                                      "start pulls");
     j->flags = q->u.tpc_pull.flags;
     j->nstreams = q->u.tpc_pull.streams;
     copy_wpath(j->src, sizeof j->src, &q->u.tpc_pull.src);
@@ -436,8 +444,10 @@ static int prepare(rfsd_conn *c, const rfs_req *q, job *j)
         return rc;
     snprintf(j->dst, sizeof j->dst, "%s", p.shown);
     if (ex->quota)
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: third-party copy into an export with a quota is "
-                        "not supported (the client copies through itself instead)", p.shown);
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "%s: third-party copy into an export with a quota is "
+                        "not supported (the client copies through itself instead)",
+                        p.shown);
     const char *last;
     if ((rc = rfsd_open_parent(ex->root_fd, &p, &j->dfd, &last)))
         return rc;
@@ -455,8 +465,8 @@ static int prepare(rfsd_conn *c, const rfs_req *q, job *j)
     snprintf(j->tmp, sizeof j->tmp, ".%.200s.rfs-tpc-%ld-%lu", j->name, (long)getpid(),
              (unsigned long)++seq);
     uint32_t mode = rfsd_guard_mode(cfg, q->u.tpc_pull.mode ? q->u.tpc_pull.mode : 0644, 0);
-    j->fd = openat(j->dfd, j->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   (mode_t)mode);
+    j->fd =
+        openat(j->dfd, j->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
     if (j->fd < 0)
         return rfs_fail(rfs_err_from_errno(errno), "%s: create the temporary file: %s", p.shown,
                         strerror(errno));
@@ -478,9 +488,10 @@ int rfsd_tpc_pull_start(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         if (!c->tpc && !(c->tpc = calloc(1, sizeof *c->tpc)))
             rc = rfs_fail(RFS_E_NOMEM, "TPC_PULL: server out of memory");
         else if (running >= RFSD_TPC_MAX_PULLS || c->tpc->n >= RFSD_TPC_MAX_PULLS_PER_CONN)
-            rc = rfs_fail(RFS_E_BUSY, "third-party copy: %u pulls run on this server (limit %u), "
-                          "%u for this connection (limit %u); retry later", running,
-                          RFSD_TPC_MAX_PULLS, c->tpc->n, RFSD_TPC_MAX_PULLS_PER_CONN);
+            rc = rfs_fail(RFS_E_BUSY,
+                          "third-party copy: %u pulls run on this server (limit %u), "
+                          "%u for this connection (limit %u); retry later",
+                          running, RFSD_TPC_MAX_PULLS, c->tpc->n, RFSD_TPC_MAX_PULLS_PER_CONN);
         else if (rfs_thread_start(&j->th, job_main, j) != 0)
             rc = rfs_fail(RFS_E_NOMEM, "third-party copy: cannot start a thread");
         if (!rc) {
@@ -527,7 +538,8 @@ int rfsd_tpc_pull_status(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
         j = j->next;
     if (!j) {
         pthread_mutex_unlock(&jobs_mu);
-        return rfs_fail(RFS_E_NOENT, "TPC_STATUS: no third-party copy %u on this connection "
+        return rfs_fail(RFS_E_NOENT,
+                        "TPC_STATUS: no third-party copy %u on this connection "
                         "(finished and reported already, or never started here)",
                         q->u.tpc_status.job);
     }

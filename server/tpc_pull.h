@@ -12,7 +12,7 @@
 
 #include "proto/proto.h"
 
-#define RFSD_TPC_MAX_PULLS 16u          /* pulls running at once, whole server */
+#define RFSD_TPC_MAX_PULLS 16u /* pulls running at once, whole server */
 #define RFSD_TPC_MAX_PULLS_PER_CONN 4u
 
 struct rfsd_conn;

@@ -53,8 +53,10 @@ static rfsd_addr *admit(rfsd_server *srv, const char *peer, char *why, size_t ca
     if (!a) {
         char addr[64];
         rfsd_addr_of(peer, addr, sizeof addr);
-        snprintf(why, cap, "%u connections from %s (limit %u per address, rfsd "
-                 "--max-conns-per-addr)", from_addr, addr, srv->cfg.max_conns_per_addr);
+        snprintf(why, cap,
+                 "%u connections from %s (limit %u per address, rfsd "
+                 "--max-conns-per-addr)",
+                 from_addr, addr, srv->cfg.max_conns_per_addr);
         RFS_LOGW("%s: UCX connection refused: %s", peer, why);
     }
     return a;

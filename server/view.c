@@ -18,7 +18,10 @@ int rfsd_views_built(void)
     return 1;
 }
 
-void rfsd_views_set_cancel(const atomic_int *flag) { rfs_dt_set_cancel(flag); }
+void rfsd_views_set_cancel(const atomic_int *flag)
+{
+    rfs_dt_set_cancel(flag);
+}
 
 /* Bytes a flattened view of n runs holds: off, len and prefix sums (dtype/dt_flat.h). */
 static uint64_t view_cost(size_t n)
@@ -46,9 +49,10 @@ int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, c
     size_t max_runs = room / RFS_DT_FLAT_BYTES_PER_RUN;
     if (max_runs == 0) {
         rfs_dt_free(t);
-        return rfs_fail(RFS_E_TOOBIG, "%s: file views of this connection hold %llu bytes "
-                        "(limit %llu, rfsd --max-view-bytes)", shown, (unsigned long long)used,
-                        (unsigned long long)limit);
+        return rfs_fail(RFS_E_TOOBIG,
+                        "%s: file views of this connection hold %llu bytes "
+                        "(limit %llu, rfsd --max-view-bytes)",
+                        shown, (unsigned long long)used, (unsigned long long)limit);
     }
     rc = rfs_dt_flatten_max(t, max_runs < RFS_DT_MAX_RUNS ? max_runs : 0, &f);
     rfs_dt_free(t);
@@ -56,24 +60,28 @@ int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, c
         char why[512];
         snprintf(why, sizeof why, "%s", rfs_last_error());
         if (rc == RFS_E_TOOBIG && max_runs < RFS_DT_MAX_RUNS && strstr(why, "runs (limit)"))
-            return rfs_fail(rc, "%s: file view needs more memory than this connection has left "
+            return rfs_fail(rc,
+                            "%s: file view needs more memory than this connection has left "
                             "(limit %llu bytes of views, %llu used; rfsd --max-view-bytes)",
                             shown, (unsigned long long)limit, (unsigned long long)used);
         return rfs_fail(rc, "%s: cannot flatten file view datatype: %s", shown, why);
     }
     if (!f->monotonic || f->size <= 0 || f->extent <= 0) {
         rfs_flat_free(f);
-        return rfs_fail(RFS_E_INVAL, "%s: a filetype needs data, a positive extent and "
-                                     "nondecreasing, non-overlapping displacements", shown);
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: a filetype needs data, a positive extent and "
+                        "nondecreasing, non-overlapping displacements",
+                        shown);
     }
     /* charge it; concurrent SET_VIEWs on other handles may have taken the room meanwhile */
     uint64_t cost = view_cost(f->n);
     if (atomic_fetch_add(acct, cost) + cost > limit) {
         atomic_fetch_sub(acct, cost);
         rfs_flat_free(f);
-        return rfs_fail(RFS_E_TOOBIG, "%s: file view of %llu bytes is over what this connection "
-                        "has left (limit %llu, rfsd --max-view-bytes)", shown,
-                        (unsigned long long)cost, (unsigned long long)limit);
+        return rfs_fail(RFS_E_TOOBIG,
+                        "%s: file view of %llu bytes is over what this connection "
+                        "has left (limit %llu, rfsd --max-view-bytes)",
+                        shown, (unsigned long long)cost, (unsigned long long)limit);
     }
     v->flat = f;
     v->disp = disp;
@@ -101,7 +109,7 @@ static int read_run(void *arg, uint64_t off, uint64_t len)
     x->done += got;
     if (got < len) {
         x->eof = 1;
-        return 1;  /* stop: the packed stream ends at end of file */
+        return 1; /* stop: the packed stream ends at end of file */
     }
     return 0;
 }
@@ -192,35 +200,60 @@ int rfsd_views_built(void)
     return 0;
 }
 
-void rfsd_views_set_cancel(const atomic_int *flag) { (void)flag; }
+void rfsd_views_set_cancel(const atomic_int *flag)
+{
+    (void)flag;
+}
 
 int rfsd_view_set(rfsd_view *v, uint64_t disp, const uint8_t *enc, size_t len, const char *shown,
                   _Atomic uint64_t *acct, uint64_t limit)
 {
-    (void)v; (void)disp; (void)enc; (void)len; (void)acct; (void)limit;
-    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build", shown);
+    (void)v;
+    (void)disp;
+    (void)enc;
+    (void)len;
+    (void)acct;
+    (void)limit;
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build",
+                    shown);
 }
 
 int rfsd_view_read(const rfsd_view *v, int fd, const char *shown, uint64_t pos, void *buf,
                    size_t len, size_t *done)
 {
-    (void)v; (void)fd; (void)pos; (void)buf; (void)len;
+    (void)v;
+    (void)fd;
+    (void)pos;
+    (void)buf;
+    (void)len;
     *done = 0;
-    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build", shown);
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build",
+                    shown);
 }
 
 int rfsd_view_write(const rfsd_view *v, int fd, const char *shown, uint64_t pos, const void *buf,
                     size_t len)
 {
-    (void)v; (void)fd; (void)pos; (void)buf; (void)len;
-    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build", shown);
+    (void)v;
+    (void)fd;
+    (void)pos;
+    (void)buf;
+    (void)len;
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: file views are not supported by this server build",
+                    shown);
 }
 
-void rfsd_view_clear(rfsd_view *v) { v->flat = NULL; v->disp = 0; }
+void rfsd_view_clear(rfsd_view *v)
+{
+    v->flat = NULL;
+    v->disp = 0;
+}
 
 int rfsd_view_end(const rfsd_view *v, uint64_t pos, size_t len, uint64_t *end)
 {
-    (void)v; (void)pos; (void)len;
+    (void)v;
+    (void)pos;
+    (void)len;
     *end = 0;
     return rfs_fail(RFS_E_UNSUPPORTED, "file views are not supported by this server build");
 }

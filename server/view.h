@@ -18,9 +18,9 @@
 struct rfs_flat;
 
 typedef struct rfsd_view {
-    struct rfs_flat *flat;   /* NULL: view not set */
+    struct rfs_flat *flat; /* NULL: view not set */
     uint64_t disp;
-    uint64_t bytes;          /* memory the flattened view holds, charged to *acct */
+    uint64_t bytes; /* memory the flattened view holds, charged to *acct */
     _Atomic uint64_t *acct;
 } rfsd_view;
 

@@ -23,8 +23,7 @@ void rfsd_wire_seal(rfsd_conn *c, rfsd_out *o)
     shutdown(c->fd, SHUT_RDWR);
 }
 
-int rfsd_wire_unpack(rfsd_conn *c, rfs_hdr *h, uint8_t **body, const uint8_t **fields,
-                     size_t *len)
+int rfsd_wire_unpack(rfsd_conn *c, rfs_hdr *h, uint8_t **body, const uint8_t **fields, size_t *len)
 {
     rfs_pack_info pi;
     int rc = rfs_frame_pack_info(h, *fields, *len, c->max_frame, &pi);

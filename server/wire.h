@@ -15,7 +15,6 @@ void rfsd_wire_seal(rfsd_conn *c, rfsd_out *o);
  * a new body holding the fixed fields and the raw payload, within the frame limit, and makes
  * *body, *fields, *len and h describe that frame as if it had come uncompressed. The old body is
  * freed. On failure (bomb, corrupt or unknown codec) nothing changes and the error names it. */
-int rfsd_wire_unpack(rfsd_conn *c, rfs_hdr *h, uint8_t **body, const uint8_t **fields,
-                     size_t *len);
+int rfsd_wire_unpack(rfsd_conn *c, rfs_hdr *h, uint8_t **body, const uint8_t **fields, size_t *len);
 
 #endif

@@ -52,15 +52,14 @@ int rfsd_zreply_wants(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, size_t n)
     return 0;
 }
 
-void rfsd_zreply_pack(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep,
-                      uint8_t **buf)
+void rfsd_zreply_pack(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfs_zstate *z;
     if (!q->zok || c->srv->cfg.zread_mode == RFS_Z_NONE || rep->data_len == 0 ||
         !(z = state_of(c, h)))
         return;
     rfs_packed pk;
-    unsigned offered = 1u << RFS_CODEC_LZ4 | 1u << RFS_CODEC_ZSTD;  /* RFS_F_ZOK takes both */
+    unsigned offered = 1u << RFS_CODEC_LZ4 | 1u << RFS_CODEC_ZSTD; /* RFS_F_ZOK takes both */
     if (q->zshuf)
         offered |= 1u << RFS_CODEC_LZ4_SHUF | 1u << RFS_CODEC_ZSTD_SHUF;
     rfs_zstate_pack(z, offered, link_rate(c), rep->data, rep->data_len, &pk);

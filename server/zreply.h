@@ -18,8 +18,7 @@ int rfsd_zreply_wants(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, size_t n);
 /* rep->data (rep->data_len bytes, in *buf which the caller frees after the reply) is packed
  * when that pays: *buf then holds the compressed bytes and rep says how it was packed. An
  * allocation failure leaves the reply raw. */
-void rfsd_zreply_pack(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep,
-                      uint8_t **buf);
+void rfsd_zreply_pack(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf);
 /* The handle's state, at its end. */
 void rfsd_zreply_free(rfsd_handle *h);
 

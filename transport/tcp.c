@@ -26,14 +26,17 @@
 #include <unistd.h>
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
-#define SEND_IOV_BATCH 64   /* iovecs handed to one sendmsg; larger lists go in batches */
+#define SEND_IOV_BATCH 64 /* iovecs handed to one sendmsg; larger lists go in batches */
 
 typedef struct tcp_transport {
     rfs_transport base;
     int fd;
 } tcp_transport;
 
-static int fd_of(rfs_transport *t) { return ((tcp_transport *)t)->fd; }
+static int fd_of(rfs_transport *t)
+{
+    return ((tcp_transport *)t)->fd;
+}
 
 /* Copies up to SEND_IOV_BATCH nonempty iovecs of iov[0..n) into batch. */
 static int batch_of(const struct iovec *iov, int n, struct iovec *batch)
@@ -78,7 +81,10 @@ static long tcp_recv_nb(rfs_transport *t, void *buf, size_t len)
     return (long)r;
 }
 
-static short tcp_wants(rfs_transport *t, short dflt) { return dflt; }
+static short tcp_wants(rfs_transport *t, short dflt)
+{
+    return dflt;
+}
 
 /* Blocks until fd is ready for events. Only reached when the socket was handed to us in
  * non-blocking mode (rfs_tcp_from_fd), so the blocking contract still holds. */
@@ -95,8 +101,8 @@ static int wait_ready(int fd, short events)
 static int tcp_write_all(rfs_transport *t, const struct iovec *iov, int n)
 {
     int fd = fd_of(t);
-    int i = 0;        /* first iovec not fully sent */
-    size_t done = 0;  /* bytes of iov[i] already sent */
+    int i = 0;       /* first iovec not fully sent */
+    size_t done = 0; /* bytes of iov[i] already sent */
     while (i < n) {
         if (iov[i].iov_len == done) {
             i++;
@@ -123,7 +129,8 @@ static int tcp_write_all(rfs_transport *t, const struct iovec *iov, int n)
             if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_ready(fd, POLLOUT) == 0)
                 continue;
             int e = errno;
-            return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->peer, strerror(e));
+            return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->peer,
+                            strerror(e));
         }
         rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
@@ -150,7 +157,8 @@ static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_
         if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_ready(fd, POLLIN) == 0)
             continue;
         int e = errno;
-        return rfs_fail(RFS_E_CONN, "%s: connection lost while receiving: %s", t->peer, strerror(e));
+        return rfs_fail(RFS_E_CONN, "%s: connection lost while receiving: %s", t->peer,
+                        strerror(e));
     }
 }
 
@@ -171,7 +179,10 @@ static long tcp_read_some(rfs_transport *t, void *buf, size_t len)
     return recv_some(t, buf, len, 0, len);
 }
 
-static void tcp_shutdown(rfs_transport *t) { shutdown(fd_of(t), SHUT_RDWR); }
+static void tcp_shutdown(rfs_transport *t)
+{
+    shutdown(fd_of(t), SHUT_RDWR);
+}
 
 static void tcp_close(rfs_transport *t)
 {
@@ -211,9 +222,11 @@ static int apply_opts(int fd, const rfs_transport_opts *o, const char *peer)
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) < 0)
         return rfs_fail(RFS_E_CONN, "%s: TCP_NODELAY: %s", peer, strerror(errno));
     /* Buffer sizes must be set before connect/listen to affect the window scale. */
-    if (o && o->sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof o->sndbuf) < 0)
+    if (o && o->sndbuf > 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof o->sndbuf) < 0)
         return rfs_fail(RFS_E_CONN, "%s: SO_SNDBUF %d: %s", peer, o->sndbuf, strerror(errno));
-    if (o && o->rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof o->rcvbuf) < 0)
+    if (o && o->rcvbuf > 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o->rcvbuf, sizeof o->rcvbuf) < 0)
         return rfs_fail(RFS_E_CONN, "%s: SO_RCVBUF %d: %s", peer, o->rcvbuf, strerror(errno));
     if (o && o->congestion && o->congestion[0] && rfs_tcp_set_congestion(fd, o->congestion))
         return rfs_fail_cause(RFS_E_CONN, "%s", peer);
@@ -309,19 +322,22 @@ static int connect_one(const struct addrinfo *ai, const rfs_transport_opts *o, i
     return fd;
 }
 
-int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out)
+int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o,
+                    rfs_transport **out)
 {
     *out = NULL;
-    char peer[sizeof ((rfs_transport *)0)->peer];
+    char peer[sizeof((rfs_transport *)0)->peer];
     if (!host || !*host || port == 0 || port > 65535)
         return rfs_fail(RFS_E_INVAL, "cannot connect to %s:%u: bad host or port", host ? host : "",
                         port);
     format_peer(peer, sizeof peer, host, port);
-    int timeout_ms = o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    int timeout_ms =
+        o && o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 
     char service[8];
     snprintf(service, sizeof service, "%u", port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
     struct addrinfo *res = NULL;
     int g = getaddrinfo(host, service, &hints, &res);
@@ -350,7 +366,7 @@ int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o
 int rfs_tcp_from_fd(int fd, const rfs_transport_opts *o, rfs_transport **out)
 {
     *out = NULL;
-    char peer[sizeof ((rfs_transport *)0)->peer] = "unknown peer";
+    char peer[sizeof((rfs_transport *)0)->peer] = "unknown peer";
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {

@@ -50,15 +50,19 @@ static int explain(const char *name, int err)
     char list[512];
     if (err == ENOENT) {
         read_sysctl("/proc/sys/net/ipv4/tcp_available_congestion_control", list, sizeof list);
-        return rfs_fail(RFS_E_INVAL, "TCP congestion control \"%s\" is not available on this "
-                        "kernel (available: %s; others may need their module loaded)", name,
-                        list[0] ? list : "unknown");
+        return rfs_fail(RFS_E_INVAL,
+                        "TCP congestion control \"%s\" is not available on this "
+                        "kernel (available: %s; others may need their module loaded)",
+                        name, list[0] ? list : "unknown");
     }
     if (err == EPERM) {
         read_sysctl("/proc/sys/net/ipv4/tcp_allowed_congestion_control", list, sizeof list);
-        return rfs_fail(RFS_E_INVAL, "TCP congestion control \"%s\" is not permitted for this "
-                        "process (without CAP_NET_ADMIN only net.ipv4.tcp_allowed_congestion_control "
-                        "may be used: %s)", name, list[0] ? list : "unknown");
+        return rfs_fail(
+            RFS_E_INVAL,
+            "TCP congestion control \"%s\" is not permitted for this "
+            "process (without CAP_NET_ADMIN only net.ipv4.tcp_allowed_congestion_control "
+            "may be used: %s)",
+            name, list[0] ? list : "unknown");
     }
     return rfs_fail(RFS_E_INVAL, "TCP congestion control \"%s\": %s", name, strerror(err));
 }
@@ -66,9 +70,10 @@ static int explain(const char *name, int err)
 int rfs_tcp_set_congestion(int fd, const char *name)
 {
     if (!name || !valid_name(name))
-        return rfs_fail(RFS_E_INVAL, "bad TCP congestion control name \"%s\" (expected a kernel "
-                        "name such as bbr or cubic, at most %d characters)", name ? name : "",
-                        RFS_TCP_CC_MAX - 1);
+        return rfs_fail(RFS_E_INVAL,
+                        "bad TCP congestion control name \"%s\" (expected a kernel "
+                        "name such as bbr or cubic, at most %d characters)",
+                        name ? name : "", RFS_TCP_CC_MAX - 1);
     if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0)
         return explain(name, errno);
     return RFS_OK;
@@ -80,8 +85,10 @@ int rfs_tcp_check_congestion(const char *name)
     if (fd < 0)
         fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return rfs_fail(RFS_E_INVAL, "TCP congestion control \"%s\": cannot make a socket to "
-                        "check it: %s", name ? name : "", strerror(errno));
+        return rfs_fail(RFS_E_INVAL,
+                        "TCP congestion control \"%s\": cannot make a socket to "
+                        "check it: %s",
+                        name ? name : "", strerror(errno));
     int rc = rfs_tcp_set_congestion(fd, name);
     close(fd);
     return rc;

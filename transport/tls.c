@@ -32,23 +32,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#define STAGE_CAP (64 * 1024)   /* bytes handed to one SSL_write: four full records */
-#define FIRST_CAP 8             /* the server's first bytes, kept to recognise plaintext */
+#define STAGE_CAP (64 * 1024) /* bytes handed to one SSL_write: four full records */
+#define FIRST_CAP 8           /* the server's first bytes, kept to recognise plaintext */
 
 typedef struct tls_transport {
     rfs_transport base;
-    rfs_transport *tcp;         /* owns the socket */
+    rfs_transport *tcp; /* owns the socket */
     SSL *ssl;
-    pthread_mutex_t mu;         /* every SSL call on ssl */
-    short want_r, want_w;       /* what the last EAGAIN of a read / a write waits for */
+    pthread_mutex_t mu;   /* every SSL call on ssl */
+    short want_r, want_w; /* what the last EAGAIN of a read / a write waits for */
     uint8_t *stage;
     size_t stage_len;
-    int stage_pending;          /* stage holds bytes SSL_write must be given again */
-    uint8_t first[FIRST_CAP];   /* client: the first bytes the server sent */
+    int stage_pending;        /* stage holds bytes SSL_write must be given again */
+    uint8_t first[FIRST_CAP]; /* client: the first bytes the server sent */
     size_t nfirst;
 } tls_transport;
 
-static tls_transport *tls_of(rfs_transport *t) { return (tls_transport *)t; }
+static tls_transport *tls_of(rfs_transport *t)
+{
+    return (tls_transport *)t;
+}
 
 /* The reason of the oldest queued OpenSSL error, or fallback; clears the queue. */
 static const char *ssl_reason(char *buf, size_t cap, const char *fallback)
@@ -83,8 +86,7 @@ static long failed(tls_transport *t, int ret, const char *doing, short *want)
         *want = POLLOUT;
         errno = EAGAIN;
         return -1;
-    case SSL_ERROR_ZERO_RETURN:
-        return 0;
+    case SSL_ERROR_ZERO_RETURN: return 0;
     case SSL_ERROR_SYSCALL:
         ERR_clear_error();
         if (saved == 0)
@@ -113,7 +115,7 @@ static long write_stage(tls_transport *t)
     }
     t->stage_pending = 1;
     long f = failed(t, r, "sending", &t->want_w);
-    if (f == 0) {  /* the peer closed: writing cannot go on */
+    if (f == 0) { /* the peer closed: writing cannot go on */
         errno = EPIPE;
         rfs_fail(RFS_E_CONN, "%s: connection closed by peer while sending", t->base.peer);
         return -1;
@@ -188,9 +190,10 @@ static long tls_recv_nb(rfs_transport *tt, void *buf, size_t len)
     ERR_clear_error();
     errno = 0;
     int r = SSL_read(t->ssl, buf, len > INT_MAX ? INT_MAX : (int)len);
-    long out = r > 0 ? r : failed(t, r, SSL_is_init_finished(t->ssl) ? "receiving"
-                                                                     : "in the TLS handshake",
-                                     &t->want_r);
+    long out =
+        r > 0 ? r
+              : failed(t, r, SSL_is_init_finished(t->ssl) ? "receiving" : "in the TLS handshake",
+                       &t->want_r);
     pthread_mutex_unlock(&t->mu);
     return out;
 }
@@ -286,7 +289,10 @@ static long tls_read_some(rfs_transport *t, void *buf, size_t len)
     return read_some_at(t, buf, len, 0, len);
 }
 
-static void tls_shutdown(rfs_transport *t) { shutdown(t->fd, SHUT_RDWR); }
+static void tls_shutdown(rfs_transport *t)
+{
+    shutdown(t->fd, SHUT_RDWR);
+}
 
 static void tls_close(rfs_transport *tt)
 {
@@ -351,7 +357,9 @@ static void base_ctx_options(SSL_CTX *ctx)
 static long record_first(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
                          int ret, size_t *processed)
 {
-    (void)len; (void)argi; (void)argl;
+    (void)len;
+    (void)argi;
+    (void)argl;
     if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed) {
         tls_transport *t = (tls_transport *)BIO_get_callback_arg(b);
         size_t n = *processed;
@@ -411,15 +419,19 @@ static int plaintext_answer(tls_transport *t, const char *server)
     if (sized && have == want && status && mlen + 2 + RFS_HDR_SIZE == want) {
         const char *msg = (const char *)frame + RFS_HDR_SIZE + 2;
         if (rfs_err_from_wire(status) == RFS_E_BUSY)
-            return rfs_fail(RFS_E_BUSY, "server %s refused the connection: %.*s", server,
-                            (int)mlen, msg);
-        return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered in plaintext: "
+            return rfs_fail(RFS_E_BUSY, "server %s refused the connection: %.*s", server, (int)mlen,
+                            msg);
+        return rfs_fail(RFS_E_AUTH,
+                        "server %s does not offer TLS (it answered in plaintext: "
                         "%.*s); use an rfs:// name without RFS_TLS, or start rfsd with "
-                        "--tls-cert and --tls-key", server, (int)mlen, msg);
+                        "--tls-cert and --tls-key",
+                        server, (int)mlen, msg);
     }
-    return rfs_fail(RFS_E_AUTH, "server %s does not offer TLS (it answered in plaintext); use "
+    return rfs_fail(RFS_E_AUTH,
+                    "server %s does not offer TLS (it answered in plaintext); use "
                     "an rfs:// name without RFS_TLS, or start rfsd with --tls-cert and "
-                    "--tls-key", server);
+                    "--tls-key",
+                    server);
 }
 
 static void hex_of(const unsigned char *d, unsigned n, char *out)
@@ -477,7 +489,8 @@ static int verify_failure(SSL *ssl, const char *server, const char *host, const 
     if (ca && *ca)
         snprintf(where, sizeof where, "the CA file %s (RFS_TLS_CA)", ca);
     else
-        snprintf(where, sizeof where, "the system's CAs (set RFS_TLS_CA to the CA file, or "
+        snprintf(where, sizeof where,
+                 "the system's CAs (set RFS_TLS_CA to the CA file, or "
                  "RFS_TLS_PIN to the certificate's fingerprint)");
     switch (v) {
     case X509_V_ERR_CERT_HAS_EXPIRED:
@@ -486,8 +499,10 @@ static int verify_failure(SSL *ssl, const char *server, const char *host, const 
         return rfs_fail(RFS_E_AUTH, "TLS: server %s's certificate is not valid yet", server);
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-        return rfs_fail(RFS_E_AUTH, "TLS: server %s has a self-signed certificate that is not "
-                        "trusted by %s", server, where);
+        return rfs_fail(RFS_E_AUTH,
+                        "TLS: server %s has a self-signed certificate that is not "
+                        "trusted by %s",
+                        server, where);
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
@@ -496,8 +511,8 @@ static int verify_failure(SSL *ssl, const char *server, const char *host, const 
                         server, where);
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
-        return rfs_fail(RFS_E_AUTH, "TLS: server %s's certificate is not issued for '%s'",
-                        server, host);
+        return rfs_fail(RFS_E_AUTH, "TLS: server %s's certificate is not issued for '%s'", server,
+                        host);
     default:
         return rfs_fail(RFS_E_AUTH, "TLS: cannot verify server %s's certificate: %s", server,
                         X509_verify_cert_error_string(v));
@@ -520,8 +535,8 @@ static int handshake(tls_transport *t, int64_t deadline, int timeout_ms, const c
         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
             int64_t left = deadline - now_ms();
             if (left <= 0)
-                return rfs_fail(RFS_E_TIMEOUT, "server %s: no TLS handshake within %d ms",
-                                server, timeout_ms);
+                return rfs_fail(RFS_E_TIMEOUT, "server %s: no TLS handshake within %d ms", server,
+                                timeout_ms);
             struct pollfd p = {.fd = t->base.fd,
                                .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
             if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
@@ -539,9 +554,10 @@ static int handshake(tls_transport *t, int64_t deadline, int timeout_ms, const c
         char why[256];
         if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
             ERR_clear_error();
-            return rfs_fail(RFS_E_AUTH, "server %s closed the connection in the TLS handshake%s%s"
-                            " (does it offer TLS? is it rfsd?)", server, saved ? ": " : "",
-                            saved ? strerror(saved) : "");
+            return rfs_fail(RFS_E_AUTH,
+                            "server %s closed the connection in the TLS handshake%s%s"
+                            " (does it offer TLS? is it rfsd?)",
+                            server, saved ? ": " : "", saved ? strerror(saved) : "");
         }
         return rfs_fail(RFS_E_AUTH, "TLS handshake with server %s failed: %s", server,
                         ssl_reason(why, sizeof why, "protocol error"));
@@ -555,7 +571,8 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
     char pin[RFS_TLS_PIN_HEX] = "";
     const char *ca = cfg && cfg->ca_file && cfg->ca_file[0] ? cfg->ca_file : NULL;
     if (cfg && cfg->pin && cfg->pin[0] && normalize_pin(cfg->pin, pin))
-        return rfs_fail(RFS_E_INVAL, "RFS_TLS_PIN: expected the SHA-256 fingerprint of the "
+        return rfs_fail(RFS_E_INVAL,
+                        "RFS_TLS_PIN: expected the SHA-256 fingerprint of the "
                         "server's certificate as 64 hex digits (colons allowed), as "
                         "`rfs tls-pin CERT` or `openssl x509 -noout -fingerprint -sha256` "
                         "print it");
@@ -566,7 +583,7 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
         return rfs_fail(RFS_E_NOMEM, "cannot set up TLS (out of memory)");
     base_ctx_options(ctx);
     if (pin[0]) {
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);  /* checked against the pin below */
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* checked against the pin below */
     } else {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         int ok = ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
@@ -587,7 +604,7 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
     }
     tls_transport *t;
     rc = wrap(ctx, tcp, &t);
-    SSL_CTX_free(ctx);  /* the SSL keeps its reference */
+    SSL_CTX_free(ctx); /* the SSL keeps its reference */
     if (rc)
         return rc;
     if (!pin[0]) {
@@ -608,11 +625,15 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
         X509 *peer = SSL_get1_peer_certificate(t->ssl);
         char got[RFS_TLS_PIN_HEX];
         if (!peer || cert_pin(peer, got))
-            rc = rfs_fail(RFS_E_AUTH, "TLS: server %s sent no certificate to check against "
-                          "RFS_TLS_PIN", t->base.peer);
+            rc = rfs_fail(RFS_E_AUTH,
+                          "TLS: server %s sent no certificate to check against "
+                          "RFS_TLS_PIN",
+                          t->base.peer);
         else if (strcmp(got, pin) != 0)
-            rc = rfs_fail(RFS_E_AUTH, "TLS: server %s's certificate does not match RFS_TLS_PIN "
-                          "(its SHA-256 fingerprint is %s, the pin %s)", t->base.peer, got, pin);
+            rc = rfs_fail(RFS_E_AUTH,
+                          "TLS: server %s's certificate does not match RFS_TLS_PIN "
+                          "(its SHA-256 fingerprint is %s, the pin %s)",
+                          t->base.peer, got, pin);
         X509_free(peer);
     }
     if (rc) {
@@ -627,7 +648,7 @@ int rfs_tls_connect(const char *host, unsigned port, const rfs_transport_opts *o
 
 struct rfs_tls_server {
     pthread_mutex_t mu;
-    SSL_CTX *ctx;            /* current certificate; connections hold their own reference */
+    SSL_CTX *ctx; /* current certificate; connections hold their own reference */
     char *cert_file, *key_file;
 };
 
@@ -651,8 +672,10 @@ static int load_ctx(const char *cert, const char *key, SSL_CTX **out)
         SSL_CTX_free(ctx);
         if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) {
             ERR_clear_error();
-            return rfs_fail(RFS_E_INVAL, "--tls-key %s does not belong to the certificate in "
-                            "%s", key, cert);
+            return rfs_fail(RFS_E_INVAL,
+                            "--tls-key %s does not belong to the certificate in "
+                            "%s",
+                            key, cert);
         }
         return rfs_fail(RFS_E_INVAL, "--tls-key %s: cannot load a PEM private key: %s", key,
                         ssl_reason(why, sizeof why, "unreadable"));
@@ -660,8 +683,8 @@ static int load_ctx(const char *cert, const char *key, SSL_CTX **out)
     if (SSL_CTX_check_private_key(ctx) != 1) {
         SSL_CTX_free(ctx);
         ERR_clear_error();
-        return rfs_fail(RFS_E_INVAL, "--tls-key %s does not belong to the certificate in %s",
-                        key, cert);
+        return rfs_fail(RFS_E_INVAL, "--tls-key %s does not belong to the certificate in %s", key,
+                        cert);
     }
     *out = ctx;
     return RFS_OK;
@@ -698,7 +721,7 @@ int rfs_tls_server_reload(rfs_tls_server *s)
     SSL_CTX *old = s->ctx;
     s->ctx = ctx;
     pthread_mutex_unlock(&s->mu);
-    SSL_CTX_free(old);  /* connections still using it hold their own reference */
+    SSL_CTX_free(old); /* connections still using it hold their own reference */
     return RFS_OK;
 }
 
@@ -740,8 +763,8 @@ int rfs_tls_pin_of_file(const char *pem_file, char hex[RFS_TLS_PIN_HEX])
     ERR_clear_error();
     if (!c)
         return rfs_fail(RFS_E_INVAL, "%s: no PEM certificate in it", pem_file);
-    int rc = cert_pin(c, hex) ? rfs_fail(RFS_E_INVAL, "%s: cannot hash the certificate",
-                                         pem_file) : RFS_OK;
+    int rc = cert_pin(c, hex) ? rfs_fail(RFS_E_INVAL, "%s: cannot hash the certificate", pem_file)
+                              : RFS_OK;
     X509_free(c);
     return rc;
 }

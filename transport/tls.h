@@ -15,9 +15,9 @@
 #define RFS_TLS_PIN_HEX 65
 
 typedef struct rfs_tls_client_cfg {
-    const char *ca_file;   /* PEM CA bundle; NULL or "": the system's CAs */
-    const char *pin;       /* SHA-256 fingerprint of the server's certificate (hex, colons
-                              allowed); set: verify by this pin instead of a CA */
+    const char *ca_file; /* PEM CA bundle; NULL or "": the system's CAs */
+    const char *pin;     /* SHA-256 fingerprint of the server's certificate (hex, colons
+                            allowed); set: verify by this pin instead of a CA */
 } rfs_tls_client_cfg;
 
 /* TCP connect, then a TLS (1.2 or later) handshake within the connect timeout that verifies

@@ -11,13 +11,13 @@
 typedef struct rfs_transport rfs_transport;
 
 typedef struct rfs_transport_opts {
-    int connect_timeout_ms;  /* 0: 10000 */
-    int sndbuf, rcvbuf;      /* 0: kernel default (autotuning) */
-    int nodelay;             /* TCP_NODELAY (default on: the protocol pipelines its own frames) */
-                             /* (0 or > 0: on, < 0: off, so zeroed opts get the default) */
-    const char *congestion;  /* TCP congestion control ("bbr", "cubic"...); NULL or "": the
-                                system's default. Check it first with rfs_tcp_check_congestion:
-                                here a refusal fails the connect. */
+    int connect_timeout_ms; /* 0: 10000 */
+    int sndbuf, rcvbuf;     /* 0: kernel default (autotuning) */
+    int nodelay;            /* TCP_NODELAY (default on: the protocol pipelines its own frames) */
+                            /* (0 or > 0: on, < 0: off, so zeroed opts get the default) */
+    const char *congestion; /* TCP congestion control ("bbr", "cubic"...); NULL or "": the
+                               system's default. Check it first with rfs_tcp_check_congestion:
+                               here a refusal fails the connect. */
 } rfs_transport_opts;
 
 typedef struct rfs_transport_ops {
@@ -31,7 +31,7 @@ typedef struct rfs_transport_ops {
     long (*read_some)(rfs_transport *t, void *buf, size_t len);
     /* Unblocks a reader/writer in another thread (shutdown), without freeing. */
     void (*shutdown)(rfs_transport *t);
-    void (*close)(rfs_transport *t);  /* frees t */
+    void (*close)(rfs_transport *t); /* frees t */
 
     /* Nonblocking side, for rfsd's reader and reply writer (the socket is nonblocking; the
      * caller polls t->fd for rfs_transport_wants and tries again). */
@@ -52,13 +52,14 @@ typedef struct rfs_transport_ops {
 
 struct rfs_transport {
     const rfs_transport_ops *ops;
-    int fd;                  /* the socket, for poll, shutdown and socket options */
-    char peer[300];          /* "host:port" for messages */
+    int fd;         /* the socket, for poll, shutdown and socket options */
+    char peer[300]; /* "host:port" for messages */
 };
 
 /* TCP: host is a name, IPv4 literal or IPv6 literal (no brackets). Tries every address
  * getaddrinfo returns, each within the connect timeout. */
-int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out);
+int rfs_tcp_connect(const char *host, unsigned port, const rfs_transport_opts *o,
+                    rfs_transport **out);
 /* Wraps an accepted socket (server side). Takes ownership of fd. */
 int rfs_tcp_from_fd(int fd, const rfs_transport_opts *o, rfs_transport **out);
 
@@ -74,32 +75,54 @@ int rfs_tcp_set_congestion(int fd, const char *name);
 
 /* What TCP does on a connection, for diagnostics (rfs ping). */
 typedef struct rfs_tcp_state {
-    char congestion[RFS_TCP_CC_MAX];  /* the socket's congestion control */
-    int slow_start_after_idle;        /* net.ipv4.tcp_slow_start_after_idle here: 1, 0, -1 unknown */
+    char congestion[RFS_TCP_CC_MAX]; /* the socket's congestion control */
+    int slow_start_after_idle;       /* net.ipv4.tcp_slow_start_after_idle here: 1, 0, -1 unknown */
     /* 1: data sent after the connection was idle for longer than the retransmission timeout
      * starts again from the initial congestion window (a loss-based algorithm with the sysctl
      * on; bbr keeps its rate estimate across idle periods). */
     int restarts_after_idle;
-    double rtt_ms;                    /* the kernel's smoothed round-trip time */
-    unsigned cwnd_segments, mss;      /* congestion window now, and segment size */
+    double rtt_ms;               /* the kernel's smoothed round-trip time */
+    unsigned cwnd_segments, mss; /* congestion window now, and segment size */
 } rfs_tcp_state;
 /* Fills *out for a transport over a TCP socket (TCP or TLS). */
 int rfs_tcp_describe(rfs_transport *t, rfs_tcp_state *out);
 
 static inline int rfs_transport_write_all(rfs_transport *t, const struct iovec *iov, int n)
-{ return t->ops->write_all(t, iov, n); }
+{
+    return t->ops->write_all(t, iov, n);
+}
 static inline int rfs_transport_read_all(rfs_transport *t, void *buf, size_t len)
-{ return t->ops->read_all(t, buf, len); }
+{
+    return t->ops->read_all(t, buf, len);
+}
 static inline long rfs_transport_read_some(rfs_transport *t, void *buf, size_t len)
-{ return t->ops->read_some(t, buf, len); }
-static inline void rfs_transport_close(rfs_transport *t) { if (t) t->ops->close(t); }
-static inline void rfs_transport_shutdown(rfs_transport *t) { t->ops->shutdown(t); }
+{
+    return t->ops->read_some(t, buf, len);
+}
+static inline void rfs_transport_close(rfs_transport *t)
+{
+    if (t)
+        t->ops->close(t);
+}
+static inline void rfs_transport_shutdown(rfs_transport *t)
+{
+    t->ops->shutdown(t);
+}
 static inline long rfs_transport_send_nb(rfs_transport *t, const struct iovec *iov, int n, int more)
-{ return t->ops->send_nb(t, iov, n, more); }
+{
+    return t->ops->send_nb(t, iov, n, more);
+}
 static inline long rfs_transport_sendfile_nb(rfs_transport *t, int fd, uint64_t off, size_t len)
-{ return t->ops->sendfile_nb(t, fd, off, len); }
+{
+    return t->ops->sendfile_nb(t, fd, off, len);
+}
 static inline long rfs_transport_recv_nb(rfs_transport *t, void *buf, size_t len)
-{ return t->ops->recv_nb(t, buf, len); }
-static inline short rfs_transport_wants(rfs_transport *t, short dflt) { return t->ops->wants(t, dflt); }
+{
+    return t->ops->recv_nb(t, buf, len);
+}
+static inline short rfs_transport_wants(rfs_transport *t, short dflt)
+{
+    return t->ops->wants(t, dflt);
+}
 
 #endif

@@ -68,7 +68,7 @@
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static ucp_context_h ctx;
 static char ctx_error[256];
-static size_t rndv_min = RNDV_MIN; /* $RFS_UCX_RNDV_MIN, read with the context */
+static size_t rndv_min = RNDV_MIN;     /* $RFS_UCX_RNDV_MIN, read with the context */
 static char ctx_devices[IFNAMSIZ + 8]; /* NET_DEVICES; "": every one (choose_devices) */
 
 /* The network devices of rfs's UCX context, chosen by the first connection or listener of the
@@ -135,8 +135,10 @@ static void ctx_init(void)
         char *end;
         unsigned long long v = strtoull(rm, &end, 10);
         if (*end || v == 0 || v > SEND_PIECE + 1) {
-            snprintf(ctx_error, sizeof ctx_error, "$RFS_UCX_RNDV_MIN='%.40s': expected bytes, "
-                     "1 .. %u (above %u: never)", rm, SEND_PIECE + 1, SEND_PIECE);
+            snprintf(ctx_error, sizeof ctx_error,
+                     "$RFS_UCX_RNDV_MIN='%.40s': expected bytes, "
+                     "1 .. %u (above %u: never)",
+                     rm, SEND_PIECE + 1, SEND_PIECE);
             return;
         }
         rndv_min = (size_t)v;
@@ -191,7 +193,8 @@ static int resolve(const char *host, unsigned port, int passive, struct sockaddr
 {
     char service[8];
     snprintf(service, sizeof service, "%u", port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
     struct addrinfo *res = NULL;
     int g = getaddrinfo(host, service, &hints, &res);
@@ -225,44 +228,44 @@ typedef struct send_piece send_piece;
 
 typedef struct ucx_transport {
     rfs_transport base;
-    pthread_mutex_t mu;     /* every UCP call on worker/ep, and everything below */
+    pthread_mutex_t mu; /* every UCP call on worker/ep, and everything below */
     ucp_worker_h worker;
     ucp_ep_h ep;
-    int efd;                /* the worker's event descriptor (in base.fd) */
-    int kick_rx, kick_tx;   /* eventfds: the reader's / the sender's wait is over */
+    int efd;              /* the worker's event descriptor (in base.fd) */
+    int kick_rx, kick_tx; /* eventfds: the reader's / the sender's wait is over */
     int rx_kicked, tx_kicked;
     int rx_waiting, tx_waiting; /* that side returned EAGAIN and polls base.fd */
-    int rx_event, tx_event; /* this locked section moved something that side waits for */
-    int timer_fd;           /* the backstop */
+    int rx_event, tx_event;     /* this locked section moved something that side waits for */
+    int timer_fd;               /* the backstop */
     int timer_on;
-    int sock;               /* the bootstrap socket, kept to see the peer go */
-    int peer_gone;          /* sock ended: the peer closed or died */
-    int64_t gone_ms;        /* when */
-    ucs_status_t failed;    /* the endpoint (or the peer's behaviour) ended the connection */
-    int shut;               /* rfs_transport_shutdown: both directions end */
-    int read_stopped;       /* rfs_ucx_stop_reading */
+    int sock;            /* the bootstrap socket, kept to see the peer go */
+    int peer_gone;       /* sock ended: the peer closed or died */
+    int64_t gone_ms;     /* when */
+    ucs_status_t failed; /* the endpoint (or the peer's behaviour) ended the connection */
+    int shut;            /* rfs_transport_shutdown: both directions end */
+    int read_stopped;    /* rfs_ucx_stop_reading */
     int fin_sent;
     /* receive side: messages in sequence order, the next to hand out at the head */
     rx_msg *rx_head, *rx_tail;
-    uint64_t rx_next;       /* sequence number the head must have */
-    size_t rx_held;         /* bytes held: eager messages and fetches started, unread */
+    uint64_t rx_next; /* sequence number the head must have */
+    size_t rx_held;   /* bytes held: eager messages and fetches started, unread */
     uint64_t rx_seq_arrive, rx_pos_arrive; /* next in-order arrival and its stream position */
-    int pos_broken;         /* a message arrived out of order: no direct fetches */
-    uint64_t rx_pos_read;   /* stream position handed out */
+    int pos_broken;                        /* a message arrived out of order: no direct fetches */
+    uint64_t rx_pos_read;                  /* stream position handed out */
     /* Direct fetches (the client's blocking reads): while read_all waits for stream bytes
      * [dw_pos, dw_pos + dw_len) into dw_buf, a rendezvous message wholly inside is fetched
      * straight into the caller's buffer; other messages wait until a read covers them or
      * reaches them at the head. */
-    int blocking;           /* the reader uses read_all / read_some */
+    int blocking; /* the reader uses read_all / read_some */
     int dw_on;
     uint8_t *dw_buf;
     uint64_t dw_pos;
     size_t dw_len;
-    int rx_fin;             /* the peer's FIN is at the head: the stream has ended */
+    int rx_fin; /* the peer's FIN is at the head: the stream has ended */
     /* send side */
     uint64_t tx_seq;
-    size_t tx_inflight;     /* bytes copied, send not complete */
-    send_piece *pieces;     /* sends in flight, freed at close if never completed */
+    size_t tx_inflight;           /* bytes copied, send not complete */
+    send_piece *pieces;           /* sends in flight, freed at close if never completed */
     unsigned long backstop_finds; /* timer ticks that found work (see top) */
 } ucx_transport;
 
@@ -270,17 +273,17 @@ struct rx_msg {
     rx_msg *next;
     ucx_transport *t;
     uint64_t seq;
-    uint64_t pos;           /* its first byte's stream position (unless pos_broken) */
-    uint8_t *data;          /* the bytes: own[], buf, UCX's (ucx_owned) or the reader's */
-    uint8_t *buf;           /* a rendezvous fetched into a buffer of ours (buf_get) */
-    void *desc;             /* a rendezvous not fetched yet */
-    int held;               /* counted in rx_held */
-    int direct;             /* fetched into the reader's buffer (dw_buf) */
+    uint64_t pos;  /* its first byte's stream position (unless pos_broken) */
+    uint8_t *data; /* the bytes: own[], buf, UCX's (ucx_owned) or the reader's */
+    uint8_t *buf;  /* a rendezvous fetched into a buffer of ours (buf_get) */
+    void *desc;    /* a rendezvous not fetched yet */
+    int held;      /* counted in rx_held */
+    int direct;    /* fetched into the reader's buffer (dw_buf) */
     size_t len, off;
-    size_t cap;             /* bytes allocated for the struct (buf_get) */
-    int ucx_owned;          /* give back with ucp_am_data_release */
-    int ready;              /* all bytes are in data */
-    int fetching;           /* ucp_am_recv_data_nbx started, not done */
+    size_t cap;    /* bytes allocated for the struct (buf_get) */
+    int ucx_owned; /* give back with ucp_am_data_release */
+    int ready;     /* all bytes are in data */
+    int fetching;  /* ucp_am_recv_data_nbx started, not done */
     uint8_t own[];
 };
 
@@ -288,12 +291,15 @@ struct send_piece {
     send_piece *prev, *next;
     ucx_transport *t;
     size_t len;
-    size_t cap;             /* bytes allocated for the struct (buf_get) */
-    uint64_t seq;           /* the message's header: stays put until the send completes */
+    size_t cap;   /* bytes allocated for the struct (buf_get) */
+    uint64_t seq; /* the message's header: stays put until the send completes */
     uint8_t bytes[];
 };
 
-static ucx_transport *U(rfs_transport *t) { return (ucx_transport *)t; }
+static ucx_transport *U(rfs_transport *t)
+{
+    return (ucx_transport *)t;
+}
 
 /* Buffers of messages from BUF_CACHED_MIN bytes come from a cache of blocks of BUF_BLOCK
  * bytes (at most BUF_CACHE_MAX kept): malloc hands such sizes out as fresh mappings, and
@@ -570,8 +576,8 @@ static void settle(ucx_transport *t)
     if (t->tx_event && t->tx_waiting)
         kick(t->kick_tx, &t->tx_kicked);
     t->rx_event = t->tx_event = 0;
-    int outstanding = t->tx_inflight > 0 || (t->rx_head && !t->rx_head->ready) ||
-                      (t->peer_gone && !t->rx_fin);
+    int outstanding =
+        t->tx_inflight > 0 || (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
     set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
@@ -906,8 +912,7 @@ static void end_window(ucx_transport *t)
         ;
     for (rx_msg *m = t->rx_head; m; m = m->next)
         if (m->direct && m->fetching)
-            RFS_LOGE("UCX %s: a fetch into a reader's buffer outlived its endpoint",
-                     t->base.peer);
+            RFS_LOGE("UCX %s: a fetch into a reader's buffer outlived its endpoint", t->base.peer);
 }
 
 static int ucx_read_all(rfs_transport *tr, void *buf, size_t len)
@@ -1078,9 +1083,15 @@ static const rfs_transport_ops ucx_ops = {
     .wants = ucx_wants,
 };
 
-int rfs_ucx_built(void) { return 1; }
+int rfs_ucx_built(void)
+{
+    return 1;
+}
 
-int rfs_ucx_is(const rfs_transport *t) { return t && t->ops == &ucx_ops; }
+int rfs_ucx_is(const rfs_transport *t)
+{
+    return t && t->ops == &ucx_ops;
+}
 
 static int new_transport(const char *peer, int sock, ucx_transport **out)
 {
@@ -1147,9 +1158,9 @@ static int new_transport(const char *peer, int sock, ucx_transport **out)
  * rfs put/get pairs. */
 
 #define BOOT_MAGIC "RFS-UCX1"
-#define BOOT_REFUSED "RFS-BUSY"  /* instead of an address: the reason follows */
+#define BOOT_REFUSED "RFS-BUSY" /* instead of an address: the reason follows */
 #define BOOT_MAGIC_LEN 8
-#define BOOT_ADDR_MAX 8192   /* a worker address is a few hundred bytes */
+#define BOOT_ADDR_MAX 8192 /* a worker address is a few hundred bytes */
 
 static int sock_io(int fd, void *buf, size_t len, int writing, int64_t until)
 {
@@ -1210,7 +1221,7 @@ static int recv_address(int fd, int64_t until, uint8_t **out, size_t *len, char 
         if ((rc = sock_io(fd, why, n, 0, until)))
             return rc;
         why[n] = '\0';
-        for (size_t i = 0; i < n; i++)  /* a message for a terminal: printable only */
+        for (size_t i = 0; i < n; i++) /* a message for a terminal: printable only */
             if ((unsigned char)why[i] < 0x20 || why[i] == 0x7f)
                 why[i] = '?';
         return RFS_E_BUSY;
@@ -1279,7 +1290,7 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
     rfs_transport *tcp;
     int rc = rfs_tcp_connect(host, port, &to, &tcp);
     if (rc)
-        return rc;  /* the TCP message says where and why */
+        return rc; /* the TCP message says where and why */
     struct sockaddr_storage pa;
     socklen_t pl = sizeof pa;
     if (getpeername(tcp->fd, (struct sockaddr *)&pa, &pl) == 0)
@@ -1290,7 +1301,7 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
     }
     char peer[sizeof tcp->peer];
     snprintf(peer, sizeof peer, "%s", tcp->peer);
-    int sock = dup(tcp->fd);  /* the bootstrap socket outlives the TCP transport wrapping it */
+    int sock = dup(tcp->fd); /* the bootstrap socket outlives the TCP transport wrapping it */
     rfs_transport_close(tcp);
     if (sock < 0)
         return rfs_fail(RFS_E_CONN, "%s: dup: %s", peer, strerror(errno));
@@ -1308,9 +1319,10 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
         snprintf(msg, sizeof msg, "server busy: %s", why);
         return connect_failed(t, rc == RFS_E_TIMEOUT ? RFS_E_TIMEOUT : RFS_E_CONN,
                               rc == RFS_E_TIMEOUT ? "no UCX answer within the connect timeout"
-                              : rc == RFS_E_BUSY ? msg
-                              : "the server does not speak UCX on this port (is it rfsd's "
-                                "--ucx-listen address?)");
+                              : rc == RFS_E_BUSY
+                                  ? msg
+                                  : "the server does not speak UCX on this port (is it rfsd's "
+                                    "--ucx-listen address?)");
     }
     pthread_mutex_lock(&t->mu);
     ucs_status_t st = make_ep(t, addr);
@@ -1335,12 +1347,12 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
 
 /* ---- server side ---- */
 
-#define ACCEPT_BOOT_MS 2000  /* the acceptor waits this long for a client's address */
+#define ACCEPT_BOOT_MS 2000 /* the acceptor waits this long for a client's address */
 
 struct rfs_ucx_listener {
-    int fd;                  /* listening TCP socket (nonblocking) */
+    int fd; /* listening TCP socket (nonblocking) */
     char addr[300];
-    int pending;             /* accepted, not yet taken or refused; -1: none */
+    int pending; /* accepted, not yet taken or refused; -1: none */
     char pending_peer[80];
 };
 
@@ -1379,7 +1391,10 @@ int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out)
     return RFS_OK;
 }
 
-int rfs_ucx_listener_fd(const rfs_ucx_listener *l) { return l->fd; }
+int rfs_ucx_listener_fd(const rfs_ucx_listener *l)
+{
+    return l->fd;
+}
 
 void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap)
 {
@@ -1439,10 +1454,11 @@ int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out)
     int rc = recv_address(sock, until, &addr, &alen, NULL, 0);
     if (rc) {
         close(sock);
-        return rfs_fail(rc == RFS_E_NOMEM ? RFS_E_NOMEM : RFS_E_CONN,
-                        "%s: not a UCX client (%s)", peer,
-                        rc == RFS_E_PROTO ? "bad bootstrap" : rc == RFS_E_TIMEOUT
-                        ? "no address within 2 s" : "closed during the bootstrap");
+        return rfs_fail(rc == RFS_E_NOMEM ? RFS_E_NOMEM : RFS_E_CONN, "%s: not a UCX client (%s)",
+                        peer,
+                        rc == RFS_E_PROTO     ? "bad bootstrap"
+                        : rc == RFS_E_TIMEOUT ? "no address within 2 s"
+                                              : "closed during the bootstrap");
     }
     ucx_transport *t;
     if ((rc = new_transport(peer, sock, &t))) {

@@ -7,16 +7,25 @@
 
 #define NO_UCX "this rfs was built without UCX (install libucx-dev and rebuild)"
 
-int rfs_ucx_built(void) { return 0; }
+int rfs_ucx_built(void)
+{
+    return 0;
+}
 
-int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o, rfs_transport **out)
+int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o,
+                    rfs_transport **out)
 {
     *out = NULL;
     return rfs_fail(RFS_E_INVAL, "%s:%u: cannot connect over UCX: " NO_UCX, host ? host : "", port);
 }
 
-int rfs_ucx_is(const rfs_transport *t) { return 0; }
-void rfs_ucx_stop_reading(rfs_transport *t) {}
+int rfs_ucx_is(const rfs_transport *t)
+{
+    return 0;
+}
+void rfs_ucx_stop_reading(rfs_transport *t)
+{
+}
 
 int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out)
 {
@@ -25,9 +34,28 @@ int rfs_ucx_listen(const char *host, unsigned port, rfs_ucx_listener **out)
 }
 
 /* Never reached: no listener can exist. */
-int rfs_ucx_listener_fd(const rfs_ucx_listener *l) { return -1; }
-void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap) { if (cap) buf[0] = 0; }
-int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out) { *out = NULL; return 0; }
-int rfs_ucx_refuse(rfs_ucx_listener *l, const char *why) { return 0; }
-int rfs_ucx_pending_peer(rfs_ucx_listener *l, char *peer, size_t cap) { return 1; }
-void rfs_ucx_listener_free(rfs_ucx_listener *l) {}
+int rfs_ucx_listener_fd(const rfs_ucx_listener *l)
+{
+    return -1;
+}
+void rfs_ucx_listener_addr(const rfs_ucx_listener *l, char *buf, size_t cap)
+{
+    if (cap)
+        buf[0] = 0;
+}
+int rfs_ucx_accept(rfs_ucx_listener *l, rfs_transport **out)
+{
+    *out = NULL;
+    return 0;
+}
+int rfs_ucx_refuse(rfs_ucx_listener *l, const char *why)
+{
+    return 0;
+}
+int rfs_ucx_pending_peer(rfs_ucx_listener *l, char *peer, size_t cap)
+{
+    return 1;
+}
+void rfs_ucx_listener_free(rfs_ucx_listener *l)
+{
+}

@@ -98,7 +98,8 @@ int main(int argc, char **argv)
             (void)err; /* absent is fine; a real problem shows at open */
             t = bench_now();
             bench_check(MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                                      MPI_INFO_NULL, &fh), "MPI_File_open", name);
+                                      MPI_INFO_NULL, &fh),
+                        "MPI_File_open", name);
             bench_add(b, "open", bench_now() - t);
         }
         long long local_next = 0, q;
@@ -145,7 +146,8 @@ int main(int argc, char **argv)
             for (long long j = 0; j < written; j++) {
                 memset(buf[0], 0, (size_t)rec);
                 bench_check(MPI_File_read_at(fh, (MPI_Offset)j * rec, buf[0], (int)rec, MPI_BYTE,
-                                             MPI_STATUS_IGNORE), "MPI_File_read_at (verify)", name);
+                                             MPI_STATUS_IGNORE),
+                            "MPI_File_read_at (verify)", name);
                 b->verify_errors += bench_check_pattern(buf[0], words, j * words, b->seed);
             }
             bench_check(MPI_File_close(&fh), "MPI_File_close (verify)", name);

@@ -99,7 +99,8 @@ int main(int argc, char **argv)
         bench_remove(b, b->target);
         t = bench_now();
         BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_RDWR,
-                           MPI_INFO_NULL, &fh), "MPI_File_open");
+                           MPI_INFO_NULL, &fh),
+             "MPI_File_open");
         BCHK(MPI_File_set_view(fh, 0, MPI_DOUBLE, filetype, "native", MPI_INFO_NULL),
              "MPI_File_set_view");
         bench_add(b, "open", bench_now() - t);
@@ -138,11 +139,12 @@ int main(int argc, char **argv)
             int d = check[c];
             memset(buf, 0, (size_t)mywords * 8);
             BCHK(MPI_File_read_at_all(fh, (MPI_Offset)d * mywords, buf, (int)mywords, MPI_DOUBLE,
-                                      MPI_STATUS_IGNORE), "MPI_File_read_at_all (verify)");
+                                      MPI_STATUS_IGNORE),
+                 "MPI_File_read_at_all (verify)");
             long long o = 0;
             for (long long r = 0; r < nruns; r++) {
-                b->verify_errors += bench_check_pattern(buf + o, len[r],
-                                                        d * (array_bytes / 8) + disp[r] / 8, b->seed);
+                b->verify_errors += bench_check_pattern(
+                    buf + o, len[r], d * (array_bytes / 8) + disp[r] / 8, b->seed);
                 o += len[r];
             }
         }

@@ -54,9 +54,18 @@ long long bench_parse_size(const char *s)
     long long mul = 1;
     switch (toupper((unsigned char)*end)) {
     case '\0': break;
-    case 'K': mul = 1LL << 10; end++; break;
-    case 'M': mul = 1LL << 20; end++; break;
-    case 'G': mul = 1LL << 30; end++; break;
+    case 'K':
+        mul = 1LL << 10;
+        end++;
+        break;
+    case 'M':
+        mul = 1LL << 20;
+        end++;
+        break;
+    case 'G':
+        mul = 1LL << 30;
+        end++;
+        break;
     default: return -1;
     }
     if (*end && !(toupper((unsigned char)*end) == 'I' || toupper((unsigned char)*end) == 'B'))
@@ -272,11 +281,16 @@ int bench_report(bench *b)
         mpi_library_name(lib, sizeof lib);
         double t_write = 0, t_read = 0, t_open = 0, t_close = 0, t_total = 0;
         for (int i = 0; i < n; i++) {
-            if (!strcmp(b->ph.name[i], "write")) t_write = maxsec[i];
-            if (!strcmp(b->ph.name[i], "read")) t_read = maxsec[i];
-            if (!strcmp(b->ph.name[i], "open")) t_open = maxsec[i];
-            if (!strcmp(b->ph.name[i], "close")) t_close = maxsec[i];
-            if (!strcmp(b->ph.name[i], "total")) t_total = maxsec[i];
+            if (!strcmp(b->ph.name[i], "write"))
+                t_write = maxsec[i];
+            if (!strcmp(b->ph.name[i], "read"))
+                t_read = maxsec[i];
+            if (!strcmp(b->ph.name[i], "open"))
+                t_open = maxsec[i];
+            if (!strcmp(b->ph.name[i], "close"))
+                t_close = maxsec[i];
+            if (!strcmp(b->ph.name[i], "total"))
+                t_total = maxsec[i];
         }
         fprintf(json_out, "{\"app\": ");
         json_str(b->app);
@@ -284,7 +298,8 @@ int bench_report(bench *b)
         json_str(lib);
         fprintf(json_out, ", \"target\": ");
         json_str(b->target);
-        fprintf(json_out, ", \"peak\": %s, \"seed\": %u, \"params\": {", b->peak ? "true" : "false", b->seed);
+        fprintf(json_out, ", \"peak\": %s, \"seed\": %u, \"params\": {", b->peak ? "true" : "false",
+                b->seed);
         for (int i = 0; i < b->nparams; i++) {
             fprintf(json_out, "%s", i ? ", " : "");
             json_str(b->params[i].key);
@@ -306,7 +321,8 @@ int bench_report(bench *b)
          * bandwidth"); io_bw also charges open and close, where deferred work surfaces. */
         json_bw("write_bw_MBps", (double)sum[0], t_write, &first);
         json_bw("read_bw_MBps", (double)sum[1], t_read, &first);
-        json_bw("io_bw_MBps", (double)(sum[0] + sum[1]), t_open + t_write + t_read + t_close, &first);
+        json_bw("io_bw_MBps", (double)(sum[0] + sum[1]), t_open + t_write + t_read + t_close,
+                &first);
         json_bw("total_bw_MBps", (double)(sum[0] + sum[1]), t_total, &first);
         if (b->ncases) {
             fprintf(json_out, ", \"cases\": [");
@@ -316,9 +332,10 @@ int bench_report(bench *b)
                 json_str(c->name);
                 fprintf(json_out, ", \"kind\": ");
                 json_str(c->kind);
-                fprintf(json_out, ", \"size\": %lld, \"regions\": %lld, \"bytes\": %lld, "
-                       "\"write_sec\": %.6f, \"read_sec\": %.6f, \"errors\": %lld, ",
-                       c->size, c->regions, c->bytes, c->write_sec, c->read_sec, c->errors);
+                fprintf(json_out,
+                        ", \"size\": %lld, \"regions\": %lld, \"bytes\": %lld, "
+                        "\"write_sec\": %.6f, \"read_sec\": %.6f, \"errors\": %lld, ",
+                        c->size, c->regions, c->bytes, c->write_sec, c->read_sec, c->errors);
                 int f = 1;
                 json_bw("write_bw_MBps", (double)c->bytes, c->write_sec, &f);
                 json_bw("read_bw_MBps", (double)c->bytes, c->read_sec, &f);
@@ -327,7 +344,7 @@ int bench_report(bench *b)
             fprintf(json_out, "]");
         }
         fprintf(json_out, ", \"verify\": \"%s\", \"verify_errors\": %lld}\n",
-               b->peak || !b->verify ? "skipped" : (sum[2] ? "failed" : "ok"), sum[2]);
+                b->peak || !b->verify ? "skipped" : (sum[2] ? "failed" : "ok"), sum[2]);
         fclose(json_out);
         /* One write keeps the line whole even if other ranks print (ROMIO testfs does). */
         fwrite(text, 1, text_len, stdout);

@@ -42,10 +42,10 @@ typedef struct bench_param {
 typedef struct bench_case {
     char name[48];
     char kind[24];
-    long long size;         /* bytes per call or per region, case-defined */
+    long long size; /* bytes per call or per region, case-defined */
     long long regions;
-    long long bytes;        /* bytes moved by all ranks */
-    double write_sec;       /* max over ranks */
+    long long bytes;  /* bytes moved by all ranks */
+    double write_sec; /* max over ranks */
     double read_sec;
     long long errors;
 } bench_case;
@@ -54,10 +54,10 @@ typedef struct bench {
     const char *app;
     const char *target;
     int rank, nprocs;
-    int peak;               /* --peak: skip every write (no data written) */
-    int verify;             /* --verify / --no-verify */
+    int peak;   /* --peak: skip every write (no data written) */
+    int verify; /* --verify / --no-verify */
     unsigned seed;
-    const char *json_path;   /* --json FILE: rank 0 also writes the object there */
+    const char *json_path; /* --json FILE: rank 0 also writes the object there */
     double t_start;
     bench_phases ph;
     long long bytes_written; /* this rank */
@@ -72,7 +72,10 @@ typedef struct bench {
 /* Timing. */
 void bench_begin(bench *b, const char *app, int argc, char **argv);
 void bench_add(bench *b, const char *phase, double sec);
-static inline double bench_now(void) { return MPI_Wtime(); }
+static inline double bench_now(void)
+{
+    return MPI_Wtime();
+}
 
 /* Record a parameter for the JSON "params" object. */
 void bench_param_int(bench *b, const char *key, long long v);

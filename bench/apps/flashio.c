@@ -26,8 +26,8 @@
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {"--blocks", "--nxb", "--guard", "--vars", "--checkpoints",
-                                        "--compute", NULL};
+    static const char *const known[] = {"--blocks",      "--nxb",     "--guard", "--vars",
+                                        "--checkpoints", "--compute", NULL};
     static const char *const flags[] = {"--independent", NULL};
     bench_check_args(argc, argv, known, flags,
                      "[--blocks B] [--nxb N] [--guard G] [--vars V] [--checkpoints C] "
@@ -104,7 +104,8 @@ int main(int argc, char **argv)
         MPI_File fh;
         t = bench_now();
         bench_check(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                                  MPI_INFO_NULL, &fh), "MPI_File_open", name);
+                                  MPI_INFO_NULL, &fh),
+                    "MPI_File_open", name);
         bench_add(b, "open", bench_now() - t);
         t = bench_now();
         for (int v = 0; v < vars; v++) {

@@ -19,17 +19,18 @@
 #include <string.h>
 
 typedef struct grid {
-    int n[3];          /* local interior size */
-    int g[3];          /* global size */
+    int n[3]; /* local interior size */
+    int g[3]; /* global size */
     int dims[3], coords[3];
-    int lo[3];         /* global index of the first interior element */
+    int lo[3]; /* global index of the first interior element */
     MPI_Comm cart;
     int nb_lo[3], nb_hi[3];
     MPI_Datatype face[3];
-    double *u, *v;     /* (n+2)^3 arrays, ghost layer included */
+    double *u, *v; /* (n+2)^3 arrays, ghost layer included */
 } grid;
 
-#define IDX(gr, i, j, k) ((((size_t)(i)) * ((gr)->n[1] + 2) + (size_t)(j)) * ((gr)->n[2] + 2) + (size_t)(k))
+#define IDX(gr, i, j, k) \
+    ((((size_t)(i)) * ((gr)->n[1] + 2) + (size_t)(j)) * ((gr)->n[2] + 2) + (size_t)(k))
 
 static void grid_setup(grid *gr, int nx, int ny, int nz)
 {
@@ -42,7 +43,9 @@ static void grid_setup(grid *gr, int nx, int ny, int nz)
     int r;
     MPI_Comm_rank(gr->cart, &r);
     MPI_Cart_coords(gr->cart, r, 3, gr->coords);
-    gr->n[0] = nx; gr->n[1] = ny; gr->n[2] = nz;
+    gr->n[0] = nx;
+    gr->n[1] = ny;
+    gr->n[2] = nz;
     for (int d = 0; d < 3; d++) {
         gr->g[d] = gr->dims[d] * gr->n[d];
         gr->lo[d] = gr->coords[d] * gr->n[d];
@@ -87,8 +90,8 @@ static void halo_exchange(grid *gr, double *a)
                      a + plane_offset(gr, d, 0), 1, gr->face[d], gr->nb_lo[d], d, gr->cart,
                      MPI_STATUS_IGNORE);
         MPI_Sendrecv(a + plane_offset(gr, d, 1), 1, gr->face[d], gr->nb_lo[d], 10 + d,
-                     a + plane_offset(gr, d, n + 1), 1, gr->face[d], gr->nb_hi[d], 10 + d,
-                     gr->cart, MPI_STATUS_IGNORE);
+                     a + plane_offset(gr, d, n + 1), 1, gr->face[d], gr->nb_hi[d], 10 + d, gr->cart,
+                     MPI_STATUS_IGNORE);
     }
 }
 
@@ -126,7 +129,8 @@ static long long verify_snapshot(bench *b, grid *gr, MPI_Datatype filetype, int 
     double *got = bench_xmalloc((size_t)nloc * sizeof(double));
     memset(got, 0, (size_t)nloc * sizeof(double));
     BCHK(MPI_File_read_at_all(fh, (MPI_Offset)snap * nloc, got, (int)nloc, MPI_DOUBLE,
-                              MPI_STATUS_IGNORE), "MPI_File_read_at_all (verify)");
+                              MPI_STATUS_IGNORE),
+         "MPI_File_read_at_all (verify)");
     for (long long i = 0; i < nloc; i++)
         bad += got[i] != expect[i];
     /* 2. a few rows at byte offsets computed here, not by MPI: checks the row-major layout */
@@ -141,7 +145,8 @@ static long long verify_snapshot(bench *b, grid *gr, MPI_Datatype filetype, int 
             long long elem = (long long)snap * gr->g[0] * gr->g[1] * gr->g[2] +
                              (gi * gr->g[1] + gj) * gr->g[2] + gk;
             BCHK(MPI_File_read_at(fh, (MPI_Offset)elem * 8, got, nz * 8, MPI_BYTE,
-                                  MPI_STATUS_IGNORE), "MPI_File_read_at (verify row)");
+                                  MPI_STATUS_IGNORE),
+                 "MPI_File_read_at (verify row)");
             const double *want = expect + ((size_t)i * gr->n[1] + j) * nz;
             for (int k = 0; k < nz; k++)
                 bad += got[k] != want[k];
@@ -154,8 +159,9 @@ static long long verify_snapshot(bench *b, grid *gr, MPI_Datatype filetype, int 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {"--local", "--nx", "--ny", "--nz", "--iters", "--every",
-                                        "--compute-scale", "--phase-seconds", NULL};
+    static const char *const known[] = {
+        "--local",         "--nx", "--ny", "--nz", "--iters", "--every", "--compute-scale",
+        "--phase-seconds", NULL};
     bench_check_args(argc, argv, known, NULL,
                      "[--local N | --nx X --ny Y --nz Z] [--iters I] [--every K] "
                      "[--compute-scale S | --phase-seconds P] [--peak] [--no-verify] [--seed S]");
@@ -212,7 +218,8 @@ int main(int argc, char **argv)
         bench_remove(b, b->target);
         t = bench_now();
         BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                           MPI_INFO_NULL, &fh), "MPI_File_open");
+                           MPI_INFO_NULL, &fh),
+             "MPI_File_open");
         BCHK(MPI_File_set_view(fh, 0, MPI_DOUBLE, filetype, "native", MPI_INFO_NULL),
              "MPI_File_set_view");
         bench_add(b, "open", bench_now() - t);

@@ -76,7 +76,8 @@ int main(int argc, char **argv)
         bench_remove(b, b->target);
         t = bench_now();
         BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                           MPI_INFO_NULL, &fh), "MPI_File_open");
+                           MPI_INFO_NULL, &fh),
+             "MPI_File_open");
         bench_add(b, "open", bench_now() - t);
     } else {
         bench_add(b, "open", 0);

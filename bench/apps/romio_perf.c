@@ -57,7 +57,8 @@ int main(int argc, char **argv)
     MPI_File fh;
     double t = bench_now();
     BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
-                       &fh), "MPI_File_open");
+                       &fh),
+         "MPI_File_open");
     bench_add(b, "open", bench_now() - t);
     MPI_Datatype ftype = MPI_DATATYPE_NULL;
     if (coll) {
@@ -68,7 +69,8 @@ int main(int argc, char **argv)
         MPI_Type_free(&vec);
         MPI_Type_commit(&ftype);
         BCHK(MPI_File_set_view(fh, (MPI_Offset)b->rank * block, MPI_BYTE, ftype, "native",
-                               MPI_INFO_NULL), "MPI_File_set_view");
+                               MPI_INFO_NULL),
+             "MPI_File_set_view");
         off = 0;
     }
     bench_add(b, "write", 0);
@@ -92,8 +94,8 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             t = bench_now();
             if (coll)
-                BCHK(MPI_File_write_at_all(fh, off, buf, (int)size, MPI_BYTE,
-                                           MPI_STATUS_IGNORE), "MPI_File_write_at_all (sync phase)");
+                BCHK(MPI_File_write_at_all(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
+                     "MPI_File_write_at_all (sync phase)");
             else
                 BCHK(MPI_File_write_at(fh, off, buf, (int)size, MPI_BYTE, MPI_STATUS_IGNORE),
                      "MPI_File_write_at (sync phase)");

@@ -92,14 +92,16 @@ int main(int argc, char **argv)
         MPI_File fh;
         t = bench_now();
         bench_check(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                                  MPI_INFO_NULL, &fh), "MPI_File_open", name);
+                                  MPI_INFO_NULL, &fh),
+                    "MPI_File_open", name);
         bench_add(b, "open", bench_now() - t);
         t = bench_now();
         for (int a = 0; a < 4; a++) {
             bench_check(MPI_File_set_view(fh, adisp[a], MPI_DOUBLE, ft[a], "native", MPI_INFO_NULL),
                         "MPI_File_set_view", name);
             bench_check(MPI_File_write_all(fh, arr[a], (int)(fourth[a] * cube), MPI_DOUBLE,
-                                           MPI_STATUS_IGNORE), "MPI_File_write_all", name);
+                                           MPI_STATUS_IGNORE),
+                        "MPI_File_write_all", name);
             b->bytes_written += fourth[a] * cube * 8;
         }
         bench_add(b, "write", bench_now() - t);

@@ -82,7 +82,8 @@ static void contiguous_case(ctx *x, const char *kind, long long s, long long cal
     double t = bench_now();
     for (long long k = 0; k < calls; k++)
         BCHK(MPI_File_write_at(x->fh, base + k * s, x->buf + k * s, (int)s, MPI_BYTE,
-                               MPI_STATUS_IGNORE), "MPI_File_write_at");
+                               MPI_STATUS_IGNORE),
+             "MPI_File_write_at");
     double tw = bench_now() - t;
     BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     MPI_Barrier(MPI_COMM_WORLD);
@@ -90,7 +91,8 @@ static void contiguous_case(ctx *x, const char *kind, long long s, long long cal
     t = bench_now();
     for (long long k = 0; k < calls; k++)
         BCHK(MPI_File_read_at(x->fh, base + k * s, x->buf + k * s, (int)s, MPI_BYTE,
-                              MPI_STATUS_IGNORE), "MPI_File_read_at");
+                              MPI_STATUS_IGNORE),
+             "MPI_File_read_at");
     double tr = bench_now() - t;
     long long bad = b->verify ? bench_check_bytes(x->buf, s * calls, base, b->seed) : 0;
     finish_case(b, c, tw, tr, s * calls, bad);
@@ -109,7 +111,8 @@ static void strided_case(ctx *x, long long total, long long n)
     MPI_Offset disp = (MPI_Offset)b->rank * 2 * total;
     for (long long k = 0; k < n; k++)
         bench_fill_bytes(x->buf + k * blk, blk, disp + k * 2 * blk, b->seed);
-    BCHK(MPI_File_set_view(x->fh, disp, MPI_BYTE, ft, "native", MPI_INFO_NULL), "MPI_File_set_view");
+    BCHK(MPI_File_set_view(x->fh, disp, MPI_BYTE, ft, "native", MPI_INFO_NULL),
+         "MPI_File_set_view");
     MPI_Barrier(MPI_COMM_WORLD);
     double t = bench_now();
     BCHK(MPI_File_write_at(x->fh, 0, x->buf, (int)(blk * n), MPI_BYTE, MPI_STATUS_IGNORE),
@@ -203,9 +206,9 @@ static int wanted(const char *only, const char *kind)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {"--small-max", "--small-budget", "--max-calls",
-                                        "--large-min", "--large-max", "--strided-total",
-                                        "--max-regions", "--tile", "--only", NULL};
+    static const char *const known[] = {
+        "--small-max",     "--small-budget", "--max-calls", "--large-min", "--large-max",
+        "--strided-total", "--max-regions",  "--tile",      "--only",      NULL};
     bench_check_args(argc, argv, known, NULL,
                      "[--only small,large,strided,tile] [--small-max B] [--small-budget B] "
                      "[--max-calls N] [--large-min B] [--large-max B] [--strided-total B] "
@@ -238,10 +241,14 @@ int main(int argc, char **argv)
     bench_param_str(b, "only", only ? only : "small,large,strided,tile");
 
     long long need = large_max;
-    if (stotal > need) need = stotal;
-    if ((long long)side * side * 8 > need) need = (long long)side * side * 8;
-    if (budget > need) need = budget;
-    if (small_max > need) need = small_max;
+    if (stotal > need)
+        need = stotal;
+    if ((long long)side * side * 8 > need)
+        need = (long long)side * side * 8;
+    if (budget > need)
+        need = budget;
+    if (small_max > need)
+        need = small_max;
     ctx x = {b, MPI_FILE_NULL, bench_xmalloc((size_t)need)};
 
     bench_add(b, "write", 0);
@@ -249,14 +256,17 @@ int main(int argc, char **argv)
     bench_remove(b, b->target);
     double t = bench_now();
     BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
-                       &x.fh), "MPI_File_open");
+                       &x.fh),
+         "MPI_File_open");
     bench_add(b, "open", bench_now() - t);
 
     if (wanted(only, "small"))
         for (long long s = 1; s <= small_max; s *= 4) {
             long long calls = budget / s;
-            if (calls > max_calls) calls = max_calls;
-            if (calls < 1) calls = 1;
+            if (calls > max_calls)
+                calls = max_calls;
+            if (calls < 1)
+                calls = 1;
             contiguous_case(&x, "small", s, calls);
         }
     if (wanted(only, "large"))

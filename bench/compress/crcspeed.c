@@ -48,8 +48,8 @@ int main(void)
     volatile uint32_t sink = 0;
     double hw = speed(rfs_crc32c, buf, len, 64, &sink);
     double sw = speed(rfs_crc32c_portable, buf, len, 8, &sink);
-    printf("{\"frame_bytes\": %zu, \"crc32c_gbps\": %.2f, \"crc32c_portable_gbps\": %.2f}\n",
-           len, hw, sw);
+    printf("{\"frame_bytes\": %zu, \"crc32c_gbps\": %.2f, \"crc32c_portable_gbps\": %.2f}\n", len,
+           hw, sw);
     free(buf);
     return 0;
 }

@@ -59,8 +59,8 @@ int main(int argc, char **argv)
     }
     rfs_close(f);
     qsort(t, (size_t)n, sizeof *t, cmp_double);
-    printf("{\"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"n\": %d}\n", t[n / 2], t[n / 10],
-           t[n * 9 / 10], n);
+    printf("{\"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"n\": %d}\n", t[n / 2],
+           t[n / 10], t[n * 9 / 10], n);
     free(t);
     return 0;
 }

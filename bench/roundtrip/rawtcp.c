@@ -189,8 +189,8 @@ static int do_pingclient(const char *port, int n)
             t[i - n / 10] = now_us() - t0;
     }
     qsort(t, (size_t)n, sizeof *t, cmp_double);
-    printf("{\"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"n\": %d}\n", t[n / 2], t[n / 10],
-           t[n * 9 / 10], n);
+    printf("{\"median_us\": %.3f, \"p10_us\": %.3f, \"p90_us\": %.3f, \"n\": %d}\n", t[n / 2],
+           t[n / 10], t[n * 9 / 10], n);
     close(s);
     free(t);
     return 0;

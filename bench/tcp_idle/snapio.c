@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < count; i++) {
         if (i > 0 && pause_ms > 0) {
             struct timespec p = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
-            nanosleep(&p, NULL);  /* the application's computation between snapshots */
+            nanosleep(&p, NULL); /* the application's computation between snapshots */
         }
         size_t done = 0;
         double t0 = now_ms();

@@ -47,11 +47,11 @@ int main(int argc, char **argv)
     double t0 = 0;
     for (uint64_t i = 0; i <= calls; i++) {
         if (i == 1)
-            t0 = now_s();  /* call 0 warms up */
+            t0 = now_s(); /* call 0 warms up */
         uint64_t off = (i % calls) * size;
         size_t done = 0;
-        int rc = writing ? rfs_pwrite(f, buf, size, off, &done)
-                         : rfs_pread(f, buf, size, off, &done);
+        int rc =
+            writing ? rfs_pwrite(f, buf, size, off, &done) : rfs_pread(f, buf, size, off, &done);
         if (rc != RFS_OK || done != size) {
             fprintf(stderr, "bw: %s: %s\n", argv[3], rc ? rfs_last_error() : "short transfer");
             return 1;

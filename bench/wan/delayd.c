@@ -339,10 +339,14 @@ int main(int argc, char **argv)
     long ring_mb = 64;
     int offload = 1;
     static const struct option opts[] = {
-        {"ns-a", required_argument, 0, 'a'},    {"ns-b", required_argument, 0, 'b'},
-        {"delay-us", required_argument, 0, 'd'}, {"dev", required_argument, 0, 'n'},
-        {"ring-mb", required_argument, 0, 'r'}, {"pidfile", required_argument, 0, 'p'},
-        {"stats", required_argument, 0, 's'},   {"no-offload", no_argument, 0, 'o'},
+        {"ns-a", required_argument, 0, 'a'},
+        {"ns-b", required_argument, 0, 'b'},
+        {"delay-us", required_argument, 0, 'd'},
+        {"dev", required_argument, 0, 'n'},
+        {"ring-mb", required_argument, 0, 'r'},
+        {"pidfile", required_argument, 0, 'p'},
+        {"stats", required_argument, 0, 's'},
+        {"no-offload", no_argument, 0, 'o'},
         {0, 0, 0, 0},
     };
     int c;

@@ -22,28 +22,28 @@ extern "C" {
 /* Error codes: these values also travel on the wire (as positive u32 in reply frames). */
 typedef enum rfs_err {
     RFS_OK = 0,
-    RFS_E_NOENT = -1,       /* no such file or directory */
-    RFS_E_EXIST = -2,       /* file exists (exclusive create) */
-    RFS_E_ACCESS = -3,      /* permission denied, or path outside the export root */
-    RFS_E_AUTH = -4,        /* authentication failed or missing */
-    RFS_E_ROFS = -5,        /* write to a file opened read-only / read-only export */
-    RFS_E_INVAL = -6,       /* invalid argument */
-    RFS_E_NOSPC = -7,       /* no space left on the server */
+    RFS_E_NOENT = -1,  /* no such file or directory */
+    RFS_E_EXIST = -2,  /* file exists (exclusive create) */
+    RFS_E_ACCESS = -3, /* permission denied, or path outside the export root */
+    RFS_E_AUTH = -4,   /* authentication failed or missing */
+    RFS_E_ROFS = -5,   /* write to a file opened read-only / read-only export */
+    RFS_E_INVAL = -6,  /* invalid argument */
+    RFS_E_NOSPC = -7,  /* no space left on the server */
     RFS_E_ISDIR = -8,
     RFS_E_NOTDIR = -9,
     RFS_E_NOTEMPTY = -10,
-    RFS_E_IO = -11,         /* I/O error on the server's storage */
-    RFS_E_PROTO = -12,      /* malformed or unexpected frame */
-    RFS_E_CONN = -13,       /* cannot connect, or connection lost */
+    RFS_E_IO = -11,    /* I/O error on the server's storage */
+    RFS_E_PROTO = -12, /* malformed or unexpected frame */
+    RFS_E_CONN = -13,  /* cannot connect, or connection lost */
     RFS_E_TIMEOUT = -14,
-    RFS_E_TOOBIG = -15,     /* length over a protocol limit */
+    RFS_E_TOOBIG = -15, /* length over a protocol limit */
     RFS_E_NOMEM = -16,
-    RFS_E_BADF = -17,       /* unknown or closed handle */
+    RFS_E_BADF = -17, /* unknown or closed handle */
     RFS_E_UNSUPPORTED = -18,
-    RFS_E_BUSY = -19,       /* byte-range lock held by another client */
-    RFS_E_NAME = -20,       /* malformed rfs name / URL */
-    RFS_E_VERSION = -21,    /* no common protocol version */
-    RFS_E_FBIG = -22,       /* offset or size out of range */
+    RFS_E_BUSY = -19,    /* byte-range lock held by another client */
+    RFS_E_NAME = -20,    /* malformed rfs name / URL */
+    RFS_E_VERSION = -21, /* no common protocol version */
+    RFS_E_FBIG = -22,    /* offset or size out of range */
     RFS_E_DQUOT = -23,
 } rfs_err;
 #define RFS_ERR_COUNT 24
@@ -55,11 +55,11 @@ const char *rfs_last_error(void);
 /* Open flags (rfs_open). Exactly one of RDONLY / WRONLY / RDWR. */
 #define RFS_O_RDONLY 0x01u
 #define RFS_O_WRONLY 0x02u
-#define RFS_O_RDWR   0x03u
+#define RFS_O_RDWR 0x03u
 #define RFS_O_ACCMODE 0x03u
-#define RFS_O_CREAT  0x04u
-#define RFS_O_EXCL   0x08u
-#define RFS_O_TRUNC  0x10u
+#define RFS_O_CREAT 0x04u
+#define RFS_O_EXCL 0x08u
+#define RFS_O_TRUNC 0x10u
 #define RFS_O_APPEND 0x20u
 
 #define RFS_STREAMS_AUTO (-1)
@@ -68,17 +68,17 @@ const char *rfs_last_error(void);
 #define RFS_STREAMS_AUTO_MAX(n) (-1 - (n))
 
 typedef struct rfs_options {
-    const char *token;         /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
-    int connect_timeout_ms;    /* 0: default 10000 */
-    int io_timeout_ms;         /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
+    const char *token;      /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
+    int connect_timeout_ms; /* 0: default 10000 */
+    int io_timeout_ms; /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
     /* TCP connections per server for this file; 0: 1. RFS_STREAMS_AUTO: one on a short path;
      * on a long one (round trip >= 2 ms) up to 8 (RFS_STREAMS_AUTO_MAX(n): up to n), large
      * transfers adding streams while each raises the delivered rate (docs/tuning.md
      * "Streams"). */
     int streams;
-    int sndbuf, rcvbuf;        /* socket buffer sizes in bytes; 0: kernel default / autotune */
-    uint32_t max_frame;        /* requested max frame size; 0: default (4 MiB) */
-    int window;                /* frames in flight per transfer; 0: default (8) */
+    int sndbuf, rcvbuf; /* socket buffer sizes in bytes; 0: kernel default / autotune */
+    uint32_t max_frame; /* requested max frame size; 0: default (4 MiB) */
+    int window;         /* frames in flight per transfer; 0: default (8) */
     /* Write window: a pwrite of at most one frame returns once sent, without waiting for its
      * reply, while fewer than this many bytes are unconfirmed (it travels on the file's first
      * stream; a transfer over several streams first collects those replies). A failure is
@@ -110,8 +110,8 @@ typedef struct rfs_extent {
 
 typedef struct rfs_stat_info {
     uint64_t size;
-    uint32_t mode;           /* permission bits */
-    uint32_t type;           /* RFS_TYPE_* */
+    uint32_t mode; /* permission bits */
+    uint32_t type; /* RFS_TYPE_* */
     int64_t mtime_ns;
 } rfs_stat_info;
 #define RFS_TYPE_FILE 1u
@@ -126,14 +126,15 @@ typedef struct rfs_name {
     /* 1: an rfs+ucx: name (the UCX transport). It sits where older headers had padding before
      * tls: the size and layout of the struct, which callers allocate, are unchanged. */
     unsigned char ucx;
-    int tls;                 /* 1: an rfss: name (TLS required) */
+    int tls; /* 1: an rfss: name (TLS required) */
 } rfs_name;
 /* Returns 1 if s starts with "rfs:", "rfss:" or "rfs+ucx:" (rfs://, rfss://, rfs+ucx://
  * included). */
 int rfs_is_name(const char *s);
 int rfs_parse_name(const char *s, rfs_name *out);
 
-int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts, rfs_file **out);
+int rfs_open(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
+             rfs_file **out);
 int rfs_close(rfs_file *f);
 /* Short counts only at end of file (reads). *done may be NULL. */
 int rfs_pread(rfs_file *f, void *buf, size_t len, uint64_t off, size_t *done);
@@ -193,14 +194,14 @@ int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out);
  * target and renamed over it by the server: readers see the old file or the whole new one.
  * A file may be at most rfs_write_file_max() bytes. Servers before protocol op 28:
  * RFS_E_UNSUPPORTED / a protocol error. */
-#define RFS_WRITE_EXCL 0x1u  /* never replace an existing file (that item: RFS_E_EXIST) */
-#define RFS_WRITE_SYNC 0x2u  /* on the server's stable storage before success is reported */
+#define RFS_WRITE_EXCL 0x1u /* never replace an existing file (that item: RFS_E_EXIST) */
+#define RFS_WRITE_SYNC 0x2u /* on the server's stable storage before success is reported */
 typedef struct rfs_write_item {
-    const char *path;        /* absolute path on the server */
+    const char *path; /* absolute path on the server */
     const void *data;
     size_t len;
-    unsigned mode;           /* permission bits for a new file (0: 0644) */
-    int result;              /* out: RFS_OK or this file's rfs_err */
+    unsigned mode; /* permission bits for a new file (0: 0644) */
+    int result;    /* out: RFS_OK or this file's rfs_err */
 } rfs_write_item;
 size_t rfs_write_file_max(const char *name, const rfs_options *opts);
 /* server_name: any rfs name of the server (its path is not used). Returns RFS_OK when every
@@ -208,16 +209,16 @@ size_t rfs_write_file_max(const char *name, const rfs_options *opts);
  * result tells which ones were written. */
 int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, unsigned flags,
                     const rfs_options *opts);
-int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode,
-                   unsigned flags, const rfs_options *opts);
+int rfs_write_file(const char *name, const void *data, size_t len, unsigned mode, unsigned flags,
+                   const rfs_options *opts);
 /* The reverse: whole files of at most cap bytes each into the caller's buffers (a larger
  * file: RFS_E_TOOBIG for that item), many requests in flight. */
 typedef struct rfs_read_item {
-    const char *path;        /* absolute path on the server */
-    void *data;              /* cap bytes */
-    size_t cap;              /* at most rfs_write_file_max() */
-    size_t len;              /* out: the file's bytes */
-    int result;              /* out */
+    const char *path; /* absolute path on the server */
+    void *data;       /* cap bytes */
+    size_t cap;       /* at most rfs_write_file_max() */
+    size_t len;       /* out: the file's bytes */
+    int result;       /* out */
 } rfs_read_item;
 int rfs_read_files(const char *server_name, rfs_read_item *items, size_t n,
                    const rfs_options *opts);
@@ -231,12 +232,12 @@ int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s);
 /* The TCP connection to a server as this client sees it (rfs_ping_tcp). The congestion control
  * is the system's default unless $RFS_TCP_CONGESTION names another (docs/tuning.md). */
 typedef struct rfs_tcp_info {
-    char congestion[16];          /* congestion control of the connection */
-    int slow_start_after_idle;    /* net.ipv4.tcp_slow_start_after_idle: 1, 0, or -1 unknown */
-    int restarts_after_idle;      /* 1: a write after an idle period longer than the
-                                     retransmission timeout starts again in slow start */
-    double rtt_ms;                /* the kernel's smoothed round-trip time */
-    unsigned cwnd_segments, mss;  /* congestion window now, in segments of mss bytes */
+    char congestion[16];         /* congestion control of the connection */
+    int slow_start_after_idle;   /* net.ipv4.tcp_slow_start_after_idle: 1, 0, or -1 unknown */
+    int restarts_after_idle;     /* 1: a write after an idle period longer than the
+                                    retransmission timeout starts again in slow start */
+    double rtt_ms;               /* the kernel's smoothed round-trip time */
+    unsigned cwnd_segments, mss; /* congestion window now, in segments of mss bytes */
 } rfs_tcp_info;
 /* rfs_ping, and a description of the connection it used (tcp may be NULL). What the kernel
  * does not tell stays unknown: congestion "", slow_start_after_idle -1, numbers 0. */
@@ -265,9 +266,11 @@ int rfs_unlock(rfs_file *f, uint64_t off, uint64_t len);
  * the file's next view call (rfs_view_read/rfs_view_write of that view, or rfs_set_view), which
  * then fails without touching data. With a server that did not announce them it waits, and
  * RFS_E_UNSUPPORTED comes back from rfs_set_view itself. */
-int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc, size_t enc_len);
+int rfs_set_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *ftype_enc,
+                 size_t enc_len);
 int rfs_view_read(rfs_file *f, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
-int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
+int rfs_view_write(rfs_file *f, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
+                   size_t *done);
 
 #ifdef __cplusplus
 }

@@ -67,8 +67,10 @@ typedef struct rfs_io_ops {
      * it held once the accesses sent before it are done, so a caller may reuse ids forever.
      * Only with RFS_IO_F_VIEWS; generic: RFS_E_UNSUPPORTED. */
     int (*set_view)(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len);
-    int (*view_read)(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len, size_t *done);
-    int (*view_write)(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len, size_t *done);
+    int (*view_read)(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len,
+                     size_t *done);
+    int (*view_write)(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len,
+                      size_t *done);
     /* Closes this layer and the ones below; frees io. Reports errors not yet reported. */
     int (*close)(rfs_io *io);
     /* Replay safety of ABT's journal (docs/abt.md "Replay safety"): the file's version after
@@ -86,26 +88,26 @@ typedef struct rfs_io_ops {
      * list of their op tables: a name op has no rfs_io to find them through). The bottom layer
      * deletes the file on the server (rfs_delete). Generic: passes it on; at the bottom,
      * RFS_E_UNSUPPORTED. */
-    int (*remove)(const struct rfs_io_ops *const *below, const char *name,
-                  const rfs_options *opts);
+    int (*remove)(const struct rfs_io_ops *const *below, const char *name, const rfs_options *opts);
 } rfs_io_ops;
 
 /* What a layer really does (rfs_io.features): the paths a caller may take. */
-#define RFS_IO_F_VIEWS    0x01u  /* set_view/view_read/view_write reach server-side views */
-#define RFS_IO_F_LOCKS    0x02u  /* lock/unlock */
-#define RFS_IO_F_COUNTERS 0x04u  /* counter */
-#define RFS_IO_F_MARKS    0x08u  /* writes may return before they are answered, and write_mark/
-                                  * mark_answered follow them (flush works in any case) */
-#define RFS_IO_F_VERSIONS 0x10u  /* version can give the file's version */
-#define RFS_IO_F_GATHER   0x20u  /* pwritev_gather takes the memory runs without packing them */
+#define RFS_IO_F_VIEWS 0x01u    /* set_view/view_read/view_write reach server-side views */
+#define RFS_IO_F_LOCKS 0x02u    /* lock/unlock */
+#define RFS_IO_F_COUNTERS 0x04u /* counter */
+#define RFS_IO_F_MARKS \
+    0x08u                       /* writes may return before they are answered, and write_mark/
+                                 * mark_answered follow them (flush works in any case) */
+#define RFS_IO_F_VERSIONS 0x10u /* version can give the file's version */
+#define RFS_IO_F_GATHER 0x20u   /* pwritev_gather takes the memory runs without packing them */
 
 /* View slots per file that a server keeps (protocol: view_id 0..15 per handle). */
 #define RFS_IO_VIEW_SLOTS 16u
 
 struct rfs_io {
     const rfs_io_ops *ops;
-    unsigned features;    /* RFS_IO_F_*, set by the layer when it makes the rfs_io */
-    char server[300];     /* "host:port", for messages */
+    unsigned features; /* RFS_IO_F_*, set by the layer when it makes the rfs_io */
+    char server[300];  /* "host:port", for messages */
     char path[4096];
 };
 
@@ -121,7 +123,8 @@ int rfs_io_gen_preallocate(rfs_io *io, uint64_t size);
 int rfs_io_gen_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old);
 int rfs_io_gen_lock(rfs_io *io, uint64_t off, uint64_t len, unsigned mode, int wait_ms);
 int rfs_io_gen_unlock(rfs_io *io, uint64_t off, uint64_t len);
-int rfs_io_gen_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc, size_t enc_len);
+int rfs_io_gen_set_view(rfs_io *io, uint32_t view_id, uint64_t disp, const void *enc,
+                        size_t enc_len);
 int rfs_io_gen_view_read(rfs_io *io, uint32_t view_id, uint64_t pos, void *buf, size_t len,
                          size_t *done);
 int rfs_io_gen_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void *buf, size_t len,

@@ -8,7 +8,10 @@
 #include "common/clock.h"
 #include "common/err.h"
 
-static fake_io *FI(rfs_io *io) { return (fake_io *)io; }
+static fake_io *FI(rfs_io *io)
+{
+    return (fake_io *)io;
+}
 
 static int grow(fake_io *f, uint64_t end)
 {
@@ -159,13 +162,26 @@ static int f_version(rfs_io *io, rfs_io_version *v)
 }
 
 static const rfs_io_ops fake_ops = {
-    .pread = f_pread, .pwrite = f_pwrite, .preadv = f_preadv, .pwritev = f_pwritev,
-    .pwritev_gather = rfs_io_gen_pwritev_gather, .sync = f_sync, .flush = rfs_io_gen_flush,
-    .write_mark = rfs_io_gen_write_mark, .mark_answered = rfs_io_gen_mark_answered,
-    .get_size = f_get_size, .set_size = f_set_size, .preallocate = f_set_size,
-    .counter = rfs_io_gen_counter, .lock = rfs_io_gen_lock, .unlock = rfs_io_gen_unlock,
-    .set_view = rfs_io_gen_set_view, .view_read = rfs_io_gen_view_read,
-    .view_write = rfs_io_gen_view_write, .close = f_close, .version = f_version,
+    .pread = f_pread,
+    .pwrite = f_pwrite,
+    .preadv = f_preadv,
+    .pwritev = f_pwritev,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
+    .sync = f_sync,
+    .flush = rfs_io_gen_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = f_get_size,
+    .set_size = f_set_size,
+    .preallocate = f_set_size,
+    .counter = rfs_io_gen_counter,
+    .lock = rfs_io_gen_lock,
+    .unlock = rfs_io_gen_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
+    .close = f_close,
+    .version = f_version,
     .remove = rfs_io_gen_remove,
 };
 

@@ -15,14 +15,14 @@ typedef struct fake_io {
     pthread_cond_t cv;
     uint8_t *data;
     uint64_t size, cap;
-    int gate_closed;        /* writes block while set */
-    int writes_waiting;     /* writes blocked at the gate */
-    int fail_writes;        /* rfs_err returned by writes when non-zero */
+    int gate_closed;    /* writes block while set */
+    int writes_waiting; /* writes blocked at the gate */
+    int fail_writes;    /* rfs_err returned by writes when non-zero */
     uint64_t writes, bytes_written, syncs;
     int closed;
-    int *closed_flag;       /* set on close (the fake frees itself) */
-    int versions;           /* the version op answers: size, and the write count as mtime
-                             * (0: RFS_E_UNSUPPORTED, as the remote client with an older server) */
+    int *closed_flag; /* set on close (the fake frees itself) */
+    int versions;     /* the version op answers: size, and the write count as mtime
+                       * (0: RFS_E_UNSUPPORTED, as the remote client with an older server) */
 } fake_io;
 
 fake_io *fake_io_new(void);

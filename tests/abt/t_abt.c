@@ -148,8 +148,8 @@ int main(int argc, char **argv)
             int c = MPI_File_close(&fh);
             int first = w != MPI_SUCCESS ? w : s != MPI_SUCCESS ? s : c;
             if (t_rank == 0)
-                printf("write=%d sync=%d close=%d class=%d no_such_file=%d msg=%s\n",
-                       t_class(w), t_class(s), t_class(c), t_class(first),
+                printf("write=%d sync=%d close=%d class=%d no_such_file=%d msg=%s\n", t_class(w),
+                       t_class(s), t_class(c), t_class(first),
                        t_class(first) == MPI_ERR_NO_SUCH_FILE, t_errstr(first));
             CHECK(first != MPI_SUCCESS, "the failed open was never reported");
         }

@@ -136,7 +136,8 @@ static void test_overlapping_writes_keep_order(void **state)
     uint8_t v[4096];
     for (int round = 0; round < 200; round++) {
         memset(v, round & 0xff, sizeof v);
-        assert_int_equal(io->ops->pwrite(io, v, sizeof v, (uint64_t)(round % 7) * 1000, NULL), RFS_OK);
+        assert_int_equal(io->ops->pwrite(io, v, sizeof v, (uint64_t)(round % 7) * 1000, NULL),
+                         RFS_OK);
     }
     assert_int_equal(io->ops->close(io), RFS_OK);
     /* Last writer of each byte wins: rounds 193..199 wrote offsets (r%7)*1000. */
@@ -241,7 +242,7 @@ static void test_get_size_counts_queued_writes_without_waiting(void **state)
     uint64_t size = 0;
     assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
     assert_int_equal(size, 6000);
-    assert_int_equal(fk->size, 100);   /* not delivered: get_size did not wait for it */
+    assert_int_equal(fk->size, 100); /* not delivered: get_size did not wait for it */
     /* A larger file on the server wins over the queued end. */
     pthread_mutex_lock(&fk->mu);
     fk->size = 9000;
@@ -252,7 +253,7 @@ static void test_get_size_counts_queued_writes_without_waiting(void **state)
     fk->size = 100;
     pthread_mutex_unlock(&fk->mu);
     fake_io_gate(fk, 0);
-    assert_int_equal(io->ops->flush(io, 1), RFS_OK);  /* what MPI_Barrier calls */
+    assert_int_equal(io->ops->flush(io, 1), RFS_OK); /* what MPI_Barrier calls */
     assert_int_equal(fk->size, 6000);
     assert_memory_equal(fk->data + 1000, w, sizeof w);
     assert_int_equal(io->ops->get_size(io, &size), RFS_OK);
@@ -320,7 +321,7 @@ static void gather_into(uint64_t cap, uint64_t bufsize, const char *name)
     uint8_t *want = malloc(n);
     for (size_t i = 0, at = 0; i < k; at += iov[i].iov_len, i++)
         memcpy(want + at, iov[i].iov_base, iov[i].iov_len);
-    rfs_extent ext[2] = {{4096, n / 2}, {n, n - n / 2}};  /* a hole between the two */
+    rfs_extent ext[2] = {{4096, n / 2}, {n, n - n / 2}}; /* a hole between the two */
     size_t done = 0;
     assert_int_equal(io->ops->pwritev_gather(io, ext, 2, iov, k, &done), RFS_OK);
     assert_int_equal(done, n);
@@ -371,7 +372,7 @@ static void test_pool_prefaulted_and_costs_counted(void **state)
     assert_int_equal(getrusage(RUSAGE_THREAD, &before), 0);
     assert_int_equal(io->ops->pwrite(io, buf, n, 0, NULL), RFS_OK);
     assert_int_equal(getrusage(RUSAGE_THREAD, &after), 0);
-#ifndef __SANITIZE_THREAD__  /* ThreadSanitizer's own shadow of the pool faults in on the copy */
+#ifndef __SANITIZE_THREAD__ /* ThreadSanitizer's own shadow of the pool faults in on the copy */
     assert_in_range(after.ru_minflt - before.ru_minflt, 0, 64);
 #endif
     assert_int_equal(io->ops->close(io), RFS_OK);
@@ -379,7 +380,7 @@ static void test_pool_prefaulted_and_costs_counted(void **state)
     assert_int_equal(rfs_abt_finalize_in(rt), RFS_OK);
     rfs_abt_get_stats_in(rt, &st);
     assert_int_equal(st.bytes_prefaulted, 4u << 20); /* never more than the cap */
-#ifndef __SANITIZE_THREAD__  /* slowed down, the sender frees buffers before the copy ends */
+#ifndef __SANITIZE_THREAD__ /* slowed down, the sender frees buffers before the copy ends */
     assert_int_equal(st.memory_peak, 4u << 20);
 #endif
     assert_int_equal(st.bytes_sent, n);
@@ -509,10 +510,10 @@ static void run_versions(int below_has_versions)
         assert_int_equal(probes, 0);
         assert_true(v.known && v.exists);
         assert_int_equal(v.size, 4 * sizeof w);
-        assert_int_equal(v.mtime_ns, 4);   /* after the fourth write */
+        assert_int_equal(v.mtime_ns, 4); /* after the fourth write */
     } else {
-        assert_true(probes >= 1);          /* at open and after the deliveries */
-        assert_int_equal(v.known, 0);      /* this probe never reaches a server */
+        assert_true(probes >= 1);     /* at open and after the deliveries */
+        assert_int_equal(v.known, 0); /* this probe never reaches a server */
     }
     free(fk->data), free(fk);
 }
@@ -749,16 +750,16 @@ static void test_server_down_staging_full_keeps_what_was_taken(void **state)
         taken += rc == RFS_OK;
     }
     assert_int_not_equal(rc, RFS_OK);
-    assert_true(mono() - t0 < 10);  /* not rfs_abt_wait_timeout_ms: the server failed */
+    assert_true(mono() - t0 < 10); /* not rfs_abt_wait_timeout_ms: the server failed */
     assert_non_null(strstr(rfs_last_error(), "not taking writes"));
     assert_int_equal(io->ops->sync(io), RFS_E_CONN);
     assert_int_equal(io->ops->close(io), RFS_OK);
     assert_int_equal(rfs_abt_finalize_in(rt), RFS_E_IO);
     staging_room = 0;
-#ifndef __SANITIZE_THREAD__  /* slowed down 5-15x, the sender may see the failure first */
+#ifndef __SANITIZE_THREAD__ /* slowed down 5-15x, the sender may see the failure first */
     assert_true(taken >= 2);
 #endif
-    assert_int_equal(pending_in_staging(), taken);  /* every write that returned is kept */
+    assert_int_equal(pending_in_staging(), taken); /* every write that returned is kept */
     free(buf), free(fk->data), free(fk);
 }
 
@@ -869,7 +870,7 @@ static void test_trim_then_buffered_write_reserves_again(void **state)
         skip();
     fake_io *fk = fake_io_new();
     fake_io_gate(fk, 1);
-    rfs_abt_config c = cfg(1u << 20, 1u << 20);  /* one buffer: the second write is staged */
+    rfs_abt_config c = cfg(1u << 20, 1u << 20); /* one buffer: the second write is staged */
     rfs_io *io;
     assert_int_equal(rfs_abt_wrap(&fk->io, "rfs:fake:1:/trim", &c, &io), RFS_OK);
     size_t n = 1u << 20;
@@ -882,16 +883,16 @@ static void test_trim_then_buffered_write_reserves_again(void **state)
     rfs_abt_stats st;
     rfs_abt_get_stats_in(rt, &st);
     assert_int_equal(st.bytes_staged_fg, n);
-    assert_true(both >= 2 * n);  /* the staged record and the buffer's room */
-    assert_int_equal(io->ops->sync(io), RFS_OK);  /* queue empty: the journal is truncated */
+    assert_true(both >= 2 * n);                  /* the staged record and the buffer's room */
+    assert_int_equal(io->ops->sync(io), RFS_OK); /* queue empty: the journal is truncated */
     assert_true(journal_blocks() < n);
     fake_io_gate(fk, 1);
-    assert_int_equal(io->ops->pwrite(io, buf, n, 2 * n, NULL), RFS_OK);  /* buffered */
+    assert_int_equal(io->ops->pwrite(io, buf, n, 2 * n, NULL), RFS_OK); /* buffered */
     uint64_t held = journal_blocks();
-    fake_io_gate(fk, 0);  /* before any assertion: teardown waits for the queued writes */
+    fake_io_gate(fk, 0); /* before any assertion: teardown waits for the queued writes */
     rfs_abt_get_stats_in(rt, &st);
     assert_int_equal(st.bytes_buffered, 2 * n);
-    assert_true(held >= n);  /* its room is held again */
+    assert_true(held >= n); /* its room is held again */
     assert_int_equal(io->ops->close(io), RFS_OK);
     assert_memory_equal(fk->data + 2 * n, buf, n);
     assert_int_equal(rfs_abt_finalize_in(rt), RFS_OK);
@@ -915,8 +916,8 @@ static void test_buffer_size_is_per_file(void **state)
     assert_int_equal(b->ops->pwrite(b, buf, n, 0, NULL), RFS_OK);
     assert_int_equal(a->ops->close(a), RFS_OK);
     assert_int_equal(b->ops->close(b), RFS_OK);
-    assert_int_equal(fa->writes, 16);  /* 16 buffers of 64 KiB */
-    assert_int_equal(fb->writes, 1);   /* one buffer of 1 MiB */
+    assert_int_equal(fa->writes, 16); /* 16 buffers of 64 KiB */
+    assert_int_equal(fb->writes, 1);  /* one buffer of 1 MiB */
     assert_memory_equal(fa->data, buf, n);
     assert_memory_equal(fb->data, buf, n);
     assert_int_equal(rfs_abt_finalize_in(rt), RFS_OK);
@@ -933,7 +934,7 @@ static void test_staging_dir_is_per_file(void **state)
     fake_io *fa = fake_io_new(), *fb = fake_io_new();
     fake_io_gate(fa, 1);
     fake_io_gate(fb, 1);
-    rfs_abt_config ca = cfg(1, 256u << 10), cb = ca;  /* no memory: every write is staged */
+    rfs_abt_config ca = cfg(1, 256u << 10), cb = ca; /* no memory: every write is staged */
     cb.staging_dir = other;
     rfs_io *a, *b;
     assert_int_equal(rfs_abt_wrap(&fa->io, "rfs:fake:1:/sd-a", &ca, &a), RFS_OK);
@@ -943,10 +944,10 @@ static void test_staging_dir_is_per_file(void **state)
     assert_int_equal(a->ops->pwrite(a, w, sizeof w, 0, NULL), RFS_OK);
     assert_int_equal(b->ops->pwrite(b, w, sizeof w, 0, NULL), RFS_OK);
     int in_other = count_files(other), in_staging = count_files(staging);
-    fake_io_gate(fa, 0);  /* before any assertion: teardown waits for the queued writes */
+    fake_io_gate(fa, 0); /* before any assertion: teardown waits for the queued writes */
     fake_io_gate(fb, 0);
-    assert_int_equal(in_other, 1);    /* b's journal */
-    assert_int_equal(in_staging, 2);  /* a's journal and the other directory */
+    assert_int_equal(in_other, 1);   /* b's journal */
+    assert_int_equal(in_staging, 2); /* a's journal and the other directory */
     assert_int_equal(a->ops->close(a), RFS_OK);
     assert_int_equal(b->ops->close(b), RFS_OK);
     assert_memory_equal(fa->data, w, sizeof w);
@@ -977,12 +978,12 @@ static void test_engines_are_per_runtime(void **state)
     assert_int_equal(b->ops->pwrite(b, w, sizeof w, 0, NULL), RFS_OK);
     int blocked = fake_io_wait_blocked(fb, 1);
     int closed = a->ops->close(a);
-    int fin = rfs_abt_finalize_in(rt);  /* b's write is still at the gate */
+    int fin = rfs_abt_finalize_in(rt); /* b's write is still at the gate */
     rfs_abt_stats sa, sb;
     rfs_abt_get_stats_in(rt, &sa);
     rfs_abt_get_stats_in(other, &sb);
     uint64_t b_written = fb->bytes_written;
-    fake_io_gate(fb, 0);  /* before any assertion: destroying other waits for its writes */
+    fake_io_gate(fb, 0); /* before any assertion: destroying other waits for its writes */
     assert_true(blocked);
     assert_int_equal(closed, RFS_OK);
     assert_int_equal(fin, RFS_OK);
@@ -1018,7 +1019,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gathered_write_in_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gathered_write_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_reported_at_sync_and_kept, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_left_by_failure_is_replayable, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_versions_from_below_need_no_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_versions_below_the_probe_asks, setup,
                                         teardown),

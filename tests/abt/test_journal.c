@@ -83,10 +83,11 @@ static void make_journal(int n, char *out, size_t cap, uint64_t *rec_off)
         rfs_extent e = {(uint64_t)i * 1000u, 1000};
         uint64_t ro, dof;
         assert_int_equal(rfs_journal_append(j, (uint64_t)i + 1, "rfs:h:1:/f", &e, 1, data,
-                                            sizeof data, 0, &ro, &dof), 0);
+                                            sizeof data, 0, &ro, &dof),
+                         0);
         rec_off[i] = ro;
     }
-    rfs_journal_track("rfs:h:1:/f"); /* a delivery: a newer version record follows */
+    rfs_journal_track("rfs:h:1:/f");           /* a delivery: a newer version record follows */
     assert_int_equal(rfs_journal_close(j), 1); /* pending records: kept */
 }
 
@@ -146,7 +147,7 @@ static void test_clean_journal_and_versions(void **state)
     scan_path(path, &s, &end);
     assert_int_equal(end.kind, RFS_JOURNAL_CLEAN);
     assert_int_equal(s.data, 3);
-    assert_int_equal(s.versions, 2);   /* before the first record, and after the "delivery" */
+    assert_int_equal(s.versions, 2); /* before the first record, and after the "delivery" */
     assert_int_equal(s.last_mtime, (int64_t)probe_mtime);
 }
 
@@ -163,8 +164,8 @@ static void test_bit_flip_in_the_middle_is_corruption(void **state)
     rfs_journal_end end;
     scan_path(path, &s, &end);
     assert_int_equal(end.kind, RFS_JOURNAL_CORRUPT);
-    assert_int_equal(s.data, 1);               /* the first data record is still good */
-    assert_int_equal(end.index, 3);            /* version, data 1, then the bad one */
+    assert_int_equal(s.data, 1);    /* the first data record is still good */
+    assert_int_equal(end.index, 3); /* version, data 1, then the bad one */
     assert_int_equal(end.off, off[1]);
     assert_int_equal(end.bytes_after, (uint64_t)st.st_size - off[1]);
     assert_string_equal(end.name, "rfs:h:1:/f");
@@ -240,8 +241,8 @@ static void test_versions_reach_every_live_journal(void **state)
         memset(data, 'a', sizeof data);
         rfs_extent e = {(uint64_t)k * 1000u, 1000};
         uint64_t ro, dof;
-        assert_int_equal(rfs_journal_append(j[k], 1, "rfs:h:1:/f", &e, 1, data, sizeof data, 0,
-                                            &ro, &dof), 0);
+        assert_int_equal(
+            rfs_journal_append(j[k], 1, "rfs:h:1:/f", &e, 1, data, sizeof data, 0, &ro, &dof), 0);
     }
     rfs_journal_track("rfs:h:1:/f");
     for (int k = 0; k < 2; k++) {
@@ -251,7 +252,7 @@ static void test_versions_reach_every_live_journal(void **state)
         scan_path(path[k], &s, &end);
         assert_int_equal(end.kind, RFS_JOURNAL_CLEAN);
         assert_int_equal(s.data, 1);
-        assert_int_equal(s.versions, 2);  /* before its record, and the one learned after */
+        assert_int_equal(s.versions, 2); /* before its record, and the one learned after */
         assert_int_equal(s.last_mtime, (int64_t)probe_mtime);
     }
 }

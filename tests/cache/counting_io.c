@@ -11,9 +11,15 @@
 
 #include "common/err.h"
 
-static counting_io *CI(rfs_io *io) { return (counting_io *)io; }
+static counting_io *CI(rfs_io *io)
+{
+    return (counting_io *)io;
+}
 
-uint8_t byte_at(uint64_t i) { return (uint8_t)((i * 131u + (i >> 11) * 7u + 1u) & 0xff); }
+uint8_t byte_at(uint64_t i)
+{
+    return (uint8_t)((i * 131u + (i >> 11) * 7u + 1u) & 0xff);
+}
 
 /* mu held: one read of the bytes [lo, hi); RFS_OK or the failure it was told to give. */
 static int admit(counting_io *c, uint64_t lo, uint64_t hi)
@@ -32,8 +38,8 @@ static int admit(counting_io *c, uint64_t lo, uint64_t hi)
         if (c->fail_left > 0)
             c->fail_left--;
         c->failures++;
-        return rfs_fail(RFS_E_IO, "counting_io: read of %llu..%llu refused",
-                        (unsigned long long)lo, (unsigned long long)hi);
+        return rfs_fail(RFS_E_IO, "counting_io: read of %llu..%llu refused", (unsigned long long)lo,
+                        (unsigned long long)hi);
     }
     return RFS_OK;
 }

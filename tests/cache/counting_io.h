@@ -21,7 +21,7 @@ typedef struct counting_io {
     uint64_t preadv_calls;
     /* reads whose bytes touch [watch_lo, watch_hi) */
     uint64_t watch_lo, watch_hi, watch_reads;
-    uint64_t gate_at;          /* reads starting at or after it wait while gate_closed */
+    uint64_t gate_at; /* reads starting at or after it wait while gate_closed */
     int gate_closed, blocked;
     uint64_t fail_lo, fail_hi; /* reads touching it fail */
     int fail_left;             /* failures left; -1: always */

@@ -131,7 +131,8 @@ static void test_reread_costs_no_call(void **state)
     /* bytes just past the cached range cost one call, for the missing part only */
     read_ok(io, 100 * KiB, 10 * KiB, 10 * KiB);
     assert_int_equal(counting_io_get(c, &c->reads), calls + 1);
-    assert_int_equal(counting_io_get(c, &c->bytes_read), 100 * KiB + (10 * KiB - (1000 + 100 * KiB - 100 * KiB)));
+    assert_int_equal(counting_io_get(c, &c->bytes_read),
+                     100 * KiB + (10 * KiB - (1000 + 100 * KiB - 100 * KiB)));
     rfs_cache_stats s = stats(io);
     assert_int_equal(s.reads, 5);
     assert_int_equal(s.reads_cached, 3);
@@ -154,9 +155,9 @@ static void test_cap_respected(void **state)
     assert_true(s.memory_peak <= 1 * MiB);
     assert_int_equal(s.bytes_evicted, 7 * MiB);
     uint64_t calls = counting_io_get(c, &c->reads);
-    read_ok(io, 8 * MiB - 64 * KiB, 64 * KiB, 64 * KiB);   /* most recent: still cached */
+    read_ok(io, 8 * MiB - 64 * KiB, 64 * KiB, 64 * KiB); /* most recent: still cached */
     assert_int_equal(counting_io_get(c, &c->reads), calls);
-    read_ok(io, 0, 64 * KiB, 64 * KiB);                    /* oldest: evicted */
+    read_ok(io, 0, 64 * KiB, 64 * KiB); /* oldest: evicted */
     assert_int_equal(counting_io_get(c, &c->reads), calls + 1);
     /* a read larger than the cap is served, and not cached */
     read_ok(io, 0, 4 * MiB, 4 * MiB);
@@ -201,7 +202,7 @@ static void test_strided_prefetches(void **state)
         read_ok(io, k * stride + 100, block, block);
     wait_prefetch_idle(io);
     rfs_cache_stats s = stats(io);
-    assert_int_equal(s.bytes_below, 3 * block);          /* only the reads that found it */
+    assert_int_equal(s.bytes_below, 3 * block); /* only the reads that found it */
     assert_true(s.bytes_prefetched >= (n - 3) * block);
     assert_true(counting_io_get(c, &c->preadv_calls) > 0);
     /* only the blocks crossed from below, never the holes between them (the last stride's
@@ -234,7 +235,7 @@ static void test_prefetch_enable_forces(void **state)
     (void)state;
     counting_io *c = counting_io_new(4 * MiB);
     rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_ENABLE);
-    read_ok(io, 0, 64 * KiB, 64 * KiB);   /* one read is enough when forced */
+    read_ok(io, 0, 64 * KiB, 64 * KiB); /* one read is enough when forced */
     wait_prefetch_idle(io);
     assert_true(stats(io).bytes_prefetched > 0);
     read_ok(io, 64 * KiB, 64 * KiB, 64 * KiB);
@@ -289,7 +290,7 @@ static void test_sync_drops(void **state)
     uint8_t buf[10];
     size_t done;
     assert_int_equal(io->ops->pread(io, buf, 10, 100, &done), RFS_OK);
-    check_bytes(buf, 100, 10);   /* not visible before a sync: the cached bytes */
+    check_bytes(buf, 100, 10); /* not visible before a sync: the cached bytes */
     assert_int_equal(io->ops->sync(io), RFS_OK);
     assert_int_equal(counting_io_get(c, &c->syncs), 1);
     assert_int_equal(io->ops->pread(io, buf, 10, 100, &done), RFS_OK);
@@ -315,7 +316,7 @@ static void test_disabled_passes_through(void **state)
     counting_io *c = counting_io_new(1 * MiB);
     rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_AUTO);
     read_ok(io, 0, 64 * KiB, 64 * KiB);
-    rfs_cache_set_enabled(io, 0);   /* atomic mode */
+    rfs_cache_set_enabled(io, 0); /* atomic mode */
     uint64_t calls = counting_io_get(c, &c->reads);
     for (int i = 0; i < 5; i++)
         read_ok(io, (uint64_t)i * 64 * KiB, 64 * KiB, 64 * KiB);
@@ -414,7 +415,7 @@ static void test_read_waits_for_inflight(void **state)
     rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_AUTO);
     for (uint64_t off = 1 * MiB - 3 * 64 * KiB; off < 1 * MiB; off += 64 * KiB)
         read_ok(io, off, 64 * KiB, 64 * KiB);
-    counting_io_wait_blocked(c, 1);   /* the prefetch of [1 MiB, ...) is at the gate */
+    counting_io_wait_blocked(c, 1); /* the prefetch of [1 MiB, ...) is at the gate */
     reader_arg a = {io, 1 * MiB, 64 * KiB, -1, 0, malloc(64 * KiB)};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, reader, &a), 0);

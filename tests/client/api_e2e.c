@@ -19,22 +19,22 @@
 
 static const char *base;
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__,       \
-                    __LINE__, #cond, rfs_last_error());                                   \
-            exit(1);                                                                      \
-        }                                                                                 \
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+                    #cond, rfs_last_error());                                                 \
+            exit(1);                                                                          \
+        }                                                                                     \
     } while (0)
-#define CHECK_RC(expr, want)                                                              \
-    do {                                                                                  \
-        int rc_ = (expr);                                                                 \
-        if (rc_ != (want)) {                                                              \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d: %s\n", __FILE__,      \
-                    __LINE__, #expr, rc_, rfs_strerror(rc_), (want), rfs_last_error());   \
-            exit(1);                                                                      \
-        }                                                                                 \
+#define CHECK_RC(expr, want)                                                                   \
+    do {                                                                                       \
+        int rc_ = (expr);                                                                      \
+        if (rc_ != (want)) {                                                                   \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d: %s\n", __FILE__, __LINE__, \
+                    #expr, rc_, rfs_strerror(rc_), (want), rfs_last_error());                  \
+            exit(1);                                                                           \
+        }                                                                                      \
     } while (0)
 
 static const char *url(const char *path)
@@ -158,7 +158,7 @@ static int t_bigrw(int argc, char **argv)
     CHECK_RC(rfs_get_size(f, &got), RFS_OK);
     CHECK(got == size);
     memset(r, 0xEE, size + 4096);
-    CHECK_RC(rfs_pread(f, r, size + 4096, 0, &done), RFS_OK);   /* asks past EOF */
+    CHECK_RC(rfs_pread(f, r, size + 4096, 0, &done), RFS_OK); /* asks past EOF */
     CHECK(done == size);
     CHECK(memcmp(w, r, size) == 0);
     /* an unaligned window in the middle */
@@ -184,11 +184,11 @@ static int t_listio(int argc, char **argv)
     size_t n = 0, total = 0;
     uint64_t pos = 0;
     for (int i = 0; i < N; i++) {
-        pos += (uint64_t)(i % 7) * 3;                 /* holes of 0..18 bytes */
+        pos += (uint64_t)(i % 7) * 3; /* holes of 0..18 bytes */
         ext[n].offset = pos;
         ext[n].length = 1 + (uint64_t)(i * 37) % 250;
         if (i % 1000 == 999)
-            ext[n].length = 0;                        /* empty extents are allowed */
+            ext[n].length = 0; /* empty extents are allowed */
         pos += ext[n].length;
         total += ext[n].length;
         n++;
@@ -256,7 +256,8 @@ static int t_listio(int argc, char **argv)
 /* ---- end of file ---- */
 static int t_eof(int argc, char **argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     rfs_options small = {.max_frame = 65536};
     rfs_file *f = must_open("/eof", RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC, &small);
     uint8_t w[1000];
@@ -271,7 +272,7 @@ static int t_eof(int argc, char **argv)
     CHECK(done == 0);
     CHECK_RC(rfs_pread(f, r, 4096, 5000, &done), RFS_OK);
     CHECK(done == 0);
-    CHECK_RC(rfs_pread(f, r, big, 1, &done), RFS_OK);         /* many frames, EOF in the first */
+    CHECK_RC(rfs_pread(f, r, big, 1, &done), RFS_OK); /* many frames, EOF in the first */
     CHECK(done == 999 && memcmp(r, w + 1, 999) == 0);
     CHECK_RC(rfs_pread(f, r, 0, 0, &done), RFS_OK);
     CHECK(done == 0);
@@ -291,7 +292,8 @@ static int t_eof(int argc, char **argv)
 /* ---- size, preallocate, sync ---- */
 static int t_size(int argc, char **argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     rfs_file *f = must_open("/sz", RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC, NULL);
     uint64_t size;
     CHECK_RC(rfs_set_size(f, 12345), RFS_OK);
@@ -325,7 +327,7 @@ static int on_entry(void *ctx, const char *entry, const rfs_stat_info *st)
     int k;
     if (sscanf(entry, "f%04d", &k) == 1 && k >= 0 && k < 2000) {
         if (l->seen[k]++)
-            return -1;   /* duplicate: stop, the count check fails */
+            return -1; /* duplicate: stop, the count check fails */
         if (st->type != RFS_TYPE_FILE || st->size != (uint64_t)(k % 5))
             return -1;
     } else if (st->type == RFS_TYPE_DIR) {
@@ -336,7 +338,8 @@ static int on_entry(void *ctx, const char *entry, const rfs_stat_info *st)
 
 static int t_meta(int argc, char **argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     enum { NFILES = 1500 };
     rfs_stat_info st;
     CHECK_RC(rfs_mkdir(url("/d"), 0755, NULL), RFS_OK);
@@ -360,7 +363,7 @@ static int t_meta(int argc, char **argv)
     listing l;
     memset(&l, 0, sizeof l);
     CHECK_RC(rfs_list(url("/d"), NULL, on_entry, &l), RFS_OK);
-    CHECK(l.count == NFILES + 2);                  /* + keep + sub */
+    CHECK(l.count == NFILES + 2); /* + keep + sub */
     for (int k = 0; k < NFILES; k++)
         CHECK(l.seen[k] == 1);
     CHECK(l.dirs == 1);
@@ -376,11 +379,11 @@ static int t_meta(int argc, char **argv)
     CHECK(strstr(rfs_last_error(), "/d/f0001"));
     CHECK_RC(rfs_stat(url("/d/renamed"), NULL, &st), RFS_OK);
     CHECK(st.size == 1);
-    CHECK_RC(rfs_rename(url("/d/renamed"), url("/d/renamed2"), NULL), RFS_OK);   /* full name */
+    CHECK_RC(rfs_rename(url("/d/renamed"), url("/d/renamed2"), NULL), RFS_OK); /* full name */
     CHECK_RC(rfs_rename(url("/d/renamed2"), "rfs:otherhost:1:/x", NULL), RFS_E_INVAL);
     CHECK_RC(rfs_delete(url("/d/renamed2"), NULL), RFS_OK);
     CHECK_RC(rfs_delete(url("/d/renamed2"), NULL), RFS_E_NOENT);
-    CHECK_RC(rfs_delete(url("/d/sub"), NULL), RFS_OK);                 /* empty directory */
+    CHECK_RC(rfs_delete(url("/d/sub"), NULL), RFS_OK); /* empty directory */
     int rc = rfs_delete(url("/d"), NULL);
     CHECK(rc == RFS_E_NOTEMPTY);
     CHECK_RC(rfs_close(keep), RFS_OK);
@@ -517,7 +520,8 @@ static int t_threads(int argc, char **argv)
 /* ---- services: counter, locks, views (or RFS_E_UNSUPPORTED) ---- */
 static int t_services(int argc, char **argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     rfs_file *a = must_open("/svc", RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC, NULL);
     rfs_file *b = must_open("/svc", RFS_O_RDWR, NULL);
     int64_t old = -1;
@@ -528,9 +532,9 @@ static int t_services(int argc, char **argv)
         CHECK_RC(rc, RFS_OK);
         CHECK_RC(rfs_counter(a, 3, 0, 5, &old), RFS_OK);
         CHECK(old == 100);
-        CHECK_RC(rfs_counter(b, 3, 0, 1, &old), RFS_OK);   /* same file: same counter */
+        CHECK_RC(rfs_counter(b, 3, 0, 1, &old), RFS_OK); /* same file: same counter */
         CHECK(old == 105);
-        CHECK_RC(rfs_counter(b, 4, 0, 1, &old), RFS_OK);   /* another key starts at 0 */
+        CHECK_RC(rfs_counter(b, 4, 0, 1, &old), RFS_OK); /* another key starts at 0 */
         CHECK(old == 0);
     }
     rc = rfs_lock(a, 0, 100, RFS_LOCK_EXCL, 0);
@@ -580,15 +584,13 @@ static int t_services(int argc, char **argv)
  * ARGS: streams. The filetype (docs/datatypes.md): two 4-byte runs at 0 and 8 of every 16
  * bytes, the same as tests/e2e/test_server_views.py's STRIDED. ---- */
 static const unsigned char strided_enc[] = {
-    0x52, 0x46, 0x44, 0x54, 0x01, 0x00, 0x00, 0x00, 0x67, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x02, 0x00,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04,
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x52, 0x46, 0x44, 0x54, 0x01, 0x00, 0x00, 0x00, 0x67, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
 
 static int t_views(int argc, char **argv)
@@ -679,7 +681,7 @@ static int t_wwin(int argc, char **argv)
         size_t done = 0;
         CHECK_RC(rfs_pwrite(f, blk, BLK, (uint64_t)(i % NBLK) * BLK, &done), RFS_OK);
         CHECK(done == BLK);
-        memset(blk, 0xee, sizeof blk);  /* the caller's buffer is free once the call returns */
+        memset(blk, 0xee, sizeof blk); /* the caller's buffer is free once the call returns */
         memset(expect + (i % NBLK) * BLK, i & 0xff, BLK);
     }
     size_t done = 0;
@@ -693,7 +695,7 @@ static int t_wwin(int argc, char **argv)
     CHECK(done == 100);
     CHECK_RC(rfs_flush(f), RFS_E_INVAL);
     CHECK(strstr(rfs_last_error(), "reported late") && strstr(rfs_last_error(), "view position"));
-    CHECK_RC(rfs_flush(f), RFS_OK);  /* reported once */
+    CHECK_RC(rfs_flush(f), RFS_OK); /* reported once */
     CHECK_RC(rfs_view_write(f, 7, 0, blk, 100, &done), RFS_OK);
     CHECK_RC(rfs_close(f), RFS_E_INVAL);
 
@@ -738,10 +740,13 @@ int main(int argc, char **argv)
         return 2;
     }
     base = argv[2];
-    static const struct { const char *name; int (*fn)(int, char **); } tests[] = {
-        {"flags", t_flags}, {"bigrw", t_bigrw}, {"listio", t_listio}, {"eof", t_eof},
-        {"size", t_size}, {"meta", t_meta}, {"errors", t_errors}, {"threads", t_threads},
-        {"services", t_services}, {"kill", t_kill}, {"views", t_views}, {"wwin", t_wwin},
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } tests[] = {
+        {"flags", t_flags},       {"bigrw", t_bigrw}, {"listio", t_listio}, {"eof", t_eof},
+        {"size", t_size},         {"meta", t_meta},   {"errors", t_errors}, {"threads", t_threads},
+        {"services", t_services}, {"kill", t_kill},   {"views", t_views},   {"wwin", t_wwin},
         {"hold", t_hold},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)

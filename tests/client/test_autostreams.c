@@ -75,11 +75,11 @@ static void test_a_transfer_that_ends_early_keeps_what_it_learnt(void **state)
     rfs_auto a;
     rfs_auto_init(&a);
     a.enabled = 1;
-    const double r1[] = {0, 50e6, 0};   /* ends while stream 2 warms up: not judged */
+    const double r1[] = {0, 50e6, 0}; /* ends while stream 2 warms up: not judged */
     assert_int_equal(feed(&a, 8, r1, 3), 2);
     assert_int_equal(a.active, 1);
     assert_false(a.settled);
-    const double r2[] = {0, 60e6, 0, 100e6, 0, 101e6};  /* the next one goes on probing */
+    const double r2[] = {0, 60e6, 0, 100e6, 0, 101e6}; /* the next one goes on probing */
     assert_int_equal(feed(&a, 8, r2, 6), 3);
     assert_int_equal(a.active, 2);
     rfs_auto_destroy(&a);
@@ -133,18 +133,18 @@ static void test_short_transfers_probe_as_a_series(void **state)
     rfs_auto_init(&a);
     a.enabled = 1;
     int k = 0;
-    for (int i = 0; i < 4; i++)       /* the first epoch warms up: not judged */
+    for (int i = 0; i < 4; i++) /* the first epoch warms up: not judged */
         k = short_transfer(&a, 10);
     assert_int_equal(k, 1);
-    for (int i = 0; i < 4; i++)       /* 1 stream: 48 MB/s, then the next ones try 2 */
+    for (int i = 0; i < 4; i++) /* 1 stream: 48 MB/s, then the next ones try 2 */
         k = short_transfer(&a, 48);
     assert_int_equal(k, 1);
     assert_int_equal(a.active, 2);
-    for (int i = 0; i < 8; i++)       /* warm, then 2 streams give 85: try 3 */
+    for (int i = 0; i < 8; i++) /* warm, then 2 streams give 85: try 3 */
         k = short_transfer(&a, 85);
     assert_int_equal(k, 2);
     assert_int_equal(a.active, 3);
-    for (int i = 0; i < 8; i++)       /* warm, then 3 give 88 (< +10%): settle on 2 */
+    for (int i = 0; i < 8; i++) /* warm, then 3 give 88 (< +10%): settle on 2 */
         k = short_transfer(&a, 88);
     assert_int_equal(k, 3);
     assert_int_equal(a.active, 2);
@@ -168,7 +168,7 @@ static void test_a_series_restarts_when_the_count_changes_under_it(void **state)
      * its epoch warms up again and nothing is judged from mixed counts */
     rfs_auto_series(&a, 1, 1000, 400000000, 400000000, 8, "t");
     assert_int_equal(a.series.k, 1);
-    assert_true(a.series.warming == 0);   /* its one epoch was the warm-up */
+    assert_true(a.series.warming == 0); /* its one epoch was the warm-up */
     assert_int_equal(a.active, 2);
     rfs_auto_destroy(&a);
 }

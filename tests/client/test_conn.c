@@ -28,18 +28,18 @@
 
 enum mode {
     M_NORMAL,
-    M_REVERSE,        /* collect `collect` PREADs, answer them last to first */
-    M_DIE_ON_DATA,    /* close the connection at the first PREAD/PWRITE */
-    M_SILENT,         /* never answer PREAD */
-    M_OVERLONG,       /* answer PREAD with one byte more than asked */
-    M_UNKNOWN_ID,     /* answer PREAD with an id nobody asked for */
-    M_IMPOSTOR,       /* AUTH reply with a MAC made without the token */
-    M_HALF_STALL,     /* PREAD reply: full header, half the payload, then nothing more */
-    M_HALF_DIE,       /* PREAD reply: full header, half the payload, then close */
-    M_REJECT_AUTH,    /* AUTH reply with an error */
-    M_AUTH_LATE,      /* AUTH reply held until the next frame has arrived, then sent */
-    M_AUTH_AFTER,     /* AUTH reply held; the next request is answered first */
-    M_VIEWS,          /* announces views; a SET_VIEW is answered only once the next frame came */
+    M_REVERSE,     /* collect `collect` PREADs, answer them last to first */
+    M_DIE_ON_DATA, /* close the connection at the first PREAD/PWRITE */
+    M_SILENT,      /* never answer PREAD */
+    M_OVERLONG,    /* answer PREAD with one byte more than asked */
+    M_UNKNOWN_ID,  /* answer PREAD with an id nobody asked for */
+    M_IMPOSTOR,    /* AUTH reply with a MAC made without the token */
+    M_HALF_STALL,  /* PREAD reply: full header, half the payload, then nothing more */
+    M_HALF_DIE,    /* PREAD reply: full header, half the payload, then close */
+    M_REJECT_AUTH, /* AUTH reply with an error */
+    M_AUTH_LATE,   /* AUTH reply held until the next frame has arrived, then sent */
+    M_AUTH_AFTER,  /* AUTH reply held; the next request is answered first */
+    M_VIEWS,       /* announces views; a SET_VIEW is answered only once the next frame came */
 };
 
 #define MAX_CONNS 8
@@ -55,10 +55,10 @@ typedef struct fake {
     int fds[MAX_CONNS];
     pthread_t handlers[MAX_CONNS];
     int nconns;
-    uint16_t after_auth_op;   /* first frame read after AUTH (the pipelined request) */
-    int data_frames;          /* PWRITE frames received */
-    uint16_t after_view_op;   /* M_VIEWS: the frame that came while a SET_VIEW was unanswered */
-    int handlers_done;        /* handlers that have read to the end and quit */
+    uint16_t after_auth_op; /* first frame read after AUTH (the pipelined request) */
+    int data_frames;        /* PWRITE frames received */
+    uint16_t after_view_op; /* M_VIEWS: the frame that came while a SET_VIEW was unanswered */
+    int handlers_done;      /* handlers that have read to the end and quit */
 } fake;
 
 typedef struct handler_arg {
@@ -66,7 +66,10 @@ typedef struct handler_arg {
     int fd;
 } handler_arg;
 
-static uint8_t pattern(uint64_t off) { return (uint8_t)(off * 31u + 7u); }
+static uint8_t pattern(uint64_t off)
+{
+    return (uint8_t)(off * 31u + 7u);
+}
 
 static int read_full(int fd, void *buf, size_t n)
 {
@@ -159,13 +162,17 @@ static void *handler_main(void *arg)
     free(ha);
     uint8_t server_nonce[RFS_NONCE_LEN];
     memset(server_nonce, 0x42, sizeof server_nonce);
-    struct { uint32_t id; uint64_t off; uint32_t len; } held[64];
+    struct {
+        uint32_t id;
+        uint64_t off;
+        uint32_t len;
+    } held[64];
     int nheld = 0;
-    rfs_rep auth_rep;          /* an AUTH reply held back (M_AUTH_LATE / M_AUTH_AFTER) */
+    rfs_rep auth_rep; /* an AUTH reply held back (M_AUTH_LATE / M_AUTH_AFTER) */
     int auth_held = 0, auth_seen = 0;
-    rfs_rep view_rep;          /* a SET_VIEW reply held back (M_VIEWS) */
+    rfs_rep view_rep; /* a SET_VIEW reply held back (M_VIEWS) */
     int view_held = 0;
-    struct timeval tv = {.tv_sec = 20};  /* no test hangs on a client that never sends */
+    struct timeval tv = {.tv_sec = 20}; /* no test hangs on a client that never sends */
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     for (;;) {
         uint8_t hb[RFS_HDR_SIZE];
@@ -237,9 +244,7 @@ static void *handler_main(void *arg)
             send_rep(fd, &r, NULL, 0);
             break;
         case RFS_OP_CLOSE:
-        case RFS_OP_SYNC:
-            send_rep(fd, &r, NULL, 0);
-            break;
+        case RFS_OP_SYNC: send_rep(fd, &r, NULL, 0); break;
         case RFS_OP_SET_VIEW:
             if (fk->mode != M_VIEWS) {
                 send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "no views here");
@@ -272,22 +277,15 @@ static void *handler_main(void *arg)
             break;
         case RFS_OP_PREAD:
             switch (fk->mode) {
-            case M_DIE_ON_DATA:
-                quit = 1;
-                break;
-            case M_SILENT:
-                break;
+            case M_DIE_ON_DATA: quit = 1; break;
+            case M_SILENT: break;
             case M_HALF_STALL:
             case M_HALF_DIE:
                 send_half_read(fd, q.id, q.u.pread.off, q.u.pread.len);
                 quit = fk->mode == M_HALF_DIE;
                 break;
-            case M_OVERLONG:
-                send_read(fd, q.id, q.u.pread.off, q.u.pread.len + 1);
-                break;
-            case M_UNKNOWN_ID:
-                send_read(fd, q.id + 1000, q.u.pread.off, q.u.pread.len);
-                break;
+            case M_OVERLONG: send_read(fd, q.id, q.u.pread.off, q.u.pread.len + 1); break;
+            case M_UNKNOWN_ID: send_read(fd, q.id + 1000, q.u.pread.off, q.u.pread.len); break;
             case M_REVERSE:
                 held[nheld].id = q.id;
                 held[nheld].off = q.u.pread.off;
@@ -299,12 +297,10 @@ static void *handler_main(void *arg)
                     }
                 }
                 break;
-            default:
-                send_read(fd, q.id, q.u.pread.off, q.u.pread.len);
+            default: send_read(fd, q.id, q.u.pread.off, q.u.pread.len);
             }
             break;
-        default:
-            send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "fake server");
+        default: send_err(fd, q.op, q.id, RFS_E_UNSUPPORTED, "fake server");
         }
         if (auth_held && fk->mode == M_AUTH_AFTER && q.op != RFS_OP_AUTH) {
             send_rep(fd, &auth_rep, NULL, 0);
@@ -400,7 +396,10 @@ static rfs_file *open_in(rfs_runtime *rt, fake *fk, const rfs_options *o)
     return f;
 }
 
-static rfs_file *open_ok(fake *fk, const rfs_options *o) { return open_in(NULL, fk, o); }
+static rfs_file *open_ok(fake *fk, const rfs_options *o)
+{
+    return open_in(NULL, fk, o);
+}
 
 /* Waits (bounded: 10 s) until the fake saw n connections end; returns how many did. */
 static int wait_conns_closed(fake *fk, int n)
@@ -643,7 +642,7 @@ static void test_no_file_data_before_server_proof(void **state)
 static void test_views_feature_saves_round_trip(void **state)
 {
     (void)state;
-    static const uint8_t enc[] = {1, 2, 3, 4};  /* opaque to the client and to the fake */
+    static const uint8_t enc[] = {1, 2, 3, 4}; /* opaque to the client and to the fake */
     fake *fk = fake_start(M_VIEWS, NULL);
     rfs_options o = {.token = ""};
     rfs_file *f = open_ok(fk, &o);
@@ -667,9 +666,9 @@ static void test_views_feature_saves_round_trip(void **state)
 typedef struct sink_state {
     uint8_t *got;
     uint64_t base;
-    uint64_t next;       /* offset the next piece must start at (one stream: file order) */
+    uint64_t next; /* offset the next piece must start at (one stream: file order) */
     int pieces;
-    int fail_at;         /* piece number that fails with ENOSPC, or -1 */
+    int fail_at; /* piece number that fails with ENOSPC, or -1 */
 } sink_state;
 
 static int collect(void *ctx, uint64_t off, const void *data, size_t len)
@@ -825,7 +824,7 @@ static void test_connect_refused(void **state)
     bind(s, (struct sockaddr *)&a, sizeof a);
     socklen_t al = sizeof a;
     getsockname(s, (struct sockaddr *)&a, &al);
-    close(s);   /* nothing listens on this port now */
+    close(s); /* nothing listens on this port now */
     char name[64];
     snprintf(name, sizeof name, "rfs:127.0.0.1:%u:/x", ntohs(a.sin_port));
     rfs_file *f = NULL;

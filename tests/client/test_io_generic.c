@@ -22,7 +22,10 @@ typedef struct mem_io {
     int preads, pwrites;
 } mem_io;
 
-static mem_io *M(rfs_io *io) { return (mem_io *)io; }
+static mem_io *M(rfs_io *io)
+{
+    return (mem_io *)io;
+}
 
 static int m_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
 {
@@ -49,20 +52,49 @@ static int m_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_
     return RFS_OK;
 }
 
-static int m_sync(rfs_io *io) { (void)io; return RFS_OK; }
-static int m_get_size(rfs_io *io, uint64_t *size) { *size = M(io)->size; return RFS_OK; }
-static int m_set_size(rfs_io *io, uint64_t size) { M(io)->size = size; return RFS_OK; }
-static int m_close(rfs_io *io) { (void)io; return RFS_OK; }
+static int m_sync(rfs_io *io)
+{
+    (void)io;
+    return RFS_OK;
+}
+static int m_get_size(rfs_io *io, uint64_t *size)
+{
+    *size = M(io)->size;
+    return RFS_OK;
+}
+static int m_set_size(rfs_io *io, uint64_t size)
+{
+    M(io)->size = size;
+    return RFS_OK;
+}
+static int m_close(rfs_io *io)
+{
+    (void)io;
+    return RFS_OK;
+}
 
 static const rfs_io_ops mem_ops = {
-    .pread = m_pread, .pwrite = m_pwrite, .preadv = rfs_io_gen_preadv,
-    .pwritev = rfs_io_gen_pwritev, .pwritev_gather = rfs_io_gen_pwritev_gather, .sync = m_sync,
-    .flush = rfs_io_gen_flush, .write_mark = rfs_io_gen_write_mark,
-    .mark_answered = rfs_io_gen_mark_answered, .get_size = m_get_size, .set_size = m_set_size,
-    .preallocate = rfs_io_gen_preallocate, .counter = rfs_io_gen_counter,
-    .lock = rfs_io_gen_lock, .unlock = rfs_io_gen_unlock, .set_view = rfs_io_gen_set_view,
-    .view_read = rfs_io_gen_view_read, .view_write = rfs_io_gen_view_write, .close = m_close,
-    .version = rfs_io_gen_version, .remove = rfs_io_gen_remove,
+    .pread = m_pread,
+    .pwrite = m_pwrite,
+    .preadv = rfs_io_gen_preadv,
+    .pwritev = rfs_io_gen_pwritev,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
+    .sync = m_sync,
+    .flush = rfs_io_gen_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = m_get_size,
+    .set_size = m_set_size,
+    .preallocate = rfs_io_gen_preallocate,
+    .counter = rfs_io_gen_counter,
+    .lock = rfs_io_gen_lock,
+    .unlock = rfs_io_gen_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
+    .close = m_close,
+    .version = rfs_io_gen_version,
+    .remove = rfs_io_gen_remove,
 };
 
 static void mem_init(mem_io *m)
@@ -221,7 +253,7 @@ static void test_every_client_table_names_every_slot(void **state)
     assert_io_slots_named(d->ops);
     assert_int_equal(d->features & RFS_IO_F_MARKS, 0);
     assert_true(d->features & RFS_IO_F_VIEWS);
-    assert_int_not_equal(d->ops->close(d), RFS_OK);  /* port 1: nobody there to open it */
+    assert_int_not_equal(d->ops->close(d), RFS_OK); /* port 1: nobody there to open it */
 }
 
 int main(void)

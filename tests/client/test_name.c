@@ -93,9 +93,9 @@ static void test_ipv6(void **state)
     expect_ok("rfs://[2001:db8::10:1]:7070/d/e", "2001:db8::10:1", 7070, "/d/e");
     expect_ok("rfs:[::ffff:10.0.0.1]:5:/p", "::ffff:10.0.0.1", 5, "/p");
     assert_non_null(strstr(expect_bad("rfs:[::1:7070:/a"), "']'"));
-    expect_bad("rfs:::1:7070:/a");          /* unbracketed IPv6 is ambiguous */
-    expect_bad("rfs:[]:7070:/a");           /* empty */
-    expect_bad("rfs:[host]:7070:/a");       /* brackets are for IPv6 only */
+    expect_bad("rfs:::1:7070:/a");    /* unbracketed IPv6 is ambiguous */
+    expect_bad("rfs:[]:7070:/a");     /* empty */
+    expect_bad("rfs:[host]:7070:/a"); /* brackets are for IPv6 only */
     expect_bad("rfs:[::1]7070:/a");
     expect_bad("rfs:[::1 ]:7070:/a");
 }
@@ -146,11 +146,11 @@ static void test_bad_port(void **state)
     expect_bad("rfs:h:+7:/a");
     expect_bad("rfs:h:7x:/a");
     expect_bad("rfs:h");
-    expect_bad("rfs:h:/a");                  /* port missing */
+    expect_bad("rfs:h:/a"); /* port missing */
     expect_bad("rfs://h/a");
     expect_bad("rfs://h:/a");
     expect_bad("rfs://h:0/a");
-    expect_bad("rfs://h:7070:/a");           /* URL form: '/' after the port */
+    expect_bad("rfs://h:7070:/a"); /* URL form: '/' after the port */
 }
 
 static void test_missing_path(void **state)
@@ -159,7 +159,7 @@ static void test_missing_path(void **state)
     assert_non_null(strstr(expect_bad("rfs:h:7070:"), "path"));
     assert_non_null(strstr(expect_bad("rfs:h:7070"), "PATH"));
     assert_non_null(strstr(expect_bad("rfs://h:7070"), "path"));
-    expect_bad("rfs:h:7070:/a\nb");          /* control characters */
+    expect_bad("rfs:h:7070:/a\nb"); /* control characters */
     expect_bad("rfs:h:7070:/a\x7f");
 }
 
@@ -202,7 +202,7 @@ static void test_lengths(void **state)
     for (int i = 63; i < 4095; i += 64)
         s[8 + i] = '/';
     s[8 + 4095] = '\0';
-    expect_bad(s);                            /* 4095 + the added '/' */
+    expect_bad(s); /* 4095 + the added '/' */
     s[8 + 4094] = '\0';
     assert_int_equal(rfs_parse_name(s, &n), RFS_OK);
     free(s);
@@ -247,18 +247,12 @@ static void test_null_args(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_is_name),
-        cmocka_unit_test(test_romio_form),
-        cmocka_unit_test(test_url_form),
-        cmocka_unit_test(test_relative_paths),
-        cmocka_unit_test(test_ipv6),
-        cmocka_unit_test(test_server_and_label),
-        cmocka_unit_test(test_bad_host),
-        cmocka_unit_test(test_bad_port),
-        cmocka_unit_test(test_missing_path),
-        cmocka_unit_test(test_lengths),
-        cmocka_unit_test(test_tls_names),
-        cmocka_unit_test(test_null_args),
+        cmocka_unit_test(test_is_name),      cmocka_unit_test(test_romio_form),
+        cmocka_unit_test(test_url_form),     cmocka_unit_test(test_relative_paths),
+        cmocka_unit_test(test_ipv6),         cmocka_unit_test(test_server_and_label),
+        cmocka_unit_test(test_bad_host),     cmocka_unit_test(test_bad_port),
+        cmocka_unit_test(test_missing_path), cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_tls_names),    cmocka_unit_test(test_null_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

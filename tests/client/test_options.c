@@ -93,7 +93,7 @@ static void test_token_precedence(void **state)
     setenv("RFS_TOKEN_FILE", path, 1);
     assert_int_equal(rfs_copts_resolve(NULL, "L", &o), RFS_OK);
     assert_true(o.has_token);
-    assert_string_equal(o.token, "from-file");     /* newline stripped */
+    assert_string_equal(o.token, "from-file"); /* newline stripped */
 
     setenv("RFS_TOKEN", "from-env", 1);
     assert_int_equal(rfs_copts_resolve(NULL, "L", &o), RFS_OK);
@@ -124,7 +124,7 @@ static void test_token_file_errors(void **state)
     assert_true(fd >= 0);
     close(fd);
     setenv("RFS_TOKEN_FILE", path, 1);
-    assert_int_equal(rfs_copts_resolve(NULL, "L", &o), RFS_E_INVAL);   /* empty file */
+    assert_int_equal(rfs_copts_resolve(NULL, "L", &o), RFS_E_INVAL); /* empty file */
     unlink(path);
 
     char *big = malloc(RFS_TOKEN_MAX + 10);

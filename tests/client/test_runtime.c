@@ -47,7 +47,10 @@ static void test_workers_block_every_signal(void **state)
     rfs_runtime_destroy(rt);
 }
 
-static void *add_one(void *arg) { return (void *)((intptr_t)arg + 1); }
+static void *add_one(void *arg)
+{
+    return (void *)((intptr_t)arg + 1);
+}
 
 /* Jobs one after another run on the worker the first one made. */
 static void test_finished_workers_are_reused(void **state)
@@ -148,7 +151,7 @@ static void test_default_runtime_is_shared(void **state)
     assert_int_equal((intptr_t)rfs_task_join(&t), 8);
 }
 
-#ifndef __SANITIZE_THREAD__  /* see main */
+#ifndef __SANITIZE_THREAD__ /* see main */
 /* A child forked after the default runtime made workers has none of them: its jobs still run
  * (a job handed to the parent's idle worker would wait forever: the child ends by SIGALRM). */
 static void test_default_runtime_works_after_fork(void **state)
@@ -233,7 +236,7 @@ static void test_parts_are_per_runtime(void **state)
     assert_int_equal(made, 3);
     rfs_runtime_destroy(rt);
     assert_int_equal(n_destroyed, 2);
-    assert_int_equal(destroyed[0], 2);  /* b, made after a */
+    assert_int_equal(destroyed[0], 2); /* b, made after a */
     assert_int_equal(destroyed[1], 1);
     rfs_runtime_destroy(other);
     assert_int_equal(n_destroyed, 3);
@@ -248,8 +251,8 @@ int main(void)
         cmocka_unit_test(test_jobs_start_jobs),
         cmocka_unit_test(test_default_runtime_is_shared),
         cmocka_unit_test(test_parts_are_per_runtime),
-#ifndef __SANITIZE_THREAD__  /* ThreadSanitizer ends a forked child of a threaded process that
-                                starts threads (die_after_fork), which is what this tests */
+#ifndef __SANITIZE_THREAD__ /* ThreadSanitizer ends a forked child of a threaded process that
+                               starts threads (die_after_fork), which is what this tests */
         cmocka_unit_test(test_default_runtime_works_after_fork),
 #endif
     };

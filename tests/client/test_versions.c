@@ -25,13 +25,13 @@ static void test_sequential_requests_replace(void **state)
     rfs_verbox b;
     rfs_verbox_init(&b);
     uint64_t e = rfs_verbox_epoch(&b);
-    rfs_verbox_note(&b, e, 1000, 50);                 /* OPEN */
+    rfs_verbox_note(&b, e, 1000, 50); /* OPEN */
     assert_box(&b, 1000, 50);
     e = rfs_verbox_epoch(&b);
-    rfs_verbox_note(&b, e, 10, 50);                   /* SET_SIZE sent after it: smaller, same tick */
+    rfs_verbox_note(&b, e, 10, 50); /* SET_SIZE sent after it: smaller, same tick */
     assert_box(&b, 10, 50);
     e = rfs_verbox_epoch(&b);
-    rfs_verbox_note(&b, e, 10, 40);                   /* even a clock step back, when sent after */
+    rfs_verbox_note(&b, e, 10, 40); /* even a clock step back, when sent after */
     assert_box(&b, 10, 40);
     rfs_verbox_destroy(&b);
 }
@@ -44,13 +44,13 @@ static void test_concurrent_replies_keep_the_later(void **state)
     rfs_verbox_note(&b, rfs_verbox_epoch(&b), 100, 10);
     /* three writes in flight together, all sent at this epoch */
     uint64_t e = rfs_verbox_epoch(&b);
-    rfs_verbox_note(&b, e, 300, 30);   /* applied last, answered first */
+    rfs_verbox_note(&b, e, 300, 30); /* applied last, answered first */
     assert_box(&b, 300, 30);
-    rfs_verbox_note(&b, e, 200, 20);   /* applied before it, answered late: ignored */
+    rfs_verbox_note(&b, e, 200, 20); /* applied before it, answered late: ignored */
     assert_box(&b, 300, 30);
-    rfs_verbox_note(&b, e, 250, 30);   /* same tick, smaller file: earlier (writes only grow) */
+    rfs_verbox_note(&b, e, 250, 30); /* same tick, smaller file: earlier (writes only grow) */
     assert_box(&b, 300, 30);
-    rfs_verbox_note(&b, e, 400, 30);   /* same tick, larger: later */
+    rfs_verbox_note(&b, e, 400, 30); /* same tick, larger: later */
     assert_box(&b, 400, 30);
     /* a request sent now is after all of them */
     rfs_verbox_note(&b, rfs_verbox_epoch(&b), 5, 30);
@@ -66,7 +66,7 @@ static void test_unknown_until_a_reply(void **state)
     assert_int_equal(b.known, 0);
     assert_int_equal(b.tracking, 0);
     uint64_t e = rfs_verbox_epoch(&b);
-    rfs_verbox_note(&b, e + 7, 1, 1);  /* any first version is taken */
+    rfs_verbox_note(&b, e + 7, 1, 1); /* any first version is taken */
     assert_box(&b, 1, 1);
     rfs_verbox_destroy(&b);
 }

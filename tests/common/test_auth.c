@@ -47,15 +47,15 @@ static void test_macs_differ(void **state)
     uint8_t a[RFS_AUTH_MAC], b[RFS_AUTH_MAC], c[RFS_AUTH_MAC], s[RFS_AUTH_MAC];
     rfs_auth_client_mac("k", 1, server_nonce, client_nonce, a);
     rfs_auth_client_mac("k", 1, server_nonce, client_nonce, b);
-    assert_true(rfs_auth_equal(a, b, RFS_AUTH_MAC));           /* deterministic */
+    assert_true(rfs_auth_equal(a, b, RFS_AUTH_MAC)); /* deterministic */
     rfs_auth_server_mac("k", 1, server_nonce, client_nonce, s);
-    assert_false(rfs_auth_equal(a, s, RFS_AUTH_MAC));          /* client != server: no reflection */
+    assert_false(rfs_auth_equal(a, s, RFS_AUTH_MAC)); /* client != server: no reflection */
     rfs_auth_client_mac("K", 1, server_nonce, client_nonce, c);
-    assert_false(rfs_auth_equal(a, c, RFS_AUTH_MAC));          /* secret matters */
+    assert_false(rfs_auth_equal(a, c, RFS_AUTH_MAC)); /* secret matters */
     client_nonce[31] ^= 1;
     rfs_auth_client_mac("k", 1, server_nonce, client_nonce, c);
     client_nonce[31] ^= 1;
-    assert_false(rfs_auth_equal(a, c, RFS_AUTH_MAC));          /* nonce matters */
+    assert_false(rfs_auth_equal(a, c, RFS_AUTH_MAC)); /* nonce matters */
     /* Swapping the nonces does not turn a client MAC into a server MAC. */
     rfs_auth_server_mac("k", 1, client_nonce, server_nonce, c);
     assert_false(rfs_auth_equal(a, c, RFS_AUTH_MAC));
@@ -94,7 +94,8 @@ static void test_token_file(void **state)
     assert_string_equal(out, "hunter2");
     assert_int_equal(rfs_auth_read_token_file(token_file("crlf\r\n", 6), out, sizeof out), RFS_OK);
     assert_string_equal(out, "crlf");
-    assert_int_equal(rfs_auth_read_token_file(token_file("no-newline", 10), out, sizeof out), RFS_OK);
+    assert_int_equal(rfs_auth_read_token_file(token_file("no-newline", 10), out, sizeof out),
+                     RFS_OK);
     assert_string_equal(out, "no-newline");
     /* Inner spaces are part of the secret. */
     assert_int_equal(rfs_auth_read_token_file(token_file("a b\n", 4), out, sizeof out), RFS_OK);
@@ -103,7 +104,8 @@ static void test_token_file(void **state)
     assert_int_equal(rfs_auth_read_token_file(token_file("", 0), out, sizeof out), RFS_E_INVAL);
     assert_non_null(strstr(rfs_last_error(), "empty"));
     assert_int_equal(rfs_auth_read_token_file(token_file("\n\n", 2), out, sizeof out), RFS_E_INVAL);
-    assert_int_equal(rfs_auth_read_token_file(token_file("ab\0cd", 5), out, sizeof out), RFS_E_INVAL);
+    assert_int_equal(rfs_auth_read_token_file(token_file("ab\0cd", 5), out, sizeof out),
+                     RFS_E_INVAL);
     assert_non_null(strstr(rfs_last_error(), "NUL"));
 
     /* Exactly cap-1 bytes fit; cap bytes do not. */
@@ -111,7 +113,8 @@ static void test_token_file(void **state)
     memset(longtok, 't', sizeof longtok);
     assert_int_equal(rfs_auth_read_token_file(token_file(longtok, 63), out, sizeof out), RFS_OK);
     assert_int_equal(strlen(out), 63);
-    assert_int_equal(rfs_auth_read_token_file(token_file(longtok, 64), out, sizeof out), RFS_E_INVAL);
+    assert_int_equal(rfs_auth_read_token_file(token_file(longtok, 64), out, sizeof out),
+                     RFS_E_INVAL);
     assert_non_null(strstr(rfs_last_error(), "longer"));
 
     char missing[160];

@@ -14,7 +14,10 @@
 
 #include "common/clock.h"
 
-static int64_t ns_of(struct timespec ts) { return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec; }
+static int64_t ns_of(struct timespec ts)
+{
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static int64_t mono_ns(void)
 {
@@ -85,7 +88,7 @@ static void *wake_main(void *arg)
     waker *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->waiting)
-        pthread_cond_wait(&w->cv, &w->mu);  /* the waiter holds mu until it waits */
+        pthread_cond_wait(&w->cv, &w->mu); /* the waiter holds mu until it waits */
     w->woken = 1;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);

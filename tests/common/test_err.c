@@ -65,7 +65,7 @@ static void test_wire(void **state)
     for (int i = 0; i < RFS_ERR_COUNT; i++)
         assert_int_equal(rfs_err_from_wire(rfs_err_to_wire(-i)), -i);
     assert_int_equal(rfs_err_to_wire(RFS_E_AUTH), 4);
-    assert_int_equal(rfs_err_to_wire(5), 0);  /* positive values are not errors */
+    assert_int_equal(rfs_err_to_wire(5), 0); /* positive values are not errors */
     assert_int_equal(rfs_err_from_wire(RFS_ERR_COUNT), RFS_E_IO);
     assert_int_equal(rfs_err_from_wire(0xFFFFFFFFu), RFS_E_IO);
 }
@@ -139,12 +139,9 @@ static void test_fail_cause(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror),
-        cmocka_unit_test(test_fail_and_clear),
-        cmocka_unit_test(test_thread_local),
-        cmocka_unit_test(test_wire),
-        cmocka_unit_test(test_errno),
-        cmocka_unit_test(test_status),
+        cmocka_unit_test(test_strerror),     cmocka_unit_test(test_fail_and_clear),
+        cmocka_unit_test(test_thread_local), cmocka_unit_test(test_wire),
+        cmocka_unit_test(test_errno),        cmocka_unit_test(test_status),
         cmocka_unit_test(test_fail_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,7 @@ static void test_planes_match_reference(void **state)
             for (size_t i = 0; elem > 1 && i < m; i++)
                 for (unsigned b = 0; b < elem; b++)
                     assert_int_equal(sh[(size_t)b * m + i], src[i * elem + b]);
-            if (elem > 1)  /* the tail stays put */
+            if (elem > 1) /* the tail stays put */
                 assert_memory_equal(sh + m * elem, src + m * elem, n - m * elem);
             else if (n)
                 assert_memory_equal(sh, src, n);
@@ -54,8 +54,8 @@ static double *smooth(size_t count)
 {
     double *d = malloc(count * sizeof *d);
     for (size_t i = 0; i < count; i++)
-        d[i] = i < count / 2 ? exp(-(double)i / 20000.0) * (1.0 + 0.01 * sin((double)i / 97.0))
-                             : 0.0;
+        d[i] =
+            i < count / 2 ? exp(-(double)i / 20000.0) * (1.0 + 0.01 * sin((double)i / 97.0)) : 0.0;
     return d;
 }
 
@@ -63,7 +63,7 @@ static void test_codecs_round_trip(void **state)
 {
     (void)state;
     size_t count = 1 << 17;
-    size_t n = count * sizeof(double) + 3;  /* a tail that is not a whole element */
+    size_t n = count * sizeof(double) + 3; /* a tail that is not a whole element */
     uint8_t *src = malloc(n);
     double *d = smooth(count);
     memcpy(src, d, count * sizeof *d);
@@ -81,8 +81,9 @@ static void test_codecs_round_trip(void **state)
         assert_memory_equal(back, src, n);
         /* a declared size the stream does not have, and a truncated stream */
         assert_int_equal(rfs_codec_decompress(codec, back, n - 8, dst, c), RFS_E_PROTO);
-        assert_non_null(strstr(rfs_last_error(), codec == RFS_CODEC_LZ4 ||
-                                                 codec == RFS_CODEC_LZ4_SHUF ? "lz4" : "zstd"));
+        assert_non_null(
+            strstr(rfs_last_error(),
+                   codec == RFS_CODEC_LZ4 || codec == RFS_CODEC_LZ4_SHUF ? "lz4" : "zstd"));
         assert_int_equal(rfs_codec_decompress(codec, back, n, dst, c / 2), RFS_E_PROTO);
         free(dst);
         free(back);
@@ -105,8 +106,10 @@ static void test_mode_spelling(void **state)
         int level;
         const char *name;
     } ok[] = {
-        {"auto", RFS_Z_AUTO, 1, "auto"},         {"none", RFS_Z_NONE, 1, "none"},
-        {"lz4", RFS_Z_LZ4, 1, "lz4"},            {"zstd:7", RFS_Z_ZSTD, 7, "zstd:7"},
+        {"auto", RFS_Z_AUTO, 1, "auto"},
+        {"none", RFS_Z_NONE, 1, "none"},
+        {"lz4", RFS_Z_LZ4, 1, "lz4"},
+        {"zstd:7", RFS_Z_ZSTD, 7, "zstd:7"},
         {"lz4+shuffle", RFS_Z_LZ4_SHUF, 1, "lz4+shuffle"},
         {"zstd+shuffle", RFS_Z_ZSTD_SHUF, 1, "zstd+shuffle"},
         {"zstd:19+shuffle", RFS_Z_ZSTD_SHUF, 19, "zstd:19+shuffle"},
@@ -121,9 +124,16 @@ static void test_mode_spelling(void **state)
         rfs_zmode_name(mode, level, name, sizeof name);
         assert_string_equal(name, ok[i].name);
     }
-    static const char *bad[] = {"+shuffle", "lz4+", "shuffle", "zstd:0+shuffle", "zstd:+shuffle",
-                                "auto+shuffle", "none+shuffle", "lz4+shuffle+shuffle",
-                                "zstd:123456789+shuffle", "lz4 +shuffle"};
+    static const char *bad[] = {"+shuffle",
+                                "lz4+",
+                                "shuffle",
+                                "zstd:0+shuffle",
+                                "zstd:+shuffle",
+                                "auto+shuffle",
+                                "none+shuffle",
+                                "lz4+shuffle+shuffle",
+                                "zstd:123456789+shuffle",
+                                "lz4 +shuffle"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         unsigned mode;
         int level;

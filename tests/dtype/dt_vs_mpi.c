@@ -27,13 +27,13 @@ static uint64_t rnd(void)
     return rng;
 }
 
-#define FAIL(name, ...) \
-    do { \
+#define FAIL(name, ...)                     \
+    do {                                    \
         fprintf(stderr, "FAIL %s: ", name); \
-        fprintf(stderr, __VA_ARGS__); \
-        fprintf(stderr, "\n"); \
-        failures++; \
-        return; \
+        fprintf(stderr, __VA_ARGS__);       \
+        fprintf(stderr, "\n");              \
+        failures++;                         \
+        return;                             \
     } while (0)
 
 /* ---- reference file view mapping, built from MPI_Unpack alone ---- */
@@ -210,7 +210,8 @@ static void check(const char *name, MPI_Datatype t)
     unsigned char *base = mem - lo;
     int packsize = 0, pos = 0;
     MPI_Pack_size(count, t, MPI_COMM_SELF, &packsize);
-    unsigned char *want = malloc((size_t)packsize + 1), *got = malloc((size_t)count * (size_t)size + 1);
+    unsigned char *want = malloc((size_t)packsize + 1),
+                  *got = malloc((size_t)count * (size_t)size + 1);
     MPI_Pack(base, count, t, want, packsize, &pos, MPI_COMM_SELF);
     size_t n = 0;
     for (int c = 0; c < count; c++)
@@ -230,7 +231,8 @@ static void check(const char *name, MPI_Datatype t)
     if (!mpi_consistent) {
         library_bugs++;
         printf("NOTE %s: MPI_Pack of %d copies differs from %d single packs (MPI library bug); "
-               "comparing against the single packs\n", name, count, count);
+               "comparing against the single packs\n",
+               name, count, count);
         pos = 0;
         for (int c = 0; c < count; c++)
             MPI_Pack(base + c * extent, 1, t, want, packsize, &pos, MPI_COMM_SELF);
@@ -278,12 +280,20 @@ static void named_types(void)
         const char *name;
         MPI_Datatype t;
     } named[] = {
-        {"MPI_INT", MPI_INT}, {"MPI_DOUBLE", MPI_DOUBLE}, {"MPI_CHAR", MPI_CHAR},
-        {"MPI_BYTE", MPI_BYTE}, {"MPI_PACKED", MPI_PACKED}, {"MPI_LONG_DOUBLE", MPI_LONG_DOUBLE},
-        {"MPI_SHORT_INT", MPI_SHORT_INT}, {"MPI_DOUBLE_INT", MPI_DOUBLE_INT},
-        {"MPI_LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT}, {"MPI_FLOAT_INT", MPI_FLOAT_INT},
-        {"MPI_2INT", MPI_2INT}, {"MPI_LONG_INT", MPI_LONG_INT},
-        {"MPI_C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX}, {"MPI_INT64_T", MPI_INT64_T},
+        {"MPI_INT", MPI_INT},
+        {"MPI_DOUBLE", MPI_DOUBLE},
+        {"MPI_CHAR", MPI_CHAR},
+        {"MPI_BYTE", MPI_BYTE},
+        {"MPI_PACKED", MPI_PACKED},
+        {"MPI_LONG_DOUBLE", MPI_LONG_DOUBLE},
+        {"MPI_SHORT_INT", MPI_SHORT_INT},
+        {"MPI_DOUBLE_INT", MPI_DOUBLE_INT},
+        {"MPI_LONG_DOUBLE_INT", MPI_LONG_DOUBLE_INT},
+        {"MPI_FLOAT_INT", MPI_FLOAT_INT},
+        {"MPI_2INT", MPI_2INT},
+        {"MPI_LONG_INT", MPI_LONG_INT},
+        {"MPI_C_DOUBLE_COMPLEX", MPI_C_DOUBLE_COMPLEX},
+        {"MPI_INT64_T", MPI_INT64_T},
     };
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         check(named[i].name, named[i].t);
@@ -373,7 +383,8 @@ static void struct_types(void)
 {
     MPI_Datatype t, u, r;
     int bl[] = {1, 1, 1};
-    MPI_Aint d[] = {offsetof(struct cstruct, a), offsetof(struct cstruct, b), offsetof(struct cstruct, c)};
+    MPI_Aint d[] = {offsetof(struct cstruct, a), offsetof(struct cstruct, b),
+                    offsetof(struct cstruct, c)};
     MPI_Datatype ty[] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
     MPI_Type_create_struct(3, bl, d, ty, &t);
     MPI_Type_contiguous(4, t, &u);
@@ -433,9 +444,11 @@ static void subarray_types(void)
         for (int o = 0; o < 2; o++)
             for (int k = 0; k < 3; k++) {
                 char name[160];
-                snprintf(name, sizeof name, "subarray case %zu order %s of %s", c, o ? "F" : "C", oldname[k]);
-                MPI_Type_create_subarray(cases[c].ndims, cases[c].sizes, cases[c].subsizes, cases[c].starts,
-                                         o ? MPI_ORDER_FORTRAN : MPI_ORDER_C, olds[k], &tmp);
+                snprintf(name, sizeof name, "subarray case %zu order %s of %s", c, o ? "F" : "C",
+                         oldname[k]);
+                MPI_Type_create_subarray(cases[c].ndims, cases[c].sizes, cases[c].subsizes,
+                                         cases[c].starts, o ? MPI_ORDER_FORTRAN : MPI_ORDER_C,
+                                         olds[k], &tmp);
                 check_free(name, tmp);
             }
     /* nested: subarray of a subarray, vector of subarrays */
@@ -456,16 +469,46 @@ static void darray_types(void)
     static const struct {
         int nprocs, ndims, gsizes[3], distribs[3], dargs[3], psizes[3];
     } cases[] = {
-        {4, 2, {8, 6}, {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK}, {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, {2, 2}},
-        {4, 2, {7, 5}, {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK}, {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, {2, 2}},
+        {4,
+         2,
+         {8, 6},
+         {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK},
+         {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG},
+         {2, 2}},
+        {4,
+         2,
+         {7, 5},
+         {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_BLOCK},
+         {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG},
+         {2, 2}},
         {3, 1, {7}, {MPI_DISTRIBUTE_CYCLIC}, {2}, {3}},
         {3, 1, {10}, {MPI_DISTRIBUTE_CYCLIC}, {MPI_DISTRIBUTE_DFLT_DARG}, {3}},
-        {6, 2, {9, 10}, {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK}, {2, MPI_DISTRIBUTE_DFLT_DARG}, {3, 2}},
-        {2, 2, {5, 6}, {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC}, {MPI_DISTRIBUTE_DFLT_DARG, 3}, {1, 2}},
+        {6,
+         2,
+         {9, 10},
+         {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK},
+         {2, MPI_DISTRIBUTE_DFLT_DARG},
+         {3, 2}},
+        {2,
+         2,
+         {5, 6},
+         {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC},
+         {MPI_DISTRIBUTE_DFLT_DARG, 3},
+         {1, 2}},
         {4, 1, {2}, {MPI_DISTRIBUTE_BLOCK}, {MPI_DISTRIBUTE_DFLT_DARG}, {4}},
         {3, 1, {10}, {MPI_DISTRIBUTE_BLOCK}, {4}, {3}},
-        {8, 3, {4, 6, 5}, {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_CYCLIC}, {MPI_DISTRIBUTE_DFLT_DARG, 1, 2}, {2, 2, 2}},
-        {1, 2, {3, 4}, {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_NONE}, {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG}, {1, 1}},
+        {8,
+         3,
+         {4, 6, 5},
+         {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_CYCLIC},
+         {MPI_DISTRIBUTE_DFLT_DARG, 1, 2},
+         {2, 2, 2}},
+        {1,
+         2,
+         {3, 4},
+         {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_NONE},
+         {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG},
+         {1, 1}},
     };
     MPI_Datatype olds[2], tmp;
     olds[0] = MPI_INT;
@@ -478,9 +521,10 @@ static void darray_types(void)
                     char name[160];
                     snprintf(name, sizeof name, "darray case %zu rank %d order %s of %s", c, rank,
                              o ? "F" : "C", oldname[k]);
-                    int rc = MPI_Type_create_darray(cases[c].nprocs, rank, cases[c].ndims, cases[c].gsizes,
-                                                    cases[c].distribs, cases[c].dargs, cases[c].psizes,
-                                                    o ? MPI_ORDER_FORTRAN : MPI_ORDER_C, olds[k], &tmp);
+                    int rc = MPI_Type_create_darray(
+                        cases[c].nprocs, rank, cases[c].ndims, cases[c].gsizes, cases[c].distribs,
+                        cases[c].dargs, cases[c].psizes, o ? MPI_ORDER_FORTRAN : MPI_ORDER_C,
+                        olds[k], &tmp);
                     if (rc != MPI_SUCCESS) {
                         fprintf(stderr, "FAIL %s: MPI rejected it\n", name);
                         failures++;
@@ -594,8 +638,10 @@ int main(int argc, char **argv)
     char *nl = strchr(lib, '\n');
     if (nl)
         *nl = 0;
-    printf("%d datatypes checked (%d with bounds pinned to the library's, %d view-mapped, %d MPI library "
-           "bugs noted), %d failures (%s)\n", checked, pinned, mapped, library_bugs, failures, lib);
+    printf("%d datatypes checked (%d with bounds pinned to the library's, %d view-mapped, %d MPI "
+           "library "
+           "bugs noted), %d failures (%s)\n",
+           checked, pinned, mapped, library_bugs, failures, lib);
     MPI_Finalize();
     return failures ? 1 : 0;
 }

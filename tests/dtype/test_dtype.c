@@ -88,7 +88,10 @@ static void leaf(enc *e, int64_t size)
     i64(e, size);
 }
 
-static void leaf_int(enc *e) { leaf(e, 4); }
+static void leaf_int(enc *e)
+{
+    leaf(e, 4);
+}
 
 static void resized_hdr(enc *e, int64_t lb, int64_t extent)
 {
@@ -335,7 +338,8 @@ static void test_indexed(void **state)
     rfs_flat_free(f);
 }
 
-static void subarray(enc *e, int order, int n, const int64_t *sizes, const int64_t *subs, const int64_t *starts)
+static void subarray(enc *e, int order, int n, const int64_t *sizes, const int64_t *subs,
+                     const int64_t *starts)
 {
     u8(e, RFS_DTW_SUBARRAY);
     u32(e, (uint32_t)n);

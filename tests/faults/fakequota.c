@@ -26,7 +26,7 @@ static ssize_t limited(pwrite_fn real, int fd, const void *buf, size_t n, off_t 
     if (off + (off_t)n <= limit)
         return real(fd, buf, n, off);
     if (off < limit)
-        return real(fd, buf, (size_t)(limit - off), off);  /* short: the next call fails */
+        return real(fd, buf, (size_t)(limit - off), off); /* short: the next call fails */
     errno = EDQUOT;
     return -1;
 }

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                  \
-        }                                                                             \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 static int inside(const void *p, size_t n, const uint8_t *body, size_t len)
@@ -44,18 +44,20 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
     CHECK(inside(r->data, r->data_len, body, len));
     switch (r->op) {
     case RFS_OP_OPEN: check_path(&r->u.open.path, body, len); break;
-    case RFS_OP_STAT: case RFS_OP_DELETE: case RFS_OP_STATFS:
-        check_path(&r->u.path.path, body, len);
-        break;
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:
+    case RFS_OP_STATFS: check_path(&r->u.path.path, body, len); break;
     case RFS_OP_RENAME:
         check_path(&r->u.rename.from, body, len);
         check_path(&r->u.rename.to, body, len);
         break;
-    case RFS_OP_MKDIR: case RFS_OP_CHMOD: check_path(&r->u.mkdir.path, body, len); break;
+    case RFS_OP_MKDIR:
+    case RFS_OP_CHMOD: check_path(&r->u.mkdir.path, body, len); break;
     case RFS_OP_WRITE_FILE: check_path(&r->u.write_file.path, body, len); break;
     case RFS_OP_READ_FILE: check_path(&r->u.read_file.path, body, len); break;
     case RFS_OP_LIST: check_path(&r->u.list.path, body, len); break;
-    case RFS_OP_PREADV: case RFS_OP_PWRITEV: {
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV: {
         CHECK(r->u.iov.count <= RFS_MAX_EXTENTS);
         CHECK(inside(r->u.iov.ext, (size_t)r->u.iov.count * RFS_EXTENT_WIRE, body, len));
         uint64_t sum = 0;
@@ -158,7 +160,7 @@ static int check_plain(const rfs_hdr *h, const uint8_t *frame, size_t flen)
     rfs_rep p;
     int okq = rfs_req_decode(h, frame + RFS_HDR_SIZE, h->body_len, &r) == RFS_OK;
     int okp = rfs_rep_decode(h, frame + RFS_HDR_SIZE, h->body_len, &p) == RFS_OK;
-    CHECK(!(okq && okp));  /* the reply flag decides which one a frame is */
+    CHECK(!(okq && okp)); /* the reply flag decides which one a frame is */
     check_request(h, frame, flen);
     check_reply(h, frame, flen);
     return okq + okp;
@@ -180,7 +182,7 @@ static int check_packed(const rfs_hdr *h, const uint8_t *body, size_t len)
     CHECK(pi.fields_len + pi.packed_len + RFS_PACK_HDR == len);
     CHECK((uint64_t)RFS_HDR_SIZE + pi.fields_len + pi.raw_len <= RFS_FRAME_HARD_MAX);
     if (pi.raw_len > (1u << 20))
-        return 0;  /* keep the fuzzer fast; the bound itself is checked above */
+        return 0; /* keep the fuzzer fast; the bound itself is checked above */
     size_t n = RFS_HDR_SIZE + pi.fields_len + pi.raw_len;
     uint8_t *plain = malloc(n);
     CHECK(plain);
@@ -190,8 +192,8 @@ static int check_packed(const rfs_hdr *h, const uint8_t *body, size_t len)
     rfs_hdr_encode(plain, &ph);
     memcpy(plain + RFS_HDR_SIZE, pi.fields, pi.fields_len);
     int ok = 0;
-    rc = rfs_codec_decompress(pi.codec, plain + RFS_HDR_SIZE + pi.fields_len, pi.raw_len,
-                              pi.packed, pi.packed_len);
+    rc = rfs_codec_decompress(pi.codec, plain + RFS_HDR_SIZE + pi.fields_len, pi.raw_len, pi.packed,
+                              pi.packed_len);
     if (rc)
         CHECK(rc == RFS_E_PROTO || rc == RFS_E_TOOBIG || rc == RFS_E_NOMEM);
     else

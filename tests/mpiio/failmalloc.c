@@ -20,7 +20,7 @@ void *__libc_malloc(size_t n);
 void *__libc_calloc(size_t n, size_t size);
 void *__libc_realloc(void *p, size_t n);
 
-static atomic_int left = -1;      /* refusals still to make; -1: settings not read yet */
+static atomic_int left = -1; /* refusals still to make; -1: settings not read yet */
 static size_t threshold;
 
 static void settings(void)
@@ -60,7 +60,10 @@ static int refuse(size_t n)
     return 0;
 }
 
-void *malloc(size_t n) { return refuse(n) ? NULL : __libc_malloc(n); }
+void *malloc(size_t n)
+{
+    return refuse(n) ? NULL : __libc_malloc(n);
+}
 
 void *calloc(size_t n, size_t size)
 {
@@ -70,4 +73,7 @@ void *calloc(size_t n, size_t size)
     return refuse(total) ? NULL : __libc_calloc(n, size);
 }
 
-void *realloc(void *p, size_t n) { return refuse(n) ? NULL : __libc_realloc(p, n); }
+void *realloc(void *p, size_t n)
+{
+    return refuse(n) ? NULL : __libc_realloc(p, n);
+}

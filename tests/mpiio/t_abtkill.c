@@ -66,8 +66,8 @@ int main(int argc, char **argv)
     printf("PID %d %ld\n", rank, (long)getpid());
     fflush(stdout);
     MPI_File fh;
-    int rc = MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR,
-                           MPI_INFO_NULL, &fh);
+    int rc =
+        MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
     if (rc != MPI_SUCCESS)
         return fail(rank, "open", rc);
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);

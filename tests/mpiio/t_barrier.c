@@ -34,8 +34,10 @@ int main(int argc, char **argv)
         MPI_OK(MPI_File_read_at(fh, off, back, BLK, MPI_BYTE, MPI_STATUS_IGNORE));
         for (int i = 0; i < BLK; i++)
             if (back[i] != t_pat(off + i, r)) {
-                CHECK(0, "round %d: byte %d written by rank %d before the barrier reads %u, "
-                      "not %u", r, i, w, back[i], t_pat(off + i, r));
+                CHECK(0,
+                      "round %d: byte %d written by rank %d before the barrier reads %u, "
+                      "not %u",
+                      r, i, w, back[i], t_pat(off + i, r));
                 break;
             }
         /* the next writer's bytes may overlap what everyone just read */

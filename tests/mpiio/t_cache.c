@@ -70,8 +70,8 @@ static phase read_range(MPI_File fh, MPI_Offset from, MPI_Offset len, unsigned c
 static void print_phases(const char *names[], phase *mine, int nph)
 {
     phase *all = malloc(sizeof(phase) * (size_t)nph * (size_t)t_size);
-    MPI_Gather(mine, (int)sizeof(phase) * nph, MPI_BYTE, all, (int)sizeof(phase) * nph, MPI_BYTE,
-               0, MPI_COMM_WORLD);
+    MPI_Gather(mine, (int)sizeof(phase) * nph, MPI_BYTE, all, (int)sizeof(phase) * nph, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
     if (t_rank == 0)
         for (int k = 0; k < nph; k++)
             for (int r = 0; r < t_size; r++)
@@ -89,8 +89,8 @@ static void mode_read(const char *name)
     MPI_OK(MPI_File_get_size(fh, &size));
     unsigned char *buf = malloc(1 << 20);
     phase ph[6];
-    const char *names[6] = {"sequential", "strided-at", "strided-view", "strided-view-all",
-                            "reread", "sequential-big"};
+    const char *names[6] = {"sequential",       "strided-at", "strided-view",
+                            "strided-view-all", "reread",     "sequential-big"};
     /* Sequential: this rank's share and some of the next one's (the last rank's runs off the
      * end of the file). */
     MPI_Offset part = (size + t_size - 1) / t_size;
@@ -325,7 +325,9 @@ int main(int argc, char **argv)
         mode_atomic(argv[1], !strcmp(argv[3], "on"));
     else {
         if (t_rank == 0)
-            fprintf(stderr, "usage: t_cache FILE read | coherence ROUNDS [nosync] | barrier | atomic on|off\n");
+            fprintf(
+                stderr,
+                "usage: t_cache FILE read | coherence ROUNDS [nosync] | barrier | atomic on|off\n");
         t_fail = 1;
     }
     return t_finish();

@@ -12,7 +12,8 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_Status st;
     int cnt;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &fh));
 
     /* Interleaved: blocks of 8 ints round-robin over the ranks. */
     MPI_Datatype blk, ft;

@@ -13,15 +13,15 @@
 
 static int t_rank, t_size, t_fail;
 
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", t_rank,     \
-                    __FILE__, __LINE__, #cond);                               \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-            t_fail = 1;                                                       \
-        }                                                                     \
+#define CHECK(cond, ...)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", t_rank, __FILE__, __LINE__, \
+                    #cond);                                                                   \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fprintf(stderr, "\n");                                                            \
+            t_fail = 1;                                                                       \
+        }                                                                                     \
     } while (0)
 
 static inline const char *t_errstr(int rc)
@@ -33,10 +33,10 @@ static inline const char *t_errstr(int rc)
     return s;
 }
 
-#define MPI_OK(call)                                                          \
-    do {                                                                      \
-        int rc_ = (call);                                                     \
-        CHECK(rc_ == MPI_SUCCESS, "%s -> %s", #call, t_errstr(rc_));          \
+#define MPI_OK(call)                                                 \
+    do {                                                             \
+        int rc_ = (call);                                            \
+        CHECK(rc_ == MPI_SUCCESS, "%s -> %s", #call, t_errstr(rc_)); \
     } while (0)
 
 static inline int t_class(int rc)
@@ -71,17 +71,20 @@ static inline int t_finish(void)
 
 /* One line of facts for the driver to compare (t_parity, t_datarep). Every rank evaluates the
  * arguments (they may make the calls); rank 0 prints. */
-#define SAY(kind, ...)                                       \
-    do {                                                     \
-        char line_[1024];                                    \
-        snprintf(line_, sizeof line_, __VA_ARGS__);          \
-        if (t_rank == 0)                                     \
-            printf("%s %s\n", kind, line_);                  \
+#define SAY(kind, ...)                              \
+    do {                                            \
+        char line_[1024];                           \
+        snprintf(line_, sizeof line_, __VA_ARGS__); \
+        if (t_rank == 0)                            \
+            printf("%s %s\n", kind, line_);         \
     } while (0)
 #define FACT(...) SAY("FACT", __VA_ARGS__)
 #define NOTE(...) SAY("NOTE", __VA_ARGS__)
 
 /* Deterministic byte pattern: value of byte at file offset off, written by "writer" w. */
-static inline unsigned char t_pat(long long off, int w) { return (unsigned char)(off * 7 + w * 31 + 1); }
+static inline unsigned char t_pat(long long off, int w)
+{
+    return (unsigned char)(off * 7 + w * 31 + 1);
+}
 
 #endif

@@ -12,12 +12,26 @@
 #define N 8
 #define KEY 0x5A5A5A5A
 
-
-static int ival(int r, int i) { return r * 1000003 + i * 77 + 0x01020304; }
-static double dval(int r, int i) { return r * 1.5 + i / 8.0 + 1e-3; }
-static short sval(int r, int i) { return (short)(r * 300 + i * 11 + 0x0102); }
-static long long lval(int r, int i) { return 0x0102030405060708LL * (r + 1) + i; }
-static float fval(int r, int i) { return (float)(r * 2.25 + i * 0.5 + 0.125); }
+static int ival(int r, int i)
+{
+    return r * 1000003 + i * 77 + 0x01020304;
+}
+static double dval(int r, int i)
+{
+    return r * 1.5 + i / 8.0 + 1e-3;
+}
+static short sval(int r, int i)
+{
+    return (short)(r * 300 + i * 11 + 0x0102);
+}
+static long long lval(int r, int i)
+{
+    return 0x0102030405060708LL * (r + 1) + i;
+}
+static float fval(int r, int i)
+{
+    return (float)(r * 2.25 + i * 0.5 + 0.125);
+}
 
 static int xor_convert(void *userbuf, MPI_Datatype type, int count, void *filebuf,
                        MPI_Offset position, void *extra, int to_file)
@@ -151,7 +165,8 @@ static void size_changing(const char *base, const char *tag, const char *rep, MP
     MPI_Status st;
     MPI_File_delete(name, MPI_INFO_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
     int rc = MPI_File_set_view(fh, 0, type, type, rep, MPI_INFO_NULL);
     MPI_Aint fs = 0;
@@ -167,7 +182,7 @@ static void size_changing(const char *base, const char *tag, const char *rep, MP
     }
     /* 8-byte values that fit the 4-byte forms too. */
     long long v[N], w[N];
-    unsigned char mem[N * 8];   /* N elements of msz bytes, packed */
+    unsigned char mem[N * 8]; /* N elements of msz bytes, packed */
     for (int i = 0; i < N; i++) {
         v[i] = 0x01020304LL * (r + 1) + i - (i & 1 ? 0x7000000 : 0);
         if (msz == 4) {
@@ -224,7 +239,8 @@ static void size_changing(const char *base, const char *tag, const char *rep, MP
                 memcpy(m, &y, (size_t)msz);
             }
             file_item(rep, type, m, item, fs);
-            same &= !memcmp(raw + ((size_t)i * (size_t)P + (size_t)q) * (size_t)fs, item, (size_t)fs);
+            same &=
+                !memcmp(raw + ((size_t)i * (size_t)P + (size_t)q) * (size_t)fs, item, (size_t)fs);
         }
     free(raw);
     snprintf(what, sizeof what, "%s.file_bytes", tag);
@@ -253,8 +269,8 @@ static void size_changing(const char *base, const char *tag, const char *rep, MP
     unsigned char untouched[8];
     memset(untouched, 0x5a, sizeof untouched);
     snprintf(what, sizeof what, "%s.short_read", tag);
-    result(what, elems == 1 && bytes == msz &&
-                 !memcmp((unsigned char *)w + msz, untouched, (size_t)msz));
+    result(what,
+           elems == 1 && bytes == msz && !memcmp((unsigned char *)w + msz, untouched, (size_t)msz));
     MPI_Type_free(&ftype);
     MPI_OK(MPI_File_close(&fh));
 }
@@ -270,7 +286,8 @@ int main(int argc, char **argv)
     MPI_Request rq;
     MPI_File_delete(name, MPI_INFO_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
 
     /* Regions: ints, doubles (interleaved by rank), shorts, long longs (ordered), floats. */
     MPI_Offset r_int = 0, r_dbl = r_int + 4 * N * P, r_sht = r_dbl + 8 * N * P,
@@ -354,10 +371,10 @@ int main(int argc, char **argv)
     }
     MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     MPI_OK(MPI_File_read_at(fh, 0, got, (int)r_end, MPI_BYTE, &st));
-    const char *rname[] = { "ext32.bytes.int_write_at_all", "ext32.bytes.double_write_all",
-                            "ext32.bytes.short_iwrite_at", "ext32.bytes.longlong_write_ordered",
-                            "ext32.bytes.float_split_write" };
-    MPI_Offset rs[] = { r_int, r_dbl, r_sht, r_ll, r_flt, r_end };
+    const char *rname[] = {"ext32.bytes.int_write_at_all", "ext32.bytes.double_write_all",
+                           "ext32.bytes.short_iwrite_at", "ext32.bytes.longlong_write_ordered",
+                           "ext32.bytes.float_split_write"};
+    MPI_Offset rs[] = {r_int, r_dbl, r_sht, r_ll, r_flt, r_end};
     for (int k = 0; k < 5; k++)
         result(rname[k], !memcmp(got + rs[k], want + rs[k], (size_t)(rs[k + 1] - rs[k])));
 
@@ -400,7 +417,7 @@ int main(int argc, char **argv)
     MPI_OK(MPI_File_read_at_all_end(fh, fr, &st));
     result("ext32.read_split", !memcmp(fr, fv, sizeof fv));
     /* A read stopping inside the last float: whole elements converted, the rest untouched. */
-    float tail[3] = { -7, -7, -7 };
+    float tail[3] = {-7, -7, -7};
     MPI_OK(MPI_File_set_view(fh, r_end - 6, MPI_BYTE, MPI_BYTE, "external32", MPI_INFO_NULL));
     MPI_OK(MPI_File_read_at(fh, 0, tail, 3, MPI_FLOAT, &st));
     int cb = -1;
@@ -416,7 +433,7 @@ int main(int argc, char **argv)
     MPI_Pack_external_size("external32", 1, MPI_LONG, &e32);
     MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "external32", MPI_INFO_NULL));
     long lone = 1;
-    rc = MPI_File_write_at(fh, r_int, &lone, 1, MPI_LONG, &st);  /* a region rewritten later */
+    rc = MPI_File_write_at(fh, r_int, &lone, 1, MPI_LONG, &st); /* a region rewritten later */
     int lcount = -1;
     if (rc == MPI_SUCCESS)
         MPI_Get_count(&st, MPI_LONG, &lcount);

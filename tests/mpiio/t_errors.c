@@ -30,9 +30,11 @@ int main(int argc, char **argv)
     CHECK(t_class(rc) == MPI_ERR_NO_SUCH_FILE, "open missing: %s", t_errstr(rc));
     if (is_rfs) {
         const char *s = t_errstr(rc);
-        CHECK(strstr(s, "127.0.0.1:") && strstr(s, ".missing"), "message names server and path: %s", s);
+        CHECK(strstr(s, "127.0.0.1:") && strstr(s, ".missing"), "message names server and path: %s",
+              s);
     }
-    rc = MPI_File_open(MPI_COMM_WORLD, other, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+    rc =
+        MPI_File_open(MPI_COMM_WORLD, other, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
     CHECK(t_class(rc) == MPI_ERR_AMODE, "RDONLY|CREATE: %s", t_errstr(rc));
     rc = MPI_File_open(MPI_COMM_WORLD, other, MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
     CHECK(t_class(rc) == MPI_ERR_AMODE, "no access mode: %s", t_errstr(rc));
@@ -59,7 +61,8 @@ int main(int argc, char **argv)
     unsigned char buf[100];
     for (int i = 0; i < 100; i++)
         buf[i] = t_pat(i, 0);
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
     if (t_rank == 0)
         MPI_OK(MPI_File_write_at(fh, 0, buf, 100, MPI_BYTE, &st));
     rc = MPI_File_read_at(fh, 0, buf, 10, MPI_BYTE, &st);
@@ -101,7 +104,8 @@ int main(int argc, char **argv)
     MPI_OK(MPI_File_set_errhandler(MPI_FILE_NULL, eh2));
     handler_calls = 0;
     rc = MPI_File_open(MPI_COMM_WORLD, other, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-    CHECK(handler_calls == 1 && handler_file == MPI_FILE_NULL && handler_class == MPI_ERR_NO_SUCH_FILE,
+    CHECK(handler_calls == 1 && handler_file == MPI_FILE_NULL &&
+              handler_class == MPI_ERR_NO_SUCH_FILE,
           "FILE_NULL handler calls %d class %d", handler_calls, handler_class);
     MPI_OK(MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN));
     MPI_Errhandler_free(&eh2);
@@ -117,7 +121,8 @@ int main(int argc, char **argv)
         CHECK(rc != MPI_SUCCESS, "path escape must fail");
         if (rc == MPI_SUCCESS)
             MPI_File_close(&fh);
-        rc = MPI_File_open(MPI_COMM_WORLD, "rfs:127.0.0.1:1:/x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+        rc = MPI_File_open(MPI_COMM_WORLD, "rfs:127.0.0.1:1:/x", MPI_MODE_RDONLY, MPI_INFO_NULL,
+                           &fh);
         CHECK(t_class(rc) == MPI_ERR_IO && strstr(t_errstr(rc), "127.0.0.1:1"),
               "unreachable server: %s", t_errstr(rc));
         rc = MPI_File_open(MPI_COMM_WORLD, "rfs:nonsense", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);

@@ -23,8 +23,8 @@ int main(int argc, char **argv)
         snprintf(missing, sizeof missing, "%s.missing", argv[1]);
         MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     } else {
-        MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
-                             &fh));
+        MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR,
+                             MPI_INFO_NULL, &fh));
         MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
 #ifdef MPI_ERRORS_ABORT
         if (!strcmp(mode, "abort"))

@@ -10,7 +10,8 @@ int main(int argc, char **argv)
     unsigned char w[1000];
     for (int i = 0; i < 1000; i++)
         w[i] = t_pat((MPI_Offset)t_rank * 1000 + i, t_rank);
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                         &fh));
     MPI_Request req;
     MPI_OK(MPI_File_iwrite_at(fh, (MPI_Offset)t_rank * 1000, w, 500, MPI_BYTE, &req));
     MPI_OK(MPI_Wait(&req, &st));

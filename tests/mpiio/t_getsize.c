@@ -33,7 +33,8 @@ int main(int argc, char **argv)
         buf[i] = t_pat(i, t_rank);
 
     /* a new file: empty, asked first thing */
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     MPI_Offset s = size_of(fh);
     CHECK(s == 0, "new file: get_size right after open is %lld, not 0", (long long)s);
     /* every rank has asked before anyone writes (a reduction, not a barrier: MPI_Barrier would
@@ -96,8 +97,8 @@ int main(int argc, char **argv)
     CHECK(s == grown, "existing file: get_size right after open is %lld, not %lld", (long long)s,
           (long long)grown);
     MPI_OK(MPI_File_close(&fh));
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_APPEND, MPI_INFO_NULL,
-                         &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_APPEND, MPI_INFO_NULL, &fh));
     MPI_Offset pos = -1;
     MPI_OK(MPI_File_get_position(fh, &pos));
     CHECK(pos == grown, "MPI_MODE_APPEND starts at %lld, not %lld", (long long)pos,

@@ -11,9 +11,9 @@
  * Usage: t_manyviews FILE [N] */
 #include "t_common.h"
 
-#define B 256            /* lane block, bytes */
-#define NBLOCKS 64       /* blocks per lane */
-#define NINTS 8          /* ints per access */
+#define B 256      /* lane block, bytes */
+#define NBLOCKS 64 /* blocks per lane */
+#define NINTS 8    /* ints per access */
 
 static unsigned lcg(unsigned *s)
 {
@@ -28,11 +28,11 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
                          &fh));
-    long long row = (long long)t_size * B;  /* bytes of one block of every lane */
+    long long row = (long long)t_size * B; /* bytes of one block of every lane */
     /* Strided filetypes: NINTS/k blocks of k ints, one per lane row, each resized to a row. */
     MPI_Datatype strided[4];
     for (int i = 0; i < 4; i++) {
-        int k = 1 << (i % 3);  /* 1, 2, 4 ints per block */
+        int k = 1 << (i % 3); /* 1, 2, 4 ints per block */
         MPI_Datatype v;
         MPI_OK(MPI_Type_vector(NINTS / k, k, (int)(row / (long long)sizeof(int)), MPI_INT, &v));
         MPI_OK(MPI_Type_create_resized(v, 0, (MPI_Aint)(row * (NINTS / k)), &strided[i]));
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         MPI_Type_free(&lanet);
         free(bg);
     }
-    unsigned seed = 12345;  /* the same sequence on every rank: set_view is collective */
+    unsigned seed = 12345; /* the same sequence on every rank: set_view is collective */
     int buf[NINTS], back[NINTS];
     long long reads = 0;
     for (long it = 0; it < n && !t_fail; it++) {
@@ -83,8 +83,8 @@ int main(int argc, char **argv)
             disp = (blk % (NBLOCKS / 8)) * row + (long long)t_rank * B + inblk;
             ftype = strided[t];
         }
-        MPI_OK(MPI_File_set_view(fh, disp, ftype == MPI_BYTE ? MPI_BYTE : MPI_INT, ftype,
-                                 "native", MPI_INFO_NULL));
+        MPI_OK(MPI_File_set_view(fh, disp, ftype == MPI_BYTE ? MPI_BYTE : MPI_INT, ftype, "native",
+                                 MPI_INFO_NULL));
         for (int i = 0; i < NINTS; i++)
             buf[i] = (int)(it * 131 + i * 7 + t_rank * 1000003);
         MPI_Status st;
@@ -93,8 +93,10 @@ int main(int argc, char **argv)
         if (it % 16 == 0) {
             memset(back, 0, sizeof back);
             MPI_OK(MPI_File_read_at(fh, 0, back, cnt, ftype == MPI_BYTE ? MPI_BYTE : MPI_INT, &st));
-            CHECK(memcmp(buf, back, sizeof buf) == 0, "set_view %ld (kind %u, disp %lld): read "
-                  "back differs", it, kind, (long long)disp);
+            CHECK(memcmp(buf, back, sizeof buf) == 0,
+                  "set_view %ld (kind %u, disp %lld): read "
+                  "back differs",
+                  it, kind, (long long)disp);
             reads++;
         }
     }

@@ -15,8 +15,10 @@ int main(int argc, char **argv)
     }
     MPI_File out, loc;
     MPI_Status st[2];
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[2], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &loc));
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &out));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[2], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &loc));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &out));
     CHECK(loc != out, "distinct handles");
     unsigned char w[B], r[B];
     for (int i = 0; i < B; i++)
@@ -42,7 +44,8 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_OK(MPI_File_get_size(loc, &ls));
     MPI_OK(MPI_File_get_size(out, &os));
-    CHECK(ls == (MPI_Offset)t_size * B && os == ls, "sizes %lld %lld", (long long)ls, (long long)os);
+    CHECK(ls == (MPI_Offset)t_size * B && os == ls, "sizes %lld %lld", (long long)ls,
+          (long long)os);
     int amode;
     MPI_OK(MPI_File_get_amode(loc, &amode));
     CHECK(amode == (MPI_MODE_CREATE | MPI_MODE_RDWR), "local amode");

@@ -15,7 +15,8 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_Status st, sts[K + 2];
     int cnt;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &fh));
 
     /* K explicit-offset writes of B bytes per rank + a ring exchange in the same Waitall. */
     static unsigned char w[K][B], rd[K][B];
@@ -43,7 +44,8 @@ int main(int argc, char **argv)
     /* Read the neighbour's blocks with iread_at + Waitany. */
     int peer = (t_rank + 1) % t_size;
     for (int k = 0; k < K; k++)
-        MPI_OK(MPI_File_iread_at(fh, ((MPI_Offset)k * t_size + peer) * B, rd[k], B, MPI_BYTE, &req[k]));
+        MPI_OK(MPI_File_iread_at(fh, ((MPI_Offset)k * t_size + peer) * B, rd[k], B, MPI_BYTE,
+                                 &req[k]));
     for (int done = 0; done < K; done++) {
         int idx = -1;
         MPI_OK(MPI_Waitany(K, req, &idx, &st));
@@ -60,7 +62,8 @@ int main(int argc, char **argv)
 
     /* Testsome loop (bounded: the I/O threads finish long before). */
     for (int k = 0; k < K; k++)
-        MPI_OK(MPI_File_iread_at(fh, ((MPI_Offset)k * t_size + t_rank) * B, rd[k], B, MPI_BYTE, &req[k]));
+        MPI_OK(MPI_File_iread_at(fh, ((MPI_Offset)k * t_size + t_rank) * B, rd[k], B, MPI_BYTE,
+                                 &req[k]));
     int left = K, idxs[K];
     for (long spins = 0; left > 0 && spins < 100000000L; spins++) {
         int outc = 0;
@@ -78,7 +81,8 @@ int main(int argc, char **argv)
     MPI_OK(MPI_File_iwrite(fh, w[0], B, MPI_BYTE, &req[0]));
     MPI_Offset pos;
     MPI_OK(MPI_File_get_position(fh, &pos));
-    CHECK(pos == base + (MPI_Offset)t_rank * 2 * B + B, "position after iwrite %lld", (long long)pos);
+    CHECK(pos == base + (MPI_Offset)t_rank * 2 * B + B, "position after iwrite %lld",
+          (long long)pos);
     MPI_OK(MPI_File_iwrite(fh, w[1], B, MPI_BYTE, &req[1]));
     MPI_OK(MPI_Wait(&req[0], &st));
     /* Request_free on rfs files; the local reference waits (Open MPI's OMPIO sometimes loses a

@@ -124,8 +124,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (argc < 4) {
         if (rank == 0)
-            fprintf(stderr, "usage: %s FILE CHUNK NCHUNKS [coll] [go=PATH] [pause=K] "
-                    "[mode=create|rdonly]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s FILE CHUNK NCHUNKS [coll] [go=PATH] [pause=K] "
+                    "[mode=create|rdonly]\n",
+                    argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int chunk = atoi(argv[2]), nchunks = atoi(argv[3]), coll = 0, pause = -1;

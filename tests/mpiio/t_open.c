@@ -24,11 +24,13 @@ static void create_all(const char *name)
 {
     MPI_File fh;
     /* every rank creates the same new file at once */
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
     unsigned char b[BLOCK];
     for (int i = 0; i < BLOCK; i++)
         b[i] = t_pat((long long)t_rank * BLOCK + i, t_rank);
-    MPI_OK(MPI_File_write_at(fh, (MPI_Offset)t_rank * BLOCK, b, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE));
+    MPI_OK(
+        MPI_File_write_at(fh, (MPI_Offset)t_rank * BLOCK, b, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE));
     MPI_OK(MPI_File_close(&fh));
     MPI_Barrier(MPI_COMM_WORLD);
     /* one file with everybody's block */
@@ -40,7 +42,8 @@ static void create_all(const char *name)
     MPI_OK(MPI_File_read_at(fh, 0, all, t_size * BLOCK, MPI_BYTE, MPI_STATUS_IGNORE));
     for (int w = 0; w < t_size; w++)
         for (int i = 0; i < BLOCK; i++)
-            CHECK(all[w * BLOCK + i] == t_pat((long long)w * BLOCK + i, w), "block %d byte %d", w, i);
+            CHECK(all[w * BLOCK + i] == t_pat((long long)w * BLOCK + i, w), "block %d byte %d", w,
+                  i);
     free(all);
     MPI_OK(MPI_File_close(&fh));
 }
@@ -52,7 +55,7 @@ static void exclusive(const char *name)
     MPI_File fh;
     MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
     if (t_rank == 0)
-        MPI_File_delete(ex, MPI_INFO_NULL);  /* may not exist */
+        MPI_File_delete(ex, MPI_INFO_NULL); /* may not exist */
     MPI_Barrier(MPI_COMM_WORLD);
     /* a new file: exactly one create wins, everybody gets a handle */
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, ex, MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
@@ -76,20 +79,22 @@ static void exclusive(const char *name)
 static void append(const char *name)
 {
     MPI_File fh;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_APPEND, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY | MPI_MODE_APPEND, MPI_INFO_NULL, &fh));
     MPI_Offset end = (MPI_Offset)t_size * BLOCK, pos = -1, spos = -1;
     MPI_OK(MPI_File_get_position(fh, &pos));
     MPI_OK(MPI_File_get_position_shared(fh, &spos));
     CHECK(pos == end, "APPEND individual pointer %lld, want %lld", (long long)pos, (long long)end);
     CHECK(spos == end, "APPEND shared pointer %lld, want %lld", (long long)spos, (long long)end);
-    MPI_Barrier(MPI_COMM_WORLD);  /* everyone has looked before anyone moves it */
+    MPI_Barrier(MPI_COMM_WORLD); /* everyone has looked before anyone moves it */
     /* ordered so the bytes are the same on every MPI: rank r's 8 bytes at end + 8r */
     unsigned char b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)(0xA0 + t_rank);
     MPI_OK(MPI_File_write_ordered(fh, b, 8, MPI_BYTE, MPI_STATUS_IGNORE));
     MPI_OK(MPI_File_get_position_shared(fh, &spos));
-    CHECK(!is_rfs || spos == end + 8LL * t_size, "shared pointer after append %lld", (long long)spos);
+    CHECK(!is_rfs || spos == end + 8LL * t_size, "shared pointer after append %lld",
+          (long long)spos);
     MPI_OK(MPI_File_close(&fh));
 }
 
@@ -109,13 +114,14 @@ static void shared_after_views(const char *name)
         CHECK(sp == 0, "view %d: shared pointer %lld after set_view", v, (long long)sp);
         MPI_Barrier(MPI_COMM_WORLD);
         if (v % 3 == 2)
-            continue;  /* a view where nobody moves the pointer */
+            continue; /* a view where nobody moves the pointer */
         /* every rank takes one int through the shared pointer; ordered, so the bytes are
          * deterministic: rank r's value at index r */
         int val = v * 1000 + t_rank;
         MPI_OK(MPI_File_write_ordered(fh, &val, 1, MPI_INT, MPI_STATUS_IGNORE));
         MPI_OK(MPI_File_get_position_shared(fh, &sp));
-        CHECK(!is_rfs || sp == t_size, "view %d: shared pointer %lld after write_ordered", v, (long long)sp);
+        CHECK(!is_rfs || sp == t_size, "view %d: shared pointer %lld after write_ordered", v,
+              (long long)sp);
     }
     /* seek_shared and then set_view: back to 0 again */
     MPI_Barrier(MPI_COMM_WORLD);
@@ -144,7 +150,7 @@ int main(int argc, char **argv)
     is_rfs = !strncmp(argv[1], "rfs:", 4);
     if (t_rank == 0) {
         MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
-        MPI_File_delete(argv[1], MPI_INFO_NULL);  /* start from no file */
+        MPI_File_delete(argv[1], MPI_INFO_NULL); /* start from no file */
     }
     MPI_Barrier(MPI_COMM_WORLD);
     create_all(argv[1]);

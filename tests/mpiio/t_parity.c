@@ -10,15 +10,25 @@
 
 static const char *cls_name(int rc)
 {
-    static const struct { int cls; const char *name; } t[] = {
-        { MPI_SUCCESS, "SUCCESS" }, { MPI_ERR_TYPE, "ERR_TYPE" }, { MPI_ERR_ARG, "ERR_ARG" },
-        { MPI_ERR_IO, "ERR_IO" }, { MPI_ERR_ACCESS, "ERR_ACCESS" },
-        { MPI_ERR_NO_SUCH_FILE, "ERR_NO_SUCH_FILE" }, { MPI_ERR_AMODE, "ERR_AMODE" },
-        { MPI_ERR_READ_ONLY, "ERR_READ_ONLY" }, { MPI_ERR_COUNT, "ERR_COUNT" },
-        { MPI_ERR_UNSUPPORTED_DATAREP, "ERR_UNSUPPORTED_DATAREP" },
-        { MPI_ERR_UNSUPPORTED_OPERATION, "ERR_UNSUPPORTED_OPERATION" },
-        { MPI_ERR_NOT_SAME, "ERR_NOT_SAME" }, { MPI_ERR_OTHER, "ERR_OTHER" },
-        { MPI_ERR_INTERN, "ERR_INTERN" }, { MPI_ERR_FILE, "ERR_FILE" },
+    static const struct {
+        int cls;
+        const char *name;
+    } t[] = {
+        {MPI_SUCCESS, "SUCCESS"},
+        {MPI_ERR_TYPE, "ERR_TYPE"},
+        {MPI_ERR_ARG, "ERR_ARG"},
+        {MPI_ERR_IO, "ERR_IO"},
+        {MPI_ERR_ACCESS, "ERR_ACCESS"},
+        {MPI_ERR_NO_SUCH_FILE, "ERR_NO_SUCH_FILE"},
+        {MPI_ERR_AMODE, "ERR_AMODE"},
+        {MPI_ERR_READ_ONLY, "ERR_READ_ONLY"},
+        {MPI_ERR_COUNT, "ERR_COUNT"},
+        {MPI_ERR_UNSUPPORTED_DATAREP, "ERR_UNSUPPORTED_DATAREP"},
+        {MPI_ERR_UNSUPPORTED_OPERATION, "ERR_UNSUPPORTED_OPERATION"},
+        {MPI_ERR_NOT_SAME, "ERR_NOT_SAME"},
+        {MPI_ERR_OTHER, "ERR_OTHER"},
+        {MPI_ERR_INTERN, "ERR_INTERN"},
+        {MPI_ERR_FILE, "ERR_FILE"},
     };
     int c = t_class(rc);
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -35,7 +45,6 @@ static void hex(char *out, const unsigned char *p, int n)
         sprintf(out + 2 * i, "%02x", p[i]);
     out[2 * n] = 0;
 }
-
 
 /* The status of a read as "count(int) count(byte) elements(int)". */
 static const char *counts(MPI_Status *st)
@@ -58,7 +67,8 @@ static void write_pattern(const char *name, int len)
         b[i] = t_pat(i, 0);
     MPI_File_delete(name, MPI_INFO_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
     if (t_rank == 0)
         MPI_OK(MPI_File_write_at(fh, 0, b, len, MPI_BYTE, &st));
     MPI_OK(MPI_File_close(&fh));
@@ -126,8 +136,8 @@ static void bad_views(const char *name)
     MPI_Type_contiguous(3, MPI_BYTE, &three);
     MPI_Type_commit(&three);
     MPI_Type_contiguous(2, MPI_INT, &uncommitted);
-    int bl[2] = { 4, 4 };
-    MPI_Aint d_nonmono[2] = { 8, 0 }, d_overlap[2] = { 0, 2 }, d_neg[2] = { -4, 4 };
+    int bl[2] = {4, 4};
+    MPI_Aint d_nonmono[2] = {8, 0}, d_overlap[2] = {0, 2}, d_neg[2] = {-4, 4};
     MPI_Type_create_hindexed(2, bl, d_nonmono, MPI_BYTE, &nonmono);
     MPI_Type_commit(&nonmono);
     MPI_Type_create_hindexed(2, bl, d_overlap, MPI_BYTE, &overlap);
@@ -138,16 +148,26 @@ static void bad_views(const char *name)
     MPI_Type_contiguous(2, rint, &ovl_contig);
     MPI_Type_commit(&ovl_contig);
 
-    FACT("view.not_multiple %s", cls_name(MPI_File_set_view(fh, 0, MPI_INT, three, "native", MPI_INFO_NULL)));
-    FACT("view.negative_disp %s", cls_name(MPI_File_set_view(fh, -8, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL)));
-    FACT("view.null_etype %s", cls_name(MPI_File_set_view(fh, 0, MPI_DATATYPE_NULL, MPI_BYTE, "native", MPI_INFO_NULL)));
-    FACT("view.null_filetype %s", cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_DATATYPE_NULL, "native", MPI_INFO_NULL)));
-    FACT("view.bad_datarep %s", cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "no-such-rep", MPI_INFO_NULL)));
-    FACT("view.uncommitted %s", cls_name(MPI_File_set_view(fh, 0, MPI_INT, uncommitted, "native", MPI_INFO_NULL)));
-    NOTE("view.rdwr_nonmonotonic %s", cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, nonmono, "native", MPI_INFO_NULL)));
-    NOTE("view.rdwr_overlap %s", cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, overlap, "native", MPI_INFO_NULL)));
-    NOTE("view.rdwr_overlap_contig %s", cls_name(MPI_File_set_view(fh, 0, MPI_INT, ovl_contig, "native", MPI_INFO_NULL)));
-    NOTE("view.negative_type_disp %s", cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, negdisp, "native", MPI_INFO_NULL)));
+    FACT("view.not_multiple %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_INT, three, "native", MPI_INFO_NULL)));
+    FACT("view.negative_disp %s",
+         cls_name(MPI_File_set_view(fh, -8, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL)));
+    FACT("view.null_etype %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_DATATYPE_NULL, MPI_BYTE, "native", MPI_INFO_NULL)));
+    FACT("view.null_filetype %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_DATATYPE_NULL, "native", MPI_INFO_NULL)));
+    FACT("view.bad_datarep %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "no-such-rep", MPI_INFO_NULL)));
+    FACT("view.uncommitted %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_INT, uncommitted, "native", MPI_INFO_NULL)));
+    NOTE("view.rdwr_nonmonotonic %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, nonmono, "native", MPI_INFO_NULL)));
+    NOTE("view.rdwr_overlap %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, overlap, "native", MPI_INFO_NULL)));
+    NOTE("view.rdwr_overlap_contig %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_INT, ovl_contig, "native", MPI_INFO_NULL)));
+    NOTE("view.negative_type_disp %s",
+         cls_name(MPI_File_set_view(fh, 0, MPI_BYTE, negdisp, "native", MPI_INFO_NULL)));
     /* After all that, a valid view still works. */
     MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
     MPI_OK(MPI_File_close(&fh));
@@ -189,14 +209,15 @@ static void null_handler(const char *name)
     FACT("errh.user_open %s calls=%d class=%s on_file_null=%d", cls_name(rc), eh_calls,
          cls_name(eh_class), eh_null);
     CHECK(eh_calls == 1, "the handler on MPI_FILE_NULL was called %d times", eh_calls);
-    rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+    rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_RDONLY | MPI_MODE_CREATE, MPI_INFO_NULL,
+                       &fh);
     FACT("errh.user_amode %s calls=%d class=%s", cls_name(rc), eh_calls, cls_name(eh_class));
     /* A file opened now inherits the handler. */
     eh_calls = 0;
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
     MPI_OK(MPI_File_get_errhandler(fh, &cur));
     FACT("errh.inherited %d", cur == eh);
-    char b[4] = { 0 };
+    char b[4] = {0};
     rc = MPI_File_write_at(fh, 0, b, 4, MPI_BYTE, MPI_STATUS_IGNORE);
     FACT("errh.inherited_call %s calls=%d class=%s on_file_null=%d", cls_name(rc), eh_calls,
          cls_name(eh_class), eh_null);
@@ -214,8 +235,8 @@ static void overlapping(const char *name, int rfs_only)
     MPI_Status st;
     unsigned char buf[64];
     char h[200];
-    int bl[2] = { 4, 4 };
-    MPI_Aint d_overlap[2] = { 0, 2 }, d_nonmono[2] = { 8, 0 };
+    int bl[2] = {4, 4};
+    MPI_Aint d_overlap[2] = {0, 2}, d_nonmono[2] = {8, 0};
     MPI_Datatype t1, t2, ovl, nonmono, rint, ovl_contig;
     MPI_Type_create_hindexed(2, bl, d_overlap, MPI_BYTE, &t1);
     MPI_Type_create_resized(t1, 0, 8, &ovl);
@@ -235,14 +256,14 @@ static void overlapping(const char *name, int rfs_only)
     hex(h, buf, 32);
     FACT("ovl.hindexed read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
     memset(buf, 0xEE, sizeof buf);
-    rc = MPI_File_read_at(fh, 60, buf, 24, MPI_BYTE, &st);   /* stops at end of file */
+    rc = MPI_File_read_at(fh, 60, buf, 24, MPI_BYTE, &st); /* stops at end of file */
     hex(h, buf, 32);
     NOTE("ovl.hindexed_eof read=%s %s buf=%s", cls_name(rc), rc ? "" : counts(&st), h);
 
     /* Both refuse it. ROMIO keeps part of the refused view and reads through it out of
      * bounds of its own buffer (AddressSanitizer), so nothing is read after a refusal. */
-    int view_ok = (rc = MPI_File_set_view(fh, 4, MPI_BYTE, nonmono, "native", MPI_INFO_NULL)) ==
-                  MPI_SUCCESS;
+    int view_ok =
+        (rc = MPI_File_set_view(fh, 4, MPI_BYTE, nonmono, "native", MPI_INFO_NULL)) == MPI_SUCCESS;
     FACT("ovl.nonmonotonic set_view=%s", cls_name(rc));
     if (view_ok) {
         memset(buf, 0xEE, sizeof buf);
@@ -266,8 +287,8 @@ static void overlapping(const char *name, int rfs_only)
     hex(h, buf, 16);
     FACT("ovl.read_all read=%s buf=%s", cls_name(rc), h);
     /* A run inside the previous one: the access's last run does not end it. */
-    int bl_nest[2] = { 8, 2 };
-    MPI_Aint d_nest[2] = { 0, 2 };
+    int bl_nest[2] = {8, 2};
+    MPI_Aint d_nest[2] = {0, 2};
     MPI_Datatype t3, nest;
     MPI_Type_create_hindexed(2, bl_nest, d_nest, MPI_BYTE, &t3);
     MPI_Type_create_resized(t3, 0, 6, &nest);

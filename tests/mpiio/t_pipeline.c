@@ -13,7 +13,7 @@
 #include "t_common.h"
 
 #define BLK 4096
-#define NBLK 96  /* blocks per rank per pass */
+#define NBLK 96 /* blocks per rank per pass */
 
 static MPI_Datatype filetype(void)
 {
@@ -35,7 +35,8 @@ static void fill(unsigned char *b, int pass)
 static int loop(const char *name, int n)
 {
     MPI_File fh;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
     MPI_Datatype ft = filetype();
     MPI_OK(MPI_File_set_view(fh, (MPI_Offset)t_rank * BLK, MPI_BYTE, ft, "native", MPI_INFO_NULL));
     unsigned char *b = malloc((size_t)BLK * NBLK);
@@ -58,7 +59,7 @@ static int loop(const char *name, int n)
     }
     if (!failed && t_rank == 0)
         printf("NO ERROR\n");
-    MPI_File_close(&fh);  /* may fail too: the server is gone */
+    MPI_File_close(&fh); /* may fail too: the server is gone */
     MPI_Type_free(&ft);
     free(b);
     return t_finish();
@@ -70,7 +71,8 @@ int main(int argc, char **argv)
     if (argc >= 4 && !strcmp(argv[2], "loop"))
         return loop(argv[1], atoi(argv[3]));
     MPI_File fh;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &fh));
     MPI_Datatype ft = filetype();
     MPI_OK(MPI_File_set_view(fh, (MPI_Offset)t_rank * BLK, MPI_BYTE, ft, "native", MPI_INFO_NULL));
     size_t n = (size_t)BLK * NBLK;

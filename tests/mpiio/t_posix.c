@@ -85,7 +85,7 @@ int main(int argc, char **argv)
     }
     const char *name = argv[1];
     char local[4200];
-    snprintf(local, sizeof local, "%s.%d", argv[3], t_rank);  /* one per rank: it is truncated */
+    snprintf(local, sizeof local, "%s.%d", argv[3], t_rank); /* one per rank: it is truncated */
     fsize = atoll(argv[2]);
     char stripped[4200], url[4200], missing[4300];
     other_forms(name, stripped, url, sizeof stripped);
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
     }
 
     /* Other spellings: the stripped prefix (PnetCDF), the URL form, openat, open64. */
-    const char *forms[2] = { stripped, url };
+    const char *forms[2] = {stripped, url};
     for (int i = 0; i < 2; i++) {
         int f2 = open(forms[i], O_RDONLY | O_CLOEXEC);
         CHECK(f2 >= 0, "open %s: %s", forms[i], strerror(errno));
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
     /* W_OK by the permission bits (the name is writable by MPI-IO, truncate(), rename()), but
      * open() for writing is refused: writes go through MPI-IO. */
     CHECK(access(name, W_OK) == 0, "access W_OK: %s", strerror(errno));
-    int flags[4] = { O_WRONLY, O_RDWR, O_RDONLY | O_CREAT, O_RDONLY | O_TRUNC };
+    int flags[4] = {O_WRONLY, O_RDWR, O_RDONLY | O_CREAT, O_RDONLY | O_TRUNC};
     for (int i = 0; i < 4; i++) {
         errno = 0;
         int w = open(name, flags[i], 0644);
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
     if (lf >= 0) {
         CHECK(write(lf, "local", 5) == 5, "local write");
         CHECK(lseek(lf, 0, SEEK_SET) == 0, "local lseek");
-        char lb[8] = { 0 };
+        char lb[8] = {0};
         CHECK(read(lf, lb, 8) == 5 && !memcmp(lb, "local", 5), "local read");
         CHECK(fstat(lf, &st) == 0 && st.st_size == 5, "local fstat");
         CHECK(close(lf) == 0, "local close");

@@ -56,12 +56,12 @@ static long long shim_size(const char *rname)
 }
 
 /* The call failed with exactly errno e. */
-#define FAILS_WITH(call, e)                                                                  \
-    do {                                                                                     \
-        errno = 0;                                                                           \
-        int r_ = (call);                                                                     \
+#define FAILS_WITH(call, e)                                                                   \
+    do {                                                                                      \
+        errno = 0;                                                                            \
+        int r_ = (call);                                                                      \
         CHECK(r_ == -1 && errno == (e), "%s: rc %d errno %d (%s), want %d", #call, r_, errno, \
-              strerror(errno), (e));                                                         \
+              strerror(errno), (e));                                                          \
     } while (0)
 
 #define SUCCEEDS(call) CHECK((call) == 0, "%s: %s", #call, strerror(errno))
@@ -131,7 +131,7 @@ static void names(void)
     SUCCEEDS(unlinkat(AT_FDCWD, dir, AT_REMOVEDIR));
     CHECK(stat(xdir, &st) == -1 && errno == ENOENT, "rmdir on disk");
     SUCCEEDS(mkdir(dir, 0700));
-    SUCCEEDS(remove(dir));  /* remove() of a directory is rmdir */
+    SUCCEEDS(remove(dir)); /* remove() of a directory is rmdir */
     CHECK(stat(xdir, &st) == -1 && errno == ENOENT, "remove of a directory on disk");
     FAILS_WITH(rmdir(dir), ENOENT);
 }
@@ -157,8 +157,8 @@ static void read_only_descriptor(void)
  * removed. Only when no local file is there does the name reach the server. */
 static void stripped_names(void)
 {
-    const char *stripped = name + 4;            /* "HOST:PORT:/path" */
-    const char *slash = strchr(stripped, '/');  /* the directory "HOST:PORT:" locally */
+    const char *stripped = name + 4;           /* "HOST:PORT:/path" */
+    const char *slash = strchr(stripped, '/'); /* the directory "HOST:PORT:" locally */
     char ldir[4200], lfile[4200];
     snprintf(ldir, sizeof ldir, "%.*s", (int)(slash - stripped), stripped);
     snprintf(lfile, sizeof lfile, "%s", stripped);
@@ -168,7 +168,7 @@ static void stripped_names(void)
     if (fd >= 0)
         close(fd);
     CHECK(disk_size(xname) == (long long)t_size * BLOCK, "remote file there before");
-    SUCCEEDS(unlink(stripped));                 /* the local one */
+    SUCCEEDS(unlink(stripped)); /* the local one */
     /* "./": a name that cannot read as an rfs name, or the server would answer for it */
     char dotted[4300];
     snprintf(dotted, sizeof dotted, "./%s", lfile);
@@ -180,7 +180,7 @@ static void stripped_names(void)
     CHECK(disk_size(xname) == -1, "stripped rename on disk");
     SUCCEEDS(rename(moved, stripped));
     CHECK(disk_size(xname) == (long long)t_size * BLOCK, "renamed back");
-    SUCCEEDS(unlink(stripped));                 /* none locally: the server's */
+    SUCCEEDS(unlink(stripped)); /* none locally: the server's */
     CHECK(disk_size(xname) == -1, "then the remote one: %lld", disk_size(xname));
     FAILS_WITH(unlink(stripped), ENOENT);
     SUCCEEDS(rmdir(ldir));
@@ -203,7 +203,7 @@ static void local_names(void)
     SUCCEEDS(rmdir("localdir"));
     SUCCEEDS(unlink("local2.dat"));
     FAILS_WITH(unlink("local2.dat"), ENOENT);
-    FAILS_WITH(unlink("no-such-dir:1:/x"), ENOENT);  /* reads as an rfs name, no server */
+    FAILS_WITH(unlink("no-such-dir:1:/x"), ENOENT); /* reads as an rfs name, no server */
 }
 
 int main(int argc, char **argv)
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
         local_names();
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    MPI_OK(write_file(MPI_MODE_CREATE, 0));  /* the name again, for the stripped-name checks */
+    MPI_OK(write_file(MPI_MODE_CREATE, 0)); /* the name again, for the stripped-name checks */
     if (t_rank == 0)
         stripped_names();
     return t_finish();

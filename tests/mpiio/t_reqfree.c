@@ -50,7 +50,8 @@ static int stopped_server(const char *name)
 {
     MPI_File fh;
     static unsigned char w[4 * B];
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
     /* One access first, so the connection and view are set up before the server stops. */
     check_range(fh, 0, 0, "empty read");
     printf("READY\n");
@@ -65,7 +66,7 @@ static int stopped_server(const char *name)
     CHECK(req == MPI_REQUEST_NULL, "request_free");
     printf("FREED\n");
     fflush(stdout);
-    MPI_OK(MPI_File_close(&fh));  /* waits for the write */
+    MPI_OK(MPI_File_close(&fh)); /* waits for the write */
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
     for (int k = 0; k < 4; k++)
         check_range(fh, (MPI_Offset)k * B, B, "freed write after close");
@@ -85,8 +86,9 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_Request req[K], other[2];
     MPI_Status st;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
-#define OFF(k) (((MPI_Offset)(k) * t_size + t_rank) * B)
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+#define OFF(k) (((MPI_Offset)(k)*t_size + t_rank) * B)
 
     /* Freed explicit-offset writes, one waited write among them. */
     for (int k = 0; k < K / 2; k++) {
@@ -113,7 +115,7 @@ int main(int argc, char **argv)
     MPI_Request p2p[2];
     MPI_Irecv(&got, 1, MPI_INT, (t_rank + t_size - 1) % t_size, 5, MPI_COMM_WORLD, &p2p[0]);
     MPI_Isend(&token, 1, MPI_INT, (t_rank + 1) % t_size, 5, MPI_COMM_WORLD, &p2p[1]);
-    MPI_Request all[3] = { other[0], p2p[0], p2p[1] };
+    MPI_Request all[3] = {other[0], p2p[0], p2p[1]};
     MPI_Status sts[3];
     MPI_OK(MPI_Waitall(3, all, sts));
     CHECK(got == (t_rank + t_size - 1) % t_size, "ring token %d", got);

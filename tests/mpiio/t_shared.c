@@ -10,13 +10,15 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_Status st;
     int cnt;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &fh));
     MPI_OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
 
     /* Ordered: rank r writes (r+1)*10 ints after ranks 0..r-1. */
     int mine = (t_rank + 1) * 10, start = 10 * t_rank * (t_rank + 1) / 2;
     int total = 10 * t_size * (t_size + 1) / 2;
-    int *w = malloc(sizeof(int) * (size_t)(mine + total)), *r = malloc(sizeof(int) * (size_t)(mine + total));
+    int *w = malloc(sizeof(int) * (size_t)(mine + total)),
+        *r = malloc(sizeof(int) * (size_t)(mine + total));
     for (int i = 0; i < mine; i++)
         w[i] = start + i;
     MPI_OK(MPI_File_write_ordered(fh, w, mine, MPI_INT, &st));
@@ -27,7 +29,8 @@ int main(int argc, char **argv)
     MPI_OK(MPI_File_get_position_shared(fh, &sp));
     /* ROMIO leaves other ranks' view of the shared pointer stale here: rfs files only. */
     int is_rfs = !strncmp(argv[1], "rfs:", 4);
-    CHECK(!is_rfs || sp == total, "shared position after ordered %lld, want %d", (long long)sp, total);
+    CHECK(!is_rfs || sp == total, "shared position after ordered %lld, want %d", (long long)sp,
+          total);
 
     /* read_ordered from 0 gives each rank back its own block. */
     MPI_OK(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET));
@@ -61,7 +64,7 @@ int main(int argc, char **argv)
     CHECK(sp == total, "seek_shared END %lld", (long long)sp);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int k = 0; k < 8; k++) {
-        int rec[2] = { 1000 + t_rank, k };
+        int rec[2] = {1000 + t_rank, k};
         MPI_OK(MPI_File_write_shared(fh, rec, 2, MPI_INT, &st));
     }
     MPI_File_sync(fh);
@@ -70,7 +73,7 @@ int main(int argc, char **argv)
     int nrec = 8 * t_size;
     int *recs = malloc(sizeof(int) * 2 * (size_t)nrec);
     MPI_OK(MPI_File_read_at(fh, total, recs, 2 * nrec, MPI_INT, &st));
-    int seen[8] = { 0 };
+    int seen[8] = {0};
     for (int i = 0; i < nrec; i++)
         if (recs[2 * i] == 1000 + t_rank && recs[2 * i + 1] >= 0 && recs[2 * i + 1] < 8)
             seen[recs[2 * i + 1]]++;
@@ -78,7 +81,7 @@ int main(int argc, char **argv)
         CHECK(seen[k] == 1, "my record %d seen %d times", k, seen[k]);
     MPI_Barrier(MPI_COMM_WORLD);
     for (int k = 0; k < 8; k++) {
-        int rec[2] = { 1000 + t_rank, k };
+        int rec[2] = {1000 + t_rank, k};
         MPI_OK(MPI_File_write_at(fh, total + 2 * (t_rank * 8 + k), rec, 2, MPI_INT, &st));
     }
     free(recs);

@@ -19,7 +19,8 @@ int main(int argc, char **argv)
     MPI_File fh;
     MPI_Status st;
     int cnt;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(
+        MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
 
     /* Region 1: round-robin pairs of ints, individual file pointer, two writes of 50. */
     MPI_Datatype pair, ft1;
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
     MPI_Offset end1 = 2 * t_size * 100 * (MPI_Offset)sizeof(int);
 
     /* Region 2: 2-D subarray (16 rows x 4 columns per rank), noncontiguous memory type. */
-    int gs[2] = { 16, 4 * t_size }, ss[2] = { 16, 4 }, starts[2] = { 0, 4 * t_rank };
+    int gs[2] = {16, 4 * t_size}, ss[2] = {16, 4}, starts[2] = {0, 4 * t_rank};
     MPI_Datatype sub, memv;
     MPI_Type_create_subarray(2, gs, ss, starts, MPI_ORDER_C, MPI_INT, &sub);
     MPI_Type_commit(&sub);
@@ -101,12 +102,13 @@ int main(int argc, char **argv)
     unsigned char fill[20];
     memset(fill, 0xA0 + t_rank, sizeof fill);
     for (int k = 0; k < 3; k++)
-        MPI_OK(MPI_File_write_at(fh, end2 + 20 * t_rank + k * 20 * t_size, fill, 20, MPI_BYTE, &st));
+        MPI_OK(
+            MPI_File_write_at(fh, end2 + 20 * t_rank + k * 20 * t_size, fill, 20, MPI_BYTE, &st));
     MPI_Datatype e3, hi, ft3;
     MPI_Type_contiguous(3, MPI_BYTE, &e3);
     MPI_Type_commit(&e3);
-    int bl[2] = { 1, 2 };
-    MPI_Aint dp[2] = { 0, 10 };
+    int bl[2] = {1, 2};
+    MPI_Aint dp[2] = {0, 10};
     MPI_Type_create_hindexed(2, bl, dp, e3, &hi);
     MPI_Type_create_resized(hi, 0, 20 * t_size, &ft3);
     MPI_Type_commit(&ft3);
@@ -143,9 +145,11 @@ int main(int argc, char **argv)
     MPI_Get_elements_x(&st, MPI_BYTE, &el);
     CHECK(!is_rfs || el == 6, "short read elements %lld", (long long)el);
     MPI_Get_count(&st, two, &cnt);
-    CHECK(!is_rfs || cnt == MPI_UNDEFINED, "partial element count must be MPI_UNDEFINED, got %d", cnt);
+    CHECK(!is_rfs || cnt == MPI_UNDEFINED, "partial element count must be MPI_UNDEFINED, got %d",
+          cnt);
     CHECK(!memcmp(sb, expect, 4) && !memcmp(sb + 8, expect + 4, 2), "short read bytes");
-    CHECK(!is_rfs || (sb[4] == 0xEE && sb[10] == 0xEE && sb[11] == 0xEE), "bytes not read must stay untouched");
+    CHECK(!is_rfs || (sb[4] == 0xEE && sb[10] == 0xEE && sb[11] == 0xEE),
+          "bytes not read must stay untouched");
 
     MPI_OK(MPI_File_close(&fh));
     MPI_Type_free(&ft1);

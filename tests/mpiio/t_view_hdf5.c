@@ -20,12 +20,15 @@
 
 enum { REGION = 4096 };
 
-static unsigned char val(int region, int rank, int i) { return (unsigned char)(region * 40 + rank * 7 + i + 1); }
+static unsigned char val(int region, int rank, int i)
+{
+    return (unsigned char)(region * 40 + rank * 7 + i + 1);
+}
 
 /* File offsets of the data bytes of `ntiles` tiles: typemap blocks (off[j], len[j]) repeated
  * every `extent` from disp. Fills out[] with one offset per data byte, in stream order. */
-static int expected_offsets(MPI_Offset disp, MPI_Aint extent, int ntiles, int nb, const MPI_Aint *off,
-                            const int *len, MPI_Offset *out)
+static int expected_offsets(MPI_Offset disp, MPI_Aint extent, int ntiles, int nb,
+                            const MPI_Aint *off, const int *len, MPI_Offset *out)
 {
     int n = 0;
     for (int k = 0; k < ntiles; k++)
@@ -82,7 +85,8 @@ int main(int argc, char **argv)
     t_init(&argc, &argv);
     MPI_File fh;
     MPI_Status st;
-    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
+                         &fh));
 
     /* Prefill: rank 0 writes a known pattern over everything the regions touch. */
     MPI_Offset total = 4 * (MPI_Offset)REGION;
@@ -101,8 +105,8 @@ int main(int argc, char **argv)
     MPI_Aint lb = -1, ext = -1;
 
     /* A: hindexed with lb 100 > 0. */
-    int hl[2] = { 10, 10 };
-    MPI_Aint hd[2] = { 100, 200 };
+    int hl[2] = {10, 10};
+    MPI_Aint hd[2] = {100, 200};
     MPI_Datatype hind;
     MPI_Type_create_hindexed(2, hl, hd, MPI_BYTE, &hind);
     MPI_Type_commit(&hind);
@@ -120,22 +124,22 @@ int main(int argc, char **argv)
     MPI_Datatype four, four8, st1, b1;
     MPI_Type_contiguous(4, MPI_BYTE, &four);
     MPI_Type_create_resized(four, 0, 8, &four8);
-    int sl[2] = { 4, 1 };
-    MPI_Aint sd[2] = { 0, 8 };
-    MPI_Datatype stypes[2] = { MPI_BYTE, four8 };
+    int sl[2] = {4, 1};
+    MPI_Aint sd[2] = {0, 8};
+    MPI_Datatype stypes[2] = {MPI_BYTE, four8};
     MPI_Type_create_struct(2, sl, sd, stypes, &st1);
     MPI_Type_create_resized(st1, 8, 16, &b1);
     MPI_Type_commit(&b1);
     MPI_Type_get_extent(b1, &lb, &ext);
     CHECK(lb == 8 && ext == 16, "struct lb %ld extent %ld", (long)lb, (long)ext);
-    int bl4[2] = { 4, 4 };
+    int bl4[2] = {4, 4};
     MPI_Offset d3 = 2 * REGION + 48 * (MPI_Offset)t_rank;
     expected_offsets(d3, ext, 3, 2, sd, bl4, where);
     exercise(fh, 3, d3, b1, 24, where);
 
     /* B2: the same shape scaled by the number of ranks, so the ranks interleave. */
     MPI_Datatype st2, b2;
-    MPI_Aint sd2[2] = { 0, 4 * (MPI_Aint)t_size };
+    MPI_Aint sd2[2] = {0, 4 * (MPI_Aint)t_size};
     MPI_Type_create_struct(2, sl, sd2, stypes, &st2);
     MPI_Type_create_resized(st2, 4 * (MPI_Aint)t_size, 8 * (MPI_Aint)t_size, &b2);
     MPI_Type_commit(&b2);

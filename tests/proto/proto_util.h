@@ -51,7 +51,7 @@ static inline int unframe_req(const uint8_t *buf, size_t n, rfs_req *r)
     assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_HARD_MAX, &h), RFS_OK);
     const uint8_t *body = buf + RFS_HDR_SIZE;
     size_t len = n - RFS_HDR_SIZE;
-    int rc = rfs_frame_check_sum(&h, &body, &len);  /* as a receiver does */
+    int rc = rfs_frame_check_sum(&h, &body, &len); /* as a receiver does */
     return rc ? rc : rfs_req_decode(&h, body, len, r);
 }
 
@@ -77,7 +77,11 @@ static inline void put_le32(uint8_t *p, uint32_t v)
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(v >> (8 * i));
 }
-static inline void put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static inline void put_le64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)

@@ -33,7 +33,7 @@ static void test_request_roundtrip_and_bytes(void **state)
     assert_int_equal(n, RFS_HDR_SIZE + 32);
     assert_int_equal(rfs_req_encoded_size(&r), n);
     /* u32 fh, u32 algo, u64 off, u64 len, u64 seed */
-    const uint8_t want[32] = {4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0,
+    const uint8_t want[32] = {4, 0, 0, 0,    1, 0, 0, 0, 0,    0,    0,    0,    2, 0, 0, 0,
                               0, 0, 0, 0x40, 0, 0, 0, 0, 0x83, 0x92, 0x06, 0xE3, 0, 0, 0, 0};
     assert_memory_equal(buf + RFS_HDR_SIZE, want, sizeof want);
     assert_int_equal(buf[6], 25);
@@ -59,8 +59,8 @@ static void test_reply_roundtrip_and_bytes(void **state)
     size_t n = frame_rep(&r, buf, sizeof buf);
     assert_int_equal(n, RFS_HDR_SIZE + 20);
     /* u32 algo, u64 len, u64 value */
-    const uint8_t want[20] = {1, 0, 0, 0, 0x39, 0x30, 0, 0, 0, 0, 0, 0,
-                              0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
+    const uint8_t want[20] = {1, 0, 0,    0,    0x39, 0x30, 0, 0, 0, 0,
+                              0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
     assert_memory_equal(buf + RFS_HDR_SIZE, want, sizeof want);
     assert_int_equal(unframe_rep(buf, n, &o), RFS_OK);
     assert_int_equal(o.u.checksum.algo, RFS_SUM_CRC32C);

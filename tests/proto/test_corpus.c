@@ -52,7 +52,7 @@ static void test_corpus(void **state)
         if (nm[0] == '.')
             continue;
         size_t n = load(nm, b, sizeof b);
-        rfs_check_frames(b, n);  /* aborts on a broken invariant */
+        rfs_check_frames(b, n); /* aborts on a broken invariant */
         if (strncmp(nm, "ok-req-", 7) == 0) {
             rfs_req r;
             if (unframe_req(b, n, &r) != RFS_OK)
@@ -78,7 +78,7 @@ static void test_corpus(void **state)
             int prc = blen < h.body_len ? RFS_E_PROTO : rfs_frame_check_sum(&h, &body, &blen);
             if (!prc)
                 prc = rfs_frame_pack_info(&h, body, blen, RFS_FRAME_DEFAULT, &pi);
-            int decoded = rfs_check_frames(b, n) == 1;  /* unpacked and decoded */
+            int decoded = rfs_check_frames(b, n) == 1; /* unpacked and decoded */
             if (nm[0] == 'o') {
                 if (prc != RFS_OK || !decoded)
                     fail_msg("%s: refused: %s", nm, rfs_last_error());

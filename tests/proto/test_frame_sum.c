@@ -49,8 +49,7 @@ static void test_roundtrip(void **state)
     assert_int_equal(h.body_len, RFS_SUM_LEN + RFS_PWRITE_FIXED + 100);
     /* the field: CRC-32C of the header, then of everything after the field */
     uint32_t crc = rfs_crc32c(rfs_crc32c(0, frame, RFS_HDR_SIZE), frame + 28, n - 28);
-    assert_int_equal(frame[24] | frame[25] << 8 | frame[26] << 16 | (uint32_t)frame[27] << 24,
-                     crc);
+    assert_int_equal(frame[24] | frame[25] << 8 | frame[26] << 16 | (uint32_t)frame[27] << 24, crc);
     rfs_req o;
     assert_int_equal(check(n, &o), RFS_OK);
     assert_int_equal(o.u.pwrite.fh, 4);
@@ -69,17 +68,17 @@ static void test_every_flipped_byte(void **state)
     size_t n = sealed_pwrite(payload);
     for (size_t i = 0; i < n; i++) {
         if (i == 8 || i == 9)
-            continue;  /* flags: another frame kind, refused by the decoders (below) */
+            continue; /* flags: another frame kind, refused by the decoders (below) */
         sealed_pwrite(payload);
         frame[i] ^= 0x10;
         rfs_req o;
         int rc = check(n, &o);
         assert_true(rc != RFS_OK);
-        if (i >= RFS_HDR_SIZE)  /* header faults may be refused before the checksum */
+        if (i >= RFS_HDR_SIZE) /* header faults may be refused before the checksum */
             assert_int_equal(rc, RFS_E_IO);
     }
     sealed_pwrite(payload);
-    frame[8] &= (uint8_t)~RFS_F_SUM;  /* the flag lost: the field is read as fixed fields */
+    frame[8] &= (uint8_t)~RFS_F_SUM; /* the flag lost: the field is read as fixed fields */
     rfs_req o;
     assert_true(check(n, &o) != RFS_OK || o.u.pwrite.off != 1000);
 }

@@ -52,7 +52,7 @@ static void test_statfs_request_and_reply(void **state)
     p.u.statfs.files = 70;
     p.u.statfs.files_free = 7;
     n = frame_rep(&p, buf, sizeof buf);
-    assert_int_equal(n, RFS_HDR_SIZE + 40);  /* u64 total, free, avail, files, files_free */
+    assert_int_equal(n, RFS_HDR_SIZE + 40); /* u64 total, free, avail, files, files_free */
     assert_int_equal(buf[RFS_HDR_SIZE], 0xE8);
     assert_int_equal(buf[RFS_HDR_SIZE + 1], 0x03);
     assert_int_equal(unframe_rep(buf, n, &q), RFS_OK);

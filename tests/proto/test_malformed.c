@@ -43,18 +43,18 @@ static void test_header(void **state)
     good_pread();
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_OK);
 
-    buf[0] ^= 1;  /* magic */
+    buf[0] ^= 1; /* magic */
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_PROTO);
     good_pread();
-    put_le16(buf + 4, 2);  /* version */
+    put_le16(buf + 4, 2); /* version */
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_VERSION);
     put_le16(buf + 4, 0);
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_VERSION);
     good_pread();
-    put_le16(buf + 8, 0x8000);  /* unknown flag bit */
+    put_le16(buf + 8, 0x8000); /* unknown flag bit */
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_PROTO);
     good_pread();
-    put_le16(buf + 10, 1);  /* reserved */
+    put_le16(buf + 10, 1); /* reserved */
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_PROTO);
     good_pread();
     const uint16_t unknown_ops[] = {0, 6, 9, 33, 39, 43, 49, 53, 0xFFFF};
@@ -76,7 +76,7 @@ static void test_header(void **state)
     assert_int_equal(hdr(RFS_PRE_HELLO_MAX), RFS_E_TOOBIG);
     put_le32(buf + 20, 0xFFFFFFFFu);
     assert_int_equal(hdr(RFS_FRAME_DEFAULT), RFS_E_TOOBIG);
-    put_le32(buf + 20, 0xFFFFFFFFu - RFS_HDR_SIZE + 1);  /* 24 + len wraps a u32 to 0 */
+    put_le32(buf + 20, 0xFFFFFFFFu - RFS_HDR_SIZE + 1); /* 24 + len wraps a u32 to 0 */
     assert_int_equal(hdr(0xFFFFFFFFu), RFS_E_TOOBIG);
     /* max_frame above the hard limit is capped. */
     put_le32(buf + 20, RFS_FRAME_HARD_MAX);
@@ -87,25 +87,51 @@ static void test_truncated_bodies(void **state)
 {
     /* Every op with fixed fields: each shorter body is refused, whether or not the header
      * admits the truncation. */
-    const uint16_t ops[] = {RFS_OP_HELLO, RFS_OP_AUTH, RFS_OP_OPEN, RFS_OP_CLOSE, RFS_OP_PREAD,
-                            RFS_OP_PWRITE, RFS_OP_PREADV, RFS_OP_SET_SIZE, RFS_OP_STAT,
-                            RFS_OP_RENAME, RFS_OP_MKDIR, RFS_OP_LIST, RFS_OP_COUNTER,
-                            RFS_OP_LOCK, RFS_OP_UNLOCK, RFS_OP_SET_VIEW, RFS_OP_VIEW_READ,
-                            RFS_OP_VIEW_WRITE};
+    const uint16_t ops[] = {RFS_OP_HELLO,     RFS_OP_AUTH,      RFS_OP_OPEN,   RFS_OP_CLOSE,
+                            RFS_OP_PREAD,     RFS_OP_PWRITE,    RFS_OP_PREADV, RFS_OP_SET_SIZE,
+                            RFS_OP_STAT,      RFS_OP_RENAME,    RFS_OP_MKDIR,  RFS_OP_LIST,
+                            RFS_OP_COUNTER,   RFS_OP_LOCK,      RFS_OP_UNLOCK, RFS_OP_SET_VIEW,
+                            RFS_OP_VIEW_READ, RFS_OP_VIEW_WRITE};
     const uint64_t ext[] = {0, 1};
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         rfs_req r = {.op = ops[k], .id = 1};
-        r.u.hello.min_version = 1;   /* harmless for the other ops: union overlap is rewritten */
+        r.u.hello.min_version = 1; /* harmless for the other ops: union overlap is rewritten */
         switch (ops[k]) {
-        case RFS_OP_HELLO: r.u.hello.max_version = 1; r.u.hello.max_frame = RFS_FRAME_MIN; break;
-        case RFS_OP_OPEN: memset(&r.u, 0, sizeof r.u); r.u.open.flags = 1; r.u.open.path = wpath("/p"); break;
+        case RFS_OP_HELLO:
+            r.u.hello.max_version = 1;
+            r.u.hello.max_frame = RFS_FRAME_MIN;
+            break;
+        case RFS_OP_OPEN:
+            memset(&r.u, 0, sizeof r.u);
+            r.u.open.flags = 1;
+            r.u.open.path = wpath("/p");
+            break;
         case RFS_OP_STAT: r.u.path.path = wpath("/p"); break;
-        case RFS_OP_RENAME: r.u.rename.from = wpath("/p"); r.u.rename.to = wpath("/q"); break;
-        case RFS_OP_MKDIR: memset(&r.u, 0, sizeof r.u); r.u.mkdir.path = wpath("/p"); break;
-        case RFS_OP_LIST: memset(&r.u, 0, sizeof r.u); r.u.list.path = wpath("/p"); break;
-        case RFS_OP_PREADV: memset(&r.u, 0, sizeof r.u); r.u.iov.count = 1; break;
-        case RFS_OP_LOCK: memset(&r.u, 0, sizeof r.u); r.u.lock.mode = RFS_LOCK_SHARED; break;
-        case RFS_OP_SET_VIEW: memset(&r.u, 0, sizeof r.u); r.data = (const uint8_t *)"e"; r.data_len = 1; break;
+        case RFS_OP_RENAME:
+            r.u.rename.from = wpath("/p");
+            r.u.rename.to = wpath("/q");
+            break;
+        case RFS_OP_MKDIR:
+            memset(&r.u, 0, sizeof r.u);
+            r.u.mkdir.path = wpath("/p");
+            break;
+        case RFS_OP_LIST:
+            memset(&r.u, 0, sizeof r.u);
+            r.u.list.path = wpath("/p");
+            break;
+        case RFS_OP_PREADV:
+            memset(&r.u, 0, sizeof r.u);
+            r.u.iov.count = 1;
+            break;
+        case RFS_OP_LOCK:
+            memset(&r.u, 0, sizeof r.u);
+            r.u.lock.mode = RFS_LOCK_SHARED;
+            break;
+        case RFS_OP_SET_VIEW:
+            memset(&r.u, 0, sizeof r.u);
+            r.data = (const uint8_t *)"e";
+            r.data_len = 1;
+            break;
         default: memset(&r.u, 0, sizeof r.u); break;
         }
         size_t n = frame_req(&r, ext, buf, sizeof buf);
@@ -116,7 +142,8 @@ static void test_truncated_bodies(void **state)
             assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_HARD_MAX, &h), RFS_OK);
             rfs_req o;
             /* Header says the full length, fewer bytes arrived. */
-            assert_int_equal(rfs_req_decode(&h, buf + RFS_HDR_SIZE, cut - RFS_HDR_SIZE, &o), RFS_E_PROTO);
+            assert_int_equal(rfs_req_decode(&h, buf + RFS_HDR_SIZE, cut - RFS_HDR_SIZE, &o),
+                             RFS_E_PROTO);
             /* Header itself announces the shorter body. */
             h.body_len = (uint32_t)(cut - RFS_HDR_SIZE);
             int rc = rfs_req_decode(&h, buf + RFS_HDR_SIZE, cut - RFS_HDR_SIZE, &o);
@@ -160,7 +187,7 @@ static void test_direction(void **state)
     rfs_req r;
     assert_int_equal(rfs_req_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, &r), RFS_E_PROTO);
     h.flags = 0;
-    h.status = 3;  /* requests carry no status */
+    h.status = 3; /* requests carry no status */
     assert_int_equal(rfs_req_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, &r), RFS_E_PROTO);
 }
 
@@ -179,8 +206,8 @@ static void test_paths(void **state)
     assert_int_equal(req_rc(stat_frame(2, "/a", 2)), RFS_OK);
     assert_int_equal(req_rc(stat_frame(0, "", 0)), RFS_E_INVAL);
     assert_int_equal(req_rc(stat_frame(3, "/\0a", 3)), RFS_E_INVAL);
-    assert_int_equal(req_rc(stat_frame(5, "/a", 2)), RFS_E_PROTO);   /* runs past body */
-    assert_int_equal(req_rc(stat_frame(1, "/a", 2)), RFS_E_PROTO);   /* trailing byte */
+    assert_int_equal(req_rc(stat_frame(5, "/a", 2)), RFS_E_PROTO); /* runs past body */
+    assert_int_equal(req_rc(stat_frame(1, "/a", 2)), RFS_E_PROTO); /* trailing byte */
     static char big[RFS_MAX_PATH + 1];
     memset(big, 'p', sizeof big);
     assert_int_equal(req_rc(stat_frame(RFS_MAX_PATH + 1, big, sizeof big)), RFS_E_TOOBIG);
@@ -231,7 +258,8 @@ static void test_extents(void **state)
     const uint64_t huge[] = {UINT64_MAX, 0};
     assert_int_equal(req_rc(iov_frame(RFS_OP_PREADV, 1, huge, 1, 0)), RFS_E_FBIG);
     /* Lengths each legal, but their sum overflows a u64. */
-    const uint64_t wrap[] = {0, (uint64_t)INT64_MAX, 0, (uint64_t)INT64_MAX, 0, (uint64_t)INT64_MAX};
+    const uint64_t wrap[] = {0, (uint64_t)INT64_MAX, 0, (uint64_t)INT64_MAX,
+                             0, (uint64_t)INT64_MAX};
     assert_int_equal(req_rc(iov_frame(RFS_OP_PWRITEV, 3, wrap, 3, 0)), RFS_E_TOOBIG);
     assert_int_equal(req_rc(iov_frame(RFS_OP_PREADV, 3, wrap, 3, 0)), RFS_E_TOOBIG);
     /* PREADV asking for more than one reply frame can carry. */
@@ -262,7 +290,7 @@ static void test_field_values(void **state)
     assert_int_equal(req_rc(n), RFS_E_TOOBIG);
     put_le32(buf + RFS_HDR_SIZE + 4, RFS_FRAME_HARD_MAX);
     assert_int_equal(req_rc(n), RFS_OK);
-    put_le16(buf + RFS_HDR_SIZE, 2);  /* min 2 > max 1 */
+    put_le16(buf + RFS_HDR_SIZE, 2); /* min 2 > max 1 */
     assert_int_equal(req_rc(n), RFS_E_INVAL);
     put_le16(buf + RFS_HDR_SIZE, 0);
     assert_int_equal(req_rc(n), RFS_E_INVAL);
@@ -310,7 +338,11 @@ static void test_field_values(void **state)
 static void test_bad_replies(void **state)
 {
     /* Error message over the limit, or with a NUL. */
-    rfs_hdr h = {.version = 1, .op = RFS_OP_STAT, .flags = RFS_F_REPLY, .req_id = 1, .status = 1,
+    rfs_hdr h = {.version = 1,
+                 .op = RFS_OP_STAT,
+                 .flags = RFS_F_REPLY,
+                 .req_id = 1,
+                 .status = 1,
                  .body_len = 2 + RFS_MAX_MSG + 1};
     rfs_hdr_encode(buf, &h);
     put_le16(buf + RFS_HDR_SIZE, RFS_MAX_MSG + 1);
@@ -321,7 +353,7 @@ static void test_bad_replies(void **state)
     put_le16(buf + RFS_HDR_SIZE, 3);
     memcpy(buf + RFS_HDR_SIZE + 2, "a\0b", 3);
     assert_int_equal(rep_rc(RFS_HDR_SIZE + 5), RFS_E_PROTO);
-    put_le16(buf + RFS_HDR_SIZE, 4);  /* longer than the body */
+    put_le16(buf + RFS_HDR_SIZE, 4); /* longer than the body */
     assert_int_equal(rep_rc(RFS_HDR_SIZE + 5), RFS_E_PROTO);
 
     /* HELLO reply: feature bits a newer server may set are accepted; frame bounds, auth flag. */
@@ -358,7 +390,10 @@ static void test_bad_replies(void **state)
 /* LIST reply with hand-made entries. */
 static size_t list_frame(uint32_t count, const uint8_t *entries, size_t len)
 {
-    rfs_hdr h = {.version = 1, .op = RFS_OP_LIST, .flags = RFS_F_REPLY, .req_id = 1,
+    rfs_hdr h = {.version = 1,
+                 .op = RFS_OP_LIST,
+                 .flags = RFS_F_REPLY,
+                 .req_id = 1,
                  .body_len = (uint32_t)(8 + len)};
     rfs_hdr_encode(buf, &h);
     put_le32(buf + RFS_HDR_SIZE, count);
@@ -381,10 +416,10 @@ static void test_bad_list(void **state)
     uint8_t e[600];
     size_t n = raw_entry(e, RFS_TYPE_FILE, "ok", 2);
     assert_int_equal(rep_rc(list_frame(1, e, n)), RFS_OK);
-    assert_int_equal(rep_rc(list_frame(2, e, n)), RFS_E_PROTO);      /* count > entries */
-    assert_int_equal(rep_rc(list_frame(0, e, n)), RFS_E_PROTO);      /* bytes after entries */
-    assert_int_equal(rep_rc(list_frame(1, e, n - 1)), RFS_E_PROTO);  /* truncated name */
-    assert_int_equal(rep_rc(list_frame(1, e, 10)), RFS_E_PROTO);     /* truncated fixed part */
+    assert_int_equal(rep_rc(list_frame(2, e, n)), RFS_E_PROTO);     /* count > entries */
+    assert_int_equal(rep_rc(list_frame(0, e, n)), RFS_E_PROTO);     /* bytes after entries */
+    assert_int_equal(rep_rc(list_frame(1, e, n - 1)), RFS_E_PROTO); /* truncated name */
+    assert_int_equal(rep_rc(list_frame(1, e, 10)), RFS_E_PROTO);    /* truncated fixed part */
     assert_int_equal(rep_rc(list_frame(RFS_LIST_MAX_ENTRIES + 1, e, n)), RFS_E_TOOBIG);
     n = raw_entry(e, RFS_TYPE_FILE, "../x", 4);
     assert_int_equal(rep_rc(list_frame(1, e, n)), RFS_E_PROTO);
@@ -416,8 +451,8 @@ static uint64_t rnd(void)
 
 static void test_random_garbage(void **state)
 {
-    static const uint16_t ops[] = {1, 2, 3, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
-                                   23, 24, 30, 31, 32, 40, 41, 42};
+    static const uint16_t ops[] = {1,  2,  3,  10, 11, 12, 13, 14, 15, 16, 17, 18,
+                                   19, 20, 21, 22, 23, 24, 30, 31, 32, 40, 41, 42};
     uint8_t frame[512];
     int decoded = 0;
     for (int iter = 0; iter < 200000; iter++) {
@@ -426,8 +461,11 @@ static void test_random_garbage(void **state)
             frame[i] = (uint8_t)rnd();
         /* Mostly plausible headers, so the body decoders get exercised too. */
         if (iter % 8 != 0) {
-            rfs_hdr h = {.version = 1, .op = ops[rnd() % 24], .flags = (uint16_t)(rnd() & 1),
-                         .req_id = (uint32_t)iter, .status = (rnd() % 4 == 0) ? 12 : 0,
+            rfs_hdr h = {.version = 1,
+                         .op = ops[rnd() % 24],
+                         .flags = (uint16_t)(rnd() & 1),
+                         .req_id = (uint32_t)iter,
+                         .status = (rnd() % 4 == 0) ? 12 : 0,
                          .body_len = (uint32_t)(len - RFS_HDR_SIZE)};
             rfs_hdr_encode(frame, &h);
             /* Small path/count/length fields make valid bodies likelier. */

@@ -9,16 +9,40 @@
 static int in_enum(rfs_op op)
 {
     switch (op) {
-    case RFS_OP_HELLO: case RFS_OP_AUTH: case RFS_OP_PING: case RFS_OP_SESSION:
-    case RFS_OP_TPC_AUTH: case RFS_OP_OPEN: case RFS_OP_CLOSE: case RFS_OP_PREAD:
-    case RFS_OP_PWRITE: case RFS_OP_PREADV: case RFS_OP_PWRITEV: case RFS_OP_SYNC:
-    case RFS_OP_GET_SIZE: case RFS_OP_SET_SIZE: case RFS_OP_PREALLOCATE: case RFS_OP_STAT:
-    case RFS_OP_DELETE: case RFS_OP_RENAME: case RFS_OP_MKDIR: case RFS_OP_LIST:
-    case RFS_OP_CHECKSUM: case RFS_OP_CHMOD: case RFS_OP_STATFS: case RFS_OP_WRITE_FILE:
-    case RFS_OP_READ_FILE: case RFS_OP_COUNTER: case RFS_OP_LOCK: case RFS_OP_UNLOCK:
-    case RFS_OP_SET_VIEW: case RFS_OP_VIEW_READ: case RFS_OP_VIEW_WRITE: case RFS_OP_TPC_GRANT:
-    case RFS_OP_TPC_PULL: case RFS_OP_TPC_STATUS:
-        return 1;
+    case RFS_OP_HELLO:
+    case RFS_OP_AUTH:
+    case RFS_OP_PING:
+    case RFS_OP_SESSION:
+    case RFS_OP_TPC_AUTH:
+    case RFS_OP_OPEN:
+    case RFS_OP_CLOSE:
+    case RFS_OP_PREAD:
+    case RFS_OP_PWRITE:
+    case RFS_OP_PREADV:
+    case RFS_OP_PWRITEV:
+    case RFS_OP_SYNC:
+    case RFS_OP_GET_SIZE:
+    case RFS_OP_SET_SIZE:
+    case RFS_OP_PREALLOCATE:
+    case RFS_OP_STAT:
+    case RFS_OP_DELETE:
+    case RFS_OP_RENAME:
+    case RFS_OP_MKDIR:
+    case RFS_OP_LIST:
+    case RFS_OP_CHECKSUM:
+    case RFS_OP_CHMOD:
+    case RFS_OP_STATFS:
+    case RFS_OP_WRITE_FILE:
+    case RFS_OP_READ_FILE:
+    case RFS_OP_COUNTER:
+    case RFS_OP_LOCK:
+    case RFS_OP_UNLOCK:
+    case RFS_OP_SET_VIEW:
+    case RFS_OP_VIEW_READ:
+    case RFS_OP_VIEW_WRITE:
+    case RFS_OP_TPC_GRANT:
+    case RFS_OP_TPC_PULL:
+    case RFS_OP_TPC_STATUS: return 1;
     }
     return 0;
 }
@@ -82,8 +106,9 @@ static void test_documented_facts(void **state)
 {
     (void)state;
     /* docs/protocol.md, "Pipelining": the barriers, and nothing else */
-    const uint16_t barriers[] = {RFS_OP_SYNC, RFS_OP_CLOSE, RFS_OP_GET_SIZE, RFS_OP_SET_SIZE,
-                                 RFS_OP_PREALLOCATE, RFS_OP_LOCK, RFS_OP_UNLOCK, RFS_OP_SET_VIEW};
+    const uint16_t barriers[] = {RFS_OP_SYNC,     RFS_OP_CLOSE,       RFS_OP_GET_SIZE,
+                                 RFS_OP_SET_SIZE, RFS_OP_PREALLOCATE, RFS_OP_LOCK,
+                                 RFS_OP_UNLOCK,   RFS_OP_SET_VIEW};
     for (size_t i = 0; i < sizeof barriers / sizeof barriers[0]; i++)
         assert_true(rfs_op_has(barriers[i], RFS_OPF_BARRIER));
     assert_int_equal(ops_with(RFS_OPF_BARRIER), 8);
@@ -132,7 +157,7 @@ static void test_header_peek(void **state)
     uint8_t hb[RFS_HDR_SIZE];
     rfs_hdr h = {.version = RFS_PROTO_VERSION, .op = RFS_OP_STAT, .req_id = 77, .body_len = 9};
     rfs_hdr_encode(hb, &h);
-    hb[0] ^= 0xFF;  /* bad magic: decode refuses and fills nothing */
+    hb[0] ^= 0xFF; /* bad magic: decode refuses and fills nothing */
     rfs_hdr got;
     assert_int_equal(rfs_hdr_decode(hb, RFS_FRAME_DEFAULT, &got), RFS_E_PROTO);
     assert_int_equal(got.req_id, 0);

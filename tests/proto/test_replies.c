@@ -49,7 +49,8 @@ static void test_data_replies(void **state)
         data[i] = (uint8_t)(i ^ (i >> 8));
     const uint16_t ops[] = {RFS_OP_PING, RFS_OP_PREAD, RFS_OP_PREADV, RFS_OP_VIEW_READ};
     for (size_t i = 0; i < 4; i++) {
-        rfs_rep r = {.op = ops[i], .id = 10 + (uint32_t)i, .data = data, .data_len = sizeof data}, o;
+        rfs_rep r = {.op = ops[i], .id = 10 + (uint32_t)i, .data = data, .data_len = sizeof data},
+                o;
         roundtrip(&r, &o);
         rfs_rep e = {.op = ops[i], .id = 20}; /* empty read: EOF */
         roundtrip(&e, &o);
@@ -79,7 +80,7 @@ static void test_value_replies(void **state)
     st.u.stat.type = RFS_TYPE_DIR;
     st.u.stat.mode = 0750;
     st.u.stat.size = 4096;
-    st.u.stat.mtime_ns = -1234567890123LL;  /* before 1970 is legal */
+    st.u.stat.mtime_ns = -1234567890123LL; /* before 1970 is legal */
     roundtrip(&st, &o);
     assert_int_equal(o.u.stat.type, RFS_TYPE_DIR);
     assert_int_equal(o.u.stat.mode, 0750);
@@ -89,8 +90,8 @@ static void test_value_replies(void **state)
 
 static void test_empty_replies(void **state)
 {
-    const uint16_t ops[] = {RFS_OP_CLOSE, RFS_OP_SYNC, RFS_OP_SET_SIZE, RFS_OP_PREALLOCATE,
-                            RFS_OP_DELETE, RFS_OP_RENAME, RFS_OP_MKDIR, RFS_OP_LOCK,
+    const uint16_t ops[] = {RFS_OP_CLOSE,  RFS_OP_SYNC,    RFS_OP_SET_SIZE, RFS_OP_PREALLOCATE,
+                            RFS_OP_DELETE, RFS_OP_RENAME,  RFS_OP_MKDIR,    RFS_OP_LOCK,
                             RFS_OP_UNLOCK, RFS_OP_SET_VIEW};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         rfs_rep r = {.op = ops[i], .id = 40}, o;
@@ -117,9 +118,9 @@ static void test_error_replies(void **state)
 
     /* Over-long messages are cut at RFS_MAX_MSG, and not inside a UTF-8 sequence. */
     static char longmsg[3000];
-    longmsg[0] = 'x';  /* odd start so that byte RFS_MAX_MSG falls mid-sequence */
+    longmsg[0] = 'x'; /* odd start so that byte RFS_MAX_MSG falls mid-sequence */
     for (size_t i = 1; i + 1 < sizeof longmsg; i += 2) {
-        longmsg[i] = (char)0xC3;  /* "é" = C3 A9 */
+        longmsg[i] = (char)0xC3; /* "é" = C3 A9 */
         longmsg[i + 1] = (char)0xA9;
     }
     rfs_rep l = {.op = RFS_OP_STAT, .id = 52, .status = 11};
@@ -149,8 +150,11 @@ static void test_list(void **state)
     uint8_t entries[1024];
     size_t used = 0;
     for (int i = 0; i < 3; i++) {
-        rfs_list_entry e = {.name = wpath(names[i]), .type = i == 1 ? RFS_TYPE_DIR : RFS_TYPE_FILE,
-                            .mode = 0644, .size = 100u * (uint64_t)i, .mtime_ns = 1000 + i};
+        rfs_list_entry e = {.name = wpath(names[i]),
+                            .type = i == 1 ? RFS_TYPE_DIR : RFS_TYPE_FILE,
+                            .mode = 0644,
+                            .size = 100u * (uint64_t)i,
+                            .mtime_ns = 1000 + i};
         size_t n = rfs_list_entry_encode(&e, entries + used, sizeof entries - used);
         assert_int_equal(n, RFS_LIST_ENTRY_FIXED + strlen(names[i]));
         used += n;
@@ -237,14 +241,10 @@ static void test_op_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hello_auth),
-        cmocka_unit_test(test_data_replies),
-        cmocka_unit_test(test_value_replies),
-        cmocka_unit_test(test_empty_replies),
-        cmocka_unit_test(test_error_replies),
-        cmocka_unit_test(test_list),
-        cmocka_unit_test(test_hello_choose),
-        cmocka_unit_test(test_op_names),
+        cmocka_unit_test(test_hello_auth),    cmocka_unit_test(test_data_replies),
+        cmocka_unit_test(test_value_replies), cmocka_unit_test(test_empty_replies),
+        cmocka_unit_test(test_error_replies), cmocka_unit_test(test_list),
+        cmocka_unit_test(test_hello_choose),  cmocka_unit_test(test_op_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,8 @@ static void test_hello_auth_ping(void **state)
     assert_memory_equal(o.u.auth.client_nonce, a.u.auth.client_nonce, 32);
     assert_memory_equal(o.u.auth.mac, a.u.auth.mac, 32);
 
-    rfs_req p = {.op = RFS_OP_PING, .id = 0xFFFFFFFFu, .data = (const uint8_t *)"echo", .data_len = 4};
+    rfs_req p = {
+        .op = RFS_OP_PING, .id = 0xFFFFFFFFu, .data = (const uint8_t *)"echo", .data_len = 4};
     roundtrip(&p, NULL, &o);
     rfs_req e = {.op = RFS_OP_PING, .id = 4};
     roundtrip(&e, NULL, &o);
@@ -56,7 +57,8 @@ static void test_open_and_fh_ops(void **state)
     assert_int_equal(o.u.open.flags, RFS_O_RDWR | RFS_O_CREAT | RFS_O_TRUNC);
     assert_int_equal(o.u.open.mode, 0644);
     /* The path points into the frame, not at the caller's string. */
-    assert_true((const uint8_t *)o.u.open.path.s > buf && (const uint8_t *)o.u.open.path.s < buf + sizeof buf);
+    assert_true((const uint8_t *)o.u.open.path.s > buf &&
+                (const uint8_t *)o.u.open.path.s < buf + sizeof buf);
 
     const uint16_t fh_ops[] = {RFS_OP_CLOSE, RFS_OP_SYNC, RFS_OP_GET_SIZE};
     for (size_t i = 0; i < 3; i++) {
@@ -305,16 +307,16 @@ static void test_exact_bytes(void **state)
     r.u.pread.len = 0x00AABBCC;
     size_t n = frame_req(&r, NULL, buf, sizeof buf);
     const uint8_t want[] = {
-        0x52, 0x46, 0x53, 0x31,  /* "RFS1" */
-        0x01, 0x00,              /* version */
-        0x0C, 0x00,              /* op PREAD */
-        0x00, 0x00, 0x00, 0x00,  /* flags, reserved */
-        0x04, 0x03, 0x02, 0x01,  /* req_id */
-        0x00, 0x00, 0x00, 0x00,  /* status */
-        0x10, 0x00, 0x00, 0x00,  /* body_len 16 */
-        0x0D, 0x0C, 0x0B, 0x0A,  /* fh */
-        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  /* off */
-        0xCC, 0xBB, 0xAA, 0x00,  /* len */
+        0x52, 0x46, 0x53, 0x31,                         /* "RFS1" */
+        0x01, 0x00,                                     /* version */
+        0x0C, 0x00,                                     /* op PREAD */
+        0x00, 0x00, 0x00, 0x00,                         /* flags, reserved */
+        0x04, 0x03, 0x02, 0x01,                         /* req_id */
+        0x00, 0x00, 0x00, 0x00,                         /* status */
+        0x10, 0x00, 0x00, 0x00,                         /* body_len 16 */
+        0x0D, 0x0C, 0x0B, 0x0A,                         /* fh */
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* off */
+        0xCC, 0xBB, 0xAA, 0x00,                         /* len */
     };
     assert_int_equal(n, sizeof want);
     assert_memory_equal(buf, want, sizeof want);
@@ -328,12 +330,12 @@ static void test_encode_rejects(void **state)
     r.u.open.path = wpath("");
     assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &n), RFS_E_INVAL);
     r.u.open.path = wpath("/a");
-    r.u.open.flags = 0;  /* no access mode */
+    r.u.open.flags = 0; /* no access mode */
     assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &n), RFS_E_INVAL);
     r.u.open.flags = RFS_O_RDONLY | 0x100;
     assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &n), RFS_E_INVAL);
     r.u.open.flags = RFS_O_RDONLY;
-    assert_int_equal(rfs_req_encode(&r, NULL, buf, 30, &n), RFS_E_TOOBIG);  /* no room */
+    assert_int_equal(rfs_req_encode(&r, NULL, buf, 30, &n), RFS_E_TOOBIG); /* no room */
     assert_int_equal(n, 0);
 
     rfs_req u = {.op = 999};
@@ -357,16 +359,11 @@ static void test_encode_rejects(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hello_auth_ping),
-        cmocka_unit_test(test_open_and_fh_ops),
-        cmocka_unit_test(test_pread_pwrite),
-        cmocka_unit_test(test_pwrite_head),
-        cmocka_unit_test(test_preadv_pwritev),
-        cmocka_unit_test(test_pwritev_caller_sends_extents),
-        cmocka_unit_test(test_path_ops),
-        cmocka_unit_test(test_counter_lock_unlock),
-        cmocka_unit_test(test_views),
-        cmocka_unit_test(test_exact_bytes),
+        cmocka_unit_test(test_hello_auth_ping), cmocka_unit_test(test_open_and_fh_ops),
+        cmocka_unit_test(test_pread_pwrite),    cmocka_unit_test(test_pwrite_head),
+        cmocka_unit_test(test_preadv_pwritev),  cmocka_unit_test(test_pwritev_caller_sends_extents),
+        cmocka_unit_test(test_path_ops),        cmocka_unit_test(test_counter_lock_unlock),
+        cmocka_unit_test(test_views),           cmocka_unit_test(test_exact_bytes),
         cmocka_unit_test(test_encode_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

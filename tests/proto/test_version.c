@@ -31,7 +31,7 @@ static void test_request_asks(void **state)
     size_t n = frame_req(&q, NULL, buf, sizeof buf);
     rfs_hdr h = header_of(buf);
     assert_int_equal(h.flags, RFS_F_VER);
-    assert_int_equal(h.body_len, 12 + 5);  /* the flag adds no bytes to a request */
+    assert_int_equal(h.body_len, 12 + 5); /* the flag adds no bytes to a request */
     rfs_req o;
     assert_int_equal(unframe_req(buf, n, &o), RFS_OK);
     assert_int_equal(o.want_ver, 1);
@@ -123,7 +123,7 @@ static void test_other_replies(void **state)
     /* SET_SIZE's reply is otherwise empty: just the block */
     rfs_rep s = {.op = RFS_OP_SET_SIZE, .id = 1, .has_ver = 1};
     s.ver.size = 10;
-    s.ver.mtime_ns = -1500000000ll;  /* before 1970: i64 on the wire */
+    s.ver.mtime_ns = -1500000000ll; /* before 1970: i64 on the wire */
     size_t n = frame_rep(&s, buf, sizeof buf);
     assert_int_equal(header_of(buf).body_len, RFS_VER_LEN);
     assert_int_equal(unframe_rep(buf, n, &o), RFS_OK);
@@ -197,7 +197,7 @@ static void test_with_checksum(void **state)
     assert_int_equal(unframe_rep(buf, n, &o), RFS_OK);
     assert_int_equal(o.has_ver, 1);
     assert_int_equal(o.ver.mtime_ns, 99);
-    buf[36] ^= 1;   /* a flipped version bit is caught like a flipped data bit */
+    buf[36] ^= 1; /* a flipped version bit is caught like a flipped data bit */
     assert_int_equal(unframe_rep(buf, n, &o), RFS_E_IO);
 }
 
@@ -240,12 +240,9 @@ static void test_reply_misuse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_asks),
-        cmocka_unit_test(test_request_misuse),
-        cmocka_unit_test(test_write_reply_layout),
-        cmocka_unit_test(test_other_replies),
-        cmocka_unit_test(test_error_reply),
-        cmocka_unit_test(test_with_checksum),
+        cmocka_unit_test(test_request_asks),       cmocka_unit_test(test_request_misuse),
+        cmocka_unit_test(test_write_reply_layout), cmocka_unit_test(test_other_replies),
+        cmocka_unit_test(test_error_reply),        cmocka_unit_test(test_with_checksum),
         cmocka_unit_test(test_reply_misuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,10 +33,19 @@
 
 enum {
     FIELDS_PER_STEP = 20,
-    NR = 20, NC = 30, CR = 6, CC = 7,
-    EXT_ROWS = 4, EXT_COLS = 8, EXTENSIONS = 100,
-    NRECORDS = 57, APPENDED = 12, AR = 15, AC = 9,
-    MOD_STEP = 3, MOD_END = 40,
+    NR = 20,
+    NC = 30,
+    CR = 6,
+    CC = 7,
+    EXT_ROWS = 4,
+    EXT_COLS = 8,
+    EXTENSIONS = 100,
+    NRECORDS = 57,
+    APPENDED = 12,
+    AR = 15,
+    AC = 9,
+    MOD_STEP = 3,
+    MOD_END = 40,
 };
 
 typedef struct {
@@ -127,8 +136,14 @@ static void fill(int i, int modified, void *buf)
         }
 }
 
-static double ext_value(int r, int c) { return r * 10 + c * 0.5; }
-static double app_value(int j, int r, int c) { return r * AC + c + j * 0.5; }
+static double ext_value(int r, int c)
+{
+    return r * 10 + c * 0.5;
+}
+static double app_value(int j, int r, int c)
+{
+    return r * AC + c + j * 0.5;
+}
 
 static void make_record(int k, record *rec)
 {
@@ -455,8 +470,7 @@ static void check_2d(hid_t d, const char *oname, hsize_t nr, hsize_t nc, hsize_t
         bad(oname, "file type differs");
     H(H5Tclose(ft));
     if (dims[0] != nr || dims[1] != nc || chunk[0] != cr || chunk[1] != cc) {
-        bad(oname, "shape/chunks differ (rows %ld, chunk rows %ld)", (long)dims[0],
-            (long)chunk[0]);
+        bad(oname, "shape/chunks differ (rows %ld, chunk rows %ld)", (long)dims[0], (long)chunk[0]);
         return;
     }
     double *got = malloc(nr * nc * sizeof *got);
@@ -503,16 +517,16 @@ static void verify_file(int ndatasets)
         hid_t d = H(H5Dopen2(f, name, H5P_DEFAULT));
         for (int r = 0; r < NR; r++)
             for (int c = 0; c < NC; c++)
-                want[r * NC + c] = i % 3 == 2 ? (double)(float)value(i, r, c, mod)
-                                              : value(i, r, c, mod);
+                want[r * NC + c] =
+                    i % 3 == 2 ? (double)(float)value(i, r, c, mod) : value(i, r, c, mod);
         check_2d(d, name, NR, NC, CR, CC, want, file_type_of(i));
         double range[2] = {i, i + 1.5};
         check_attr_int(d, name, "index", i);
         check_attr_string(d, name, "units", units_of(i, mod));
         check_attr_doubles(d, name, "range", range, 2);
         if ((H(H5Aexists(d, "modified")) > 0) != mod)
-            bad(name, "attribute modified present: %d, expected %d",
-                H5Aexists(d, "modified") > 0, mod);
+            bad(name, "attribute modified present: %d, expected %d", H5Aexists(d, "modified") > 0,
+                mod);
         H(H5Dclose(d));
     }
     hid_t m = H(H5Gopen2(f, "meta/deeper/deepest", H5P_DEFAULT));
@@ -626,9 +640,13 @@ int main(int argc, char **argv)
         unsigned maj, min, rel;
         H5get_libversion(&maj, &min, &rel);
         printf("hdf5_scale: ok %s on %d ranks: %d chunked datasets in %d groups, %d extensions, "
-               "%d appended%s (hdf5 %u.%u.%u)\n", path, nprocs, ndatasets,
-               (ndatasets + FIELDS_PER_STEP - 1) / FIELDS_PER_STEP, EXTENSIONS + 1, APPENDED,
-               coll_metadata ? ", collective metadata" : no_fill ? ", no fill" : "", maj, min, rel);
+               "%d appended%s (hdf5 %u.%u.%u)\n",
+               path, nprocs, ndatasets, (ndatasets + FIELDS_PER_STEP - 1) / FIELDS_PER_STEP,
+               EXTENSIONS + 1, APPENDED,
+               coll_metadata ? ", collective metadata"
+               : no_fill     ? ", no fill"
+                             : "",
+               maj, min, rel);
         fflush(stdout);
     }
     MPI_Finalize();

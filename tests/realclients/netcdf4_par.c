@@ -43,11 +43,11 @@ static void ncfail(const char *call, int err, int line)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-#define N(call)                                   \
-    do {                                          \
-        int err_ = (call);                        \
-        if (err_ != NC_NOERR)                     \
-            ncfail(#call, err_, __LINE__);        \
+#define N(call)                            \
+    do {                                   \
+        int err_ = (call);                 \
+        if (err_ != NC_NOERR)              \
+            ncfail(#call, err_, __LINE__); \
     } while (0)
 
 __attribute__((format(printf, 1, 2))) static void bad(const char *fmt, ...)
@@ -69,14 +69,26 @@ static void block(int n, int p, size_t *start, size_t *count)
     *count = (size_t)(base + (p < extra ? 1 : 0));
 }
 
-static float temp_value(int t, int y, int x) { return (float)(t * 1000 + y * 31 + x) * 0.5f; }
+static float temp_value(int t, int y, int x)
+{
+    return (float)(t * 1000 + y * 31 + x) * 0.5f;
+}
 static double pressure_value(int y, int x, int modified)
 {
     return modified && y % 3 == 0 ? -1.0 - y - x * 0.01 : 1013.25 + y * 0.5 + x * 0.001;
 }
-static unsigned char flag_value(int y, int x) { return (unsigned char)((y * NX + x) % 253); }
-static int level_value(int l) { return 100 * (l + 1) - 7; }
-static long long step_value(int t) { return 1000000000000LL + t * 3600; }
+static unsigned char flag_value(int y, int x)
+{
+    return (unsigned char)((y * NX + x) % 253);
+}
+static int level_value(int l)
+{
+    return 100 * (l + 1) - 7;
+}
+static long long step_value(int t)
+{
+    return 1000000000000LL + t * 3600;
+}
 static void station_name(int s, char *out)
 {
     memset(out, 0, NAMELEN);
@@ -293,8 +305,8 @@ static void verify_file(void)
         for (int y = 0; y < NY; y++)
             for (int x = 0; x < NX; x++)
                 if (temp[(t * NY + y) * NX + x] != temp_value(t, y, x)) {
-                    bad("temp[%d][%d][%d] = %g, expected %g", t, y, x,
-                        temp[(t * NY + y) * NX + x], temp_value(t, y, x));
+                    bad("temp[%d][%d][%d] = %g, expected %g", t, y, x, temp[(t * NY + y) * NX + x],
+                        temp_value(t, y, x));
                     t = NT + NT_MORE, y = NY;
                     break;
                 }
@@ -365,7 +377,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&nbad, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0 && total == 0) {
         printf("netcdf4_par: ok %s on %d ranks: 6 variables, %d time steps (%d appended), "
-               "netcdf %s\n", path, nprocs, NT + NT_MORE, NT_MORE, nc_inq_libvers());
+               "netcdf %s\n",
+               path, nprocs, NT + NT_MORE, NT_MORE, nc_inq_libvers());
         fflush(stdout);
     }
     MPI_Finalize();

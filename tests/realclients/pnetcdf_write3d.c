@@ -34,11 +34,11 @@ static int failed(const layout *l, const char *what, int err)
     return 1;
 }
 
-#define CHECK(l, call)                            \
-    do {                                          \
-        int err_ = (call);                        \
-        if (err_ != NC_NOERR)                     \
-            return failed((l), #call, err_);      \
+#define CHECK(l, call)                       \
+    do {                                     \
+        int err_ = (call);                   \
+        if (err_ != NC_NOERR)                \
+            return failed((l), #call, err_); \
     } while (0)
 
 /* A value that differs at every index and depends on all three coordinates. */
@@ -76,15 +76,16 @@ static int verify_open_file(const layout *l, int ncid)
     int dimids[NDIMS];
     CHECK(l, ncmpi_inq_vardimid(ncid, varid, dimids));
     if (ndims != NDIMS) {
-        fprintf(stderr, "pnetcdf_write3d: %s: variable has %d dimensions, expected 3\n", l->path, ndims);
+        fprintf(stderr, "pnetcdf_write3d: %s: variable has %d dimensions, expected 3\n", l->path,
+                ndims);
         return 1;
     }
     for (int d = 0; d < NDIMS; d++) {
         MPI_Offset len = 0;
         CHECK(l, ncmpi_inq_dimlen(ncid, dimids[d], &len));
         if (len != l->global[d]) {
-            fprintf(stderr, "pnetcdf_write3d: %s: dimension %d is %lld, expected %lld\n", l->path, d,
-                    (long long)len, (long long)l->global[d]);
+            fprintf(stderr, "pnetcdf_write3d: %s: dimension %d is %lld, expected %lld\n", l->path,
+                    d, (long long)len, (long long)l->global[d]);
             return 1;
         }
     }
@@ -104,9 +105,11 @@ static int verify_open_file(const layout *l, int ncid)
             for (MPI_Offset x = 0; x < l->count[2]; x++, n++) {
                 double want = value_at(l, l->start[0] + z, l->start[1] + y, l->start[2] + x);
                 if (buf[n] != want && bad++ == 0)
-                    fprintf(stderr, "pnetcdf_write3d: rank %d: %s: [%lld][%lld][%lld] is %g, expected %g\n",
-                            l->rank, l->path, (long long)(l->start[0] + z), (long long)(l->start[1] + y),
-                            (long long)(l->start[2] + x), buf[n], want);
+                    fprintf(stderr,
+                            "pnetcdf_write3d: rank %d: %s: [%lld][%lld][%lld] is %g, expected %g\n",
+                            l->rank, l->path, (long long)(l->start[0] + z),
+                            (long long)(l->start[1] + y), (long long)(l->start[2] + x), buf[n],
+                            want);
             }
     free(buf);
     return bad != 0;
@@ -116,7 +119,8 @@ static int write_and_verify(const layout *l)
 {
     static const char *names[NDIMS] = {"z", "y", "x"};
     int ncid, varid, dimids[NDIMS];
-    CHECK(l, ncmpi_create(MPI_COMM_WORLD, l->path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
+    CHECK(l,
+          ncmpi_create(MPI_COMM_WORLD, l->path, NC_CLOBBER | NC_64BIT_DATA, MPI_INFO_NULL, &ncid));
     for (int d = 0; d < NDIMS; d++)
         CHECK(l, ncmpi_def_dim(ncid, names[d], l->global[d], &dimids[d]));
     CHECK(l, ncmpi_def_var(ncid, "temperature", NC_DOUBLE, NDIMS, dimids, &varid));

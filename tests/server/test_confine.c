@@ -94,7 +94,7 @@ static void test_escapes_refused(void **st)
         struct stat s;
         mkpath(&p, bad[i]);
         assert_int_equal(rfsd_open_beneath(root_fd, &p, O_RDONLY, 0, &fd), RFS_E_ACCESS);
-        assert_null(strstr(rfs_last_error(), tmp));  /* never the real root */
+        assert_null(strstr(rfs_last_error(), tmp)); /* never the real root */
         assert_int_equal(rfsd_be_open(root_fd, &p, RFS_O_RDWR | RFS_O_TRUNC, 0, &fd, &s),
                          RFS_E_ACCESS);
     }

@@ -11,7 +11,7 @@
 #include "fileid.h"
 #include "rfs/rfs.h"
 
-static int A, B;  /* two lock owners: their addresses are the identities */
+static int A, B; /* two lock owners: their addresses are the identities */
 
 static void test_same_identity_same_entry(void **st)
 {
@@ -29,7 +29,7 @@ static void test_same_identity_same_entry(void **st)
     assert_int_equal(old, 0);
     assert_int_equal(rfsd_counter_op(f1, 1, 1, INT64_MAX, &old), RFS_OK);
     assert_int_equal(old, 3);
-    assert_int_equal(rfsd_counter_op(f1, 1, 0, 1, &old), RFS_OK);  /* wraps, no UB */
+    assert_int_equal(rfsd_counter_op(f1, 1, 0, 1, &old), RFS_OK); /* wraps, no UB */
     assert_int_equal(rfsd_counter_op(f1, 1, 0, 0, &old), RFS_OK);
     assert_int_equal(old, INT64_MIN);
     rfsd_fileid_put(f1);
@@ -62,8 +62,10 @@ static void test_lock_conflicts(void **st)
     assert_int_equal(rfsd_lock(f, &B, 50, 100, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_OK);
     assert_int_equal(rfsd_lock(f, &B, 99, 1, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_E_BUSY);
     assert_int_equal(rfsd_lock(f, &A, 0, 100, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_E_BUSY);
-    assert_int_equal(rfsd_lock(f, &B, 150, 0, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);  /* to the end */
-    assert_int_equal(rfsd_lock(f, &A, UINT64_MAX - 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_E_BUSY);
+    assert_int_equal(rfsd_lock(f, &B, 150, 0, RFS_LOCK_EXCL, 0, NULL, NULL),
+                     RFS_OK); /* to the end */
+    assert_int_equal(rfsd_lock(f, &A, UINT64_MAX - 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL),
+                     RFS_E_BUSY);
     assert_int_equal(rfsd_lock(f, &A, 0, 1, 7, 0, NULL, NULL), RFS_E_INVAL);
     /* A's own locks never conflict with A */
     assert_int_equal(rfsd_lock(f, &A, 0, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
@@ -72,8 +74,10 @@ static void test_lock_conflicts(void **st)
     /* unlocking the middle of a range splits it */
     assert_int_equal(rfsd_unlock(f, &A, 20, 10), RFS_OK);
     assert_int_equal(rfsd_lock(f, &B, 20, 10, RFS_LOCK_EXCL, 0, NULL, NULL), RFS_OK);
-    assert_int_equal(rfsd_lock(f, &B, 19, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_OK);  /* shared+shared */
-    assert_int_equal(rfsd_lock(f, &B, 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL), RFS_E_BUSY); /* A excl [0,10) */
+    assert_int_equal(rfsd_lock(f, &B, 19, 1, RFS_LOCK_SHARED, 0, NULL, NULL),
+                     RFS_OK); /* shared+shared */
+    assert_int_equal(rfsd_lock(f, &B, 5, 1, RFS_LOCK_SHARED, 0, NULL, NULL),
+                     RFS_E_BUSY); /* A excl [0,10) */
     rfsd_unlock_all(f, &A);
     rfsd_unlock_all(f, &B);
     rfsd_fileid_put(f);
@@ -92,7 +96,10 @@ static void test_timed_wait_is_bounded(void **st)
     rfsd_fileid_put(f);
 }
 
-typedef struct waiter { rfsd_fileid *f; int rc; } waiter;
+typedef struct waiter {
+    rfsd_fileid *f;
+    int rc;
+} waiter;
 
 static void *wait_for_lock(void *arg)
 {

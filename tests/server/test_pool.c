@@ -33,7 +33,7 @@ static void run_item(rfsd_work *w)
     if (++running[it->tag] > max_running[it->tag])
         max_running[it->tag] = running[it->tag];
     pthread_cond_broadcast(&cv);
-    while (!gate_open && it->tag == 0)  /* lane 0's items hold their worker until released */
+    while (!gate_open && it->tag == 0) /* lane 0's items hold their worker until released */
         pthread_cond_wait(&cv, &mu);
     running[it->tag]--;
     pthread_mutex_unlock(&mu);
@@ -87,7 +87,7 @@ static void test_cap_and_newcomer(void **st)
         submit(p, &a, &ia[i], 0);
     wait_started(0, 3);
     submit(p, &b, &ib[0], 1);
-    wait_started(1, 1);  /* would hang if b waited behind a's queue */
+    wait_started(1, 1); /* would hang if b waited behind a's queue */
     pthread_mutex_lock(&mu);
     assert_int_equal(max_running[0], 3);
     assert_int_equal(started[0], 3);
@@ -131,7 +131,7 @@ static void test_per_address_counts(void **st)
     assert_ptr_equal(a1, a2);
     assert_null(rfsd_addr_connect("10.0.0.1:5002", 2, &n));
     assert_int_equal(n, 2);
-    rfsd_addr *v6 = rfsd_addr_connect("[::1]:7000", 2, &n);  /* another address */
+    rfsd_addr *v6 = rfsd_addr_connect("[::1]:7000", 2, &n); /* another address */
     assert_non_null(v6);
     assert_string_equal(rfsd_addr_name(v6), "::1");
     assert_string_equal(rfsd_addr_name(a1), "10.0.0.1");

@@ -102,7 +102,7 @@ static void test_ipv6(void **state)
     unsigned port;
     int probe = listen_on(AF_INET6, 1, &port);
     if (probe < 0)
-        skip();  /* no IPv6 loopback on this host */
+        skip(); /* no IPv6 loopback on this host */
     close(probe);
     rfs_transport *c, *s;
     pair(AF_INET6, "::1", NULL, &c, &s);
@@ -115,7 +115,10 @@ static void test_ipv6(void **state)
 
 #define BULK (5u * 1024u * 1024u + 123u)
 
-static uint8_t pattern(size_t i) { return (uint8_t)((i * 131u) ^ (i >> 11)); }
+static uint8_t pattern(size_t i)
+{
+    return (uint8_t)((i * 131u) ^ (i >> 11));
+}
 
 struct writer_arg {
     rfs_transport *t;
@@ -268,7 +271,8 @@ static void test_timeout(void **state)
     unsigned port;
     int lfd = listen_on(AF_INET, 0, &port);
     assert_true(lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fillers[3];
     for (int i = 0; i < 3; i++) {
@@ -340,7 +344,7 @@ static void test_congestion_refused(void **state)
     assert_int_equal(rfs_tcp_check_congestion("reno"), RFS_OK);
     assert_int_equal(rfs_tcp_check_congestion("nosuchcc"), RFS_E_INVAL);
     assert_non_null(strstr(rfs_last_error(), "\"nosuchcc\" is not available"));
-    assert_non_null(strstr(rfs_last_error(), "reno"));  /* the list of those that are */
+    assert_non_null(strstr(rfs_last_error(), "reno")); /* the list of those that are */
     const char *bad[] = {"", "a;b", "Reno", "averyveryverylongname"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(rfs_tcp_check_congestion(bad[i]), RFS_E_INVAL);
@@ -358,7 +362,10 @@ static void test_congestion_refused(void **state)
     close(lfd);
 }
 
-static void not_tcp_close(rfs_transport *t) { (void)t; }
+static void not_tcp_close(rfs_transport *t)
+{
+    (void)t;
+}
 
 static void test_describe_needs_tcp(void **state)
 {

@@ -28,20 +28,19 @@
 
 #define BULK (24u << 20)
 
-
 /* In the child: a failed check ends it with a message and status 1 (no cmocka there). */
-#define CHILD_CHECK(cond)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "echo server: %s failed (%s)\n", #cond, strerror(errno));      \
-            _exit(1);                                                                      \
-        }                                                                                  \
+#define CHILD_CHECK(cond)                                                             \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "echo server: %s failed (%s)\n", #cond, strerror(errno)); \
+            _exit(1);                                                                 \
+        }                                                                             \
     } while (0)
 
 static void wait_fd(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    CHILD_CHECK(poll(&p, 1, 20000) > 0);  /* bounded: a lost wakeup fails the test */
+    CHILD_CHECK(poll(&p, 1, 20000) > 0); /* bounded: a lost wakeup fails the test */
 }
 
 /* Echoes the connection until its end, nonblocking throughout; 0 when it echoed BULK bytes and
@@ -176,7 +175,7 @@ static void test_bulk_echo(void **state)
     pthread_t wr;
     assert_int_equal(pthread_create(&wr, NULL, writer_main, &w), 0);
     size_t got = 0;
-    while (got < BULK) {  /* read_some and read_all both */
+    while (got < BULK) { /* read_some and read_all both */
         long r = rfs_transport_read_some(t, back + got, BULK - got);
         assert_true(r > 0);
         got += (size_t)r;
@@ -204,7 +203,7 @@ static void test_bulk_echo(void **state)
 static int serve_late_reader(rfs_transport *t, int ctl)
 {
     static uint8_t buf[1 << 20];
-    while (rfs_transport_recv_nb(t, buf, 1) != 1)  /* the client's first byte: it is connected */
+    while (rfs_transport_recv_nb(t, buf, 1) != 1) /* the client's first byte: it is connected */
         wait_fd(t->fd);
     char go;
     CHILD_CHECK(read(ctl, &go, 1) == 1);
@@ -257,7 +256,7 @@ static void test_sender_held_back_by_reader(void **state)
         }
     }
     assert_true(full);
-    assert_true(off > 0 && off <= (64u << 20));  /* bounded: SEND_CAP, not the whole 96 MiB */
+    assert_true(off > 0 && off <= (64u << 20)); /* bounded: SEND_CAP, not the whole 96 MiB */
     assert_int_equal(write(ctl[1], "g", 1), 1);
     struct iovec v = {.iov_base = data + off, .iov_len = total - off};
     assert_int_equal(rfs_transport_write_all(t, &v, 1), 0);
@@ -315,7 +314,7 @@ static void test_nobody_listening(void **state)
     socklen_t sl = sizeof a;
     assert_int_equal(bind(fd, (struct sockaddr *)&a, sl), 0);
     assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &sl), 0);
-    close(fd);  /* a port that was free a moment ago and has no listener */
+    close(fd); /* a port that was free a moment ago and has no listener */
     rfs_transport *t = NULL;
     rfs_transport_opts o = {.connect_timeout_ms = 5000};
     int rc = rfs_ucx_connect("127.0.0.1", ntohs(a.sin_port), &o, &t);
