@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "client/client.h"
 #include "common/fullio.h"
 #include "cli/progress.h"
 #include "cli/transfer_pool.h"
@@ -236,35 +237,27 @@ static void sync_dir_of(const char *path)
     }
 }
 
-/* Opens the remote file with as many connections as its size is worth; *size gets it. */
+/* Opens the remote file with the streams decided for its server (their connections were
+ * dialled while the local names were checked: cli_streams_warm); *size gets its size, from
+ * the OPEN reply where the server reports it (no round trip of its own). */
 static int open_remote(cli_ctx *c, const char *url, const rfs_name *name, get_ctx *g,
                        uint64_t *size, xfer *x)
 {
     rfs_options o = c->ropts;
-    o.streams = 1;
     o.max_frame = xfer_frame_size();
+    o.streams = cli_streams(c, url);
     int rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &g->f);
     if (rc != RFS_OK)
         return cli_fail_remote(c, name, rc, NULL);
-    rc = rfs_get_size(g->f, size);
-    if (rc != RFS_OK) {
-        int st = cli_fail_remote(c, name, rc, NULL);
-        rfs_close(g->f);
-        return st;
+    if (rfs_file_known_size(g->f, size) != 0) {
+        rc = rfs_get_size(g->f, size);
+        if (rc != RFS_OK) {
+            int st = cli_fail_remote(c, name, rc, NULL);
+            rfs_close(g->f);
+            return st;
+        }
     }
-    xfer_defaults(x, *size, cli_streams(c, url));
-    if (x->nstreams > 1) {
-        /* Only now is the size known: reopen with the connections worth having. The pool hands
-         * the first handle's live connection to the second, so only the extra ones are new. */
-        rfs_file *wide;
-        o.streams = x->nstreams;
-        rc = rfs_open(url, RFS_O_RDONLY, 0, &o, &wide);
-        rfs_close(g->f);
-        g->f = NULL;
-        if (rc != RFS_OK)
-            return cli_fail_remote(c, name, rc, NULL);
-        g->f = wide;
-    }
+    xfer_defaults(x, *size, o.streams);
     return CLI_EXIT_OK;
 }
 

@@ -55,6 +55,25 @@ uint32_t xfer_frame_size(void)
 #define CLI_AUTO_STREAMS 4
 #define CLI_AUTO_MIN_RTT_US 2000
 
+typedef struct cli_decision {
+    long min_us;
+    double rtt_ms;
+    int k;
+} cli_decision;
+
+static int cli_decide(double rtt_ms, void *ctx)
+{
+    cli_decision *d = ctx;
+    d->rtt_ms = rtt_ms;
+    d->k = rtt_ms * 1000 >= (double)d->min_us ? CLI_AUTO_STREAMS : 1;
+    return d->k;
+}
+
+/* Decides the streams and dials them into the pool, where the transfer's open finds them: the
+ * first connection's round trip is read from the kernel as soon as its TCP connect is answered
+ * (rfs_pool_get_auto), and the others are dialled beside its handshake. A failure is left to
+ * the transfer itself to meet and report. The connections keep the options they were opened
+ * with, so they are opened with the transfer's frame size. */
 static int decide_streams(cli_ctx *c, const char *url)
 {
     if (c->o.streams > 0)
@@ -65,22 +84,19 @@ static int decide_streams(cli_ctx *c, const char *url)
         cli_server_str(&n, server, sizeof server);
     if (c->auto_streams && strcmp(server, c->auto_server) == 0)
         return c->auto_streams;
-    long min_us = env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0, 10000000);
-    double rtt = 0;
-    rfs_tcp_info tcp;
-    memset(&tcp, 0, sizeof tcp);
-    int k = 1;
-    /* The kernel's smoothed round trip, not the ping's: it leaves out rfsd's own time. */
-    /* The ping's connection is pooled and the transfer's first stream takes it over, keeping
-     * the options it was opened with: open it with the transfer's frame size. A failing ping
-     * leaves the error to the transfer itself. */
+    cli_decision d = {.min_us = env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0,
+                                         10000000),
+                      .rtt_ms = -1,
+                      .k = 1};
     rfs_options po = c->ropts;
     po.max_frame = xfer_frame_size();
-    if (rfs_ping_tcp(url, &po, &rtt, &tcp) == RFS_OK && tcp.rtt_ms * 1000 >= (double)min_us)
-        k = CLI_AUTO_STREAMS;
+    int count = 0;
+    if (rfs_pool_warm_auto(url, &po, cli_decide, &d, &count) != RFS_OK)
+        rfs_clear_error();
+    int k = d.k;
     if (c->o.verbose)
         fprintf(stderr, "rfs: %s: round trip %.3f ms: %d stream%s (--streams auto)\n", server,
-                tcp.rtt_ms, k, k > 1 ? "s" : "");
+                d.rtt_ms, k, k > 1 ? "s" : "");
     c->auto_streams = k;
     snprintf(c->auto_server, sizeof c->auto_server, "%s", server);
     return k;
@@ -98,12 +114,7 @@ static struct {
 static void *warm_main(void *arg)
 {
     (void)arg;
-    int k = decide_streams(&warm.cc, warm.url);
-    rfs_options o = warm.cc.ropts;
-    o.max_frame = xfer_frame_size(); /* as the transfer's own connections (see above) */
-    o.streams = k;
-    if (k > 1 && rfs_pool_warm(warm.url, &o, k) != RFS_OK)
-        rfs_clear_error(); /* the transfer meets the problem again and reports it */
+    decide_streams(&warm.cc, warm.url);
     return NULL;
 }
 

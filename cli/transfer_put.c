@@ -9,6 +9,7 @@
  * changed source gets another name and never resumes into stale data. docs/reliability.md. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "client/client.h"
 #include "common/fullio.h"
 #include "cli/progress.h"
 #include "cli/transfer_pool.h"
@@ -25,7 +27,10 @@ typedef struct put_ctx {
     int fd;
     const char *local;
     rfs_file *f;
-    int streams; /* asked for (cli_streams) */
+    int streams;       /* asked for (cli_streams) */
+    int open_size_ok;  /* the OPEN reply said how long the temporary file was */
+    uint64_t open_size;
+    int close_rc;      /* rfs_close's, when finish closed the file itself */
 } put_ctx;
 
 /* Where the put goes: the final name and the temporary one, both as URLs and parsed. */
@@ -58,12 +63,11 @@ static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
     return rc;
 }
 
-/* The final remote name: URL, or URL/<local name> when URL ends in '/' or is a directory
- * ("rfs put f rfs:h:p:/dir" stores /dir/f, like cp). Returns CLI_EXIT_OK or an exit status. */
+/* The final remote name: URL (pn->url, normalized), or URL/<local name> when URL ends in '/' or
+ * is a directory ("rfs put f rfs:h:p:/dir" stores /dir/f, like cp). Returns CLI_EXIT_OK or an
+ * exit status. */
 static int final_name(cli_ctx *c, const char *local, put_names *pn)
 {
-    if (cli_url_normalize(c->cmd, c->o.args[1], pn->url, sizeof pn->url, &pn->name))
-        return CLI_EXIT_USAGE;
     int join = pn->name.path[strlen(pn->name.path) - 1] == '/';
     if (!join) {
         rfs_stat_info st;
@@ -128,6 +132,12 @@ static int open_temp(cli_ctx *c, put_names *pn, unsigned mode, const rfs_options
     return CLI_EXIT_OK;
 }
 
+/* The temporary file's size when it was opened, from the OPEN reply (no round trip). */
+static void note_open_size(put_ctx *p)
+{
+    p->open_size_ok = rfs_file_known_size(p->f, &p->open_size) == 0;
+}
+
 /* --resume: how much of the temporary file is the source's own bytes, in verified units. */
 static int resume_point(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total, uint64_t *keep)
 {
@@ -164,10 +174,43 @@ static int report_xfer_error(cli_ctx *c, const put_names *pn, const xfer *x, uin
     return cli_fail_remote(c, &pn->name, x->error.st.rc, msg);
 }
 
-/* After every byte is written: cut any tail, sync, optionally verify, rename into place. */
+static void *close_main(void *arg)
+{
+    put_ctx *p = arg;
+    p->close_rc = rfs_close(p->f);
+    return NULL;
+}
+
+/* Renames the synced temporary file into place while it is closed: the two round trips run
+ * side by side (the close of a synced file cannot lose data; its error is still reported). */
+static int rename_and_close(cli_ctx *c, put_ctx *p, const put_names *pn)
+{
+    pthread_t th;
+    int closing = pthread_create(&th, NULL, close_main, p) == 0;
+    if (!closing)
+        close_main(p);
+    int rc = rfs_rename(pn->tmp_url, pn->name.path, &c->ropts);
+    rfs_status failed = {RFS_OK, ""};
+    if (rc != RFS_OK)
+        rfs_status_save(&failed, rc);
+    if (closing)
+        pthread_join(th, NULL);
+    p->f = NULL;
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, &pn->name, rfs_status_raise(&failed), NULL);
+    if (p->close_rc != RFS_OK)
+        return cli_fail_remote(c, &pn->name, p->close_rc, NULL);
+    return CLI_EXIT_OK;
+}
+
+/* After every byte is written: cut any tail, sync, optionally verify, rename into place. Only a
+ * file that was longer than the source when opened has a tail (nothing else writes past the
+ * source's size: open_temp), so the cut costs a round trip only then. */
 static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
 {
-    int rc = rfs_set_size(p->f, total);
+    int rc = RFS_OK;
+    if (!p->open_size_ok || p->open_size > total)
+        rc = rfs_set_size(p->f, total);
     if (rc == RFS_OK)
         rc = rfs_sync(p->f);
     if (rc != RFS_OK)
@@ -194,10 +237,7 @@ static int finish(cli_ctx *c, put_ctx *p, const put_names *pn, uint64_t total)
             return cli_fail_remote(c, &pn->name, RFS_E_IO, msg);
         }
     }
-    rc = rfs_rename(pn->tmp_url, pn->name.path, &c->ropts);
-    if (rc != RFS_OK)
-        return cli_fail_remote(c, &pn->name, rc, NULL);
-    return CLI_EXIT_OK;
+    return rename_and_close(c, p, pn);
 }
 
 static int open_local(cli_ctx *c, const char *local, struct stat *sb)
@@ -276,10 +316,14 @@ int cli_cmd_put(cli_ctx *c)
     p.fd = open_local(c, local, &sb);
     if (p.fd < 0)
         return -p.fd;
-    int st = final_name(c, local, &pn);
+    if (cli_url_normalize(c->cmd, c->o.args[1], pn.url, sizeof pn.url, &pn.name)) {
+        close(p.fd);
+        return CLI_EXIT_USAGE;
+    }
     /* the streams' connections are dialled while the names are checked on the server */
-    if (st == CLI_EXIT_OK && sb.st_size > 0)
+    if (sb.st_size > 0)
         cli_streams_warm(c, pn.url);
+    int st = final_name(c, local, &pn);
     if (st == CLI_EXIT_OK)
         st = clobber_check(c, &pn);
     if (st == CLI_EXIT_OK)
@@ -297,10 +341,11 @@ int cli_cmd_put(cli_ctx *c)
     o.max_frame = probe.frame;
     st = open_temp(c, &pn, (unsigned)(sb.st_mode & 0777), &o, &p.f);
     if (st == CLI_EXIT_OK) {
+        note_open_size(&p);
         st = run_put(c, &p, &pn, (uint64_t)sb.st_size);
-        /* The data were synced before the rename; a failing close only matters if the put had
-         * not failed already. */
-        int crc = rfs_close(p.f);
+        /* A put that got as far as the rename closed the file there; otherwise a failing close
+         * only matters if the put had not failed already. */
+        int crc = p.f ? rfs_close(p.f) : RFS_OK;
         if (crc != RFS_OK && st == CLI_EXIT_OK)
             st = cli_fail_remote(c, &pn.name, crc, NULL);
     }

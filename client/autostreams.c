@@ -58,7 +58,11 @@ double rfs_conn_rtt_ms(rfs_conn *c)
 
 int rfs_auto_wants_streams(rfs_conn *first, const char *label, int cap)
 {
-    double rtt = rfs_conn_rtt_ms(first);
+    return rfs_auto_streams_for_rtt(rfs_conn_rtt_ms(first), label, cap);
+}
+
+int rfs_auto_streams_for_rtt(double rtt, const char *label, int cap)
+{
     int min_us = rfs_auto_min_rtt_us();
     if (cap <= 1 || rtt < 0 || rtt * 1000.0 < (double)min_us) {
         RFS_LOGD("%s: streams auto: round trip %.3f ms under %.3f ms: one stream", label, rtt,

@@ -37,6 +37,27 @@ void rfs_name_server(const rfs_name *n, char *buf, size_t cap);
 void rfs_name_label(const rfs_name *n, char *buf, size_t cap);
 
 /* ---- options (options.c) ---- */
+/* dialgate.c: what a file's first connection learns while it is set up, for the dials beside it. */
+typedef struct rfs_dial_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int rtt_known;     /* the first connection's transport is up, or it failed */
+    double rtt_ms;     /* the kernel's round trip then; -1: failed or not measurable (UCX) */
+    int hello_known;   /* its HELLO was answered, or it failed */
+    uint32_t features; /* the server's HELLO features (0 when it failed) */
+    int failed;
+    int done; /* the first connection's dial ended (it may have found a pooled one instead) */
+} rfs_dial_gate;
+void rfs_gate_init(rfs_dial_gate *g);
+void rfs_gate_destroy(rfs_dial_gate *g);
+void rfs_gate_tell_rtt(rfs_dial_gate *g, double rtt_ms);
+void rfs_gate_tell_hello(rfs_dial_gate *g, uint32_t features, int failed);
+void rfs_gate_tell_done(rfs_dial_gate *g);
+/* Block until the round trip (or HELLO) is known or the dial ended; -1 when it is not known
+ * (then the caller decides as without a gate). */
+double rfs_gate_wait_rtt(rfs_dial_gate *g);
+int rfs_gate_wait_hello(rfs_dial_gate *g, uint32_t *features);
+
 typedef struct rfs_copts {
     int connect_timeout_ms;
     int io_timeout_ms;
@@ -65,6 +86,10 @@ typedef struct rfs_copts {
     /* This connection is an additional stream of a file whose first connection's server
      * takes RFS_F_EXTRA: its HELLO says so, and the server may refuse it (BUSY). */
     int extra_stream;
+    /* Multi-stream opens (dialgate.c): the first connection's dial tells gate_tell its round
+     * trip and HELLO; the others' dials wait on gate_wait before their HELLO and mark it EXTRA
+     * when the first one's server takes the mark (extra_stream is then ignored). */
+    rfs_dial_gate *gate_tell, *gate_wait;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
     /* The runtime whose connection pool and workers serve this file or call (the default
@@ -293,6 +318,18 @@ void rfs_pool_put(rfs_conn *c);
  * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
  * them dials them while it does other work (the rfs command's cp -r). */
 int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
+/* rfs_streams=auto's connections (dialgate.c): the first one is dialled on a worker, and as
+ * soon as its round trip is known decide(rtt_ms, ctx) says how many the file should have in
+ * all; the others are dialled then, beside the first one's handshake, their HELLO marked EXTRA
+ * (with mark_extra) where its server takes the mark. When a pooled connection answers at once,
+ * the decision is made from it and the rest come from the pool. out gets *got connections
+ * (out[0] the first; at least 1 on success; fewer than decided when the server refuses some). */
+int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
+                      void *ctx, int mark_extra, rfs_conn **out, int *got, const char *label);
+/* rfs_pool_warm with the count decided by rfs_pool_get_auto's rule: *count connections are
+ * left lingering in the pool (decide sees the round trip). */
+int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
+                       void *ctx, int *count);
 /* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */
 void rfs_pool_close_all(rfs_runtime *rt);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)
@@ -325,6 +362,8 @@ double rfs_conn_rtt_ms(rfs_conn *c);
 int rfs_auto_min_rtt_us(void);
 /* How many connections an auto file opens, judged from its first connection's round trip. */
 int rfs_auto_wants_streams(rfs_conn *first, const char *label, int cap);
+/* The same decision from a round trip in ms (-1: unknown, one stream). */
+int rfs_auto_streams_for_rtt(double rtt_ms, const char *label, int cap);
 void rfs_auto_init(rfs_auto *a); /* off; open sets enabled */
 void rfs_auto_destroy(rfs_auto *a);
 /* Streams a large transfer starts with; *probing: whether it should measure and add more. */
@@ -373,6 +412,9 @@ void rfs_conn_ver_reply(rfs_conn *c, rfs_call *call);
 /* The file's newest version; the first call starts tracking (later writes ask for it).
  * RFS_E_UNSUPPORTED when the server does not report versions. */
 int rfs_file_version(rfs_file *f, uint64_t *size, int64_t *mtime_ns);
+/* The size in the newest version a reply reported (right after open: the OPEN reply's), without
+ * asking the server or starting to track; -1 when no reply carried one (an older server). */
+int rfs_file_known_size(rfs_file *f, uint64_t *size);
 
 /* ---- files (file.c) ---- */
 struct rfs_file {

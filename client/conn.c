@@ -813,7 +813,7 @@ int rfs_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
     return r;
 }
 
-int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out)
+static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out)
 {
     *out = NULL;
     rfs_conn *c = calloc(1, sizeof *c);
@@ -867,6 +867,8 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
         rfs_conn_free(c);
         return rfs_status_raise(&failed);
     }
+    if (o->gate_tell) /* the dials beside this one may start now (dialgate.c) */
+        rfs_gate_tell_rtt(o->gate_tell, rfs_conn_rtt_ms(c));
     if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
         rfs_conn_free(c);
@@ -888,6 +890,14 @@ int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn 
     }
     *out = c;
     return RFS_OK;
+}
+
+int rfs_conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out)
+{
+    int rc = conn_open(host, port, o, out);
+    if (rc && o->gate_tell) /* nobody beside it waits for a HELLO that will not come */
+        rfs_gate_tell_hello(o->gate_tell, 0, 1);
+    return rc;
 }
 
 void rfs_conn_free(rfs_conn *c)

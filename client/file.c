@@ -218,40 +218,36 @@ static int open_all_streams(rfs_file *f, rfs_copts *o, unsigned flags, unsigned 
     return RFS_OK;
 }
 
+typedef struct auto_ask {
+    const char *label;
+    int cap;
+} auto_ask;
+
+static int auto_decide(double rtt_ms, void *ctx)
+{
+    auto_ask *a = ctx;
+    return rfs_auto_streams_for_rtt(rtt_ms, a->label, a->cap);
+}
+
 /* The file's connections. With rfs_streams=auto, the first one's round trip says whether more
- * can pay (autostreams.c); when the server will not take them all (its per-address limits),
- * the file makes do with one. */
+ * can pay (autostreams.c); they are dialled as soon as it is known, beside the first one's
+ * handshake (dialgate.c). When the server will not take them all (its per-address limits),
+ * the file makes do with those it got. */
 static int open_conns(rfs_file *f, rfs_copts *o)
 {
-    int want = o->streams_auto ? 1 : o->streams;
-    int rc = rfs_pool_get_retry(&f->name, o, want, f->conn, f->label);
-    if (rc)
-        return rc;
-    f->nconn = want;
-    if (o->streams_auto) {
-        int more = rfs_auto_wants_streams(f->conn[0], f->label, o->streams);
-        if (more > 1) {
-            rfs_conn *all[RFS_CLIENT_MAX_STREAMS];
-            /* Marked as additional streams where the server knows the mark: it takes them
-             * only within its share, and the file makes do with those it got. */
-            rfs_copts xo = *o;
-            xo.extra_stream = (f->conn[0]->features & RFS_FEAT_XSTREAM) != 0;
-            int got = 0;
-            rfs_clear_error();
-            if (rfs_pool_get_some(&f->name, &xo, more, all, f->label, &got) == RFS_OK) {
-                if (got < more)
-                    RFS_LOGI("%s: streams auto: %d of %d streams: %s", f->label, got, more,
-                             rfs_last_error());
-                release_conns(f);
-                memcpy(f->conn, all, (size_t)got * sizeof *all);
-                f->nconn = got;
-            } else {
-                RFS_LOGI("%s: streams auto: staying with one stream: %s", f->label,
-                         rfs_last_error());
-            }
-            rfs_clear_error();
-            explicit_bzero(xo.token, sizeof xo.token);
-        }
+    if (o->streams_auto && o->streams > 1) {
+        auto_ask a = {f->label, o->streams};
+        int got = 0;
+        int rc = rfs_pool_get_auto(&f->name, o, auto_decide, &a, 1, f->conn, &got, f->label);
+        if (rc)
+            return rc;
+        f->nconn = got;
+    } else {
+        int want = o->streams_auto ? 1 : o->streams;
+        int rc = rfs_pool_get_retry(&f->name, o, want, f->conn, f->label);
+        if (rc)
+            return rc;
+        f->nconn = want;
     }
     f->autos.enabled = o->streams_auto && f->nconn > 1;
     return RFS_OK;

@@ -23,6 +23,13 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
     req.u.hello.max_version = RFS_PROTO_VERSION;
     req.u.hello.max_frame = o->max_frame;
     req.extra_stream = o->extra_stream;
+    if (o->gate_wait) {
+        /* an additional stream of a file: its mark depends on what the first one's server
+         * said (an older server refuses a mark it does not know) */
+        uint32_t features;
+        req.extra_stream = rfs_gate_wait_hello(o->gate_wait, &features) == 0 &&
+                           (features & RFS_FEAT_XSTREAM) != 0;
+    }
     int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
     if (!rc)
         rc = rfs_conn_wait(c, &call);
@@ -169,6 +176,8 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
     int rc = hello(c, o, &rep);
     if (rc)
         return rc;
+    if (o->gate_tell)
+        rfs_gate_tell_hello(o->gate_tell, rep.u.hello.features, 0);
     uint32_t mf = rep.u.hello.max_frame < o->max_frame ? rep.u.hello.max_frame : o->max_frame;
     pthread_mutex_lock(&c->lock);
     c->max_frame = mf;

@@ -18,6 +18,7 @@
 
 #include "common/debug.h"
 #include "common/err.h"
+#include "common/log.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -224,6 +225,106 @@ int rfs_pool_get_retry(const rfs_name *n, const rfs_copts *o, int count, rfs_con
     }
 }
 
+/* The first connection's dial, on a worker: it tells the gate its round trip as soon as its
+ * transport is up, and that it ended (it may have found a pooled connection and dialled none). */
+typedef struct first_dial {
+    const rfs_name *n;
+    rfs_copts o;
+    const char *label;
+    rfs_conn *c;
+    rfs_status st;
+} first_dial;
+
+static void *first_dial_main(void *arg)
+{
+    first_dial *d = arg;
+    int rc = rfs_pool_get_retry(d->n, &d->o, 1, &d->c, d->label);
+    d->st.rc = RFS_OK;
+    rfs_status_first(&d->st, rc);
+    rfs_gate_tell_done(d->o.gate_tell);
+    return NULL;
+}
+
+static int clamp_streams(int k)
+{
+    return k < 1 ? 1 : k > RFS_CLIENT_MAX_STREAMS ? RFS_CLIENT_MAX_STREAMS : k;
+}
+
+int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
+                      void *ctx, int mark_extra, rfs_conn **out, int *got, const char *label)
+{
+    *got = 0;
+    rfs_dial_gate gate;
+    rfs_gate_init(&gate);
+    first_dial d = {.n = n, .o = *o, .label = label};
+    d.o.gate_tell = &gate;
+    d.o.gate_wait = NULL;
+    d.o.extra_stream = 0;
+    rfs_task th;
+    int spawned = rfs_task_start(o->rt, &th, first_dial_main, &d) == 0;
+    if (!spawned)
+        first_dial_main(&d);
+    double rtt = rfs_gate_wait_rtt(&gate);
+    int early = rtt >= 0; /* known before the first connection's handshake ended */
+    int k = early ? clamp_streams(decide(rtt, ctx)) : 1;
+    int extras = 0;
+    rfs_copts xo = *o;
+    xo.gate_tell = NULL;
+    xo.gate_wait = mark_extra ? &gate : NULL;
+    xo.extra_stream = 0;
+    if (early && k > 1) {
+        /* dialled beside the first one's handshake; their HELLO waits for its reply */
+        rfs_clear_error();
+        if (rfs_pool_get_some(n, &xo, k - 1, out + 1, label, &extras) != RFS_OK)
+            extras = 0;
+        if (extras < k - 1)
+            RFS_LOGI("%s: streams auto: %d of %d streams: %s", label, extras + 1, k,
+                     rfs_last_error());
+        rfs_clear_error();
+    }
+    if (spawned)
+        rfs_task_join(&th);
+    explicit_bzero(d.o.token, sizeof d.o.token);
+    rfs_gate_destroy(&gate);
+    xo.gate_wait = NULL;
+    if (d.st.rc || early) {
+        explicit_bzero(xo.token, sizeof xo.token);
+        if (!d.st.rc) {
+            out[0] = d.c;
+            *got = 1 + extras;
+            return RFS_OK;
+        }
+        while (extras > 0)
+            rfs_pool_put(out[extras--]);
+        return rfs_status_raise(&d.st);
+    }
+    out[0] = d.c;
+    *got = 1;
+    /* A pooled connection answered at once (or no round trip could be read while dialling):
+     * decide from it, as it is live, and take the others from the pool or dial them. */
+    k = clamp_streams(decide(rfs_conn_rtt_ms(d.c), ctx));
+    if (k <= 1) {
+        explicit_bzero(xo.token, sizeof xo.token);
+        return RFS_OK;
+    }
+    rfs_conn *all[RFS_CLIENT_MAX_STREAMS];
+    int have = 0;
+    xo.extra_stream = mark_extra && (d.c->features & RFS_FEAT_XSTREAM) != 0;
+    rfs_clear_error();
+    if (rfs_pool_get_some(n, &xo, k, all, label, &have) == RFS_OK) {
+        if (have < k)
+            RFS_LOGI("%s: streams auto: %d of %d streams: %s", label, have, k, rfs_last_error());
+        rfs_pool_put(d.c);
+        memcpy(out, all, (size_t)have * sizeof *all);
+        *got = have;
+    } else {
+        RFS_LOGI("%s: streams auto: staying with one stream: %s", label, rfs_last_error());
+    }
+    rfs_clear_error();
+    explicit_bzero(xo.token, sizeof xo.token);
+    return RFS_OK;
+}
+
 int rfs_pool_warm(const char *name, const rfs_options *opts, int count)
 {
     rfs_name n;
@@ -241,6 +342,29 @@ int rfs_pool_warm(const char *name, const rfs_options *opts, int count)
     int got = 0;
     rc = rfs_pool_get_some(&n, &o, count, c, label, &got);
     explicit_bzero(o.token, sizeof o.token);
+    while (got > 0)
+        rfs_pool_put(c[--got]); /* they linger for the transfer that follows */
+    return rc;
+}
+
+int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
+                       void *ctx, int *count)
+{
+    *count = 0;
+    rfs_name n;
+    int rc = rfs_parse_name(name, &n);
+    if (rc)
+        return rc;
+    char label[300];
+    rfs_name_label(&n, label, sizeof label);
+    rfs_copts o;
+    if ((rc = rfs_copts_resolve(opts, label, &o)))
+        return rc;
+    rfs_conn *c[RFS_CLIENT_MAX_STREAMS];
+    int got = 0;
+    rc = rfs_pool_get_auto(&n, &o, decide, ctx, 0, c, &got, label);
+    explicit_bzero(o.token, sizeof o.token);
+    *count = got;
     while (got > 0)
         rfs_pool_put(c[--got]); /* they linger for the transfer that follows */
     return rc;

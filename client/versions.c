@@ -173,3 +173,13 @@ int rfs_file_version(rfs_file *f, uint64_t *size, int64_t *mtime_ns)
                         f->label);
     return RFS_OK;
 }
+
+int rfs_file_known_size(rfs_file *f, uint64_t *size)
+{
+    pthread_mutex_lock(&f->ver.mu);
+    int known = f->ver.known;
+    if (known)
+        *size = f->ver.size;
+    pthread_mutex_unlock(&f->ver.mu);
+    return known ? 0 : -1;
+}

@@ -6,12 +6,12 @@ give a clean error, not a hang. Every server listens on 127.0.0.1 only. The suit
 (self,sm, for MPICH) stays in the environment: rfs's own UCX context must work under it."""
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
+import rfswire
 from conftest import BUILD, Server, binary
 from mpiio_util import FLAVOURS, mpiexec, program, run_both
 
@@ -185,7 +185,9 @@ def test_limits_apply_to_ucx(tmp_path):
     root.mkdir()
     s = UcxServer(root, token=None, extra=["--max-conns-per-addr", "1"])
     try:
-        hold = socket.create_connection(("127.0.0.1", s.port))  # the address's one connection
+        # the address's one connection, answered once so rfsd has surely counted it
+        hold = rfswire.Conn("127.0.0.1", s.port)
+        assert hold.call("HELLO", rfswire.b_hello()).status == 0
         p = subprocess.run([binary("rfs"), "ls", s.url("/")], env=s.env(), capture_output=True,
                            text=True, timeout=60)
         hold.close()
