@@ -24,6 +24,7 @@ down at the end.
 
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/streams/run.py [--profiles default,tuned]
         [--rate-mbit 1000] [--delay-ms 25] [--size-mib 1024] [--reps 3] [--no-anchors]
+        [--streams 1,2,4,auto]
         [--out bench/results/streams.json]
 Goals (issue #12): auto >= 0.95 of iperf3 -P 4 for put, get and the MPI-IO collective write on
 both profiles; the MPI-IO collective write >= 3.5x the same workload on sshfs.
@@ -186,9 +187,10 @@ def one_profile(name, buf_mb, a, bindir):
     size = a.size_mib << 20
     res = {"profile": name, "tcp_buf_max_mb": buf_mb, "tcp_cc": env.get("RFS_WAN_TCP_CC"),
            "iperf3_P4_MBps": [], "iperf3_P1_MBps": [],
-           "put_MBps": {s: [] for s in STREAMS}, "get_MBps": {s: [] for s in STREAMS},
-           "mpiio_write_MBps": {s: [] for s in STREAMS},
-           "mpiio_coll_write_MBps": {s: [] for s in STREAMS},
+           "streams_measured": a.streams,
+           "put_MBps": {s: [] for s in a.streams}, "get_MBps": {s: [] for s in a.streams},
+           "mpiio_write_MBps": {s: [] for s in a.streams},
+           "mpiio_coll_write_MBps": {s: [] for s in a.streams},
            "xrdcp_put_MBps": [], "xrdcp_get_MBps": [], "sshfs_mpiio_coll_write_MBps": [],
            "errors": []}
     xrd_url = xexp = None
@@ -206,7 +208,7 @@ def one_profile(name, buf_mb, a, bindir):
             for p in (4, 1):
                 r = wanlib.iperf3(env, p, a.iperf_seconds, 2)
                 res[f"iperf3_P{p}_MBps"].append(r["mbit_s"] / 8)
-            for s in STREAMS:
+            for s in a.streams:
                 try:
                     t = cli(env, token, ["put", "-f", "--streams", s, src, url], a.timeout)
                     res["put_MBps"][s].append(size / t / 1e6)
@@ -293,8 +295,13 @@ def main():
     ap.add_argument("--iperf-seconds", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--no-anchors", action="store_true", help="leave out xrdcp and sshfs")
+    ap.add_argument("--streams", default=",".join(STREAMS),
+                    help="stream settings to measure (a subset of 1,2,4,auto; the goals use auto)")
     ap.add_argument("--out", default=os.path.join(BENCH, "results", "streams.json"))
     a = ap.parse_args()
+    a.streams = [x for x in a.streams.split(",") if x]
+    if not a.streams or any(x not in STREAMS for x in a.streams):
+        raise SystemExit(f"bench/streams/run.py: --streams takes a subset of {','.join(STREAMS)}")
     if os.geteuid() != 0:
         raise SystemExit("bench/streams/run.py needs root (network namespaces)")
     if wanlib.os.path.exists(os.path.join(wanlib.STATE, "config.env")):
