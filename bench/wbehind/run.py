@@ -18,7 +18,10 @@ includes the flush of whatever write-behind still holds. Goals (issue #16): WB >
 FLASH-IO-like and S3D-IO-like WB >= 0.8 of RAW.
 
     bench/wbehind/run.py [--rate-mbit 500] [--delay-ms 10] [--ranks 4] [--reps 3]
-        [--build-dir build] [--out bench/results/wbehind.json]
+        [--compress none] [--build-dir build] [--out bench/results/wbehind.json]
+
+Compression is off by default (--compress): the workloads' pattern data compress well, and
+RAW sends the bytes as they are.
 
 Brings its own WAN up (RFS_WAN_NAME=wb, RFS_WAN_NET=10.86.0, 4 MiB socket buffer maxima,
 cubic) and down again when none of that name is up. Needs root and the MPICH build. Run it
@@ -157,6 +160,7 @@ class Bench:
             if indep:
                 args.append("--independent")
             target, ns = f"rfs:{self.addr}:{PORT}:/{config.lower()}/out", self.cli
+            hints = ";".join(x for x in (f"rfs_compress={self.a.compress}", hints) if x)
             for k, v in (("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)):
                 argv += ["-genv", k, v]
         if config == "LOCAL":
@@ -202,7 +206,7 @@ def summarize(a, env, runs):
                     "delay_ms_one_way": float(env["RFS_WAN_DELAY_MS"]),
                     "rtt_ms": float(env["RFS_WAN_RTT_MS"]), "tcp_buf_max_mib": 4,
                     "congestion_control": "cubic"},
-           "ranks": a.ranks, "reps": a.reps, "workloads": WORKLOADS, "results": {},
+           "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": WORKLOADS, "results": {},
            "goal": {}}
     for app in WORKLOADS:
         local = runs[f"{app}/LOCAL"][0]
@@ -242,6 +246,8 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--compress", default="none",
+                    help="rfs_compress for every rfs run (none: the same bytes as RAW cross the link)")
     ap.add_argument("--build-dir", default=str(REPO / "build"))
     ap.add_argument("--out", default=str(REPO / "bench/results/wbehind.json"))
     a = ap.parse_args()
