@@ -166,8 +166,9 @@ static int page_write(wb *w, wb_page *p)
         }
         rc = b->ops->pwritev_gather(b, o->ext, (size_t)p->nr, o->iov, (size_t)p->nr, &done);
     }
-    w->st.pages_written++;
-    w->st.page_bytes += p->dirty;
+    /* (the owner's counters are read by the application thread: atomics) */
+    __atomic_add_fetch(&w->st.pages_written, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&w->st.page_bytes, p->dirty, __ATOMIC_RELAXED);
     if (rc != RFS_OK)
         below_failed(w, p->srcs, rc);
     for (int r = 0; r < w->n; r++)
@@ -189,7 +190,7 @@ static wb_page *page_get(wb *w, uint64_t idx)
         wb_page *old = o->lru_tail;
         page_write(w, old);
         page_drop(w, old);
-        w->st.evictions++;
+        __atomic_add_fetch(&w->st.evictions, 1, __ATOMIC_RELAXED);
     }
     wb_page *p = calloc(1, sizeof *p);
     if (!p)
@@ -207,8 +208,8 @@ static wb_page *page_get(wb *w, uint64_t idx)
     p->hnext = o->hash[idx % o->nbuckets];
     o->hash[idx % o->nbuckets] = p;
     lru_front(o, p);
-    if (++o->npages > w->st.pages_peak)
-        w->st.pages_peak = o->npages;
+    if (++o->npages > __atomic_load_n(&w->st.pages_peak, __ATOMIC_RELAXED))
+        __atomic_store_n(&w->st.pages_peak, o->npages, __ATOMIC_RELAXED);
     return p;
 }
 

@@ -501,7 +501,17 @@ void rfs_wb_get_stats(rfs_io *io, rfs_wb_stats *s)
 {
     wb *w = W(io);
     pthread_mutex_lock(&w->mu);
-    *s = w->st;
+    memset(s, 0, sizeof *s);
+    s->writes = w->st.writes;
+    s->bytes = w->st.bytes;
+    s->posts = w->st.posts;
+    s->flushes = w->st.flushes;
+    s->direct_bytes = w->st.direct_bytes;
+    s->memory_cap = w->st.memory_cap;
+    s->pages_written = __atomic_load_n(&w->st.pages_written, __ATOMIC_RELAXED);
+    s->page_bytes = __atomic_load_n(&w->st.page_bytes, __ATOMIC_RELAXED);
+    s->evictions = __atomic_load_n(&w->st.evictions, __ATOMIC_RELAXED);
+    s->pages_peak = __atomic_load_n(&w->st.pages_peak, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&w->mu);
 }
 
