@@ -160,7 +160,8 @@ class Bench:
             if indep:
                 args.append("--independent")
             target, ns = f"rfs:{self.addr}:{PORT}:/{config.lower()}/out", self.cli
-            hints = ";".join(x for x in (f"rfs_compress={self.a.compress}", hints) if x)
+            hints = ";".join(x for x in (f"rfs_compress={self.a.compress}", self.a.hints, hints)
+                             if x)
             for k, v in (("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)):
                 argv += ["-genv", k, v]
         if config == "LOCAL":
@@ -174,6 +175,11 @@ class Bench:
         out = {"seconds": t["open"] + t["write"] + t["close"], "bytes": res["bytes_written"],
                "phases": {k: t[k] for k in ("open", "write", "close")},
                "digest": digest(sorted(d.iterdir()))}
+        ww = re.findall(r"write window: (\d+) writes returned before their reply", p.stderr + p.stdout)
+        if ww:
+            out["writes_returned_early"] = sum(map(int, ww))
+        if self.a.keep_output:
+            out["output"] = (p.stderr + p.stdout)[-4000:]
         if st:
             tot = [sum(col) for col in zip(*st)]
             out["wb"] = dict(zip(["writes", "bytes", "posts", "flushes", "direct_bytes",
@@ -182,10 +188,11 @@ class Bench:
 
     def run(self):
         runs = {}
-        for app in WORKLOADS:
+        apps = [a for a in WORKLOADS if not self.a.only or a in self.a.only.split(",")]
+        for app in apps:
             runs[f"{app}/LOCAL"] = [self.app(app, "LOCAL")]
         for rep in range(self.a.reps):
-            for app in WORKLOADS:
+            for app in apps:
                 nbytes = runs[f"{app}/LOCAL"][0]["bytes"]
                 log(f"rep {rep + 1}/{self.a.reps}: {app} RAW ({nbytes} bytes)")
                 runs.setdefault(f"{app}/RAW", []).append(self.raw(nbytes))
@@ -209,6 +216,8 @@ def summarize(a, env, runs):
            "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": WORKLOADS, "results": {},
            "goal": {}}
     for app in WORKLOADS:
+        if f"{app}/LOCAL" not in runs:
+            continue
         local = runs[f"{app}/LOCAL"][0]
         raw_s = med(runs[f"{app}/RAW"])
         nbytes = local["bytes"]
@@ -248,6 +257,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--compress", default="none",
                     help="rfs_compress for every rfs run (none: the same bytes as RAW cross the link)")
+    ap.add_argument("--keep-output", action="store_true", help="keep each run's output tail")
+    ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    ap.add_argument("--hints", default="", help="extra RFS_HINTS for every rfs run")
     ap.add_argument("--build-dir", default=str(REPO / "build"))
     ap.add_argument("--out", default=str(REPO / "bench/results/wbehind.json"))
     a = ap.parse_args()
