@@ -30,6 +30,13 @@ static uint64_t pad8(uint64_t n)
     return (n + 7) & ~(uint64_t)7;
 }
 
+/* Full pages go below together once they hold this many bytes (or at a flush): one list write
+ * that the client spreads over the file's streams, where single page writes would all travel
+ * on its first connection (the write window's). */
+#define WB_BATCH_BYTES (8ull << 20)
+/* Runs per list write (the MPI-IO layer's rfs_max_extents default). */
+#define WB_BATCH_RUNS 16384
+
 int wb_write_records(rfs_io *below, const uint8_t *rec, uint64_t len, uint64_t *bytes)
 {
     int first = RFS_OK;
@@ -115,6 +122,7 @@ void wb_owner_free(wb *w)
     free(o->pend);
     free(o->iov);
     free(o->ext);
+    free(o->batch);
     memset(o, 0, sizeof *o);
 }
 
@@ -136,6 +144,35 @@ static void below_failed(wb *w, const uint8_t *srcs, int rc)
             hand_error(w, r, rc);
 }
 
+static int scratch(wb *w, size_t n)
+{
+    wb_owner *o = &w->own;
+    if (n <= o->scratch_cap)
+        return RFS_OK;
+    struct iovec *iov = realloc(o->iov, n * sizeof *iov);
+    if (iov)
+        o->iov = iov;
+    rfs_extent *ext = realloc(o->ext, n * sizeof *ext);
+    if (ext)
+        o->ext = ext;
+    if (!iov || !ext)
+        return RFS_E_NOMEM;
+    o->scratch_cap = n;
+    return RFS_OK;
+}
+
+static void written(wb *w, wb_page *p, int rc)
+{
+    __atomic_add_fetch(&w->st.pages_written, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&w->st.page_bytes, p->dirty, __ATOMIC_RELAXED);
+    if (rc != RFS_OK)
+        below_failed(w, p->srcs, rc);
+    for (int r = 0; r < w->n; r++)
+        if (p->srcs[r])
+            w->own.pend[r] = 1;
+}
+
+/* (the owner's counters are read by the application thread: atomics) */
 static int page_write(wb *w, wb_page *p)
 {
     wb_owner *o = &w->own;
@@ -146,35 +183,76 @@ static int page_write(wb *w, wb_page *p)
     if (p->nr == 1) {
         rc = b->ops->pwrite(b, p->data + p->lo[0], (size_t)(p->hi[0] - p->lo[0]), base + p->lo[0],
                             &done);
-    } else {
-        if ((size_t)p->nr > o->scratch_cap) {
-            struct iovec *iov = realloc(o->iov, (size_t)p->nr * sizeof *iov);
-            if (iov)
-                o->iov = iov;
-            rfs_extent *ext = realloc(o->ext, (size_t)p->nr * sizeof *ext);
-            if (ext)
-                o->ext = ext;
-            if (!iov || !ext) {
-                below_failed(w, p->srcs, RFS_E_NOMEM);
-                return RFS_E_NOMEM;
-            }
-            o->scratch_cap = (size_t)p->nr;
-        }
+    } else if ((rc = scratch(w, (size_t)p->nr)) == RFS_OK) {
         for (int i = 0; i < p->nr; i++) {
             o->ext[i] = (rfs_extent){base + p->lo[i], p->hi[i] - p->lo[i]};
             o->iov[i] = (struct iovec){p->data + p->lo[i], (size_t)(p->hi[i] - p->lo[i])};
         }
         rc = b->ops->pwritev_gather(b, o->ext, (size_t)p->nr, o->iov, (size_t)p->nr, &done);
     }
-    /* (the owner's counters are read by the application thread: atomics) */
-    __atomic_add_fetch(&w->st.pages_written, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&w->st.page_bytes, p->dirty, __ATOMIC_RELAXED);
-    if (rc != RFS_OK)
-        below_failed(w, p->srcs, rc);
-    for (int r = 0; r < w->n; r++)
-        if (p->srcs[r])
-            o->pend[r] = 1;
+    written(w, p, rc);
     return rc;
+}
+
+/* The pages p[0..n), their dirty runs in as few list writes as WB_BATCH_RUNS allows. */
+static void pages_write(wb *w, wb_page **p, size_t n)
+{
+    wb_owner *o = &w->own;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = 0, j = i;
+        for (; j < n && (k == 0 || k + (size_t)p[j]->nr <= WB_BATCH_RUNS); j++)
+            k += (size_t)p[j]->nr;
+        int rc = scratch(w, k);
+        if (rc == RFS_OK) {
+            size_t e = 0;
+            for (size_t q = i; q < j; q++) {
+                uint64_t base = p[q]->idx * w->page;
+                for (int r = 0; r < p[q]->nr; r++, e++) {
+                    o->ext[e] = (rfs_extent){base + p[q]->lo[r], p[q]->hi[r] - p[q]->lo[r]};
+                    o->iov[e] = (struct iovec){p[q]->data + p[q]->lo[r],
+                                               (size_t)(p[q]->hi[r] - p[q]->lo[r])};
+                }
+            }
+            size_t done = 0;
+            rc = w->below->ops->pwritev_gather(w->below, o->ext, k, o->iov, k, &done);
+        }
+        for (size_t q = i; q < j; q++)
+            written(w, p[q], rc);
+        i = j;
+    }
+}
+
+static void batch_write(wb *w)
+{
+    wb_owner *o = &w->own;
+    pages_write(w, o->batch, o->nbatch);
+    for (size_t i = 0; i < o->nbatch; i++)
+        page_drop(w, o->batch[i]);
+    o->nbatch = 0;
+}
+
+/* A page just became full: into the batch, which goes below once it is large enough. */
+static void page_full(wb *w, wb_page *p)
+{
+    wb_owner *o = &w->own;
+    if (!p->full && o->nbatch == o->batch_cap) {
+        size_t nc = o->batch_cap ? o->batch_cap * 2 : 16;
+        wb_page **nb = realloc(o->batch, nc * sizeof *nb);
+        if (!nb) {
+            page_write(w, p);
+            page_drop(w, p);
+            return;
+        }
+        o->batch = nb;
+        o->batch_cap = nc;
+    }
+    if (!p->full) {
+        p->full = 1;
+        o->batch[o->nbatch++] = p;
+    }
+    if ((uint64_t)o->nbatch * w->page >= WB_BATCH_BYTES)
+        batch_write(w);
 }
 
 static wb_page *page_get(wb *w, uint64_t idx)
@@ -186,6 +264,10 @@ static wb_page *page_get(wb *w, uint64_t idx)
             lru_front(o, p);
             return p;
         }
+    if (o->npages >= o->max_pages && o->lru_tail) {
+        if (o->nbatch)
+            batch_write(w); /* full pages first: they go below anyway */
+    }
     if (o->npages >= o->max_pages && o->lru_tail) {
         wb_page *old = o->lru_tail;
         page_write(w, old);
@@ -264,15 +346,13 @@ static void apply(wb *w, int src, uint64_t off, const uint8_t *d, uint64_t n)
             memcpy(p->data + in, d, (size_t)k);
             p->srcs[src] = 1;
             rc = add_run(p, in, in + k);
-            if (rc == RFS_OK && p->dirty == w->page) {
-                page_write(w, p); /* a whole page: the unit the server prefers */
-                page_drop(w, p);
-            }
+            if (rc == RFS_OK && p->dirty == w->page)
+                page_full(w, p); /* a whole page: the unit the server prefers */
         }
         if (!p || rc != RFS_OK) {
             /* No memory for the page: these bytes go below at once. */
             size_t done = 0;
-            if (p) {
+            if (p && !p->full) {
                 page_write(w, p);
                 page_drop(w, p);
             }
@@ -308,11 +388,23 @@ static void drain(wb *w, int src, wb_chan *c)
 static void flush_all(wb *w)
 {
     wb_owner *o = &w->own;
-    while (o->lru_tail) {
+    /* Every page, full or not, in list writes (the batch's pages are in the LRU list too). */
+    wb_page **all = o->npages ? malloc((size_t)o->npages * sizeof *all) : NULL;
+    size_t k = 0;
+    if (all) {
+        for (wb_page *p = o->lru_head; p; p = p->next)
+            all[k++] = p;
+        pages_write(w, all, k);
+        for (size_t i = 0; i < k; i++)
+            page_drop(w, all[i]);
+        free(all);
+    }
+    while (o->lru_tail) { /* (no memory for the list: one page at a time) */
         wb_page *p = o->lru_tail;
         page_write(w, p);
         page_drop(w, p);
     }
+    o->nbatch = 0;
     int any = 0;
     for (int r = 0; r < w->n; r++)
         any |= o->pend[r];

@@ -43,6 +43,7 @@ typedef struct wb_page {
     int nr, cap;
     uint64_t dirty;
     uint8_t *srcs; /* ranks whose bytes it holds */
+    int full;      /* in the batch of full pages waiting to go below together */
     struct wb_page *hnext, *prev, *next;
 } wb_page;
 
@@ -55,6 +56,8 @@ typedef struct wb_owner {
     struct iovec *iov;
     rfs_extent *ext;
     size_t scratch_cap;
+    wb_page **batch; /* full pages, written below as one list write (over the file's streams) */
+    size_t nbatch, batch_cap;
 } wb_owner;
 
 typedef struct wb {
