@@ -8,6 +8,7 @@
 
 #include "abt/abt.h"
 #include "cache/cache.h"
+#include "wbehind/wbehind.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -43,6 +44,10 @@ void mp_hints_default(mp_hints *h)
     h->cache_read = MP_AUTO; /* docs/hints.md "Read cache and prefetch" says why */
     h->prefetch = RFS_PREFETCH_AUTO;
     h->prefetch_threads = RFS_CACHE_DEFAULT_THREADS;
+    h->write_behind = MP_DISABLE; /* opt-in: docs/hints.md "Write-behind" says why */
+    h->wb_page_size = (int64_t)RFS_WB_DEFAULT_PAGE;
+    h->wb_buffer_size = (int64_t)RFS_WB_DEFAULT_BUFFER;
+    h->wb_max_memory = (int64_t)RFS_WB_DEFAULT_MEMORY;
 }
 
 static int parse_long(const char *v, long min, long max, int base, long *out)
@@ -246,6 +251,17 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
             return 0;
     } else if (!strcmp(key, "rfs_prefetch_max")) {
         return parse_size(v, 64 * 1024, INT64_MAX, &h->prefetch_max);
+    } else if (!strcmp(key, "rfs_write_behind")) {
+        if (!strcmp(v, "auto"))
+            h->write_behind = MP_AUTO;
+        else
+            return parse_tristate(v, &h->write_behind);
+    } else if (!strcmp(key, "rfs_wb_page_size")) {
+        return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, 1LL << 30, &h->wb_page_size);
+    } else if (!strcmp(key, "rfs_wb_buffer_size")) {
+        return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, 64LL << 20, &h->wb_buffer_size);
+    } else if (!strcmp(key, "rfs_wb_max_memory")) {
+        return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, INT64_MAX, &h->wb_max_memory);
     } else if (!strcmp(key, "rfs_prefetch_threads")) {
         if (!parse_long(v, 1, RFS_CACHE_MAX_THREADS, 10, &x))
             return 0;
@@ -377,6 +393,12 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                                        : "auto");
     SETI("rfs_prefetch_max", h->prefetch_max);
     SETI("rfs_prefetch_threads", h->prefetch_threads);
+    MPI_Info_set(info, "rfs_write_behind", h->write_behind == MP_AUTO ? "auto"
+                                           : h->write_behind == MP_ENABLE ? "enable"
+                                                                          : "disable");
+    SETI("rfs_wb_page_size", h->wb_page_size);
+    SETI("rfs_wb_buffer_size", h->wb_buffer_size);
+    SETI("rfs_wb_max_memory", h->wb_max_memory);
 #undef SETI
     *out = info;
     return MPI_SUCCESS;

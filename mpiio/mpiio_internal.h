@@ -148,6 +148,10 @@ typedef struct mp_hints {
     int prefetch;                /* rfs_prefetch: RFS_PREFETCH_AUTO / _ENABLE / _DISABLE */
     int64_t prefetch_max;        /* rfs_prefetch_max: window cap; 0: the documented default */
     int prefetch_threads;        /* rfs_prefetch_threads */
+    int write_behind;            /* rfs_write_behind: MP_AUTO / MP_ENABLE / MP_DISABLE */
+    int64_t wb_page_size;        /* rfs_wb_page_size: the owners' write unit */
+    int64_t wb_buffer_size;      /* rfs_wb_buffer_size: one local sub-buffer */
+    int64_t wb_max_memory;       /* rfs_wb_max_memory: pages one owner holds */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);
@@ -261,6 +265,7 @@ typedef struct mp_file {
     int split_err;
     struct mp_fence *fence; /* lazy barriers (fence.h), or NULL */
     rfs_io *cache;          /* the read cache layer in io's stack (cache/cache.h), or NULL */
+    struct mp_wb *wb;       /* write-behind (wb.h), or NULL */
 } mp_file;
 
 /* ---- registries (registry.c) ---- */

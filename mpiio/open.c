@@ -7,6 +7,7 @@
  * does. */
 #include "mpiio/mpiio_internal.h"
 #include "mpiio/fence.h"
+#include "mpiio/wb.h"
 
 #include "abt/abt.h"
 #include "cache/cache.h"
@@ -373,6 +374,11 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     }
     if (code == MPI_SUCCESS && early && f->io) /* (no io: rank 0's exclusive create failed) */
         note_size_at_open(f);
+    /* Write-behind right over the remote client (collective: every rank, whatever its open's
+     * outcome), the read cache, when wanted, over it. */
+    int wbrc = mp_wb_open(f, code == MPI_SUCCESS);
+    if (code == MPI_SUCCESS)
+        code = wbrc;
     if (code == MPI_SUCCESS && (rrc = stack_layers(f, node_ranks)) != RFS_OK)
         code = mp_io_error(f, rrc, "open", rfs_last_error());
     code = mp_agree_error(NULL, dup, code);
@@ -381,6 +387,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (code == MPI_SUCCESS)
         code = mp_fence_open(f, node_ranks);
     if (code != MPI_SUCCESS) {
+        mp_wb_close(f, 1);
         if (f->io)
             f->io->ops->close(f->io);
         if (f->view)
@@ -443,6 +450,7 @@ int mp_close_file(mp_file *f, int collective)
 {
     mp_nb_drain(f);
     mp_fence_close(f, collective);
+    mp_wb_close(f, collective);
     mp_files_remove(f);
     mp_fortran_release(f);
     char where[sizeof f->io->server + sizeof f->io->path + 2];

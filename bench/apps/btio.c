@@ -6,7 +6,8 @@
  *   - ranks = q^2 (a square): cell (cx,cy,cz) belongs to rank ((cx-cz) mod q)*q + (cy-cz) mod q,
  *     so every rank owns one cell in each z-layer of cells (q cells);
  *   - otherwise q = ranks and cell (cx,cy,cz) belongs to rank (cx+cy+cz) mod q (q^2 cells).
- * Each dump writes the whole array collectively (MPI_File_write_all) through a view built from
+ * Each dump writes the whole array collectively (MPI_File_write_all; --independent: each rank
+ * MPI_File_write, as the write-behind comparison needs) through a view built from
  * the owned cells' rows (a nested strided hindexed filetype resized to the array size), so
  * successive dumps append one array after another, as BTIO's forty dumps do. The data is
  * the position pattern. --compute UNITS of work run between dumps. --peak skips the writes.
@@ -34,13 +35,15 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     static const char *const known[] = {"--n", "--dumps", "--compute", NULL};
-    bench_check_args(argc, argv, known, NULL,
+    static const char *const flags[] = {"--independent", NULL};
+    bench_check_args(argc, argv, known, flags,
                      "[--n GRID] [--dumps D] [--compute UNITS] [--peak] [--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "btio", argc, argv);
     int n = (int)bench_opt_size(argc, argv, "--n", 48);
     int dumps = (int)bench_opt_size(argc, argv, "--dumps", 5);
     double units = bench_opt_dbl(argc, argv, "--compute", 5.0);
+    int indep = bench_opt_flag(argc, argv, "--independent");
     int q = (int)lround(sqrt((double)b->nprocs));
     int square = q * q == b->nprocs;
     if (!square)
@@ -59,6 +62,7 @@ int main(int argc, char **argv)
     bench_param_dbl(b, "compute_units", units);
     bench_param_int(b, "array_bytes", array_bytes);
     bench_param_str(b, "partition", square ? "multipartition" : "diagonal");
+    bench_param_str(b, "mode", indep ? "independent" : "collective");
 
     /* Runs of my rows in file order: z, then y, then cells along x. */
     long long maxruns = (long long)n * n * q, nruns = 0;
@@ -118,8 +122,12 @@ int main(int argc, char **argv)
         if (b->peak)
             continue;
         t = bench_now();
-        BCHK(MPI_File_write_all(fh, buf, (int)mywords, MPI_DOUBLE, MPI_STATUS_IGNORE),
-             "MPI_File_write_all");
+        if (indep)
+            BCHK(MPI_File_write(fh, buf, (int)mywords, MPI_DOUBLE, MPI_STATUS_IGNORE),
+                 "MPI_File_write");
+        else
+            BCHK(MPI_File_write_all(fh, buf, (int)mywords, MPI_DOUBLE, MPI_STATUS_IGNORE),
+                 "MPI_File_write_all");
         bench_add(b, "write", bench_now() - t);
         b->bytes_written += mywords * 8;
     }

@@ -5,8 +5,8 @@
  * MPI_Dims_create grid with an unpartitioned fourth dimension: mass (11 species), velocity
  * (3 components), pressure and temperature (1). In the file each array is stored in canonical
  * order (Fortran: x fastest, the 4th dimension slowest; C: [v][z][y][x]), one after another.
- * Each array is written with MPI_File_write_all through a 4-D subarray view whose
- * displacement is the array's start. Each checkpoint is a new file TARGET.<c>, as in S3D.
+ * Each array is written with MPI_File_write_all (--independent: MPI_File_write) through a
+ * 4-D subarray view whose displacement is the array's start. Each checkpoint is a new file TARGET.<c>, as in S3D.
  * --compute UNITS of work run before each checkpoint. --peak skips the writes.
  *
  * Verification (untimed): the last checkpoint's arrays are read back collectively through the
@@ -24,14 +24,17 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     static const char *const known[] = {"--local", "--checkpoints", "--compute", NULL};
-    bench_check_args(argc, argv, known, NULL,
-                     "[--local N] [--checkpoints C] [--compute UNITS] [--peak] [--no-verify] "
-                     "[--seed S]");
+    static const char *const flags[] = {"--independent", NULL};
+    bench_check_args(argc, argv, known, flags,
+                     "[--local N] [--checkpoints C] [--compute UNITS] [--independent] [--peak] "
+                     "[--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "s3dio", argc, argv);
     int n = (int)bench_opt_size(argc, argv, "--local", 16);
     int ckpts = (int)bench_opt_size(argc, argv, "--checkpoints", 3);
     double units = bench_opt_dbl(argc, argv, "--compute", 5.0);
+    int indep = bench_opt_flag(argc, argv, "--independent");
+    bench_param_str(b, "mode", indep ? "independent" : "collective");
     if (n < 1 || ckpts < 1)
         bench_die("--local and --checkpoints must be >= 1");
     int dims[3] = {0, 0, 0}, coords[3];
@@ -99,9 +102,14 @@ int main(int argc, char **argv)
         for (int a = 0; a < 4; a++) {
             bench_check(MPI_File_set_view(fh, adisp[a], MPI_DOUBLE, ft[a], "native", MPI_INFO_NULL),
                         "MPI_File_set_view", name);
-            bench_check(MPI_File_write_all(fh, arr[a], (int)(fourth[a] * cube), MPI_DOUBLE,
+            if (indep)
+                bench_check(MPI_File_write(fh, arr[a], (int)(fourth[a] * cube), MPI_DOUBLE,
                                            MPI_STATUS_IGNORE),
-                        "MPI_File_write_all", name);
+                            "MPI_File_write", name);
+            else
+                bench_check(MPI_File_write_all(fh, arr[a], (int)(fourth[a] * cube), MPI_DOUBLE,
+                                               MPI_STATUS_IGNORE),
+                            "MPI_File_write_all", name);
             b->bytes_written += fourth[a] * cube * 8;
         }
         bench_add(b, "write", bench_now() - t);

@@ -1,0 +1,22 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* Two-stage write-behind for MPI-IO (hint rfs_write_behind; wbehind/wbehind.h, docs/design.md
+ * "Write-behind"): the MPI side. Only these functions call MPI, all in the application's
+ * thread: the shared segments are made at open and freed at close. */
+#ifndef RFS_MPIIO_WB_H
+#define RFS_MPIIO_WB_H
+
+#include "mpiio/mpiio_internal.h"
+
+/* Collective over f->comm, on every rank whatever its open's outcome (ok == 0: this rank's
+ * open failed, so nobody stacks the layer). Stacks write-behind on f->io when the hints ask
+ * for it and the file may be written; the ranks sharing a node's memory form one group. */
+int mp_wb_open(mp_file *f, int ok);
+/* Before f->io is closed: this rank's bytes to the server; collective: the group waits for
+ * every rank's before the owners stop and the segments are freed (collective 0, at
+ * finalize: the owner stops, peers that find it gone write their bytes themselves). */
+void mp_wb_close(mp_file *f, int collective);
+/* Atomic mode on (flag 1): this rank's bytes go to the server and writes pass straight
+ * through; off: buffering again. Before the ranks agree on the call's outcome. */
+void mp_wb_atomic(mp_file *f, int flag);
+
+#endif

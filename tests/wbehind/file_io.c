@@ -1,0 +1,134 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+#include "file_io.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+
+typedef struct file_io {
+    rfs_io io;
+    int fd;
+    uint64_t fail_lo, fail_hi;
+} file_io;
+
+static file_io *FI(rfs_io *io)
+{
+    return (file_io *)io;
+}
+
+static int refuse(file_io *f, uint64_t off, uint64_t len)
+{
+    if (off < f->fail_hi && f->fail_lo < off + len)
+        return rfs_fail(RFS_E_IO, "file_io: write at %llu refused", (unsigned long long)off);
+    return RFS_OK;
+}
+
+static int fi_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
+{
+    ssize_t n = pread(FI(io)->fd, buf, len, (off_t)off);
+    *done = n > 0 ? (size_t)n : 0;
+    return n < 0 ? rfs_fail(RFS_E_IO, "file_io: pread") : RFS_OK;
+}
+
+static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    file_io *f = FI(io);
+    *done = 0;
+    int rc = refuse(f, off, len);
+    if (rc != RFS_OK)
+        return rc;
+    ssize_t n = pwrite(f->fd, buf, len, (off_t)off);
+    if (n != (ssize_t)len)
+        return rfs_fail(RFS_E_IO, "file_io: pwrite");
+    *done = len;
+    return RFS_OK;
+}
+
+static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{
+    const char *p = buf;
+    *done = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = 0;
+        int rc = fi_pwrite(io, p, (size_t)ext[i].length, ext[i].offset, &d);
+        if (rc != RFS_OK)
+            return rc;
+        p += d;
+        *done += d;
+    }
+    return RFS_OK;
+}
+
+static int fi_sync(rfs_io *io)
+{
+    (void)io;
+    return RFS_OK;
+}
+
+static int fi_get_size(rfs_io *io, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(FI(io)->fd, &st) != 0)
+        return rfs_fail(RFS_E_IO, "file_io: fstat");
+    *size = (uint64_t)st.st_size;
+    return RFS_OK;
+}
+
+static int fi_set_size(rfs_io *io, uint64_t size)
+{
+    return ftruncate(FI(io)->fd, (off_t)size) == 0 ? RFS_OK : rfs_fail(RFS_E_IO, "ftruncate");
+}
+
+static int fi_close(rfs_io *io)
+{
+    close(FI(io)->fd);
+    free(io);
+    return RFS_OK;
+}
+
+static const rfs_io_ops fi_ops = {
+    .pread = fi_pread,
+    .pwrite = fi_pwrite,
+    .preadv = rfs_io_gen_preadv,
+    .pwritev = fi_pwritev,
+    .pwritev_gather = rfs_io_gen_pwritev_gather,
+    .sync = fi_sync,
+    .flush = rfs_io_gen_flush,
+    .write_mark = rfs_io_gen_write_mark,
+    .mark_answered = rfs_io_gen_mark_answered,
+    .get_size = fi_get_size,
+    .set_size = fi_set_size,
+    .preallocate = rfs_io_gen_preallocate,
+    .counter = rfs_io_gen_counter,
+    .lock = rfs_io_gen_lock,
+    .unlock = rfs_io_gen_unlock,
+    .set_view = rfs_io_gen_set_view,
+    .view_read = rfs_io_gen_view_read,
+    .view_write = rfs_io_gen_view_write,
+    .close = fi_close,
+    .version = rfs_io_gen_version,
+    .remove = rfs_io_gen_remove,
+};
+
+int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out)
+{
+    file_io *f = calloc(1, sizeof *f);
+    if (!f)
+        return RFS_E_NOMEM;
+    f->fd = open(path, O_RDWR | O_CREAT, 0600);
+    if (f->fd < 0) {
+        free(f);
+        return rfs_fail(RFS_E_IO, "file_io: open %s", path);
+    }
+    f->fail_lo = fail_lo;
+    f->fail_hi = fail_hi;
+    f->io.ops = &fi_ops;
+    strcpy(f->io.server, "local");
+    strncpy(f->io.path, path, sizeof f->io.path - 1);
+    *out = &f->io;
+    return RFS_OK;
+}

@@ -1,0 +1,12 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* An rfs_io over a local file, for the write-behind tests: every process of a test opens the
+ * same file, as the ranks of a job open the same remote file. Writes that reach [fail_lo,
+ * fail_hi) fail with RFS_E_IO. */
+#ifndef RFS_TESTS_WBEHIND_FILE_IO_H
+#define RFS_TESTS_WBEHIND_FILE_IO_H
+
+#include "rfs/rfs_io.h"
+
+int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out);
+
+#endif
