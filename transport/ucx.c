@@ -31,6 +31,7 @@
 #include "common/log.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -62,13 +63,23 @@
 #define ARM_ROUNDS 256              /* progress-then-arm attempts before settling */
 #define BACKSTOP_NS 2000000         /* the timer's interval while work is outstanding */
 #define AM_DATA 0x52                /* the active message id of the stream's messages */
+#define INLINE_MAX (64u << 10)      /* default: larger write payloads go direct (zero-copy) */
+#define RCACHE_MAX_REGIONS "4096"   /* bound of UCX's registration caches (regions) */
+#define RCACHE_MAX_SIZE "1g"        /* and (bytes) */
 
 /* ---- the process's UCP context ---- */
 
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static ucp_context_h ctx;
 static char ctx_error[256];
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static char env_error[200];
 static size_t rndv_min = RNDV_MIN;     /* $RFS_UCX_RNDV_MIN, read with the context */
+/* A blocking write's payloads (iovec elements) of at least this many bytes go direct: sent by
+ * rendezvous from the caller's memory, which write_all holds until the peer has fetched them;
+ * smaller ones are copied into messages (inline). $RFS_UCX_INLINE_MAX or the MPI-IO hint
+ * rfs_ucx_inline_max (rfs_ucx_set_inline_max); process-wide, like the context. */
+static _Atomic size_t inline_max = INLINE_MAX;
 static char ctx_devices[IFNAMSIZ + 8]; /* NET_DEVICES; "": every one (choose_devices) */
 
 /* The network devices of rfs's UCX context, chosen by the first connection or listener of the
@@ -128,8 +139,82 @@ static const char *own_tls(void)
     return rfs && *rfs ? rfs : "^sm";
 }
 
+int rfs_ucx_parse_inline_max(const char *v, size_t *out)
+{
+    char *end = "";
+    errno = 0;
+    unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || *v == '-' || x > RFS_UCX_INLINE_NEVER)
+        return rfs_fail(RFS_E_INVAL,
+                        "UCX inline maximum '%.40s': expected bytes, 0 (every payload direct) .. "
+                        "%llu (never direct)",
+                        v ? v : "", (unsigned long long)RFS_UCX_INLINE_NEVER);
+    *out = (size_t)x;
+    return RFS_OK;
+}
+
+static void env_init(void)
+{
+    const char *v = getenv("RFS_UCX_INLINE_MAX");
+    size_t x;
+    if (!v)
+        return;
+    if (rfs_ucx_parse_inline_max(v, &x) == RFS_OK)
+        inline_max = x;
+    else
+        snprintf(env_error, sizeof env_error, "$RFS_UCX_INLINE_MAX: %s", rfs_last_error());
+}
+
+void rfs_ucx_set_inline_max(size_t bytes)
+{
+    pthread_once(&env_once, env_init); /* the hint overrides the environment, not after it */
+    inline_max = bytes;
+}
+
+size_t rfs_ucx_inline_max(void)
+{
+    pthread_once(&env_once, env_init);
+    return inline_max;
+}
+
+/* Whether this host has an RDMA device (InfiniBand, RoCE): only those memory domains register
+ * memory and read the registration cache's settings. */
+static int have_rdma_device(void)
+{
+    DIR *d = opendir("/sys/class/infiniband");
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* UCX's registration caches (one per memory domain that registers memory: InfiniBand, RoCE)
+ * keep user buffers registered for reuse, and evict the least recently used region beyond
+ * RCACHE_MAX_REGIONS or RCACHE_MAX_SIZE bytes. UCX's default is no bound; rfs sets one unless
+ * $UCX_RCACHE_MAX_REGIONS / $UCX_RCACHE_MAX_SIZE already say. Without an RDMA device nothing
+ * registers (UCX's tcp and shared memory need no registration), and UCX would warn that the
+ * settings went unused. */
+static ucs_status_t bound_rcache(ucp_config_t *cfg)
+{
+    ucs_status_t st = UCS_OK;
+    if (!have_rdma_device())
+        return st;
+    if (!getenv("UCX_RCACHE_MAX_REGIONS"))
+        st = ucp_config_modify(cfg, "RCACHE_MAX_REGIONS", RCACHE_MAX_REGIONS);
+    if (st == UCS_OK && !getenv("UCX_RCACHE_MAX_SIZE"))
+        st = ucp_config_modify(cfg, "RCACHE_MAX_SIZE", RCACHE_MAX_SIZE);
+    return st;
+}
+
 static void ctx_init(void)
 {
+    pthread_once(&env_once, env_init);
+    if (env_error[0]) {
+        snprintf(ctx_error, sizeof ctx_error, "%s", env_error);
+        return;
+    }
     const char *rm = getenv("RFS_UCX_RNDV_MIN");
     if (rm && *rm) {
         char *end;
@@ -147,6 +232,12 @@ static void ctx_init(void)
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK) {
         snprintf(ctx_error, sizeof ctx_error, "UCX configuration: %s", ucs_status_string(st));
+        return;
+    }
+    if ((st = bound_rcache(cfg)) != UCS_OK) {
+        snprintf(ctx_error, sizeof ctx_error, "UCX registration cache bound: %s",
+                 ucs_status_string(st));
+        ucp_config_release(cfg);
         return;
     }
     const char *tls = own_tls();
@@ -265,6 +356,7 @@ typedef struct ucx_transport {
     /* send side */
     uint64_t tx_seq;
     size_t tx_inflight;           /* bytes copied, send not complete */
+    size_t tx_direct;             /* bytes sent from a writer's buffer, send not complete */
     send_piece *pieces;           /* sends in flight, freed at close if never completed */
     unsigned long backstop_finds; /* timer ticks that found work (see top) */
 } ucx_transport;
@@ -293,6 +385,7 @@ struct send_piece {
     size_t len;
     size_t cap;   /* bytes allocated for the struct (buf_get) */
     uint64_t seq; /* the message's header: stays put until the send completes */
+    const uint8_t *ext; /* direct: the writer's bytes (bytes[] unused), else NULL */
     uint8_t bytes[];
 };
 
@@ -577,7 +670,7 @@ static void settle(ucx_transport *t)
         kick(t->kick_tx, &t->tx_kicked);
     t->rx_event = t->tx_event = 0;
     int outstanding =
-        t->tx_inflight > 0 || (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
+        t->tx_inflight > 0 || t->tx_direct > 0 || (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
     set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
@@ -596,7 +689,10 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
     send_piece *sp = user_data; /* inside progress: t->mu is held */
     ucx_transport *t = sp->t;
     unlink_piece(sp);
-    t->tx_inflight -= sp->len;
+    if (sp->ext)
+        t->tx_direct -= sp->len;
+    else
+        t->tx_inflight -= sp->len;
     t->tx_event = 1;
     if (status != UCS_OK)
         fail(t, status);
@@ -620,6 +716,7 @@ static send_piece *new_piece(ucx_transport *t, size_t len)
         sp->len = len;
         sp->cap = sizeof *sp + len;
         sp->prev = sp->next = NULL;
+        sp->ext = NULL;
     }
     return sp;
 }
@@ -631,12 +728,12 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
     ucp_request_param_t rp = {
         .op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = sp->len >= rndv_min ? UCP_AM_SEND_FLAG_RNDV : 0,
+        .flags = sp->ext || sp->len >= rndv_min ? UCP_AM_SEND_FLAG_RNDV : 0,
         .cb.send = send_done,
         .user_data = sp,
     };
-    ucs_status_ptr_t r =
-        ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq, sp->bytes, sp->len, &rp);
+    ucs_status_ptr_t r = ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq,
+                                         sp->ext ? sp->ext : sp->bytes, sp->len, &rp);
     if (r == NULL) {
         buf_put(sp, sp->cap); /* done at once: the callback is not called */
         return 0;
@@ -647,7 +744,10 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
         errno = gone_errno(t);
         return -1;
     }
-    t->tx_inflight += sp->len;
+    if (sp->ext)
+        t->tx_direct += sp->len;
+    else
+        t->tx_inflight += sp->len;
     sp->next = t->pieces;
     if (t->pieces)
         t->pieces->prev = sp;
@@ -839,7 +939,8 @@ static void wait_event(rfs_transport *t)
 
 /* ---- blocking side (the client) ---- */
 
-static int ucx_write_all(rfs_transport *t, const struct iovec *iov, int n)
+/* Sends iov[0..n) copied into messages (inline). */
+static int write_copied(rfs_transport *t, const struct iovec *iov, int n)
 {
     int i = 0;
     size_t done = 0;
@@ -870,6 +971,106 @@ static int ucx_write_all(rfs_transport *t, const struct iovec *iov, int n)
         rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
     return RFS_OK;
+}
+
+
+/* Locked, a blocking write ending with direct sends unfinished (only after a failure): they
+ * must never read the caller's buffer after we return, so the endpoint goes (force), which
+ * ends its requests. */
+static void abort_direct(ucx_transport *t)
+{
+    if (!t->tx_direct || !t->ep)
+        return;
+    fail(t, UCS_ERR_CANCELED);
+    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
+    t->ep = NULL;
+    for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
+        ;
+    if (t->tx_direct)
+        RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint", t->base.peer);
+}
+
+/* Sends len bytes of the caller's buffer as messages of at most SEND_PIECE bytes, each by
+ * rendezvous from where they are (no copy). The caller then waits for them (wait_direct). */
+static int post_direct(ucx_transport *t, const uint8_t *p, size_t len)
+{
+    tx_enter(t);
+    int rc = RFS_OK;
+    if (t->failed != UCS_OK || t->shut || t->peer_gone || t->fin_sent) {
+        errno = t->failed == UCS_OK ? EPIPE : gone_errno(t);
+        rc = -1;
+    }
+    for (size_t at = 0; rc == RFS_OK && at < len;) {
+        size_t k = len - at < SEND_PIECE ? len - at : SEND_PIECE;
+        send_piece *sp = new_piece(t, 0);
+        if (!sp) {
+            errno = ENOMEM;
+            rc = -1;
+            break;
+        }
+        sp->ext = p + at;
+        sp->len = k;
+        if (send_piece_now(t, sp))
+            rc = -1;
+        at += k;
+    }
+    int e = errno;
+    drive(t); /* start them moving now */
+    tx_leave(t, 0);
+    errno = e;
+    return rc ? rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                         strerror(errno))
+              : RFS_OK;
+}
+
+/* Waits until the peer has fetched every direct send; on failure none of them can touch the
+ * caller's buffer any more when this returns. */
+static int wait_direct(ucx_transport *t, int rc)
+{
+    for (;;) {
+        tx_enter(t);
+        drive(t);
+        if (t->tx_direct == 0) {
+            tx_leave(t, 0);
+            return rc;
+        }
+        if (rc || t->failed != UCS_OK || t->shut || t->peer_gone) {
+            int e = t->failed == UCS_OK ? ECONNRESET : gone_errno(t);
+            abort_direct(t);
+            tx_leave(t, 0);
+            return rc ? rc
+                      : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s",
+                                 t->base.peer, strerror(e));
+        }
+        errno = EAGAIN;
+        tx_leave(t, -1);
+        wait_event(&t->base);
+    }
+}
+
+/* Payloads of inline_max bytes and more go direct, the rest (frame headers, small payloads)
+ * inline, in the order given: the peer reassembles the stream by sequence number. */
+static int ucx_write_all(rfs_transport *tr, const struct iovec *iov, int n)
+{
+    ucx_transport *t = U(tr);
+    size_t imax = rfs_ucx_inline_max();
+    int rc = RFS_OK, from = 0, posted = 0;
+    for (int i = 0; i < n && rc == RFS_OK; i++) {
+        if (iov[i].iov_len == 0 || iov[i].iov_len < imax)
+            continue;
+        if (i > from)
+            rc = write_copied(tr, iov + from, i - from);
+        if (rc == RFS_OK) {
+            posted = 1;
+            rc = post_direct(t, iov[i].iov_base, iov[i].iov_len);
+        }
+        from = i + 1;
+    }
+    if (rc == RFS_OK && n > from)
+        rc = write_copied(tr, iov + from, n - from);
+    return posted ? wait_direct(t, rc) : rc;
 }
 
 static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_t want)
