@@ -1032,9 +1032,14 @@ static int wait_direct(ucx_transport *t, int rc)
     for (;;) {
         tx_enter(t);
         drive(t);
-        if (t->tx_direct == 0) {
+        if (t->tx_direct == 0) { /* all done, or ended with an error (send_done) */
+            int e = gone_errno(t);
+            int failed = t->failed != UCS_OK;
             tx_leave(t, 0);
-            return rc;
+            if (rc || !failed)
+                return rc;
+            return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                            strerror(e));
         }
         if (rc || t->failed != UCS_OK || t->shut || t->peer_gone) {
             int e = t->failed == UCS_OK ? ECONNRESET : gone_errno(t);
