@@ -63,7 +63,7 @@
 #define ARM_ROUNDS 256              /* progress-then-arm attempts before settling */
 #define BACKSTOP_NS 2000000         /* the timer's interval while work is outstanding */
 #define AM_DATA 0x52                /* the active message id of the stream's messages */
-#define INLINE_MAX (64u << 10)      /* default: larger write payloads go direct (zero-copy) */
+#define INLINE_MAX (32u << 10)      /* default: larger write payloads go direct (zero-copy) */
 #define RCACHE_MAX_REGIONS "4096"   /* bound of UCX's registration caches (regions) */
 #define RCACHE_MAX_SIZE "1g"        /* and (bytes) */
 

@@ -22,7 +22,7 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
 }
 
 /* Kept for the MPI-IO hint's sake (it is checked, and reported, without UCX too). */
-static size_t inline_max = 64u << 10;
+static size_t inline_max = 32u << 10;
 
 void rfs_ucx_set_inline_max(size_t bytes)
 {

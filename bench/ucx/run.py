@@ -8,7 +8,7 @@ alternating between repetitions); the report gives the medians and the median of
 per-repetition ucx/tcp ratios. --rndv-sweep adds UCX alone with messages going by rendezvous
 from 32 KiB, 128 KiB (the default) or never ($RFS_UCX_RNDV_MIN, for client and server), at
 sizes around those. --inline-sweep adds UCX writes alone with payloads going direct (from the
-caller's buffer) from 0 (all), 16 KiB, 64 KiB (the default), 256 KiB or never
+caller's buffer) from 0 (all, frame headers too), 16, 32 (the default), 64 or 256 KiB or never
 ($RFS_UCX_INLINE_MAX, the client's), at sizes around those. --overlap adds bench/ucx/overlap.c
 (MPICH, one rank, librfs-mpiio preloaded): a compute loop against MPI_File_iwrite_at of 4 MiB
 over each transport, as the fraction of the largest speedup a perfect overlap gives
@@ -55,9 +55,9 @@ def timed(argv, env):
 BW_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 SWEEP_SIZES = [16 << 10, 64 << 10, 256 << 10, 1 << 20]
 SWEEP_MINS = {"32k": "32768", "128k": "131072", "never": str((1 << 20) + 1)}
-INLINE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20]
-INLINE_MAXES = {"all-direct": "0", "16k": "16384", "64k": "65536", "256k": "262144",
-                "never-direct": str(1 << 40)}
+INLINE_SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20]
+INLINE_MAXES = {"all-direct": "0", "16k": "16384", "32k": "32768", "64k": "65536",
+                "256k": "262144", "never-direct": str(1 << 40)}
 OVERLAP_CHUNK, OVERLAP_ITERS = 4 << 20, 128
 
 
@@ -93,7 +93,7 @@ def inline_sweep(a, bwt, url, env, loads):
         loads.append(loadavg())
     med = {k: {sz: statistics.median(v) for sz, v in runs[k].items()} for k in runs}
     # per size, the setting whose median is highest, and each over copying everything
-    best = {sz: max(med, key=lambda k: med[k][sz]) for sz in med["64k"]}
+    best = {sz: max(med, key=lambda k: med[k][sz]) for sz in med["32k"]}
     over_inline = {k: {sz: statistics.median(d / i for d, i in
                                              zip(runs[k][sz], runs["never-direct"][sz]))
                        for sz in runs[k]} for k in runs}

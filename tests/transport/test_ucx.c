@@ -342,6 +342,7 @@ static void test_peer_killed_mid_direct_write(void **state)
     unsigned port;
     pid_t child = start_server("hang", ctl[1], &port);
     close(ctl[1]);
+    size_t was = rfs_ucx_inline_max();
     rfs_ucx_set_inline_max(4096);
     rfs_transport *t = connect_to(port);
     struct iovec one = {.iov_base = "x", .iov_len = 1};
@@ -361,7 +362,7 @@ static void test_peer_killed_mid_direct_write(void **state)
     assert_int_equal(rfs_transport_read_all(t, &c, 1), RFS_E_CONN);
     rfs_transport_close(t);
     assert_int_equal(munmap(d.buf, d.len), 0);
-    rfs_ucx_set_inline_max(64u << 10);
+    rfs_ucx_set_inline_max(was);
     close(ctl[0]);
 }
 
