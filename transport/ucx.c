@@ -386,6 +386,7 @@ struct send_piece {
     size_t cap;   /* bytes allocated for the struct (buf_get) */
     uint64_t seq; /* the message's header: stays put until the send completes */
     const uint8_t *ext; /* direct: the writer's bytes (bytes[] unused), else NULL */
+    size_t *pending;    /* direct: its writer's count of bytes not taken yet, or NULL */
     uint8_t bytes[];
 };
 
@@ -693,6 +694,8 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
         t->tx_direct -= sp->len;
     else
         t->tx_inflight -= sp->len;
+    if (sp->pending)
+        *sp->pending -= sp->len;
     t->tx_event = 1;
     if (status != UCS_OK)
         fail(t, status);
@@ -717,6 +720,7 @@ static send_piece *new_piece(ucx_transport *t, size_t len)
         sp->cap = sizeof *sp + len;
         sp->prev = sp->next = NULL;
         sp->ext = NULL;
+        sp->pending = NULL;
     }
     return sp;
 }
@@ -977,24 +981,29 @@ static int write_copied(rfs_transport *t, const struct iovec *iov, int n)
 /* Locked, a blocking write ending with direct sends unfinished (only after a failure): they
  * must never read the caller's buffer after we return, so the endpoint goes (force), which
  * ends its requests. */
-static void abort_direct(ucx_transport *t)
+static void abort_direct(ucx_transport *t, size_t *pending)
 {
-    if (!t->tx_direct || !t->ep)
-        return;
-    fail(t, UCS_ERR_CANCELED);
-    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
-    wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
-    t->ep = NULL;
-    for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
-        ;
-    if (t->tx_direct)
-        RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint", t->base.peer);
+    if (t->tx_direct && t->ep) {
+        fail(t, UCS_ERR_CANCELED);
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                  .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
+        t->ep = NULL;
+        for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
+            ;
+    }
+    for (send_piece *sp = t->pieces; sp; sp = sp->next) {
+        if (sp->pending == pending) { /* the waiter returns: its counter goes with it */
+            RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint",
+                     t->base.peer);
+            sp->pending = NULL;
+        }
+    }
 }
 
 /* Sends len bytes of the caller's buffer as messages of at most SEND_PIECE bytes, each by
- * rendezvous from where they are (no copy). The caller then waits for them (wait_direct). */
-static int post_direct(ucx_transport *t, const uint8_t *p, size_t len)
+ * rendezvous from where they are (no copy). The writer then waits for them (ucx_write_wait). */
+static int post_direct(ucx_transport *t, const uint8_t *p, size_t len, size_t *pending)
 {
     tx_enter(t);
     int rc = RFS_OK;
@@ -1012,8 +1021,12 @@ static int post_direct(ucx_transport *t, const uint8_t *p, size_t len)
         }
         sp->ext = p + at;
         sp->len = k;
-        if (send_piece_now(t, sp))
+        sp->pending = pending;
+        *pending += k;
+        if (send_piece_now(t, sp)) {
+            *pending -= k; /* not sent, freed */
             rc = -1;
+        }
         at += k;
     }
     int e = errno;
@@ -1025,14 +1038,17 @@ static int post_direct(ucx_transport *t, const uint8_t *p, size_t len)
               : RFS_OK;
 }
 
-/* Waits until the peer has fetched every direct send; on failure none of them can touch the
- * caller's buffer any more when this returns. */
-static int wait_direct(ucx_transport *t, int rc)
+/* Waits until the peer has fetched every direct send counted in *pending; on failure none of
+ * them can touch the caller's buffer any more when this returns. */
+static int ucx_write_wait(rfs_transport *tr, size_t *pending, int rc)
 {
+    ucx_transport *t = U(tr);
+    if (*pending == 0 && rc == RFS_OK) /* nothing went direct: no failure of ours to see */
+        return RFS_OK;
     for (;;) {
         tx_enter(t);
         drive(t);
-        if (t->tx_direct == 0) { /* all done, or ended with an error (send_done) */
+        if (*pending == 0) { /* all done, or ended with an error (send_done) */
             int e = gone_errno(t);
             int failed = t->failed != UCS_OK;
             tx_leave(t, 0);
@@ -1043,7 +1059,7 @@ static int wait_direct(ucx_transport *t, int rc)
         }
         if (rc || t->failed != UCS_OK || t->shut || t->peer_gone) {
             int e = t->failed == UCS_OK ? ECONNRESET : gone_errno(t);
-            abort_direct(t);
+            abort_direct(t, pending);
             tx_leave(t, 0);
             return rc ? rc
                       : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s",
@@ -1057,25 +1073,31 @@ static int wait_direct(ucx_transport *t, int rc)
 
 /* Payloads of inline_max bytes and more go direct, the rest (frame headers, small payloads)
  * inline, in the order given: the peer reassembles the stream by sequence number. */
-static int ucx_write_all(rfs_transport *tr, const struct iovec *iov, int n)
+static int ucx_write_post(rfs_transport *tr, const struct iovec *iov, int n, size_t *pending)
 {
     ucx_transport *t = U(tr);
     size_t imax = rfs_ucx_inline_max();
-    int rc = RFS_OK, from = 0, posted = 0;
+    int rc = RFS_OK, from = 0;
+    *pending = 0;
     for (int i = 0; i < n && rc == RFS_OK; i++) {
         if (iov[i].iov_len == 0 || iov[i].iov_len < imax)
             continue;
         if (i > from)
             rc = write_copied(tr, iov + from, i - from);
-        if (rc == RFS_OK) {
-            posted = 1;
-            rc = post_direct(t, iov[i].iov_base, iov[i].iov_len);
-        }
+        if (rc == RFS_OK)
+            rc = post_direct(t, iov[i].iov_base, iov[i].iov_len, pending);
         from = i + 1;
     }
     if (rc == RFS_OK && n > from)
         rc = write_copied(tr, iov + from, n - from);
-    return posted ? wait_direct(t, rc) : rc;
+    return rc;
+}
+
+static int ucx_write_all(rfs_transport *tr, const struct iovec *iov, int n)
+{
+    size_t pending;
+    int rc = ucx_write_post(tr, iov, n, &pending);
+    return ucx_write_wait(tr, &pending, rc);
 }
 
 static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_t want)
@@ -1279,6 +1301,8 @@ static void ucx_close(rfs_transport *tr)
 
 static const rfs_transport_ops ucx_ops = {
     .write_all = ucx_write_all,
+    .write_post = ucx_write_post,
+    .write_wait = ucx_write_wait,
     .read_all = ucx_read_all,
     .read_some = ucx_read_some,
     .shutdown = ucx_shutdown,
