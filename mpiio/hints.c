@@ -34,7 +34,7 @@ void mp_hints_default(mp_hints *h)
     h->write_window = 8 << 20; /* docs/hints.md says what it relaxes, docs/mpiio.md why it is on */
     h->file_perm = 0644;
     h->ucx_inline_max = -1; /* the process's ($RFS_UCX_INLINE_MAX or the default) */
-    h->abt = MP_DISABLE; /* opt-in: docs/abt.md "Default" says why */
+    h->abt = MP_DISABLE;    /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
     h->abt_threads = RFS_ABT_DEFAULT_THREADS;
     h->abt_bg_staging = MP_ENABLE;

@@ -74,7 +74,7 @@ static ucp_context_h ctx;
 static char ctx_error[256];
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static char env_error[200];
-static size_t rndv_min = RNDV_MIN;     /* $RFS_UCX_RNDV_MIN, read with the context */
+static size_t rndv_min = RNDV_MIN; /* $RFS_UCX_RNDV_MIN, read with the context */
 /* A blocking write's payloads (iovec elements) of at least this many bytes go direct: sent by
  * rendezvous from the caller's memory, which write_all holds until the peer has fetched them;
  * smaller ones are copied into messages (inline). $RFS_UCX_INLINE_MAX or the MPI-IO hint
@@ -383,8 +383,8 @@ struct send_piece {
     send_piece *prev, *next;
     ucx_transport *t;
     size_t len;
-    size_t cap;   /* bytes allocated for the struct (buf_get) */
-    uint64_t seq; /* the message's header: stays put until the send completes */
+    size_t cap;         /* bytes allocated for the struct (buf_get) */
+    uint64_t seq;       /* the message's header: stays put until the send completes */
     const uint8_t *ext; /* direct: the writer's bytes (bytes[] unused), else NULL */
     size_t *pending;    /* direct: its writer's count of bytes not taken yet, or NULL */
     uint8_t bytes[];
@@ -670,8 +670,8 @@ static void settle(ucx_transport *t)
     if (t->tx_event && t->tx_waiting)
         kick(t->kick_tx, &t->tx_kicked);
     t->rx_event = t->tx_event = 0;
-    int outstanding =
-        t->tx_inflight > 0 || t->tx_direct > 0 || (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
+    int outstanding = t->tx_inflight > 0 || t->tx_direct > 0 ||
+                      (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
     set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
 }
 
@@ -977,7 +977,6 @@ static int write_copied(rfs_transport *t, const struct iovec *iov, int n)
     return RFS_OK;
 }
 
-
 /* Locked, a blocking write ending with direct sends unfinished (only after a failure): they
  * must never read the caller's buffer after we return, so the endpoint goes (force), which
  * ends its requests. */
@@ -994,8 +993,7 @@ static void abort_direct(ucx_transport *t, size_t *pending)
     }
     for (send_piece *sp = t->pieces; sp; sp = sp->next) {
         if (sp->pending == pending) { /* the waiter returns: its counter goes with it */
-            RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint",
-                     t->base.peer);
+            RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint", t->base.peer);
             sp->pending = NULL;
         }
     }
@@ -1062,8 +1060,8 @@ static int ucx_write_wait(rfs_transport *tr, size_t *pending, int rc)
             abort_direct(t, pending);
             tx_leave(t, 0);
             return rc ? rc
-                      : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s",
-                                 t->base.peer, strerror(e));
+                      : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                                 strerror(e));
         }
         errno = EAGAIN;
         tx_leave(t, -1);

@@ -83,8 +83,10 @@ static int serve_send_then_hang(rfs_transport *t, int ctl);
 static const struct role {
     const char *name;
     int (*serve)(rfs_transport *t, int ctl);
-} roles[] = {{"echo", serve_echo}, {"late-reader", serve_late_reader}, {"hang", serve_then_hang},
-                {"send-hang", serve_send_then_hang}};
+} roles[] = {{"echo", serve_echo},
+             {"late-reader", serve_late_reader},
+             {"hang", serve_then_hang},
+             {"send-hang", serve_send_then_hang}};
 
 /* The server side of a test, in a process of its own started fresh (exec: a forked copy of a
  * process whose UCX context is running does not work): listens, writes its port to port_fd,
