@@ -326,6 +326,11 @@ typedef struct ucx_transport {
     int kick_rx, kick_tx; /* eventfds: the reader's / the sender's wait is over */
     int rx_kicked, tx_kicked;
     int rx_waiting, tx_waiting; /* that side returned EAGAIN and polls base.fd */
+    /* Writers waiting for their direct sends (ucx_write_wait), besides the sender: several at
+     * once, since they wait outside the client's send lock. Any one of them may drain kick_tx
+     * (tx_enter), so while there are any, every send completion kicks again and the timer
+     * ticks: a writer whose kick another took wakes at the next tick at the latest. */
+    int tx_sleepers;
     int rx_event, tx_event;     /* this locked section moved something that side waits for */
     int timer_fd;               /* the backstop */
     int timer_on;
@@ -653,7 +658,7 @@ static void set_timer(ucx_transport *t, int on)
  * armed while anyone waits (see top). */
 static void settle(ucx_transport *t)
 {
-    if (t->rx_waiting || t->tx_waiting) {
+    if (t->rx_waiting || t->tx_waiting || t->tx_sleepers) {
         for (int i = 0; i < ARM_ROUNDS; i++) {
             ucs_status_t st = ucp_worker_arm(t->worker);
             if (st == UCS_OK)
@@ -667,12 +672,12 @@ static void settle(ucx_transport *t)
     }
     if (t->rx_event && t->rx_waiting)
         kick(t->kick_rx, &t->rx_kicked);
-    if (t->tx_event && t->tx_waiting)
+    if (t->tx_event && (t->tx_waiting || t->tx_sleepers))
         kick(t->kick_tx, &t->tx_kicked);
     t->rx_event = t->tx_event = 0;
     int outstanding = t->tx_inflight > 0 || t->tx_direct > 0 ||
                       (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
-    set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
+    set_timer(t, ((t->rx_waiting || t->tx_waiting) && outstanding) || t->tx_sleepers > 0);
 }
 
 static void unlink_piece(send_piece *sp)
@@ -1063,9 +1068,12 @@ static int ucx_write_wait(rfs_transport *tr, size_t *pending, int rc)
                       : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
                                  strerror(e));
         }
-        errno = EAGAIN;
-        tx_leave(t, -1);
+        t->tx_sleepers++;
+        tx_leave(t, 0);
         wait_event(&t->base);
+        pthread_mutex_lock(&t->mu);
+        t->tx_sleepers--;
+        pthread_mutex_unlock(&t->mu);
     }
 }
 
