@@ -331,8 +331,8 @@ typedef struct ucx_transport {
      * (tx_enter), so while there are any, every send completion kicks again and the timer
      * ticks: a writer whose kick another took wakes at the next tick at the latest. */
     int tx_sleepers;
-    int rx_event, tx_event;     /* this locked section moved something that side waits for */
-    int timer_fd;               /* the backstop */
+    int rx_event, tx_event; /* this locked section moved something that side waits for */
+    int timer_fd;           /* the backstop */
     int timer_on;
     int sock;            /* the bootstrap socket, kept to see the peer go */
     int peer_gone;       /* sock ended: the peer closed or died */
