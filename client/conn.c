@@ -697,12 +697,27 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     }
     /* A dead connection is shut down; skip the write rather than fail on it. */
     int64_t t0 = rfs_now_ns();
-    int wrc = rfs_conn_is_dead(c) ? RFS_OK : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
-    if (!wrc) {
+    /* A transport that sends payloads from our memory after the call (UCX's direct sends)
+     * is waited for outside the send lock, so other threads' frames go out meanwhile. */
+    const rfs_transport_ops *ops = c->t->ops;
+    int split = ops->write_post != NULL;
+    size_t pending = 0;
+    int wrc = rfs_conn_is_dead(c) ? RFS_OK
+              : split             ? ops->write_post(c->t, iov, tail_len ? 2 : 1, &pending)
+                                  : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
+    if (!wrc && !split)
         note_send(c, len + tail_len, t0, rfs_now_ns());
-        atomic_fetch_add(&rfs_wire_tx, (uint64_t)len + tail_len);
-    }
     pthread_mutex_unlock(&c->send_lock);
+    if (split) {
+        wrc = ops->write_wait(c->t, &pending, wrc);
+        if (!wrc) { /* the send lock again: ends the rate sample where the bytes were taken */
+            pthread_mutex_lock(&c->send_lock);
+            note_send(c, len + tail_len, t0, rfs_now_ns());
+            pthread_mutex_unlock(&c->send_lock);
+        }
+    }
+    if (!wrc)
+        atomic_fetch_add(&rfs_wire_tx, (uint64_t)len + tail_len);
     if (wrc)
         rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending %s: %s",
                       rfs_op_name(req->op), rfs_last_error());

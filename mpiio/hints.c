@@ -8,6 +8,7 @@
 
 #include "abt/abt.h"
 #include "cache/cache.h"
+#include "transport/ucx.h"
 #include "wbehind/wbehind.h"
 
 #include <errno.h>
@@ -33,7 +34,8 @@ void mp_hints_default(mp_hints *h)
     h->lock_wait_ms = 30000;
     h->write_window = 8 << 20; /* docs/hints.md says what it relaxes, docs/mpiio.md why it is on */
     h->file_perm = 0644;
-    h->abt = MP_DISABLE; /* opt-in: docs/abt.md "Default" says why */
+    h->ucx_inline_max = -1; /* the process's ($RFS_UCX_INLINE_MAX or the default) */
+    h->abt = MP_DISABLE;    /* opt-in: docs/abt.md "Default" says why */
     h->abt_buffer_size = RFS_ABT_DEFAULT_BUFFER;
     h->abt_threads = RFS_ABT_DEFAULT_THREADS;
     h->abt_bg_staging = MP_ENABLE;
@@ -145,6 +147,11 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (strcmp(v, "tcp") && strcmp(v, "ucx"))
             return 0;
         snprintf(h->transport, sizeof h->transport, "%s", v);
+    } else if (!strcmp(key, "rfs_ucx_inline_max")) {
+        int64_t b;
+        if (!parse_size(v, 0, (int64_t)RFS_UCX_INLINE_NEVER, &b))
+            return 0;
+        h->ucx_inline_max = b;
     } else if (!strcmp(key, "rfs_streams")) {
         if (!strcmp(v, "auto")) {
             h->streams = RFS_STREAMS_AUTO;
@@ -346,6 +353,8 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     MPI_Info_set(info, "rfs_tls", h->tls ? "require" : "auto");
     if (h->transport[0])
         MPI_Info_set(info, "rfs_transport", h->transport);
+    SETI("rfs_ucx_inline_max",
+         h->ucx_inline_max >= 0 ? (size_t)h->ucx_inline_max : rfs_ucx_inline_max());
     SETI("rfs_connect_timeout_ms", h->connect_timeout_ms);
     SETI("rfs_io_timeout_ms", h->io_timeout_ms);
     SETI("rfs_retry_timeout", h->retry_timeout_ms < 0 ? 0

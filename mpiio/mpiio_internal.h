@@ -118,6 +118,7 @@ typedef struct mp_hints {
     int tls;                /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
     char transport[4];      /* rfs_transport: "tcp", "ucx", or "": as the name and
                                $RFS_TRANSPORT say */
+    int64_t ucx_inline_max; /* rfs_ucx_inline_max (bytes); -1: not given */
     int connect_timeout_ms; /* rfs_connect_timeout_ms */
     int io_timeout_ms;      /* rfs_io_timeout_ms */
     int retry_timeout_ms;   /* rfs_retry_timeout (s); 0: the library default, -1: off */

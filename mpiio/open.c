@@ -12,6 +12,7 @@
 #include "abt/abt.h"
 #include "cache/cache.h"
 #include "common/log.h"
+#include "transport/ucx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,6 +307,8 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
         mp_hints_apply_env(&f->hints);
         mp_hints_apply_info(&f->hints, info);
         namecopy = name_for_transport(&f->hints, filename);
+        if (f->hints.ucx_inline_max >= 0) /* the UCX context's: process-wide */
+            rfs_ucx_set_inline_max((size_t)f->hints.ucx_inline_max);
     }
     if (!f || !namecopy || !rt) {
         free(f);

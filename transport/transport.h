@@ -23,6 +23,15 @@ typedef struct rfs_transport_opts {
 typedef struct rfs_transport_ops {
     /* Write every byte of iov[0..n) (handles short writes and EINTR). 0 or negative rfs_err. */
     int (*write_all)(rfs_transport *t, const struct iovec *iov, int n);
+    /* Optional (NULL: write_all does it all). write_all in two halves, for a transport that
+     * takes payloads from the caller's memory after the call (UCX's direct sends): post puts
+     * the bytes in the stream, in order, and counts in *pending those still to be taken from
+     * iov's memory; wait (rc: post's result) returns once none is, with post's error or the
+     * connection's. Until then the memory stays untouched by the caller, but other writers
+     * may post after this one: a writer that serialises posts need not hold its lock while
+     * waiting. */
+    int (*write_post)(rfs_transport *t, const struct iovec *iov, int n, size_t *pending);
+    int (*write_wait)(rfs_transport *t, size_t *pending, int rc);
     /* Read exactly len bytes. RFS_E_CONN on EOF/reset (message says which). */
     int (*read_all)(rfs_transport *t, void *buf, size_t len);
     /* Read what has arrived, at least 1 and at most len bytes (waiting only while nothing has):

@@ -31,6 +31,7 @@
 #include "common/log.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -62,13 +63,23 @@
 #define ARM_ROUNDS 256              /* progress-then-arm attempts before settling */
 #define BACKSTOP_NS 2000000         /* the timer's interval while work is outstanding */
 #define AM_DATA 0x52                /* the active message id of the stream's messages */
+#define INLINE_MAX (32u << 10)      /* default: larger write payloads go direct (zero-copy) */
+#define RCACHE_MAX_REGIONS "4096"   /* bound of UCX's registration caches (regions) */
+#define RCACHE_MAX_SIZE "1g"        /* and (bytes) */
 
 /* ---- the process's UCP context ---- */
 
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static ucp_context_h ctx;
 static char ctx_error[256];
-static size_t rndv_min = RNDV_MIN;     /* $RFS_UCX_RNDV_MIN, read with the context */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static char env_error[200];
+static size_t rndv_min = RNDV_MIN; /* $RFS_UCX_RNDV_MIN, read with the context */
+/* A blocking write's payloads (iovec elements) of at least this many bytes go direct: sent by
+ * rendezvous from the caller's memory, which write_all holds until the peer has fetched them;
+ * smaller ones are copied into messages (inline). $RFS_UCX_INLINE_MAX or the MPI-IO hint
+ * rfs_ucx_inline_max (rfs_ucx_set_inline_max); process-wide, like the context. */
+static _Atomic size_t inline_max = INLINE_MAX;
 static char ctx_devices[IFNAMSIZ + 8]; /* NET_DEVICES; "": every one (choose_devices) */
 
 /* The network devices of rfs's UCX context, chosen by the first connection or listener of the
@@ -128,8 +139,82 @@ static const char *own_tls(void)
     return rfs && *rfs ? rfs : "^sm";
 }
 
+int rfs_ucx_parse_inline_max(const char *v, size_t *out)
+{
+    char *end = "";
+    errno = 0;
+    unsigned long long x = v && *v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || *v == '-' || x > RFS_UCX_INLINE_NEVER)
+        return rfs_fail(RFS_E_INVAL,
+                        "UCX inline maximum '%.40s': expected bytes, 0 (every payload direct) .. "
+                        "%llu (never direct)",
+                        v ? v : "", (unsigned long long)RFS_UCX_INLINE_NEVER);
+    *out = (size_t)x;
+    return RFS_OK;
+}
+
+static void env_init(void)
+{
+    const char *v = getenv("RFS_UCX_INLINE_MAX");
+    size_t x;
+    if (!v)
+        return;
+    if (rfs_ucx_parse_inline_max(v, &x) == RFS_OK)
+        inline_max = x;
+    else
+        snprintf(env_error, sizeof env_error, "$RFS_UCX_INLINE_MAX: %s", rfs_last_error());
+}
+
+void rfs_ucx_set_inline_max(size_t bytes)
+{
+    pthread_once(&env_once, env_init); /* the hint overrides the environment, not after it */
+    inline_max = bytes;
+}
+
+size_t rfs_ucx_inline_max(void)
+{
+    pthread_once(&env_once, env_init);
+    return inline_max;
+}
+
+/* Whether this host has an RDMA device (InfiniBand, RoCE): only those memory domains register
+ * memory and read the registration cache's settings. */
+static int have_rdma_device(void)
+{
+    DIR *d = opendir("/sys/class/infiniband");
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* UCX's registration caches (one per memory domain that registers memory: InfiniBand, RoCE)
+ * keep user buffers registered for reuse, and evict the least recently used region beyond
+ * RCACHE_MAX_REGIONS or RCACHE_MAX_SIZE bytes. UCX's default is no bound; rfs sets one unless
+ * $UCX_RCACHE_MAX_REGIONS / $UCX_RCACHE_MAX_SIZE already say. Without an RDMA device nothing
+ * registers (UCX's tcp and shared memory need no registration), and UCX would warn that the
+ * settings went unused. */
+static ucs_status_t bound_rcache(ucp_config_t *cfg)
+{
+    ucs_status_t st = UCS_OK;
+    if (!have_rdma_device())
+        return st;
+    if (!getenv("UCX_RCACHE_MAX_REGIONS"))
+        st = ucp_config_modify(cfg, "RCACHE_MAX_REGIONS", RCACHE_MAX_REGIONS);
+    if (st == UCS_OK && !getenv("UCX_RCACHE_MAX_SIZE"))
+        st = ucp_config_modify(cfg, "RCACHE_MAX_SIZE", RCACHE_MAX_SIZE);
+    return st;
+}
+
 static void ctx_init(void)
 {
+    pthread_once(&env_once, env_init);
+    if (env_error[0]) {
+        snprintf(ctx_error, sizeof ctx_error, "%s", env_error);
+        return;
+    }
     const char *rm = getenv("RFS_UCX_RNDV_MIN");
     if (rm && *rm) {
         char *end;
@@ -147,6 +232,12 @@ static void ctx_init(void)
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK) {
         snprintf(ctx_error, sizeof ctx_error, "UCX configuration: %s", ucs_status_string(st));
+        return;
+    }
+    if ((st = bound_rcache(cfg)) != UCS_OK) {
+        snprintf(ctx_error, sizeof ctx_error, "UCX registration cache bound: %s",
+                 ucs_status_string(st));
+        ucp_config_release(cfg);
         return;
     }
     const char *tls = own_tls();
@@ -235,8 +326,13 @@ typedef struct ucx_transport {
     int kick_rx, kick_tx; /* eventfds: the reader's / the sender's wait is over */
     int rx_kicked, tx_kicked;
     int rx_waiting, tx_waiting; /* that side returned EAGAIN and polls base.fd */
-    int rx_event, tx_event;     /* this locked section moved something that side waits for */
-    int timer_fd;               /* the backstop */
+    /* Writers waiting for their direct sends (ucx_write_wait), besides the sender: several at
+     * once, since they wait outside the client's send lock. Any one of them may drain kick_tx
+     * (tx_enter), so while there are any, every send completion kicks again and the timer
+     * ticks: a writer whose kick another took wakes at the next tick at the latest. */
+    int tx_sleepers;
+    int rx_event, tx_event; /* this locked section moved something that side waits for */
+    int timer_fd;           /* the backstop */
     int timer_on;
     int sock;            /* the bootstrap socket, kept to see the peer go */
     int peer_gone;       /* sock ended: the peer closed or died */
@@ -265,6 +361,7 @@ typedef struct ucx_transport {
     /* send side */
     uint64_t tx_seq;
     size_t tx_inflight;           /* bytes copied, send not complete */
+    size_t tx_direct;             /* bytes sent from a writer's buffer, send not complete */
     send_piece *pieces;           /* sends in flight, freed at close if never completed */
     unsigned long backstop_finds; /* timer ticks that found work (see top) */
 } ucx_transport;
@@ -291,8 +388,10 @@ struct send_piece {
     send_piece *prev, *next;
     ucx_transport *t;
     size_t len;
-    size_t cap;   /* bytes allocated for the struct (buf_get) */
-    uint64_t seq; /* the message's header: stays put until the send completes */
+    size_t cap;         /* bytes allocated for the struct (buf_get) */
+    uint64_t seq;       /* the message's header: stays put until the send completes */
+    const uint8_t *ext; /* direct: the writer's bytes (bytes[] unused), else NULL */
+    size_t *pending;    /* direct: its writer's count of bytes not taken yet, or NULL */
     uint8_t bytes[];
 };
 
@@ -559,7 +658,7 @@ static void set_timer(ucx_transport *t, int on)
  * armed while anyone waits (see top). */
 static void settle(ucx_transport *t)
 {
-    if (t->rx_waiting || t->tx_waiting) {
+    if (t->rx_waiting || t->tx_waiting || t->tx_sleepers) {
         for (int i = 0; i < ARM_ROUNDS; i++) {
             ucs_status_t st = ucp_worker_arm(t->worker);
             if (st == UCS_OK)
@@ -573,12 +672,12 @@ static void settle(ucx_transport *t)
     }
     if (t->rx_event && t->rx_waiting)
         kick(t->kick_rx, &t->rx_kicked);
-    if (t->tx_event && t->tx_waiting)
+    if (t->tx_event && (t->tx_waiting || t->tx_sleepers))
         kick(t->kick_tx, &t->tx_kicked);
     t->rx_event = t->tx_event = 0;
-    int outstanding =
-        t->tx_inflight > 0 || (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
-    set_timer(t, (t->rx_waiting || t->tx_waiting) && outstanding);
+    int outstanding = t->tx_inflight > 0 || t->tx_direct > 0 ||
+                      (t->rx_head && !t->rx_head->ready) || (t->peer_gone && !t->rx_fin);
+    set_timer(t, ((t->rx_waiting || t->tx_waiting) && outstanding) || t->tx_sleepers > 0);
 }
 
 static void unlink_piece(send_piece *sp)
@@ -596,7 +695,12 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
     send_piece *sp = user_data; /* inside progress: t->mu is held */
     ucx_transport *t = sp->t;
     unlink_piece(sp);
-    t->tx_inflight -= sp->len;
+    if (sp->ext)
+        t->tx_direct -= sp->len;
+    else
+        t->tx_inflight -= sp->len;
+    if (sp->pending)
+        *sp->pending -= sp->len;
     t->tx_event = 1;
     if (status != UCS_OK)
         fail(t, status);
@@ -620,6 +724,8 @@ static send_piece *new_piece(ucx_transport *t, size_t len)
         sp->len = len;
         sp->cap = sizeof *sp + len;
         sp->prev = sp->next = NULL;
+        sp->ext = NULL;
+        sp->pending = NULL;
     }
     return sp;
 }
@@ -631,12 +737,12 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
     ucp_request_param_t rp = {
         .op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .flags = sp->len >= rndv_min ? UCP_AM_SEND_FLAG_RNDV : 0,
+        .flags = sp->ext || sp->len >= rndv_min ? UCP_AM_SEND_FLAG_RNDV : 0,
         .cb.send = send_done,
         .user_data = sp,
     };
-    ucs_status_ptr_t r =
-        ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq, sp->bytes, sp->len, &rp);
+    ucs_status_ptr_t r = ucp_am_send_nbx(t->ep, AM_DATA, &sp->seq, sizeof sp->seq,
+                                         sp->ext ? sp->ext : sp->bytes, sp->len, &rp);
     if (r == NULL) {
         buf_put(sp, sp->cap); /* done at once: the callback is not called */
         return 0;
@@ -647,7 +753,10 @@ static int send_piece_now(ucx_transport *t, send_piece *sp)
         errno = gone_errno(t);
         return -1;
     }
-    t->tx_inflight += sp->len;
+    if (sp->ext)
+        t->tx_direct += sp->len;
+    else
+        t->tx_inflight += sp->len;
     sp->next = t->pieces;
     if (t->pieces)
         t->pieces->prev = sp;
@@ -839,7 +948,8 @@ static void wait_event(rfs_transport *t)
 
 /* ---- blocking side (the client) ---- */
 
-static int ucx_write_all(rfs_transport *t, const struct iovec *iov, int n)
+/* Sends iov[0..n) copied into messages (inline). */
+static int write_copied(rfs_transport *t, const struct iovec *iov, int n)
 {
     int i = 0;
     size_t done = 0;
@@ -870,6 +980,130 @@ static int ucx_write_all(rfs_transport *t, const struct iovec *iov, int n)
         rfs_iov_advance(iov, n, &i, &done, (size_t)w);
     }
     return RFS_OK;
+}
+
+/* Locked, a blocking write ending with direct sends unfinished (only after a failure): they
+ * must never read the caller's buffer after we return, so the endpoint goes (force), which
+ * ends its requests. */
+static void abort_direct(ucx_transport *t, size_t *pending)
+{
+    if (t->tx_direct && t->ep) {
+        fail(t, UCS_ERR_CANCELED);
+        ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                  .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        wait_request(t, ucp_ep_close_nbx(t->ep, &rp), CLOSE_FLUSH_MS);
+        t->ep = NULL;
+        for (int i = 0; i < PROGRESS_ROUNDS && ucp_worker_progress(t->worker); i++)
+            ;
+    }
+    for (send_piece *sp = t->pieces; sp; sp = sp->next) {
+        if (sp->pending == pending) { /* the waiter returns: its counter goes with it */
+            RFS_LOGE("UCX %s: a send from a writer's buffer outlived its endpoint", t->base.peer);
+            sp->pending = NULL;
+        }
+    }
+}
+
+/* Sends len bytes of the caller's buffer as messages of at most SEND_PIECE bytes, each by
+ * rendezvous from where they are (no copy). The writer then waits for them (ucx_write_wait). */
+static int post_direct(ucx_transport *t, const uint8_t *p, size_t len, size_t *pending)
+{
+    tx_enter(t);
+    int rc = RFS_OK;
+    if (t->failed != UCS_OK || t->shut || t->peer_gone || t->fin_sent) {
+        errno = t->failed == UCS_OK ? EPIPE : gone_errno(t);
+        rc = -1;
+    }
+    for (size_t at = 0; rc == RFS_OK && at < len;) {
+        size_t k = len - at < SEND_PIECE ? len - at : SEND_PIECE;
+        send_piece *sp = new_piece(t, 0);
+        if (!sp) {
+            errno = ENOMEM;
+            rc = -1;
+            break;
+        }
+        sp->ext = p + at;
+        sp->len = k;
+        sp->pending = pending;
+        *pending += k;
+        if (send_piece_now(t, sp)) {
+            *pending -= k; /* not sent, freed */
+            rc = -1;
+        }
+        at += k;
+    }
+    int e = errno;
+    drive(t); /* start them moving now */
+    tx_leave(t, 0);
+    errno = e;
+    return rc ? rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                         strerror(errno))
+              : RFS_OK;
+}
+
+/* Waits until the peer has fetched every direct send counted in *pending; on failure none of
+ * them can touch the caller's buffer any more when this returns. */
+static int ucx_write_wait(rfs_transport *tr, size_t *pending, int rc)
+{
+    ucx_transport *t = U(tr);
+    if (*pending == 0 && rc == RFS_OK) /* nothing went direct: no failure of ours to see */
+        return RFS_OK;
+    for (;;) {
+        tx_enter(t);
+        drive(t);
+        if (*pending == 0) { /* all done, or ended with an error (send_done) */
+            int e = gone_errno(t);
+            int failed = t->failed != UCS_OK;
+            tx_leave(t, 0);
+            if (rc || !failed)
+                return rc;
+            return rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                            strerror(e));
+        }
+        if (rc || t->failed != UCS_OK || t->shut || t->peer_gone) {
+            int e = t->failed == UCS_OK ? ECONNRESET : gone_errno(t);
+            abort_direct(t, pending);
+            tx_leave(t, 0);
+            return rc ? rc
+                      : rfs_fail(RFS_E_CONN, "%s: connection lost while sending: %s", t->base.peer,
+                                 strerror(e));
+        }
+        t->tx_sleepers++;
+        tx_leave(t, 0);
+        wait_event(&t->base);
+        pthread_mutex_lock(&t->mu);
+        t->tx_sleepers--;
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
+/* Payloads of inline_max bytes and more go direct, the rest (frame headers, small payloads)
+ * inline, in the order given: the peer reassembles the stream by sequence number. */
+static int ucx_write_post(rfs_transport *tr, const struct iovec *iov, int n, size_t *pending)
+{
+    ucx_transport *t = U(tr);
+    size_t imax = rfs_ucx_inline_max();
+    int rc = RFS_OK, from = 0;
+    *pending = 0;
+    for (int i = 0; i < n && rc == RFS_OK; i++) {
+        if (iov[i].iov_len == 0 || iov[i].iov_len < imax)
+            continue;
+        if (i > from)
+            rc = write_copied(tr, iov + from, i - from);
+        if (rc == RFS_OK)
+            rc = post_direct(t, iov[i].iov_base, iov[i].iov_len, pending);
+        from = i + 1;
+    }
+    if (rc == RFS_OK && n > from)
+        rc = write_copied(tr, iov + from, n - from);
+    return rc;
+}
+
+static int ucx_write_all(rfs_transport *tr, const struct iovec *iov, int n)
+{
+    size_t pending;
+    int rc = ucx_write_post(tr, iov, n, &pending);
+    return ucx_write_wait(tr, &pending, rc);
 }
 
 static long recv_some(rfs_transport *t, void *buf, size_t len, size_t got, size_t want)
@@ -1073,6 +1307,8 @@ static void ucx_close(rfs_transport *tr)
 
 static const rfs_transport_ops ucx_ops = {
     .write_all = ucx_write_all,
+    .write_post = ucx_write_post,
+    .write_wait = ucx_write_wait,
     .read_all = ucx_read_all,
     .read_some = ucx_read_some,
     .shutdown = ucx_shutdown,

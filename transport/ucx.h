@@ -22,6 +22,17 @@ int rfs_ucx_built(void);
 int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o,
                     rfs_transport **out);
 
+/* Inline vs direct for the client's writes (docs/design.md "UCX"): a payload (iovec element)
+ * of at least this many bytes is sent by rendezvous straight from the caller's buffer, and
+ * write_all returns once the peer has fetched it; smaller ones are copied into messages.
+ * Process-wide; $RFS_UCX_INLINE_MAX sets it first, the MPI-IO hint rfs_ucx_inline_max (this
+ * setter) after. 0: every payload direct; RFS_UCX_INLINE_NEVER: none. */
+#define RFS_UCX_INLINE_NEVER ((size_t)1 << 40)
+void rfs_ucx_set_inline_max(size_t bytes);
+size_t rfs_ucx_inline_max(void);
+/* Parses a value of it (decimal bytes): RFS_OK, or RFS_E_INVAL with a message. */
+int rfs_ucx_parse_inline_max(const char *v, size_t *out);
+
 /* 1 when t is a UCX transport. */
 int rfs_ucx_is(const rfs_transport *t);
 /* Server shutdown: reads end (as at end of stream) while replies still go out. */

@@ -5,6 +5,8 @@
 
 #include "common/err.h"
 
+#include <stdlib.h>
+
 #define NO_UCX "this rfs was built without UCX (install libucx-dev and rebuild)"
 
 int rfs_ucx_built(void)
@@ -17,6 +19,29 @@ int rfs_ucx_connect(const char *host, unsigned port, const rfs_transport_opts *o
 {
     *out = NULL;
     return rfs_fail(RFS_E_INVAL, "%s:%u: cannot connect over UCX: " NO_UCX, host ? host : "", port);
+}
+
+/* Kept for the MPI-IO hint's sake (it is checked, and reported, without UCX too). */
+static size_t inline_max = 32u << 10;
+
+void rfs_ucx_set_inline_max(size_t bytes)
+{
+    inline_max = bytes;
+}
+
+size_t rfs_ucx_inline_max(void)
+{
+    return inline_max;
+}
+
+int rfs_ucx_parse_inline_max(const char *v, size_t *out)
+{
+    char *end = "";
+    unsigned long long x = v && *v && *v != '-' ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *v == '-' || *end || x > RFS_UCX_INLINE_NEVER)
+        return rfs_fail(RFS_E_INVAL, "UCX inline maximum '%.40s': expected bytes", v ? v : "");
+    *out = (size_t)x;
+    return RFS_OK;
 }
 
 int rfs_ucx_is(const rfs_transport *t)

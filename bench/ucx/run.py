@@ -7,7 +7,13 @@ and --ucx-listen), side by side in the same run. Each repetition runs TCP then U
 alternating between repetitions); the report gives the medians and the median of the
 per-repetition ucx/tcp ratios. --rndv-sweep adds UCX alone with messages going by rendezvous
 from 32 KiB, 128 KiB (the default) or never ($RFS_UCX_RNDV_MIN, for client and server), at
-sizes around those.
+sizes around those. --inline-sweep adds UCX writes alone with payloads going direct (from the
+caller's buffer) from 0 (all, frame headers too), 16, 32 (the default), 64 or 256 KiB or never
+($RFS_UCX_INLINE_MAX, the client's), at sizes around those. --overlap adds bench/ucx/overlap.c
+(MPICH, one rank, librfs-mpiio preloaded): a compute loop against MPI_File_iwrite_at of 4 MiB
+over each transport, as the fraction of the largest speedup a perfect overlap gives
+(max(compute, I/O), semplar's reference); nonblocking calls run on librfs-mpiio's I/O threads
+for both transports.
 
 Loopback only: UCX here has no RDMA device and runs over tcp on the loopback interface (rfs's
 UCX context excludes shared memory and, for a loopback peer, other devices: docs/protocol.md
@@ -15,7 +21,8 @@ UCX context excludes shared memory and, for a loopback peer, other devices: docs
 UCX gains on a fabric.
 
 Usage: bench/ucx/run.py [--build-dir build] [--size-mib 1024] [--reps 5] [--lat-n 2000]
-                        [--rndv-sweep] [--tmp /dev/shm] [--out bench/results/ucx_loopback.json]
+                        [--rndv-sweep] [--inline-sweep] [--overlap] [--no-main]
+                        [--tmp /dev/shm] [--out bench/results/ucx_loopback.json]
 The files (source, export root, copies) live in --tmp, memory by default.
 Wrap runs in `flock /tmp/rfs-bench.lock`."""
 import argparse
@@ -48,6 +55,10 @@ def timed(argv, env):
 BW_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 SWEEP_SIZES = [16 << 10, 64 << 10, 256 << 10, 1 << 20]
 SWEEP_MINS = {"32k": "32768", "128k": "131072", "never": str((1 << 20) + 1)}
+INLINE_SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20]
+INLINE_MAXES = {"all-direct": "0", "16k": "16384", "32k": "32768", "64k": "65536",
+                "256k": "262144", "never-direct": str(1 << 40)}
+OVERLAP_CHUNK, OVERLAP_ITERS = 4 << 20, 128
 
 
 def start_rfsd(build, root, tok, env):
@@ -69,6 +80,53 @@ def loadavg():
     return os.getloadavg()[0]
 
 
+def inline_sweep(a, bwt, url, env, loads):
+    """UCX writes of INLINE_SIZES with payloads direct from each of INLINE_MAXES."""
+    runs = {k: {str(sz): [] for sz in INLINE_SIZES} for k in INLINE_MAXES}
+    for rep in range(a.reps):
+        keys = list(INLINE_MAXES) if rep % 2 == 0 else list(reversed(INLINE_MAXES))
+        for k in keys:
+            e = {**env, "RFS_UCX_INLINE_MAX": INLINE_MAXES[k]}
+            for sz in INLINE_SIZES:
+                runs[k][str(sz)].append(bw(bwt, f"{url}/inl.bin", sz, "write", e))
+        log(f"inline sweep rep {rep} done")
+        loads.append(loadavg())
+    med = {k: {sz: statistics.median(v) for sz, v in runs[k].items()} for k in runs}
+    # per size, the setting whose median is highest, and each over copying everything
+    best = {sz: max(med, key=lambda k: med[k][sz]) for sz in med["32k"]}
+    over_inline = {k: {sz: statistics.median(d / i for d, i in
+                                             zip(runs[k][sz], runs["never-direct"][sz]))
+                       for sz in runs[k]} for k in runs}
+    return {"direct_from": INLINE_MAXES, "op": "write (rfs_pwrite, one call at a time)",
+            "median_mib_s": med, "best_per_size": best,
+            "median_ratio_over_never_direct": over_inline, "runs": runs}
+
+
+def overlap_runs(a, build, ovl, names, env, loads):
+    """bench/ucx/overlap.c over each transport, a.reps times, order alternating."""
+    lib = build / "librfs-mpiio.so"
+    runs = {m: [] for m in names}
+    for rep in range(a.reps):
+        for m in (list(names) if rep % 2 == 0 else list(reversed(names))):
+            name = f"{names[m]}/ovl-{m}.bin"
+            cmd = ["mpiexec.mpich", "-n", "1", "-genv", "UCX_TLS", "self,sm",
+                   "-genv", "LD_PRELOAD", str(lib), "-genv", "RFS_TOKEN", env["RFS_TOKEN"],
+                   str(ovl), name, str(OVERLAP_CHUNK), str(OVERLAP_ITERS)]
+            _, out = timed(cmd, env)
+            runs[m].append(json.loads(out.strip().splitlines()[-1]))
+        log(f"overlap rep {rep}: " + ", ".join(f"{m} {runs[m][-1]['of_max']:.3f} of max"
+                                               for m in names))
+        loads.append(loadavg())
+    return {"program": "bench/ucx/overlap.c (MPICH, 1 rank)", "chunk": OVERLAP_CHUNK,
+            "iters": OVERLAP_ITERS,
+            "reference": "max(compute, I/O): max speedup (compute + I/O) / max(...)",
+            "nonblocking_path": "librfs-mpiio I/O threads (rfs_io_threads=2), both transports",
+            "median": {m: {k: statistics.median(r[k] for r in runs[m])
+                           for k in ("io_s", "compute_s", "both_s", "speedup", "max_speedup",
+                                     "of_max")} for m in runs},
+            "runs": runs}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default=str(REPO / "build"))
@@ -76,6 +134,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--lat-n", type=int, default=2000)
     ap.add_argument("--rndv-sweep", action="store_true")
+    ap.add_argument("--inline-sweep", action="store_true")
+    ap.add_argument("--overlap", action="store_true")
+    ap.add_argument("--no-main", action="store_true", help="only the sweeps / overlap asked for")
     # files in memory by default: the transports are measured, not the disk
     ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ucx_loopback.json"))
@@ -96,20 +157,31 @@ def main():
             subprocess.run([os.environ.get("CC", "cc"), "-O2", "-Wall", "-I",
                             str(REPO / "include"), "-o", str(exe), str(src_c), "-L", str(build),
                             "-lrfs", f"-Wl,-rpath,{build}"], check=True)
+        ovl = work / "overlap"
+        if a.overlap:
+            subprocess.run(["mpicc.mpich", "-O2", "-Wall", "-o", str(ovl),
+                            str(REPO / "bench" / "ucx" / "overlap.c")], check=True)
         src = work / "src.bin"
         with open(src, "wb") as f:
             for _ in range(a.size_mib):
                 f.write(os.urandom(1 << 20))
         env = {**os.environ, "RFS_TOKEN": tok.read_text(), "RFS_CONFIG": ""}
         env.pop("RFS_UCX_RNDV_MIN", None)
+        env.pop("RFS_UCX_INLINE_MAX", None)
         rfsd, tcp, ucx = start_rfsd(build, root, tok, env)
         loads = [loadavg()]
+        res = {}
+        inline, overlap = {}, {}
         try:
             names = {"tcp": f"rfs://{tcp}", "ucx": f"rfs+ucx://{ucx}"}
             res = {m: {"put_s": [], "get_s": [], "lat_us": [],
                        "bw": {f"{op}_{sz}": [] for op in ("write", "read") for sz in BW_SIZES}}
                    for m in names}
-            for rep in range(a.reps):
+            if a.inline_sweep:
+                inline = inline_sweep(a, bwt, names["ucx"], env, loads)
+            if a.overlap:
+                overlap = overlap_runs(a, build, ovl, names, env, loads)
+            for rep in range(0 if a.no_main else a.reps):
                 order = ["tcp", "ucx"] if rep % 2 == 0 else ["ucx", "tcp"]
                 for m in order:
                     base = names[m]
@@ -167,7 +239,7 @@ def main():
               "note": "loopback only; UCX runs over tcp here (no RDMA device)",
               "loadavg_1min": {"min": min(loads), "median": statistics.median(loads),
                                "max": max(loads)}}
-    for m in res:
+    for m in (res if not a.no_main else ()):
         report[m] = {
             "put_mib_s": mib / statistics.median(res[m]["put_s"]),
             "get_mib_s": mib / statistics.median(res[m]["get_s"]),
@@ -176,16 +248,21 @@ def main():
             "runs": res[m],
         }
     ratio = {}
-    for k, key in (("put", "put_s"), ("get", "get_s")):
+    for k, key in (("put", "put_s"), ("get", "get_s")) if not a.no_main else ():
         # throughput ratio ucx/tcp per repetition: time_tcp / time_ucx
         ratio[f"{k}_throughput_ucx_over_tcp"] = statistics.median(
             t / u for t, u in zip(res["tcp"][key], res["ucx"][key]))
-    ratio["lat_ucx_over_tcp"] = statistics.median(
-        u / t for t, u in zip(res["tcp"]["lat_us"], res["ucx"]["lat_us"]))
-    ratio["bw_ucx_over_tcp"] = {
-        k: statistics.median(u / t for t, u in zip(res["tcp"]["bw"][k], res["ucx"]["bw"][k]))
-        for k in res["tcp"]["bw"]}
-    report["ratios"] = ratio
+    if not a.no_main:
+        ratio["lat_ucx_over_tcp"] = statistics.median(
+            u / t for t, u in zip(res["tcp"]["lat_us"], res["ucx"]["lat_us"]))
+        ratio["bw_ucx_over_tcp"] = {
+            k: statistics.median(u / t for t, u in zip(res["tcp"]["bw"][k], res["ucx"]["bw"][k]))
+            for k in res["tcp"]["bw"]}
+        report["ratios"] = ratio
+    if inline:
+        report["inline_sweep"] = inline
+    if overlap:
+        report["overlap"] = overlap
     if sweep:
         report["rndv_sweep"] = sweep
     Path(a.out).write_text(json.dumps(report, indent=2) + "\n")

@@ -89,12 +89,49 @@ def flavour(name):
 MPIS = [flavour("mpich"), flavour("openmpi")]
 
 
+# Every MPI-IO access kind (independent, views served or mapped on the client with list I/O,
+# shared file pointers, collective two-phase and not, nonblocking, requests freed early, early
+# returning writes), each with payloads inline (copied into messages: rfs_ucx_inline_max above
+# every payload) and direct (sent from the caller's buffer: 0).
+ACCESS_KINDS = [
+    ("t_basic", 2, ""),
+    ("t_view", 4, ""),
+    ("t_view", 4, "rfs_view=server"),
+    ("t_view", 4, "rfs_view=client;rfs_max_extents=3"),
+    ("t_shared", 4, ""),
+    ("t_coll", 4, ""),
+    ("t_coll", 4, "romio_cb_write=enable;romio_cb_read=enable;cb_nodes=2;cb_buffer_size=4096"),
+    ("t_coll", 4, "romio_cb_write=disable;romio_cb_read=disable"),
+    ("t_nonblock", 2, ""),
+    ("t_nonblock", 2, "rfs_io_threads=1"),
+    ("t_reqfree", 2, "rfs_view=client"),
+    ("t_barrier", 2, "rfs_write_window=16M"),
+    ("t_barrier", 2, "rfs_abt=enable"),
+]
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("mpi", MPIS)
-@pytest.mark.parametrize("name,nprocs", [("t_basic", 2), ("t_view", 4), ("t_coll", 4)])
-def test_mpiio_program_same_bytes_as_local(srv, tmp_path, mpi, name, nprocs):
-    local, remote = run_both(srv, tmp_path, mpi, name, nprocs, name)
+@pytest.mark.parametrize("inline", ["inline", "direct"])
+@pytest.mark.parametrize("name,nprocs,hints", ACCESS_KINDS,
+                         ids=[f"{n}[{h}]" if h else n for n, _, h in ACCESS_KINDS])
+def test_mpiio_program_same_bytes_as_local(srv, tmp_path, mpi, inline, name, nprocs, hints):
+    bound = "rfs_ucx_inline_max=1G" if inline == "inline" else "rfs_ucx_inline_max=0"
+    env = {"RFS_HINTS": ";".join(h for h in (hints, bound) if h)}
+    local, remote = run_both(srv, tmp_path, mpi, name, nprocs, name, extra_env=env)
     assert local is not None and remote == local
+
+
+def test_inline_max_env_checked(srv, tmp_path):
+    """A bad $RFS_UCX_INLINE_MAX fails the connection with a message naming it; 0 (every
+    payload direct) moves the same bytes."""
+    src = tmp_path / "s.bin"
+    src.write_bytes(os.urandom((5 << 20) + 17))
+    p = rfs(srv, "put", src, srv.url("/bad.bin"), env={**srv.env(), "RFS_UCX_INLINE_MAX": "64x"},
+            check=False)
+    assert p.returncode != 0 and b"RFS_UCX_INLINE_MAX" in p.stderr, p.stderr
+    rfs(srv, "put", src, srv.url("/direct.bin"), env={**srv.env(), "RFS_UCX_INLINE_MAX": "0"})
+    assert (srv.root / "direct.bin").read_bytes() == src.read_bytes()
 
 
 @pytest.mark.mpi

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -77,11 +78,15 @@ static int serve_echo(rfs_transport *t, int ctl)
 
 static int serve_late_reader(rfs_transport *t, int ctl);
 static int serve_then_hang(rfs_transport *t, int ctl);
+static int serve_send_then_hang(rfs_transport *t, int ctl);
 
 static const struct role {
     const char *name;
     int (*serve)(rfs_transport *t, int ctl);
-} roles[] = {{"echo", serve_echo}, {"late-reader", serve_late_reader}, {"hang", serve_then_hang}};
+} roles[] = {{"echo", serve_echo},
+             {"late-reader", serve_late_reader},
+             {"hang", serve_then_hang},
+             {"send-hang", serve_send_then_hang}};
 
 /* The server side of a test, in a process of its own started fresh (exec: a forked copy of a
  * process whose UCX context is running does not work): listens, writes its port to port_fd,
@@ -305,6 +310,131 @@ static void test_peer_killed(void **state)
     free(junk);
 }
 
+/* Memory a late access by rfs would fault on once protected (see below). */
+static uint8_t *map_buffer(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    return p;
+}
+
+typedef struct direct_arg {
+    rfs_transport *t;
+    uint8_t *buf;
+    size_t len;
+    int rc;
+} direct_arg;
+
+static void *direct_writer(void *arg)
+{
+    direct_arg *d = arg;
+    struct iovec v[2] = {{"hdr", 3}, {d->buf, d->len}};
+    d->rc = rfs_transport_write_all(d->t, v, 2);
+    return NULL;
+}
+
+/* A peer killed while a write goes direct from the caller's buffer (the peer holds the
+ * rendezvous unfetched): write_all fails with RFS_E_CONN, and from then on the buffer is the
+ * caller's alone: it is made inaccessible, then the transport is driven and closed (a read by
+ * UCX would fault), then unmapped. */
+static void test_peer_killed_mid_direct_write(void **state)
+{
+    int ctl[2];
+    assert_int_equal(pipe(ctl), 0);
+    unsigned port;
+    pid_t child = start_server("hang", ctl[1], &port);
+    close(ctl[1]);
+    size_t was = rfs_ucx_inline_max();
+    rfs_ucx_set_inline_max(4096);
+    rfs_transport *t = connect_to(port);
+    struct iovec one = {.iov_base = "x", .iov_len = 1};
+    assert_int_equal(rfs_transport_write_all(t, &one, 1), 0);
+    char c;
+    assert_int_equal(read(ctl[0], &c, 1), 1);
+    direct_arg d = {.t = t, .len = BULK * 2};
+    d.buf = map_buffer(d.len);
+    memset(d.buf, 0x5a, d.len);
+    pthread_t wr;
+    assert_int_equal(pthread_create(&wr, NULL, direct_writer, &d), 0);
+    kill(child, SIGKILL); /* the writer is blocked, or about to be: nobody fetches */
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    pthread_join(wr, NULL);
+    assert_int_equal(d.rc, RFS_E_CONN);
+    assert_int_equal(mprotect(d.buf, d.len, PROT_NONE), 0);
+    assert_int_equal(rfs_transport_read_all(t, &c, 1), RFS_E_CONN);
+    rfs_transport_close(t);
+    assert_int_equal(munmap(d.buf, d.len), 0);
+    rfs_ucx_set_inline_max(was);
+    close(ctl[0]);
+}
+
+/* Sends BULK bytes of the pattern, says so on ctl, then waits to be killed. */
+static int serve_send_then_hang(rfs_transport *t, int ctl)
+{
+    static uint8_t buf[1 << 20];
+    for (size_t off = 0; off < BULK;) {
+        size_t k = sizeof buf < BULK - off ? sizeof buf : BULK - off;
+        for (size_t i = 0; i < k; i++)
+            buf[i] = (uint8_t)((off + i) * 2654435761u >> 13);
+        struct iovec v = {.iov_base = buf, .iov_len = k};
+        long w = rfs_transport_send_nb(t, &v, 1, 0);
+        if (w < 0) {
+            CHILD_CHECK(errno == EAGAIN);
+            wait_fd(t->fd);
+            continue;
+        }
+        off += (size_t)w;
+    }
+    CHILD_CHECK(write(ctl, "s", 1) == 1);
+    for (;;)
+        pause();
+}
+
+typedef struct reader_arg {
+    rfs_transport *t;
+    uint8_t *buf;
+    size_t len;
+    int rc;
+} reader_arg;
+
+static void *direct_reader(void *arg)
+{
+    reader_arg *r = arg;
+    r->rc = rfs_transport_read_all(r->t, r->buf, r->len);
+    return NULL;
+}
+
+/* A peer killed in the middle of a read that fetches straight into the caller's buffer (it
+ * asked for more than the peer sent): read_all fails with RFS_E_CONN, what arrived is the
+ * peer's bytes, and afterwards the buffer is never written again: it is made read-only while
+ * the transport is driven and closed (a write by UCX would fault). */
+static void test_peer_killed_mid_direct_read(void **state)
+{
+    int ctl[2];
+    assert_int_equal(pipe(ctl), 0);
+    unsigned port;
+    pid_t child = start_server("send-hang", ctl[1], &port);
+    close(ctl[1]);
+    rfs_transport *t = connect_to(port);
+    reader_arg r = {.t = t, .len = BULK * 2};
+    r.buf = map_buffer(r.len);
+    pthread_t rd;
+    assert_int_equal(pthread_create(&rd, NULL, direct_reader, &r), 0);
+    char c;
+    assert_int_equal(read(ctl[0], &c, 1), 1);
+    kill(child, SIGKILL);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    pthread_join(rd, NULL);
+    assert_int_equal(r.rc, RFS_E_CONN);
+    assert_int_equal(mprotect(r.buf, r.len, PROT_READ), 0);
+    for (size_t i = 0; i < BULK; i += 4093) /* what was fetched, where it belongs */
+        assert_true(r.buf[i] == 0 || r.buf[i] == (uint8_t)(i * 2654435761u >> 13));
+    assert_int_equal(rfs_transport_read_all(t, &c, 1), RFS_E_CONN);
+    rfs_transport_close(t);
+    assert_int_equal(munmap(r.buf, r.len), 0);
+    close(ctl[0]);
+}
+
 /* A loopback port with nothing listening: the connect fails (not hangs), as a connection
  * error. */
 static void test_nobody_listening(void **state)
@@ -331,6 +461,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bulk_echo),
         cmocka_unit_test(test_sender_held_back_by_reader),
         cmocka_unit_test(test_peer_killed),
+        cmocka_unit_test(test_peer_killed_mid_direct_write),
+        cmocka_unit_test(test_peer_killed_mid_direct_read),
         cmocka_unit_test(test_nobody_listening),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
