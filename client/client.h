@@ -314,10 +314,6 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
 int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                       const char *label, int *got);
 void rfs_pool_put(rfs_conn *c);
-/* Opens up to count connections to the server of name (an rfs name) into the pool, where they
- * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
- * them dials them while it does other work (the rfs command's cp -r). */
-int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
 /* rfs_streams=auto's connections (dialgate.c): the first one is dialled on a worker, and as
  * soon as its round trip is known decide(rtt_ms, ctx) says how many the file should have in
  * all; the others are dialled then, beside the first one's handshake, their HELLO marked EXTRA
@@ -326,8 +322,10 @@ int rfs_pool_warm(const char *name, const rfs_options *opts, int count);
  * (out[0] the first; at least 1 on success; fewer than decided when the server refuses some). */
 int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
                       void *ctx, int mark_extra, rfs_conn **out, int *got, const char *label);
-/* rfs_pool_warm with the count decided by rfs_pool_get_auto's rule: *count connections are
- * left lingering in the pool (decide sees the round trip). */
+/* Opens connections to the server of name (an rfs name) into the pool, as many as
+ * rfs_pool_get_auto's rule decides (decide sees the round trip; *count of them), where they
+ * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
+ * them dials them while it does other work (the rfs command's put, get and cp -r). */
 int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
                        void *ctx, int *count);
 /* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */

@@ -325,28 +325,6 @@ int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(doubl
     return RFS_OK;
 }
 
-int rfs_pool_warm(const char *name, const rfs_options *opts, int count)
-{
-    rfs_name n;
-    int rc = rfs_parse_name(name, &n);
-    if (rc)
-        return rc;
-    char label[300];
-    rfs_name_label(&n, label, sizeof label);
-    rfs_copts o;
-    if ((rc = rfs_copts_resolve(opts, label, &o)))
-        return rc;
-    if (count > RFS_CLIENT_MAX_STREAMS)
-        count = RFS_CLIENT_MAX_STREAMS;
-    rfs_conn *c[RFS_CLIENT_MAX_STREAMS];
-    int got = 0;
-    rc = rfs_pool_get_some(&n, &o, count, c, label, &got);
-    explicit_bzero(o.token, sizeof o.token);
-    while (got > 0)
-        rfs_pool_put(c[--got]); /* they linger for the transfer that follows */
-    return rc;
-}
-
 int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
                        void *ctx, int *count)
 {
