@@ -84,8 +84,8 @@ static int decide_streams(cli_ctx *c, const char *url)
         cli_server_str(&n, server, sizeof server);
     if (c->auto_streams && strcmp(server, c->auto_server) == 0)
         return c->auto_streams;
-    cli_decision d = {.min_us = env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0,
-                                         10000000),
+    cli_decision d = {.min_us =
+                          env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0, 10000000),
                       .rtt_ms = -1,
                       .k = 1};
     rfs_options po = c->ropts;

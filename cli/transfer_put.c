@@ -27,10 +27,10 @@ typedef struct put_ctx {
     int fd;
     const char *local;
     rfs_file *f;
-    int streams;       /* asked for (cli_streams) */
-    int open_size_ok;  /* the OPEN reply said how long the temporary file was */
+    int streams;      /* asked for (cli_streams) */
+    int open_size_ok; /* the OPEN reply said how long the temporary file was */
     uint64_t open_size;
-    int close_rc;      /* rfs_close's, when finish closed the file itself */
+    int close_rc; /* rfs_close's, when finish closed the file itself */
 } put_ctx;
 
 /* Where the put goes: the final name and the temporary one, both as URLs and parsed. */

@@ -27,8 +27,8 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
         /* an additional stream of a file: its mark depends on what the first one's server
          * said (an older server refuses a mark it does not know) */
         uint32_t features;
-        req.extra_stream = rfs_gate_wait_hello(o->gate_wait, &features) == 0 &&
-                           (features & RFS_FEAT_XSTREAM) != 0;
+        req.extra_stream =
+            rfs_gate_wait_hello(o->gate_wait, &features) == 0 && (features & RFS_FEAT_XSTREAM) != 0;
     }
     int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
     if (!rc)

@@ -402,9 +402,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                                        : "auto");
     SETI("rfs_prefetch_max", h->prefetch_max);
     SETI("rfs_prefetch_threads", h->prefetch_threads);
-    MPI_Info_set(info, "rfs_write_behind", h->write_behind == MP_AUTO ? "auto"
-                                           : h->write_behind == MP_ENABLE ? "enable"
-                                                                          : "disable");
+    MPI_Info_set(info, "rfs_write_behind",
+                 h->write_behind == MP_AUTO     ? "auto"
+                 : h->write_behind == MP_ENABLE ? "enable"
+                                                : "disable");
     SETI("rfs_wb_page_size", h->wb_page_size);
     SETI("rfs_wb_buffer_size", h->wb_buffer_size);
     SETI("rfs_wb_max_memory", h->wb_max_memory);

@@ -131,8 +131,7 @@ static void hand_error(wb *w, int src, int rc)
 {
     wb_chan *c = wb_chan_of(w, src, w->rank);
     int32_t zero = 0;
-    __atomic_compare_exchange_n(&c->err, &zero, (int32_t)rc, 0, __ATOMIC_SEQ_CST,
-                                __ATOMIC_SEQ_CST);
+    __atomic_compare_exchange_n(&c->err, &zero, (int32_t)rc, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 /* A failure below may be this write's or an earlier one's that returned early (the write

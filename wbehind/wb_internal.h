@@ -13,7 +13,7 @@
 
 #include "client/runtime.h"
 
-enum { WB_EMPTY = 0, WB_POSTED = 1, WB_TAKEN = 2 };        /* wb_chan.state */
+enum { WB_EMPTY = 0, WB_POSTED = 1, WB_TAKEN = 2 };           /* wb_chan.state */
 enum { WB_NEW = 0, WB_OPEN = 1, WB_CLOSED = 2, WB_GONE = 3 }; /* wb_head.state */
 
 typedef struct wb_head {

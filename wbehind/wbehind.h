@@ -65,15 +65,15 @@ void rfs_wb_detach(rfs_io *io);
 void rfs_wb_set_enabled(rfs_io *io, int on);
 
 typedef struct rfs_wb_stats {
-    uint64_t writes, bytes;    /* write calls buffered and their bytes */
-    uint64_t posts;            /* sub-buffers posted to owners */
-    uint64_t flushes;          /* flushes this rank asked for */
-    uint64_t direct_bytes;     /* bytes written straight below (auto, off, gone peers) */
-    uint64_t pages_written;    /* owner: page writes below */
-    uint64_t page_bytes;       /* owner: bytes those carried */
-    uint64_t evictions;        /* owner: pages written for the memory cap */
-    uint64_t pages_peak;       /* owner: most pages held at once */
-    uint64_t memory_cap;       /* owner: max_memory in effect */
+    uint64_t writes, bytes; /* write calls buffered and their bytes */
+    uint64_t posts;         /* sub-buffers posted to owners */
+    uint64_t flushes;       /* flushes this rank asked for */
+    uint64_t direct_bytes;  /* bytes written straight below (auto, off, gone peers) */
+    uint64_t pages_written; /* owner: page writes below */
+    uint64_t page_bytes;    /* owner: bytes those carried */
+    uint64_t evictions;     /* owner: pages written for the memory cap */
+    uint64_t pages_peak;    /* owner: most pages held at once */
+    uint64_t memory_cap;    /* owner: max_memory in effect */
 } rfs_wb_stats;
 void rfs_wb_get_stats(rfs_io *io, rfs_wb_stats *s);
 

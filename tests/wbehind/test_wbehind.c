@@ -23,9 +23,9 @@
 #define MAXR 4
 
 typedef struct shared {
-    int arrived;   /* test barrier */
-    int die;       /* test_dead_owner: rank 1 may die now */
-    int pid1;      /* test_dead_owner: rank 1's pid */
+    int arrived; /* test barrier */
+    int die;     /* test_dead_owner: rank 1 may die now */
+    int pid1;    /* test_dead_owner: rank 1's pid */
     int result[MAXR];
     char msg[MAXR][256];
 } shared;
@@ -114,11 +114,11 @@ static void run_ranks(int n, rank_fn fn)
     }
 }
 
-#define FAIL(r, ...)                                                        \
-    do {                                                                    \
-        snprintf(sh->msg[r], sizeof sh->msg[r], __VA_ARGS__);              \
-        sh->result[r] = -1;                                                 \
-        return;                                                             \
+#define FAIL(r, ...)                                          \
+    do {                                                      \
+        snprintf(sh->msg[r], sizeof sh->msg[r], __VA_ARGS__); \
+        sh->result[r] = -1;                                   \
+        return;                                               \
     } while (0)
 
 /* FLASH-IO-like: rank r writes pieces (i * n + r) of `piece` bytes, some as list I/O. */
@@ -335,8 +335,7 @@ static void dead_rank(int r, int n)
     if (rc != RFS_E_IO || !strstr(rfs_last_error(), "rank 1"))
         FAIL(r, "sync after rank 1 died gave %d (%s)", rc, rfs_last_error());
     /* from now on rank 0 writes page 1 itself */
-    if (w->ops->pwrite(w, buf, 500, 16384 + 5000, &done) != RFS_OK ||
-        w->ops->sync(w) != RFS_OK)
+    if (w->ops->pwrite(w, buf, 500, 16384 + 5000, &done) != RFS_OK || w->ops->sync(w) != RFS_OK)
         FAIL(r, "write after: %s", rfs_last_error());
     rfs_wb_detach(w);
     w->ops->close(w);
