@@ -31,6 +31,18 @@
 /* The feeds of the tree being copied: small files to one server, small files from one. */
 static tree_feed *puts_feed, *gets_feed;
 
+/* A tree put to a server whose whole-file writes make their own parent directories
+ * (RFS_FEAT_WPARENTS): the directories are made on a thread beside the files (empty ones
+ * need it), so the first file goes out without waiting for them. */
+static struct {
+    int on; /* for the tree being put: no MKDIRs in the walk, RFS_WRITE_PARENTS on the feed */
+    pthread_t th;
+    cli_ctx *c;
+    char src[PATH_MAX], dest[4400], url[4400];
+    rfs_name dn;
+    int status, made, levels;
+} beside;
+
 typedef struct name_list {
     size_t n, cap;
     char **v;
@@ -251,7 +263,9 @@ static tree_feed *feed_for(cli_ctx *c, int reading, const char *sname, int *stat
     if (!*fp) {
         rfs_options o = c->ropts; /* a long link needs several connections, as a large file does */
         o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, sname);
-        unsigned flags = reading ? 0 : RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0);
+        unsigned flags = reading ? 0
+                                 : RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0) |
+                                       (beside.on ? RFS_WRITE_PARENTS : 0);
         *fp = tree_feed_new(reading, sname, &o, flags, install_entry, c);
     }
     return *fp;
@@ -576,24 +590,73 @@ static int list_source(cli_ctx *c, const char *src, listed *l)
     return CLI_EXIT_OK;
 }
 
-/* src (a directory) becomes dest (created if missing), recursively. */
 /* Depth below which the remote directories of the tree being put exist already
  * (cli_premake_dirs): their MKDIRs are skipped. */
 static int premade_levels;
 
+static void *beside_main(void *arg)
+{
+    (void)arg;
+    beside.status = make_dir(beside.c, beside.dest);
+    if (beside.status == CLI_EXIT_OK)
+        beside.made =
+            cli_premake_dirs(beside.c, beside.src, beside.url, &beside.dn, &beside.levels);
+    return NULL;
+}
+
+/* Starts making the directories of the tree src -> dest beside its files; 0 when the server
+ * cannot take files before their directories (the walk then makes them first). */
+static int beside_start(cli_ctx *c, const char *src, const char *dest)
+{
+    unsigned feat = 0;
+    if (snprintf(beside.src, sizeof beside.src, "%s", src) >= (int)sizeof beside.src ||
+        cli_url_normalize(c->cmd, dest, beside.url, sizeof beside.url, &beside.dn) ||
+        rfs_server_features(beside.url, &c->ropts, &feat) != RFS_OK ||
+        !(feat & RFS_FEAT_WPARENTS)) {
+        rfs_clear_error();
+        return 0;
+    }
+    snprintf(beside.dest, sizeof beside.dest, "%s", dest);
+    beside.c = c;
+    beside.made = beside.levels = 0;
+    beside.on = pthread_create(&beside.th, NULL, beside_main, NULL) == 0;
+    return beside.on;
+}
+
+/* Waits for the directories made beside the files; a level that could not be made whole is
+ * reported (its files report their own failures). */
+static int beside_end(void)
+{
+    if (!beside.on)
+        return CLI_EXIT_OK;
+    pthread_join(beside.th, NULL);
+    beside.on = 0;
+    if (beside.status == CLI_EXIT_OK && beside.made < beside.levels) {
+        fprintf(stderr, "rfs %s: %s: not every directory of %s could be made on the server\n",
+                beside.c->cmd, beside.dest, beside.src);
+        return CLI_EXIT_FAIL;
+    }
+    return beside.status;
+}
+
+/* src (a directory) becomes dest (created if missing), recursively. */
 static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
 {
     if (depth > CP_MAX_DEPTH)
         return cli_usage(c->cmd, "%s: more than %d directory levels", src, CP_MAX_DEPTH);
-    int status =
-        depth > 0 && depth <= premade_levels && rfs_is_name(dest) ? CLI_EXIT_OK : make_dir(c, dest);
+    int put = !rfs_is_name(src) && rfs_is_name(dest), status = CLI_EXIT_OK;
+    if (depth == 0 && put && beside_start(c, src, dest))
+        ; /* made beside the files */
+    else if (!(depth > 0 && put && (beside.on || depth <= premade_levels)))
+        status = make_dir(c, dest);
     if (status != CLI_EXIT_OK)
         return status;
-    if (depth == 0 && !rfs_is_name(src) && rfs_is_name(dest)) {
+    if (depth == 0 && put && !beside.on) {
         char url[4400];
         rfs_name dn;
+        int levels;
         if (cli_url_normalize(c->cmd, dest, url, sizeof url, &dn) == 0)
-            premade_levels = cli_premake_dirs(c, src, url, &dn);
+            premade_levels = cli_premake_dirs(c, src, url, &dn, &levels);
     }
     listed l = {0};
     status = list_source(c, src, &l);
@@ -621,6 +684,8 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                     st = batch_add(c, s, d, &queued);
                 else if (!pass && rfs_is_name(s) && !rfs_is_name(d))
                     st = fetch_add(c, s, nl->sz[i], d, &queued);
+                if (!queued && !pass && put && beside.on)
+                    st = worst(st, beside_end()); /* a put of its own needs its directory */
                 if (!queued)
                     st = worst(st, pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d));
                 status = worst(status, st); /* like cp -r: go on, fail at the end */
@@ -629,6 +694,7 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
     }
     listed_free(&l);
     if (depth == 0) {
+        status = worst(status, beside_end());
         premade_levels = 0;
         prefetch_clear();
     }

@@ -22,9 +22,9 @@ struct tree_feed {
     pthread_t th;
     int started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;   /* an item queued, the feed closed, or room made */
+    pthread_cond_t cv; /* an item queued, the feed closed, or room made */
     feed_entry *head, *tail;
-    size_t held;         /* bytes of the items queued and not yet done */
+    size_t held; /* bytes of the items queued and not yet done */
     int closed;
     feed_entry *failed; /* done, but not arrived */
     int status;
@@ -37,8 +37,8 @@ static size_t entry_bytes(const tree_feed *f, const feed_entry *e)
 
 static feed_entry *entry_of(const tree_feed *f, void *item)
 {
-    return (feed_entry *)((char *)item - (f->reading ? offsetof(feed_entry, r)
-                                                     : offsetof(feed_entry, w)));
+    return (feed_entry *)((char *)item -
+                          (f->reading ? offsetof(feed_entry, r) : offsetof(feed_entry, w)));
 }
 
 static int feed_next(void *ctx, int wait, void **item)

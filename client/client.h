@@ -108,6 +108,10 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out
 int rfs_mkdir_many(const char *server_name, const char **paths, int *results, size_t n,
                    unsigned mode, const rfs_options *opts);
 
+/* meta.c: the HELLO feature bits (RFS_FEAT_*) of the server of name, from a pooled connection
+ * (made if there is none). */
+int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features);
+
 /* wholefiles.c: LIST of n absolute directory paths on one server, pipelined as above; fn gets
  * each entry of directory i (from one of the batch's threads, but the entries of one
  * directory from one thread, in order); a non-zero return ends that directory's listing.
@@ -301,6 +305,8 @@ int rfs_conn_is_dead(rfs_conn *c);
  * protocol or token error: what recovery can fix. */
 int rfs_conn_lost(rfs_conn *c);
 uint32_t rfs_conn_max_frame(rfs_conn *c);
+/* The server's HELLO feature bits (RFS_FEAT_*). */
+unsigned rfs_conn_features(rfs_conn *c);
 
 /* Registers call, encodes req (req->id is set here) and sends it with req->data as the
  * payload and ext_src as the PREADV/PWRITEV extents. Returns RFS_OK when the call is pending

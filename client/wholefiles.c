@@ -363,6 +363,14 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
             (rc = rfs_pool_get_retry(&name, &o, 1, conns, label)))
             explicit_bzero(o.token, sizeof o.token);
     }
+    if (!rc && (b->wflags & RFS_WF_PARENTS) && !(rfs_conn_features(conns[0]) & RFS_FEAT_WPARENTS)) {
+        rfs_pool_put(conns[0]);
+        explicit_bzero(o.token, sizeof o.token);
+        rc = rfs_fail(RFS_E_UNSUPPORTED,
+                      "rfs:%s: the server cannot make parent directories with a whole-file "
+                      "write (an older rfsd)",
+                      b->server);
+    }
     if (rc) { /* a fed batch's caller waits for its items to come back */
         char why[RFS_ERRMSG_MAX];
         snprintf(why, sizeof why, "%s", rfs_last_error());
@@ -414,9 +422,12 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     return RFS_OK;
 }
 
+#define WRITE_FLAGS (RFS_WRITE_EXCL | RFS_WRITE_SYNC | RFS_WRITE_PARENTS)
+
 static uint32_t write_flags(unsigned flags)
 {
-    return (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0);
+    return (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0) |
+           (flags & RFS_WRITE_PARENTS ? RFS_WF_PARENTS : 0);
 }
 
 int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, unsigned flags,
@@ -424,7 +435,7 @@ int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, un
 {
     if (!server_name || (n && !items))
         return rfs_fail(RFS_E_INVAL, "rfs_write_files: NULL argument");
-    if (flags & ~(RFS_WRITE_EXCL | RFS_WRITE_SYNC))
+    if (flags & ~WRITE_FLAGS)
         return rfs_fail(RFS_E_INVAL, "rfs_write_files: unknown flags 0x%x", flags);
     batch b = {.kind = WF_WRITE, .w = items, .n = n, .wflags = write_flags(flags)};
     return run_batch(server_name, &b, opts);
@@ -435,7 +446,7 @@ int rfs_write_files_fed(const char *server_name, const rfs_files_feed *feed, uns
 {
     if (!server_name || !feed || !feed->next || !feed->done)
         return rfs_fail(RFS_E_INVAL, "rfs_write_files_fed: NULL argument");
-    if (flags & ~(RFS_WRITE_EXCL | RFS_WRITE_SYNC))
+    if (flags & ~WRITE_FLAGS)
         return rfs_fail(RFS_E_INVAL, "rfs_write_files_fed: unknown flags 0x%x", flags);
     batch b = {.kind = WF_WRITE, .feed = feed, .n = SIZE_MAX, .wflags = write_flags(flags)};
     return run_batch(server_name, &b, opts);

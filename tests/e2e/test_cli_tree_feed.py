@@ -7,10 +7,14 @@ command with an error instead of a hang."""
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
+import threading
 import time
 
 from conftest import binary
+from rfswire import F_REPLY, HDR, OP
 
 
 def rfs(srv, *args, timeout=120):
@@ -99,3 +103,102 @@ def test_server_lost_half_way_ends_the_copy_with_an_error(rfsd, tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err[-2000:]
     assert re.search(r"connect|connection|closed|refused|lost", err, re.I), err[-2000:]
+
+
+FEAT_WPARENTS = 0x0400
+
+
+class OlderServer:
+    """A TCP relay to rfsd that hides RFS_FEAT_WPARENTS in its HELLO replies: the server as a
+    client of an older rfsd sees it."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.lsock.getsockname()[1]
+        self.hellos = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path):
+        return f"rfs:127.0.0.1:{self.port}:{path}"
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            s = socket.create_connection((self.srv.host, self.srv.port))
+            threading.Thread(target=self._pump, args=(c, s), daemon=True).start()
+            threading.Thread(target=self._replies, args=(s, c), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _replies(self, s, c):
+        try:
+            head = b""
+            while len(head) < HDR.size:
+                d = s.recv(HDR.size - len(head))
+                if not d:
+                    raise OSError
+                head += d
+            h = HDR.unpack(head)
+            body = b""
+            while len(body) < h[7]:
+                d = s.recv(h[7] - len(body))
+                if not d:
+                    raise OSError
+                body += d
+            if h[2] == OP["HELLO"] and h[3] & F_REPLY and h[6] == 0:
+                feats = struct.unpack_from("<H", body, 2)[0]
+                body = body[:2] + struct.pack("<H", feats & ~FEAT_WPARENTS) + body[4:]
+                self.hellos += 1
+            c.sendall(head + body)
+        except OSError:
+            pass
+        self._pump(s, c)
+
+    def close(self):
+        self.lsock.close()
+
+
+def test_put_to_an_older_server_makes_the_directories_first(rfsd, tmp_path):
+    """Without RFS_FEAT_WPARENTS a tree's directories are all made before its first file goes
+    (WRITE_FILE never carries the flag such a server would refuse); with it, files go at once
+    and the directories are made beside them. The tree arrives whole either way."""
+    src = tmp_path / "src"
+    for i in range(300):
+        p = src / f"d{i % 6}" / f"s{i % 4}" / f"f{i}"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(os.urandom(i * 11 % 3000))
+    (src / "empty" / "deeper").mkdir(parents=True)
+    old = OlderServer(rfsd)
+    try:
+        r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", src, old.url("/old"))
+    finally:
+        old.close()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert old.hellos >= 1
+    lines = r.stderr.splitlines()
+    mk = [i for i, ln in enumerate(lines) if re.search(r"\breply MKDIR\b", ln)]
+    wf = [i for i, ln in enumerate(lines) if re.search(r"\bsend WRITE_FILE\b", ln)]
+    assert len(wf) == 300 and mk and max(mk) < min(wf)
+    assert tree(rfsd.root / "old") == tree(src)
+    r = rfs(rfsd, "--debug", "cp", "-r", "--streams", "2", src, rfsd.url("/new"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert tree(rfsd.root / "new") == tree(src)
+    assert (rfsd.root / "new" / "empty" / "deeper").is_dir()
