@@ -474,16 +474,16 @@ static void prefetch_clear(void)
     }
 }
 
-/* Starts listing the remote directories src/dirs[i], all at once on a thread of their own
- * (rfs_list_many), for list_source to take as each arrives. */
+/* Starts listing the remote directories src/dirs[i] (src itself if dirs is NULL), all at once
+ * on a thread of their own (rfs_list_many), for list_source to take as each arrives. */
 static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs)
 {
-    if (dirs->n < 2)
+    size_t n = dirs ? dirs->n : 1;
+    if (dirs && n < 2)
         return;
     prefetch_level *lv = calloc(1, sizeof *lv);
-    if (!lv || !(lv->v = calloc(dirs->n, sizeof *lv->v)) ||
-        !(lv->paths = calloc(dirs->n, sizeof *lv->paths)) ||
-        !(lv->results = calloc(dirs->n, sizeof *lv->results))) {
+    if (!lv || !(lv->v = calloc(n, sizeof *lv->v)) || !(lv->paths = calloc(n, sizeof *lv->paths)) ||
+        !(lv->results = calloc(n, sizeof *lv->results))) {
         if (lv) {
             free(lv->v);
             free(lv->paths);
@@ -491,11 +491,12 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
         }
         return; /* listed the ordinary way */
     }
-    for (size_t i = 0; i < dirs->n; i++) {
+    for (size_t i = 0; i < n; i++) {
         char p[4400], url[4400];
         rfs_name rn;
         prefetched *e = &lv->v[lv->n];
-        if (join(p, sizeof p, src, dirs->v[i]) ||
+        if ((dirs ? join(p, sizeof p, src, dirs->v[i])
+                  : snprintf(p, sizeof p, "%s", src) >= (int)sizeof p) ||
             cli_url_normalize(c->cmd, p, url, sizeof url, &rn) || !(e->src = strdup(p)))
             continue;
         if (!(lv->paths[lv->n] = strdup(rn.path))) {
@@ -710,6 +711,8 @@ static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
         rfs_name n;
         if (cli_url_normalize(c->cmd, src, url, sizeof url, &n))
             return CLI_EXIT_USAGE;
+        if (c->o.recursive) /* listed while it is asked whether it is a directory */
+            prefetch_listings(c, src, NULL);
         rfs_stat_info st;
         int rc = rfs_stat(url, &c->ropts, &st);
         if (rc != RFS_OK)
@@ -830,6 +833,7 @@ int cli_cmd_cp(cli_ctx *c)
     /* the small files still queued: sent (fetched), then waited for */
     status = worst(status, feed_end(c, &puts_feed, 0));
     status = worst(status, feed_end(c, &gets_feed, 1));
+    prefetch_clear(); /* a listing asked for a source that was a file after all */
     cli_streams_warm_end(c);
     list_free(&srcs);
     return status;
