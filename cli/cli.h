@@ -56,6 +56,7 @@ typedef struct cli_opts {
     int summary;            /* du -s */
     int recursive;          /* cp -r */
     int no_tpc;             /* cp --no-tpc: remote to remote through this client */
+    int dest_not_dir;       /* cp found the destination is no directory: put need not ask */
     int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];

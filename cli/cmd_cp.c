@@ -731,8 +731,11 @@ static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
             return cli_usage(c->cmd, "cannot name %s inside %s", src, dest);
         return copy_file(c, src, final);
     }
-    if (!src_dir) /* put and get place a file into a directory destination themselves */
-        return copy_file(c, src, dest);
+    if (!src_dir) { /* put and get place a file into a directory destination themselves */
+        cli_ctx known = *c;
+        known.o.dest_not_dir = !dest_dir && rfs_is_name(dest);
+        return copy_file(&known, src, dest);
+    }
     if (!c->o.recursive)
         return cli_usage(c->cmd, "%s is a directory (use -r)", src);
     if (!dest_dir)
