@@ -92,7 +92,11 @@ void rfsd_fss_detach(int data_fd, int state_fd)
     if (state_fd < 0)
         return;
     char name[64];
-    /* the only holder of the presence byte: nobody else has the data file open */
+    /* Give up our presence first, then see whether anyone is left. Two handles closing at
+     * once could each see the other's presence if they tried to upgrade theirs; this way the
+     * last one to let go finds the byte free (or held only by another closer, which then
+     * removes the file). */
+    ofd_lock(state_fd, F_OFD_SETLK, F_UNLCK, 0, 1);
     if (ofd_lock(state_fd, F_OFD_SETLK, F_WRLCK, 0, 1) == 0 &&
         state_name(data_fd, "state", name, sizeof name) == RFS_OK) {
         struct stat a, b;

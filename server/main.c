@@ -339,6 +339,13 @@ int main(int argc, char **argv)
                                    : "token authentication");
     if (srv.tls)
         RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
+    /* each process of a group writes its own: FILE.INDEX */
+    static char group_metrics[4200];
+    if (srv.cfg.metrics_file && rfsd_group_on()) {
+        snprintf(group_metrics, sizeof group_metrics, "%s.%u", srv.cfg.metrics_file,
+                 rfsd_group_index());
+        srv.cfg.metrics_file = group_metrics;
+    }
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
     RFS_LOGI("transports: TCP%s on %s%s%s", srv.tls ? " (TLS)" : "", addr, ucx ? ", UCX on " : "",

@@ -83,10 +83,13 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     char *table = all_ok ? malloc((size_t)size * ADDR_MAX) : NULL;
     const char **addrs = all_ok ? malloc((size_t)size * sizeof *addrs) : NULL;
-    int have = table && addrs, all_have = 0;
+    int *pids = all_ok ? malloc((size_t)size * sizeof *pids) : NULL;
+    int have = table && addrs && pids, all_have = 0, pid = (int)getpid();
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_have) {
         MPI_Allgather(mine, ADDR_MAX, MPI_CHAR, table, ADDR_MAX, MPI_CHAR, MPI_COMM_WORLD);
+        /* for the operator (and tests): which process id serves which address */
+        MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
         for (int i = 0; i < size; i++)
             addrs[i] = table + (size_t)i * ADDR_MAX;
         all_have = rfsd_group_set((unsigned)rank, (unsigned)size, addrs) == 0;
@@ -100,14 +103,16 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
                      size);
         free(table);
         free(addrs);
+        free(pids);
         return -1;
     }
     RFS_LOGI("process %d of %d of the server group; clients are sent here as %s", rank, size,
              mine);
     if (rank == 0)
         for (int i = 0; i < size; i++)
-            printf("rfsd group process %d at %s\n", i, addrs[i]);
+            printf("rfsd group process %d at %s pid %d\n", i, addrs[i], pids[i]);
     free(table);
     free(addrs);
+    free(pids);
     return 0;
 }

@@ -267,6 +267,10 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
     int fd = h->fd, rc = RFS_OK;
     rfsd_quota_file_put(h->qf, fd); /* while fd is open: the last one reconciles the size */
     h->qf = NULL;
+    if (h->state_fd >= 0) { /* also while fd is open: the state file is named after it */
+        rfsd_fss_detach(fd, h->state_fd);
+        h->state_fd = -1;
+    }
     h->fd = -1;
     if (close(fd))
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));
