@@ -210,8 +210,8 @@ struct rfs_conn {
      * dials there instead; "" otherwise (docs/protocol.md "Server groups"). */
     char moved_to[RFS_PLACE_MAX_ADDR + 1];
     int hello_extra; /* its HELLO was marked RFS_F_EXTRA */
-    int tls;          /* the transport is TLS: only TLS requests share it */
-    int ucx;          /* the transport is UCX: only UCX requests share it */
+    int tls;         /* the transport is TLS: only TLS requests share it */
+    int ucx;         /* the transport is UCX: only UCX requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */

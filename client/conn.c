@@ -850,8 +850,8 @@ static int split_moved(const char *a, char *host, size_t cap, uint16_t *port)
     return 0;
 }
 
-static int conn_open_at(const char *host, uint16_t port, const char *dial_host,
-                        uint16_t dial_port, const rfs_copts *o, rfs_conn **out);
+static int conn_open_at(const char *host, uint16_t port, const char *dial_host, uint16_t dial_port,
+                        const rfs_copts *o, rfs_conn **out);
 
 /* A server group placed this client on another of its processes: dial that one, keeping the
  * name the client used (the pool finds the connection by it, and a reconnection asks the
@@ -870,8 +870,8 @@ static int follow_place(rfs_conn *entry, const rfs_copts *o, rfs_conn **out)
     o2->extra_stream = entry->hello_extra;
     o2->gate_tell = o2->gate_wait = NULL; /* the first dial told and waited already */
     int rc = split_moved(moved, host, sizeof host, &port)
-                 ? rfs_fail(RFS_E_PROTO, "server %s sent this client to '%s', not HOST:PORT",
-                            from, moved)
+                 ? rfs_fail(RFS_E_PROTO, "server %s sent this client to '%s', not HOST:PORT", from,
+                            moved)
                  : conn_open_at(entry->host, entry->port, host, port, o2, out);
     explicit_bzero(o2->token, sizeof o2->token);
     free(o2);
@@ -885,8 +885,8 @@ static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_co
     return conn_open_at(host, port, host, port, o, out);
 }
 
-static int conn_open_at(const char *host, uint16_t port, const char *dial_host,
-                        uint16_t dial_port, const rfs_copts *o, rfs_conn **out)
+static int conn_open_at(const char *host, uint16_t port, const char *dial_host, uint16_t dial_port,
+                        const rfs_copts *o, rfs_conn **out)
 {
     *out = NULL;
     rfs_conn *c = calloc(1, sizeof *c);

@@ -23,8 +23,8 @@ int rfs_place_identity(uint8_t job[RFS_PLACE_JOB_LEN], uint32_t *rank)
     if (off && !strcmp(off, "off"))
         return -1;
     /* RFS_RANK first (tests, launchers we do not know); then MPICH/Hydra, Open MPI, PMIx */
-    static const char *const ranks[] = {"RFS_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
-                                        "PMIX_RANK", NULL};
+    static const char *const ranks[] = {"RFS_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                        NULL};
     const char *r = first_env(ranks);
     if (!r)
         return -1;

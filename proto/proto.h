@@ -77,8 +77,8 @@
 #define RFS_FEAT_SHUFFLE 0x0200u /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
 /* one process of a server group (rfsd --mpi): PLACE says which process serves a client rank */
 #define RFS_FEAT_PLACE 0x0400u
-#define RFS_PLACE_JOB_LEN 16u    /* PLACE: the client job's id (all zero: unknown) */
-#define RFS_PLACE_MAX_ADDR 255u  /* PLACE reply: "HOST:PORT" of the process to use */
+#define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
+#define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
  * send a whole tree's directories at once in any order. An older server refuses the bit
  * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */

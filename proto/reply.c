@@ -51,8 +51,7 @@ static int check_place(const rfs_rep *r, int bad)
     static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:_[]";
     for (unsigned i = 0; i < a->len; i++)
         if (!a->s[i] || !strchr(ok, a->s[i]))
-            return rfs_fail(bad, "PLACE reply: byte 0x%02x in the address",
-                            (unsigned char)a->s[i]);
+            return rfs_fail(bad, "PLACE reply: byte 0x%02x in the address", (unsigned char)a->s[i]);
     return RFS_OK;
 }
 

@@ -46,8 +46,8 @@ int rfsd_fss_on(void)
 
 static int ofd_lock(int fd, int cmd, short type, uint64_t off, uint64_t len)
 {
-    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)off,
-                       .l_len = (off_t)len};
+    struct flock fl = {
+        .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)off, .l_len = (off_t)len};
     return fcntl(fd, cmd, &fl);
 }
 
@@ -134,8 +134,9 @@ int rfsd_fss_lock(int data_fd, const char *shown, uint64_t off, uint64_t len, ui
         if (!waiting && wait_ms > 0) {
             if (atomic_fetch_add(&waiters, 1) >= max_waiters) {
                 atomic_fetch_sub(&waiters, 1);
-                rc = rfs_fail(RFS_E_BUSY, "%s: range locked by another client, and every "
-                                          "worker that may wait is waiting",
+                rc = rfs_fail(RFS_E_BUSY,
+                              "%s: range locked by another client, and every "
+                              "worker that may wait is waiting",
                               shown);
                 break;
             }

@@ -73,8 +73,8 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
     int ok = my_listen(cfg->listen, local_rank, spec, sizeof spec) == 0 &&
              rfsd_listen(spec, addr, cap, lfd) == 0;
     if (ok && advertised(cfg, addr, mine, sizeof mine)) {
-        RFS_LOGE("process %d: cannot make an address for clients from %s (--advertise HOST)",
-                 rank, addr);
+        RFS_LOGE("process %d: cannot make an address for clients from %s (--advertise HOST)", rank,
+                 addr);
         ok = 0;
     }
     /* every process must listen, or none serves: a group with a hole would send clients to
@@ -99,15 +99,13 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
     MPI_Finalize();
     if (!all_have) {
         if (ok)
-            RFS_LOGE("process %d of %d: another process of the group could not start", rank,
-                     size);
+            RFS_LOGE("process %d of %d: another process of the group could not start", rank, size);
         free(table);
         free(addrs);
         free(pids);
         return -1;
     }
-    RFS_LOGI("process %d of %d of the server group; clients are sent here as %s", rank, size,
-             mine);
+    RFS_LOGI("process %d of %d of the server group; clients are sent here as %s", rank, size, mine);
     if (rank == 0)
         for (int i = 0; i < size; i++)
             printf("rfsd group process %d at %s pid %d\n", i, addrs[i], pids[i]);

@@ -9,13 +9,16 @@ import signal
 import subprocess
 from pathlib import Path
 
-from conftest import binary
+from conftest import MPICH_BUILD, OMPI_BUILD
 
 START_TIMEOUT = 30
 
 
 class Group:
-    def __init__(self, base, n, token=None, extra=()):
+    def __init__(self, base, n, token=None, extra=(), launcher="mpich"):
+        """launcher: "mpich" runs the MPICH build's rfsd under Hydra; "openmpi" the Open MPI
+        build's under mpirun --enable-recovery, which leaves the other processes running when
+        one dies (Hydra 4.0.2 ends them all, -disable-auto-cleanup or not)."""
         base = Path(base)
         base.mkdir(parents=True, exist_ok=True)
         self.root = base / "export"
@@ -27,8 +30,12 @@ class Group:
         tf = base / "token"
         tf.write_text(self.token)
         tf.chmod(0o600)
-        # -disable-auto-cleanup: a process that dies must not take the others with it
-        args = ["mpiexec.mpich", "-n", str(n), "-disable-auto-cleanup", binary("rfsd"), "--mpi",
+        if launcher == "mpich":
+            start = ["mpiexec.mpich", "-n", str(n), str(MPICH_BUILD / "rfsd")]
+        else:
+            start = ["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root",
+                     "--enable-recovery", "-n", str(n), str(OMPI_BUILD / "rfsd")]
+        args = [*start, "--mpi",
                 "--mpi-state-dir", str(self.state), "--root", str(self.root),
                 "--listen", "127.0.0.1:0", "--token-file", str(tf),
                 "--metrics-file", str(self.metrics), *extra]

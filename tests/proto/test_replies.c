@@ -286,10 +286,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello_auth),    cmocka_unit_test(test_place),
-        cmocka_unit_test(test_data_replies),
-        cmocka_unit_test(test_value_replies), cmocka_unit_test(test_empty_replies),
-        cmocka_unit_test(test_error_replies), cmocka_unit_test(test_list),
-        cmocka_unit_test(test_hello_choose),  cmocka_unit_test(test_op_names),
+        cmocka_unit_test(test_data_replies),  cmocka_unit_test(test_value_replies),
+        cmocka_unit_test(test_empty_replies), cmocka_unit_test(test_error_replies),
+        cmocka_unit_test(test_list),          cmocka_unit_test(test_hello_choose),
+        cmocka_unit_test(test_op_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
