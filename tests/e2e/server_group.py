@@ -7,6 +7,7 @@ import re
 import secrets
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from conftest import MPICH_BUILD, OMPI_BUILD
@@ -71,9 +72,20 @@ class Group:
     def port_of(self, i):
         return int(self.addrs[i].rsplit(":", 1)[1])
 
-    def kill(self, i):
-        """SIGKILL process i (no goodbye to its clients)."""
+    def kill(self, i, timeout=10):
+        """SIGKILL process i (no goodbye to its clients); returns once it is dead (a zombie
+        or gone), so nothing it had open can still answer."""
         os.kill(self.pids[i], signal.SIGKILL)
+        stat = Path(f"/proc/{self.pids[i]}/stat")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                    return
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            time.sleep(0.01)  # polling a state, not timing: the loop ends when the kernel is done
+        raise RuntimeError(f"process {i} (pid {self.pids[i]}) did not die within {timeout} s")
 
     def stop(self, timeout=30):
         """SIGTERM to mpiexec, which hands it to every process; returns the server log."""
