@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import MPICH_BUILD, OMPI_BUILD
+from conftest import OMPI_BUILD, binary
 
 START_TIMEOUT = 30
 
@@ -32,7 +32,7 @@ class Group:
         tf.write_text(self.token)
         tf.chmod(0o600)
         if launcher == "mpich":
-            start = ["mpiexec.mpich", "-n", str(n), str(MPICH_BUILD / "rfsd")]
+            start = ["mpiexec.mpich", "-n", str(n), binary("rfsd")]
         else:
             start = ["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root",
                      "--enable-recovery", "-n", str(n), str(OMPI_BUILD / "rfsd")]
@@ -43,6 +43,8 @@ class Group:
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         self.addrs, self.pids = [], []
+        self.killed = False
+        self.log = None
         for _ in range(n + 1):  # the group's table, then the entry's "listening" line
             line = self.proc.stdout.readline()
             m = re.match(r"rfsd group process (\d+) at (\S+) pid (\d+)$", line.strip())
@@ -76,6 +78,7 @@ class Group:
         """SIGKILL process i (no goodbye to its clients); returns once it is dead (a zombie
         or gone), so nothing it had open can still answer."""
         os.kill(self.pids[i], signal.SIGKILL)
+        self.killed = True
         stat = Path(f"/proc/{self.pids[i]}/stat")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -88,7 +91,9 @@ class Group:
         raise RuntimeError(f"process {i} (pid {self.pids[i]}) did not die within {timeout} s")
 
     def stop(self, timeout=30):
-        """SIGTERM to mpiexec, which hands it to every process; returns the server log."""
+        """SIGTERM to mpiexec, which hands it to every process; returns the server log. Every
+        process must end with status 0 unless the test killed one (so a sanitizer report at
+        exit fails the test that caused it)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -97,7 +102,11 @@ class Group:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-        return self.proc.stderr.read()
+        if self.log is None:
+            self.log = self.proc.stderr.read()
+            assert self.killed or self.proc.returncode == 0, \
+                f"server group ended with status {self.proc.returncode}:\n{self.log}"
+        return self.log
 
     def requests(self, i, op):
         """How many `op` requests process i executed, from its metrics file (after stop)."""
