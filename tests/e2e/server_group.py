@@ -16,7 +16,7 @@ START_TIMEOUT = 30
 
 
 class Group:
-    def __init__(self, base, n, token=None, extra=(), launcher="mpich"):
+    def __init__(self, base, n, token=None, extra=(), launcher="mpich", listen="127.0.0.1:0"):
         """launcher: "mpich" runs the MPICH build's rfsd under Hydra; "openmpi" the Open MPI
         build's under mpirun --enable-recovery, which leaves the other processes running when
         one dies (Hydra 4.0.2 ends them all, -disable-auto-cleanup or not)."""
@@ -38,7 +38,7 @@ class Group:
                      "--enable-recovery", "-n", str(n), str(OMPI_BUILD / "rfsd")]
         args = [*start, "--mpi",
                 "--mpi-state-dir", str(self.state), "--root", str(self.root),
-                "--listen", "127.0.0.1:0", "--token-file", str(tf),
+                "--listen", listen, "--token-file", str(tf),
                 "--metrics-file", str(self.metrics), *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)

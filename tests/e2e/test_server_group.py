@@ -5,6 +5,7 @@ spread round-robin over the processes (PLACE, docs/protocol.md "Server groups") 
 change to the program; MPI-IO programs leave the bytes a local run leaves; locks and shared
 file pointers hold across processes; an older client is served where it landed; and when one
 process dies its clients get an error while the others go on."""
+import shutil
 import struct
 import subprocess
 
@@ -138,16 +139,39 @@ def test_place_and_shared_state_on_the_wire(group_factory):
     b.close()
 
 
-def rfs_put(g, tmp_path, name, rank, extra_env=None):
+def rfs_put(g, tmp_path, name, rank, extra_env=None, scheme="rfs"):
     """`rfs put` as rank `rank` of a job (RFS_RANK), into the group's entry."""
     src = tmp_path / f"{name}.src"
     src.write_bytes(name.encode() * 1000)
     env = g.env()
     env["RFS_RANK"] = str(rank)
     env.update(extra_env or {})
-    r = subprocess.run([binary("rfs"), "put", str(src), f"rfs://{g.addr}/{name}"], env=env,
+    r = subprocess.run([binary("rfs"), "put", str(src), f"{scheme}://{g.addr}/{name}"], env=env,
                        capture_output=True, text=True, timeout=60)
     return r, src.read_bytes()
+
+
+@pytest.mark.parametrize("how", ["ipv6", "tls"])
+def test_redirect_keeps_the_address_family_and_tls(group_factory, tmp_path, how):
+    """A rank sent to another process dials it as it dialled the entry: an IPv6 address in
+    brackets, and TLS verified against the same CA (the certificate names 127.0.0.1)."""
+    extra, env, scheme, listen = (), {}, "rfs", "[::1]:0"
+    if how == "tls":
+        if shutil.which("openssl") is None:
+            pytest.skip("needs the openssl command")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        "k.pem", "-out", "c.pem", "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], cwd=tmp_path, check=True,
+                       capture_output=True)
+        extra = ("--tls-cert", str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem"))
+        env, scheme, listen = {"RFS_TLS_CA": str(tmp_path / "c.pem")}, "rfss", "127.0.0.1:0"
+    g = group_factory(2, extra=extra, listen=listen)
+    assert g.addrs[1].startswith("[::1]:" if how == "ipv6" else "127.0.0.1:")
+    r, data = rfs_put(g, tmp_path, "moved", 1, env, scheme)
+    assert r.returncode == 0, r.stderr
+    assert (g.root / "moved").read_bytes() == data
+    g.stop()
+    assert g.requests(1, "OPEN") == 1 and g.requests(0, "OPEN") == 0
 
 
 def test_older_client_is_served_where_it_landed(group_factory, tmp_path):
