@@ -56,6 +56,7 @@ typedef struct cli_opts {
     int summary;            /* du -s */
     int recursive;          /* cp -r */
     int no_tpc;             /* cp --no-tpc: remote to remote through this client */
+    int dest_not_dir;       /* cp found the destination is no directory: put need not ask */
     int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
@@ -140,8 +141,10 @@ extern _Atomic uint64_t rfs_zread_replies, rfs_zread_raw, rfs_zread_wire;
 
 /* tree_dirs.c: makes every directory under local_root (a local tree about to be copied to
  * dest, which exists) on the server, a pipelined batch per level. Returns the levels made
- * whole, or -1; what it could not make is left to the ordinary walk, which reports it. */
-int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, const rfs_name *dn);
+ * whole, or -1, and *levels the tree's levels below dest; what it could not make is left to
+ * the ordinary walk, which reports it. */
+int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, const rfs_name *dn,
+                     int *levels);
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);

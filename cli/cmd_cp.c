@@ -20,54 +20,28 @@
 #include "cli/cli.h"
 #include "cli/escape.h"
 #include "cli/transfer_pool.h"
+#include "cli/tree_feed.h"
 #include "common/err.h"
 #include "common/fullio.h"
 
 #define CP_MAX_DEPTH 256
-/* Files up to this size go to the server batched, a whole file per request and many requests
- * in flight (rfs_write_files); larger ones as a put each. */
+/* Files up to this size go to the server in whole-file requests, many in flight, through one
+ * fed batch per direction (cli/tree_feed.h); larger ones as a put or get each. */
 #define CP_SMALL ((size_t)1 << 20)
-/* A full batch goes out on a thread of its own while the next one is read (put) or while the
- * one before it is installed (get), so the link never waits for the local disk; two batches
- * at most are in memory. Each still ends with its last round trip, so batches are large
- * (10 000 files of 4..64 KiB over 1 Gbit/s, 50 ms: 4.5 s with 32 MiB batches sent one after
- * the other). */
-#define CP_BATCH_BYTES ((size_t)128 << 20)
-/* The first batch goes as soon as it holds this much, so the link starts (and TCP's window
- * opens) while the rest is read. */
-#define CP_FIRST_BATCH_BYTES ((size_t)8 << 20)
-static int batches_sent, fetches_sent;
-#define CP_BATCH_FILES 4096
+/* The feeds of the tree being copied: small files to one server, small files from one. */
+static tree_feed *puts_feed, *gets_feed;
 
-/* Small local files waiting to be sent to one server. */
-typedef struct small_batch {
-    char server[4400]; /* an rfs name of the server */
-    rfs_write_item item[CP_BATCH_FILES];
-    char *src[CP_BATCH_FILES];
-    char *dst[CP_BATCH_FILES];
-    size_t n, bytes;
-    /* while in flight */
+/* A tree put to a server whose whole-file writes make their own parent directories
+ * (RFS_FEAT_WPARENTS): the directories are made on a thread beside the files (empty ones
+ * need it), so the first file goes out without waiting for them. */
+static struct {
+    int on; /* for the tree being put: no MKDIRs in the walk, RFS_WRITE_PARENTS on the feed */
     pthread_t th;
-    int running; /* 0 no, 1 on thread th, 2 sent without a thread (no join) */
-    unsigned flags;
-    rfs_options o;
-} small_batch;
-static small_batch batches[2];
-static small_batch *batch = &batches[0]; /* the one being filled; the other may be in flight */
-
-/* Small remote files waiting to be fetched from one server. */
-typedef struct fetch_batch {
-    char server[4400];
-    rfs_read_item item[CP_BATCH_FILES];
-    char *src[CP_BATCH_FILES];
-    char *dst[CP_BATCH_FILES];
-    size_t n, bytes;
-    pthread_t th;
-    int running; /* as small_batch's */
-    rfs_options o;
-} fetch_batch;
-static fetch_batch fetches[2];
-static fetch_batch *fetch = &fetches[0];
+    cli_ctx *c;
+    char src[PATH_MAX], dest[4400], url[4400];
+    rfs_name dn;
+    int status, made, levels;
+} beside;
 
 typedef struct name_list {
     size_t n, cap;
@@ -213,86 +187,8 @@ static int copy_file(cli_ctx *c, const char *src, const char *dest)
 
 static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth);
 
-static void batch_clear(small_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        free((void *)b->item[i].data);
-        free((void *)b->item[i].path);
-        free(b->src[i]);
-        free(b->dst[i]);
-    }
-    b->n = b->bytes = 0;
-}
-
-static void *batch_send(void *arg)
-{
-    small_batch *b = arg;
-    rfs_write_files(b->server, b->item, b->n, b->flags, &b->o);
-    return NULL;
-}
-
-/* Waits for the batch in flight, if any; a file it could not take (too big for one request
- * after all, an older server, a lost connection) goes again as a put, which knows how to
- * recover. */
-static int batch_finish(cli_ctx *c, small_batch *b)
-{
-    if (!b->running)
-        return CLI_EXIT_OK;
-    if (b->running == 1)
-        pthread_join(b->th, NULL);
-    b->running = 0;
-    int status = CLI_EXIT_OK;
-    for (size_t i = 0; i < b->n; i++) {
-        int r = b->item[i].result;
-        if (r == RFS_OK)
-            continue;
-        if (r == RFS_E_EXIST && c->o.no_clobber) {
-            fprintf(stderr, "rfs %s: %s exists (not overwritten: --no-clobber)\n", c->cmd,
-                    b->dst[i]);
-            status = worst(status, CLI_EXIT_FAIL);
-        } else if (r == RFS_E_TOOBIG || r == RFS_E_CONN || r == RFS_E_TIMEOUT || r == RFS_E_PROTO ||
-                   r == RFS_E_UNSUPPORTED) {
-            status = worst(status, copy_file(c, b->src[i], b->dst[i]));
-        } else {
-            char url[4400];
-            rfs_name n;
-            if (cli_url_normalize(c->cmd, b->dst[i], url, sizeof url, &n) == 0)
-                status = worst(status, cli_fail_remote(c, &n, r, NULL));
-        }
-    }
-    batch_clear(b);
-    return status;
-}
-
-/* Sends the batch being filled (on its own thread, or here if none can start) and finishes
- * the one sent before it, whose buffers then take the next files. */
-static int batch_flush(cli_ctx *c)
-{
-    small_batch *full = batch, *other = batch == &batches[0] ? &batches[1] : &batches[0];
-    if (full->n) {
-        batches_sent++;
-        full->flags = RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0);
-        full->o = c->ropts; /* a long link needs several connections, as a large file does */
-        full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
-        full->running = pthread_create(&full->th, NULL, batch_send, full) == 0 ? 1 : 2;
-        if (full->running == 2)
-            batch_send(full); /* no thread: sent here, just without the overlap */
-    }
-    int status = batch_finish(c, other);
-    batch = other;
-    return status;
-}
-
-static void fetch_clear(fetch_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        free(b->item[i].data);
-        free((void *)b->item[i].path);
-        free(b->src[i]);
-        free(b->dst[i]);
-    }
-    b->n = b->bytes = 0;
-}
+/* The process's umask, read once before any batch thread runs (reading it means setting it). */
+static mode_t cp_umask;
 
 /* data as the local file dest, through a temporary name beside it (a reader never sees half
  * of it). Not synced, like cp and rsync: --verify takes the get path, which syncs. */
@@ -308,10 +204,8 @@ static int install_local(cli_ctx *c, const char *dest, const void *data, size_t 
     int fd = mkstemp(tmp);
     if (fd < 0)
         return cli_fail_local(c, dest, errno);
-    mode_t um = umask(0);
-    umask(um);
     int e = rfs_pwrite_full(fd, data, len, 0) != 0 ? errno : 0;
-    if (!e && fchmod(fd, 0666 & ~um) != 0)
+    if (!e && fchmod(fd, 0666 & ~cp_umask) != 0)
         e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
@@ -324,57 +218,57 @@ static int install_local(cli_ctx *c, const char *dest, const void *data, size_t 
     return CLI_EXIT_OK;
 }
 
-static void *fetch_run(void *arg)
+static int install_entry(void *ctx, feed_entry *e)
 {
-    fetch_batch *b = arg;
-    rfs_read_files(b->server, b->item, b->n, &b->o);
-    return NULL;
+    return install_local(ctx, e->dst, e->r.data, e->r.len);
 }
 
-/* Waits for the fetch in flight, if any, and installs its files. */
-static int fetch_finish(cli_ctx *c, fetch_batch *b)
+/* Ends a feed: waits for its files, then reports the ones that did not arrive, or sends a
+ * file again as a put or get (too big for one request after all, an older server, a lost
+ * connection: the single-file path knows how to recover). */
+static int feed_end(cli_ctx *c, tree_feed **fp, int reading)
 {
-    if (!b->running)
+    if (!*fp)
         return CLI_EXIT_OK;
-    if (b->running == 1)
-        pthread_join(b->th, NULL);
-    b->running = 0;
-    int status = CLI_EXIT_OK;
-    for (size_t i = 0; i < b->n; i++) {
-        rfs_read_item *it = &b->item[i];
-        if (it->result == RFS_OK) {
-            status = worst(status, install_local(c, b->dst[i], it->data, it->len));
-        } else if (it->result == RFS_E_TOOBIG || it->result == RFS_E_CONN ||
-                   it->result == RFS_E_TIMEOUT || it->result == RFS_E_PROTO ||
-                   it->result == RFS_E_UNSUPPORTED) {
-            status = worst(status, copy_file(c, b->src[i], b->dst[i])); /* grew, or gone */
+    int status;
+    feed_entry *failed = tree_feed_finish(*fp, &status), *next;
+    *fp = NULL;
+    for (feed_entry *e = failed; e; e = next) {
+        next = e->next;
+        int r = reading ? e->r.result : e->w.result;
+        if (!reading && r == RFS_E_EXIST && c->o.no_clobber) {
+            fprintf(stderr, "rfs %s: %s exists (not overwritten: --no-clobber)\n", c->cmd, e->dst);
+            status = worst(status, CLI_EXIT_FAIL);
+        } else if (r == RFS_E_TOOBIG || r == RFS_E_CONN || r == RFS_E_TIMEOUT || r == RFS_E_PROTO ||
+                   r == RFS_E_UNSUPPORTED) {
+            status = worst(status, copy_file(c, e->src, e->dst));
         } else {
             char url[4400];
             rfs_name n;
-            if (cli_url_normalize(c->cmd, b->src[i], url, sizeof url, &n) == 0)
-                status = worst(status, cli_fail_remote(c, &n, it->result, NULL));
+            if (cli_url_normalize(c->cmd, reading ? e->src : e->dst, url, sizeof url, &n) == 0)
+                status = worst(status, cli_fail_remote(c, &n, r, NULL));
         }
+        feed_entry_free(e);
     }
-    fetch_clear(b);
     return status;
 }
 
-/* Starts fetching the batch being filled, then installs the one fetched before it (whose
- * buffers then take the next files) while this one is on the wire. */
-static int fetch_flush(cli_ctx *c)
+/* The feed of small files to (or from) the server sname, started on first use; NULL when none
+ * can be made (the file then goes alone). A tree on another server ends the previous feed. */
+static tree_feed *feed_for(cli_ctx *c, int reading, const char *sname, int *status)
 {
-    fetch_batch *full = fetch, *other = fetch == &fetches[0] ? &fetches[1] : &fetches[0];
-    if (full->n) {
-        fetches_sent++;
-        full->o = c->ropts;
-        full->o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, full->server);
-        full->running = pthread_create(&full->th, NULL, fetch_run, full) == 0 ? 1 : 2;
-        if (full->running == 2)
-            fetch_run(full); /* no thread: fetched here, just without the overlap */
+    tree_feed **fp = reading ? &gets_feed : &puts_feed;
+    if (*fp && strcmp(tree_feed_server(*fp), sname) != 0)
+        *status = worst(*status, feed_end(c, fp, reading));
+    if (!*fp) {
+        rfs_options o = c->ropts; /* a long link needs several connections, as a large file does */
+        o.streams = c->o.streams > 0 ? c->o.streams : cli_streams(c, sname);
+        unsigned flags = reading ? 0
+                                 : RFS_WRITE_SYNC | (c->o.no_clobber ? RFS_WRITE_EXCL : 0) |
+                                       (beside.on ? RFS_WRITE_PARENTS : 0);
+        *fp = tree_feed_new(reading, sname, &o, flags, install_entry, c);
     }
-    int status = fetch_finish(c, other);
-    fetch = other;
-    return status;
+    return *fp;
 }
 
 /* Queues a small remote file (size from its listing) for the local dest. */
@@ -392,27 +286,27 @@ static int fetch_add(cli_ctx *c, const char *src, uint64_t size, const char *des
     char server[300], sname[4400];
     cli_server_str(&n, server, sizeof server);
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
-    size_t cap_bytes = fetches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
-    if (fetch->n && (strcmp(fetch->server, sname) != 0 || fetch->n == CP_BATCH_FILES ||
-                     fetch->bytes + size > cap_bytes))
-        status = fetch_flush(c);
-    snprintf(fetch->server, sizeof fetch->server, "%s", sname);
-    size_t i = fetch->n;
+    tree_feed *f = feed_for(c, 1, sname, &status);
+    if (!f)
+        return status;
     /* A little room: a file that grew a bit since the listing still comes in one piece. */
     size_t cap = (size_t)size + 4096;
-    fetch->item[i] = (rfs_read_item){.path = strdup(n.path), .data = malloc(cap), .cap = cap};
-    fetch->src[i] = strdup(src);
-    fetch->dst[i] = strdup(dest);
-    if (!fetch->item[i].path || !fetch->item[i].data || !fetch->src[i] || !fetch->dst[i]) {
-        free((void *)fetch->item[i].path);
-        free(fetch->item[i].data);
-        free(fetch->src[i]);
-        free(fetch->dst[i]);
+    tree_feed_room(f, cap);
+    feed_entry *e = calloc(1, sizeof *e);
+    if (e) {
+        e->r = (rfs_read_item){.path = strdup(n.path), .data = malloc(cap), .cap = cap};
+        e->src = strdup(src);
+        e->dst = strdup(dest);
+    }
+    if (!e || !e->r.path || !e->r.data || !e->src || !e->dst) {
+        if (e)
+            feed_entry_free(e);
         return worst(status, cli_fail_local(c, "batch", ENOMEM));
     }
-    fetch->n++;
-    fetch->bytes += cap;
-    *queued = 1;
+    if (tree_feed_push(f, e))
+        feed_entry_free(e); /* no thread: fetched alone */
+    else
+        *queued = 1;
     return status;
 }
 
@@ -431,39 +325,40 @@ static int batch_add(cli_ctx *c, const char *src, const char *dest, int *queued)
     cli_server_str(&n, server, sizeof server);
     char sname[4400];
     snprintf(sname, sizeof sname, "rfs:%s:/", server);
-    size_t cap = batches_sent ? CP_BATCH_BYTES : CP_FIRST_BATCH_BYTES;
-    if (batch->n && (strcmp(batch->server, sname) != 0 || batch->n == CP_BATCH_FILES ||
-                     batch->bytes + (size_t)sb.st_size > cap))
-        status = batch_flush(c);
-    snprintf(batch->server, sizeof batch->server, "%s", sname);
-    FILE *f = fopen(src, "rb");
+    tree_feed *f = feed_for(c, 0, sname, &status);
     if (!f)
-        return worst(status, cli_fail_local(c, src, errno));
+        return status;
     size_t len = (size_t)sb.st_size;
+    tree_feed_room(f, len);
+    FILE *fp = fopen(src, "rb");
+    if (!fp)
+        return worst(status, cli_fail_local(c, src, errno));
     char *data = malloc(len ? len : 1);
-    size_t got = data ? fread(data, 1, len, f) : 0;
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
+    size_t got = data ? fread(data, 1, len, fp) : 0;
+    int err = ferror(fp) ? errno : 0;
+    fclose(fp);
     if (!data || got != len) {
         free(data);
         return worst(status, cli_fail_local(c, src, !data ? ENOMEM : err ? err : EIO));
     }
-    size_t i = batch->n;
-    batch->src[i] = strdup(src);
-    batch->dst[i] = strdup(dest);
-    char *path = strdup(n.path);
-    if (!batch->src[i] || !batch->dst[i] || !path) {
-        free(batch->src[i]);
-        free(batch->dst[i]);
-        free(path);
-        free(data);
+    feed_entry *e = calloc(1, sizeof *e);
+    if (e) {
+        e->w = (rfs_write_item){
+            .path = strdup(n.path), .data = data, .len = len, .mode = sb.st_mode & 0777};
+        e->src = strdup(src);
+        e->dst = strdup(dest);
+    }
+    if (!e || !e->w.path || !e->src || !e->dst) {
+        if (e)
+            feed_entry_free(e);
+        else
+            free(data);
         return worst(status, cli_fail_local(c, "batch", ENOMEM));
     }
-    batch->item[i] =
-        (rfs_write_item){.path = path, .data = data, .len = len, .mode = sb.st_mode & 0777};
-    batch->n++;
-    batch->bytes += len;
-    *queued = 1;
+    if (tree_feed_push(f, e))
+        feed_entry_free(e); /* no thread: sent alone */
+    else
+        *queued = 1;
     return status;
 }
 
@@ -500,95 +395,167 @@ static int make_dir(cli_ctx *c, const char *path)
     return rc == RFS_OK || rc == RFS_E_EXIST ? CLI_EXIT_OK : cli_fail_remote(c, &n, rc, NULL);
 }
 
-/* Listings of remote subdirectories fetched ahead, all at once (prefetch_listings): a tree of
- * many directories costs a round trip for a group of them, not one per directory. */
+/* Listings of remote subdirectories fetched ahead, a level at a time (prefetch_listings): a
+ * tree of many directories costs a round trip for a group of them, not one per directory,
+ * and the walk goes into the first directories while the later listings are on the wire. */
 typedef struct prefetched {
     char *src; /* NULL: taken */
+    int ready; /* its listing has ended (under ahead_mu) */
     listed l;
-    rfs_status st; /* the listing's outcome, for the thread that takes it */
-    cli_ctx *c;
+    rfs_status st; /* the listing's outcome, for the walk that takes it */
 } prefetched;
-static prefetched *ahead;
-static size_t nahead, ahead_end;
-static _Atomic size_t ahead_next;
+typedef struct prefetch_level {
+    prefetched *v;
+    size_t n;
+    const char **paths; /* v[i]'s path on the server */
+    int *results;
+    char server[4400];
+    rfs_options o;
+    struct prefetch_level *next;
+} prefetch_level;
+static prefetch_level *levels;
+static size_t levels_listing; /* levels whose thread runs (under ahead_mu) */
+static pthread_mutex_t ahead_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ahead_cv = PTHREAD_COND_INITIALIZER; /* a listing or a level ended */
 
-#define PREFETCH_THREADS 8
-
-static void *prefetch_worker(void *arg)
+static int take_many(void *ctx, size_t i, const char *entry, const rfs_stat_info *st)
 {
-    (void)arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&ahead_next, 1);
-        if (i >= ahead_end)
-            return NULL;
-        prefetched *p = &ahead[i];
-        p->st.rc = RFS_OK;
-        rfs_status_first(&p->st, rfs_list(p->src, &p->c->ropts, take, &p->l));
+    prefetch_level *lv = ctx;
+    if (entry)
+        return take(&lv->v[i].l, entry, st);
+    pthread_mutex_lock(&ahead_mu); /* directory i's listing ended */
+    lv->v[i].st.rc = lv->results[i];
+    lv->v[i].ready = 1;
+    pthread_cond_broadcast(&ahead_cv);
+    pthread_mutex_unlock(&ahead_mu);
+    return 0;
+}
+
+static void *level_main(void *arg)
+{
+    prefetch_level *lv = arg;
+    rfs_list_many(lv->server, lv->paths, lv->results, lv->n, take_many, lv, &lv->o);
+    rfs_clear_error();
+    pthread_mutex_lock(&ahead_mu);
+    for (size_t i = 0; i < lv->n; i++) /* not reached: a failure before the listing began */
+        if (!lv->v[i].ready) {
+            lv->v[i].st.rc = lv->results[i] ? lv->results[i] : RFS_E_IO;
+            lv->v[i].ready = 1;
+        }
+    levels_listing--;
+    pthread_cond_broadcast(&ahead_cv);
+    pthread_mutex_unlock(&ahead_mu);
+    return NULL;
+}
+
+static void level_free(prefetch_level *lv)
+{
+    for (size_t i = 0; i < lv->n; i++) {
+        free(lv->v[i].src);
+        free((void *)lv->paths[i]);
+        listed_free(&lv->v[i].l);
     }
+    free(lv->v);
+    free(lv->paths);
+    free(lv->results);
+    free(lv);
 }
 
 static void prefetch_clear(void)
 {
-    for (size_t i = 0; i < nahead; i++) {
-        free(ahead[i].src);
-        listed_free(&ahead[i].l);
+    pthread_mutex_lock(&ahead_mu);
+    while (levels_listing)
+        pthread_cond_wait(&ahead_cv, &ahead_mu);
+    pthread_mutex_unlock(&ahead_mu);
+    while (levels) {
+        prefetch_level *lv = levels;
+        levels = lv->next;
+        level_free(lv);
     }
-    free(ahead);
-    ahead = NULL;
-    nahead = 0;
 }
 
-/* Lists the remote directories src/dirs[i] in parallel, for list_source to take (deeper
- * levels add theirs while a level's are still waiting to be taken). */
+/* Starts listing the remote directories src/dirs[i] (src itself if dirs is NULL), all at once
+ * on a thread of their own (rfs_list_many), for list_source to take as each arrives. */
 static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs)
 {
-    if (dirs->n < 2)
+    size_t n = dirs ? dirs->n : 1;
+    if (dirs && n < 2)
         return;
-    prefetched *grown = realloc(ahead, (nahead + dirs->n) * sizeof *ahead);
-    if (!grown)
+    prefetch_level *lv = calloc(1, sizeof *lv);
+    if (!lv || !(lv->v = calloc(n, sizeof *lv->v)) || !(lv->paths = calloc(n, sizeof *lv->paths)) ||
+        !(lv->results = calloc(n, sizeof *lv->results))) {
+        if (lv) {
+            free(lv->v);
+            free(lv->paths);
+            free(lv);
+        }
         return; /* listed the ordinary way */
-    ahead = grown;
-    size_t first = nahead;
-    for (size_t i = 0; i < dirs->n; i++) {
-        char p[4400];
-        prefetched *e = &ahead[nahead];
-        *e = (prefetched){.c = c};
-        if (join(p, sizeof p, src, dirs->v[i]) || !(e->src = strdup(p)))
-            continue;
-        nahead++;
     }
-    atomic_store(&ahead_next, first);
-    ahead_end = nahead;
-    pthread_t th[PREFETCH_THREADS];
-    int started = 0;
-    for (; started < PREFETCH_THREADS && (size_t)started + 1 < nahead - first; started++)
-        if (pthread_create(&th[started], NULL, prefetch_worker, NULL) != 0)
-            break;
-    prefetch_worker(NULL);
-    for (int k = 0; k < started; k++)
-        pthread_join(th[k], NULL);
+    for (size_t i = 0; i < n; i++) {
+        char p[4400], url[4400];
+        rfs_name rn;
+        prefetched *e = &lv->v[lv->n];
+        if ((dirs ? join(p, sizeof p, src, dirs->v[i])
+                  : snprintf(p, sizeof p, "%s", src) >= (int)sizeof p) ||
+            cli_url_normalize(c->cmd, p, url, sizeof url, &rn) || !(e->src = strdup(p)))
+            continue;
+        if (!(lv->paths[lv->n] = strdup(rn.path))) {
+            free(e->src);
+            e->src = NULL;
+            continue;
+        }
+        lv->n++;
+    }
+    if (!lv->n) {
+        level_free(lv);
+        return;
+    }
+    snprintf(lv->server, sizeof lv->server, "%s", lv->v[0].src);
+    lv->o = c->ropts;
+    pthread_attr_t at;
+    pthread_t th;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&ahead_mu);
+    levels_listing++;
+    int started = pthread_create(&th, &at, level_main, lv) == 0;
+    if (!started)
+        levels_listing--;
+    pthread_mutex_unlock(&ahead_mu);
+    pthread_attr_destroy(&at);
+    if (!started) {
+        level_free(lv);
+        return;
+    }
+    lv->next = levels;
+    levels = lv;
 }
 
 /* The entries of a source directory, split into files and directories. */
 static int list_source(cli_ctx *c, const char *src, listed *l)
 {
-    for (size_t i = 0; i < nahead; i++) {
-        prefetched *p = &ahead[i];
-        if (!p->src || strcmp(p->src, src) != 0)
-            continue;
-        free(p->src);
-        p->src = NULL;
-        *l = p->l;
-        p->l = (listed){0};
-        if (l->files.oom || l->dirs.oom || l->other.oom)
-            return cli_fail_local(c, "listing", ENOMEM);
-        if (p->st.rc == RFS_OK)
-            return CLI_EXIT_OK;
-        rfs_name n;
-        if (rfs_parse_name(src, &n))
-            return cli_usage(c->cmd, "%s: not a valid rfs name", src);
-        return cli_fail_remote(c, &n, p->st.rc, p->st.msg);
-    }
+    for (prefetch_level *lv = levels; lv; lv = lv->next)
+        for (size_t i = 0; i < lv->n; i++) {
+            prefetched *p = &lv->v[i];
+            if (!p->src || strcmp(p->src, src) != 0)
+                continue;
+            pthread_mutex_lock(&ahead_mu);
+            while (!p->ready)
+                pthread_cond_wait(&ahead_cv, &ahead_mu);
+            pthread_mutex_unlock(&ahead_mu);
+            free(p->src);
+            p->src = NULL;
+            *l = p->l;
+            p->l = (listed){0};
+            if (l->files.oom || l->dirs.oom || l->other.oom)
+                return cli_fail_local(c, "listing", ENOMEM);
+            if (p->st.rc == RFS_OK)
+                return CLI_EXIT_OK;
+            rfs_name n;
+            if (rfs_parse_name(src, &n))
+                return cli_usage(c->cmd, "%s: not a valid rfs name", src);
+            return cli_fail_remote(c, &n, p->st.rc, NULL);
+        }
     if (rfs_is_name(src)) {
         char url[4400];
         rfs_name n;
@@ -624,24 +591,73 @@ static int list_source(cli_ctx *c, const char *src, listed *l)
     return CLI_EXIT_OK;
 }
 
-/* src (a directory) becomes dest (created if missing), recursively. */
 /* Depth below which the remote directories of the tree being put exist already
  * (cli_premake_dirs): their MKDIRs are skipped. */
 static int premade_levels;
 
+static void *beside_main(void *arg)
+{
+    (void)arg;
+    beside.status = make_dir(beside.c, beside.dest);
+    if (beside.status == CLI_EXIT_OK)
+        beside.made =
+            cli_premake_dirs(beside.c, beside.src, beside.url, &beside.dn, &beside.levels);
+    return NULL;
+}
+
+/* Starts making the directories of the tree src -> dest beside its files; 0 when the server
+ * cannot take files before their directories (the walk then makes them first). */
+static int beside_start(cli_ctx *c, const char *src, const char *dest)
+{
+    unsigned feat = 0;
+    if (snprintf(beside.src, sizeof beside.src, "%s", src) >= (int)sizeof beside.src ||
+        cli_url_normalize(c->cmd, dest, beside.url, sizeof beside.url, &beside.dn) ||
+        rfs_server_features(beside.url, &c->ropts, &feat) != RFS_OK ||
+        !(feat & RFS_FEAT_WPARENTS)) {
+        rfs_clear_error();
+        return 0;
+    }
+    snprintf(beside.dest, sizeof beside.dest, "%s", dest);
+    beside.c = c;
+    beside.made = beside.levels = 0;
+    beside.on = pthread_create(&beside.th, NULL, beside_main, NULL) == 0;
+    return beside.on;
+}
+
+/* Waits for the directories made beside the files; a level that could not be made whole is
+ * reported (its files report their own failures). */
+static int beside_end(void)
+{
+    if (!beside.on)
+        return CLI_EXIT_OK;
+    pthread_join(beside.th, NULL);
+    beside.on = 0;
+    if (beside.status == CLI_EXIT_OK && beside.made < beside.levels) {
+        fprintf(stderr, "rfs %s: %s: not every directory of %s could be made on the server\n",
+                beside.c->cmd, beside.dest, beside.src);
+        return CLI_EXIT_FAIL;
+    }
+    return beside.status;
+}
+
+/* src (a directory) becomes dest (created if missing), recursively. */
 static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
 {
     if (depth > CP_MAX_DEPTH)
         return cli_usage(c->cmd, "%s: more than %d directory levels", src, CP_MAX_DEPTH);
-    int status =
-        depth > 0 && depth <= premade_levels && rfs_is_name(dest) ? CLI_EXIT_OK : make_dir(c, dest);
+    int put = !rfs_is_name(src) && rfs_is_name(dest), status = CLI_EXIT_OK;
+    if (depth == 0 && put && beside_start(c, src, dest))
+        ; /* made beside the files */
+    else if (!(depth > 0 && put && (beside.on || depth <= premade_levels)))
+        status = make_dir(c, dest);
     if (status != CLI_EXIT_OK)
         return status;
-    if (depth == 0 && !rfs_is_name(src) && rfs_is_name(dest)) {
+    if (depth == 0 && put && !beside.on) {
         char url[4400];
         rfs_name dn;
+        int levels;
         if (cli_url_normalize(c->cmd, dest, url, sizeof url, &dn) == 0)
-            premade_levels = cli_premake_dirs(c, src, url, &dn);
+            premade_levels = cli_premake_dirs(c, src, url, &dn, &levels);
     }
     listed l = {0};
     status = list_source(c, src, &l);
@@ -669,6 +685,8 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                     st = batch_add(c, s, d, &queued);
                 else if (!pass && rfs_is_name(s) && !rfs_is_name(d))
                     st = fetch_add(c, s, nl->sz[i], d, &queued);
+                if (!queued && !pass && put && beside.on)
+                    st = worst(st, beside_end()); /* a put of its own needs its directory */
                 if (!queued)
                     st = worst(st, pass ? copy_tree(c, s, d, depth + 1) : copy_file(c, s, d));
                 status = worst(status, st); /* like cp -r: go on, fail at the end */
@@ -677,6 +695,7 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
     }
     listed_free(&l);
     if (depth == 0) {
+        status = worst(status, beside_end());
         premade_levels = 0;
         prefetch_clear();
     }
@@ -692,6 +711,8 @@ static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
         rfs_name n;
         if (cli_url_normalize(c->cmd, src, url, sizeof url, &n))
             return CLI_EXIT_USAGE;
+        if (c->o.recursive) /* listed while it is asked whether it is a directory */
+            prefetch_listings(c, src, NULL);
         rfs_stat_info st;
         int rc = rfs_stat(url, &c->ropts, &st);
         if (rc != RFS_OK)
@@ -710,8 +731,11 @@ static int copy_one(cli_ctx *c, const char *src, const char *dest, int dest_dir)
             return cli_usage(c->cmd, "cannot name %s inside %s", src, dest);
         return copy_file(c, src, final);
     }
-    if (!src_dir) /* put and get place a file into a directory destination themselves */
-        return copy_file(c, src, dest);
+    if (!src_dir) { /* put and get place a file into a directory destination themselves */
+        cli_ctx known = *c;
+        known.o.dest_not_dir = !dest_dir && rfs_is_name(dest);
+        return copy_file(&known, src, dest);
+    }
     if (!c->o.recursive)
         return cli_usage(c->cmd, "%s is a directory (use -r)", src);
     if (!dest_dir)
@@ -793,6 +817,8 @@ int cli_cmd_cp(cli_ctx *c)
     const char *dest = c->o.args[c->o.nargs - 1];
     name_list srcs = {0};
     int status = CLI_EXIT_OK;
+    cp_umask = umask(0);
+    umask(cp_umask);
     warm_up(c, dest);
     for (int i = 0; i + 1 < c->o.nargs; i++)
         status = worst(status, expand(c, c->o.args[i], &srcs));
@@ -807,11 +833,10 @@ int cli_cmd_cp(cli_ctx *c)
     /* Like cp: every source is tried; the exit status is the worst. */
     for (size_t i = 0; i < srcs.n && status != CLI_EXIT_USAGE; i++)
         status = worst(status, copy_one(c, srcs.v[i], dest, dest_dir));
-    /* the last batches: sent (fetched), then waited for */
-    status = worst(status, batch_flush(c));
-    status = worst(status, batch_flush(c));
-    status = worst(status, fetch_flush(c));
-    status = worst(status, fetch_flush(c));
+    /* the small files still queued: sent (fetched), then waited for */
+    status = worst(status, feed_end(c, &puts_feed, 0));
+    status = worst(status, feed_end(c, &gets_feed, 1));
+    prefetch_clear(); /* a listing asked for a source that was a file after all */
     cli_streams_warm_end(c);
     list_free(&srcs);
     return status;

@@ -69,7 +69,7 @@ static int put_chunk(xfer *x, void *buf, uint64_t off, size_t len, xfer_error *e
 static int final_name(cli_ctx *c, const char *local, put_names *pn)
 {
     int join = pn->name.path[strlen(pn->name.path) - 1] == '/';
-    if (!join) {
+    if (!join && !c->o.dest_not_dir) {
         rfs_stat_info st;
         int rc = rfs_stat(pn->url, &c->ropts, &st);
         if (rc == RFS_OK)

@@ -96,8 +96,10 @@ static int make_levels(cli_ctx *c, const char *dest_url, const char *dest_path, 
     return ok ? -1 : refused ? 0 : 1;
 }
 
-int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, const rfs_name *dn)
+int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, const rfs_name *dn,
+                     int *levels_out)
 {
+    *levels_out = -1;
     root_len = strlen(local_root);
     while (root_len > 1 && local_root[root_len - 1] == '/')
         root_len--;
@@ -112,6 +114,7 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
     size_t nlevels = 0;
     while (nlevels + 1 < TREE_MAX_LEVELS && levels[nlevels + 1].n)
         nlevels++;
+    *levels_out = (int)nlevels;
     int made = 0;
     int older = make_levels(c, dest_url, dn->path, base, 1, nlevels, 0777 | RFS_MKDIR_PARENTS);
     if (older < 0)

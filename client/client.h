@@ -110,6 +110,38 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *out
 int rfs_mkdir_many(const char *server_name, const char **paths, int *results, size_t n,
                    unsigned mode, const rfs_options *opts);
 
+/* meta.c: the HELLO feature bits (RFS_FEAT_*) of the server of name, from a pooled connection
+ * (made if there is none). */
+int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features);
+
+/* wholefiles.c: LIST of n absolute directory paths on one server, pipelined as above; fn gets
+ * each entry of directory i (from one of the batch's threads, but the entries of one
+ * directory from one thread, in order); a non-zero return ends that directory's listing.
+ * results[i] gets each listing's rfs_err, and then fn is called once more with entry and st
+ * NULL: directory i is done (the caller may use it while later ones are still listed). */
+typedef int (*rfs_list_many_fn)(void *ctx, size_t i, const char *entry, const rfs_stat_info *st);
+int rfs_list_many(const char *server_name, const char **paths, int *results, size_t n,
+                  rfs_list_many_fn fn, void *ctx, const rfs_options *opts);
+
+/* wholefiles.c: whole-file batches whose items the caller produces while the batch runs (the
+ * rfs command reads a tree's files while earlier ones are on the wire, and installs fetched
+ * files as they arrive), on one set of connections from the first item to the last.
+ * next() hands over the next item (an rfs_write_item * for rfs_write_files_fed, an
+ * rfs_read_item * for rfs_read_files_fed): 1 with *item set; 0 when none is ready and wait is
+ * 0; -1 when there are no more. It is called from several threads at once, and with wait 0
+ * while the caller is owed done() calls, so it must not wait then. done() is called exactly
+ * once for every item handed over, on one of the batch's threads, after its result (and len)
+ * are set; the batch does not touch the item after it. Returns as rfs_write_files. */
+typedef struct rfs_files_feed {
+    int (*next)(void *ctx, int wait, void **item);
+    void (*done)(void *ctx, void *item);
+    void *ctx;
+} rfs_files_feed;
+int rfs_write_files_fed(const char *server_name, const rfs_files_feed *feed, unsigned flags,
+                        const rfs_options *opts);
+int rfs_read_files_fed(const char *server_name, const rfs_files_feed *feed,
+                       const rfs_options *opts);
+
 /* Frame bytes this process sent and received on all its connections (conn.c), for
  * `RFS_STATS=1 rfs ...` (what crossed this client's network, e.g. none of a third-party copy). */
 extern _Atomic uint64_t rfs_wire_tx, rfs_wire_rx;
@@ -279,6 +311,8 @@ int rfs_conn_is_dead(rfs_conn *c);
  * protocol or token error: what recovery can fix. */
 int rfs_conn_lost(rfs_conn *c);
 uint32_t rfs_conn_max_frame(rfs_conn *c);
+/* The server's HELLO feature bits (RFS_FEAT_*). */
+unsigned rfs_conn_features(rfs_conn *c);
 
 /* Registers call, encodes req (req->id is set here) and sends it with req->data as the
  * payload and ext_src as the PREADV/PWRITEV extents. Returns RFS_OK when the call is pending

@@ -185,6 +185,14 @@ int rfs_conn_lost(rfs_conn *c)
     return lost;
 }
 
+unsigned rfs_conn_features(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    unsigned f = c->features;
+    pthread_mutex_unlock(&c->lock);
+    return f;
+}
+
 uint32_t rfs_conn_max_frame(rfs_conn *c)
 {
     pthread_mutex_lock(&c->lock);

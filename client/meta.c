@@ -238,6 +238,17 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
     return rc;
 }
 
+int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features)
+{
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    *features = rfs_conn_features(m.conn);
+    meta_end(&m);
+    return RFS_OK;
+}
+
 int rfs_ping(const char *name, const rfs_options *opts, double *rtt_s)
 {
     return rfs_ping_tcp(name, opts, rtt_s, NULL);

@@ -31,118 +31,231 @@ size_t rfs_write_file_max(const char *name, const rfs_options *opts)
     return RFS_FRAME_DEFAULT - WF_OVERHEAD;
 }
 
+typedef enum wf_kind { WF_WRITE, WF_READ, WF_MKDIR, WF_LIST } wf_kind;
+
+/* One item of a batch: an element of the caller's arrays, or an item from its feed. */
+typedef struct wf_item {
+    size_t index;      /* position in the caller's arrays (MKDIR, LIST, array mode) */
+    rfs_write_item *w; /* WF_WRITE */
+    rfs_read_item *r;  /* WF_READ */
+} wf_item;
+
 typedef struct slot {
     rfs_call call;
     rfs_req req;
-    size_t item;
+    wf_item item;
 } slot;
 
-/* One batch: items are WRITE_FILE or READ_FILE requests; the caller's arrays describe them. */
+/* One batch: the items come from the caller's arrays, or from its feed as it produces them. */
 typedef struct batch {
-    int reading;
+    wf_kind kind;
     rfs_write_item *w;
     rfs_read_item *r;
-    const char **mk; /* MKDIR batch: these paths (rfs_mkdir_many) */
-    int *mk_results;
+    const char **paths; /* MKDIR and LIST */
+    int *results;
     unsigned mk_mode;
-    size_t n;
+    rfs_list_many_fn list_fn;
+    void *list_ctx;
+    const rfs_files_feed *feed;
+    size_t n; /* array mode: the items; fed: SIZE_MAX */
     uint32_t wflags;
     char server[300];
     pthread_mutex_t mu; /* first, next (connections share the batch) */
-    size_t next;        /* the next item to send, over all connections */
+    size_t next;        /* array mode: the next item to send, over all connections */
     rfs_status first;   /* the first item that failed */
 } batch;
 
-static const char *item_path(const batch *b, size_t i)
+static const char *item_path(const batch *b, const wf_item *it)
 {
-    return b->mk ? b->mk[i] : b->reading ? b->r[i].path : b->w[i].path;
+    return b->kind == WF_WRITE  ? it->w->path
+           : b->kind == WF_READ ? it->r->path
+                                : b->paths[it->index];
 }
 
-static size_t item_bytes(const batch *b, size_t i)
+static size_t item_bytes(const batch *b, const wf_item *it)
 {
-    return b->mk ? 0 : b->reading ? b->r[i].cap : b->w[i].len;
+    return b->kind == WF_WRITE ? it->w->len : b->kind == WF_READ ? it->r->cap : 0;
 }
 
-static void set_result(batch *b, size_t i, int rc, const char *msg)
+static void set_result(batch *b, const wf_item *it, int rc, const char *msg)
 {
-    if (b->mk)
-        b->mk_results[i] = rc;
-    else if (b->reading)
-        b->r[i].result = rc;
+    if (b->kind == WF_WRITE)
+        it->w->result = rc;
+    else if (b->kind == WF_READ)
+        it->r->result = rc;
     else
-        b->w[i].result = rc;
+        b->results[it->index] = rc;
+    if (!rc)
+        return;
     pthread_mutex_lock(&b->mu);
-    if (rc && !b->first.rc) {
+    if (!b->first.rc) {
         b->first.rc = rc;
         snprintf(b->first.msg, sizeof b->first.msg, "%s", msg);
     }
     pthread_mutex_unlock(&b->mu);
 }
 
-/* The next item for a connection to send, or b->n when none is left. */
-static size_t take_next(batch *b)
+/* The item is the caller's again. */
+static void item_done(batch *b, const wf_item *it)
 {
-    pthread_mutex_lock(&b->mu);
-    size_t i = b->next < b->n ? b->next++ : b->n;
-    pthread_mutex_unlock(&b->mu);
-    return i;
+    if (b->kind == WF_LIST)
+        b->list_fn(b->list_ctx, it->index, NULL, NULL); /* "this listing has ended" */
+    else if (b->feed)
+        b->feed->done(b->feed->ctx, b->kind == WF_WRITE ? (void *)it->w : (void *)it->r);
 }
 
-/* Checks item i and fills the request; RFS_OK, or an error already recorded for it. */
-static int prepare(batch *b, size_t i, size_t max, slot *s)
+/* The next item for a connection to send: 1, or 0 when none is ready yet (only if !wait: a
+ * fed batch whose caller has not produced it), or -1 when there are no more. A fed item is
+ * taken without the batch's lock: the caller's next may wait for room that only items
+ * finishing on other connections make. */
+static int take_next(batch *b, int wait, wf_item *it)
 {
-    const char *path = item_path(b, i);
-    size_t plen = path ? strlen(path) : 0, bytes = item_bytes(b, i);
+    memset(it, 0, sizeof *it);
+    if (b->feed) {
+        void *p = NULL;
+        int got = b->feed->next(b->feed->ctx, wait, &p);
+        if (got <= 0)
+            return got;
+        if (b->kind == WF_WRITE)
+            it->w = p;
+        else
+            it->r = p;
+    } else {
+        pthread_mutex_lock(&b->mu);
+        size_t i = b->next < b->n ? b->next++ : b->n;
+        pthread_mutex_unlock(&b->mu);
+        if (i >= b->n)
+            return -1;
+        it->index = i;
+        if (b->kind == WF_WRITE)
+            it->w = &b->w[i];
+        else if (b->kind == WF_READ)
+            it->r = &b->r[i];
+    }
+    set_result(b, it, RFS_E_IO, ""); /* until its reply says otherwise */
+    return 1;
+}
+
+/* Fails an item that never went out, and gives it back. */
+static void item_unsent(batch *b, const wf_item *it, int rc, const char *why)
+{
+    char msg[RFS_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "rfs:%s:%s: %s", b->server, item_path(b, it), why);
+    set_result(b, it, rc, msg);
+    item_done(b, it);
+}
+
+/* Checks the item and fills the request; RFS_OK, or an error already recorded for it. */
+static int prepare(batch *b, const wf_item *it, size_t max, slot *s)
+{
+    const char *path = item_path(b, it);
+    size_t plen = path ? strlen(path) : 0, bytes = item_bytes(b, it);
     int bad = !path || path[0] != '/' || plen > 4095 ||
-              (!b->mk && !b->reading && b->w[i].len && !b->w[i].data) ||
-              (!b->mk && b->reading && b->r[i].cap && !b->r[i].data);
+              (b->kind == WF_WRITE && it->w->len && !it->w->data) ||
+              (b->kind == WF_READ && it->r->cap && !it->r->data);
     if (bad || bytes > max) {
         int rc = rfs_fail(bad ? RFS_E_INVAL : RFS_E_TOOBIG, "rfs:%s:%s: %s", b->server,
                           path ? path : "(null)",
                           bad ? "needs an absolute path and its buffer"
                               : "too big for one request: use rfs_open");
-        set_result(b, i, rc, rfs_last_error());
+        set_result(b, it, rc, rfs_last_error());
+        item_done(b, it);
         return rc;
     }
     memset(&s->req, 0, sizeof s->req);
+    rfs_call_init(&s->call);
     rfs_wpath wp = {path, (uint16_t)plen};
-    if (b->mk) {
+    switch (b->kind) {
+    case WF_MKDIR:
         s->req.op = RFS_OP_MKDIR;
         s->req.u.mkdir.path = wp;
         s->req.u.mkdir.mode = b->mk_mode;
-        rfs_call_init(&s->call);
-    } else if (b->reading) {
+        break;
+    case WF_LIST:
+        s->req.op = RFS_OP_LIST;
+        s->req.u.list.path = wp;
+        break;
+    case WF_READ:
         s->req.op = RFS_OP_READ_FILE;
         s->req.u.read_file.path = wp;
-        s->req.u.read_file.max = (uint32_t)b->r[i].cap;
-        rfs_call_init(&s->call);
-        s->call.dst = b->r[i].data;
-        s->call.dst_cap = b->r[i].cap;
-    } else {
+        s->req.u.read_file.max = (uint32_t)it->r->cap;
+        s->call.dst = it->r->data;
+        s->call.dst_cap = it->r->cap;
+        break;
+    case WF_WRITE:
         s->req.op = RFS_OP_WRITE_FILE;
         s->req.u.write_file.path = wp;
         s->req.u.write_file.flags = b->wflags;
-        s->req.u.write_file.mode = b->w[i].mode & 07777;
-        s->req.data = b->w[i].data;
-        s->req.data_len = (uint32_t)b->w[i].len;
-        rfs_call_init(&s->call);
+        s->req.u.write_file.mode = it->w->mode & 07777;
+        s->req.data = it->w->data;
+        s->req.data_len = (uint32_t)it->w->len;
+        break;
     }
-    s->item = i;
+    s->item = *it;
     return RFS_OK;
 }
 
-static void finish(rfs_conn *c, batch *b, slot *s)
+/* Hands a LIST reply's entries to the caller's function; 1 if it asked to stop. */
+static int list_deliver(batch *b, size_t i, const rfs_rep *rep, const char *label)
 {
-    char label[RFS_CLIENT_LABEL_MAX + 8];
-    snprintf(label, sizeof label, "rfs:%s:%s", b->server, item_path(b, s->item));
-    int rc = rfs_call_result(c, &s->call, rfs_conn_wait(c, &s->call), label);
-    if (!rc && b->reading && !b->mk)
-        b->r[s->item].len = s->call.data_len;
-    set_result(b, s->item, rc, rc ? rfs_last_error() : "");
-    rfs_call_destroy(&s->call);
+    const uint8_t *p = rep->u.list.entries;
+    size_t rem = rep->u.list.entries_len;
+    for (uint32_t k = 0; k < rep->u.list.count; k++) {
+        rfs_list_entry e;
+        if (rfs_list_entry_next(&p, &rem, &e))
+            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed listing", label);
+        char entry[RFS_MAX_NAME + 1];
+        memcpy(entry, e.name.s, e.name.len);
+        entry[e.name.len] = '\0';
+        rfs_stat_info st = {.size = e.size, .mode = e.mode, .type = e.type, .mtime_ns = e.mtime_ns};
+        if (b->list_fn(b->list_ctx, i, entry, &st))
+            return 1;
+    }
+    return 0;
 }
 
-/* One connection's share of a batch: items taken in turn from the shared cursor, up to a
+/* The rest of a listing longer than one reply, page by page on this connection (rare: a
+ * page holds hundreds of entries). */
+static int list_rest(rfs_conn *c, batch *b, const slot *s, uint32_t start, int timeout_ms,
+                     const char *label)
+{
+    while (start) {
+        rfs_req req = s->req;
+        req.u.list.start = start;
+        rfs_call call;
+        rfs_call_init(&call);
+        int rc = rfs_conn_call(c, &call, &req, timeout_ms, label);
+        uint32_t next = call.rep.u.list.next;
+        if (!rc && (rc = list_deliver(b, s->item.index, &call.rep, label)) == 0 && next &&
+            next <= start)
+            rc = rfs_fail(RFS_E_PROTO, "%s: listing page at %u points back to %u", label, start,
+                          next);
+        rfs_call_destroy(&call);
+        if (rc)
+            return rc == 1 ? RFS_OK : rc;
+        start = next;
+    }
+    return RFS_OK;
+}
+
+static void finish(rfs_conn *c, batch *b, slot *s, int timeout_ms)
+{
+    char label[RFS_CLIENT_LABEL_MAX + 8];
+    snprintf(label, sizeof label, "rfs:%s:%s", b->server, item_path(b, &s->item));
+    int rc = rfs_call_result(c, &s->call, rfs_conn_wait(c, &s->call), label);
+    if (!rc && b->kind == WF_READ)
+        s->item.r->len = s->call.data_len;
+    if (!rc && b->kind == WF_LIST) {
+        uint32_t next = s->call.rep.u.list.next;
+        rc = list_deliver(b, s->item.index, &s->call.rep, label);
+        rc = rc == 1 ? RFS_OK : rc ? rc : list_rest(c, b, s, next, timeout_ms, label);
+    }
+    set_result(b, &s->item, rc, rc ? rfs_last_error() : "");
+    rfs_call_destroy(&s->call);
+    item_done(b, &s->item);
+}
+
+/* One connection's share of a batch: items taken in turn from the shared source, up to a
  * window of them in flight. */
 typedef struct lane {
     batch *b;
@@ -169,71 +282,101 @@ static void *run_lane(void *arg)
         return NULL;
     }
     size_t inflight_bytes = 0, oldest = 0, active = 0;
-    size_t held = b->n; /* an item taken but not yet sent (the window had no bytes for it) */
+    wf_item held; /* an item taken but not yet sent (the window had no bytes for it) */
+    int have_held = 0, ended = 0;
     for (;;) {
-        /* Start while the window has room (a free slot, and bytes for this item). */
-        while (active < WF_WINDOW && !rfs_conn_is_dead(c)) {
-            size_t i = held < b->n ? held : take_next(b);
-            held = b->n;
-            if (i >= b->n)
-                break;
-            if (active && inflight_bytes + item_bytes(b, i) > WF_WINDOW_BYTES) {
-                held = i;
+        /* Start while the window has room (a free slot, and bytes for this item); wait for the
+         * caller's next item only with nothing in flight. */
+        while (!ended && active < WF_WINDOW && !rfs_conn_is_dead(c)) {
+            wf_item it;
+            if (have_held) {
+                it = held;
+                have_held = 0;
+            } else {
+                int got = take_next(b, active == 0, &it);
+                if (got < 0)
+                    ended = 1;
+                if (got <= 0)
+                    break;
+            }
+            if (active && inflight_bytes + item_bytes(b, &it) > WF_WINDOW_BYTES) {
+                held = it;
+                have_held = 1;
                 break;
             }
             slot *s = &slots[(oldest + active) % WF_WINDOW];
-            if (prepare(b, i, max, s))
+            if (prepare(b, &it, max, s))
                 continue;
             rfs_packed pk = {0};
             if (s->req.op == RFS_OP_WRITE_FILE)
                 rfs_zpack(z, c, s->req.data, s->req.data_len, &pk);
             int rc = rfs_conn_start_packed(c, &s->call, &s->req, NULL, l->o->io_timeout_ms, &pk);
             if (rc) {
-                rfs_fail_cause(rc, "rfs:%s:%s", b->server, item_path(b, i));
-                set_result(b, i, rc, rfs_last_error());
+                rfs_fail_cause(rc, "rfs:%s:%s", b->server, item_path(b, &it));
+                set_result(b, &it, rc, rfs_last_error());
                 rfs_call_destroy(&s->call);
+                item_done(b, &it);
                 continue;
             }
-            inflight_bytes += item_bytes(b, i);
+            inflight_bytes += item_bytes(b, &it);
             active++;
         }
         if (!active)
-            break;
+            break; /* no more items, or the connection died */
         /* Waiting for the oldest keeps the window simple; the others complete meanwhile. */
         slot *s = &slots[oldest];
-        inflight_bytes -= item_bytes(b, s->item);
-        finish(c, b, s);
+        inflight_bytes -= item_bytes(b, &s->item);
+        finish(c, b, s, l->o->io_timeout_ms);
         oldest = (oldest + 1) % WF_WINDOW;
         active--;
     }
-    if (held < b->n) { /* this connection died with an item in hand */
-        char msg[RFS_ERRMSG_MAX];
-        snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", l->label);
-        set_result(b, held, RFS_E_CONN, msg);
-    }
+    if (have_held) /* this connection died with an item in hand */
+        item_unsent(b, &held, RFS_E_CONN, "connection lost before this file was sent");
     free(slots);
     rfs_zstate_free(z);
     return NULL;
 }
 
+/* Items no connection will send (every one died, or none could be made): failed with rc. */
+static void drain(batch *b, int rc, const char *why)
+{
+    wf_item it;
+    while (take_next(b, 1, &it) > 0)
+        item_unsent(b, &it, rc, why);
+}
+
 static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
 {
+    pthread_mutex_init(&b->mu, NULL);
+    b->first.rc = RFS_OK;
+    b->next = 0;
     rfs_name name;
     int rc = rfs_parse_name(server_name, &name);
-    if (rc)
-        return rc;
     char label[RFS_CLIENT_LABEL_MAX];
-    rfs_name_label(&name, label, sizeof label);
-    snprintf(b->server, sizeof b->server, strchr(name.host, ':') ? "[%s]:%u" : "%s:%u", name.host,
-             (unsigned)name.port);
     rfs_copts o;
-    if ((rc = rfs_copts_resolve(opts, label, &o)))
-        return rc;
     rfs_conn *conns[WF_MAX_CONNS];
-    rc = rfs_pool_get_retry(&name, &o, 1, conns, label);
-    if (rc) {
+    if (!rc) {
+        rfs_name_label(&name, label, sizeof label);
+        snprintf(b->server, sizeof b->server, strchr(name.host, ':') ? "[%s]:%u" : "%s:%u",
+                 name.host, (unsigned)name.port);
+        if (!(rc = rfs_copts_resolve(opts, label, &o)) &&
+            (rc = rfs_pool_get_retry(&name, &o, 1, conns, label)))
+            explicit_bzero(o.token, sizeof o.token);
+    }
+    if (!rc && (b->wflags & RFS_WF_PARENTS) && !(rfs_conn_features(conns[0]) & RFS_FEAT_WPARENTS)) {
+        rfs_pool_put(conns[0]);
         explicit_bzero(o.token, sizeof o.token);
-        return rc;
+        rc = rfs_fail(RFS_E_UNSUPPORTED,
+                      "rfs:%s: the server cannot make parent directories with a whole-file "
+                      "write (an older rfsd)",
+                      b->server);
+    }
+    if (rc) { /* a fed batch's caller waits for its items to come back */
+        char why[RFS_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", rfs_last_error());
+        drain(b, rc, why);
+        pthread_mutex_destroy(&b->mu);
+        return rfs_fail(rc, "%s", why);
     }
     /* More connections only when the batch is worth it and the link is long (as a file's
      * streams: rfs_streams, or auto by the round trip). */
@@ -248,14 +391,13 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
             nconn = want;
         else if ((rc = rfs_pool_get_retry(&name, &o, 1, conns, label))) {
             explicit_bzero(o.token, sizeof o.token);
-            return rc;
+            char why[RFS_ERRMSG_MAX];
+            snprintf(why, sizeof why, "%s", rfs_last_error());
+            drain(b, rc, why);
+            pthread_mutex_destroy(&b->mu);
+            return rfs_fail(rc, "%s", why);
         }
     }
-    pthread_mutex_init(&b->mu, NULL);
-    for (size_t i = 0; i < b->n; i++)
-        set_result(b, i, RFS_E_IO, ""); /* until its reply says otherwise */
-    b->first.rc = RFS_OK;
-    b->next = 0;
     lane lanes[WF_MAX_CONNS];
     int started = 0;
     for (int k = 0; k < nconn; k++) {
@@ -267,11 +409,7 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     run_lane(&lanes[0]);
     for (int k = 1; k < started; k++)
         rfs_task_join(&lanes[k].th);
-    for (size_t i; (i = take_next(b)) < b->n;) { /* left unsent when the connections died */
-        char msg[RFS_ERRMSG_MAX];
-        snprintf(msg, sizeof msg, "%s: connection lost before this file was sent", label);
-        set_result(b, i, RFS_E_CONN, msg);
-    }
+    drain(b, RFS_E_CONN, "connection lost before this file was sent");
     for (int k = 0; k < nconn; k++)
         rfs_pool_put(conns[k]);
     explicit_bzero(o.token, sizeof o.token);
@@ -284,16 +422,33 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     return RFS_OK;
 }
 
+#define WRITE_FLAGS (RFS_WRITE_EXCL | RFS_WRITE_SYNC | RFS_WRITE_PARENTS)
+
+static uint32_t write_flags(unsigned flags)
+{
+    return (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0) |
+           (flags & RFS_WRITE_PARENTS ? RFS_WF_PARENTS : 0);
+}
+
 int rfs_write_files(const char *server_name, rfs_write_item *items, size_t n, unsigned flags,
                     const rfs_options *opts)
 {
     if (!server_name || (n && !items))
         return rfs_fail(RFS_E_INVAL, "rfs_write_files: NULL argument");
-    if (flags & ~(RFS_WRITE_EXCL | RFS_WRITE_SYNC))
+    if (flags & ~WRITE_FLAGS)
         return rfs_fail(RFS_E_INVAL, "rfs_write_files: unknown flags 0x%x", flags);
-    batch b = {.w = items, .n = n};
-    b.wflags =
-        (flags & RFS_WRITE_EXCL ? RFS_WF_EXCL : 0) | (flags & RFS_WRITE_SYNC ? RFS_WF_SYNC : 0);
+    batch b = {.kind = WF_WRITE, .w = items, .n = n, .wflags = write_flags(flags)};
+    return run_batch(server_name, &b, opts);
+}
+
+int rfs_write_files_fed(const char *server_name, const rfs_files_feed *feed, unsigned flags,
+                        const rfs_options *opts)
+{
+    if (!server_name || !feed || !feed->next || !feed->done)
+        return rfs_fail(RFS_E_INVAL, "rfs_write_files_fed: NULL argument");
+    if (flags & ~WRITE_FLAGS)
+        return rfs_fail(RFS_E_INVAL, "rfs_write_files_fed: unknown flags 0x%x", flags);
+    batch b = {.kind = WF_WRITE, .feed = feed, .n = SIZE_MAX, .wflags = write_flags(flags)};
     return run_batch(server_name, &b, opts);
 }
 
@@ -301,7 +456,15 @@ int rfs_read_files(const char *server_name, rfs_read_item *items, size_t n, cons
 {
     if (!server_name || (n && !items))
         return rfs_fail(RFS_E_INVAL, "rfs_read_files: NULL argument");
-    batch b = {.reading = 1, .r = items, .n = n};
+    batch b = {.kind = WF_READ, .r = items, .n = n};
+    return run_batch(server_name, &b, opts);
+}
+
+int rfs_read_files_fed(const char *server_name, const rfs_files_feed *feed, const rfs_options *opts)
+{
+    if (!server_name || !feed || !feed->next || !feed->done)
+        return rfs_fail(RFS_E_INVAL, "rfs_read_files_fed: NULL argument");
+    batch b = {.kind = WF_READ, .feed = feed, .n = SIZE_MAX};
     return run_batch(server_name, &b, opts);
 }
 
@@ -312,7 +475,21 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
         return rfs_fail(RFS_E_INVAL, "rfs_mkdir_many: NULL argument");
     if (mode & ~(07777u | RFS_MKDIR_PARENTS))
         return rfs_fail(RFS_E_INVAL, "rfs_mkdir_many: bad mode 0%o", mode);
-    batch b = {.reading = 1, .mk = paths, .mk_results = results, .mk_mode = mode, .n = n};
+    batch b = {.kind = WF_MKDIR, .paths = paths, .results = results, .mk_mode = mode, .n = n};
+    return run_batch(server_name, &b, opts);
+}
+
+int rfs_list_many(const char *server_name, const char **paths, int *results, size_t n,
+                  rfs_list_many_fn fn, void *ctx, const rfs_options *opts)
+{
+    if (!server_name || !fn || (n && (!paths || !results)))
+        return rfs_fail(RFS_E_INVAL, "rfs_list_many: NULL argument");
+    batch b = {.kind = WF_LIST,
+               .paths = paths,
+               .results = results,
+               .list_fn = fn,
+               .list_ctx = ctx,
+               .n = n};
     return run_batch(server_name, &b, opts);
 }
 

@@ -72,11 +72,12 @@
 #define RFS_FEAT_TPC_SRC 0x0020u /* third-party copy source: TPC_GRANT and TPC_AUTH are served */
 #define RFS_FEAT_TPC_DST \
     0x0040u /* third-party copy destination: TPC_PULL/TPC_STATUS (rfsd --tpc) */
-#define RFS_FEAT_XSTREAM 0x0080u /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
-#define RFS_FEAT_ZREAD 0x0100u   /* may compress read replies asked with RFS_F_ZOK */
-#define RFS_FEAT_SHUFFLE 0x0200u /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
+#define RFS_FEAT_XSTREAM 0x0080u  /* takes RFS_F_EXTRA on HELLO (additional streams, a share) */
+#define RFS_FEAT_ZREAD 0x0100u    /* may compress read replies asked with RFS_F_ZOK */
+#define RFS_FEAT_SHUFFLE 0x0200u  /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
+#define RFS_FEAT_WPARENTS 0x0400u /* takes RFS_WF_PARENTS on WRITE_FILE */
 /* one process of a server group (rfsd --mpi): PLACE says which process serves a client rank */
-#define RFS_FEAT_PLACE 0x0400u
+#define RFS_FEAT_PLACE 0x0800u
 #define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
 #define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
@@ -146,7 +147,11 @@ typedef enum rfs_op {
 /* WRITE_FILE flags */
 #define RFS_WF_EXCL 0x1u /* fail with RFS_E_EXIST if the target exists */
 #define RFS_WF_SYNC 0x2u /* data and directory on stable storage before the reply */
-#define RFS_WF_KNOWN (RFS_WF_EXCL | RFS_WF_SYNC)
+/* Make the missing parent directories (as mkdir -p, mode 0777 within the server's rules) and
+ * write the file, so a tree's files need not wait for its MKDIRs (RFS_FEAT_WPARENTS servers;
+ * an older one refuses the bit with RFS_E_INVAL). */
+#define RFS_WF_PARENTS 0x4u
+#define RFS_WF_KNOWN (RFS_WF_EXCL | RFS_WF_SYNC | RFS_WF_PARENTS)
 
 /* Open flags on the wire are the RFS_O_* values of rfs/rfs.h. */
 

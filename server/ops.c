@@ -350,6 +350,37 @@ static int do_checksum(rfsd_handle *h, const rfs_req *q, rfs_rep *rep)
     return RFS_OK;
 }
 
+/* WRITE_FILE once (p as resolved; left as it was when the parent directory is missing). */
+static int write_file(rfsd_conn *c, const rfsd_export *ex, rfsd_path *p, const rfs_req *q)
+{
+    uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.write_file.mode, 0);
+    int excl = !!(q->u.write_file.flags & RFS_WF_EXCL);
+    int sync = !!(q->u.write_file.flags & RFS_WF_SYNC);
+    return ex->quota ? rfsd_quota_write_file(ex->quota, ex->root_fd, p, mode, excl, sync, q->data,
+                                             q->data_len)
+                     : rfsd_be_write_file(ex->root_fd, p, mode, excl, sync, q->data, q->data_len);
+}
+
+/* RFS_WF_PARENTS: the directories above p, made as MKDIR with RFS_MKDIR_PARENTS makes them
+ * (beneath the export's root, never through a link), mode 0777 within the server's rules.
+ * Another request making one of them meanwhile is fine. */
+static int make_parent(rfsd_conn *c, const rfsd_export *ex, const rfsd_path *p)
+{
+    rfsd_path parent = *p;
+    char *slash = strrchr(parent.rel, '/');
+    if (!slash)
+        return RFS_E_NOENT; /* at the export's root: nothing above it to make */
+    *slash = '\0';
+    int rc = rfsd_be_mkdir_parents(ex->root_fd, &parent, rfsd_guard_mode(&c->srv->cfg, 0777, 1));
+    if (rc == RFS_E_EXIST) {
+        rfs_clear_error();
+        rc = RFS_OK;
+    }
+    if (rc == RFS_OK)
+        rfs_clear_error();
+    return rc;
+}
+
 static int do_list(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     rfsd_path p;
@@ -625,14 +656,13 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
             return rc;
         return rfsd_be_chmod(ex->root_fd, &p, q->u.mkdir.mode, guard_mode, &c->srv->cfg);
     case RFS_OP_WRITE_FILE: {
-        uint32_t mode = rfsd_guard_mode(&c->srv->cfg, q->u.write_file.mode, 0);
-        int excl = !!(q->u.write_file.flags & RFS_WF_EXCL);
-        int sync = !!(q->u.write_file.flags & RFS_WF_SYNC);
-        if ((rc = rfsd_resolve(c, &q->u.write_file.path, RFSD_NEED_WRITE, 0, &p, &ex)) ||
-            (rc = ex->quota ? rfsd_quota_write_file(ex->quota, ex->root_fd, &p, mode, excl, sync,
-                                                    q->data, q->data_len)
-                            : rfsd_be_write_file(ex->root_fd, &p, mode, excl, sync, q->data,
-                                                 q->data_len)))
+        if ((rc = rfsd_resolve(c, &q->u.write_file.path, RFSD_NEED_WRITE, 0, &p, &ex)))
+            return rc;
+        rc = write_file(c, ex, &p, q);
+        if (rc == RFS_E_NOENT && (q->u.write_file.flags & RFS_WF_PARENTS) &&
+            make_parent(c, ex, &p) == RFS_OK)
+            rc = write_file(c, ex, &p, q);
+        if (rc)
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;

@@ -196,6 +196,10 @@ int rfs_statfs(const char *name, const rfs_options *opts, rfs_fs_info *out);
  * RFS_E_UNSUPPORTED / a protocol error. */
 #define RFS_WRITE_EXCL 0x1u /* never replace an existing file (that item: RFS_E_EXIST) */
 #define RFS_WRITE_SYNC 0x2u /* on the server's stable storage before success is reported */
+/* Make the missing parent directories (as mkdir -p, mode 0777 within the server's rules), so
+ * a tree's files need not wait for its directories. Servers without it: every item
+ * RFS_E_UNSUPPORTED (nothing sent). */
+#define RFS_WRITE_PARENTS 0x4u
 typedef struct rfs_write_item {
     const char *path; /* absolute path on the server */
     const void *data;

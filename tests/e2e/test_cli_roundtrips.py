@@ -78,3 +78,18 @@ def test_get_empty_file(rfsd, tmp_path):
     dst = tmp_path / "empty.bin"
     run(rfsd, "get", "--no-progress", rfsd.url("/empty.bin"), dst)
     assert dst.read_bytes() == b""
+
+
+def test_cp_put_asks_once_whether_the_destination_is_a_directory(rfsd, tmp_path):
+    """rfs cp FILE URL: cp's own STAT of the destination (a directory? then the file goes
+    inside) is the only one; the put it hands the file to does not ask again. Into a
+    directory, the file still lands inside it."""
+    src = tmp_path / "src.bin"
+    data = os.urandom(SIZE)
+    src.write_bytes(data)
+    ops = sent(run(rfsd, "cp", "--no-progress", src, rfsd.url("/cp.bin")))
+    assert (rfsd.root / "cp.bin").read_bytes() == data
+    assert ops["STAT"] == 1, ops
+    (rfsd.root / "dir").mkdir()
+    run(rfsd, "cp", "--no-progress", src, rfsd.url("/dir"))
+    assert (rfsd.root / "dir" / "src.bin").read_bytes() == data

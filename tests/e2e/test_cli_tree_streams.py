@@ -1,8 +1,8 @@
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """`rfs cp -r` over several connections (what --streams auto chooses on a long link; forced here
 with --streams 4 on loopback): the whole-file batches are shared by the connections, the remote
-tree's directories are made a level at a time in one pipelined MKDIR batch, and remote
-subdirectories are listed in parallel. The bytes, modes and the tree's shape must come out as
+tree's directories are made in one pipelined MKDIR batch, and a level of remote subdirectories
+is listed in one pipelined LIST batch. The bytes, modes and the tree's shape must come out as
 with one connection."""
 import os
 import stat
@@ -69,9 +69,8 @@ def test_put_into_read_only_spot_reports_every_file(rfsd, tmp_path):
 
 
 def test_tree_of_several_batches(rfsd, tmp_path):
-    """9000 small files: three whole-file batches (4096 files each at most), each sent while
-    the next is read (put) or fetched while the one before is installed (get). Every file
-    arrives once, whole, whichever batch carried it."""
+    """9000 small files through one fed batch (cli/tree_feed.c): read while earlier ones are on
+    the wire (put), installed as they arrive (get). Every file arrives once, whole."""
     src = tmp_path / "src"
     for i in range(9000):
         p = src / f"d{i % 30}" / f"f{i}.dat"

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.mpi
 NRANKS = 4
 PROGRAMS = ["t_basic", "t_view", "t_shared", "t_coll", "t_nonblock"]
 OP_PLACE = 6
-FEAT_PLACE = 0x0400
+FEAT_PLACE = 0x0800
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def test_write_file_on_the_wire(rfsd):
         assert c.call("WRITE_FILE", b_write_file("/nodir/x", b"1")).status == E["NOENT"]
         assert c.call("WRITE_FILE", b_write_file("/../x", b"1")).status == E["ACCESS"]
         assert not (rfsd.root.parent / "x").exists()
-        assert c.call("WRITE_FILE", b_write_file("/d/b", b"1", flags=4)).status == E["INVAL"]
+        assert c.call("WRITE_FILE", b_write_file("/d/b", b"1", flags=8)).status == E["INVAL"]
         # a directory in the way is not replaced
         (rfsd.root / "d" / "sub").mkdir()
         assert c.call("WRITE_FILE", b_write_file("/d/sub", b"1")).status != 0
@@ -136,3 +136,41 @@ def test_cp_recursive_fetches_small_files_batched(rfsd, tmp_path):
     r = rfs(rfsd, "cp", "-r", rfsd.url("/run/r1"), dst)
     assert r.returncode == 0 and (dst / "r1" / "s1" / "g1.bin").read_bytes() == want["r1/s1/g1.bin"]
     assert [f for d, _, fs in os.walk(tmp_path) for f in fs if ".rfs-part-" in f] == []
+
+
+WF_PARENTS = 4
+
+
+def test_write_file_makes_its_parents_when_asked(rfsd):
+    """RFS_WF_PARENTS (HELLO feature 0x0400): the missing directories above the file are made
+    as MKDIR with parents makes them, beneath the export only; without the flag a missing
+    directory is still NOENT; a file in the way is NOTDIR; nothing escapes through a link."""
+    from rfswire import E, Conn, b_write_file
+    outside = rfsd.root.parent / "outside"
+    outside.mkdir()
+    (rfsd.root / "esc").symlink_to(outside)
+    (rfsd.root / "afile").write_bytes(b"x")
+    with Conn.to(rfsd) as c:
+        assert c.handshake(rfsd.token)["features"] & 0x0400
+        assert c.call("WRITE_FILE", b_write_file("/a/b/c/f", b"1")).status == E["NOENT"]
+        assert not (rfsd.root / "a").exists()
+        c.call("WRITE_FILE", b_write_file("/a/b/c/f", b"one", flags=WF_PARENTS)).check()
+        assert (rfsd.root / "a" / "b" / "c" / "f").read_bytes() == b"one"
+        c.call("WRITE_FILE", b_write_file("/a/b/g", b"two", flags=WF_PARENTS | 2)).check()
+        assert (rfsd.root / "a" / "b" / "g").read_bytes() == b"two"
+        c.call("WRITE_FILE", b_write_file("/top", b"3", flags=WF_PARENTS)).check()
+        assert (rfsd.root / "top").read_bytes() == b"3"
+        rep = c.call("WRITE_FILE", b_write_file("/afile/x/f", b"1", flags=WF_PARENTS))
+        assert rep.status == E["NOTDIR"], rep.status
+        for bad in ("/esc/x/f", "/../up/f", "/a/../../x/f"):
+            assert c.call("WRITE_FILE", b_write_file(bad, b"1", flags=WF_PARENTS)).status != 0, bad
+        assert list(outside.iterdir()) == []
+        assert not (rfsd.root.parent / "up").exists() and not (rfsd.root.parent / "x").exists()
+        # many at once into the same new directories, in any order
+        ids = [c.send("WRITE_FILE", b_write_file(f"/m/{i % 5}/{i % 3}/f{i}", bytes([i]) * i,
+                                                 flags=WF_PARENTS)) for i in range(60)]
+        for _ in ids:
+            c.recv().check()
+    for i in range(60):
+        assert (rfsd.root / "m" / str(i % 5) / str(i % 3) / f"f{i}").read_bytes() == bytes([i]) * i
+    assert leftovers(rfsd.root) == []
