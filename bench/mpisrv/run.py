@@ -80,8 +80,12 @@ def start_group(env, n, work, token):
                      stderr=subprocess.DEVNULL)
     # every process listens before the group exchanges addresses; a client that connects
     # before the accept loops run waits in the backlog
-    for i in range(n):
-        wanlib.wait_listen(env["RFS_WAN_SERVER_NS"], BASE_PORT + i, 60)
+    try:
+        for i in range(n):
+            wanlib.wait_listen(env["RFS_WAN_SERVER_NS"], BASE_PORT + i, 60)
+    except BaseException:
+        wanlib.stop(p, grace=15)  # a group that did not come up is not left behind
+        raise
     return p
 
 
