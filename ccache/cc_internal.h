@@ -57,6 +57,7 @@ typedef struct cc {
     uint64_t page, nframes, nbuckets;
     size_t off_buckets, off_frames, off_data;
     int timeout_ms;
+    int write_only; /* no page is ever read from below */
     void **seg;
     int enabled, detached; /* atomics: read by every op */
     const char *stats_name;

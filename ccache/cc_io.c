@@ -110,7 +110,15 @@ static int write_piece(cc *c, uint64_t idx, uint32_t in, const uint8_t *src, uin
     int rc = cc_pin(c, idx, 1, &f);
     if (rc != RFS_OK)
         return rc;
-    if (f->nruns == CC_RUNS) {
+    if (f->nruns == CC_RUNS && c->write_only) {
+        /* No run left and no reading the server's bytes around them: the page goes below
+         * early (answered, so a later fill elsewhere cannot overtake it). */
+        rc = cc_write_pages(c, &f, &idx, 1, 0);
+        if (rc != RFS_OK) {
+            cc_unpin(c, idx, f);
+            return rc;
+        }
+    } else if (f->nruns == CC_RUNS) {
         /* No run left: with the server's bytes around them, the runs become one span. */
         if (!f->filled && (rc = fill(c, idx, f)) != RFS_OK) {
             cc_unpin(c, idx, f);
@@ -227,7 +235,7 @@ static int cc_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *don
 {
     cc *c = C(io);
     *done = 0;
-    if (!caching(c)) {
+    if (!caching(c) || c->write_only) {
         ADD(direct_bytes, len);
         return c->below->ops->pread(c->below, buf, len, off, done);
     }
@@ -245,7 +253,7 @@ static int cc_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, siz
 {
     cc *c = C(io);
     *done = 0;
-    if (!caching(c)) {
+    if (!caching(c) || c->write_only) {
         for (size_t i = 0; i < n; i++)
             ADD(direct_bytes, ext[i].length);
         return c->below->ops->preadv(c->below, ext, n, buf, done);
@@ -672,6 +680,7 @@ int rfs_cc_wrap(rfs_io *below, const rfs_cc_config *cf, rfs_io **out)
     size_t total;
     cc_layout(c, c->n, c->page, cf->max_memory, &total);
     c->timeout_ms = cf->timeout_ms;
+    c->write_only = cf->write_only != 0;
     c->enabled = 1;
     c->stats_name = cf->stats_name;
     c->st.frames = c->nframes;

@@ -46,6 +46,9 @@ typedef struct rfs_cc_config {
     uint64_t page_size;     /* hint rfs_cache_page_size */
     uint64_t max_memory;    /* bytes of pages in one rank's segment (rfs_cache_max_memory) */
     int timeout_ms;         /* bound on a wait for a live peer's page lock; 0: none */
+    int write_only;         /* the file cannot be read (MPI_MODE_WRONLY): a page whose dirty
+                             * runs are too many to track is written below early instead of
+                             * being read to fill its gaps; reads pass below */
     const char *stats_name; /* non-NULL: close prints one line of stats naming the file */
 } rfs_cc_config;
 
