@@ -272,7 +272,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
     } else if (!strcmp(key, "rfs_wb_buffer_size")) {
         return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, 64LL << 20, &h->wb_buffer_size);
     } else if (!strcmp(key, "rfs_cache")) {
-        return parse_tristate(v, &h->ccache);
+        if (!strcmp(v, "auto"))
+            h->ccache = MP_AUTO;
+        else
+            return parse_tristate(v, &h->ccache);
     } else if (!strcmp(key, "rfs_cache_page_size")) {
         return parse_size(v, (int64_t)RFS_CC_MIN_PAGE, (int64_t)RFS_CC_MAX_PAGE, &h->cc_page_size);
     } else if (!strcmp(key, "rfs_cache_max_memory")) {
