@@ -10,9 +10,9 @@
 typedef struct mp_shm {
     MPI_Comm node; /* the ranks of f->comm sharing this node's memory */
     MPI_Win win;
-    void **segs;     /* size segments; segs[r] is node rank r's */
-    int rank, size;  /* in node */
-    int whole;       /* 1: every rank of f->comm is on this node (agreed by all ranks) */
+    void **segs;    /* size segments; segs[r] is node rank r's */
+    int rank, size; /* in node */
+    int whole;      /* 1: every rank of f->comm is on this node (agreed by all ranks) */
 } mp_shm;
 
 /* The segment size for a node of nsize ranks. */
