@@ -702,7 +702,9 @@ int rfs_cc_wrap(rfs_io *below, const rfs_cc_config *cf, rfs_io **out)
     __atomic_store_n(&h->state, CC_OPEN, __ATOMIC_SEQ_CST);
     /* The group's end of file starts at the server's (every rank raises it to what it sees). */
     uint64_t size = 0;
-    if (below->ops->get_size(below, &size) == RFS_OK)
+    if (cf->size >= 0)
+        grow_eof(c, (uint64_t)cf->size);
+    else if (below->ops->get_size(below, &size) == RFS_OK)
         grow_eof(c, size);
     else
         rfs_clear_error();

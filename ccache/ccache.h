@@ -49,6 +49,8 @@ typedef struct rfs_cc_config {
     int write_only;         /* the file cannot be read (MPI_MODE_WRONLY): a page whose dirty
                              * runs are too many to track is written below early instead of
                              * being read to fill its gaps; reads pass below */
+    int64_t size;           /* the file's size as the open reported it; -1: unknown (the
+                             * wrap asks the layer below) */
     const char *stats_name; /* non-NULL: close prints one line of stats naming the file */
 } rfs_cc_config;
 

@@ -58,6 +58,8 @@ int mp_cc_open(mp_file *f, int ok)
         .max_memory = (uint64_t)f->hints.cc_max_memory,
         .timeout_ms = f->hints.io_timeout_ms,
         .write_only = (f->amode & MPI_MODE_WRONLY) != 0,
+        /* the OPEN reply's size when the server gave one: no round trip */
+        .size = f->size_at_open_valid ? (int64_t)f->size_at_open : -1,
         .stats_name = mp_stats_enabled() || mp_trace_enabled() ? f->name : NULL,
     };
     rfs_io *io = NULL;

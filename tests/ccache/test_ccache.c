@@ -36,6 +36,7 @@ static shared *sh;
 static void *segs[MAXR];
 static size_t seg_size;
 static uint64_t g_page = 16384, g_mem = 1 << 20;
+static int g_write_only;
 
 static uint8_t byte_at(uint64_t i, int gen)
 {
@@ -84,7 +85,9 @@ static rfs_io *open_rank(int rank, int n, uint64_t fail_lo, uint64_t fail_hi)
                        .segments = segs,
                        .page_size = g_page,
                        .max_memory = g_mem,
-                       .timeout_ms = 20000};
+                       .timeout_ms = 20000,
+                       .write_only = g_write_only,
+                       .size = -1};
     if (rfs_cc_wrap(f, &c, &w) != RFS_OK)
         return NULL;
     return w;
@@ -537,6 +540,36 @@ static void test_set_size(void **state)
     teardown_group(1);
 }
 
+/* Write-only: a page with more dirty pieces than it tracks is written early (the server's bytes
+ * around them cannot be read); nothing is read from below. */
+static void test_write_only(void **state)
+{
+    (void)state;
+    g_mem = 1 << 20;
+    g_write_only = 1;
+    setup_group(1);
+    rfs_io *w = open_rank(0, 1, 0, 0);
+    g_write_only = 0;
+    assert_non_null(w);
+    uint8_t b[100], got[100];
+    memset(b, 3, sizeof b);
+    size_t done;
+    for (int i = 0; i < CC_RUNS + 1; i++) /* disjoint pieces of page 0 */
+        assert_int_equal(w->ops->pwrite(w, b, 10, (uint64_t)i * 100, &done), RFS_OK);
+    assert_int_equal(file_bytes(0, got, 10), 10); /* the first 16 went early */
+    assert_int_equal(got[0], 3);
+    assert_int_equal(file_bytes((uint64_t)CC_RUNS * 100, got, 10), 0); /* the 17th is cached */
+    rfs_cc_stats st;
+    rfs_cc_get_stats(w, &st);
+    assert_int_equal(st.fills, 0);
+    assert_int_equal(st.flushed_pages, 1);
+    assert_int_equal(w->ops->sync(w), RFS_OK);
+    assert_int_equal(file_bytes((uint64_t)CC_RUNS * 100, got, 10), 10);
+    assert_int_equal(got[9], 3);
+    assert_int_equal(w->ops->close(w), RFS_OK);
+    teardown_group(1);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -558,7 +591,8 @@ int main(void)
         cmocka_unit_test(test_lru_order),       cmocka_unit_test(test_page_locks),
         cmocka_unit_test(test_dead_rank_dirty), cmocka_unit_test(test_dead_rank_holding_lock),
         cmocka_unit_test(test_write_fails),     cmocka_unit_test(test_disabled_passes_through),
-        cmocka_unit_test(test_set_size),        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_set_size),        cmocka_unit_test(test_write_only),
+        cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
