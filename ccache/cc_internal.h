@@ -95,6 +95,10 @@ void cc_layout(cc *c, int nranks, uint64_t page, uint64_t max_memory, size_t *to
  * RFS_OK with *fr (the frame in owner cc_owner(idx)'s segment) or a failure (timeout; a
  * dirty page written to make room failed below: reported to its writers, not here). */
 int cc_pin(cc *c, uint64_t idx, int create, cc_frame **fr);
+/* Locks page idx only when it is not cached and a frame is free or clean (nothing to write):
+ * *fr, else *fr = NULL. Never waits for a page lock or for room, so a process that holds other
+ * page locks may call it (a fill of several pages at once). */
+int cc_pin_new(cc *c, uint64_t idx, cc_frame **fr);
 void cc_unpin(cc *c, uint64_t idx, cc_frame *f);
 /* Page lock of frame f (owner o's) that only this process holds: frees it (table lock). */
 void cc_free_frame(cc *c, int o, cc_frame *f);

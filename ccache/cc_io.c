@@ -134,26 +134,6 @@ static int write_piece(cc *c, uint64_t idx, uint32_t in, const uint8_t *src, uin
     return RFS_OK;
 }
 
-static int read_piece(cc *c, uint64_t idx, uint32_t in, uint8_t *dst, uint32_t k)
-{
-    cc_frame *f;
-    int rc = cc_pin(c, idx, 1, &f);
-    if (rc != RFS_OK)
-        return rc;
-    int covered = f->filled;
-    for (uint32_t r = 0; !covered && r < f->nruns; r++)
-        covered = f->lo[r] <= in && in + k <= f->hi[r];
-    if (covered)
-        ADD(hits, 1);
-    else if ((rc = fill(c, idx, f)) != RFS_OK) {
-        cc_unpin(c, idx, f);
-        return rc;
-    }
-    memcpy(dst, frame_data(c, idx, f) + in, k);
-    cc_unpin(c, idx, f);
-    return RFS_OK;
-}
-
 /* [off, off+n) page by page, in increasing page order, one page lock at a time. */
 static int pages_write(cc *c, const uint8_t *src, uint64_t n, uint64_t off)
 {
@@ -170,15 +150,94 @@ static int pages_write(cc *c, const uint8_t *src, uint64_t n, uint64_t off)
     return RFS_OK;
 }
 
+/* Pages at most read from below by one request when a read needs several (16 MiB). */
+#define FILL_BYTES (16ull << 20)
+#define FILL_PAGES 64
+
+/* Pages g[0..m) (numbers gi[], locked; g[0] may hold dirty runs, the others are new) read from
+ * below with one list read: their bytes that are not dirty become the server's. */
+static int fill_group(cc *c, cc_frame *const *g, const uint64_t *gi, size_t m)
+{
+    if (m == 1)
+        return fill(c, gi[0], g[0]);
+    uint8_t *tmp = malloc((size_t)(m * c->page));
+    rfs_extent *ext = malloc(m * sizeof *ext);
+    int rc = RFS_OK;
+    size_t done = 0;
+    if (!tmp || !ext)
+        rc = rfs_fail(RFS_E_NOMEM, "%s:%s: no memory to read pages", c->io.server, c->io.path);
+    for (size_t q = 0; rc == RFS_OK && q < m; q++)
+        ext[q] = (rfs_extent){gi[q] * c->page, c->page};
+    if (rc == RFS_OK)
+        rc = c->below->ops->preadv(c->below, ext, m, tmp, &done);
+    for (size_t q = 0; rc == RFS_OK && q < m; q++) {
+        uint8_t *src = tmp + q * c->page, *d = frame_data(c, gi[q], g[q]);
+        uint64_t at = q * c->page;
+        uint64_t have = done > at ? (done - at < c->page ? done - at : c->page) : 0;
+        memset(src + have, 0, (size_t)(c->page - have));
+        uint32_t from = 0;
+        for (uint32_t r = 0; r <= g[q]->nruns; r++) {
+            uint32_t end = r < g[q]->nruns ? g[q]->lo[r] : (uint32_t)c->page;
+            memcpy(d + from, src + from, end - from);
+            if (r < g[q]->nruns)
+                from = g[q]->hi[r];
+        }
+        g[q]->filled = 1;
+    }
+    if (rc == RFS_OK) {
+        ADD(fills, m);
+        ADD(fill_bytes, done);
+    }
+    free(tmp);
+    free(ext);
+    return rc;
+}
+
+/* [off, off+n) page by page, in increasing page order. A page that must be read from below
+ * takes the next pages of the read that are not cached along (locked without waiting), so a
+ * long read costs one request per FILL_BYTES instead of one per page. */
 static int pages_read(cc *c, uint8_t *dst, uint64_t n, uint64_t off)
 {
+    uint64_t max_group = FILL_BYTES / c->page;
+    if (max_group < 1)
+        max_group = 1;
+    if (max_group > FILL_PAGES)
+        max_group = FILL_PAGES;
     while (n) {
         uint64_t idx = off / c->page, in = off % c->page;
         uint64_t k = c->page - in < n ? c->page - in : n;
-        int rc = read_piece(c, idx, (uint32_t)in, dst, (uint32_t)k);
+        cc_frame *g[FILL_PAGES];
+        uint64_t gi[FILL_PAGES];
+        int rc = cc_pin(c, idx, 1, &g[0]);
         if (rc != RFS_OK)
             return rc;
-        off += k, dst += k, n -= k;
+        gi[0] = idx;
+        size_t m = 1;
+        int covered = g[0]->filled;
+        for (uint32_t r = 0; !covered && r < g[0]->nruns; r++)
+            covered = g[0]->lo[r] <= in && in + k <= g[0]->hi[r];
+        if (covered) {
+            ADD(hits, 1);
+        } else {
+            uint64_t last = (off + n - 1) / c->page;
+            while (m < max_group && idx + m <= last && cc_pin_new(c, idx + m, &g[m]) == RFS_OK &&
+                   g[m]) {
+                gi[m] = idx + m;
+                m++;
+            }
+            rc = fill_group(c, g, gi, m);
+        }
+        for (size_t q = 0; q < m; q++) {
+            if (rc == RFS_OK) {
+                in = off % c->page;
+                k = c->page - in < n ? c->page - in : n;
+                memcpy(dst, frame_data(c, gi[q], g[q]) + in, (size_t)k);
+                off += k, dst += k, n -= k;
+            }
+            cc_unpin(c, gi[q], g[q]);
+        }
+        if (rc != RFS_OK)
+            return rc;
     }
     return RFS_OK;
 }
@@ -294,36 +353,20 @@ static int holds(const cc_frame *f, const uint64_t *mask)
     return 0;
 }
 
-#define BATCH_PAGES 64
-#define BATCH_BYTES (16ull << 20)
+#define BATCH_PAGES 256
+#define BATCH_BYTES (32ull << 20)
 
-/* mu held. The dirty pages holding bytes of this rank or of peers that died, in increasing page
- * order as list writes, each answered by the server; then the failures others handed to this
- * rank, and deaths of peers not yet reported. Returns (and forgets) the first failure. */
-static int flush_mine(cc *c)
+/* mu held. The dirty pages of segment `only` (-1: every segment) holding bytes of a rank in
+ * mask, in increasing page order as list writes, each batch answered by the server before its
+ * page locks go. Failures are kept for the report. */
+static void write_dirty(cc *c, int only, const uint64_t *mask)
 {
-    if (c->detached)
-        return RFS_OK;
-    uint64_t mask[CC_WORDS] = {0};
-    mask[c->rank / 64] |= 1ull << (c->rank % 64);
-    for (int d = 0; d < c->n; d++) {
-        cc_head *h = cc_head_of(c, d);
-        if (d == c->rank || __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == CC_CLOSED ||
-            !rfs_shm_pid_dead(__atomic_load_n(&h->pid, __ATOMIC_ACQUIRE)))
-            continue;
-        mask[d / 64] |= 1ull << (d % 64);
-        if (!c->noted[d]) {
-            c->noted[d] = 1;
-            note_fail(c, RFS_E_IO,
-                      "%s:%s: rank %d (pid %d) of this node ended without closing the file; "
-                      "what it wrote since its last sync may not be in the file",
-                      c->io.server, c->io.path, d, (int)h->pid);
-        }
-    }
     /* The candidates, read without locks (each is checked again under its page lock). */
     size_t cap = 64, n = 0;
     uint64_t *cand = malloc(cap * sizeof *cand);
     for (int o = 0; cand && o < c->n; o++) {
+        if (only >= 0 && o != only)
+            continue;
         cc_frame *fs = cc_frames(c, o);
         for (uint64_t i = 0; cand && i < c->nframes; i++) {
             cc_frame *f = &fs[i];
@@ -380,6 +423,39 @@ static int flush_mine(cc *c)
             cc_unpin(c, ids[q], fr[q]);
     }
     free(cand);
+}
+
+/* mu held. The dirty pages holding bytes of this rank or of peers that died, in increasing page
+ * order as list writes, each answered by the server; then the failures others handed to this
+ * rank, and deaths of peers not yet reported. Returns (and forgets) the first failure. */
+static int flush_mine(cc *c)
+{
+    if (c->detached)
+        return RFS_OK;
+    uint64_t mask[CC_WORDS] = {0};
+    mask[c->rank / 64] |= 1ull << (c->rank % 64);
+    for (int d = 0; d < c->n; d++) {
+        cc_head *h = cc_head_of(c, d);
+        if (d == c->rank || __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == CC_CLOSED ||
+            !rfs_shm_pid_dead(__atomic_load_n(&h->pid, __ATOMIC_ACQUIRE)))
+            continue;
+        mask[d / 64] |= 1ull << (d % 64);
+        if (!c->noted[d]) {
+            c->noted[d] = 1;
+            note_fail(c, RFS_E_IO,
+                      "%s:%s: rank %d (pid %d) of this node ended without closing the file; "
+                      "what it wrote since its last sync may not be in the file",
+                      c->io.server, c->io.path, d, (int)h->pid);
+        }
+    }
+    /* First the dirty pages this rank manages, whoever wrote them: when the ranks sync together
+     * (MPI_File_sync and close are collective), each writes its own share, in parallel over its
+     * own connection, instead of all of them queueing for the same pages. Then whatever still
+     * holds this rank's bytes (pages of ranks that have not synced yet). */
+    uint64_t any[CC_WORDS];
+    memset(any, 0xff, sizeof any);
+    write_dirty(c, c->rank, any);
+    write_dirty(c, -1, mask);
     /* Bytes written straight below (atomic mode) are answered too. */
     int rc = c->below->ops->flush(c->below, 1);
     if (rc != RFS_OK)

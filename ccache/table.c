@@ -275,6 +275,23 @@ static cc_frame *room(cc *c, int o)
     return best;
 }
 
+int cc_pin_new(cc *c, uint64_t idx, cc_frame **out)
+{
+    int o = cc_owner(c, idx);
+    *out = NULL;
+    tlock(c, o);
+    cc_frame *v = lookup(c, o, idx) ? NULL : room(c, o);
+    if (v && (!v->used || v->nruns == 0)) {
+        __atomic_store_n(&v->pin, (uint32_t)c->pid, __ATOMIC_RELEASE);
+        if (v->used)
+            unlink_frame(c, o, v);
+        claim(c, o, v, idx);
+        *out = v;
+    }
+    tunlock(c, o);
+    return RFS_OK;
+}
+
 int cc_pin(cc *c, uint64_t idx, int create, cc_frame **out)
 {
     int o = cc_owner(c, idx);

@@ -197,7 +197,8 @@ class Bench:
         if cs:
             tot = [sum(col) for col in zip(*cs)]
             out["cc"] = dict(zip(CC_KEYS, tot))
-            out["cc"]["frames_peak_max"] = max(c[CC_KEYS.index("frames_peak")] for c in cs)
+            for k in ("frames_peak", "frames", "page"):  # per rank, not sums
+                out["cc"][k] = max(c[CC_KEYS.index(k)] for c in cs)
         return out
 
     def run(self):

@@ -570,6 +570,48 @@ static void test_write_only(void **state)
     teardown_group(1);
 }
 
+/* A read over pages nobody caches reads them together (one list read), and a cached dirty page
+ * in the middle keeps its bytes over the server's. */
+static void test_group_fill(void **state)
+{
+    (void)state;
+    g_mem = 1 << 20;
+    setup_group(2);
+    rfs_io *w = open_rank(0, 2, 0, 0);
+    assert_non_null(w);
+    size_t len = 10 * (size_t)g_page + 500;
+    uint8_t *b = malloc(len), *got = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        b[i] = byte_at(i, 3);
+    size_t done;
+    assert_int_equal(w->ops->pwrite(w, b, len, 0, &done), RFS_OK);
+    assert_int_equal(w->ops->sync(w), RFS_OK);
+    rfs_cc_set_enabled(w, 0);
+    rfs_cc_drop_own(w); /* rank 0's pages; rank 1's segment: dropped below by hand */
+    for (uint64_t p = 1; p < 11; p += 2) {
+        cc_frame *f;
+        assert_int_equal(cc_pin((cc *)w, p, 0, &f), RFS_OK);
+        if (f)
+            cc_free_frame((cc *)w, 1, f);
+    }
+    rfs_cc_set_enabled(w, 1);
+    uint8_t mid[10];
+    memset(mid, 0xAB, sizeof mid);
+    assert_int_equal(w->ops->pwrite(w, mid, sizeof mid, 3 * g_page + 7, &done), RFS_OK);
+    memcpy(b + 3 * g_page + 7, mid, sizeof mid);
+    rfs_cc_stats before, after;
+    rfs_cc_get_stats(w, &before);
+    assert_int_equal(w->ops->pread(w, got, len + 100, 0, &done), RFS_OK);
+    assert_int_equal(done, len);
+    assert_memory_equal(got, b, len);
+    rfs_cc_get_stats(w, &after);
+    assert_int_equal(after.fills - before.fills, 11);
+    free(b);
+    free(got);
+    assert_int_equal(w->ops->close(w), RFS_OK);
+    teardown_group(2);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -592,7 +634,7 @@ int main(void)
         cmocka_unit_test(test_dead_rank_dirty), cmocka_unit_test(test_dead_rank_holding_lock),
         cmocka_unit_test(test_write_fails),     cmocka_unit_test(test_disabled_passes_through),
         cmocka_unit_test(test_set_size),        cmocka_unit_test(test_write_only),
-        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_group_fill),      cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
