@@ -15,7 +15,10 @@
 
 #include "wbehind/shm.h"
 
-#define CC_RUNS 16 /* dirty runs per page; more: the page is filled and its runs become one */
+/* Dirty runs a page tracks: page / 2 KiB, at least 16 and at most 512; past that the page is
+ * filled and its runs become one (or, write-only, written early). */
+#define CC_RUNS_MIN 16u
+#define CC_RUNS_MAX 512u
 #define CC_WORDS (RFS_CC_MAX_RANKS / 64)
 
 enum { CC_NEW = 0, CC_OPEN = 1, CC_CLOSED = 2 }; /* cc_head.state */
@@ -33,7 +36,10 @@ typedef struct cc_head {
     int32_t err_by;  /* the loss of such a page to a dead rank: reported by this rank's next */
                      /* sync/close (first one wins) */
     uint32_t broken; /* a table lock was taken over from a dead holder */
-    uint32_t pad[5];
+    uint32_t lock_waiters, pin_waiters, room_waiters; /* processes asleep on the table lock, a
+                                                        * page lock of this segment, or room: a
+                                                        * release wakes only when there are some */
+    uint32_t pad[2];
 } cc_head;
 
 typedef struct cc_frame {
@@ -45,9 +51,12 @@ typedef struct cc_frame {
     uint32_t filled; /* every byte that is not dirty holds the server's bytes */
     uint32_t nruns;
     uint32_t pad;
-    uint32_t lo[CC_RUNS], hi[CC_RUNS]; /* dirty runs in the page: sorted, disjoint, not touching */
-    uint64_t writers[CC_WORDS];        /* ranks whose bytes the dirty runs hold */
+    uint64_t writers[CC_WORDS]; /* ranks whose bytes the dirty runs hold */
+    uint32_t run[];             /* dirty runs [CC_LO, CC_HI) in the page: sorted, disjoint, not
+                                 * touching; cc.max_runs of them */
 } cc_frame;
+#define CC_LO(f, i) ((f)->run[2 * (i)])
+#define CC_HI(f, i) ((f)->run[2 * (i) + 1])
 
 typedef struct cc {
     rfs_io io; /* first member: the rfs_io handed to the layer above */
@@ -55,6 +64,8 @@ typedef struct cc {
     int rank, n;
     int32_t pid;
     uint64_t page, nframes, nbuckets;
+    uint32_t max_runs;
+    size_t frame_size; /* stride of the frames' metadata */
     size_t off_buckets, off_frames, off_data;
     int timeout_ms;
     int write_only; /* no page is ever read from below */
@@ -76,9 +87,14 @@ static inline int32_t *cc_buckets(const cc *c, int r)
 {
     return (int32_t *)((uint8_t *)c->seg[r] + c->off_buckets);
 }
-static inline cc_frame *cc_frames(const cc *c, int r)
+static inline cc_frame *cc_frame_at(const cc *c, int r, uint64_t i)
 {
-    return (cc_frame *)((uint8_t *)c->seg[r] + c->off_frames);
+    return (cc_frame *)((uint8_t *)c->seg[r] + c->off_frames + (size_t)i * c->frame_size);
+}
+static inline uint64_t cc_frame_no(const cc *c, int r, const cc_frame *f)
+{
+    return (uint64_t)((const uint8_t *)f - ((const uint8_t *)c->seg[r] + c->off_frames)) /
+           c->frame_size;
 }
 static inline uint8_t *cc_data(const cc *c, int r, uint64_t f)
 {

@@ -48,7 +48,7 @@ static void grow_eof(cc *c, uint64_t end)
 static uint8_t *frame_data(cc *c, uint64_t idx, const cc_frame *f)
 {
     int o = cc_owner(c, idx);
-    return cc_data(c, o, (uint64_t)(f - cc_frames(c, o)));
+    return cc_data(c, o, cc_frame_no(c, o, f));
 }
 
 /* Page locked: its bytes that are not dirty become the server's. */
@@ -65,10 +65,10 @@ static int fill(cc *c, uint64_t idx, cc_frame *f)
         if (tmp != d) {
             uint32_t at = 0;
             for (uint32_t r = 0; r <= f->nruns; r++) {
-                uint32_t end = r < f->nruns ? f->lo[r] : (uint32_t)c->page;
+                uint32_t end = r < f->nruns ? CC_LO(f, r) : (uint32_t)c->page;
                 memcpy(d + at, tmp + at, end - at);
                 if (r < f->nruns)
-                    at = f->hi[r];
+                    at = CC_HI(f, r);
             }
         }
         f->filled = 1;
@@ -85,22 +85,21 @@ static int fill(cc *c, uint64_t idx, cc_frame *f)
 static void add_run(cc_frame *f, uint32_t lo, uint32_t hi)
 {
     uint32_t i = 0;
-    while (i < f->nruns && f->hi[i] < lo)
+    while (i < f->nruns && CC_HI(f, i) < lo)
         i++;
     uint32_t j = i, nlo = lo, nhi = hi;
-    while (j < f->nruns && f->lo[j] <= hi) {
-        if (f->lo[j] < nlo)
-            nlo = f->lo[j];
-        if (f->hi[j] > nhi)
-            nhi = f->hi[j];
+    while (j < f->nruns && CC_LO(f, j) <= hi) {
+        if (CC_LO(f, j) < nlo)
+            nlo = CC_LO(f, j);
+        if (CC_HI(f, j) > nhi)
+            nhi = CC_HI(f, j);
         j++;
     }
     /* runs i..j-1 become one run at i */
     uint32_t keep = f->nruns - j;
-    memmove(f->lo + i + 1, f->lo + j, keep * sizeof *f->lo);
-    memmove(f->hi + i + 1, f->hi + j, keep * sizeof *f->hi);
-    f->lo[i] = nlo;
-    f->hi[i] = nhi;
+    memmove(&CC_LO(f, i + 1), &CC_LO(f, j), 2 * keep * sizeof *f->run);
+    CC_LO(f, i) = nlo;
+    CC_HI(f, i) = nhi;
     f->nruns = i + 1 + keep;
 }
 
@@ -110,7 +109,7 @@ static int write_piece(cc *c, uint64_t idx, uint32_t in, const uint8_t *src, uin
     int rc = cc_pin(c, idx, 1, &f);
     if (rc != RFS_OK)
         return rc;
-    if (f->nruns == CC_RUNS && c->write_only) {
+    if (f->nruns == c->max_runs && c->write_only) {
         /* No run left and no reading the server's bytes around them: the page goes below
          * early (answered, so a later fill elsewhere cannot overtake it). */
         rc = cc_write_pages(c, &f, &idx, 1, 0);
@@ -118,13 +117,13 @@ static int write_piece(cc *c, uint64_t idx, uint32_t in, const uint8_t *src, uin
             cc_unpin(c, idx, f);
             return rc;
         }
-    } else if (f->nruns == CC_RUNS) {
+    } else if (f->nruns == c->max_runs) {
         /* No run left: with the server's bytes around them, the runs become one span. */
         if (!f->filled && (rc = fill(c, idx, f)) != RFS_OK) {
             cc_unpin(c, idx, f);
             return rc;
         }
-        f->hi[0] = f->hi[f->nruns - 1];
+        CC_HI(f, 0) = CC_HI(f, f->nruns - 1);
         f->nruns = 1;
     }
     memcpy(frame_data(c, idx, f) + in, src, k);
@@ -177,10 +176,10 @@ static int fill_group(cc *c, cc_frame *const *g, const uint64_t *gi, size_t m)
         memset(src + have, 0, (size_t)(c->page - have));
         uint32_t from = 0;
         for (uint32_t r = 0; r <= g[q]->nruns; r++) {
-            uint32_t end = r < g[q]->nruns ? g[q]->lo[r] : (uint32_t)c->page;
+            uint32_t end = r < g[q]->nruns ? CC_LO(g[q], r) : (uint32_t)c->page;
             memcpy(d + from, src + from, end - from);
             if (r < g[q]->nruns)
-                from = g[q]->hi[r];
+                from = CC_HI(g[q], r);
         }
         g[q]->filled = 1;
     }
@@ -215,7 +214,7 @@ static int pages_read(cc *c, uint8_t *dst, uint64_t n, uint64_t off)
         size_t m = 1;
         int covered = g[0]->filled;
         for (uint32_t r = 0; !covered && r < g[0]->nruns; r++)
-            covered = g[0]->lo[r] <= in && in + k <= g[0]->hi[r];
+            covered = CC_LO(g[0], r) <= in && in + k <= CC_HI(g[0], r);
         if (covered) {
             ADD(hits, 1);
         } else {
@@ -367,9 +366,8 @@ static void write_dirty(cc *c, int only, const uint64_t *mask)
     for (int o = 0; cand && o < c->n; o++) {
         if (only >= 0 && o != only)
             continue;
-        cc_frame *fs = cc_frames(c, o);
         for (uint64_t i = 0; cand && i < c->nframes; i++) {
-            cc_frame *f = &fs[i];
+            cc_frame *f = cc_frame_at(c, o, i);
             if (!__atomic_load_n(&f->used, __ATOMIC_ACQUIRE) ||
                 !__atomic_load_n(&f->nruns, __ATOMIC_ACQUIRE) || !holds(f, mask))
                 continue;
@@ -538,11 +536,11 @@ static int cc_get_size(rfs_io *io, uint64_t *size)
 static void forget_from(cc *c, uint64_t size)
 {
     for (int o = 0; o < c->n; o++) {
-        cc_frame *fs = cc_frames(c, o);
         for (uint64_t i = 0; i < c->nframes; i++) {
-            if (!__atomic_load_n(&fs[i].used, __ATOMIC_ACQUIRE))
+            cc_frame *fi = cc_frame_at(c, o, i);
+            if (!__atomic_load_n(&fi->used, __ATOMIC_ACQUIRE))
                 continue;
-            uint64_t idx = __atomic_load_n(&fs[i].idx, __ATOMIC_ACQUIRE);
+            uint64_t idx = __atomic_load_n(&fi->idx, __ATOMIC_ACQUIRE);
             if ((idx + 1) * c->page <= size)
                 continue;
             cc_frame *f;
@@ -638,11 +636,11 @@ void rfs_cc_drop_own(rfs_io *io)
     cc *c = C(io);
     if (c->detached)
         return;
-    cc_frame *fs = cc_frames(c, c->rank);
     for (uint64_t i = 0; i < c->nframes; i++) {
-        if (!__atomic_load_n(&fs[i].used, __ATOMIC_ACQUIRE))
+        cc_frame *fi = cc_frame_at(c, c->rank, i);
+        if (!__atomic_load_n(&fi->used, __ATOMIC_ACQUIRE))
             continue;
-        uint64_t idx = __atomic_load_n(&fs[i].idx, __ATOMIC_ACQUIRE);
+        uint64_t idx = __atomic_load_n(&fi->idx, __ATOMIC_ACQUIRE);
         cc_frame *f;
         if (cc_pin(c, idx, 0, &f) != RFS_OK || !f) {
             rfs_clear_error();

@@ -41,8 +41,9 @@
 
 typedef struct rfs_cc_config {
     int rank, nranks;       /* this process and the group sharing the segments */
-    void *const *segments;  /* nranks segments of rfs_cc_segment_size() bytes, each zeroed by
-                             * its rank before any rank wraps; segments[r] is rank r's */
+    void *const *segments;  /* nranks segments of rfs_cc_segment_size() bytes, the first
+                             * rfs_cc_meta_size() of each zeroed by its rank before any rank
+                             * wraps; segments[r] is rank r's */
     uint64_t page_size;     /* hint rfs_cache_page_size */
     uint64_t max_memory;    /* bytes of pages in one rank's segment (rfs_cache_max_memory) */
     int timeout_ms;         /* bound on a wait for a live peer's page lock; 0: none */
@@ -59,6 +60,9 @@ typedef struct rfs_cc_config {
 uint64_t rfs_cc_frames(int nranks, uint64_t page_size, uint64_t max_memory);
 /* Bytes of one rank's shared segment. */
 size_t rfs_cc_segment_size(int nranks, uint64_t page_size, uint64_t max_memory);
+/* How many of its first bytes must be zeroed before any rank wraps (the metadata; the pages'
+ * bytes are never read before they are written). */
+size_t rfs_cc_meta_size(int nranks, uint64_t page_size, uint64_t max_memory);
 
 /* Stacks the cache over `below` (takes ownership). Collective in effect: every rank of the group
  * wraps with the same page_size, max_memory and nranks. */

@@ -36,12 +36,25 @@ void cc_layout(cc *c, int nranks, uint64_t page, uint64_t max_memory, size_t *to
     uint64_t nb = 64;
     while (nb < nf)
         nb <<= 1;
+    uint64_t runs = page / 2048;
+    c->max_runs = runs < CC_RUNS_MIN   ? CC_RUNS_MIN
+                  : runs > CC_RUNS_MAX ? CC_RUNS_MAX
+                                       : (uint32_t)runs;
+    c->frame_size = align_up(sizeof(cc_frame) + 2 * sizeof(uint32_t) * c->max_runs, 8);
     c->nframes = nf;
     c->nbuckets = nb;
     c->off_buckets = align_up(sizeof(cc_head), 64);
     c->off_frames = align_up(c->off_buckets + (size_t)nb * sizeof(int32_t), 64);
-    c->off_data = align_up(c->off_frames + (size_t)nf * sizeof(cc_frame), 4096);
+    c->off_data = align_up(c->off_frames + (size_t)nf * c->frame_size, 4096);
     *total = c->off_data + (size_t)nf * (size_t)page;
+}
+
+size_t rfs_cc_meta_size(int nranks, uint64_t page_size, uint64_t max_memory)
+{
+    cc c;
+    size_t total;
+    cc_layout(&c, nranks, page_size, max_memory, &total);
+    return c.off_data;
 }
 
 size_t rfs_cc_segment_size(int nranks, uint64_t page_size, uint64_t max_memory)
@@ -87,15 +100,18 @@ static void tlock(cc *c, int o)
             __atomic_store_n(&h->broken, 1, __ATOMIC_SEQ_CST);
             return;
         }
+        __atomic_add_fetch(&h->lock_waiters, 1, __ATOMIC_SEQ_CST);
         rfs_shm_wait(&h->lock, cur, 10);
+        __atomic_sub_fetch(&h->lock_waiters, 1, __ATOMIC_SEQ_CST);
     }
 }
 
 static void tunlock(cc *c, int o)
 {
     cc_head *h = cc_head_of(c, o);
-    __atomic_store_n(&h->lock, 0, __ATOMIC_RELEASE);
-    rfs_shm_wake(&h->lock);
+    __atomic_store_n(&h->lock, 0, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&h->lock_waiters, __ATOMIC_SEQ_CST))
+        rfs_shm_wake(&h->lock);
 }
 
 static uint64_t bucket_of(const cc *c, uint64_t idx)
@@ -106,12 +122,13 @@ static uint64_t bucket_of(const cc *c, uint64_t idx)
 /* table lock held */
 static cc_frame *lookup(cc *c, int o, uint64_t idx)
 {
-    cc_frame *fs = cc_frames(c, o);
-    for (int32_t i = cc_buckets(c, o)[bucket_of(c, idx)]; i > 0; i = fs[i - 1].next) {
+    for (int32_t i = cc_buckets(c, o)[bucket_of(c, idx)]; i > 0;) {
         if ((uint64_t)(i - 1) >= c->nframes)
             break; /* a chain torn by a dead holder of the table lock */
-        if (fs[i - 1].used && fs[i - 1].idx == idx)
-            return &fs[i - 1];
+        cc_frame *f = cc_frame_at(c, o, (uint64_t)(i - 1));
+        if (f->used && f->idx == idx)
+            return f;
+        i = f->next;
     }
     return NULL;
 }
@@ -121,21 +138,20 @@ static void link_frame(cc *c, int o, cc_frame *f)
 {
     int32_t *b = &cc_buckets(c, o)[bucket_of(c, f->idx)];
     f->next = *b;
-    *b = (int32_t)(f - cc_frames(c, o)) + 1;
+    *b = (int32_t)cc_frame_no(c, o, f) + 1;
 }
 
 /* table lock held */
 static void unlink_frame(cc *c, int o, cc_frame *f)
 {
-    cc_frame *fs = cc_frames(c, o);
-    int32_t me = (int32_t)(f - fs) + 1;
+    int32_t me = (int32_t)cc_frame_no(c, o, f) + 1;
     int32_t *pp = &cc_buckets(c, o)[bucket_of(c, f->idx)];
     for (int guard = 0; *pp > 0 && guard <= (int)c->nframes; guard++) {
         if (*pp == me) {
             *pp = f->next;
             break;
         }
-        pp = &fs[*pp - 1].next;
+        pp = &cc_frame_at(c, o, (uint64_t)(*pp - 1))->next;
     }
     f->next = 0;
 }
@@ -175,6 +191,18 @@ static void claim(cc *c, int o, cc_frame *f, uint64_t idx)
     link_frame(c, o, f);
 }
 
+/* Page lock of f (in h's segment) just released: wakes whoever sleeps on it or on room. The
+ * stores and loads are sequentially consistent, so a sleeper either is counted here or sees the
+ * changed word when it goes to sleep. */
+static void released(cc_head *h, cc_frame *f)
+{
+    if (__atomic_load_n(&h->pin_waiters, __ATOMIC_SEQ_CST))
+        rfs_shm_wake(&f->pin);
+    __atomic_add_fetch(&h->freed, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&h->room_waiters, __ATOMIC_SEQ_CST))
+        rfs_shm_wake(&h->freed);
+}
+
 void cc_free_frame(cc *c, int o, cc_frame *f)
 {
     cc_head *h = cc_head_of(c, o);
@@ -185,20 +213,16 @@ void cc_free_frame(cc *c, int o, cc_frame *f)
         h->used--;
     }
     clear_page(f);
-    __atomic_store_n(&f->pin, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&f->pin, 0, __ATOMIC_SEQ_CST);
     tunlock(c, o);
-    rfs_shm_wake(&f->pin);
-    __atomic_add_fetch(&h->freed, 1, __ATOMIC_RELEASE);
-    rfs_shm_wake(&h->freed);
+    released(h, f);
 }
 
 void cc_unpin(cc *c, uint64_t idx, cc_frame *f)
 {
     cc_head *h = cc_head_of(c, cc_owner(c, idx));
-    __atomic_store_n(&f->pin, 0, __ATOMIC_RELEASE);
-    rfs_shm_wake(&f->pin);
-    __atomic_add_fetch(&h->freed, 1, __ATOMIC_RELEASE);
-    rfs_shm_wake(&h->freed);
+    __atomic_store_n(&f->pin, 0, __ATOMIC_SEQ_CST);
+    released(h, f);
 }
 
 static int timed_out(const cc *c, uint64_t t0)
@@ -224,12 +248,12 @@ int cc_write_pages(cc *c, cc_frame *const *fr, const uint64_t *idx, size_t k, in
         size_t e = 0;
         for (size_t i = 0; i < k; i++) {
             int o = cc_owner(c, idx[i]);
-            uint8_t *d = cc_data(c, o, (uint64_t)(fr[i] - cc_frames(c, o)));
+            uint8_t *d = cc_data(c, o, cc_frame_no(c, o, fr[i]));
             uint64_t base = idx[i] * c->page;
             for (uint32_t r = 0; r < fr[i]->nruns; r++, e++) {
-                uint64_t len = fr[i]->hi[r] - fr[i]->lo[r];
-                ext[e] = (rfs_extent){base + fr[i]->lo[r], len};
-                iov[e] = (struct iovec){d + fr[i]->lo[r], (size_t)len};
+                uint64_t len = CC_HI(fr[i], r) - CC_LO(fr[i], r);
+                ext[e] = (rfs_extent){base + CC_LO(fr[i], r), len};
+                iov[e] = (struct iovec){d + CC_LO(fr[i], r), (size_t)len};
                 bytes += len;
             }
         }
@@ -264,9 +288,9 @@ int cc_write_pages(cc *c, cc_frame *const *fr, const uint64_t *idx, size_t k, in
 /* table lock held: an unused frame, else the least recently used unlocked one, or NULL. */
 static cc_frame *room(cc *c, int o)
 {
-    cc_frame *fs = cc_frames(c, o), *best = NULL;
+    cc_frame *best = NULL;
     for (uint64_t i = 0; i < c->nframes; i++) {
-        cc_frame *f = &fs[i];
+        cc_frame *f = cc_frame_at(c, o, i);
         if (!f->used)
             return f;
         if (__atomic_load_n(&f->pin, __ATOMIC_ACQUIRE) == 0 && (!best || f->stamp < best->stamp))
@@ -326,7 +350,9 @@ int cc_pin(cc *c, uint64_t idx, int create, cc_frame **out)
                                 "process %u for %d ms",
                                 c->io.server, c->io.path, (unsigned long long)idx, (unsigned)holder,
                                 c->timeout_ms);
+            __atomic_add_fetch(&h->pin_waiters, 1, __ATOMIC_SEQ_CST);
             rfs_shm_wait(&f->pin, holder, 50);
+            __atomic_sub_fetch(&h->pin_waiters, 1, __ATOMIC_SEQ_CST);
             continue;
         }
         if (!create) {
@@ -344,7 +370,9 @@ int cc_pin(cc *c, uint64_t idx, int create, cc_frame **out)
                                 "%s:%s: no page of the collaborative cache came free within "
                                 "%d ms",
                                 c->io.server, c->io.path, c->timeout_ms);
+            __atomic_add_fetch(&h->room_waiters, 1, __ATOMIC_SEQ_CST);
             rfs_shm_wait(&h->freed, seen, 50);
+            __atomic_sub_fetch(&h->room_waiters, 1, __ATOMIC_SEQ_CST);
             continue;
         }
         __atomic_store_n(&v->pin, (uint32_t)c->pid, __ATOMIC_RELEASE);

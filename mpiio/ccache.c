@@ -31,12 +31,15 @@ static int wanted(const mp_file *f)
            h->cache_read != MP_ENABLE;
 }
 
-static size_t seg_size(int nsize, const mp_file *f)
+/* Only the metadata is zeroed: the pages' bytes are touched (and counted in RSS) as they are
+ * used. */
+static size_t seg_size(int nsize, const mp_file *f, size_t *zero)
 {
     if (nsize > RFS_CC_MAX_RANKS)
         return 0;
-    return rfs_cc_segment_size(nsize, (uint64_t)f->hints.cc_page_size,
-                               (uint64_t)f->hints.cc_max_memory);
+    uint64_t page = (uint64_t)f->hints.cc_page_size, mem = (uint64_t)f->hints.cc_max_memory;
+    *zero = rfs_cc_meta_size(nsize, page, mem);
+    return rfs_cc_segment_size(nsize, page, mem);
 }
 
 int mp_cc_open(mp_file *f, int ok)

@@ -26,7 +26,8 @@ int mp_shm_open(mp_file *f, int want, mp_shm_size_fn size_of, mp_shm *s)
         PMPI_Comm_rank(node, &nrank);
         PMPI_Comm_size(node, &nsize);
     }
-    size_t segsz = size_of(nsize, f);
+    size_t zero = 0;
+    size_t segsz = size_of(nsize, f, &zero);
     void *mine = NULL;
     void **segs = NULL;
     MPI_Win win = MPI_WIN_NULL;
@@ -38,7 +39,7 @@ int mp_shm_open(mp_file *f, int want, mp_shm_size_fn size_of, mp_shm *s)
     }
     int good = wrc == MPI_SUCCESS;
     if (good) {
-        memset(mine, 0, segsz);
+        memset(mine, 0, zero < segsz ? zero : segsz);
         segs = calloc((size_t)nsize, sizeof *segs);
         good = segs != NULL;
         for (int r = 0; good && r < nsize; r++) {

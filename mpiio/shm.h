@@ -15,11 +15,12 @@ typedef struct mp_shm {
     int whole;      /* 1: every rank of f->comm is on this node (agreed by all ranks) */
 } mp_shm;
 
-/* The segment size for a node of nsize ranks. */
-typedef size_t (*mp_shm_size_fn)(int nsize, const mp_file *f);
+/* The segment size for a node of nsize ranks, and in *zero how many of its first bytes must be
+ * zeroed before any rank uses it (the rest is never read before it is written). */
+typedef size_t (*mp_shm_size_fn)(int nsize, const mp_file *f, size_t *zero);
 
 /* Collective over f->comm, on every rank whatever its own state: want says whether this rank
- * wants the segments; every rank gets them (each zeroed before any rank returns) or, when a
+ * wants the segments; every rank gets them (each zeroed as size_of says before any rank returns) or, when a
  * rank does not want them or any step fails somewhere, none (0 everywhere, *s untouched). */
 int mp_shm_open(mp_file *f, int want, mp_shm_size_fn size_of, mp_shm *s);
 /* Collective 1: the group waits for every rank before the segments are freed; 0 (finalize):

@@ -25,9 +25,9 @@ static int wanted(const mp_file *f)
     return (f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) != MPI_MODE_RDONLY;
 }
 
-static size_t seg_size(int nsize, const mp_file *f)
+static size_t seg_size(int nsize, const mp_file *f, size_t *zero)
 {
-    return rfs_wb_segment_size(nsize, (uint64_t)f->hints.wb_buffer_size);
+    return *zero = rfs_wb_segment_size(nsize, (uint64_t)f->hints.wb_buffer_size);
 }
 
 int mp_wb_open(mp_file *f, int ok)
