@@ -37,8 +37,8 @@ typedef struct cc_head {
                      /* sync/close (first one wins) */
     uint32_t broken; /* a table lock was taken over from a dead holder */
     uint32_t lock_waiters, pin_waiters, room_waiters; /* processes asleep on the table lock, a
-                                                        * page lock of this segment, or room: a
-                                                        * release wakes only when there are some */
+                                                       * page lock of this segment, or room: a
+                                                       * release wakes only when there are some */
     uint32_t pad[2];
 } cc_head;
 
