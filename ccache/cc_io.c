@@ -103,44 +103,66 @@ static void add_run(cc_frame *f, uint32_t lo, uint32_t hi)
     f->nruns = i + 1 + keep;
 }
 
-static int write_piece(cc *c, uint64_t idx, uint32_t in, const uint8_t *src, uint32_t k)
+/* The page an access holds locked between two pieces that fall into it (a list access of many
+ * small pieces takes each page's lock once, not once per piece). At most one at a time: it is
+ * let go before another page is locked, so the one-lock-while-waiting rule holds. */
+typedef struct cursor {
+    uint64_t idx;
+    cc_frame *f; /* NULL: none held */
+} cursor;
+
+static void let_go(cc *c, cursor *cur)
 {
-    cc_frame *f;
-    int rc = cc_pin(c, idx, 1, &f);
+    if (cur->f)
+        cc_unpin(c, cur->idx, cur->f);
+    cur->f = NULL;
+}
+
+static int hold(cc *c, cursor *cur, uint64_t idx)
+{
+    if (cur->f && cur->idx == idx)
+        return RFS_OK;
+    let_go(c, cur);
+    int rc = cc_pin(c, idx, 1, &cur->f);
+    if (rc == RFS_OK)
+        cur->idx = idx;
+    return rc;
+}
+
+static int write_piece(cc *c, cursor *cur, uint64_t idx, uint32_t in, const uint8_t *src,
+                       uint32_t k)
+{
+    int rc = hold(c, cur, idx);
     if (rc != RFS_OK)
         return rc;
+    cc_frame *f = cur->f;
     if (f->nruns == c->max_runs && c->write_only) {
         /* No run left and no reading the server's bytes around them: the page goes below
          * early (answered, so a later fill elsewhere cannot overtake it). */
         rc = cc_write_pages(c, &f, &idx, 1, 0);
-        if (rc != RFS_OK) {
-            cc_unpin(c, idx, f);
+        if (rc != RFS_OK)
             return rc;
-        }
     } else if (f->nruns == c->max_runs) {
         /* No run left: with the server's bytes around them, the runs become one span. */
-        if (!f->filled && (rc = fill(c, idx, f)) != RFS_OK) {
-            cc_unpin(c, idx, f);
+        if (!f->filled && (rc = fill(c, idx, f)) != RFS_OK)
             return rc;
-        }
         CC_HI(f, 0) = CC_HI(f, f->nruns - 1);
         f->nruns = 1;
     }
     memcpy(frame_data(c, idx, f) + in, src, k);
     add_run(f, in, in + k);
     f->writers[c->rank / 64] |= 1ull << (c->rank % 64);
-    cc_unpin(c, idx, f);
     return RFS_OK;
 }
 
 /* [off, off+n) page by page, in increasing page order, one page lock at a time. */
-static int pages_write(cc *c, const uint8_t *src, uint64_t n, uint64_t off)
+static int pages_write(cc *c, cursor *cur, const uint8_t *src, uint64_t n, uint64_t off)
 {
     uint64_t end = off + n;
     while (n) {
         uint64_t idx = off / c->page, in = off % c->page;
         uint64_t k = c->page - in < n ? c->page - in : n;
-        int rc = write_piece(c, idx, (uint32_t)in, src, (uint32_t)k);
+        int rc = write_piece(c, cur, idx, (uint32_t)in, src, (uint32_t)k);
         if (rc != RFS_OK)
             return rc;
         off += k, src += k, n -= k;
@@ -195,7 +217,7 @@ static int fill_group(cc *c, cc_frame *const *g, const uint64_t *gi, size_t m)
 /* [off, off+n) page by page, in increasing page order. A page that must be read from below
  * takes the next pages of the read that are not cached along (locked without waiting), so a
  * long read costs one request per FILL_BYTES instead of one per page. */
-static int pages_read(cc *c, uint8_t *dst, uint64_t n, uint64_t off)
+static int pages_read(cc *c, cursor *cur, uint8_t *dst, uint64_t n, uint64_t off)
 {
     uint64_t max_group = FILL_BYTES / c->page;
     if (max_group < 1)
@@ -207,9 +229,10 @@ static int pages_read(cc *c, uint8_t *dst, uint64_t n, uint64_t off)
         uint64_t k = c->page - in < n ? c->page - in : n;
         cc_frame *g[FILL_PAGES];
         uint64_t gi[FILL_PAGES];
-        int rc = cc_pin(c, idx, 1, &g[0]);
+        int rc = hold(c, cur, idx);
         if (rc != RFS_OK)
             return rc;
+        g[0] = cur->f;
         gi[0] = idx;
         size_t m = 1;
         int covered = g[0]->filled;
@@ -233,7 +256,14 @@ static int pages_read(cc *c, uint8_t *dst, uint64_t n, uint64_t off)
                 memcpy(dst, frame_data(c, gi[q], g[q]) + in, (size_t)k);
                 off += k, dst += k, n -= k;
             }
-            cc_unpin(c, gi[q], g[q]);
+            if (q + 1 < m) { /* the last one stays held: the next piece may be in it */
+                if (q == 0)
+                    cur->f = NULL; /* g[0] was the cursor's */
+                cc_unpin(c, gi[q], g[q]);
+            } else if (q > 0) {
+                cur->idx = gi[q];
+                cur->f = g[q];
+            }
         }
         if (rc != RFS_OK)
             return rc;
@@ -252,7 +282,9 @@ static int cc_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size
             grow_eof(c, off + *done);
         return rc;
     }
-    int rc = pages_write(c, buf, len, off);
+    cursor cur = {0, NULL};
+    int rc = pages_write(c, &cur, buf, len, off);
+    let_go(c, &cur);
     ADD(writes, 1);
     ADD(write_bytes, len);
     if (rc == RFS_OK)
@@ -276,13 +308,17 @@ static int cc_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *b
     }
     const uint8_t *p = buf;
     uint64_t total = 0;
+    cursor cur = {0, NULL};
     for (size_t i = 0; i < n; i++) {
-        int rc = pages_write(c, p, ext[i].length, ext[i].offset);
-        if (rc != RFS_OK)
+        int rc = pages_write(c, &cur, p, ext[i].length, ext[i].offset);
+        if (rc != RFS_OK) {
+            let_go(c, &cur);
             return rc;
+        }
         p += ext[i].length;
         total += ext[i].length;
     }
+    let_go(c, &cur);
     ADD(writes, 1);
     ADD(write_bytes, total);
     *done = (size_t)total;
@@ -299,7 +335,9 @@ static int cc_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *don
     }
     uint64_t eof = __atomic_load_n(&cc_head_of(c, 0)->eof, __ATOMIC_ACQUIRE);
     uint64_t n = off >= eof ? 0 : eof - off < len ? eof - off : len;
-    int rc = pages_read(c, buf, n, off);
+    cursor cur = {0, NULL};
+    int rc = pages_read(c, &cur, buf, n, off);
+    let_go(c, &cur);
     ADD(reads, 1);
     ADD(read_bytes, n);
     if (rc == RFS_OK)
@@ -320,17 +358,21 @@ static int cc_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, siz
     uint64_t eof = __atomic_load_n(&cc_head_of(c, 0)->eof, __ATOMIC_ACQUIRE);
     uint8_t *p = buf;
     uint64_t total = 0;
+    cursor cur = {0, NULL};
     for (size_t i = 0; i < n; i++) {
         uint64_t off = ext[i].offset, len = ext[i].length;
         uint64_t k = off >= eof ? 0 : eof - off < len ? eof - off : len;
-        int rc = pages_read(c, p, k, off);
-        if (rc != RFS_OK)
+        int rc = pages_read(c, &cur, p, k, off);
+        if (rc != RFS_OK) {
+            let_go(c, &cur);
             return rc;
+        }
         p += k;
         total += k;
         if (k < len)
             break;
     }
+    let_go(c, &cur);
     ADD(reads, 1);
     ADD(read_bytes, total);
     *done = (size_t)total;
