@@ -605,6 +605,8 @@ def write_report(outdir):
             text.append(_suite_section(d))
     for section in (_roundtrip_section(outdir), _hdf5_section(outdir),
                     _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files"),
+                    _hdf5_section(outdir, "hdf5_ckpt_compute.json",
+                                  ", large files with compute to drain them"),
                     _cli_wan_section(outdir), _cache_read_section(outdir)):
         if section:
             text.append(section)
