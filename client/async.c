@@ -28,7 +28,8 @@
 typedef struct aframe {
     rfs_call call;
     size_t len;
-    size_t pending; /* payload bytes UCX has still to take from the caller's buffer */
+    size_t pending; /* bytes UCX has still to take from the caller's buffer or hold */
+    void *hold;     /* the frame's encoded header (rfs_conn_post) */
     int started;
 } aframe;
 
@@ -82,7 +83,7 @@ static int send_frame(rfs_file *f, rfs_async *a, size_t j, uint8_t *buf)
     }
     fr->call.on_done = frame_done;
     fr->call.on_done_arg = a;
-    int rc = rfs_conn_post(a->c, &fr->call, &req, f->io_timeout_ms, &fr->pending);
+    int rc = rfs_conn_post(a->c, &fr->call, &req, f->io_timeout_ms, &fr->pending, &fr->hold);
     if (rc)
         return rfs_fail_cause(rc, "%s", f->label);
     fr->started = 1;
@@ -162,7 +163,7 @@ int rfs_async_end(rfs_file *f, rfs_async *a, size_t *done)
         int wrc = rfs_conn_wait(a->c, &fr->call);
         /* The reply (or the connection's end) is in; a direct send may still hold the buffer
          * for a moment (its completion can follow the peer's reply). */
-        int prc = rfs_conn_post_end(a->c, &fr->pending);
+        int prc = rfs_conn_post_end(a->c, &fr->pending, &fr->hold);
         int rc = rfs_call_result(a->c, &fr->call, wrc, f->label);
         if (rc == RFS_OK && prc)
             rc = prc;

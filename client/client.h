@@ -321,12 +321,14 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
 /* The same with the payload sent as pk says (compressed by rfs_zpack; codec 0: raw). */
 int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                           int timeout_ms, const rfs_packed *pk);
-/* rfs_conn_start without compression or extents that, on a transport sending payloads from
- * the caller's memory (UCX's direct sends), returns once they are posted: *pending counts the
- * bytes still to be taken from req->data, which stays untouched until rfs_conn_post_end (after
- * the call is done, or to give up) says none is. Elsewhere like rfs_conn_start (*pending 0). */
-int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending);
-int rfs_conn_post_end(rfs_conn *c, size_t *pending);
+/* rfs_conn_start without compression or extents that, on a transport sending from the
+ * caller's memory (UCX's direct sends), returns once the frame is posted: *pending counts the
+ * bytes still to be taken, from req->data (untouched until then) and from the encoded header
+ * (*hold, ours); rfs_conn_post_end, once the call is done (or to give up), waits until none is
+ * and frees *hold. Elsewhere like rfs_conn_start (*pending 0, *hold NULL). */
+int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending,
+                  void **hold);
+int rfs_conn_post_end(rfs_conn *c, size_t *pending, void **hold);
 
 /* Waits for the call. Returns RFS_OK when a reply arrived (call->status may still be an
  * error), or the connection failure (RFS_E_CONN / RFS_E_TIMEOUT / RFS_E_PROTO) with the

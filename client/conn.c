@@ -519,7 +519,8 @@ static void *receiver_main(void *arg)
 }
 
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep);
+                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep,
+                      void **keep_buf);
 
 /* Bounds every request, including one whose sender is stuck writing to a server that stopped
  * reading: the waiter cannot notice that, so this thread does. */
@@ -559,7 +560,7 @@ static void *watchdog_main(void *arg)
             memset(&req, 0, sizeof req);
             req.op = RFS_OP_PING;
             rfs_call_reset(&c->ping_call);
-            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0, NULL, NULL) != RFS_OK) {
+            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0, NULL, NULL, NULL) != RFS_OK) {
                 pthread_mutex_lock(&c->lock);
                 c->ping_busy = 0;
                 pthread_mutex_unlock(&c->lock);
@@ -617,17 +618,19 @@ static void note_send(rfs_conn *c, size_t bytes, int64_t start_ns, int64_t end_n
     c->rate_bytes = 0;
 }
 
-/* keep: NULL, or where a transport with split writes (UCX) leaves the count of payload bytes
- * still to be taken from req->data, for rfs_conn_post_end; the write is then not waited for. */
+/* keep: NULL, or where a transport with split writes (UCX) leaves the count of bytes still to
+ * be taken from the frame's memory, for rfs_conn_post_end; the write is then not waited for,
+ * and the encoded header (which may go direct too) is handed over in *keep_buf. */
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep)
+                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep,
+                      void **keep_buf)
 {
     uint8_t small[256];
     size_t need = rfs_req_encoded_size(req);
     if (need == 0)
         return rfs_fail(RFS_E_INVAL, "request with unknown op %u", req->op);
     need += RFS_SUM_LEN + RFS_PACK_HDR;
-    uint8_t *buf = need <= sizeof small ? small : malloc(need);
+    uint8_t *buf = need <= sizeof small && !keep ? small : malloc(need);
     if (!buf)
         return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
 
@@ -726,8 +729,8 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
     pthread_mutex_unlock(&c->send_lock);
     if (split && keep && !wrc) { /* rfs_conn_post_end waits for them; no rate sample */
         atomic_fetch_add(&rfs_wire_tx, (uint64_t)len + tail_len);
-        rc = RFS_OK;
-        goto out;
+        *keep_buf = buf;
+        return RFS_OK;
     }
     if (split) {
         wrc = ops->write_wait(c->t, pending, wrc);
@@ -752,29 +755,31 @@ out:
 int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                    int timeout_ms)
 {
-    return conn_start(c, call, req, ext_src, timeout_ms, 1, NULL, NULL);
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, NULL, NULL, NULL);
 }
 
 int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                           int timeout_ms, const rfs_packed *pk)
 {
-    return conn_start(c, call, req, ext_src, timeout_ms, 1, pk, NULL);
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, pk, NULL, NULL);
 }
 
-int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending)
+int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending,
+                  void **hold)
 {
     *pending = 0;
-    return conn_start(c, call, req, NULL, timeout_ms, 1, NULL, pending);
+    *hold = NULL;
+    return conn_start(c, call, req, NULL, timeout_ms, 1, NULL, pending, hold);
 }
 
-int rfs_conn_post_end(rfs_conn *c, size_t *pending)
+int rfs_conn_post_end(rfs_conn *c, size_t *pending, void **hold)
 {
-    if (*pending == 0)
-        return RFS_OK;
-    int wrc = c->t->ops->write_wait(c->t, pending, RFS_OK);
+    int wrc = *pending ? c->t->ops->write_wait(c->t, pending, RFS_OK) : RFS_OK;
     if (wrc)
         rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending: %s",
                       rfs_last_error());
+    free(*hold); /* no send reads it any more (write_wait also ends them on failure) */
+    *hold = NULL;
     return wrc;
 }
 

@@ -155,8 +155,7 @@ int rfs_io_gen_version(rfs_io *io, rfs_io_version *v)
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", io->path);
 }
 
-int rfs_io_gen_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off,
-                     rfs_io_async *a)
+int rfs_io_gen_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off, rfs_io_async *a)
 {
     (void)how;
     (void)buf;

@@ -189,9 +189,8 @@ int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, uns
         return rc;
     }
     r->io.ops = &remote_ops;
-    r->io.features =
-        RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS | RFS_IO_F_VERSIONS |
-        RFS_IO_F_ASYNC;
+    r->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS |
+                     RFS_IO_F_VERSIONS | RFS_IO_F_ASYNC;
     snprintf(r->io.server, sizeof r->io.server, "%s", rfs_file_server(r->f));
     snprintf(r->io.path, sizeof r->io.path, "%s", rfs_file_path(r->f));
     *out = &r->io;

@@ -120,8 +120,8 @@ typedef struct rfs_io_ops {
                                  * mark_answered follow them (flush works in any case) */
 #define RFS_IO_F_VERSIONS 0x10u /* version can give the file's version */
 #define RFS_IO_F_GATHER 0x20u   /* pwritev_gather takes the memory runs without packing them */
-#define RFS_IO_F_ASYNC 0x40u    /* start/end may run an access without a thread (they may still
-                                 * decline one: RFS_E_UNSUPPORTED) */
+/* start/end may run an access without a thread (start may still decline: RFS_E_UNSUPPORTED) */
+#define RFS_IO_F_ASYNC 0x40u
 
 /* start's how: a write (else a read); and take it even where sending waits for the link (a
  * byte-stream transport such as TCP), where a thread usually overlaps better. */

@@ -181,7 +181,7 @@ int main(int argc, char **argv)
         left -= outcount;
     }
     MPI_OK(MPI_Waitall(nrest, rest, rsts)); /* whatever the loop left */
-    MPI_OK(MPI_File_sync(fh)); /* completes the freed ones too */
+    MPI_OK(MPI_File_sync(fh));              /* completes the freed ones too */
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_OK(MPI_File_sync(fh));
 
