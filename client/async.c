@@ -12,9 +12,10 @@
  * With recovery on (rfs_retry_timeout), an access whose connection was lost is done again at
  * end(), the blocking way (rfs_pwrite/rfs_pread recover the file first); the same bytes at the
  * same offsets, so a partly applied first try does no harm. Not taken (RFS_E_UNSUPPORTED, the
- * caller uses a thread): writes compressed with a codec named by the file's setting (the packed
- * copy would have to outlive the call; under rfs_compress=auto they go raw), a connection being
- * replaced, and accesses of more than MAX_FRAMES frames. */
+ * caller uses a thread): writes that compression wants to see (a named codec; rfs_compress=auto
+ * while it compresses or samples: the packed copy would have to outlive the call, and auto's
+ * choice must keep its samples), a connection being replaced, and accesses of more than
+ * MAX_FRAMES frames. */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -101,9 +102,10 @@ int rfs_async_start(rfs_file *f, unsigned how, void *buf, size_t len, uint64_t o
     size_t n = (len + f->chunk - 1) / f->chunk;
     pthread_rwlock_rdlock(&f->rw); /* recovery does not swap connections while we send */
     rfs_conn *c = f->conn[0];
-    /* Compression asked for by name needs a packed copy that outlives the call: a thread's. Under
-     * auto the native path sends raw (the copy it would take is what it exists to avoid). */
-    int packs = f->z && f->copts.zmode != RFS_Z_AUTO && (how & RFS_ASYNC_WRITE);
+    /* A write compression would look at (a named codec; under auto, while the codec is on or a
+     * sample is due) goes the threads' way, which packs it into a copy and so keeps auto's
+     * choice working; the others go raw from the caller's buffer (skip, below). */
+    int packs = (how & RFS_ASYNC_WRITE) && f->z && rfs_zstate_wants(f->z, len);
     if (packs || n > MAX_FRAMES || f->stale[0] || rfs_conn_is_dead(c) ||
         (!c->ucx && !(how & RFS_ASYNC_STREAMS))) {
         pthread_rwlock_unlock(&f->rw);
@@ -134,8 +136,10 @@ int rfs_async_start(rfs_file *f, unsigned how, void *buf, size_t len, uint64_t o
         rfs_call_init(&fr[j].call);
         fr[j].len = j + 1 < n ? f->chunk : len - j * f->chunk;
     }
-    if (how & RFS_ASYNC_WRITE)
+    if (how & RFS_ASYNC_WRITE) {
         atomic_fetch_add(&f->writes, 1);
+        rfs_zstate_skip(f->z, len); /* raw, unseen: counts toward the next sample */
+    }
     *out = a;
     size_t j = 0;
     for (; j < n; j++) {

@@ -12,6 +12,10 @@ TCP and UCX. Paths compared, in the same run, order rotating between repetitions
 
 Each run measures I/O alone, compute alone (calibrated to the I/O phase's time) and both; the
 reference is semplar's max(compute, I/O), so "of_max" = speedup / ((c + io) / max(c, io)).
+Every mode runs with --common-hints (default rfs_write_window=0): with the write window a
+write of one frame returns once it is in the socket buffer (64 MiB on this WAN), so the I/O
+threads' "I/O" phase would time copies into the kernel, not the link, and the native path
+(whose request completes on the server's reply) would be compared with something else.
 
 UCX over TCP between the namespaces: rfs's own UCX context uses its default transports (^sm:
 tcp here, there is no RDMA device) on the WAN device only (RFS_UCX_NET_DEVICES=rfsw0, both
@@ -67,6 +71,7 @@ def main():
     ap.add_argument("--chunk-mib", type=float, default=4)
     ap.add_argument("--iters", type=int, default=12)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--common-hints", default="rfs_write_window=0;rfs_compress=none")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ucx_overlap_wan.json"))
     a = ap.parse_args()
     build = Path(a.build_dir).resolve()
@@ -112,7 +117,8 @@ def main():
                     cmd = cli + ["mpiexec.mpich", "-n", "1", "-genv", "UCX_TLS", "self,sm",
                                  "-genv", "RFS_UCX_NET_DEVICES", dev,
                                  "-genv", "RFS_TOKEN", tok.read_text(), "-genv", "RFS_CONFIG", "",
-                                 "-genv", "RFS_HINTS", hints,
+                                 "-genv", "RFS_HINTS",
+                                 ";".join(h for h in (a.common_hints, hints) if h),
                                  "-genv", "LD_PRELOAD", str(build / "librfs-mpiio.so"),
                                  str(ovl), f"{urls[transport]}/ovl-{m}.bin", str(chunk),
                                  str(a.iters)]
@@ -136,6 +142,7 @@ def main():
         "reference": "semplar: max(compute, I/O); of_max = speedup / ((c + io) / max(c, io))",
         "ucx": {"rfs_ucx_tls": "^sm (default: tcp here)", "RFS_UCX_NET_DEVICES": dev,
                 "mpich_UCX_TLS": "self,sm"},
+        "common_hints": a.common_hints,
         "modes": {m: {"transport": MODES[m][0], "hints": MODES[m][1]} for m in modes},
         "median": {m: {k: statistics.median(r[k] for r in runs[m]) for k in keys}
                    for m in modes},

@@ -41,7 +41,10 @@ def test_native_same_bytes_as_mpi_and_no_threads(srv, tmp_path, mpi, inline_max)
     are in flight), bytes identical to the MPI library's own MPI-IO; payloads all copied
     (inline), split at the default 32 KiB, and everything direct (0: frame headers too, which
     must then stay alive until UCX has sent them)."""
-    env = {"RFS_HINTS": "" if inline_max == "default" else f"rfs_ucx_inline_max={inline_max}"}
+    # Compression off: under rfs_compress=auto the writes it samples take the I/O threads.
+    hints = ["rfs_compress=none"] + ([] if inline_max == "default"
+                                     else [f"rfs_ucx_inline_max={inline_max}"])
+    env = {"RFS_HINTS": ";".join(hints)}
     local, remote = run_both(srv, tmp_path, mpi, "t_nbnative", 2, "t_nbnative", extra_env=env)
     assert local is not None and remote == local
     r = mpiexec(mpi, 2, [program(mpi, "t_nbnative"), srv.url("/again.dat")], srv.env(),
@@ -60,7 +63,8 @@ def test_thread_pool_when_disabled_and_over_tcp(srv, tmp_path, mpi):
     for name, hints in ((srv.url("/off.dat"), "rfs_nb_native=disable"),
                         (srv.tcp_url("/tcp.dat"), ""),
                         (srv.tcp_url("/tcpnative.dat"), "rfs_nb_native=enable")):
-        r = mpiexec(mpi, 2, [prog, name], srv.env(), extra_env={"RFS_HINTS": hints})
+        r = mpiexec(mpi, 2, [prog, name], srv.env(),
+                    extra_env={"RFS_HINTS": ";".join(["rfs_compress=none", hints])})
         assert r.returncode == 0 and "OK" in r.stdout, r.stdout
         gained = threads_gained(r.stdout)
         assert (gained == 0) == (hints == "rfs_nb_native=enable"), (name, hints, r.stdout)
@@ -73,7 +77,7 @@ def test_thread_pool_when_disabled_and_over_tcp(srv, tmp_path, mpi):
 def test_server_killed_with_requests_in_flight(srv, mpi):
     """Writes and reads posted while the server is stopped are not complete (MPI_Test); once
     it is killed, MPI_Wait and MPI_Waitall return I/O errors naming the lost connection."""
-    env = dict(srv.env(), RFS_HINTS="rfs_io_timeout_ms=600000")
+    env = dict(srv.env(), RFS_HINTS="rfs_io_timeout_ms=600000;rfs_compress=none")
     p = popen(mpi, [program(mpi, "t_nbnative"), srv.url("/kill.dat"), "kill"], env)
     lines = OutputLines(p)
     stopped = False
