@@ -53,19 +53,24 @@ uint32_t xfer_frame_size(void)
  * 4 MiB maxima to 0.94 of the link where one reached 0.64 (issue #12). The threshold is
  * librfs's for rfs_streams=auto ($RFS_STREAMS_AUTO_MIN_RTT_US, docs/tuning.md). */
 #define CLI_AUTO_STREAMS 4
+/* A tree of small files (cp -r) gains from twice as many: most of what is left there is TCP's
+ * slow start on fresh connections, and eight open their windows one round trip sooner than
+ * four. 10 000 files of 4..64 KiB, 1 Gbit/s, 50 ms, 4 MiB buffer maxima, four alternating
+ * pairs: get 3.45 s against 3.50, put 3.42 against 3.46, faster with eight in every pair. */
+#define CLI_AUTO_STREAMS_TREE 8
 #define CLI_AUTO_MIN_RTT_US 2000
 
 typedef struct cli_decision {
     long min_us;
     double rtt_ms;
-    int k;
+    int k, many; /* many: the streams a long path gets */
 } cli_decision;
 
 static int cli_decide(double rtt_ms, void *ctx)
 {
     cli_decision *d = ctx;
     d->rtt_ms = rtt_ms;
-    d->k = rtt_ms * 1000 >= (double)d->min_us ? CLI_AUTO_STREAMS : 1;
+    d->k = rtt_ms * 1000 >= (double)d->min_us ? d->many : 1;
     return d->k;
 }
 
@@ -87,7 +92,8 @@ static int decide_streams(cli_ctx *c, const char *url)
     cli_decision d = {.min_us =
                           env_long("RFS_STREAMS_AUTO_MIN_RTT_US", CLI_AUTO_MIN_RTT_US, 0, 10000000),
                       .rtt_ms = -1,
-                      .k = 1};
+                      .k = 1,
+                      .many = c->o.recursive ? CLI_AUTO_STREAMS_TREE : CLI_AUTO_STREAMS};
     rfs_options po = c->ropts;
     po.max_frame = xfer_frame_size();
     int count = 0;

@@ -90,6 +90,8 @@ typedef struct rfs_copts {
      * trip and HELLO; the others' dials wait on gate_wait before their HELLO and mark it EXTRA
      * when the first one's server takes the mark (extra_stream is then ignored). */
     rfs_dial_gate *gate_tell, *gate_wait;
+    /* This dial follows a server group's PLACE answer: do not ask again. */
+    int placed;
     uint8_t grant_id[RFS_TPC_ID_LEN];
     uint8_t grant_key[RFS_TPC_KEY_LEN];
     /* The runtime whose connection pool and workers serve this file or call (the default
@@ -239,9 +241,13 @@ struct rfs_conn {
     char token[RFS_TOKEN_MAX];
     char host[256];
     uint16_t port;
-    char server[300]; /* "host:port" */
-    int tls;          /* the transport is TLS: only TLS requests share it */
-    int ucx;          /* the transport is UCX: only UCX requests share it */
+    char server[300]; /* "host:port" of the process serving it (after a PLACE, not host) */
+    /* The server group's answer to PLACE named another process ("HOST:PORT"): conn_open
+     * dials there instead; "" otherwise (docs/protocol.md "Server groups"). */
+    char moved_to[RFS_PLACE_MAX_ADDR + 1];
+    int hello_extra; /* its HELLO was marked RFS_F_EXTRA */
+    int tls;         /* the transport is TLS: only TLS requests share it */
+    int ucx;         /* the transport is UCX: only UCX requests share it */
 
     rfs_transport *t;
     pthread_mutex_t send_lock; /* one frame at a time on the wire */
@@ -344,6 +350,10 @@ void rfs_conn_kill(rfs_conn *c, int err, const char *fmt, ...)
 
 /* HELLO + AUTH + SESSION on a connection whose receiver runs (handshake.c). */
 int rfs_handshake(rfs_conn *c, const rfs_copts *o);
+/* place.c: this process's rank and job for PLACE ($RFS_RANK, else the MPI launcher's rank
+ * variables; job from $RFS_JOB or the launcher's job id, all zero when none is known).
+ * -1 when no rank is known or $RFS_PLACE is "off": the connection is served where it landed. */
+int rfs_place_identity(uint8_t job[RFS_PLACE_JOB_LEN], uint32_t *rank);
 /* handshake.c, for the receiver: records the SESSION reply in c->session_call. */
 void rfs_session_settle(rfs_conn *c);
 /* Ends the server session `old` (a dead connection of this client) and waits until the server

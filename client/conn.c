@@ -871,7 +871,65 @@ int rfs_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
     return r;
 }
 
+/* "HOST:PORT" or "[v6]:PORT" of a PLACE answer into its parts; -1 when malformed. */
+static int split_moved(const char *a, char *host, size_t cap, uint16_t *port)
+{
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a)
+        return -1;
+    const char *h = a, *he = colon;
+    if (*a == '[') {
+        if (colon[-1] != ']')
+            return -1;
+        h++, he--;
+    }
+    char *end;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (he <= h || (size_t)(he - h) >= cap || *end || end == colon + 1 || p == 0 || p > 65535)
+        return -1;
+    memcpy(host, h, (size_t)(he - h));
+    host[he - h] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int conn_open_at(const char *host, uint16_t port, const char *dial_host, uint16_t dial_port,
+                        const rfs_copts *o, rfs_conn **out);
+
+/* A server group placed this client on another of its processes: dial that one, keeping the
+ * name the client used (the pool finds the connection by it, and a reconnection asks the
+ * group again, landing on the same process). */
+static int follow_place(rfs_conn *entry, const rfs_copts *o, rfs_conn **out)
+{
+    char host[256], moved[sizeof entry->moved_to], from[sizeof entry->server];
+    uint16_t port;
+    snprintf(moved, sizeof moved, "%s", entry->moved_to);
+    snprintf(from, sizeof from, "%s", entry->server);
+    rfs_copts *o2 = malloc(sizeof *o2);
+    if (!o2)
+        return rfs_fail(RFS_E_NOMEM, "out of memory for a connection");
+    *o2 = *o;
+    o2->placed = 1;
+    o2->extra_stream = entry->hello_extra;
+    o2->gate_tell = o2->gate_wait = NULL; /* the first dial told and waited already */
+    int rc = split_moved(moved, host, sizeof host, &port)
+                 ? rfs_fail(RFS_E_PROTO, "server %s sent this client to '%s', not HOST:PORT", from,
+                            moved)
+                 : conn_open_at(entry->host, entry->port, host, port, o2, out);
+    explicit_bzero(o2->token, sizeof o2->token);
+    free(o2);
+    if (rc)
+        rc = rfs_fail_cause(rc, "server group at %s placed this client on %s", from, moved);
+    return rc;
+}
+
 static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_conn **out)
+{
+    return conn_open_at(host, port, host, port, o, out);
+}
+
+static int conn_open_at(const char *host, uint16_t port, const char *dial_host, uint16_t dial_port,
+                        const rfs_copts *o, rfs_conn **out)
 {
     *out = NULL;
     rfs_conn *c = calloc(1, sizeof *c);
@@ -879,10 +937,10 @@ static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_co
         return rfs_fail(RFS_E_NOMEM, "out of memory for a connection");
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
-    if (strchr(host, ':'))
-        snprintf(c->server, sizeof c->server, "[%s]:%u", host, port);
+    if (strchr(dial_host, ':'))
+        snprintf(c->server, sizeof c->server, "[%s]:%u", dial_host, dial_port);
     else
-        snprintf(c->server, sizeof c->server, "%s:%u", host, port);
+        snprintf(c->server, sizeof c->server, "%s:%u", dial_host, dial_port);
     c->has_token = o->has_token;
     memcpy(c->token, o->token, sizeof c->token);
     c->refs = 1;
@@ -914,9 +972,9 @@ static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_co
                         "rfs+ucx:, $RFS_TLS, $RFS_TRANSPORT)",
                         host);
     }
-    int rc = c->ucx ? rfs_ucx_connect(host, port, &to, &c->t)
-             : tls  ? rfs_tls_connect(host, port, &to, &tc, &c->t)
-                    : rfs_tcp_connect(host, port, &to, &c->t);
+    int rc = c->ucx ? rfs_ucx_connect(dial_host, dial_port, &to, &c->t)
+             : tls  ? rfs_tls_connect(dial_host, dial_port, &to, &tc, &c->t)
+                    : rfs_tcp_connect(dial_host, dial_port, &to, &c->t);
     if (rc) {
         rfs_status failed; /* the transport's message says "cannot connect" */
         rfs_status_save(&failed, rc);
@@ -945,6 +1003,14 @@ static int conn_open(const char *host, uint16_t port, const rfs_copts *o, rfs_co
         c->refs = 0;
         rfs_conn_free(c);
         return rfs_status_raise(&failed);
+    }
+    if (c->moved_to[0]) {
+        rc = follow_place(c, o, out);
+        rfs_status st;
+        rfs_status_save(&st, rc);
+        c->refs = 0;
+        rfs_conn_free(c);
+        return rfs_status_raise(&st);
     }
     *out = c;
     return RFS_OK;

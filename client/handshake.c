@@ -30,6 +30,7 @@ static int hello(rfs_conn *c, const rfs_copts *o, rfs_rep *rep)
         req.extra_stream =
             rfs_gate_wait_hello(o->gate_wait, &features) == 0 && (features & RFS_FEAT_XSTREAM) != 0;
     }
+    c->hello_extra = req.extra_stream;
     int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
     if (!rc)
         rc = rfs_conn_wait(c, &call);
@@ -170,6 +171,32 @@ int rfs_conn_fence(rfs_conn *c, const uint8_t old[RFS_SESSION_LEN], int timeout_
     return rc;
 }
 
+/* A server group (rfsd --mpi) serves each rank of a job on one of its processes: ask which,
+ * right behind AUTH, and wait for the answer before the session starts, so that nothing of
+ * this client runs on a process that does not serve it. An answer naming another process
+ * leaves its address in c->moved_to (conn_open dials there); an error reply, or a process
+ * without a rank, is served where it landed, as an older client is. */
+static int place(rfs_conn *c, const rfs_copts *o)
+{
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_PLACE;
+    if (rfs_place_identity(req.u.place.job, &req.u.place.rank))
+        return RFS_OK;
+    rfs_call call;
+    rfs_call_init(&call);
+    int rc = rfs_conn_start(c, &call, &req, NULL, o->connect_timeout_ms);
+    if (!rc)
+        rc = rfs_conn_wait(c, &call);
+    if (rc)
+        rc = rfs_fail_cause(rc, "handshake with %s failed", c->server);
+    else if (!call.status && call.rep.u.place.addr.len > 0)
+        snprintf(c->moved_to, sizeof c->moved_to, "%.*s", (int)call.rep.u.place.addr.len,
+                 call.rep.u.place.addr.s);
+    rfs_call_destroy(&call);
+    return rc;
+}
+
 int rfs_handshake(rfs_conn *c, const rfs_copts *o)
 {
     rfs_rep rep;
@@ -207,6 +234,12 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
                             c->server);
         if ((rc = authenticate(c, o, rep.u.hello.nonce)))
             return rc;
+    }
+    if ((rep.u.hello.features & RFS_FEAT_PLACE) && !o->placed && !o->has_grant) {
+        if ((rc = place(c, o)))
+            return rc;
+        if (c->moved_to[0])
+            return RFS_OK; /* no session here: the client goes to the process named */
     }
     return start_session(c, o);
 }

@@ -16,10 +16,12 @@
  * refusing work. */
 #define WF_WINDOW 64
 #define WF_WINDOW_BYTES ((size_t)32 << 20)
-/* Connections a batch spreads over on a long link (rfs_streams, auto: this many when the round
- * trip is long). One connection's rate is its socket buffer per round trip (4 MiB / 50 ms =
- * 80 MB/s on a stock host): a 1 Gbit/s link needs several, as large files do. */
-#define WF_MAX_CONNS 4
+/* Connections a batch spreads over on a long link (rfs_streams auto: WF_AUTO_CONNS when the
+ * round trip is long; asked for: up to WF_MAX_CONNS, as `rfs cp -r` does). One connection's rate
+ * is its socket buffer per round trip (4 MiB / 50 ms = 80 MB/s on a stock host): a 1 Gbit/s link
+ * needs several, as large files do. */
+#define WF_AUTO_CONNS 4
+#define WF_MAX_CONNS 8
 /* Room in a frame for the fixed fields and a path of the longest length. */
 #define WF_OVERHEAD (RFS_HDR_SIZE + 10 + 4096)
 
@@ -380,7 +382,7 @@ static int run_batch(const char *server_name, batch *b, const rfs_options *opts)
     }
     /* More connections only when the batch is worth it and the link is long (as a file's
      * streams: rfs_streams, or auto by the round trip). */
-    int want = o.streams_auto ? rfs_auto_wants_streams(conns[0], label, WF_MAX_CONNS)
+    int want = o.streams_auto ? rfs_auto_wants_streams(conns[0], label, WF_AUTO_CONNS)
                               : (o.streams < WF_MAX_CONNS ? o.streams : WF_MAX_CONNS);
     if (b->n < (size_t)want * WF_WINDOW / 4)
         want = 1;

@@ -8,6 +8,7 @@
 
 #include "abt/abt.h"
 #include "cache/cache.h"
+#include "ccache/ccache.h"
 #include "transport/ucx.h"
 #include "wbehind/wbehind.h"
 
@@ -51,6 +52,9 @@ void mp_hints_default(mp_hints *h)
     h->wb_page_size = (int64_t)RFS_WB_DEFAULT_PAGE;
     h->wb_buffer_size = (int64_t)RFS_WB_DEFAULT_BUFFER;
     h->wb_max_memory = (int64_t)RFS_WB_DEFAULT_MEMORY;
+    h->ccache = MP_DISABLE; /* opt-in: docs/hints.md "Collaborative cache" says why */
+    h->cc_page_size = (int64_t)RFS_CC_DEFAULT_PAGE;
+    h->cc_max_memory = (int64_t)RFS_CC_DEFAULT_MEMORY;
 }
 
 static int parse_long(const char *v, long min, long max, int base, long *out)
@@ -273,6 +277,15 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, 1LL << 30, &h->wb_page_size);
     } else if (!strcmp(key, "rfs_wb_buffer_size")) {
         return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, 64LL << 20, &h->wb_buffer_size);
+    } else if (!strcmp(key, "rfs_cache")) {
+        if (!strcmp(v, "auto"))
+            h->ccache = MP_AUTO;
+        else
+            return parse_tristate(v, &h->ccache);
+    } else if (!strcmp(key, "rfs_cache_page_size")) {
+        return parse_size(v, (int64_t)RFS_CC_MIN_PAGE, (int64_t)RFS_CC_MAX_PAGE, &h->cc_page_size);
+    } else if (!strcmp(key, "rfs_cache_max_memory")) {
+        return parse_size(v, (int64_t)RFS_CC_MIN_PAGE, INT64_MAX, &h->cc_max_memory);
     } else if (!strcmp(key, "rfs_wb_max_memory")) {
         return parse_size(v, (int64_t)RFS_WB_MIN_UNIT, INT64_MAX, &h->wb_max_memory);
     } else if (!strcmp(key, "rfs_prefetch_threads")) {
@@ -419,6 +432,12 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     SETI("rfs_wb_page_size", h->wb_page_size);
     SETI("rfs_wb_buffer_size", h->wb_buffer_size);
     SETI("rfs_wb_max_memory", h->wb_max_memory);
+    MPI_Info_set(info, "rfs_cache",
+                 h->ccache == MP_AUTO     ? "auto"
+                 : h->ccache == MP_ENABLE ? "enable"
+                                          : "disable");
+    SETI("rfs_cache_page_size", h->cc_page_size);
+    SETI("rfs_cache_max_memory", h->cc_max_memory);
 #undef SETI
     *out = info;
     return MPI_SUCCESS;

@@ -4,6 +4,7 @@
  * c2f/f2c. Collective calls agree on errors so every rank reports the same outcome. */
 #include "mpiio/mpiio_internal.h"
 #include "mpiio/fence.h"
+#include "mpiio/ccache.h"
 #include "mpiio/wb.h"
 
 #include "cache/cache.h"
@@ -161,8 +162,10 @@ int MPI_File_set_atomicity(MPI_File fh, int flag)
                              f->name);
     mp_nb_drain(f);
     /* Before the agreement: every rank's buffered bytes are on the server once it is over. */
-    if (code == MPI_SUCCESS)
+    if (code == MPI_SUCCESS) {
         mp_wb_atomic(f, flag);
+        mp_cc_atomic(f, flag);
+    }
     code = mp_agree_error(f, f->comm, code);
     if (code == MPI_SUCCESS)
         f->atomic = flag;

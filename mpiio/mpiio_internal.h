@@ -154,6 +154,9 @@ typedef struct mp_hints {
     int64_t wb_page_size;        /* rfs_wb_page_size: the owners' write unit */
     int64_t wb_buffer_size;      /* rfs_wb_buffer_size: one local sub-buffer */
     int64_t wb_max_memory;       /* rfs_wb_max_memory: pages one owner holds */
+    int ccache;                  /* rfs_cache: MP_AUTO / MP_ENABLE / MP_DISABLE (ccache/) */
+    int64_t cc_page_size;        /* rfs_cache_page_size */
+    int64_t cc_max_memory;       /* rfs_cache_max_memory: bytes of pages per rank */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);
@@ -268,6 +271,7 @@ typedef struct mp_file {
     struct mp_fence *fence; /* lazy barriers (fence.h), or NULL */
     rfs_io *cache;          /* the read cache layer in io's stack (cache/cache.h), or NULL */
     struct mp_wb *wb;       /* write-behind (wb.h), or NULL */
+    struct mp_cc *cc;       /* the collaborative cache (ccache.h), or NULL */
 } mp_file;
 
 /* ---- registries (registry.c) ---- */

@@ -7,6 +7,7 @@
  * does. */
 #include "mpiio/mpiio_internal.h"
 #include "mpiio/fence.h"
+#include "mpiio/ccache.h"
 #include "mpiio/wb.h"
 
 #include "abt/abt.h"
@@ -163,8 +164,8 @@ static void node_shape(MPI_Comm comm, node_pos *np)
  * With rfs_view=server the views must be mapped by the server, which the cache declines. */
 static int cache_wanted(const mp_file *f)
 {
-    if (f->hints.view_mode == MP_VIEW_SERVER || f->hints.cache_read == MP_DISABLE)
-        return 0;
+    if (f->hints.view_mode == MP_VIEW_SERVER || f->hints.cache_read == MP_DISABLE || f->cc)
+        return 0; /* (the collaborative cache caches reads itself) */
     if (f->hints.cache_read == MP_ENABLE)
         return 1;
     return (f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) == MPI_MODE_RDONLY;
@@ -377,8 +378,11 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     }
     if (code == MPI_SUCCESS && early && f->io) /* (no io: rank 0's exclusive create failed) */
         note_size_at_open(f);
-    /* Write-behind right over the remote client (collective: every rank, whatever its open's
-     * outcome), the read cache, when wanted, over it. */
+    /* The collaborative cache or write-behind right over the remote client (collective: every
+     * rank, whatever its open's outcome), the read cache, when wanted, over it. */
+    int ccrc = mp_cc_open(f, code == MPI_SUCCESS);
+    if (code == MPI_SUCCESS)
+        code = ccrc;
     int wbrc = mp_wb_open(f, code == MPI_SUCCESS);
     if (code == MPI_SUCCESS)
         code = wbrc;
@@ -390,6 +394,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
     if (code == MPI_SUCCESS)
         code = mp_fence_open(f, node_ranks);
     if (code != MPI_SUCCESS) {
+        mp_cc_close(f, 1);
         mp_wb_close(f, 1);
         if (f->io)
             f->io->ops->close(f->io);
@@ -453,6 +458,7 @@ int mp_close_file(mp_file *f, int collective)
 {
     mp_nb_drain(f);
     mp_fence_close(f, collective);
+    mp_cc_close(f, collective);
     mp_wb_close(f, collective);
     mp_files_remove(f);
     mp_fortran_release(f);

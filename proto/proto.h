@@ -76,6 +76,10 @@
 #define RFS_FEAT_ZREAD 0x0100u    /* may compress read replies asked with RFS_F_ZOK */
 #define RFS_FEAT_SHUFFLE 0x0200u  /* takes the shuffled codecs on writes, and RFS_F_ZSHUF */
 #define RFS_FEAT_WPARENTS 0x0400u /* takes RFS_WF_PARENTS on WRITE_FILE */
+/* one process of a server group (rfsd --mpi): PLACE says which process serves a client rank */
+#define RFS_FEAT_PLACE 0x0800u
+#define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
+#define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
  * send a whole tree's directories at once in any order. An older server refuses the bit
  * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
@@ -94,6 +98,7 @@ typedef enum rfs_op {
     RFS_OP_PING = 3,
     RFS_OP_SESSION = 4,
     RFS_OP_TPC_AUTH = 5, /* AUTH with a one-time grant instead of a token (tpc) */
+    RFS_OP_PLACE = 6,    /* which process of a server group serves this client rank */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -184,6 +189,11 @@ typedef struct rfs_req {
             uint8_t id[RFS_SESSION_LEN];
             uint8_t fence[RFS_SESSION_LEN];
         } session;
+        /* PLACE: rank `rank` of the client job `job` asks where it is served. */
+        struct {
+            uint8_t job[RFS_PLACE_JOB_LEN];
+            uint32_t rank;
+        } place;
         struct {
             rfs_wpath path;
             uint32_t flags;
@@ -336,6 +346,12 @@ typedef struct rfs_rep {
         struct {
             uint8_t server_mac[RFS_MAC_LEN];
         } auth;
+        /* PLACE: process `index` of `count` serves the rank, at addr ("HOST:PORT"); an empty
+         * addr means this connection's process. */
+        struct {
+            uint32_t index, count;
+            rfs_wpath addr;
+        } place;
         /* lease_ms: silence after which the server ends a session; boot: the server host's
          * boot id (a change means its page cache, and unsynced writes, may be gone). */
         struct {

@@ -38,6 +38,23 @@ static enum rep_shape shape_of(uint16_t op)
     }
 }
 
+/* PLACE: a process of the group, and an address a client may dial: "HOST:PORT" of at most
+ * RFS_PLACE_MAX_ADDR bytes of letters, digits and ".-:_[]" (empty: stay). */
+static int check_place(const rfs_rep *r, int bad)
+{
+    if (r->u.place.count == 0 || r->u.place.index >= r->u.place.count)
+        return rfs_fail(bad, "PLACE reply: process %u of %u", r->u.place.index, r->u.place.count);
+    const rfs_wpath *a = &r->u.place.addr;
+    if (a->len > RFS_PLACE_MAX_ADDR)
+        return rfs_fail(bad == RFS_E_PROTO ? RFS_E_TOOBIG : bad,
+                        "PLACE reply: address of %u bytes (limit %u)", a->len, RFS_PLACE_MAX_ADDR);
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:_[]";
+    for (unsigned i = 0; i < a->len; i++)
+        if (!a->s[i] || !strchr(ok, a->s[i]))
+            return rfs_fail(bad, "PLACE reply: byte 0x%02x in the address", (unsigned char)a->s[i]);
+    return RFS_OK;
+}
+
 /* Field checks of a successful reply; bad is the code for a wrong value. */
 static int check_rep(const rfs_rep *r, int bad)
 {
@@ -57,6 +74,7 @@ static int check_rep(const rfs_rep *r, int bad)
         if (r->u.session.fenced > 1)
             return rfs_fail(bad, "SESSION reply: fenced %u", r->u.session.fenced);
         return RFS_OK;
+    case RFS_OP_PLACE: return check_place(r, bad);
     case RFS_OP_OPEN:
         if (r->u.open.size > (uint64_t)INT64_MAX)
             return rfs_fail(bad, "OPEN reply: size %llu", (unsigned long long)r->u.open.size);
@@ -181,6 +199,12 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u32(&w, r->u.session.lease_ms);
                 wr_u32(&w, r->u.session.fenced);
                 wr_bytes(&w, r->u.session.boot, RFS_SESSION_LEN);
+                break;
+            case RFS_OP_PLACE: /* u32 index, u32 count, u16 addr_len, addr */
+                wr_u32(&w, r->u.place.index);
+                wr_u32(&w, r->u.place.count);
+                wr_u16(&w, r->u.place.addr.len);
+                wr_bytes(&w, r->u.place.addr.s, r->u.place.addr.len);
                 break;
             case RFS_OP_OPEN: /* u32 fh, u64 size */
                 wr_u32(&w, r->u.open.fh);
@@ -321,6 +345,12 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             r->u.session.lease_ms = rd_u32(&in);
             r->u.session.fenced = rd_u32(&in);
             rd_bytes(&in, r->u.session.boot, RFS_SESSION_LEN);
+            break;
+        case RFS_OP_PLACE:
+            r->u.place.index = rd_u32(&in);
+            r->u.place.count = rd_u32(&in);
+            r->u.place.addr.len = rd_u16(&in);
+            r->u.place.addr.s = (const char *)rd_take(&in, r->u.place.addr.len);
             break;
         case RFS_OP_OPEN:
             r->u.open.fh = rd_u32(&in);

@@ -106,6 +106,7 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         return RFS_OK;
     case RFS_OP_AUTH:
     case RFS_OP_SESSION:
+    case RFS_OP_PLACE:
     case RFS_OP_PING:
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
@@ -211,6 +212,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_AUTH: return n + RFS_NONCE_LEN + RFS_MAC_LEN;
     case RFS_OP_PING: return n;
     case RFS_OP_SESSION: return n + 2 * RFS_SESSION_LEN;
+    case RFS_OP_PLACE: return n + RFS_PLACE_JOB_LEN + 4;
     case RFS_OP_OPEN: return n + 10 + r->u.open.path.len;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
@@ -277,6 +279,10 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_SESSION: /* id[16], fence[16] */
         wr_bytes(&w, r->u.session.id, RFS_SESSION_LEN);
         wr_bytes(&w, r->u.session.fence, RFS_SESSION_LEN);
+        break;
+    case RFS_OP_PLACE: /* job[16], u32 rank */
+        wr_bytes(&w, r->u.place.job, RFS_PLACE_JOB_LEN);
+        wr_u32(&w, r->u.place.rank);
         break;
     case RFS_OP_OPEN: /* u32 flags, u32 mode, path */
         wr_u32(&w, r->u.open.flags);
@@ -497,6 +503,10 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_SESSION:
         rd_bytes(&in, r->u.session.id, RFS_SESSION_LEN);
         rd_bytes(&in, r->u.session.fence, RFS_SESSION_LEN);
+        break;
+    case RFS_OP_PLACE:
+        rd_bytes(&in, r->u.place.job, RFS_PLACE_JOB_LEN);
+        r->u.place.rank = rd_u32(&in);
         break;
     case RFS_OP_OPEN:
         r->u.open.flags = rd_u32(&in);

@@ -3,6 +3,8 @@
  * subject to the in-flight budget and the per-handle ordering rule (docs/design.md). */
 #include "conn.h"
 #include "session.h"
+#include "fs_shared.h"
+#include "group.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +256,10 @@ void rfsd_handle_release(rfsd_handle *h)
         rfsd_unlock_all(h->fid, h);
         rfsd_fileid_put(h->fid);
         h->fid = NULL;
+    }
+    if (h->state_fd >= 0) { /* while fd is open: the state file is named after it */
+        rfsd_fss_detach(h->fd, h->state_fd);
+        h->state_fd = -1;
     }
     if (h->fd >= 0) {
         close(h->fd);
@@ -556,7 +562,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
                            RFS_FEAT_ZSTD | RFS_FEAT_SHUFFLE | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
                            RFS_FEAT_XSTREAM | RFS_FEAT_WPARENTS |
                            (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
-                           (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0);
+                           (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0) |
+                           (rfsd_group_on() ? RFS_FEAT_PLACE : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;
@@ -775,6 +782,11 @@ static int read_one(rfsd_conn *c, session *s)
         rc = rfs_req_decode(&h, fields, flen, &req);
     if (rc) {
         rfsd_conn_send_error(c, h.op, h.req_id, rc);
+        free(body);
+        return 0;
+    }
+    if (req.op == RFS_OP_PLACE && s->state == ST_READY) {
+        rfsd_group_on_place(c, &req);
         free(body);
         return 0;
     }

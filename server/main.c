@@ -28,6 +28,11 @@
 #include "exports.h"
 #include "fdlimit.h"
 #include "fileid.h"
+#include "fs_shared.h"
+#include "group.h"
+#ifdef RFSD_HAVE_MPI
+#include "mpi_group.h"
+#endif
 #include "identity.h"
 #include "tpc_grant.h"
 #include "metrics.h"
@@ -244,6 +249,29 @@ static void keep_frame_buffers(void)
     mallopt(M_TRIM_THRESHOLD, RFSD_TRIM_THRESHOLD);
 }
 
+/* rfsd --mpi: one process of a server group (mpi_group.h), whose open files' locks and
+ * counters live in the shared file system (fs_shared.h). */
+static int start_group(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, char *addr,
+                       size_t cap)
+{
+    for (unsigned i = 0; i < rfsd_exports_count(); i++)
+        if (rfsd_export_at(i)->quota) {
+            /* each process would count the export's usage on its own: N times the quota */
+            fprintf(stderr, "rfsd: --mpi does not take exports with a quota yet\n");
+            return -1;
+        }
+    if (rfsd_fss_init(cfg->mpi_state_dir, cfg->threads - 1))
+        return -1;
+#ifdef RFSD_HAVE_MPI
+    return rfsd_mpi_start(argc, argv, cfg, lfd, addr, cap);
+#else
+    (void)argc, (void)argv, (void)lfd, (void)addr, (void)cap;
+    fprintf(stderr, "rfsd: --mpi: this rfsd was built without MPI (configure with MPI found and "
+                    "-DRFSD_MPI=ON)\n");
+    return -1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static rfsd_server srv; /* static: zeroed */
@@ -280,8 +308,12 @@ int main(int argc, char **argv)
 
     char addr[300];
     int lfd;
-    if (rfsd_listen(srv.cfg.listen, addr, sizeof addr, &lfd))
+    if (srv.cfg.mpi) {
+        if (start_group(&argc, &argv, &srv.cfg, &lfd, addr, sizeof addr))
+            return 2;
+    } else if (rfsd_listen(srv.cfg.listen, addr, sizeof addr, &lfd)) {
         return 2;
+    }
     char ucx_addr[300] = "";
     rfs_ucx_listener *ucx = NULL;
     if (srv.cfg.ucx_listen && rfsd_ucx_listen(srv.cfg.ucx_listen, ucx_addr, sizeof ucx_addr, &ucx))
@@ -307,11 +339,19 @@ int main(int argc, char **argv)
                                    : "token authentication");
     if (srv.tls)
         RFS_LOGI("TLS required on every connection (certificate %s)", srv.cfg.tls_cert);
+    /* each process of a group writes its own: FILE.INDEX */
+    static char group_metrics[4200];
+    if (srv.cfg.metrics_file && rfsd_group_on()) {
+        snprintf(group_metrics, sizeof group_metrics, "%s.%u", srv.cfg.metrics_file,
+                 rfsd_group_index());
+        srv.cfg.metrics_file = group_metrics;
+    }
     if (rfsd_metrics_start(&srv, srv.cfg.metrics_file, srv.cfg.metrics_interval_ms))
         RFS_LOGW("--metrics-file %s: cannot start the metrics writer", srv.cfg.metrics_file);
     RFS_LOGI("transports: TCP%s on %s%s%s", srv.tls ? " (TLS)" : "", addr, ucx ? ", UCX on " : "",
              ucx_addr);
-    printf("rfsd listening on %s\n", addr);
+    if (rfsd_group_index() == 0) /* a group's entry: the others are listed at its start */
+        printf("rfsd listening on %s\n", addr);
     if (ucx)
         printf("rfsd listening for UCX on %s\n", ucx_addr);
     fflush(stdout);
@@ -328,6 +368,12 @@ int main(int argc, char **argv)
     rfsd_exports_close();
     rfsd_ident_clear();
     rfsd_tpc_grants_clear(); /* keys of third-party copy grants do not outlive the process */
+    if (rfsd_group_on()) {
+        uint64_t kept, moved;
+        rfsd_group_counts(&kept, &moved);
+        RFS_LOGI("placement: %llu client connection(s) kept, %llu sent to other processes",
+                 (unsigned long long)kept, (unsigned long long)moved);
+    }
     rfsd_audit_stop();
     rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");

@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "conn.h"
+#include "fs_shared.h"
 #include "exports.h"
 #include "metrics.h"
 #include "quota.h"
@@ -228,6 +229,13 @@ static int do_open(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     h->fid = fid;
     h->qf = qf;
     h->path = path;
+    h->state_fd = -1;
+    if (rfsd_fss_on() && (rc = rfsd_fss_attach(fd, p.shown, &h->state_fd))) {
+        rfsd_handle_release(h);
+        free(h->path);
+        free(h);
+        return rc;
+    }
     unsigned max = c->srv->cfg.max_handles;
     pthread_mutex_lock(&c->mu);
     rc = c->nhandles >= max ? rfs_fail(RFS_E_NOSPC,
@@ -259,6 +267,10 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
     int fd = h->fd, rc = RFS_OK;
     rfsd_quota_file_put(h->qf, fd); /* while fd is open: the last one reconciles the size */
     h->qf = NULL;
+    if (h->state_fd >= 0) { /* also while fd is open: the state file is named after it */
+        rfsd_fss_detach(fd, h->state_fd);
+        h->state_fd = -1;
+    }
     h->fd = -1;
     if (close(fd))
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));
@@ -504,22 +516,32 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
     }
     case RFS_OP_COUNTER: {
         int64_t old;
-        if ((rc = rfsd_counter_op(h->fid, q->u.counter.key, q->u.counter.set != 0,
-                                  q->u.counter.delta, &old)))
+        if (h->state_fd >= 0)
+            rc = rfsd_fss_counter(h->state_fd, h->path, q->u.counter.key, q->u.counter.set != 0,
+                                  q->u.counter.delta, &old);
+        else
+            rc = rfsd_counter_op(h->fid, q->u.counter.key, q->u.counter.set != 0,
+                                 q->u.counter.delta, &old);
+        if (rc)
             return rc;
         rep->u.u64.value = (uint64_t)old;
         return RFS_OK;
     }
     case RFS_OP_LOCK:
-        rc = rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode, q->u.lock.wait_ms,
-                       &c->closing, &c->nlocks);
+        rc = h->state_fd >= 0 ? rfsd_fss_lock(h->fd, h->path, q->u.lock.off, q->u.lock.len,
+                                              q->u.lock.mode, q->u.lock.wait_ms, &c->closing)
+                              : rfsd_lock(h->fid, h, q->u.lock.off, q->u.lock.len, q->u.lock.mode,
+                                          q->u.lock.wait_ms, &c->closing, &c->nlocks);
         if (rc) {
             char why[RFS_MAX_MSG];
             snprintf(why, sizeof why, "%s", rfs_last_error());
             rfs_fail(rc, "%s: %s", h->path, why);
         }
         return rc;
-    case RFS_OP_UNLOCK: return rfsd_unlock(h->fid, h, q->u.unlock.off, q->u.unlock.len);
+    case RFS_OP_UNLOCK:
+        if (h->state_fd >= 0)
+            return rfsd_fss_unlock(h->fd, h->path, q->u.unlock.off, q->u.unlock.len);
+        return rfsd_unlock(h->fid, h, q->u.unlock.off, q->u.unlock.len);
     case RFS_OP_SET_VIEW:
         if (q->u.set_view.view_id >= RFSD_MAX_VIEWS)
             return rfs_fail(RFS_E_INVAL, "%s: view id %u (limit %u views per file)", h->path,

@@ -32,6 +32,7 @@ static void usage(FILE *out)
         "            [--max-handles-per-addr N]\n"
         "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
         "            [--ucx-listen HOST:PORT]\n"
+        "            [--mpi --mpi-state-dir DIR [--advertise HOST]]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -40,6 +41,16 @@ static void usage(FILE *out)
         "                      port 0 picks a free port)\n"
         "  --ucx-listen HOST:PORT  also serve UCX clients (rfs+ucx://HOST:PORT/PATH) there,\n"
         "                      beside the TCP listener; UCX has no TLS (docs/security.md)\n"
+        "  --mpi               run as one process of a server group started by mpiexec: each\n"
+        "                      process listens on --listen's port plus its rank on the node\n"
+        "                      (port 0: any free port), and the ranks of a client job are\n"
+        "                      spread round-robin over the processes (docs/design.md)\n"
+        "  --mpi-state-dir DIR with --mpi: a directory on the file system every process shares,\n"
+        "                      outside the exports, for the locks and shared file pointers of\n"
+        "                      open files\n"
+        "  --advertise HOST    with --mpi: the host name clients are sent to for this process\n"
+        "                      (default: --listen's host, or this host's name when that is\n"
+        "                      a wildcard address)\n"
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
@@ -182,12 +193,18 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         O_TPC_ALLOW,
         O_TPC_TTL,
         O_ZREAD,
-        O_UCX_LISTEN
+        O_UCX_LISTEN,
+        O_MPI,
+        O_MPI_STATE,
+        O_ADVERTISE
     };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
         {"listen", required_argument, 0, O_LISTEN},
         {"ucx-listen", required_argument, 0, O_UCX_LISTEN},
+        {"mpi", no_argument, 0, O_MPI},
+        {"mpi-state-dir", required_argument, 0, O_MPI_STATE},
+        {"advertise", required_argument, 0, O_ADVERTISE},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -405,6 +422,9 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             }
             cfg->tpc = !strcmp(optarg, "on");
             break;
+        case O_MPI: cfg->mpi = 1; break;
+        case O_MPI_STATE: cfg->mpi_state_dir = optarg; break;
+        case O_ADVERTISE: cfg->advertise = optarg; break;
         case O_TPC_ALLOW:
             if (!*optarg) {
                 fprintf(stderr, "rfsd: --tpc-allow needs at least one HOST or HOST:PORT\n");
@@ -488,6 +508,21 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
     if (!cfg->token_file && !cfg->no_auth && !cfg->nidentities) {
         fprintf(stderr, "rfsd: refusing to start without authentication: give --token-file FILE "
                         "(or --identity lines), or --no-auth to accept any client\n");
+        return -1;
+    }
+    if (!cfg->mpi && (cfg->mpi_state_dir || cfg->advertise)) {
+        fprintf(stderr, "rfsd: --mpi-state-dir and --advertise go with --mpi\n");
+        return -1;
+    }
+    if (cfg->mpi && !cfg->mpi_state_dir) {
+        fprintf(stderr, "rfsd: --mpi needs --mpi-state-dir DIR: a directory every process of the "
+                        "group shares, outside the exports, for the locks and shared file "
+                        "pointers of open files\n");
+        return -1;
+    }
+    if (cfg->mpi && cfg->ucx_listen) {
+        fprintf(stderr, "rfsd: --mpi and --ucx-listen exclude each other for now (PLACE sends "
+                        "clients to TCP addresses)\n");
         return -1;
     }
     if (cfg->threads < 2)

@@ -71,6 +71,9 @@ typedef struct rfsd_config {
     unsigned tpc_grant_ttl_ms;      /* grants of this server lapse after this (0: default) */
     unsigned zread_mode;            /* --compress-reads: RFS_Z_* (common/zauto.h) */
     int zread_level;
+    int mpi;                   /* --mpi: one process of a server group (mpi_group.c) */
+    const char *mpi_state_dir; /* --mpi-state-dir: shared locks and counters (fs_shared.h) */
+    const char *advertise;     /* --advertise HOST: where clients are sent for this process */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -5,25 +5,12 @@
 #include "wbehind/wb_internal.h"
 
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/err.h"
-
-void wb_futex_wait(uint32_t *word, uint32_t val, int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0);
-}
-
-void wb_futex_wake(uint32_t *word)
-{
-    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
 
 static uint64_t pad8(uint64_t n)
 {
@@ -442,7 +429,7 @@ void *wb_owner_main(void *arg)
                                             __ATOMIC_ACQUIRE)) {
                 drain(w, src, c);
                 __atomic_store_n(&c->state, WB_EMPTY, __ATOMIC_RELEASE);
-                wb_futex_wake(&c->state);
+                rfs_shm_wake(&c->state);
                 work = 1;
             }
         }
@@ -454,7 +441,7 @@ void *wb_owner_main(void *arg)
                 if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE)) {
                     __atomic_store_n(&c->flush_done, r, __ATOMIC_RELEASE);
                     __atomic_add_fetch(&c->done_word, 1, __ATOMIC_RELEASE);
-                    wb_futex_wake(&c->done_word);
+                    rfs_shm_wake(&c->done_word);
                 }
             }
         }
@@ -463,13 +450,13 @@ void *wb_owner_main(void *arg)
             for (int src = 0; src < w->n; src++) {
                 wb_chan *c = wb_chan_of(w, src, w->rank);
                 __atomic_add_fetch(&c->done_word, 1, __ATOMIC_RELEASE);
-                wb_futex_wake(&c->done_word);
-                wb_futex_wake(&c->state);
+                rfs_shm_wake(&c->done_word);
+                rfs_shm_wake(&c->state);
             }
             break;
         }
         if (!work && !want_flush)
-            wb_futex_wait(&h->bell, bell, 200);
+            rfs_shm_wait(&h->bell, bell, 200);
     }
     free(req);
     return NULL;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "client/runtime.h"
+#include "wbehind/shm.h"
 
 enum { WB_EMPTY = 0, WB_POSTED = 1, WB_TAKEN = 2 };           /* wb_chan.state */
 enum { WB_NEW = 0, WB_OPEN = 1, WB_CLOSED = 2, WB_GONE = 3 }; /* wb_head.state */
@@ -103,10 +104,6 @@ static inline uint8_t *wb_chan_data(wb_chan *c)
 {
     return (uint8_t *)(c + 1);
 }
-
-/* futex on a word of shared memory (not FUTEX_PRIVATE: other processes wait on it too). */
-void wb_futex_wait(uint32_t *word, uint32_t val, int ms);
-void wb_futex_wake(uint32_t *word);
 
 /* owner.c */
 int wb_owner_init(wb *w, uint64_t max_memory);

@@ -55,21 +55,9 @@ static int owner_status(const wb *w, int d)
     if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == WB_GONE)
         return 1;
     int32_t pid = __atomic_load_n(&h->pid, __ATOMIC_ACQUIRE);
-    if (d == w->rank || pid <= 0)
+    if (d == w->rank)
         return 0;
-    if (kill((pid_t)pid, 0) != 0)
-        return errno == ESRCH ? 2 : 0;
-    /* Dead but not yet reaped by its parent (the process manager) still counts as dead. */
-    char p[64], st[256];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    FILE *fp = fopen(p, "r");
-    if (!fp)
-        return 0;
-    size_t n = fread(st, 1, sizeof st - 1, fp);
-    fclose(fp);
-    st[n] = '\0';
-    const char *rp = strrchr(st, ')');
-    return rp && (rp[1] == ' ') && (rp[2] == 'Z' || rp[2] == 'X') ? 2 : 0;
+    return rfs_shm_pid_dead(pid) ? 2 : 0;
 }
 
 static void collect_err(wb *w, int d)
@@ -114,7 +102,7 @@ static void ring(wb *w, int d)
 {
     wb_head *h = wb_head_of(w, d);
     __atomic_add_fetch(&h->bell, 1, __ATOMIC_RELEASE);
-    wb_futex_wake(&h->bell);
+    rfs_shm_wake(&h->bell);
 }
 
 static int timed_out(const wb *w, uint64_t t0)
@@ -140,7 +128,7 @@ static int wait_empty(wb *w, int d)
             return rfs_fail(RFS_E_TIMEOUT,
                             "%s:%s: rank %d did not take write-behind data within %d ms",
                             w->io.server, w->io.path, d, w->timeout_ms);
-        wb_futex_wait(&c->state, s, 100);
+        rfs_shm_wait(&c->state, s, 100);
     }
 }
 
@@ -270,7 +258,7 @@ static int flush_mine(wb *w, int report)
                               w->io.server, w->io.path, d, w->timeout_ms);
                     break;
                 }
-                wb_futex_wait(&c->done_word, dw, 100);
+                rfs_shm_wait(&c->done_word, dw, 100);
             }
         }
         w->st.flushes++;

@@ -53,19 +53,25 @@ def start(ns, argv, **kw):
 
 
 def wait_line(proc, expect, timeout):
-    """Wait (bounded) until proc prints a stdout line containing `expect`."""
+    """Wait (bounded) until proc prints a stdout line containing `expect`. Reads the pipe's fd
+    itself: readline() on the text stream could take two lines into Python's buffer at once,
+    and select() would then not wake for the second."""
     deadline = time.monotonic() + timeout
-    buf = ""
+    fd = proc.stdout.fileno()
+    buf = b""
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise WanError("process exited with %s before it was ready" % proc.returncode)
-        r, _, _ = select.select([proc.stdout], [], [], 0.2)
+        r, _, _ = select.select([fd], [], [], 0.2)
         if r:
-            line = proc.stdout.readline()
-            buf += line
-            if expect in line:
+            chunk = os.read(fd, 65536)
+            buf += chunk
+            if expect.encode() in buf:
                 return
-    raise WanError("not ready after %ss (said: %r)" % (timeout, buf[-300:]))
+            if chunk:
+                continue
+        if proc.poll() is not None:
+            raise WanError("process exited with %s before it was ready (said: %r)"
+                           % (proc.returncode, buf[-300:].decode(errors="replace")))
+    raise WanError("not ready after %ss (said: %r)" % (timeout, buf[-300:].decode(errors="replace")))
 
 
 def wait_listen(ns, port, timeout):

@@ -25,7 +25,7 @@ F_VER = 8
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
           RENAME=22, MKDIR=23, LIST=24, CHECKSUM=25, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
-          VIEW_READ=41, VIEW_WRITE=42, TPC_AUTH=5, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
+          VIEW_READ=41, VIEW_WRITE=42, TPC_AUTH=5, PLACE=6, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 1, 2, 3, 4, 0x10
 
 
@@ -233,6 +233,13 @@ def frames():
     yield "bad-sealed-short", hdr(OP["SYNC"], b"\x00\x00\x00", flags=F_SUM)
     yield "bad-sealed-field-missing", hdr(OP["CLOSE"], struct.pack("<I", 3), flags=F_SUM)
     yield "bad-garbage", bytes((i * 73 + 41) & 0xFF for i in range(200))
+    # server groups (PLACE): rank 5 of a job; process 1 of 4 at an address, or here
+    yield "ok-req-place", req("PLACE", bytes(range(16)) + struct.pack("<I", 5))
+    yield "ok-rep-place", rep("PLACE", struct.pack("<II", 1, 4) + path("dtn02.example:7070"))
+    yield "ok-rep-place-here", rep("PLACE", struct.pack("<IIH", 0, 1, 0))
+    yield "bad-rep-place-index", rep("PLACE", struct.pack("<II", 4, 4) + path("h:1"))
+    yield "bad-rep-place-addr", rep("PLACE", struct.pack("<II", 1, 4) + path("h 1:7070"))
+    yield "bad-req-place-short", req("PLACE", bytes(16))
 
 
 def main():

@@ -94,11 +94,13 @@ static void test_write_file_request(void **state)
     assert_string_equal(rfs_op_name(RFS_OP_WRITE_FILE), "WRITE_FILE");
     /* unknown flags and mode bits are refused both ways */
     size_t m;
-    r.u.write_file.flags = 4;
+    r.u.write_file.flags = RFS_WF_PARENTS; /* known since RFS_FEAT_WPARENTS */
+    assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &m), RFS_OK);
+    r.u.write_file.flags = 8;
     assert_int_equal(rfs_req_encode(&r, NULL, buf, sizeof buf, &m), RFS_E_INVAL);
     r.u.write_file.flags = 0;
     n = frame_req(&r, NULL, buf, sizeof buf);
-    put_le32(buf + RFS_HDR_SIZE, 8);
+    put_le32(buf + RFS_HDR_SIZE, 16);
     assert_int_equal(unframe_req(buf, n, &o), RFS_E_INVAL);
     put_le32(buf + RFS_HDR_SIZE, 0);
     put_le32(buf + RFS_HDR_SIZE + 4, 010000);

@@ -42,6 +42,49 @@ static void test_hello_auth(void **state)
     assert_memory_equal(o.u.auth.server_mac, a.u.auth.server_mac, RFS_MAC_LEN);
 }
 
+/* PLACE: where a server group serves a rank. The address is bounded and plain; a process
+ * outside the group or an odd byte is a malformed reply, and encoders refuse what decoders
+ * would. */
+static void test_place(void **state)
+{
+    rfs_rep r = {.op = RFS_OP_PLACE, .id = 3}, o;
+    r.u.place.index = 2;
+    r.u.place.count = 4;
+    r.u.place.addr = (rfs_wpath){"node7.example:7072", 18};
+    roundtrip(&r, &o);
+    assert_int_equal(o.u.place.index, 2);
+    assert_int_equal(o.u.place.count, 4);
+    assert_int_equal(o.u.place.addr.len, 18);
+    assert_memory_equal(o.u.place.addr.s, "node7.example:7072", 18);
+    r.u.place.addr = (rfs_wpath){"[::1]:7070", 10};
+    roundtrip(&r, &o);
+    r.u.place.addr = (rfs_wpath){NULL, 0}; /* stay */
+    roundtrip(&r, &o);
+    assert_int_equal(o.u.place.addr.len, 0);
+
+    size_t n;
+    r.u.place.index = 4; /* not in the group */
+    assert_int_equal(rfs_rep_encode(&r, buf, sizeof buf, &n), RFS_E_INVAL);
+    r.u.place.index = 0;
+    r.u.place.addr = (rfs_wpath){"host name:1", 11};
+    assert_int_equal(rfs_rep_encode(&r, buf, sizeof buf, &n), RFS_E_INVAL);
+    static char longer[RFS_PLACE_MAX_ADDR + 1];
+    memset(longer, 'a', sizeof longer);
+    r.u.place.addr = (rfs_wpath){longer, sizeof longer};
+    assert_int_equal(rfs_rep_encode(&r, buf, sizeof buf, &n), RFS_E_INVAL);
+
+    /* decoding: a valid frame, then a byte of its address turned into a space */
+    r.u.place.addr = (rfs_wpath){"h:1", 3};
+    n = frame_rep(&r, buf, sizeof buf);
+    rfs_hdr h;
+    assert_int_equal(rfs_hdr_decode(buf, RFS_FRAME_HARD_MAX, &h), RFS_OK);
+    buf[n - 2] = ' ';
+    assert_int_equal(rfs_rep_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, &o), RFS_E_PROTO);
+    buf[RFS_HDR_SIZE + 4] = 0; /* count 0 */
+    buf[n - 2] = ':';
+    assert_int_equal(rfs_rep_decode(&h, buf + RFS_HDR_SIZE, n - RFS_HDR_SIZE, &o), RFS_E_PROTO);
+}
+
 static void test_data_replies(void **state)
 {
     static uint8_t data[50000];
@@ -229,7 +272,8 @@ static void test_op_names(void **state)
     assert_string_equal(rfs_op_name(RFS_OP_SESSION), "SESSION");
     assert_true(rfs_op_known(RFS_OP_LIST));
     assert_true(rfs_op_known(RFS_OP_SESSION));
-    assert_false(rfs_op_known(6));
+    assert_false(rfs_op_known(7));
+    assert_true(rfs_op_known(RFS_OP_PLACE));
     assert_true(rfs_op_known(RFS_OP_TPC_AUTH));
     assert_true(rfs_op_has(RFS_OP_TPC_AUTH, RFS_OPF_PRE_AUTH));
     assert_false(rfs_op_has(RFS_OP_TPC_PULL, RFS_OPF_PRE_AUTH));
@@ -241,10 +285,11 @@ static void test_op_names(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hello_auth),    cmocka_unit_test(test_data_replies),
-        cmocka_unit_test(test_value_replies), cmocka_unit_test(test_empty_replies),
-        cmocka_unit_test(test_error_replies), cmocka_unit_test(test_list),
-        cmocka_unit_test(test_hello_choose),  cmocka_unit_test(test_op_names),
+        cmocka_unit_test(test_hello_auth),    cmocka_unit_test(test_place),
+        cmocka_unit_test(test_data_replies),  cmocka_unit_test(test_value_replies),
+        cmocka_unit_test(test_empty_replies), cmocka_unit_test(test_error_replies),
+        cmocka_unit_test(test_list),          cmocka_unit_test(test_hello_choose),
+        cmocka_unit_test(test_op_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
