@@ -14,8 +14,9 @@
  * same offsets, so a partly applied first try does no harm. Not taken (RFS_E_UNSUPPORTED, the
  * caller uses a thread): writes that compression wants to see (a named codec; rfs_compress=auto
  * while it compresses or samples: the packed copy would have to outlive the call, and auto's
- * choice must keep its samples), a connection being replaced, and accesses of more than
- * MAX_FRAMES frames. */
+ * choice must keep its samples), accesses of several frames on a file with several streams
+ * (xfer.c stripes them), a connection being replaced, and accesses of more than MAX_FRAMES
+ * frames. */
 #include "client/client.h"
 
 #include "common/err.h"
@@ -106,7 +107,10 @@ int rfs_async_start(rfs_file *f, unsigned how, void *buf, size_t len, uint64_t o
      * sample is due) goes the threads' way, which packs it into a copy and so keeps auto's
      * choice working; the others go raw from the caller's buffer (skip, below). */
     int packs = (how & RFS_ASYNC_WRITE) && f->z && rfs_zstate_wants(f->z, len);
-    if (packs || n > MAX_FRAMES || f->stale[0] || rfs_conn_is_dead(c) ||
+    /* An access of several frames on a file with several streams is striped by xfer.c's
+     * stream threads, which a single connection's posts would not beat on a long fat link. */
+    int striped = f->nconn > 1 && n > 1;
+    if (packs || striped || n > MAX_FRAMES || f->stale[0] || rfs_conn_is_dead(c) ||
         (!c->ucx && !(how & RFS_ASYNC_STREAMS))) {
         pthread_rwlock_unlock(&f->rw);
         return rfs_fail(RFS_E_UNSUPPORTED, "%s: no native nonblocking access here", f->label);
