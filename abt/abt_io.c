@@ -238,6 +238,8 @@ static const rfs_io_ops abt_ops = {
     .close = abt_close,
     .version = rfs_io_gen_version,
     .remove = abt_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 const rfs_io_ops *rfs_abt_ops(void)

@@ -528,6 +528,8 @@ static const rfs_io_ops cache_ops = {
     .version = c_version,
     /* A delete has nothing to drop here that outlives the file: passed on. */
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 const rfs_io_ops *rfs_cache_ops(void)

@@ -766,6 +766,8 @@ static const rfs_io_ops ops = {
     .close = cc_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 const rfs_io_ops *rfs_cc_ops(void)

@@ -217,6 +217,10 @@ typedef struct rfs_call {
     int vtrack;
     uint32_t vfh;
     uint64_t vepoch;
+    /* Called (c->lock held, by the receiver or a kill) right after done is set, for a call
+     * that no thread sleeps on (async.c); it must not block or take c->lock. NULL: none. */
+    void (*on_done)(struct rfs_call *call, void *arg);
+    void *on_done_arg;
 } rfs_call;
 
 void rfs_call_init(rfs_call *call);
@@ -323,6 +327,15 @@ int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ex
 /* The same with the payload sent as pk says (compressed by rfs_zpack; codec 0: raw). */
 int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                           int timeout_ms, const rfs_packed *pk);
+/* rfs_conn_start without compression or extents that, on a transport sending from the
+ * caller's memory (UCX's direct sends), returns once the frame is posted: *pending counts the
+ * bytes still to be taken, from req->data (untouched until then) and from the encoded header
+ * (*hold, ours); rfs_conn_post_end, once the call is done (or to give up), waits until none is
+ * and frees *hold. Elsewhere like rfs_conn_start (*pending 0, *hold NULL). */
+int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending,
+                  void **hold);
+int rfs_conn_post_end(rfs_conn *c, size_t *pending, void **hold);
+
 /* Waits for the call. Returns RFS_OK when a reply arrived (call->status may still be an
  * error), or the connection failure (RFS_E_CONN / RFS_E_TIMEOUT / RFS_E_PROTO) with the
  * message "cause" (without the server: callers prefix the file label). */
@@ -358,6 +371,9 @@ int rfs_pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **ou
 int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn **out,
                       const char *label, int *got);
 void rfs_pool_put(rfs_conn *c);
+/* One more reference to c, which the holder gives back with rfs_pool_put: c stays alive even
+ * if its file replaces it meanwhile (recovery). */
+void rfs_pool_hold(rfs_conn *c);
 /* rfs_streams=auto's connections (dialgate.c): the first one is dialled on a worker, and as
  * soon as its round trip is known decide(rtt_ms, ctx) says how many the file should have in
  * all; the others are dialled then, beside the first one's handshake, their HELLO marked EXTRA
@@ -555,6 +571,18 @@ void rfs_wwin_replay_drop(rfs_file *f);
 /* Saved state that recovery restores (services.c). */
 int rfs_file_save_view(rfs_file *f, uint32_t view_id, uint64_t disp, const void *enc, size_t len);
 void rfs_file_free_saved(rfs_file *f);
+
+/* ---- asynchronous contiguous accesses (async.c; rfs_io start/end) ---- */
+typedef struct rfs_async rfs_async;
+#define RFS_ASYNC_WRITE 1u
+#define RFS_ASYNC_STREAMS 2u /* also where a send waits for the socket (TCP, TLS) */
+/* Sends every frame of the access on the file's first connection and returns: done(arg) is
+ * called once when the last reply is in (or the connection failed). RFS_E_UNSUPPORTED: this
+ * file cannot (recovery on, compression, not UCX without RFS_ASYNC_STREAMS): nothing sent. */
+int rfs_async_start(rfs_file *f, unsigned how, void *buf, size_t len, uint64_t off,
+                    void (*done)(void *arg), void *arg, rfs_async **out);
+/* Waits for it (bounded by the file's I/O timeout), frees it, returns its outcome. */
+int rfs_async_end(rfs_file *f, rfs_async *a, size_t *done);
 
 /* ---- the write window (wwin.c) ---- */
 #define RFS_WWIN_DECLINED 1

@@ -89,6 +89,8 @@ void rfs_call_reset(rfs_call *call)
     call->data_len = 0;
     call->moved = 0;
     call->sum = 0;
+    call->on_done = NULL;
+    call->on_done_arg = NULL;
 }
 
 void rfs_call_destroy(rfs_call *call)
@@ -130,6 +132,8 @@ static void complete_locked(rfs_call *call)
 {
     __atomic_store_n(&call->done, 1, __ATOMIC_RELEASE);
     pthread_cond_signal(&call->cv);
+    if (call->on_done) /* a call nobody sleeps on (async.c): tell its owner */
+        call->on_done(call, call->on_done_arg);
 }
 
 /* ---- death ---- */
@@ -515,7 +519,8 @@ static void *receiver_main(void *arg)
 }
 
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block, const rfs_packed *pk);
+                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep,
+                      void **keep_buf);
 
 /* Bounds every request, including one whose sender is stuck writing to a server that stopped
  * reading: the waiter cannot notice that, so this thread does. */
@@ -555,7 +560,7 @@ static void *watchdog_main(void *arg)
             memset(&req, 0, sizeof req);
             req.op = RFS_OP_PING;
             rfs_call_reset(&c->ping_call);
-            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0, NULL) != RFS_OK) {
+            if (conn_start(c, &c->ping_call, &req, NULL, timeout, 0, NULL, NULL, NULL) != RFS_OK) {
                 pthread_mutex_lock(&c->lock);
                 c->ping_busy = 0;
                 pthread_mutex_unlock(&c->lock);
@@ -613,15 +618,19 @@ static void note_send(rfs_conn *c, size_t bytes, int64_t start_ns, int64_t end_n
     c->rate_bytes = 0;
 }
 
+/* keep: NULL, or where a transport with split writes (UCX) leaves the count of bytes still to
+ * be taken from the frame's memory, for rfs_conn_post_end; the write is then not waited for,
+ * and the encoded header (which may go direct too) is handed over in *keep_buf. */
 static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
-                      int timeout_ms, int may_block, const rfs_packed *pk)
+                      int timeout_ms, int may_block, const rfs_packed *pk, size_t *keep,
+                      void **keep_buf)
 {
     uint8_t small[256];
     size_t need = rfs_req_encoded_size(req);
     if (need == 0)
         return rfs_fail(RFS_E_INVAL, "request with unknown op %u", req->op);
     need += RFS_SUM_LEN + RFS_PACK_HDR;
-    uint8_t *buf = need <= sizeof small ? small : malloc(need);
+    uint8_t *buf = need <= sizeof small && !keep ? small : malloc(need);
     if (!buf)
         return rfs_fail(RFS_E_NOMEM, "out of memory encoding a %s request", rfs_op_name(req->op));
 
@@ -709,15 +718,22 @@ static int conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t 
      * is waited for outside the send lock, so other threads' frames go out meanwhile. */
     const rfs_transport_ops *ops = c->t->ops;
     int split = ops->write_post != NULL;
-    size_t pending = 0;
+    /* The count direct sends decrement as the peer takes them: the caller's when it keeps them. */
+    size_t own_pending = 0, *pending = keep ? keep : &own_pending;
+    *pending = 0;
     int wrc = rfs_conn_is_dead(c) ? RFS_OK
-              : split             ? ops->write_post(c->t, iov, tail_len ? 2 : 1, &pending)
+              : split             ? ops->write_post(c->t, iov, tail_len ? 2 : 1, pending)
                                   : rfs_transport_write_all(c->t, iov, tail_len ? 2 : 1);
     if (!wrc && !split)
         note_send(c, len + tail_len, t0, rfs_now_ns());
     pthread_mutex_unlock(&c->send_lock);
+    if (split && keep && !wrc) { /* rfs_conn_post_end waits for them; no rate sample */
+        atomic_fetch_add(&rfs_wire_tx, (uint64_t)len + tail_len);
+        *keep_buf = buf;
+        return RFS_OK;
+    }
     if (split) {
-        wrc = ops->write_wait(c->t, &pending, wrc);
+        wrc = ops->write_wait(c->t, pending, wrc);
         if (!wrc) { /* the send lock again: ends the rate sample where the bytes were taken */
             pthread_mutex_lock(&c->send_lock);
             note_send(c, len + tail_len, t0, rfs_now_ns());
@@ -739,13 +755,32 @@ out:
 int rfs_conn_start(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                    int timeout_ms)
 {
-    return conn_start(c, call, req, ext_src, timeout_ms, 1, NULL);
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, NULL, NULL, NULL);
 }
 
 int rfs_conn_start_packed(rfs_conn *c, rfs_call *call, rfs_req *req, const uint64_t *ext_src,
                           int timeout_ms, const rfs_packed *pk)
 {
-    return conn_start(c, call, req, ext_src, timeout_ms, 1, pk);
+    return conn_start(c, call, req, ext_src, timeout_ms, 1, pk, NULL, NULL);
+}
+
+int rfs_conn_post(rfs_conn *c, rfs_call *call, rfs_req *req, int timeout_ms, size_t *pending,
+                  void **hold)
+{
+    *pending = 0;
+    *hold = NULL;
+    return conn_start(c, call, req, NULL, timeout_ms, 1, NULL, pending, hold);
+}
+
+int rfs_conn_post_end(rfs_conn *c, size_t *pending, void **hold)
+{
+    int wrc = *pending ? c->t->ops->write_wait(c->t, pending, RFS_OK) : RFS_OK;
+    if (wrc)
+        rfs_conn_kill(c, RFS_E_CONN, "connection to server lost while sending: %s",
+                      rfs_last_error());
+    free(*hold); /* no send reads it any more (write_wait also ends them on failure) */
+    *hold = NULL;
+    return wrc;
 }
 
 /* A small request's reply typically arrives within tens of microseconds on a LAN or loopback;

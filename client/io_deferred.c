@@ -185,6 +185,8 @@ static const rfs_io_ops deferred_ops = {
     .close = d_close,
     .version = d_version,
     .remove = d_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

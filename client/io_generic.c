@@ -155,6 +155,24 @@ int rfs_io_gen_version(rfs_io *io, rfs_io_version *v)
     return rfs_fail(RFS_E_UNSUPPORTED, "%s: no file versions", io->path);
 }
 
+int rfs_io_gen_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off, rfs_io_async *a)
+{
+    (void)how;
+    (void)buf;
+    (void)len;
+    (void)off;
+    (void)a;
+    return rfs_fail(RFS_E_UNSUPPORTED, "%s: no asynchronous access in this layer", io->path);
+}
+
+int rfs_io_gen_end(rfs_io *io, rfs_io_async *a, size_t *done)
+{
+    (void)a;
+    if (done)
+        *done = 0;
+    return rfs_fail(RFS_E_INVAL, "%s: no asynchronous access was started", io->path);
+}
+
 int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
     return rfs_io_remove(below, name, opts);

@@ -107,6 +107,29 @@ static int r_remove(const rfs_io_ops *const *below, const char *name, const rfs_
     return rfs_delete(name, opts);
 }
 
+static void r_async_done(void *arg)
+{
+    rfs_io_async *a = arg;
+    a->on_done(a);
+}
+
+static int r_start(rfs_io *io, unsigned how_io, void *buf, size_t len, uint64_t off,
+                   rfs_io_async *a)
+{
+    unsigned how = (how_io & RFS_IO_ASYNC_WRITE) ? RFS_ASYNC_WRITE : 0u;
+    if (how_io & RFS_IO_ASYNC_STREAMS)
+        how |= RFS_ASYNC_STREAMS;
+    return rfs_async_start(file_of(io), how, buf, len, off, r_async_done, a,
+                           (rfs_async **)&a->impl);
+}
+
+static int r_end(rfs_io *io, rfs_io_async *a, size_t *done)
+{
+    int rc = rfs_async_end(file_of(io), a->impl, done);
+    a->impl = NULL;
+    return rc;
+}
+
 static int r_close(rfs_io *io)
 {
     int rc = rfs_close(file_of(io));
@@ -136,6 +159,8 @@ static const rfs_io_ops remote_ops = {
     .close = r_close,
     .version = r_version,
     .remove = r_remove,
+    .start = r_start,
+    .end = r_end,
 };
 
 const rfs_io_ops *rfs_io_remote_ops(void)
@@ -164,8 +189,8 @@ int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, uns
         return rc;
     }
     r->io.ops = &remote_ops;
-    r->io.features =
-        RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS | RFS_IO_F_VERSIONS;
+    r->io.features = RFS_IO_F_VIEWS | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_MARKS |
+                     RFS_IO_F_VERSIONS | RFS_IO_F_ASYNC;
     snprintf(r->io.server, sizeof r->io.server, "%s", rfs_file_server(r->f));
     snprintf(r->io.path, sizeof r->io.path, "%s", rfs_file_path(r->f));
     *out = &r->io;

@@ -187,6 +187,13 @@ int rfs_pool_get_some(const rfs_name *n, const rfs_copts *o, int count, rfs_conn
     return pool_get(n, o, count, out, label, 1, got);
 }
 
+void rfs_pool_hold(rfs_conn *c)
+{
+    pthread_mutex_lock(&c->rt->pool_lock);
+    RFS_REF_GET(c->refs);
+    pthread_mutex_unlock(&c->rt->pool_lock);
+}
+
 void rfs_pool_put(rfs_conn *c)
 {
     if (!c)

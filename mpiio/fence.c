@@ -378,6 +378,32 @@ static int f_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done
     return noted(fc, rc != RFS_OK ? rc : fc->below->ops->pread(fc->below, buf, len, off, done));
 }
 
+/* Native nonblocking accesses (rfs_io start/end) pass through: a write's range is this rank's
+ * like a blocking write's, and both wait for other ranks' published writes first. */
+static int f_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off, rfs_io_async *a)
+{
+    mp_fence *fc = FC(io);
+    int is_write = (how & RFS_IO_ASYNC_WRITE) != 0;
+    if (is_write) {
+        rfs_extent e = {off, len};
+        note_extents(fc, &e, 1);
+    }
+    int rc = wait_others(fc, off, off + len);
+    if (rc == RFS_OK)
+        rc = fc->below->ops->start(fc->below, how, buf, len, off, a);
+    if (rc == RFS_OK && is_write)
+        note_end(fc, off + len); /* as pwrite: the size this rank vouches for once it is done */
+    if (is_write)
+        issued(fc);
+    return rc == RFS_E_UNSUPPORTED ? rc : noted(fc, rc);
+}
+
+static int f_end(rfs_io *io, rfs_io_async *a, size_t *done)
+{
+    mp_fence *fc = FC(io);
+    return noted(fc, fc->below->ops->end(fc->below, a, done));
+}
+
 static int f_preadv(rfs_io *io, const rfs_extent *ext, size_t n, void *buf, size_t *done)
 {
     mp_fence *fc = FC(io);
@@ -511,6 +537,8 @@ static const rfs_io_ops fence_ops = {
     .close = f_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = f_start,
+    .end = f_end,
 };
 
 /* ---- MPI side (application thread) ---- */
@@ -574,7 +602,8 @@ int mp_fence_open(mp_file *f, int node_ranks)
     /* What the layer below does not do, the layer above must not find here either (it packs
      * instead of gathering when the layer below would only pack again). */
     fc->io.ops = &fence_ops;
-    fc->io.features = f->io->features & (RFS_IO_F_GATHER | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS);
+    fc->io.features =
+        f->io->features & (RFS_IO_F_GATHER | RFS_IO_F_LOCKS | RFS_IO_F_COUNTERS | RFS_IO_F_ASYNC);
     memcpy(fc->io.server, f->io->server, sizeof fc->io.server);
     memcpy(fc->io.path, f->io->path, sizeof fc->io.path);
     fc->below = f->io;

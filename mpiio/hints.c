@@ -27,6 +27,7 @@ void mp_hints_default(mp_hints *h)
     h->cb_read = MP_AUTO;
     h->view_mode = MP_VIEW_AUTO;
     h->io_threads = 2;
+    h->nb_native = MP_AUTO;
     h->streams = RFS_STREAMS_AUTO; /* docs/tuning.md "Streams" */
     h->connect_timeout_ms = 10000;
     h->io_timeout_ms = 120000;
@@ -140,6 +141,11 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 64, 10, &x))
             return 0;
         h->io_threads = (int)x;
+    } else if (!strcmp(key, "rfs_nb_native")) {
+        if (!strcmp(v, "auto"))
+            h->nb_native = MP_AUTO;
+        else
+            return parse_tristate(v, &h->nb_native);
     } else if (!strcmp(key, "rfs_tls")) {
         if (!strcmp(v, "require") || !strcmp(v, "enable"))
             h->tls = 1;
@@ -415,6 +421,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
                                                        : "auto");
     SETI("rfs_prefetch_max", h->prefetch_max);
     SETI("rfs_prefetch_threads", h->prefetch_threads);
+    MPI_Info_set(info, "rfs_nb_native",
+                 h->nb_native == MP_AUTO     ? "auto"
+                 : h->nb_native == MP_ENABLE ? "enable"
+                                             : "disable");
     MPI_Info_set(info, "rfs_write_behind",
                  h->write_behind == MP_AUTO     ? "auto"
                  : h->write_behind == MP_ENABLE ? "enable"

@@ -113,6 +113,7 @@ typedef struct mp_hints {
     int cb_write, cb_read;  /* mp_tristate (romio_cb_write / romio_cb_read) */
     int view_mode;          /* rfs_view */
     int io_threads;         /* rfs_io_threads (nonblocking pool size) */
+    int nb_native;          /* rfs_nb_native: MP_AUTO (UCX files) / MP_ENABLE / MP_DISABLE */
     int streams;            /* rfs_streams: a count or RFS_STREAMS_AUTO */
     int streams_auto_max;   /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
     int tls;                /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */

@@ -1,7 +1,10 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking I/O: real MPI requests (MPI_Grequest_start) whose work runs in a small pool of
  * I/O threads (workers of the file's runtime; the queue is the runtime's) that call only
- * rfs_io ops, never MPI, so MPI_THREAD_SINGLE programs work. The
+ * rfs_io ops, never MPI, so MPI_THREAD_SINGLE programs work. Or natively, with no thread of
+ * ours: a contiguous access of a file whose layer can start one (rfs_io start, RFS_IO_F_ASYNC:
+ * UCX files by default, hint rfs_nb_native) is put on the wire by the calling thread, and the
+ * connection's receiver marks the request done when the last reply is in (native_done). The
  * completion (unpacking, error code, MPI_Grequest_complete) happens in an application thread:
  * in the MPI_Wait/Test family (waits.c), which we intercept for this reason, or when a file is
  * closed/synced (mp_nb_drain). */
@@ -267,6 +270,13 @@ static int cancel_fn(void *extra, int complete)
 static void complete(mp_req *r)
 {
     mp_file *f = r->f;
+    if (r->native) { /* the access is over (native_done); collect its outcome */
+        int rc = f->io->ops->end(f->io, &r->async, &r->done);
+        if (rc != RFS_OK)
+            rfs_status_save(&r->failed, rc);
+        r->failed.rc = rc;
+        r->native = 0;
+    }
     if (r->failed.rc != RFS_OK) {
         r->code = mp_io_error(f, r->failed.rc, r->is_write ? "write" : "read", r->failed.msg);
         r->bytes = 0;
@@ -407,6 +417,54 @@ void mp_nb_drain(mp_file *f)
     }
 }
 
+/* ---- native nonblocking (no I/O thread) ---- */
+
+/* The layer's access finished: called by the connection's receiver (or by start itself). No
+ * MPI here; completion as an MPI request follows in an application thread, as for a thread's. */
+static void native_done(rfs_io_async *a)
+{
+    mp_req *r = a->user;
+    mp_nbq *q = r->q;
+    pthread_mutex_lock(&q->mu);
+    r->state = MP_REQ_DONE;
+    q->events++;
+    pthread_cond_broadcast(&q->done_cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Whether r may go natively: a contiguous access through a contiguous view (one byte range),
+ * not atomic (that needs a lock round trip first), on a layer that can start one. */
+static int native_wanted(const mp_req *r)
+{
+    const mp_file *f = r->f;
+    return f->hints.nb_native != MP_DISABLE && !f->atomic && r->v->contig && r->b.len > 0 &&
+           (f->io->features & RFS_IO_F_ASYNC);
+}
+
+/* Starts r natively. 1: taken (it is RUNNING, or already DONE); 0: the layer declined, r is
+ * untouched and goes to the I/O threads. r is in the table, state RUNNING, q->mu not held. */
+static int native_start(mp_req *r)
+{
+    mp_file *f = r->f;
+    unsigned how = r->is_write ? RFS_IO_ASYNC_WRITE : 0u;
+    if (f->hints.nb_native == MP_ENABLE)
+        how |= RFS_IO_ASYNC_STREAMS;
+    r->async.on_done = native_done;
+    r->async.user = r;
+    r->native = 1;
+    int rc = f->io->ops->start(f->io, how, r->b.data, (size_t)r->b.len,
+                               (uint64_t)r->v->disp + r->pos, &r->async);
+    if (rc == RFS_OK)
+        return 1;
+    r->native = 0;
+    if (rc == RFS_E_UNSUPPORTED)
+        return 0;
+    /* Nothing was sent: the failure is the request's, reported by its wait like any other. */
+    rfs_status_save(&r->failed, rc);
+    native_done(&r->async);
+    return 1;
+}
+
 /* ---- starting operations ---- */
 int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
                 MPI_Datatype type, MPI_Request *req)
@@ -422,16 +480,10 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
         return mp_error_code(rc, "rfs: %s: bad count or datatype for this access", f->name);
     }
     mp_nbq *q = nbq_of(f->rt);
-    int prc = -1;
-    if (q) {
-        pthread_mutex_lock(&q->mu);
-        prc = start_pool(q, f->hints.io_threads);
-        pthread_mutex_unlock(&q->mu);
-    }
-    if (prc) {
+    if (!q) {
         mp_buf_free(&r->b);
         free(r);
-        return mp_error_code(MPI_ERR_INTERN, "rfs: cannot start I/O threads");
+        return mp_error_code(MPI_ERR_INTERN, "rfs: cannot make the nonblocking queue");
     }
     r->q = q;
     r->refs = 2; /* MPI's (free_fn) and ours (complete) */
@@ -448,8 +500,24 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
     pthread_mutex_lock(&f->mu);
     f->pending++;
     pthread_mutex_unlock(&f->mu);
+    int native = native_wanted(r);
     pthread_mutex_lock(&q->mu);
     hash_add(q, r);
+    r->state = native ? MP_REQ_RUNNING : MP_REQ_QUEUED;
+    pthread_mutex_unlock(&q->mu);
+    *req = r->req;
+    if (native && native_start(r))
+        return MPI_SUCCESS;
+    /* The I/O threads: started on first use (the first file's rfs_io_threads). */
+    pthread_mutex_lock(&q->mu);
+    if (start_pool(q, f->hints.io_threads)) {
+        /* The request exists for MPI: it fails at its wait, as any other failed I/O. */
+        pthread_mutex_unlock(&q->mu);
+        rfs_fail(RFS_E_NOMEM, "cannot start I/O threads");
+        rfs_status_save(&r->failed, RFS_E_NOMEM);
+        native_done(&r->async);
+        return MPI_SUCCESS;
+    }
     r->state = MP_REQ_QUEUED;
     if (q->qtail)
         q->qtail->qnext = r;
@@ -458,7 +526,6 @@ int mp_nb_start(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count cou
     q->qtail = r;
     pthread_cond_signal(&q->work_cv);
     pthread_mutex_unlock(&q->mu);
-    *req = r->req;
     return MPI_SUCCESS;
 }
 

@@ -7,7 +7,7 @@
 
 enum mp_req_state {
     MP_REQ_QUEUED = 0,   /* waiting for an I/O thread */
-    MP_REQ_RUNNING = 1,  /* an I/O thread is doing it */
+    MP_REQ_RUNNING = 1,  /* an I/O thread is doing it, or (native) it is on the wire */
     MP_REQ_DONE = 2,     /* I/O finished; MPI_Grequest_complete not yet called */
     MP_REQ_COMPLETE = 3, /* completed as an MPI request; MPI frees it (free_fn) */
 };
@@ -23,6 +23,9 @@ typedef struct mp_req {
     mp_buf b;
     int state;
     rfs_status failed; /* the I/O's outcome (rc RFS_OK: none) */
+    /* Native (rfs_io start/end, no thread): the layer's access; ended in complete(). */
+    int native;
+    rfs_io_async async;
     size_t done;
     int code;             /* final MPI code (set when completed) */
     int64_t bytes;        /* memory bytes moved, for the status */

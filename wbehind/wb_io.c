@@ -575,6 +575,8 @@ static const rfs_io_ops wb_ops = {
     .close = wb_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 const rfs_io_ops *rfs_wb_ops(void)

@@ -11,9 +11,12 @@ sizes around those. --inline-sweep adds UCX writes alone with payloads going dir
 caller's buffer) from 0 (all, frame headers too), 16, 32 (the default), 64 or 256 KiB or never
 ($RFS_UCX_INLINE_MAX, the client's), at sizes around those. --overlap adds bench/ucx/overlap.c
 (MPICH, one rank, librfs-mpiio preloaded): a compute loop against MPI_File_iwrite_at of 4 MiB
-over each transport, as the fraction of the largest speedup a perfect overlap gives
-(max(compute, I/O), semplar's reference); nonblocking calls run on librfs-mpiio's I/O threads
-for both transports.
+as the fraction of the largest speedup a perfect overlap gives (max(compute, I/O), semplar's
+reference), for TCP on librfs-mpiio's I/O threads, UCX on the I/O threads (rfs_nb_native=
+disable) and UCX native (no I/O thread, the default). On loopback the "I/O" is memcpy and
+protocol work on this machine's 2 cores, competing with the compute loop and rfsd: the figure
+is labelled CPU-bound; bench/ucx/wan_overlap.py measures overlap where the network is the
+bottleneck.
 
 Loopback only: UCX here has no RDMA device and runs over tcp on the loopback interface (rfs's
 UCX context excludes shared memory and, for a loopback peer, other devices: docs/protocol.md
@@ -102,15 +105,26 @@ def inline_sweep(a, bwt, url, env, loads):
             "median_ratio_over_never_direct": over_inline, "runs": runs}
 
 
-def overlap_runs(a, build, ovl, names, env, loads):
-    """bench/ucx/overlap.c over each transport, a.reps times, order alternating."""
+OVERLAP_MODES = {"tcp-threads": ("tcp", "rfs_nb_native=disable"),
+                 "ucx-threads": ("ucx", "rfs_nb_native=disable"),
+                 "ucx-native": ("ucx", "")}
+# Every mode: a write of one frame would otherwise return from the I/O threads once it is in the
+# socket buffer (the write window), while a native request completes on the server's reply.
+OVERLAP_COMMON_HINTS = "rfs_write_window=0;rfs_compress=none"
+
+
+def overlap_runs(a, build, ovl, urls, env, loads):
+    """bench/ucx/overlap.c for each of OVERLAP_MODES, a.reps times, order alternating."""
     lib = build / "librfs-mpiio.so"
+    names = list(OVERLAP_MODES)
     runs = {m: [] for m in names}
     for rep in range(a.reps):
-        for m in (list(names) if rep % 2 == 0 else list(reversed(names))):
-            name = f"{names[m]}/ovl-{m}.bin"
+        for m in (names if rep % 2 == 0 else list(reversed(names))):
+            transport, hints = OVERLAP_MODES[m]
+            name = f"{urls[transport]}/ovl-{m}.bin"
             cmd = ["mpiexec.mpich", "-n", "1", "-genv", "UCX_TLS", "self,sm",
                    "-genv", "LD_PRELOAD", str(lib), "-genv", "RFS_TOKEN", env["RFS_TOKEN"],
+                   "-genv", "RFS_HINTS", ";".join(x for x in (OVERLAP_COMMON_HINTS, hints) if x),
                    str(ovl), name, str(OVERLAP_CHUNK), str(OVERLAP_ITERS)]
             _, out = timed(cmd, env)
             runs[m].append(json.loads(out.strip().splitlines()[-1]))
@@ -120,7 +134,9 @@ def overlap_runs(a, build, ovl, names, env, loads):
     return {"program": "bench/ucx/overlap.c (MPICH, 1 rank)", "chunk": OVERLAP_CHUNK,
             "iters": OVERLAP_ITERS,
             "reference": "max(compute, I/O): max speedup (compute + I/O) / max(...)",
-            "nonblocking_path": "librfs-mpiio I/O threads (rfs_io_threads=2), both transports",
+            "bound_by": "CPU (loopback: memcpy and protocol work on 2 shared cores)",
+            "common_hints": OVERLAP_COMMON_HINTS,
+            "modes": {m: {"transport": t, "hints": h} for m, (t, h) in OVERLAP_MODES.items()},
             "median": {m: {k: statistics.median(r[k] for r in runs[m])
                            for k in ("io_s", "compute_s", "both_s", "speedup", "max_speedup",
                                      "of_max")} for m in runs},

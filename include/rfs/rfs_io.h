@@ -25,6 +25,17 @@ extern "C" {
 
 typedef struct rfs_io rfs_io;
 
+/* One asynchronous contiguous access (start/end, RFS_IO_F_ASYNC): native nonblocking I/O that
+ * needs no thread of the caller's while it runs. The caller owns it from start to end. */
+typedef struct rfs_io_async {
+    /* Called exactly once when the access has finished (done or failed), from whichever thread
+     * saw it finish: the connection's receiver, or start's caller. It must not block, call MPI
+     * or end the access; it only tells the owner that end will not wait. */
+    void (*on_done)(struct rfs_io_async *a);
+    void *user; /* the caller's */
+    void *impl; /* the layer's */
+} rfs_io_async;
+
 /* A file's version on the server: its size and mtime (ns), as the server reported them. */
 typedef struct rfs_io_version {
     uint64_t size;
@@ -89,6 +100,15 @@ typedef struct rfs_io_ops {
      * deletes the file on the server (rfs_delete). Generic: passes it on; at the bottom,
      * RFS_E_UNSUPPORTED. */
     int (*remove)(const struct rfs_io_ops *const *below, const char *name, const rfs_options *opts);
+    /* Asynchronous contiguous access of len bytes at off (RFS_IO_F_ASYNC; how: RFS_IO_ASYNC_*):
+     * RFS_OK when it is
+     * under way (a->on_done will be called once, perhaps before start returns, and end must be
+     * called); any error (RFS_E_UNSUPPORTED: not this file, not now: use pread/pwrite) means
+     * nothing was started. buf stays the layer's until end. end waits for the access (bounded
+     * by the file's I/O timeout), releases it and returns its outcome; *done: bytes moved
+     * (a read may stop short at end of file). Generic: start RFS_E_UNSUPPORTED. */
+    int (*start)(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off, rfs_io_async *a);
+    int (*end)(rfs_io *io, rfs_io_async *a, size_t *done);
 } rfs_io_ops;
 
 /* What a layer really does (rfs_io.features): the paths a caller may take. */
@@ -100,6 +120,13 @@ typedef struct rfs_io_ops {
                                  * mark_answered follow them (flush works in any case) */
 #define RFS_IO_F_VERSIONS 0x10u /* version can give the file's version */
 #define RFS_IO_F_GATHER 0x20u   /* pwritev_gather takes the memory runs without packing them */
+/* start/end may run an access without a thread (start may still decline: RFS_E_UNSUPPORTED) */
+#define RFS_IO_F_ASYNC 0x40u
+
+/* start's how: a write (else a read); and take it even where sending waits for the link (a
+ * byte-stream transport such as TCP), where a thread usually overlaps better. */
+#define RFS_IO_ASYNC_WRITE 0x1u
+#define RFS_IO_ASYNC_STREAMS 0x2u
 
 /* View slots per file that a server keeps (protocol: view_id 0..15 per handle). */
 #define RFS_IO_VIEW_SLOTS 16u
@@ -131,6 +158,9 @@ int rfs_io_gen_view_write(rfs_io *io, uint32_t view_id, uint64_t pos, const void
                           size_t *done);
 int rfs_io_gen_version(rfs_io *io, rfs_io_version *v);
 int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts);
+int rfs_io_gen_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off,
+                     rfs_io_async *a);
+int rfs_io_gen_end(rfs_io *io, rfs_io_async *a, size_t *done);
 /* The file range [*lo, *hi) that extents ext[0..n) span (n == 0: lo UINT64_MAX, hi 0). */
 void rfs_extents_span(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi);
 /* Deletes name through the layers stack[0], stack[1], ... (NULL-terminated). */

@@ -183,6 +183,8 @@ static const rfs_io_ops fake_ops = {
     .close = f_close,
     .version = f_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 fake_io *fake_io_new(void)

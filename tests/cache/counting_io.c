@@ -180,6 +180,8 @@ static const rfs_io_ops counting_ops = {
     .close = c_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 counting_io *counting_io_new(uint64_t size)

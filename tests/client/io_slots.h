@@ -30,9 +30,11 @@ static inline void assert_io_slots_named(const rfs_io_ops *o)
     SLOT(close);
     SLOT(version);
     SLOT(remove);
+    SLOT(start);
+    SLOT(end);
 #undef SLOT
     /* A slot added to rfs_io_ops must be added above too. */
-    _Static_assert(sizeof(rfs_io_ops) == 21 * sizeof(void (*)(void)), "a slot is not checked");
+    _Static_assert(sizeof(rfs_io_ops) == 23 * sizeof(void (*)(void)), "a slot is not checked");
 }
 
 #endif

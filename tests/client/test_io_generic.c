@@ -95,6 +95,8 @@ static const rfs_io_ops mem_ops = {
     .close = m_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 static void mem_init(mem_io *m)

@@ -112,6 +112,8 @@ static const rfs_io_ops fi_ops = {
     .close = fi_close,
     .version = rfs_io_gen_version,
     .remove = rfs_io_gen_remove,
+    .start = rfs_io_gen_start,
+    .end = rfs_io_gen_end,
 };
 
 int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out)

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
+"""Overlap of a compute loop with nonblocking writes where the I/O is the network's: bench/ucx/
+overlap.c (MPICH, one rank, librfs-mpiio preloaded) in the client namespace of the emulated WAN
+(bench/wan/up: a tbf rate limit and a packet delay stage), rfsd in the server namespace serving
+TCP and UCX. Paths compared, in the same run, order rotating between repetitions:
+
+  tcp-threads   rfs://      MPI_File_iwrite_at on librfs-mpiio's I/O threads (the TCP default)
+  ucx-threads   rfs+ucx://  the same threads over UCX (rfs_nb_native=disable)
+  ucx-native    rfs+ucx://  native nonblocking: no I/O thread (rfs_nb_native=auto, the default)
+  tcp-native    rfs://      the native path forced onto TCP (rfs_nb_native=enable)
+
+Each run measures I/O alone, compute alone (calibrated to the I/O phase's time) and both; the
+reference is semplar's max(compute, I/O), so "of_max" = speedup / ((c + io) / max(c, io)).
+Every mode runs with --common-hints (default rfs_write_window=0): with the write window a
+write of one frame returns once it is in the socket buffer (64 MiB on this WAN), so the I/O
+threads' "I/O" phase would time copies into the kernel, not the link, and the native path
+(whose request completes on the server's reply) would be compared with something else.
+
+UCX over TCP between the namespaces: rfs's own UCX context uses its default transports (^sm:
+tcp here, there is no RDMA device) on the WAN device only (RFS_UCX_NET_DEVICES=rfsw0, both
+sides); MPICH's own UCX gets UCX_TLS=self,sm (it cannot init inside a namespace otherwise).
+
+Usage: RFS_WAN_NAME=ux RFS_WAN_NET=10.79.7 bench/wan/up --rate-mbit 100 --delay-ms 25
+       flock /tmp/rfs-bench.lock bench/ucx/wan_overlap.py [--reps 5] [--chunk-mib 4]
+           [--iters 12] [--modes tcp-threads,ucx-threads,ucx-native,tcp-native]
+           [--out bench/results/ucx_overlap_wan.json]
+(RFS_WAN_NAME selects the WAN, as for bench/wan/env.)"""
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TCP_PORT, UCX_PORT = 7070, 7071
+MODES = {
+    "tcp-threads": ("tcp", "rfs_nb_native=disable"),
+    "ucx-threads": ("ucx", "rfs_nb_native=disable"),
+    "ucx-native": ("ucx", ""),
+    "tcp-native": ("tcp", "rfs_nb_native=enable"),
+}
+
+
+def log(msg):
+    print(f"bench/ucx/wan: {msg}", file=sys.stderr, flush=True)
+
+
+def wan_config():
+    state = os.environ.get("RFS_WAN_STATE_DIR") or f"/run/{os.environ.get('RFS_WAN_NAME', 'rfs')}-wan"
+    conf = Path(state) / "config.env"
+    if not conf.exists():
+        sys.exit(f"no WAN is up at {state} (bench/wan/up; RFS_WAN_NAME)")
+    cfg = {}
+    for line in conf.read_text().splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            cfg[k] = v
+    return cfg
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default=str(REPO / "build"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--chunk-mib", type=float, default=4)
+    ap.add_argument("--iters", type=int, default=12)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--common-hints", default="rfs_write_window=0;rfs_compress=none")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ucx_overlap_wan.json"))
+    a = ap.parse_args()
+    build = Path(a.build_dir).resolve()
+    modes = a.modes.split(",")
+    for m in modes:
+        if m not in MODES:
+            sys.exit(f"unknown mode {m}")
+    cfg = wan_config()
+    cli = ["ip", "netns", "exec", cfg["RFS_WAN_CLIENT_NS"]]
+    srv = ["ip", "netns", "exec", cfg["RFS_WAN_SERVER_NS"]]
+    addr, dev = cfg["RFS_WAN_SERVER_ADDR"], cfg["RFS_WAN_DEV"]
+    chunk = int(a.chunk_mib * (1 << 20))
+
+    with tempfile.TemporaryDirectory(prefix="rfs-bench-ucxwan-") as w:
+        work = Path(w)
+        ovl = work / "overlap"
+        subprocess.run(["mpicc.mpich", "-O2", "-Wall", "-o", str(ovl),
+                        str(REPO / "bench" / "ucx" / "overlap.c")], check=True)
+        root = work / "export"
+        root.mkdir()
+        tok = work / "token"
+        tok.write_text(secrets.token_hex(16))
+        tok.chmod(0o600)
+        env = {**os.environ, "RFS_CONFIG": "", "RFS_UCX_NET_DEVICES": dev}
+        for k in ("RFS_UCX_TLS", "RFS_UCX_INLINE_MAX", "RFS_UCX_RNDV_MIN", "RFS_HINTS"):
+            env.pop(k, None)
+        rfsd = subprocess.Popen(srv + [str(build / "rfsd"), "--root", str(root), "--listen",
+                                       f"{addr}:{TCP_PORT}", "--ucx-listen", f"{addr}:{UCX_PORT}",
+                                       "--token-file", str(tok), "--log-level", "warn"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=env)
+        try:
+            for _ in range(2):  # both listeners up
+                line = rfsd.stdout.readline()
+                if not line.startswith("rfsd listening"):
+                    sys.exit(f"rfsd did not start: {line!r}")
+            urls = {"tcp": f"rfs://{addr}:{TCP_PORT}", "ucx": f"rfs+ucx://{addr}:{UCX_PORT}"}
+            runs = {m: [] for m in modes}
+            for rep in range(a.reps):
+                order = modes[rep % len(modes):] + modes[:rep % len(modes)]
+                for m in order:
+                    transport, hints = MODES[m]
+                    cmd = cli + ["mpiexec.mpich", "-n", "1", "-genv", "UCX_TLS", "self,sm",
+                                 "-genv", "RFS_UCX_NET_DEVICES", dev,
+                                 "-genv", "RFS_TOKEN", tok.read_text(), "-genv", "RFS_CONFIG", "",
+                                 "-genv", "RFS_HINTS",
+                                 ";".join(h for h in (a.common_hints, hints) if h),
+                                 "-genv", "LD_PRELOAD", str(build / "librfs-mpiio.so"),
+                                 str(ovl), f"{urls[transport]}/ovl-{m}.bin", str(chunk),
+                                 str(a.iters)]
+                    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+                    if p.returncode != 0:
+                        raise RuntimeError(f"{m}: overlap failed:\n{p.stdout}\n{p.stderr}")
+                    runs[m].append(json.loads(p.stdout.strip().splitlines()[-1]))
+                    (root / f"ovl-{m}.bin").unlink(missing_ok=True)
+                log(f"rep {rep}: " + ", ".join(f"{m} {runs[m][-1]['of_max']:.3f}" for m in modes))
+        finally:
+            rfsd.terminate()
+            rfsd.wait(timeout=30)
+
+    keys = ("io_s", "compute_s", "both_s", "speedup", "max_speedup", "of_max")
+    report = {
+        "where": "emulated WAN (bench/wan): tbf rate limit + packet delay, namespaces",
+        "link": {k: cfg.get(k) for k in ("RFS_WAN_RATE_MBIT", "RFS_WAN_DELAY_MS", "RFS_WAN_RTT_MS",
+                                         "RFS_WAN_MTU", "RFS_WAN_TCP_CC")},
+        "program": "bench/ucx/overlap.c (MPICH, 1 rank): iwrite_at CHUNK, compute, MPI_Wait",
+        "chunk": chunk, "iters": a.iters, "reps": a.reps,
+        "reference": "semplar: max(compute, I/O); of_max = speedup / ((c + io) / max(c, io))",
+        "ucx": {"rfs_ucx_tls": "^sm (default: tcp here)", "RFS_UCX_NET_DEVICES": dev,
+                "mpich_UCX_TLS": "self,sm"},
+        "common_hints": a.common_hints,
+        "modes": {m: {"transport": MODES[m][0], "hints": MODES[m][1]} for m in modes},
+        "median": {m: {k: statistics.median(r[k] for r in runs[m]) for k in keys}
+                   for m in modes},
+        "runs": runs,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["median"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
