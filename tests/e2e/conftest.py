@@ -94,6 +94,20 @@ class Server:
         return self.proc.returncode
 
 
+def tree_contents(root):
+    """{relative path: bytes} of every file under root, and {"dir/": None} for every
+    directory (so an empty one counts too): two trees are equal when these are."""
+    got = {}
+    for d, dirs, fs in os.walk(root):
+        for x in dirs:
+            got[os.path.relpath(os.path.join(d, x), root) + "/"] = None
+        for f in fs:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                got[os.path.relpath(p, root)] = fh.read()
+    return got
+
+
 @pytest.fixture(autouse=True)
 def no_reconnect(monkeypatch):
     """End-to-end tests see a lost connection fail at once, as they were written to: several

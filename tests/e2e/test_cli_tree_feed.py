@@ -13,24 +13,13 @@ import subprocess
 import threading
 import time
 
-from conftest import binary
+from conftest import binary, tree_contents as tree
 from rfswire import F_REPLY, HDR, OP
 
 
 def rfs(srv, *args, timeout=120):
     return subprocess.run([binary("rfs"), *map(str, args)], env=srv.env(), capture_output=True,
                           text=True, timeout=timeout)
-
-
-def tree(root):
-    got = {}
-    for d, dirs, fs in os.walk(root):
-        for x in dirs:
-            got[os.path.relpath(os.path.join(d, x), root) + "/"] = None
-        for f in fs:
-            p = os.path.join(d, f)
-            got[os.path.relpath(p, root)] = open(p, "rb").read()
-    return got
 
 
 def test_get_lists_a_level_at_once_and_long_directories_whole(rfsd, tmp_path):

@@ -8,23 +8,12 @@ import os
 import stat
 import subprocess
 
-from conftest import binary
+from conftest import binary, tree_contents as tree
 
 
 def rfs(srv, *args):
     return subprocess.run([binary("rfs"), *map(str, args)], env=srv.env(), capture_output=True,
                           text=True, timeout=120)
-
-
-def tree(root):
-    got = {}
-    for d, dirs, fs in os.walk(root):
-        for x in dirs:
-            got[os.path.relpath(os.path.join(d, x), root) + "/"] = None
-        for f in fs:
-            p = os.path.join(d, f)
-            got[os.path.relpath(p, root)] = open(p, "rb").read()
-    return got
 
 
 def make(src, n=700):
