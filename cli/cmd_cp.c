@@ -417,6 +417,19 @@ static prefetch_level *levels;
 static size_t levels_listing; /* levels whose thread runs (under ahead_mu) */
 static pthread_mutex_t ahead_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ahead_cv = PTHREAD_COND_INITIALIZER; /* a listing or a level ended */
+/* The listings of the source's subdirectories that came with its LIST_TREE (prefetch_tree),
+ * published under ahead_mu before the source's own listing is marked ready. */
+static prefetched *tree_extra;
+static size_t tree_extra_n;
+
+/* The prefetched listing of src that came with the tree, or NULL (under ahead_mu). */
+static prefetched *tree_find_locked(const char *src)
+{
+    for (size_t i = 0; i < tree_extra_n; i++)
+        if (tree_extra[i].src && strcmp(tree_extra[i].src, src) == 0)
+            return &tree_extra[i];
+    return NULL;
+}
 
 static int take_many(void *ctx, size_t i, const char *entry, const rfs_stat_info *st)
 {
@@ -472,7 +485,16 @@ static void prefetch_clear(void)
         levels = lv->next;
         level_free(lv);
     }
+    for (size_t i = 0; i < tree_extra_n; i++) {
+        free(tree_extra[i].src);
+        listed_free(&tree_extra[i].l);
+    }
+    free(tree_extra);
+    tree_extra = NULL;
+    tree_extra_n = 0;
 }
+
+static void *tree_main(void *arg);
 
 /* Starts listing the remote directories src/dirs[i] (src itself if dirs is NULL), all at once
  * on a thread of their own (rfs_list_many), for list_source to take as each arrives. */
@@ -497,7 +519,12 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
         prefetched *e = &lv->v[lv->n];
         if ((dirs ? join(p, sizeof p, src, dirs->v[i])
                   : snprintf(p, sizeof p, "%s", src) >= (int)sizeof p) ||
-            cli_url_normalize(c->cmd, p, url, sizeof url, &rn) || !(e->src = strdup(p)))
+            cli_url_normalize(c->cmd, p, url, sizeof url, &rn))
+            continue;
+        pthread_mutex_lock(&ahead_mu);
+        int known = tree_find_locked(p) != NULL;
+        pthread_mutex_unlock(&ahead_mu);
+        if (known || !(e->src = strdup(p)))
             continue;
         if (!(lv->paths[lv->n] = strdup(rn.path))) {
             free(e->src);
@@ -518,7 +545,8 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_mutex_lock(&ahead_mu);
     levels_listing++;
-    int started = pthread_create(&th, &at, level_main, lv) == 0;
+    /* a source of its own comes with its subdirectories' listings where the server can */
+    int started = pthread_create(&th, &at, dirs ? level_main : tree_main, lv) == 0;
     if (!started)
         levels_listing--;
     pthread_mutex_unlock(&ahead_mu);
@@ -531,9 +559,119 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
     levels = lv;
 }
 
+/* LIST_TREE of a remote source (prefetch_tree): its own listing goes to the level's only
+ * entry, its subdirectories' to the tree's list, published when the reply is taken. */
+typedef struct tree_take {
+    prefetch_level *lv;
+    prefetched *v;
+    size_t n, cap;
+    int oom;
+    char dir[RFS_MAX_PATH + 1]; /* v[n - 1]'s directory below the source */
+} tree_take;
+
+static int take_tree(void *ctx, const char *dir, const char *entry, const rfs_stat_info *st)
+{
+    tree_take *t = ctx;
+    if (!dir[0])
+        return entry ? take(&t->lv->v[0].l, entry, st) : 0;
+    prefetched *cur = t->n ? &t->v[t->n - 1] : NULL;
+    if (t->oom)
+        return 0;
+    char p[4400];
+    if (!cur || strcmp(t->dir, dir) != 0) { /* its first entry, or the end of an empty one */
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 64;
+            prefetched *v = realloc(t->v, cap * sizeof *v);
+            if (!v)
+                return t->oom = 1, 1;
+            t->v = v;
+            t->cap = cap;
+        }
+        if (join(p, sizeof p, t->lv->v[0].src, dir) ||
+            !(t->v[t->n] = (prefetched){.src = strdup(p), .ready = 1}).src)
+            return t->oom = 1, 1;
+        cur = &t->v[t->n++];
+        snprintf(t->dir, sizeof t->dir, "%s", dir);
+    }
+    return entry ? take(&cur->l, entry, st) : 0;
+}
+
+/* The first listing of a get is asked to fit what a fresh TCP connection carries in its
+ * first round trip (10 segments): the source and as many of its subdirectories as fit come
+ * one round trip sooner than a level of LISTs would bring them, and the files in them start
+ * while the other subdirectories are listed the ordinary way. A whole large tree in one reply
+ * would instead wait for slow start to carry it (384 KB for 10 000 files: 5 round trips). */
+#define TREE_FIRST_BYTES (12u << 10)
+
+static void *tree_main(void *arg)
+{
+    prefetch_level *lv = arg;
+    tree_take t = {.lv = lv};
+    int rc = rfs_list_tree(lv->v[0].src, TREE_FIRST_BYTES, take_tree, &t, &lv->o);
+    if (rc || t.oom) { /* an older server, or any trouble: the source is listed on its own */
+        rfs_clear_error();
+        for (size_t i = 0; i < t.n; i++) {
+            free(t.v[i].src);
+            listed_free(&t.v[i].l);
+        }
+        t.n = 0;
+        listed_free(&lv->v[0].l);
+        lv->v[0].l = (listed){0};
+        rfs_list_many(lv->server, lv->paths, lv->results, 1, take_many, lv, &lv->o);
+        rfs_clear_error();
+    }
+    pthread_mutex_lock(&ahead_mu);
+    if (t.n) {
+        tree_extra = t.v;
+        tree_extra_n = t.n;
+    } else {
+        free(t.v);
+    }
+    if (!lv->v[0].ready) {
+        lv->v[0].st.rc = rc || t.oom ? (lv->results[0] ? lv->results[0] : RFS_E_IO) : RFS_OK;
+        lv->v[0].ready = 1;
+    }
+    levels_listing--;
+    pthread_cond_broadcast(&ahead_cv);
+    pthread_mutex_unlock(&ahead_mu);
+    return NULL;
+}
+
+/* Moves the subdirectories of src whose listings came with the tree to the front (in order):
+ * their files can start while the others are listed. */
+static void known_first(const char *src, name_list *dirs)
+{
+    size_t k = 0;
+    pthread_mutex_lock(&ahead_mu);
+    for (size_t i = 0; i < dirs->n && tree_extra_n; i++) {
+        char p[4400];
+        if (join(p, sizeof p, src, dirs->v[i]) || !tree_find_locked(p))
+            continue;
+        char *v = dirs->v[i];
+        uint64_t sz = dirs->sz[i];
+        memmove(dirs->v + k + 1, dirs->v + k, (i - k) * sizeof *dirs->v);
+        memmove(dirs->sz + k + 1, dirs->sz + k, (i - k) * sizeof *dirs->sz);
+        dirs->v[k] = v;
+        dirs->sz[k++] = sz;
+    }
+    pthread_mutex_unlock(&ahead_mu);
+}
+
 /* The entries of a source directory, split into files and directories. */
 static int list_source(cli_ctx *c, const char *src, listed *l)
 {
+    pthread_mutex_lock(&ahead_mu);
+    prefetched *tp = tree_find_locked(src);
+    if (tp) {
+        *l = tp->l;
+        tp->l = (listed){0};
+        free(tp->src);
+        tp->src = NULL;
+    }
+    pthread_mutex_unlock(&ahead_mu);
+    if (tp)
+        return l->files.oom || l->dirs.oom || l->other.oom ? cli_fail_local(c, "listing", ENOMEM)
+                                                           : CLI_EXIT_OK;
     for (prefetch_level *lv = levels; lv; lv = lv->next)
         for (size_t i = 0; i < lv->n; i++) {
             prefetched *p = &lv->v[i];
@@ -672,8 +810,10 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
         }
         for (int pass = 0; pass < 2; pass++) {
             name_list *nl = pass ? &l.dirs : &l.files;
-            if (pass && rfs_is_name(src))
+            if (pass && rfs_is_name(src)) {
+                known_first(src, nl);
                 prefetch_listings(c, src, nl);
+            }
             for (size_t i = 0; i < nl->n && status != CLI_EXIT_USAGE; i++) {
                 char s[4400], d[4400];
                 if (join(s, sizeof s, src, nl->v[i]) || join(d, sizeof d, dest, nl->v[i])) {

@@ -125,6 +125,18 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
  * (made if there is none). */
 int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features);
 
+/* meta.c: one LIST_TREE of name's directory (docs/protocol.md "LIST_TREE"), a reply of at
+ * most max_bytes (0: the server's limit): fn gets each entry of each directory the server
+ * listed whole, with dir that directory's path below name
+ * ("" for name itself, parts joined by '/', each a checked LIST name), then
+ * fn(ctx, dir, NULL, NULL) when that directory's entries are all given. Directories fn was not
+ * told about are for the caller to list. RFS_E_UNSUPPORTED from a server without
+ * RFS_FEAT_LTREE; a nonzero return of fn stops the delivery. */
+typedef int (*rfs_list_tree_fn)(void *ctx, const char *dir, const char *entry,
+                                const rfs_stat_info *st);
+int rfs_list_tree(const char *name, uint32_t max_bytes, rfs_list_tree_fn fn, void *ctx,
+                  const rfs_options *opts);
+
 /* wholefiles.c: LIST of n absolute directory paths on one server, pipelined as above; fn gets
  * each entry of directory i (from one of the batch's threads, but the entries of one
  * directory from one thread, in order); a non-zero return ends that directory's listing.

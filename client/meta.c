@@ -57,7 +57,8 @@ static void set_path(rfs_req *req, const char *path)
     case RFS_OP_MKDIR:
     case RFS_OP_CHMOD: req->u.mkdir.path = wpath(path); break;
     case RFS_OP_RENAME: req->u.rename.from = wpath(path); break;
-    case RFS_OP_LIST: req->u.list.path = wpath(path); break;
+    case RFS_OP_LIST:
+    case RFS_OP_LIST_TREE: req->u.list.path = wpath(path); break;
     case RFS_OP_PING: break;
     default: req->u.path.path = wpath(path); break;
     }
@@ -236,6 +237,66 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
     if (rc == 1)
         rc = RFS_OK;
     return rc;
+}
+
+/* One LIST_TREE reply's blocks, each checked before its first entry is given. */
+static int tree_deliver(meta *m, const rfs_rep *rep, rfs_list_tree_fn fn, void *ctx)
+{
+    const uint8_t *p = rep->data;
+    size_t rem = rep->data_len;
+    while (rem) {
+        rfs_wpath rel;
+        uint32_t count;
+        const uint8_t *entries;
+        size_t elen;
+        if (rfs_ltree_block_next(&p, &rem, &rel, &count, &entries, &elen))
+            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed tree listing", m->label);
+        char dir[RFS_MAX_PATH + 1];
+        memcpy(dir, rel.s, rel.len);
+        dir[rel.len] = '\0';
+        for (uint32_t k = 0; k < count; k++) {
+            rfs_list_entry e;
+            if (rfs_list_entry_next(&entries, &elen, &e))
+                return rfs_fail_cause(RFS_E_PROTO, "%s: malformed tree listing", m->label);
+            char entry[RFS_MAX_NAME + 1];
+            memcpy(entry, e.name.s, e.name.len);
+            entry[e.name.len] = '\0';
+            rfs_stat_info st = {
+                .size = e.size, .mode = e.mode, .type = e.type, .mtime_ns = e.mtime_ns};
+            if (fn(ctx, dir, entry, &st))
+                return 1;
+        }
+        if (fn(ctx, dir, NULL, NULL))
+            return 1;
+    }
+    return 0;
+}
+
+int rfs_list_tree(const char *name, uint32_t max_bytes, rfs_list_tree_fn fn, void *ctx,
+                  const rfs_options *opts)
+{
+    if (!fn)
+        return rfs_fail(RFS_E_INVAL, "rfs_list_tree: NULL callback");
+    meta m;
+    int rc = meta_begin(&m, name, opts);
+    if (rc)
+        return rc;
+    if (!(rfs_conn_features(m.conn) & RFS_FEAT_LTREE)) {
+        rc = rfs_fail(RFS_E_UNSUPPORTED, "%s: the server cannot list a tree in one request",
+                      m.label);
+    } else {
+        rfs_req req;
+        memset(&req, 0, sizeof req);
+        req.op = RFS_OP_LIST_TREE;
+        set_path(&req, m.name.path);
+        req.u.list.start = max_bytes;
+        rfs_call call;
+        if (!(rc = meta_call(&m, &req, &call)))
+            rc = tree_deliver(&m, &call.rep, fn, ctx);
+        rfs_call_destroy(&call);
+    }
+    meta_end(&m);
+    return rc == 1 ? RFS_OK : rc;
 }
 
 int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features)

@@ -53,6 +53,7 @@ static const rfs_op_facts table[] = {
     OP(COUNTER, FH | QUICK),   /* adds its delta each time it runs */
     OP(LOCK, FH | BAR | IDEM), /* the same holder may take the same range again */
     OP(UNLOCK, FH | BAR | IDEM | QUICK),
+    OP(LIST_TREE, RPD | IDEM),
     OP(SET_VIEW, FH | BAR | RQD | IDEM),
     OP(VIEW_READ, FH | RPD | RPK | IDEM),
     OP(VIEW_WRITE, FH | RQD | WR | MUT | VER | PACK | IDEM),

@@ -201,6 +201,58 @@ int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e)
     return RFS_OK;
 }
 
+int rfs_ltree_block_next(const uint8_t **p, size_t *rem, rfs_wpath *rel, uint32_t *count,
+                         const uint8_t **entries, size_t *entries_len)
+{
+    if (*rem < 2)
+        return rfs_fail(RFS_E_PROTO, "LIST_TREE: truncated block (%zu bytes left)", *rem);
+    const uint8_t *q = *p;
+    uint16_t len = le16_get(q);
+    if (len > RFS_MAX_PATH || *rem - 2 < (size_t)len + 4)
+        return rfs_fail(RFS_E_PROTO, "LIST_TREE: directory name of %u bytes runs past the body",
+                        len);
+    rel->s = (const char *)q + 2;
+    rel->len = len;
+    /* each '/'-separated part is one LIST name: no empty part, no "." or "..", no NUL */
+    for (size_t a = 0; a < len;) {
+        const char *slash = memchr(rel->s + a, '/', len - a);
+        size_t b = slash ? (size_t)(slash - rel->s) : len;
+        int rc = check_name(rel->s + a, (uint16_t)(b - a));
+        if (rc)
+            return rfs_fail(RFS_E_PROTO, "LIST_TREE: bad directory name: %s", rfs_last_error());
+        a = b + 1;
+        if (slash && a == len)
+            return rfs_fail(RFS_E_PROTO, "LIST_TREE: directory name ends in '/'");
+    }
+    *count = le32_get(q + 2 + len);
+    if (*count > RFS_LTREE_MAX_ENTRIES)
+        return rfs_fail(RFS_E_PROTO, "LIST_TREE: %u entries in one directory", *count);
+    const uint8_t *e0 = q + 2 + len + 4, *e = e0;
+    size_t left = *rem - 2 - len - 4;
+    for (uint32_t i = 0; i < *count; i++) {
+        rfs_list_entry ent;
+        int rc = rfs_list_entry_next(&e, &left, &ent);
+        if (rc)
+            return rc;
+    }
+    *entries = e0;
+    *entries_len = (size_t)(e - e0);
+    *p = e;
+    *rem = left;
+    return RFS_OK;
+}
+
+size_t rfs_ltree_block_head(const char *rel, size_t rel_len, uint32_t count, uint8_t *out,
+                            size_t cap)
+{
+    if (rel_len > RFS_MAX_PATH || cap < rel_len + 6)
+        return 0;
+    le16_put(out, (uint16_t)rel_len);
+    memcpy(out + 2, rel, rel_len);
+    le32_put(out + 2 + rel_len, count);
+    return rel_len + 6;
+}
+
 int rfs_wire_check_list(const uint8_t *entries, size_t len, uint32_t count)
 {
     if (count > RFS_LIST_MAX_ENTRIES)

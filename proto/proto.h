@@ -78,6 +78,9 @@
 #define RFS_FEAT_WPARENTS 0x0400u /* takes RFS_WF_PARENTS on WRITE_FILE */
 /* one process of a server group (rfsd --mpi): PLACE says which process serves a client rank */
 #define RFS_FEAT_PLACE 0x0800u
+/* LIST_TREE is served: a directory and as many of its descendants' listings as fit, in one
+ * reply (docs/protocol.md "LIST_TREE"). */
+#define RFS_FEAT_LTREE 0x2000u
 #define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
 #define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
@@ -87,6 +90,10 @@
 #define RFS_MAC_LEN 32u
 #define RFS_SESSION_LEN 16u        /* SESSION ids and the server host's boot id */
 #define RFS_LIST_MAX_ENTRIES 1024u /* per LIST reply */
+/* LIST_TREE: the most entries one reply carries in all, and its most bytes (the reply must
+ * also fit the frame limit), so it costs the server a bounded walk and buffer. */
+#define RFS_LTREE_MAX_ENTRIES 65536u
+#define RFS_LTREE_MAX_BYTES (4u << 20)
 /* CHECKSUM: the most bytes one request may cover, so a request costs the server a bounded
  * amount of disk reading (a client iterates, chaining the value through `seed`). */
 #define RFS_CHECKSUM_MAX_LEN (1u << 30)
@@ -122,6 +129,7 @@ typedef enum rfs_op {
     RFS_OP_COUNTER = 30,
     RFS_OP_LOCK = 31,
     RFS_OP_UNLOCK = 32,
+    RFS_OP_LIST_TREE = 33, /* a directory's listing with its descendants', breadth first */
     RFS_OP_SET_VIEW = 40,
     RFS_OP_VIEW_READ = 41,
     RFS_OP_VIEW_WRITE = 42,
@@ -248,7 +256,7 @@ typedef struct rfs_req {
         struct {
             rfs_wpath path;
             uint32_t start;
-        } list; /* start: index of first entry */
+        } list; /* start: index of first entry (LIST_TREE: the most reply bytes, 0: any) */
         struct {
             uint32_t fh;
             uint32_t key;
@@ -454,6 +462,15 @@ void rfs_extent_at(const uint8_t *ext, uint32_t i, uint64_t *off, uint64_t *len)
  * next decodes one entry from *p, advancing *p / *rem; returns 0, or RFS_E_PROTO. */
 size_t rfs_list_entry_encode(const rfs_list_entry *e, uint8_t *out, size_t cap);
 int rfs_list_entry_next(const uint8_t **p, size_t *rem, rfs_list_entry *e);
+/* LIST_TREE reply data: one directory's block, `u16 len, rel, u32 count, count LIST entries`.
+ * rel is the directory below the listed one ("" for itself), names joined by '/', each a valid
+ * LIST name, so a client that recreates the tree cannot be steered outside its target. The
+ * entries are checked too; *entries and *entries_len say where they lie, for rfs_list_entry_next. */
+int rfs_ltree_block_next(const uint8_t **p, size_t *rem, rfs_wpath *rel, uint32_t *count,
+                         const uint8_t **entries, size_t *entries_len);
+/* Writes a block's header (rel, count) at out; bytes used, 0 if it does not fit in cap. */
+size_t rfs_ltree_block_head(const char *rel, size_t rel_len, uint32_t count, uint8_t *out,
+                            size_t cap);
 
 /* Upper bound of encoded header+fixed fields for any op (excluding payloads and extents). */
 #define RFS_ENC_FIXED_MAX (RFS_HDR_SIZE + 2u * (2u + RFS_MAX_PATH) + 64u)

@@ -163,7 +163,8 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
         if ((rc = check_mode(op, r->u.mkdir.mode)))
             return rc;
         return rfs_wire_check_path(op, "path", &r->u.mkdir.path);
-    case RFS_OP_LIST: return rfs_wire_check_path(op, "path", &r->u.list.path);
+    case RFS_OP_LIST:
+    case RFS_OP_LIST_TREE: return rfs_wire_check_path(op, "path", &r->u.list.path);
     case RFS_OP_CHECKSUM: return check_checksum(r);
     case RFS_OP_COUNTER:
         if (r->u.counter.set > 1)
@@ -231,7 +232,8 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_CHMOD: return n + 6 + r->u.mkdir.path.len;
     case RFS_OP_WRITE_FILE: return n + 10 + r->u.write_file.path.len;
     case RFS_OP_READ_FILE: return n + 6 + r->u.read_file.path.len;
-    case RFS_OP_LIST: return n + 6 + r->u.list.path.len;
+    case RFS_OP_LIST:
+    case RFS_OP_LIST_TREE: return n + 6 + r->u.list.path.len;
     case RFS_OP_CHECKSUM: return n + 32;
     case RFS_OP_COUNTER: return n + 20;
     case RFS_OP_LOCK: return n + 28;
@@ -342,7 +344,8 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         wr_u32(&w, r->u.mkdir.mode);
         put_path(&w, &r->u.mkdir.path);
         break;
-    case RFS_OP_LIST: /* u32 start, path */
+    case RFS_OP_LIST:      /* u32 start, path */
+    case RFS_OP_LIST_TREE: /* u32 max_bytes (in u.list.start), path */
         wr_u32(&w, r->u.list.start);
         put_path(&w, &r->u.list.path);
         break;
@@ -563,6 +566,7 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         get_path(&in, &r->u.mkdir.path);
         break;
     case RFS_OP_LIST:
+    case RFS_OP_LIST_TREE:
         r->u.list.start = rd_u32(&in);
         get_path(&in, &r->u.list.path);
         break;

@@ -21,6 +21,7 @@
 #include "session.h"
 #include "fdlimit.h"
 #include "guard.h"
+#include "list_tree.h"
 #include "tpc_grant.h"
 #include "tpc_pull.h"
 #include "wire.h"
@@ -119,6 +120,7 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_LIST:
         reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME);
         break;
+    case RFS_OP_LIST_TREE: reply = RFS_LTREE_MAX_BYTES; break;
     default: break;
     }
     return (size_t)body_len + reply;
@@ -651,6 +653,7 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
                                                    : rfsd_be_mkdir(ex->root_fd, &p, mode);
     }
     case RFS_OP_LIST: return do_list(c, q, rep, buf);
+    case RFS_OP_LIST_TREE: return rfsd_list_tree(c, q, rep, buf);
     case RFS_OP_CHMOD:
         if ((rc = rfsd_resolve(c, &q->u.mkdir.path, RFSD_NEED_WRITE, 0, &p, &ex)))
             return rc;

@@ -26,7 +26,7 @@ PRE_HELLO_MAX = 4096
 
 OP = dict(HELLO=1, AUTH=2, PING=3, SESSION=4, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14, PWRITEV=15,
           SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21, RENAME=22,
-          MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, READ_FILE=29, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40, VIEW_READ=41,
+          MKDIR=23, LIST=24, CHECKSUM=25, CHMOD=26, STATFS=27, WRITE_FILE=28, READ_FILE=29, COUNTER=30, LOCK=31, UNLOCK=32, LIST_TREE=33, SET_VIEW=40, VIEW_READ=41,
           VIEW_WRITE=42, TPC_AUTH=5, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
 FEAT_TPC_SRC, FEAT_TPC_DST = 0x20, 0x40
 FEAT_XSTREAM = 0x80
@@ -245,6 +245,29 @@ def parse_list(body):
         p += nlen
     assert p == len(body), "LIST reply has trailing bytes"
     return out, nxt
+
+
+def b_list_tree(p, max_bytes=0):
+    return struct.pack("<I", max_bytes) + wpath(p)
+
+
+def parse_list_tree(data):
+    """A LIST_TREE reply's blocks: [(directory below the listed one, [entry dicts])]."""
+    p, out = 0, []
+    while p < len(data):
+        (rl,) = struct.unpack_from("<H", data, p)
+        rel = data[p + 2:p + 2 + rl].decode()
+        (count,) = struct.unpack_from("<I", data, p + 2 + rl)
+        p += 6 + rl
+        entries = []
+        for _ in range(count):
+            typ, mode, size, mtime, nlen = struct.unpack_from("<IIQqH", data, p)
+            p += 26
+            entries.append(dict(name=data[p:p + nlen].decode(), type=typ, size=size))
+            p += nlen
+        out.append((rel, entries))
+    assert p == len(data), "LIST_TREE reply has trailing bytes"
+    return out
 
 
 class Conn:

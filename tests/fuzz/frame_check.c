@@ -55,7 +55,8 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
     case RFS_OP_CHMOD: check_path(&r->u.mkdir.path, body, len); break;
     case RFS_OP_WRITE_FILE: check_path(&r->u.write_file.path, body, len); break;
     case RFS_OP_READ_FILE: check_path(&r->u.read_file.path, body, len); break;
-    case RFS_OP_LIST: check_path(&r->u.list.path, body, len); break;
+    case RFS_OP_LIST:
+    case RFS_OP_LIST_TREE: check_path(&r->u.list.path, body, len); break;
     case RFS_OP_PREADV:
     case RFS_OP_PWRITEV: {
         CHECK(r->u.iov.count <= RFS_MAX_EXTENTS);
@@ -127,6 +128,19 @@ static void check_reply(const rfs_hdr *h, const uint8_t *frame, size_t flen)
             CHECK(memchr(e.name.s, '/', e.name.len) == NULL);
         }
         CHECK(rem == 0);
+    } else if (r.op == RFS_OP_LIST_TREE) {
+        /* whatever blocks parse stay inside the body, with names that are relative paths */
+        const uint8_t *p = r.data;
+        size_t rem = r.data_len;
+        rfs_wpath rel;
+        uint32_t count;
+        const uint8_t *entries;
+        size_t elen;
+        while (rem && rfs_ltree_block_next(&p, &rem, &rel, &count, &entries, &elen) == RFS_OK) {
+            CHECK(inside(rel.s, rel.len, body, len) && inside(entries, elen, body, len));
+            CHECK(!rel.len || (rel.s[0] != '/' && rel.s[rel.len - 1] != '/'));
+            CHECK(count <= RFS_LTREE_MAX_ENTRIES);
+        }
     }
     uint8_t *out = malloc(flen);
     CHECK(out);

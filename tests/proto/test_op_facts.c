@@ -38,6 +38,7 @@ static int in_enum(rfs_op op)
     case RFS_OP_COUNTER:
     case RFS_OP_LOCK:
     case RFS_OP_UNLOCK:
+    case RFS_OP_LIST_TREE:
     case RFS_OP_SET_VIEW:
     case RFS_OP_VIEW_READ:
     case RFS_OP_VIEW_WRITE:
@@ -67,7 +68,7 @@ static void test_every_op_has_one_entry(void **state)
         assert_non_null(f->name);
         assert_string_equal(rfs_op_name((uint16_t)n), f->name);
     }
-    assert_int_equal(known, 35);
+    assert_int_equal(known, 36);
     assert_string_equal(rfs_op_name(RFS_OP_VIEW_WRITE), "VIEW_WRITE");
 }
 
@@ -122,9 +123,10 @@ static void test_documented_facts(void **state)
     assert_int_equal(ops_with(RFS_OPF_REQ_DATA), 6);
     assert_true(rfs_op_has(RFS_OP_SET_VIEW, RFS_OPF_REQ_DATA | RFS_OPF_BARRIER));
     assert_false(rfs_op_has(RFS_OP_SET_VIEW, RFS_OPF_PACK));
-    /* reply payloads: PING, PREAD, PREADV, VIEW_READ, READ_FILE */
-    assert_int_equal(ops_with(RFS_OPF_REP_DATA), 5);
+    /* reply payloads: PING, PREAD, PREADV, VIEW_READ, READ_FILE, LIST_TREE */
+    assert_int_equal(ops_with(RFS_OPF_REP_DATA), 6);
     assert_true(rfs_op_has(RFS_OP_READ_FILE, RFS_OPF_REP_DATA));
+    assert_true(rfs_op_has(RFS_OP_LIST_TREE, RFS_OPF_REP_DATA | RFS_OPF_IDEMPOTENT));
     /* versions: OPEN and what changes an open file; not WRITE_FILE (no handle) */
     assert_true(rfs_op_has(RFS_OP_OPEN, RFS_OPF_VERSIONED));
     assert_false(rfs_op_has(RFS_OP_OPEN, RFS_OPF_MUTATES));

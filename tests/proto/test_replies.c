@@ -268,7 +268,7 @@ static void test_op_names(void **state)
     assert_string_equal(rfs_op_name(RFS_OP_PWRITEV), "PWRITEV");
     assert_string_equal(rfs_op_name(RFS_OP_VIEW_WRITE), "VIEW_WRITE");
     assert_string_equal(rfs_op_name(0), "UNKNOWN");
-    assert_string_equal(rfs_op_name(33), "UNKNOWN");
+    assert_string_equal(rfs_op_name(39), "UNKNOWN");
     assert_string_equal(rfs_op_name(RFS_OP_SESSION), "SESSION");
     assert_true(rfs_op_known(RFS_OP_LIST));
     assert_true(rfs_op_known(RFS_OP_SESSION));
