@@ -156,6 +156,7 @@ int cli_cmd_du(cli_ctx *c);
 int cli_cmd_put(cli_ctx *c);
 int cli_cmd_get(cli_ctx *c);
 int cli_cmd_ls(cli_ctx *c);
+int cli_cmd_manifest(cli_ctx *c);
 int cli_cmd_stat(cli_ctx *c);
 int cli_cmd_rm(cli_ctx *c);
 int cli_cmd_mkdir(cli_ctx *c);

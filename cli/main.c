@@ -81,6 +81,14 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
+    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON, "show URL | ls DIR-URL",
+     "show a logical file's manifest, or list the manifests of a directory",
+     "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
+     "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
+     "  layout and which replicas are complete; --json gives the manifest's JSON form. 'ls'\n"
+     "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
+     "  replicas, whether every replica is complete.\n",
+     NULL},
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
