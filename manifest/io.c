@@ -263,9 +263,10 @@ static int refresh_size(mf_file *f, uint64_t *size)
     int rc = rfsm_store_load(f->home, &m);
     if (rc != RFS_OK)
         return rc;
+    /* The stored size is the truth for what was merged (it may have shrunk: another process
+     * truncated); only this process's writes not merged yet may reach further. */
     pthread_mutex_lock(&f->mu);
-    if (m->size > f->size)
-        f->size = m->size;
+    f->size = m->size;
     pthread_mutex_unlock(&f->mu);
     rfsm_free(m);
     *size = known_size(f);
@@ -527,6 +528,10 @@ static int merge(mf_file *f, int truncate, uint64_t to)
     pthread_mutex_lock(&f->mu);
     if (rc == RFS_OK) {
         f->size = merged->size;
+        /* Merged: the stored size covers these writes now (and a later truncation by another
+         * process must not be undone by them). */
+        if (f->written_end <= d.written_end)
+            f->written_end = 0;
         rfsm_free(merged);
     } else {
         f->dirty = 1; /* tried again by the next sync or close */
@@ -547,11 +552,16 @@ static int m_sync(rfs_io *io)
     return rfs_status_raise(&st);
 }
 
+/* Where the layer above makes writes visible to other processes (MPI-IO before a size change
+ * or a barrier), the manifest must show them too: a flush that reports merges. */
 static int m_flush(rfs_io *io, int report)
 {
     mf_file *f = MF(io);
     int rc = all_objects(f, 0, 0);
     if (rc != RFS_OK || !report)
+        return rc;
+    rc = merge(f, 0, 0);
+    if (rc != RFS_OK)
         return rc;
     return take_deferred(f);
 }
