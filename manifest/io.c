@@ -637,7 +637,10 @@ static int m_close(rfs_io *io)
             if (!f->objs[i].io)
                 continue;
             int rc = f->objs[i].io->ops->close(f->objs[i].io);
-            if (!f->objs[i].gone) /* a given-up replica's failure is reported already */
+            /* A given-up replica's failure is reported already; a reader's close cannot lose
+             * data (its reads returned right bytes), so a dead server it no longer needed is
+             * no failure of the logical file. */
+            if (!f->objs[i].gone && (f->flags & RFS_O_ACCMODE) != RFS_O_RDONLY)
                 rfs_status_first(&st, rc);
         }
     }
