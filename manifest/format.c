@@ -89,10 +89,11 @@ static int check_extent(const rfsm *m, uint32_t i, const char *what)
     if (e->replicas == 0 || e->replicas > RFSM_MAX_REPLICAS)
         return bad(what, "extent %llu has %llu replicas (1 .. 16)", (unsigned long long)i,
                    (unsigned long long)e->replicas);
-    /* The last object byte: row (units before the end / columns) times the unit size. */
-    uint64_t units = (e->len - 1) / e->stripe_size + 1;
-    uint64_t rows = (units - 1) / e->stripe_count + 1;
-    if (e->obj_off >= RFSM_MAX_SIZE || rows > (RFSM_MAX_SIZE - e->obj_off) / e->stripe_size)
+    /* The object offset of the extent's last byte (row * unit size <= its logical offset,
+     * so nothing here overflows) must stay below 2^62 too. */
+    uint64_t last = e->len - 1, unit = last / e->stripe_size;
+    uint64_t obj_last = (unit / e->stripe_count) * e->stripe_size + last % e->stripe_size;
+    if (e->obj_off >= RFSM_MAX_SIZE || obj_last >= RFSM_MAX_SIZE - e->obj_off)
         return bad(what, "extent %llu reaches object offsets beyond 2^62", (unsigned long long)i);
     if (i > 0) {
         const rfsm_extent *p = &m->extents[i - 1];

@@ -552,16 +552,22 @@ static int m_sync(rfs_io *io)
     return rfs_status_raise(&st);
 }
 
-/* Where the layer above makes writes visible to other processes (MPI-IO before a size change
- * or a barrier), the manifest must show them too: a flush that reports merges. */
+/* Where the layer above makes writes visible to other processes (MPI-IO before a collective
+ * access, a size change, at every MPI_Barrier), the manifest must show them too: a flush
+ * merges what grew. Without report, a failure waits for the next sync or close. */
 static int m_flush(rfs_io *io, int report)
 {
     mf_file *f = MF(io);
     int rc = all_objects(f, 0, 0);
+    if (rc == RFS_OK)
+        rc = merge(f, 0, 0);
+    if (rc != RFS_OK && !report) {
+        pthread_mutex_lock(&f->mu);
+        rfs_status_first(&f->deferred, rc);
+        pthread_mutex_unlock(&f->mu);
+        return RFS_OK;
+    }
     if (rc != RFS_OK || !report)
-        return rc;
-    rc = merge(f, 0, 0);
-    if (rc != RFS_OK)
         return rc;
     return take_deferred(f);
 }

@@ -266,15 +266,19 @@ def test_hostile_manifest_refused(two, tmp_path, what):
 # ---- MPI-IO ----
 
 MPI_CASES = [
-    # (flavour, program, ranks, stripe count, replicas)
-    *[("mpich", p, n, c, r) for p in ("t_basic", "t_coll", "t_view")
+    # (flavour, program, ranks, stripe count, replicas, more hints)
+    *[("mpich", p, n, c, r, "") for p in ("t_basic", "t_coll", "t_view")
       for n, c, r in ((2, 4, 1), (4, 2, 2))],
-    *[("openmpi", p, 2, 2, 2) for p in ("t_basic", "t_coll", "t_view")],
+    *[("openmpi", p, 2, 2, 2, "") for p in ("t_basic", "t_coll", "t_view")],
+    # writes seen by other ranks after MPI_Barrier (the manifest merged at the barrier's flush)
+    ("mpich", "t_barrier", 2, 2, 2, ""),
+    # the layers above stack over the logical file unchanged
+    ("mpich", "t_coll", 2, 2, 2, "rfs_abt=enable"),
 ]
 
 
 def case_id(c):
-    return f"{c[0]}-{c[1]}-{c[2]}ranks-{c[3]}x{c[4]}"
+    return f"{c[0]}-{c[1]}-{c[2]}ranks-{c[3]}x{c[4]}" + (f"-{c[5]}" if c[5] else "")
 
 
 _references = {}
@@ -295,13 +299,13 @@ def reference(flavour, prog, nprocs, env, tmp_path):
 @pytest.mark.mpi
 @pytest.mark.parametrize("case", MPI_CASES, ids=[case_id(c) for c in MPI_CASES])
 def test_mpiio_logical_file_same_bytes(four, tmp_path, case):
-    flavour, prog, nprocs, count, replicas = case
+    flavour, prog, nprocs, count, replicas, more = case
     if flavour not in FLAVOURS:
         pytest.skip(f"{flavour} build not found")
     ss = 4096  # the programs' files are a few KiB: several units per rank
     path = f"/mpi-{case_id(case)}.rfsm"
     hints = f"rfs_servers={four.servers_hint()};rfs_stripe_size={ss};" \
-            f"rfs_stripe_count={count};rfs_replicas={replicas}"
+            f"rfs_stripe_count={count};rfs_replicas={replicas}" + (f";{more}" if more else "")
     r = mpiexec(flavour, nprocs, [program(flavour, prog), four.url(path)], four.env(),
                 extra_env={"RFS_HINTS": hints})
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout

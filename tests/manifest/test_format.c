@@ -103,6 +103,9 @@ static void test_map(void **state)
     assert_int_equal(rfsm_column_bytes(&m->extents[0], 1, 150), 50);
     assert_int_equal(rfsm_column_bytes(&m->extents[0], 1, 0), 0);
     rfsm_free(m);
+    /* a unit size that does not divide 2^62 still covers the whole range */
+    m = striped(3, 1, 1000);
+    rfsm_free(m);
 }
 
 static void test_make_refuses_bad_layouts(void **state)
