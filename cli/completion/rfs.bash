@@ -5,7 +5,7 @@
 # starts with rfs: or rfs:// and names a directory on a reachable server is completed from
 # the server's listing (one `rfs ls`, 3 s at most).
 
-_rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover token run help"
+_rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover manifest token run help"
 
 _rfs_options() {
     local common="--token-file --timeout -q --quiet -v --verbose --debug -h --help"
@@ -21,6 +21,7 @@ _rfs_options() {
         mkdir) echo "$common -p --parents" ;;
         ping) echo "$common -c --count" ;;
         recover) echo "$common --to --force" ;;
+        manifest) echo "$common --json show ls" ;;
         *) echo "$common" ;;
     esac
 }
