@@ -394,11 +394,13 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
     plan_free(&p);
     if (rc != RFS_OK)
         return rc;
+    /* Any write that reaches past what this process wrote since its last merge is merged at
+     * the next flush, even below the size it last saw: another process may have truncated
+     * the file since (the merge costs no write-back when the stored size covers it). */
     pthread_mutex_lock(&f->mu);
     if (hi > f->written_end && total) {
         f->written_end = hi;
-        if (hi > f->size)
-            f->dirty = 1;
+        f->dirty = 1;
     }
     pthread_mutex_unlock(&f->mu);
     if (done)

@@ -86,15 +86,24 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
     rfsm *m = NULL;
     rc = read_locked(home, &m);
     if (rc == RFS_OK) {
+        uint64_t was = m->size;
+        int changed = 0;
         if (d->truncate)
             m->size = d->truncate_to;
         if (d->written_end > m->size)
             m->size = d->written_end;
-        for (size_t i = 0; i < d->nstale; i++)
-            if (d->stale[i] < m->nobjects)
+        changed = m->size != was;
+        for (size_t i = 0; i < d->nstale; i++) {
+            if (d->stale[i] < m->nobjects && !(m->objects[d->stale[i]].flags & RFSM_OBJ_STALE)) {
                 m->objects[d->stale[i]].flags |= RFSM_OBJ_STALE;
-        m->generation++;
-        rc = write_locked(home, m);
+                changed = 1;
+            }
+        }
+        /* Nothing new (the stored manifest covers it already): no write, no sync. */
+        if (changed) {
+            m->generation++;
+            rc = write_locked(home, m);
+        }
     }
     unlock(home);
     if (rc == RFS_OK && merged)

@@ -27,8 +27,9 @@ typedef struct rfsm_delta {
 } rfsm_delta;
 
 /* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to
- * when truncating, then at least written_end; stale objects marked), bumps the generation,
- * writes it back in place and syncs it. *merged (may be NULL) gets the result. */
+ * when truncating, then at least written_end; stale objects marked) and, when that changed
+ * anything, bumps the generation, writes it back in place and syncs it. *merged (may be NULL)
+ * gets the result. */
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged);
 
 #endif
