@@ -11,7 +11,7 @@ _rfs_options() {
     local common="--token-file --timeout -q --quiet -v --verbose --debug -h --help"
     case "$1" in
         put|get) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force" ;;
-        cp) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force -r --recursive" ;;
+        cp) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force -r --recursive --servers --stripe-size --stripe-count --replicas" ;;
         cat) echo "$common --verify" ;;
         ls) echo "$common --json -H --human-readable -l" ;;
         stat) echo "$common --json" ;;

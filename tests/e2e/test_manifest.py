@@ -146,6 +146,33 @@ def test_c_api_stripes_on_disk(four, tmp_path, count, replicas):
     assert not (four.root(0) / path.lstrip("/")).exists()
 
 
+def test_cli_cp_to_and_from_a_logical_file(four, tmp_path):
+    """rfs cp lays a new .rfsm out as its options say and copies back byte for byte, to a
+    local file and to a plain remote one."""
+    data = os.urandom(5 * (1 << 20) + 777)
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    path = "/cp/x.rfsm"
+    r = cli(four.env(), "cp", "--servers", four.servers_hint(3), "--stripe-size", "512K",
+            "--replicas", "2", local, four.url(path))
+    assert r.returncode == 0, r.stderr
+    m = show(four, path)
+    assert m["size"] == len(data) and m["extents"][0]["stripe_count"] == 3
+    assert objects_on_disk(four, path) == expected_objects(data, path, 512 << 10, 3, 2, 3)
+    back = tmp_path / "back.bin"
+    r = cli(four.env(), "cp", four.url(path), back)
+    assert r.returncode == 0, r.stderr
+    assert back.read_bytes() == data
+    r = cli(four.env(), "cp", four.url(path), four.url("/plain.bin", 3))
+    assert r.returncode == 0, r.stderr
+    assert (four.root(3) / "plain.bin").read_bytes() == data
+    # a layout the servers cannot hold is refused before anything is made
+    r = cli(four.env(), "cp", "--servers", four.servers_hint(2), "--replicas", "3", local,
+            four.url("/cp/bad.rfsm"))
+    assert r.returncode == 1 and "rfs_replicas 3" in r.stderr, r.stderr
+    assert not (four.root(0) / "cp" / "bad.rfsm").exists()
+
+
 def test_read_fails_over_when_a_server_dies(two, tmp_path):
     """Replicas 2 over 2 servers: column 1 is read from server 1 until it is killed, then from
     its replica on server 0; the caller sees no error and every byte is right."""
