@@ -75,8 +75,9 @@ static int cli_decide(double rtt_ms, void *ctx)
 }
 
 /* Decides the streams and dials them into the pool, where the transfer's open finds them: the
- * first connection's round trip is read from the kernel as soon as its TCP connect is answered
- * (rfs_pool_get_auto), and the others are dialled beside its handshake. A failure is left to
+ * first connection's round trip is read from the kernel as soon as its TCP connect is answered,
+ * and the others, dialled speculatively beside it (rfs_pool_get_auto_spec), go on to their
+ * handshake or close unused. A failure is left to
  * the transfer itself to meet and report. The connections keep the options they were opened
  * with, so they are opened with the transfer's frame size. */
 static int decide_streams(cli_ctx *c, const char *url)
@@ -97,7 +98,7 @@ static int decide_streams(cli_ctx *c, const char *url)
     rfs_options po = c->ropts;
     po.max_frame = xfer_frame_size();
     int count = 0;
-    if (rfs_pool_warm_auto(url, &po, cli_decide, &d, &count) != RFS_OK)
+    if (rfs_pool_warm_auto(url, &po, cli_decide, &d, d.many, &count) != RFS_OK)
         rfs_clear_error();
     int k = d.k;
     if (c->o.verbose)

@@ -47,6 +47,9 @@ typedef struct rfs_dial_gate {
     uint32_t features; /* the server's HELLO features (0 when it failed) */
     int failed;
     int done; /* the first connection's dial ended (it may have found a pooled one instead) */
+    /* Speculative dials (rfs_pool_get_auto's speculate): they connect beside the first one and
+     * wait here, before their HELLO, for how many of them the decision keeps. */
+    int decided, admit, tickets;
 } rfs_dial_gate;
 void rfs_gate_init(rfs_dial_gate *g);
 void rfs_gate_destroy(rfs_dial_gate *g);
@@ -57,6 +60,11 @@ void rfs_gate_tell_done(rfs_dial_gate *g);
  * (then the caller decides as without a gate). */
 double rfs_gate_wait_rtt(rfs_dial_gate *g);
 int rfs_gate_wait_hello(rfs_dial_gate *g, uint32_t *features);
+/* The decision: admit speculative dials may go on; the others close their transport. */
+void rfs_gate_decide(rfs_dial_gate *g, int admit);
+/* A speculative dial, its transport up: 1 when it may go on to its handshake (blocks until
+ * the decision is made). */
+int rfs_gate_admit(rfs_dial_gate *g);
 
 typedef struct rfs_copts {
     int connect_timeout_ms;
@@ -90,6 +98,9 @@ typedef struct rfs_copts {
      * trip and HELLO; the others' dials wait on gate_wait before their HELLO and mark it EXTRA
      * when the first one's server takes the mark (extra_stream is then ignored). */
     rfs_dial_gate *gate_tell, *gate_wait;
+    /* A speculative dial (rfs_pool_get_auto): after its connect, it asks this gate whether it
+     * is wanted; when not, rfs_conn_open ends with RFS_OK and no connection. */
+    rfs_dial_gate *gate_admit;
     /* This dial follows a server group's PLACE answer: do not ask again. */
     int placed;
     uint8_t grant_id[RFS_TPC_ID_LEN];
@@ -382,12 +393,19 @@ void rfs_pool_hold(rfs_conn *c);
  * (out[0] the first; at least 1 on success; fewer than decided when the server refuses some). */
 int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
                       void *ctx, int mark_extra, rfs_conn **out, int *got, const char *label);
+/* rfs_pool_get_auto that also dials up to speculate - 1 more connections at once, beside the
+ * first one instead of a round trip after it; those the decision does not want close right
+ * after their TCP connect, before any handshake. For callers that expect a long path to be
+ * likely and will move enough to pay for the connects (the rfs command's copies). */
+int rfs_pool_get_auto_spec(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
+                           void *ctx, int mark_extra, int speculate, rfs_conn **out, int *got,
+                           const char *label);
 /* Opens connections to the server of name (an rfs name) into the pool, as many as
  * rfs_pool_get_auto's rule decides (decide sees the round trip; *count of them), where they
  * linger (RFS_CONN_LINGER_MS) for the calls that follow: a command that knows it will need
  * them dials them while it does other work (the rfs command's put, get and cp -r). */
 int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
-                       void *ctx, int *count);
+                       void *ctx, int speculate, int *count);
 /* Closes every connection of rt's pool (none may be in use: rfs_runtime_destroy). */
 void rfs_pool_close_all(rfs_runtime *rt);
 /* rfs_pool_get that retries a refused or lost connection with backoff (50 ms doubling to 2 s)

@@ -911,7 +911,7 @@ static int follow_place(rfs_conn *entry, const rfs_copts *o, rfs_conn **out)
     *o2 = *o;
     o2->placed = 1;
     o2->extra_stream = entry->hello_extra;
-    o2->gate_tell = o2->gate_wait = NULL; /* the first dial told and waited already */
+    o2->gate_tell = o2->gate_wait = o2->gate_admit = NULL; /* told and waited already */
     int rc = split_moved(moved, host, sizeof host, &port)
                  ? rfs_fail(RFS_E_PROTO, "server %s sent this client to '%s', not HOST:PORT", from,
                             moved)
@@ -985,6 +985,11 @@ static int conn_open_at(const char *host, uint16_t port, const char *dial_host, 
     }
     if (o->gate_tell) /* the dials beside this one may start now (dialgate.c) */
         rfs_gate_tell_rtt(o->gate_tell, rfs_conn_rtt_ms(c));
+    if (o->gate_admit && !rfs_gate_admit(o->gate_admit)) { /* a speculative dial not wanted */
+        c->refs = 0;
+        rfs_conn_free(c);
+        return RFS_OK;
+    }
     if (rfs_thread_start(&c->receiver, receiver_main, c)) {
         c->refs = 0;
         rfs_conn_free(c);

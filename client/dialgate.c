@@ -79,3 +79,26 @@ int rfs_gate_wait_hello(rfs_dial_gate *g, uint32_t *features)
     pthread_mutex_unlock(&g->mu);
     return ok ? 0 : -1;
 }
+
+void rfs_gate_decide(rfs_dial_gate *g, int admit)
+{
+    pthread_mutex_lock(&g->mu);
+    if (!g->decided) {
+        g->decided = 1;
+        g->admit = admit;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+int rfs_gate_admit(rfs_dial_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->decided)
+        pthread_cond_wait(&g->cv, &g->mu);
+    int ok = g->tickets < g->admit;
+    if (ok)
+        g->tickets++;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}

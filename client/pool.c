@@ -101,6 +101,19 @@ static void *dial_main(void *arg)
     return NULL;
 }
 
+/* A connection just dialled joins the pool (in use by its dialler: one reference). */
+static void pool_adopt(rfs_runtime *rt, rfs_conn *c)
+{
+    pthread_mutex_lock(&rt->pool_lock);
+    rfs_conn **tail = &rt->pool_head;
+    while (*tail)
+        tail = &(*tail)->pool_next;
+    c->pool_next = NULL;
+    c->rt = rt;
+    *tail = c;
+    pthread_mutex_unlock(&rt->pool_lock);
+}
+
 /* Takes live pooled connections first, then dials the missing ones side by side. With
  * `some`, the connections that could be had are kept (*got says how many) and a failure is
  * returned only when there are none; otherwise it is all or nothing. */
@@ -152,14 +165,7 @@ static int pool_get(const rfs_name *n, const rfs_copts *o, int count, rfs_conn *
                 first_err = i;
             continue;
         }
-        pthread_mutex_lock(&rt->pool_lock);
-        rfs_conn **tail = &rt->pool_head;
-        while (*tail)
-            tail = &(*tail)->pool_next;
-        d[i].c->pool_next = NULL;
-        d[i].c->rt = rt;
-        *tail = d[i].c;
-        pthread_mutex_unlock(&rt->pool_lock);
+        pool_adopt(rt, d[i].c);
         out[got++] = d[i].c;
     }
     *got_out = got;
@@ -257,8 +263,60 @@ static int clamp_streams(int k)
     return k < 1 ? 1 : k > RFS_CLIENT_MAX_STREAMS ? RFS_CLIENT_MAX_STREAMS : k;
 }
 
+/* The speculative dials of rfs_pool_get_auto_spec, each on a worker. */
+typedef struct spec_dials {
+    const rfs_name *n;
+    rfs_copts o;
+    int count, spawned[RFS_CLIENT_MAX_STREAMS];
+    dial d[RFS_CLIENT_MAX_STREAMS];
+    rfs_task th[RFS_CLIENT_MAX_STREAMS];
+} spec_dials;
+
+static void spec_start(spec_dials *s, const rfs_name *n, const rfs_copts *o, rfs_dial_gate *gate,
+                       int mark_extra, int count)
+{
+    s->n = n;
+    s->o = *o;
+    s->o.gate_tell = NULL;
+    s->o.gate_wait = mark_extra ? gate : NULL;
+    s->o.gate_admit = gate;
+    s->o.extra_stream = 0;
+    s->count = count;
+    for (int i = 0; i < count; i++) {
+        s->d[i] = (dial){.n = n, .o = &s->o, .st.rc = RFS_OK};
+        s->spawned[i] = rfs_task_start(o->rt, &s->th[i], dial_main, &s->d[i]) == 0;
+    }
+}
+
+/* Joins them; those that were wanted and got through their handshake go to out, and the first
+ * failure's message to why (when it is still empty). */
+static int spec_end(spec_dials *s, rfs_conn **out, char *why, size_t why_cap)
+{
+    int got = 0;
+    for (int i = 0; i < s->count; i++) {
+        if (!s->spawned[i])
+            continue;
+        rfs_task_join(&s->th[i]);
+        if (s->d[i].c) {
+            pool_adopt(s->o.rt, s->d[i].c);
+            out[got++] = s->d[i].c;
+        } else if (s->d[i].st.rc && !why[0]) {
+            snprintf(why, why_cap, ": %s", s->d[i].st.msg);
+        }
+    }
+    explicit_bzero(s->o.token, sizeof s->o.token);
+    return got;
+}
+
 int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
                       void *ctx, int mark_extra, rfs_conn **out, int *got, const char *label)
+{
+    return rfs_pool_get_auto_spec(n, o, decide, ctx, mark_extra, 0, out, got, label);
+}
+
+int rfs_pool_get_auto_spec(const rfs_name *n, const rfs_copts *o, int (*decide)(double, void *),
+                           void *ctx, int mark_extra, int speculate, rfs_conn **out, int *got,
+                           const char *label)
 {
     *got = 0;
     rfs_dial_gate gate;
@@ -266,29 +324,47 @@ int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(doubl
     first_dial d = {.n = n, .o = *o, .label = label};
     d.o.gate_tell = &gate;
     d.o.gate_wait = NULL;
+    d.o.gate_admit = NULL;
     d.o.extra_stream = 0;
     rfs_task th;
     int spawned = rfs_task_start(o->rt, &th, first_dial_main, &d) == 0;
     if (!spawned)
         first_dial_main(&d);
+    /* Only beside a dial of its own: a pooled first connection ends the wait at once. */
+    spec_dials *spec = NULL;
+    int nspec = speculate > 1 ? clamp_streams(speculate) - 1 : 0;
+    if (nspec && (spec = malloc(sizeof *spec)))
+        spec_start(spec, n, o, &gate, mark_extra, nspec);
     double rtt = rfs_gate_wait_rtt(&gate);
     int early = rtt >= 0; /* known before the first connection's handshake ended */
     int k = early ? clamp_streams(decide(rtt, ctx)) : 1;
+    int kept = spec ? (k - 1 < nspec ? k - 1 : nspec) : 0;
+    rfs_gate_decide(&gate, kept);
     int extras = 0;
+    char why[RFS_ERRMSG_MAX] = "";
     rfs_copts xo = *o;
     xo.gate_tell = NULL;
     xo.gate_wait = mark_extra ? &gate : NULL;
+    xo.gate_admit = NULL;
     xo.extra_stream = 0;
-    if (early && k > 1) {
+    if (early && k - 1 > kept) {
         /* dialled beside the first one's handshake; their HELLO waits for its reply */
         rfs_clear_error();
-        if (rfs_pool_get_some(n, &xo, k - 1, out + 1, label, &extras) != RFS_OK)
+        if (rfs_pool_get_some(n, &xo, k - 1 - kept, out + 1, label, &extras) != RFS_OK)
             extras = 0;
-        if (extras < k - 1)
-            RFS_LOGI("%s: streams auto: %d of %d streams: %s", label, extras + 1, k,
-                     rfs_last_error());
+        if (extras < k - 1 - kept)
+            snprintf(why, sizeof why, ": %s", rfs_last_error());
         rfs_clear_error();
     }
+    if (spec) {
+        rfs_conn *sc[RFS_CLIENT_MAX_STREAMS];
+        int sgot = spec_end(spec, sc, why, sizeof why);
+        free(spec);
+        memcpy(out + 1 + extras, sc, (size_t)sgot * sizeof *sc);
+        extras += sgot;
+    }
+    if (early && extras < k - 1)
+        RFS_LOGI("%s: streams auto: %d of %d streams%s", label, extras + 1, k, why);
     if (spawned)
         rfs_task_join(&th);
     explicit_bzero(d.o.token, sizeof d.o.token);
@@ -333,7 +409,7 @@ int rfs_pool_get_auto(const rfs_name *n, const rfs_copts *o, int (*decide)(doubl
 }
 
 int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(double, void *),
-                       void *ctx, int *count)
+                       void *ctx, int speculate, int *count)
 {
     *count = 0;
     rfs_name n;
@@ -347,7 +423,7 @@ int rfs_pool_warm_auto(const char *name, const rfs_options *opts, int (*decide)(
         return rc;
     rfs_conn *c[RFS_CLIENT_MAX_STREAMS];
     int got = 0;
-    rc = rfs_pool_get_auto(&n, &o, decide, ctx, 0, c, &got, label);
+    rc = rfs_pool_get_auto_spec(&n, &o, decide, ctx, 0, speculate, c, &got, label);
     explicit_bzero(o.token, sizeof o.token);
     *count = got;
     while (got > 0)

@@ -21,7 +21,7 @@
  * is its socket buffer per round trip (4 MiB / 50 ms = 80 MB/s on a stock host): a 1 Gbit/s link
  * needs several, as large files do. */
 #define WF_AUTO_CONNS 4
-#define WF_MAX_CONNS 8
+#define WF_MAX_CONNS 16
 /* Room in a frame for the fixed fields and a path of the longest length. */
 #define WF_OVERHEAD (RFS_HDR_SIZE + 10 + 4096)
 
