@@ -545,6 +545,8 @@ static int merge(mf_file *f, int truncate, uint64_t to)
 static int m_sync(rfs_io *io)
 {
     mf_file *f = MF(io);
+    if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
+        return take_deferred(f); /* nothing of a reader's to make durable */
     rfs_status st = {RFS_OK, ""};
     rfs_status_first(&st, all_objects(f, 1, 0));
     rfs_status_first(&st, merge(f, 0, 0));

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, mpiexec, program
+from mpiio_util import FLAVOURS, OutputLines, mpiexec, mpiexec_command, program
 
 TIMEOUT = 120  # a hang is a failure, not a wait
 TOKEN = secrets.token_hex(16)
@@ -343,3 +343,52 @@ def test_mpiio_logical_file_same_bytes(four, tmp_path, case):
     assert out.read_bytes() == want
     assert objects_on_disk(four, path) == expected_objects(want, path, ss, count, replicas, 4)
     assert show(four, path)["size"] == len(want)
+
+
+def restart_pattern(length):
+    """The bytes tests/mpiio/t_restart.c writes at [0, length) (its fill()): 4 KiB block k
+    holds k as 8 little-endian bytes, then (7 + k) & 0xff."""
+    out = bytearray()
+    for k in range((length + 4095) // 4096):
+        out += k.to_bytes(8, "little") + bytes([(7 + k) & 0xFF]) * (4096 - 8)
+    return bytes(out[:length])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("flavour", ["mpich", "openmpi"])
+def test_mpiio_write_to_dead_replica_fails_sync(two, tmp_path, flavour):
+    """t_restart's collective checkpoint loop on a 2x2 logical file, server 1 killed while it is
+    paused: the writes after it go to server 0's replicas, MPI_File_sync fails naming the
+    incomplete replica, the manifest marks server 1's objects incomplete, and the logical file
+    holds every byte the program wrote."""
+    if flavour not in FLAVOURS:
+        pytest.skip(f"{flavour} build not found")
+    steps, block = 8, 256 << 10
+    hints = f"rfs_servers={two.servers_hint()};rfs_stripe_size=65536;rfs_replicas=2"
+    cmd, env = mpiexec_command(flavour, 2, [program(flavour, "t_restart"), two.url("/ck.rfsm"),
+                                            str(steps), str(block), "3"], two.env(),
+                               extra_env={"RFS_HINTS": hints})
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        out = OutputLines(p)
+        out.wait_for(r"^paused", TIMEOUT)
+        two.servers[1].stop(signal.SIGKILL)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        text = out.rest(TIMEOUT)
+        p.wait(timeout=TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != 0, text
+    assert "error sync" in text and "incomplete" in text and "done" not in text, text
+    m = show(two, "/ck.rfsm")
+    assert m["size"] == steps * 2 * block
+    for o in m["objects"]:
+        assert o["complete"] == (o["server"] == 0), m
+    got = tmp_path / "ck.bin"
+    r = tool(two.env(), "get", two.url("/ck.rfsm"), got)
+    assert r.returncode == 0, r.stdout
+    assert got.read_bytes() == restart_pattern(steps * 2 * block)
