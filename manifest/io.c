@@ -367,8 +367,11 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
         }
         nj = k;
         mf_parallel(f->rt, write_job, jobs, sizeof *jobs, nj);
-        /* Each column needs one replica that took the bytes; the others are given up. */
-        for (size_t gi = 0; gi < p.ng && rc == RFS_OK; gi++) {
+        /* Each column needs one replica that took the bytes: its replicas that failed are
+         * given up and marked incomplete (reported at sync or close). A column none took
+         * fails the write now, its replicas left as they are (no complete copy to prefer). */
+        rfs_status lost = {RFS_OK, ""};
+        for (size_t gi = 0; gi < p.ng; gi++) {
             const job *fail = NULL;
             int ok = 0;
             for (size_t j = 0; j < nj; j++) {
@@ -379,16 +382,24 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
                 else
                     fail = &jobs[j];
             }
-            if (!ok)
-                rc = fail ? rfs_status_raise(&fail->st)
-                          : rfs_fail(RFS_E_IO, "%s:%s: no live replica of stripe column %u left",
-                                     f->io.server, f->io.path, p.g[gi].column);
-        }
-        for (size_t j = 0; j < nj && rc == RFS_OK; j++)
-            if (jobs[j].st.rc != RFS_OK) {
-                rfs_status_raise(&jobs[j].st);
-                mf_obj_failed(f, jobs[j].obj, jobs[j].st.rc, 1);
+            if (!ok) {
+                if (fail)
+                    rfs_status_first(&lost, rfs_status_raise(&fail->st));
+                else
+                    rfs_status_first(&lost, rfs_fail(RFS_E_IO,
+                                                     "%s:%s: no live replica of stripe "
+                                                     "column %u left",
+                                                     f->io.server, f->io.path, p.g[gi].column));
+                continue;
             }
+            for (size_t j = 0; j < nj; j++)
+                if (jobs[j].g == &p.g[gi] && jobs[j].st.rc != RFS_OK) {
+                    rfs_status_raise(&jobs[j].st);
+                    mf_obj_failed(f, jobs[j].obj, jobs[j].st.rc, 1);
+                }
+        }
+        if (lost.rc != RFS_OK)
+            rc = rfs_status_raise(&lost);
     }
     free(jobs);
     plan_free(&p);

@@ -231,6 +231,26 @@ def test_write_to_dead_replica_reported_at_sync(two, tmp_path):
     assert out.read_bytes() == data
 
 
+def test_write_without_replicas_fails_at_once(two, tmp_path):
+    """One replica: a column whose server dies cannot take the write, so the write itself
+    fails, and nothing is marked incomplete (there is no complete copy to prefer)."""
+    data = os.urandom(4 << 20)
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    p = subprocess.Popen([binary("manifest_e2e"),
+                          *map(str, put(two, "/one.rfsm", local, 65536, 2, 1, pause_at=1 << 20))],
+                         env=two.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert p.stdout.readline().startswith("open rc=0")
+    assert p.stdout.readline().strip() == "paused"
+    two.servers[1].stop(signal.SIGKILL)
+    rest, _ = p.communicate("go\n", timeout=TIMEOUT)
+    assert p.returncode == 1, rest
+    write = next(x for x in rest.splitlines() if x.startswith("write"))
+    assert "rc=0" not in write and "one.rfsm.c1.r0" in write, rest
+    assert all(o["complete"] for o in show(two, "/one.rfsm")["objects"])
+
+
 def crc32c(b):
     crc = 0xFFFFFFFF
     for x in b:
