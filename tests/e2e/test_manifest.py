@@ -321,6 +321,9 @@ MPI_CASES = [
     ("mpich", "t_barrier", 2, 2, 2, ""),
     # the layers above stack over the logical file unchanged
     ("mpich", "t_coll", 2, 2, 2, "rfs_abt=enable"),
+    # MPI_File_delete of the logical file, exclusive create, append, shared file pointers
+    # (the manifest file's counters)
+    ("mpich", "t_open", 2, 2, 2, ""),
 ]
 
 
