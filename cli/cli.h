@@ -30,6 +30,7 @@
 #define CLI_OPT_HUMAN 0x200u     /* -H/--human-readable (ls, du), ls -l */
 #define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
+#define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 
@@ -56,8 +57,13 @@ typedef struct cli_opts {
     int summary;            /* du -s */
     int recursive;          /* cp -r */
     int no_tpc;             /* cp --no-tpc: remote to remote through this client */
-    int dest_not_dir;       /* cp found the destination is no directory: put need not ask */
-    int verbose;            /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
+    /* cp to a new logical file (a .rfsm name, docs/manifest.md): its layout */
+    const char *servers;  /* --servers LIST (rfs_servers) */
+    uint64_t stripe_size; /* --stripe-size BYTES (K, M, G) */
+    int stripe_count;     /* --stripe-count N */
+    int replicas;         /* --replicas N */
+    int dest_not_dir;     /* cp found the destination is no directory: put need not ask */
+    int verbose;          /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
 } cli_opts;
@@ -130,6 +136,10 @@ int cli_put_stdin(cli_ctx *c, const char *url, const rfs_name *dst);
 int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
                     const rfs_name *dst);
 
+/* transfer_manifest.c: a copy where either side is a logical file over several servers (a
+ * .rfsm name), through the manifest layer; the other side is a local file or an rfs name. */
+int cli_copy_manifest(cli_ctx *c, const char *src, const char *dest);
+
 /* cmd_tpc.c: a remote file to a remote name as a server-to-server copy. *fallback = 1 (and
  * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */
 int cli_copy_tpc(cli_ctx *c, const char *src_url, const rfs_name *src, const char *url,
@@ -156,6 +166,7 @@ int cli_cmd_du(cli_ctx *c);
 int cli_cmd_put(cli_ctx *c);
 int cli_cmd_get(cli_ctx *c);
 int cli_cmd_ls(cli_ctx *c);
+int cli_cmd_manifest(cli_ctx *c);
 int cli_cmd_stat(cli_ctx *c);
 int cli_cmd_rm(cli_ctx *c);
 int cli_cmd_mkdir(cli_ctx *c);

@@ -23,6 +23,21 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
+/* A byte count with an optional K, M or G suffix (binary units), in [1, max]. */
+static int parse_bytes(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift)
+        end++;
+    if (errno || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > (max >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
 static int parse_seconds(const char *s, double *out)
 {
     char *end;
@@ -111,6 +126,24 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             o->resume = 1;
         } else if ((cmd->accepts & CLI_OPT_RECURSIVE) && strcmp(a, "--no-tpc") == 0) {
             o->no_tpc = 1;
+        } else if ((cmd->accepts & CLI_OPT_LAYOUT) && matches(a, "--servers")) {
+            if (!(o->servers = option_value(cn, "--servers", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_LAYOUT) && matches(a, "--stripe-size")) {
+            if (!(v = option_value(cn, "--stripe-size", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_bytes(v, 1ull << 30, &o->stripe_size))
+                return cli_usage(cn, "--stripe-size needs 1 .. 1G bytes (K, M, G), got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_LAYOUT) && matches(a, "--stripe-count")) {
+            if (!(v = option_value(cn, "--stripe-count", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 1, 256, &o->stripe_count))
+                return cli_usage(cn, "--stripe-count needs a number from 1 to 256, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_LAYOUT) && matches(a, "--replicas")) {
+            if (!(v = option_value(cn, "--replicas", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 1, 16, &o->replicas))
+                return cli_usage(cn, "--replicas needs a number from 1 to 16, got '%s'", v);
         } else if ((cmd->accepts & CLI_OPT_VERIFY) && strcmp(a, "--verify") == 0) {
             o->verify = 1;
         } else if ((cmd->accepts & CLI_OPT_COUNT) &&

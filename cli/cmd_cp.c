@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "rfs/rfs_manifest.h"
 #include "cli/escape.h"
 #include "cli/transfer_pool.h"
 #include "cli/tree_feed.h"
@@ -170,6 +171,8 @@ static int copy_file(cli_ctx *c, const char *src, const char *dest)
     sub.o.args[1] = dest;
     sub.o.nargs = 2;
     int rs = rfs_is_name(src), rd = rfs_is_name(dest);
+    if (rfs_is_manifest_name(src) || rfs_is_manifest_name(dest))
+        return cli_copy_manifest(&sub, src, dest);
     if (rs && rd) {
         char su[4400], du[4400];
         if (c->o.resume)

@@ -34,7 +34,7 @@ static const cli_command commands[] = {
      NULL},
     {"cp", cli_cmd_cp, 2, CLI_MAX_ARGS,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
-         CLI_OPT_RECURSIVE,
+         CLI_OPT_RECURSIVE | CLI_OPT_LAYOUT,
      "SRC... DEST", "copy in any direction: put, get, or server to server",
      "  Local to remote is a put, remote to local a get (atomic, --resume, --verify). Remote\n"
      "  to remote is a third-party copy: the destination server pulls the file from the\n"
@@ -43,9 +43,16 @@ static const cli_command commands[] = {
      "  here); otherwise, or with --no-tpc, it streams through this client (-v says which).\n"
      "  With several sources DEST is a directory.\n"
      "  A remote source may end in a pattern (rfs:h:p:'/run/*.h5'), matched on the server's\n"
-     "  listing; quote it from the shell.\n",
+     "  listing; quote it from the shell.\n"
+     "  A name ending in .rfsm is a logical file over several servers (docs/manifest.md):\n"
+     "  copied to or from through its manifest; a new one is laid out as the options below\n"
+     "  say (default: the home server alone, 1M units, one replica).\n",
      "  -r, --recursive    copy directories (into DEST if it is one, else as DEST)\n"
-     "  --no-tpc           remote to remote: stream through this client, not server to server\n"},
+     "  --no-tpc           remote to remote: stream through this client, not server to server\n"
+     "  --servers LIST     new .rfsm: comma-separated data servers (rfs://host:port,...)\n"
+     "  --stripe-size N    new .rfsm: bytes per stripe unit (K, M, G; default 1M)\n"
+     "  --stripe-count N   new .rfsm: columns (default: every server)\n"
+     "  --replicas N       new .rfsm: copies of each column, on servers of their own\n"},
     {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY, "URL", "write a remote file to standard output",
      NULL, NULL},
     {"ls", cli_cmd_ls, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN, "URL",
@@ -81,6 +88,14 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
+    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON, "show URL | ls DIR-URL",
+     "show a logical file's manifest, or list the manifests of a directory",
+     "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
+     "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
+     "  layout and which replicas are complete; --json gives the manifest's JSON form. 'ls'\n"
+     "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
+     "  replicas, whether every replica is complete.\n",
+     NULL},
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"

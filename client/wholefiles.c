@@ -134,7 +134,14 @@ static int take_next(batch *b, int wait, wf_item *it)
         else if (b->kind == WF_READ)
             it->r = &b->r[i];
     }
-    set_result(b, it, RFS_E_IO, ""); /* until its reply says otherwise */
+    /* Failed until its reply says otherwise; not the batch's first failure (set_result would
+     * make it one, and every batch would then return RFS_E_IO with no message). */
+    if (b->kind == WF_WRITE)
+        it->w->result = RFS_E_IO;
+    else if (b->kind == WF_READ)
+        it->r->result = RFS_E_IO;
+    else
+        b->results[it->index] = RFS_E_IO;
     return 1;
 }
 

@@ -190,6 +190,20 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 0, 86400, 10, &x))
             return 0;
         h->retry_timeout_ms = x ? (int)x * 1000 : -1;
+    } else if (!strcmp(key, "rfs_servers")) {
+        if (strlen(v) >= sizeof h->servers)
+            return 0;
+        snprintf(h->servers, sizeof h->servers, "%s", v);
+    } else if (!strcmp(key, "rfs_stripe_size")) {
+        return parse_size(v, 1, (int64_t)1 << 30, &h->stripe_size);
+    } else if (!strcmp(key, "rfs_stripe_count")) {
+        if (!parse_long(v, 1, 256, 10, &x))
+            return 0;
+        h->stripe_count = (int)x;
+    } else if (!strcmp(key, "rfs_replicas")) {
+        if (!parse_long(v, 1, 16, 10, &x))
+            return 0;
+        h->replicas = (int)x;
     } else if (!strcmp(key, "rfs_write_window")) {
         return parse_size(v, 0, (int64_t)1 << 30, &h->write_window);
     } else if (!strcmp(key, "rfs_max_extents")) {
@@ -386,6 +400,14 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
         MPI_Info_set(info, "rfs_cb_pipeline", "automatic");
     SETI("rfs_lock_wait_ms", h->lock_wait_ms);
     SETI("rfs_write_window", h->write_window);
+    if (h->servers[0])
+        MPI_Info_set(info, "rfs_servers", h->servers);
+    if (h->stripe_size)
+        SETI("rfs_stripe_size", h->stripe_size);
+    if (h->stripe_count)
+        SETI("rfs_stripe_count", h->stripe_count);
+    if (h->replicas)
+        SETI("rfs_replicas", h->replicas);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
     const char *zenv = getenv("RFS_COMPRESS");

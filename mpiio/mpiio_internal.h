@@ -157,6 +157,11 @@ typedef struct mp_hints {
     int ccache;                  /* rfs_cache: MP_AUTO / MP_ENABLE / MP_DISABLE (ccache/) */
     int64_t cc_page_size;        /* rfs_cache_page_size */
     int64_t cc_max_memory;       /* rfs_cache_max_memory: bytes of pages per rank */
+    /* A new logical file over several servers (a .rfsm name, manifest/, docs/manifest.md). */
+    char servers[1024];  /* rfs_servers: comma-separated rfs names; "": the home server */
+    int64_t stripe_size; /* rfs_stripe_size; 0: 1 MiB */
+    int stripe_count;    /* rfs_stripe_count; 0: every server */
+    int replicas;        /* rfs_replicas; 0: 1 */
 } mp_hints;
 
 void mp_hints_default(mp_hints *h);

@@ -13,6 +13,7 @@
 #include "abt/abt.h"
 #include "cache/cache.h"
 #include "common/log.h"
+#include "manifest/layer.h"
 #include "transport/ucx.h"
 
 #include <stdio.h>
@@ -233,11 +234,12 @@ static int stack_layers(mp_file *f, int node_ranks)
 /* The layers a delete of a name goes through (rfs_io_remove): those stack_layers puts over
  * the remote client for these hints, so that each sees the delete (ABT delivers its queued
  * writes of the file first). The lazy barrier and the deferred open only concern an open. */
-static void name_layers(const mp_hints *h, const rfs_io_ops *layers[3])
+static void name_layers(const mp_hints *h, const rfs_io_ops *layers[4])
 {
     int n = 0;
     if (h->abt == MP_ENABLE)
         layers[n++] = rfs_abt_ops();
+    layers[n++] = rfs_manifest_io_ops(); /* a .rfsm name's objects and manifest; others pass */
     layers[n++] = rfs_io_remote_ops();
     layers[n] = NULL;
 }
@@ -271,6 +273,23 @@ static char *name_for_transport(mp_hints *h, const char *name)
         snprintf(out, n, "rfs+ucx:%s", rest);
     h->tls |= tls;
     return out;
+}
+
+/* The bottom of the file's stack: the remote file, or for a .rfsm name the logical file over
+ * its servers (manifest/, opened at once: its layout must be known before any access). */
+static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_options *opts,
+                       int defer)
+{
+    if (rfs_is_manifest_name(name)) {
+        rfs_manifest_params p = {.servers = f->hints.servers[0] ? f->hints.servers : NULL,
+                                 .stripe_size = (uint64_t)f->hints.stripe_size,
+                                 .stripe_count = f->hints.stripe_count,
+                                 .replicas = f->hints.replicas};
+        return rfs_manifest_open_in(f->rt, name, flags, f->hints.file_perm, opts, &p, &f->io);
+    }
+    if (defer)
+        return rfs_io_open_deferred_in(f->rt, name, flags, f->hints.file_perm, opts, &f->io);
+    return rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, opts, &f->io);
 }
 
 static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
@@ -349,29 +368,28 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
                          : 1;
     if (defer) {
         /* Every rank creates if needed: no ordering between the ranks' first accesses. */
-        rrc = rfs_io_open_deferred_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
+        rrc = open_bottom(f, name, flags, &opts, 1);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else if (!(amode & MPI_MODE_EXCL)) {
         /* Every rank opens at once, with O_CREAT when asked: the server's open(O_CREAT) is
          * atomic, so concurrent creates make one file and each rank gets a handle on it; nobody
          * waits for another rank's round trips (docs/mpiio.md, "Round trips"). */
-        rrc = rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
+        rrc = open_bottom(f, name, flags, &opts, 0);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else {
         /* MPI_MODE_EXCL: exactly one rank may create, so rank 0 opens first and the others open
          * the file it made (or all fail with its error). */
         if (rank == 0) {
-            rrc = rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, &opts, &f->io);
+            rrc = open_bottom(f, name, flags, &opts, 0);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
         int r0 = code != MPI_SUCCESS;
         PMPI_Bcast(&r0, 1, MPI_INT, 0, dup);
         if (rank != 0 && !r0) {
-            rrc = rfs_io_open_remote_in(f->rt, name, flags & ~(RFS_O_CREAT | RFS_O_EXCL),
-                                        f->hints.file_perm, &opts, &f->io);
+            rrc = open_bottom(f, name, flags & ~(RFS_O_CREAT | RFS_O_EXCL), &opts, 0);
             if (rrc != RFS_OK)
                 code = mp_io_error(f, rrc, "open", rfs_last_error());
         }
@@ -481,7 +499,7 @@ int mp_close_file(mp_file *f, int collective)
             rfs_options opts;
             options_from_hints(&f->hints, &ONE_PROCESS,
                                &opts); /* a path call: streams do not matter */
-            const rfs_io_ops *layers[3];
+            const rfs_io_ops *layers[4];
             name_layers(&f->hints, layers);
             int drc = rfs_io_remove(layers, f->name, &opts);
             if (drc != RFS_OK && drc != RFS_E_NOENT && code == MPI_SUCCESS)
@@ -550,7 +568,7 @@ static int delete_rfs(const char *filename, MPI_Info info)
         return mp_raise_null(MPI_ERR_NO_MEM);
     rfs_options opts;
     options_from_hints(&h, &ONE_PROCESS, &opts); /* a path call: streams do not matter */
-    const rfs_io_ops *layers[3];
+    const rfs_io_ops *layers[4];
     name_layers(&h, layers);
     int rrc = rfs_io_remove(layers, name, &opts);
     free(name);

@@ -88,6 +88,42 @@ def test_server_messages(rfsd, tmp_path, seen):
     check(seen, err)
 
 
+def test_manifest_messages(rfsd_factory, tmp_path, seen):
+    """Logical files over two servers (docs/manifest.md)."""
+    token = "m" * 32
+    a, b = rfsd_factory(token=token), rfsd_factory(token=token)
+    env = a.env()
+    servers = f"rfs://{a.host}:{a.port},rfs://{b.host}:{b.port}"
+    src = tmp_path / "src"
+    src.write_bytes(bytes(range(256)) * 4096)
+    url = f"rfs://{a.host}:{a.port}/f.rfsm"
+    check(seen, run([binary("rfs"), "cp", "--servers", servers, "--replicas", "3", str(src),
+                     url], env))
+    # a replica lost during a write: reported at sync
+    p = subprocess.Popen([binary("manifest_e2e"), "put", url, str(src), servers, "65536", "2",
+                          "2", "65536"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert p.stdout.readline().startswith("open rc=0")
+    assert p.stdout.readline().strip() == "paused"
+    b.stop()
+    out, _ = p.communicate("go\n", timeout=60)
+    check(seen, out)
+    # a column with no live replica: one replica, its server down
+    url1 = f"rfs://{a.host}:{a.port}/g.rfsm"
+    c = rfsd_factory(token=token)
+    r = run([binary("rfs"), "cp", "--servers", f"rfs://{a.host}:{a.port},rfs://{c.host}:{c.port}",
+             str(src), url1], env)
+    assert r == "", r
+    c.stop()
+    check(seen, run([binary("rfs"), "cp", url1, str(tmp_path / "back")], env))
+    # a damaged manifest
+    m = a.root / "g.rfsm"
+    data = bytearray(m.read_bytes())
+    data[50] ^= 0xFF
+    m.write_bytes(bytes(data))
+    check(seen, run([binary("rfs"), "manifest", "show", url1], env))
+
+
 @pytest.mark.mpi
 def test_mpi_messages(rfsd, tmp_path, seen):
     if "openmpi" not in FLAVOURS or "mpich" not in FLAVOURS:

@@ -1,0 +1,399 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest's binary form (docs/manifest.md "Binary form"): little-endian, a fixed header
+ * with the counts, the server table, the object table, the extent table, and a CRC-32C of it
+ * all. The decoder trusts nothing: every count is checked against the limits and against the
+ * bytes left before anything is allocated for it, and the decoded manifest must then pass the
+ * same invariants the encoder asks of a manifest built in memory (rfsm_validate). */
+#include "manifest/manifest.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/err.h"
+#include "rfs/rfs.h"
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+void rfsm_free(rfsm *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; m->servers && i < m->nservers; i++)
+        free(m->servers[i]);
+    for (uint32_t i = 0; m->objects && i < m->nobjects; i++)
+        free(m->objects[i].path);
+    for (uint32_t i = 0; m->extents && i < m->nextents; i++)
+        free(m->extents[i].objects);
+    free(m->servers);
+    free(m->objects);
+    free(m->extents);
+    free(m);
+}
+
+/* ---- invariants ---- */
+
+static int bad(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const char *what, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return rfs_fail(RFS_E_PROTO, "manifest %s: %s", what, why);
+}
+
+static int check_extent(const rfsm *m, uint32_t i, const char *what)
+{
+    const rfsm_extent *e = &m->extents[i];
+    if (e->len == 0)
+        return bad(what, "extent %llu is empty", (unsigned long long)i);
+    if (e->off >= RFSM_MAX_SIZE || e->len > RFSM_MAX_SIZE - e->off)
+        return bad(what, "extent %llu ends beyond the largest logical offset (2^62)",
+                   (unsigned long long)i);
+    if (e->stripe_size == 0 || e->stripe_size > RFSM_MAX_STRIPE_SIZE)
+        return bad(what, "extent %llu has stripe size %llu (1 B .. 1 GiB)", (unsigned long long)i,
+                   (unsigned long long)e->stripe_size);
+    if (e->stripe_count == 0 || e->stripe_count > RFSM_MAX_STRIPE_COUNT)
+        return bad(what, "extent %llu has stripe count %llu (1 .. 256)", (unsigned long long)i,
+                   (unsigned long long)e->stripe_count);
+    if (e->replicas == 0 || e->replicas > RFSM_MAX_REPLICAS)
+        return bad(what, "extent %llu has %llu replicas (1 .. 16)", (unsigned long long)i,
+                   (unsigned long long)e->replicas);
+    /* The object offset of the extent's last byte (row * unit size <= its logical offset,
+     * so nothing here overflows) must stay below 2^62 too. */
+    uint64_t last = e->len - 1, unit = last / e->stripe_size;
+    uint64_t obj_last = (unit / e->stripe_count) * e->stripe_size + last % e->stripe_size;
+    if (e->obj_off >= RFSM_MAX_SIZE || obj_last >= RFSM_MAX_SIZE - e->obj_off)
+        return bad(what, "extent %llu reaches object offsets beyond 2^62", (unsigned long long)i);
+    if (i > 0) {
+        const rfsm_extent *p = &m->extents[i - 1];
+        if (e->off < p->off + p->len)
+            return bad(what, "extent %llu overlaps or precedes extent %llu", (unsigned long long)i,
+                       (unsigned long long)i - 1);
+    }
+    size_t n = (size_t)e->stripe_count * e->replicas;
+    for (size_t k = 0; k < n; k++) {
+        if (e->objects[k] >= m->nobjects)
+            return bad(what, "extent %llu names object %llu, beyond the object table",
+                       (unsigned long long)i, (unsigned long long)e->objects[k]);
+        /* A column's replicas on one object would be no replicas at all, and two columns on
+         * one object would overwrite each other. */
+        for (size_t j = 0; j < k; j++)
+            if (e->objects[j] == e->objects[k])
+                return bad(what, "extent %llu names object %llu twice", (unsigned long long)i,
+                           (unsigned long long)e->objects[k]);
+    }
+    return RFS_OK;
+}
+
+int rfsm_validate(const rfsm *m, const char *what)
+{
+    if (m->nservers == 0 || m->nservers > RFSM_MAX_SERVERS)
+        return bad(what, "%llu servers (1 .. 256)", (unsigned long long)m->nservers);
+    if (m->nobjects > RFSM_MAX_OBJECTS)
+        return bad(what, "%llu objects (limit %llu)", (unsigned long long)m->nobjects,
+                   (unsigned long long)RFSM_MAX_OBJECTS);
+    if (m->nextents > RFSM_MAX_EXTENTS)
+        return bad(what, "%llu extents (limit %llu)", (unsigned long long)m->nextents,
+                   (unsigned long long)RFSM_MAX_EXTENTS);
+    for (uint32_t i = 0; i < m->nservers; i++) {
+        char url[RFSM_MAX_URL + 2];
+        size_t l = strlen(m->servers[i]);
+        if (l == 0 || l > RFSM_MAX_URL)
+            return bad(what, "server %llu has a URL of %llu bytes", (unsigned long long)i,
+                       (unsigned long long)l);
+        memcpy(url, m->servers[i], l);
+        memcpy(url + l, "/", 2);
+        rfs_name n;
+        if (rfs_parse_name(url, &n) != RFS_OK || strcmp(n.path, "/") != 0)
+            return bad(what, "server %s is not an rfs://HOST:PORT URL", m->servers[i]);
+    }
+    for (uint32_t i = 0; i < m->nobjects; i++) {
+        const rfsm_object *o = &m->objects[i];
+        size_t l = strlen(o->path);
+        if (o->server >= m->nservers)
+            return bad(what, "object %llu is on server %llu, beyond the server table",
+                       (unsigned long long)i, (unsigned long long)o->server);
+        if (o->flags & ~RFSM_OBJ_KNOWN_FLAGS)
+            return bad(what, "object %llu has unknown flags 0x%llx", (unsigned long long)i,
+                       (unsigned long long)o->flags);
+        if (l == 0 || l > RFSM_MAX_PATH || o->path[0] != '/')
+            return bad(what, "object %llu has no absolute path (%llu bytes)", (unsigned long long)i,
+                       (unsigned long long)l);
+    }
+    for (uint32_t i = 0; i < m->nextents; i++) {
+        int rc = check_extent(m, i, what);
+        if (rc != RFS_OK)
+            return rc;
+    }
+    uint64_t end =
+        m->nextents ? m->extents[m->nextents - 1].off + m->extents[m->nextents - 1].len : 0;
+    if (m->size > end)
+        return bad(what, "size %llu lies beyond the last extent's end %llu",
+                   (unsigned long long)m->size, (unsigned long long)end);
+    return RFS_OK;
+}
+
+/* ---- decoding ---- */
+
+typedef struct rd {
+    const uint8_t *p;
+    size_t left;
+} rd;
+
+static int take(rd *r, size_t n, const uint8_t **out)
+{
+    if (r->left < n)
+        return -1;
+    *out = r->p;
+    r->p += n;
+    r->left -= n;
+    return 0;
+}
+
+/* A length-prefixed string of at most max bytes, without NUL bytes; NULL when truncated, too
+ * long or out of memory (*why says which). */
+static char *take_str(rd *r, size_t max, const char **why)
+{
+    const uint8_t *p;
+    if (take(r, 2, &p) != 0) {
+        *why = "truncated";
+        return NULL;
+    }
+    size_t l = get16(p);
+    if (l == 0 || l > max) {
+        *why = "a string of a length out of range";
+        return NULL;
+    }
+    if (take(r, l, &p) != 0) {
+        *why = "truncated";
+        return NULL;
+    }
+    if (memchr(p, 0, l)) {
+        *why = "a NUL byte inside a string";
+        return NULL;
+    }
+    char *s = malloc(l + 1);
+    if (!s) {
+        *why = "out of memory";
+        return NULL;
+    }
+    memcpy(s, p, l);
+    s[l] = 0;
+    return s;
+}
+
+static int decode_body(rd *r, rfsm *m, const char *what)
+{
+    const char *why = "truncated";
+    const uint8_t *p;
+    /* Each table entry takes at least this many bytes: a count beyond what is left is refused
+     * before its table is allocated. */
+    if ((uint64_t)m->nservers * 3 > r->left)
+        return bad(what, "truncated: %llu servers do not fit in the data",
+                   (unsigned long long)m->nservers);
+    m->servers = calloc(m->nservers ? m->nservers : 1, sizeof *m->servers);
+    if (!m->servers)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    for (uint32_t i = 0; i < m->nservers; i++)
+        if (!(m->servers[i] = take_str(r, RFSM_MAX_URL, &why)))
+            return bad(what, "server %llu: %s", (unsigned long long)i, why);
+    if ((uint64_t)m->nobjects * 11 > r->left)
+        return bad(what, "truncated: %llu objects do not fit in the data",
+                   (unsigned long long)m->nobjects);
+    m->objects = calloc(m->nobjects ? m->nobjects : 1, sizeof *m->objects);
+    if (!m->objects)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    for (uint32_t i = 0; i < m->nobjects; i++) {
+        if (take(r, 8, &p) != 0)
+            return bad(what, "object %llu is truncated", (unsigned long long)i);
+        m->objects[i].server = get32(p);
+        m->objects[i].flags = get32(p + 4);
+        if (!(m->objects[i].path = take_str(r, RFSM_MAX_PATH, &why)))
+            return bad(what, "object %llu: %s", (unsigned long long)i, why);
+    }
+    if ((uint64_t)m->nextents * 44 > r->left)
+        return bad(what, "truncated: %llu extents do not fit in the data",
+                   (unsigned long long)m->nextents);
+    m->extents = calloc(m->nextents ? m->nextents : 1, sizeof *m->extents);
+    if (!m->extents)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    for (uint32_t i = 0; i < m->nextents; i++) {
+        rfsm_extent *e = &m->extents[i];
+        if (take(r, 40, &p) != 0)
+            return bad(what, "extent %llu is truncated", (unsigned long long)i);
+        e->off = get64(p);
+        e->len = get64(p + 8);
+        e->obj_off = get64(p + 16);
+        e->stripe_size = get64(p + 24);
+        e->stripe_count = get32(p + 32);
+        e->replicas = get32(p + 36);
+        if (e->stripe_count == 0 || e->stripe_count > RFSM_MAX_STRIPE_COUNT || e->replicas == 0 ||
+            e->replicas > RFSM_MAX_REPLICAS)
+            return bad(what, "extent %llu: stripe count or replicas out of range (%llu)",
+                       (unsigned long long)i, (unsigned long long)e->stripe_count * e->replicas);
+        size_t n = (size_t)e->stripe_count * e->replicas;
+        if (take(r, n * 4, &p) != 0)
+            return bad(what, "extent %llu's object list is truncated", (unsigned long long)i);
+        e->objects = malloc(n * sizeof *e->objects);
+        if (!e->objects)
+            return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+        for (size_t k = 0; k < n; k++)
+            e->objects[k] = get32(p + 4 * k);
+    }
+    if (r->left != 0)
+        return bad(what, "%llu bytes follow the extent table", (unsigned long long)r->left);
+    return RFS_OK;
+}
+
+int rfsm_decode(const void *buf, size_t len, const char *what, rfsm **out)
+{
+    const uint8_t *b = buf;
+    *out = NULL;
+    if (len < 6 || memcmp(b, RFSM_MAGIC, 4) != 0)
+        return rfs_fail(RFS_E_PROTO, "manifest %s: not a manifest (no RFSM magic)", what);
+    unsigned version = get16(b + 4);
+    if (version != RFSM_VERSION)
+        return rfs_fail(RFS_E_VERSION, "manifest %s: version %u, this client reads version %u only",
+                        what, version, RFSM_VERSION);
+    if (len < RFSM_HEADER_LEN + RFSM_TRAILER_LEN)
+        return bad(what, "truncated: %llu bytes, less than a header", (unsigned long long)len);
+    if (len > RFSM_MAX_BYTES)
+        return rfs_fail(RFS_E_TOOBIG, "manifest %s: %zu bytes, over the limit of %u", what, len,
+                        RFSM_MAX_BYTES);
+    uint32_t total = get32(b + 8);
+    if (total != len)
+        return bad(what, "truncated or padded: the header says %llu bytes, there are %llu",
+                   (unsigned long long)total, (unsigned long long)len);
+    uint32_t crc = get32(b + len - RFSM_TRAILER_LEN);
+    uint32_t want = rfs_crc32c(0, b, len - RFSM_TRAILER_LEN);
+    if (crc != want)
+        return bad(what, "bad checksum 0x%08llx (the data give 0x%08llx)", (unsigned long long)crc,
+                   (unsigned long long)want);
+    unsigned flags = get16(b + 6);
+    if (flags != 0)
+        return bad(what, "unknown header flags 0x%llx", (unsigned long long)flags);
+    rfsm *m = calloc(1, sizeof *m);
+    if (!m)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    m->nservers = get32(b + 12);
+    m->nobjects = get32(b + 16);
+    m->nextents = get32(b + 20);
+    m->size = get64(b + 24);
+    m->generation = get64(b + 32);
+    int rc;
+    if (m->nservers == 0 || m->nservers > RFSM_MAX_SERVERS || m->nobjects > RFSM_MAX_OBJECTS ||
+        m->nextents > RFSM_MAX_EXTENTS) {
+        rc = rfs_fail(RFS_E_TOOBIG,
+                      "manifest %s: counts out of range (%u servers, %u objects, %u extents; "
+                      "limits 1..%u, %u, %u)",
+                      what, m->nservers, m->nobjects, m->nextents, RFSM_MAX_SERVERS,
+                      RFSM_MAX_OBJECTS, RFSM_MAX_EXTENTS);
+        /* nothing was allocated for the tables: free only the header */
+        m->nservers = m->nobjects = m->nextents = 0;
+        rfsm_free(m);
+        return rc;
+    }
+    rd r = {b + RFSM_HEADER_LEN, len - RFSM_HEADER_LEN - RFSM_TRAILER_LEN};
+    rc = decode_body(&r, m, what);
+    if (rc == RFS_OK)
+        rc = rfsm_validate(m, what);
+    if (rc != RFS_OK) {
+        rfsm_free(m);
+        return rc;
+    }
+    *out = m;
+    return RFS_OK;
+}
+
+/* ---- encoding ---- */
+
+int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
+{
+    int rc = rfsm_validate(m, what);
+    if (rc != RFS_OK)
+        return rc;
+    uint64_t n = RFSM_HEADER_LEN + RFSM_TRAILER_LEN;
+    for (uint32_t i = 0; i < m->nservers; i++)
+        n += 2 + strlen(m->servers[i]);
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        n += 10 + strlen(m->objects[i].path);
+    for (uint32_t i = 0; i < m->nextents; i++)
+        n += 40 + 4ull * m->extents[i].stripe_count * m->extents[i].replicas;
+    if (n > RFSM_MAX_BYTES)
+        return rfs_fail(RFS_E_TOOBIG, "manifest %s: would be %llu bytes, over the limit of %u",
+                        what, (unsigned long long)n, RFSM_MAX_BYTES);
+    uint8_t *b = calloc(1, (size_t)n);
+    if (!b)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    memcpy(b, RFSM_MAGIC, 4);
+    put16(b + 4, RFSM_VERSION);
+    put16(b + 6, 0);
+    put32(b + 8, (uint32_t)n);
+    put32(b + 12, m->nservers);
+    put32(b + 16, m->nobjects);
+    put32(b + 20, m->nextents);
+    put64(b + 24, m->size);
+    put64(b + 32, m->generation);
+    uint8_t *p = b + RFSM_HEADER_LEN;
+    for (uint32_t i = 0; i < m->nservers; i++) {
+        size_t l = strlen(m->servers[i]);
+        put16(p, (uint16_t)l);
+        memcpy(p + 2, m->servers[i], l);
+        p += 2 + l;
+    }
+    for (uint32_t i = 0; i < m->nobjects; i++) {
+        size_t l = strlen(m->objects[i].path);
+        put32(p, m->objects[i].server);
+        put32(p + 4, m->objects[i].flags);
+        put16(p + 8, (uint16_t)l);
+        memcpy(p + 10, m->objects[i].path, l);
+        p += 10 + l;
+    }
+    for (uint32_t i = 0; i < m->nextents; i++) {
+        const rfsm_extent *e = &m->extents[i];
+        put64(p, e->off);
+        put64(p + 8, e->len);
+        put64(p + 16, e->obj_off);
+        put64(p + 24, e->stripe_size);
+        put32(p + 32, e->stripe_count);
+        put32(p + 36, e->replicas);
+        p += 40;
+        for (size_t k = 0; k < (size_t)e->stripe_count * e->replicas; k++, p += 4)
+            put32(p, e->objects[k]);
+    }
+    put32(p, rfs_crc32c(0, b, (size_t)n - RFSM_TRAILER_LEN));
+    *out = b;
+    *len = (size_t)n;
+    return RFS_OK;
+}

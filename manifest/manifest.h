@@ -1,0 +1,124 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest of one logical file stored over several servers (docs/manifest.md; the exNode
+ * of mpiio-logistical-networking.txt sec. 3): which servers hold which objects, and which
+ * bytes of which objects are which logical bytes, with replicas. Pure data and codecs, no I/O:
+ * the binary form (manifest/format.c) is what lives on the home server, the JSON form
+ * (manifest/json.c) is for people and tools, and the layout functions (manifest/layout.c)
+ * build a striped manifest and map logical ranges onto objects. */
+#ifndef RFS_MANIFEST_MANIFEST_H
+#define RFS_MANIFEST_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Binary format: "RFSM", version 1 (docs/manifest.md "Binary form"). */
+#define RFSM_MAGIC "RFSM"
+#define RFSM_VERSION 1u
+#define RFSM_HEADER_LEN 40u
+#define RFSM_TRAILER_LEN 4u /* CRC-32C of every byte before it */
+
+/* Hard limits: a manifest over any of them is refused whole, before anything is allocated
+ * for it, so a hostile manifest costs at most RFSM_MAX_BYTES of memory. */
+#define RFSM_MAX_BYTES (16u << 20)
+#define RFSM_MAX_SERVERS 256u
+#define RFSM_MAX_OBJECTS 65536u
+#define RFSM_MAX_EXTENTS 65536u
+#define RFSM_MAX_REPLICAS 16u
+#define RFSM_MAX_STRIPE_COUNT 256u
+#define RFSM_MAX_URL 512u
+#define RFSM_MAX_PATH 4095u
+/* Logical offsets end below 2^62: far beyond any file, and room above for the byte the
+ * manifest's update lock takes on the home server (manifest/store.c). */
+#define RFSM_MAX_SIZE (1ull << 62)
+#define RFSM_MAX_STRIPE_SIZE (1ull << 30)
+
+/* Object flags. */
+#define RFSM_OBJ_STALE 0x1u /* a write to this replica failed: it misses bytes, never read it */
+#define RFSM_OBJ_KNOWN_FLAGS RFSM_OBJ_STALE
+
+typedef struct rfsm_object {
+    uint32_t server; /* index into servers */
+    uint32_t flags;  /* RFSM_OBJ_* */
+    char *path;      /* absolute path on that server */
+} rfsm_object;
+
+/* Logical bytes [off, off+len) striped RAID-0 fashion over stripe_count columns of
+ * stripe_size units, each column kept by `replicas` objects: logical byte off+x is in unit
+ * u = x / stripe_size, column u % stripe_count, at object offset
+ * obj_off + (u / stripe_count) * stripe_size + x % stripe_size. A plain mapping of a range
+ * onto one object is the case stripe_count 1. */
+typedef struct rfsm_extent {
+    uint64_t off, len;
+    uint64_t obj_off;
+    uint64_t stripe_size;
+    uint32_t stripe_count, replicas;
+    uint32_t *objects; /* stripe_count * replicas: column c's replica r is objects[c*replicas+r] */
+} rfsm_extent;
+
+typedef struct rfsm {
+    uint64_t size;       /* logical end of file */
+    uint64_t generation; /* counts updates of the stored manifest */
+    uint32_t nservers, nobjects, nextents;
+    char **servers; /* "rfs://host:port" (or rfss:, rfs+ucx:), no path */
+    rfsm_object *objects;
+    rfsm_extent *extents; /* sorted by off, not overlapping */
+} rfsm;
+
+void rfsm_free(rfsm *m);
+
+/* Strict decoder: RFS_OK and a new manifest in *out, or RFS_E_PROTO (RFS_E_VERSION for an
+ * unknown version, RFS_E_TOOBIG over a limit) with a message naming what is wrong: truncated
+ * data, bad checksum, unknown flags, counts over the limits or beyond the data, an index out
+ * of range, overlapping or overflowing extents, a size beyond the extents. `what` names the
+ * manifest in messages. Nothing of a refused manifest is kept. */
+int rfsm_decode(const void *buf, size_t len, const char *what, rfsm **out);
+/* Checks the invariants rfsm_decode enforces on a manifest built in memory. */
+int rfsm_validate(const rfsm *m, const char *what);
+/* Encodes (after rfsm_validate) into a new buffer *out of *len bytes (free()). */
+int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len);
+/* The JSON form (docs/manifest.md "JSON form"). */
+void rfsm_write_json(FILE *out, const rfsm *m);
+
+/* A striped layout as the hints rfs_servers, rfs_stripe_size, rfs_stripe_count and
+ * rfs_replicas describe it. */
+typedef struct rfsm_layout {
+    char **servers; /* data servers, "rfs://host:port"; servers[0] the first column's */
+    uint32_t nservers;
+    uint64_t stripe_size;
+    uint32_t stripe_count, replicas;
+} rfsm_layout;
+
+/* 1 MiB: docs/manifest.md "Why 1 MiB". */
+#define RFSM_DEFAULT_STRIPE_SIZE (1ull << 20)
+
+/* A new manifest of one extent [0, RFSM_MAX_SIZE) striped as l says, its objects named
+ * `<base>.c<column>.r<replica>` on server (column + replica) % nservers. */
+int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out);
+
+/* One contiguous piece of a logical range inside one column of one extent. */
+typedef struct rfsm_piece {
+    uint64_t log_off; /* logical offset */
+    uint64_t obj_off; /* offset in the column's objects */
+    uint64_t len;
+    uint32_t extent, column;
+} rfsm_piece;
+
+/* Calls fn for each piece of [off, off+len) in logical order; bytes outside every extent are
+ * skipped (fn is told nothing of them). fn's non-zero return stops the walk and is returned. */
+typedef int (*rfsm_piece_fn)(void *ctx, const rfsm_piece *p);
+int rfsm_map(const rfsm *m, uint64_t off, uint64_t len, rfsm_piece_fn fn, void *ctx);
+/* How many bytes column `column` of extent `e` holds for logical bytes [e.off, end): the
+ * size its objects have when the file ends at `end`. */
+uint64_t rfsm_column_bytes(const rfsm_extent *e, uint32_t column, uint64_t end);
+/* Object index of column c, replica r of extent e. */
+static inline uint32_t rfsm_object_of(const rfsm_extent *e, uint32_t c, uint32_t r)
+{
+    return e->objects[(size_t)c * e->replicas + r];
+}
+
+/* Copies "rfs://host:port" (the scheme kept, path dropped) of an rfs name into out;
+ * RFS_E_NAME when it is not one. */
+int rfsm_server_of_name(const char *name, char *out, size_t cap);
+
+#endif

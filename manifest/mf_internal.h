@@ -1,0 +1,54 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest layer's open file (manifest/io.c, open.c, parallel.c). */
+#ifndef RFS_MANIFEST_MF_INTERNAL_H
+#define RFS_MANIFEST_MF_INTERNAL_H
+
+#include <pthread.h>
+
+#include "client/runtime.h"
+#include "common/err.h"
+#include "manifest/manifest.h"
+#include "rfs/rfs_manifest.h"
+
+/* One object of the manifest as this process uses it. */
+typedef struct mf_obj {
+    rfs_io *io; /* NULL: not open (its server failed at open, or it is stale) */
+    int gone;   /* an operation on it failed: never used again by this process */
+    int stale;  /* this process found it incomplete (to be merged into the manifest) */
+} mf_obj;
+
+typedef struct mf_file {
+    rfs_io io;
+    rfs_runtime *rt;
+    unsigned flags;
+    pthread_mutex_t mu; /* guards what follows but m's immutable layout */
+    rfsm *m;            /* as loaded at open (the layout never changes while open) */
+    uint64_t size;      /* the logical size last seen in the stored manifest */
+    rfs_io *home;       /* the manifest file */
+    mf_obj *objs;       /* m->nobjects */
+    uint64_t written_end;
+    int dirty; /* something to merge: writes past size, new stale objects */
+    rfs_status deferred;
+} mf_file;
+
+/* A job per object: the runs of one request that fall in one column (on one object). */
+typedef struct mf_run {
+    uint64_t obj_off, len;
+    size_t pos; /* in the caller's packed buffer */
+} mf_run;
+
+/* Opens the objects and the manifest (manifest/open.c). */
+int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
+            const rfs_options *opts, const rfs_manifest_params *p, mf_file **out);
+
+/* Marks object i given up (and, when writing, incomplete): f->mu not held. rc and the
+ * thread's message are kept as the deferred failure when none is kept yet. */
+void mf_obj_failed(mf_file *f, uint32_t i, int rc, int incomplete);
+
+/* Runs fn(arg + k * size) for k in [0, n) at once on the runtime's workers (the caller runs
+ * the first); returns when all are done. */
+void mf_parallel(rfs_runtime *rt, void *(*fn)(void *), void *arg, size_t size, size_t n);
+
+const rfs_io_ops *mf_ops(void);
+
+#endif

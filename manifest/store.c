@@ -1,0 +1,114 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest file on the home server: loads under a shared lock, merges under an exclusive
+ * one. The lock is the server's byte-range lock on the manifest file itself at RFSM_LOCK_OFF,
+ * held by the open handle: every process that opened the logical file has its own handle, so
+ * updates from several processes (MPI ranks) follow one another, and a reader never sees a
+ * manifest half rewritten. */
+#include "manifest/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+static int lock(rfs_io *home, unsigned mode)
+{
+    int rc = home->ops->lock(home, RFSM_LOCK_OFF, 1, mode, RFSM_LOCK_WAIT_MS);
+    if (rc != RFS_OK)
+        return rfs_fail_cause(rc, "%s:%s: manifest lock", home->server, home->path);
+    return RFS_OK;
+}
+
+static void unlock(rfs_io *home)
+{
+    rfs_status keep;
+    rfs_status_save(&keep, RFS_OK);
+    home->ops->unlock(home, RFSM_LOCK_OFF, 1); /* a lost connection drops it anyway */
+    rfs_status_raise(&keep);
+}
+
+/* The stored bytes, decoded; the caller holds a lock. */
+static int read_locked(rfs_io *home, rfsm **out)
+{
+    char what[4400];
+    snprintf(what, sizeof what, "%s:%s", home->server, home->path);
+    uint64_t size = 0;
+    int rc = home->ops->get_size(home, &size);
+    if (rc != RFS_OK)
+        return rc;
+    if (size > RFSM_MAX_BYTES)
+        return rfs_fail(RFS_E_TOOBIG, "manifest %s: %llu bytes, over the limit of %u", what,
+                        (unsigned long long)size, RFSM_MAX_BYTES);
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    size_t got = 0;
+    rc = home->ops->pread(home, buf, (size_t)size, 0, &got);
+    if (rc == RFS_OK)
+        rc = rfsm_decode(buf, got, what, out);
+    free(buf);
+    return rc;
+}
+
+int rfsm_store_load(rfs_io *home, rfsm **out)
+{
+    int rc = lock(home, RFS_LOCK_SHARED);
+    if (rc != RFS_OK)
+        return rc;
+    rc = read_locked(home, out);
+    unlock(home);
+    return rc;
+}
+
+static int write_locked(rfs_io *home, const rfsm *m)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char what[4400];
+    snprintf(what, sizeof what, "%s:%s", home->server, home->path);
+    int rc = rfsm_encode(m, what, &buf, &len);
+    size_t done = 0;
+    if (rc == RFS_OK)
+        rc = home->ops->pwrite(home, buf, len, 0, &done);
+    free(buf);
+    if (rc == RFS_OK)
+        rc = home->ops->set_size(home, len);
+    if (rc == RFS_OK)
+        rc = home->ops->sync(home);
+    return rc;
+}
+
+int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
+{
+    int rc = lock(home, RFS_LOCK_EXCL);
+    if (rc != RFS_OK)
+        return rc;
+    rfsm *m = NULL;
+    rc = read_locked(home, &m);
+    if (rc == RFS_OK) {
+        uint64_t was = m->size;
+        int changed = 0;
+        if (d->truncate)
+            m->size = d->truncate_to;
+        if (d->written_end > m->size)
+            m->size = d->written_end;
+        changed = m->size != was;
+        for (size_t i = 0; i < d->nstale; i++) {
+            if (d->stale[i] < m->nobjects && !(m->objects[d->stale[i]].flags & RFSM_OBJ_STALE)) {
+                m->objects[d->stale[i]].flags |= RFSM_OBJ_STALE;
+                changed = 1;
+            }
+        }
+        /* Nothing new (the stored manifest covers it already): no write, no sync. */
+        if (changed) {
+            m->generation++;
+            rc = write_locked(home, m);
+        }
+    }
+    unlock(home);
+    if (rc == RFS_OK && merged)
+        *merged = m;
+    else
+        rfsm_free(m);
+    return rc;
+}

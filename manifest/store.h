@@ -1,0 +1,35 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest file on its home server (docs/manifest.md "Consistency"): reading it, making
+ * it once, and merging a process's changes into it by an atomic read-modify-write under a
+ * byte-range lock that every updater and reader of that manifest takes. */
+#ifndef RFS_MANIFEST_STORE_H
+#define RFS_MANIFEST_STORE_H
+
+#include "manifest/manifest.h"
+#include "rfs/rfs_io.h"
+
+/* The byte the update lock covers: above every logical offset (RFSM_MAX_SIZE), so it never
+ * meets the application's own byte-range locks on the same handle's file. */
+#define RFSM_LOCK_OFF RFSM_MAX_SIZE
+/* How long an update waits for another process's (the server bounds it to 30 s). */
+#define RFSM_LOCK_WAIT_MS 30000
+
+/* Reads and decodes the manifest through its open file home (a shared lock held meanwhile). */
+int rfsm_store_load(rfs_io *home, rfsm **out);
+
+/* What one process changed, to merge into the stored manifest. */
+typedef struct rfsm_delta {
+    uint64_t written_end; /* the logical end of this process's writes (0: none) */
+    int truncate;         /* 1: the size is set to truncate_to (then written_end applies) */
+    uint64_t truncate_to;
+    const uint32_t *stale; /* object indices this process found incomplete */
+    size_t nstale;
+} rfsm_delta;
+
+/* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to
+ * when truncating, then at least written_end; stale objects marked) and, when that changed
+ * anything, bumps the generation, writes it back in place and syncs it. *merged (may be NULL)
+ * gets the result. */
+int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged);
+
+#endif

@@ -1,0 +1,74 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* The manifest decoder's invariants (manifest_check.h). */
+#include "manifest_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest/manifest.h"
+#include "rfs/rfs.h"
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "manifest_check: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            abort();                                                                   \
+        }                                                                              \
+    } while (0)
+
+typedef struct walk {
+    const rfsm *m;
+    uint64_t next; /* the logical offset the next piece must start at (or after) */
+    uint64_t bytes;
+} walk;
+
+static int piece_ok(void *ctx, const rfsm_piece *p)
+{
+    walk *w = ctx;
+    CHECK(p->extent < w->m->nextents);
+    const rfsm_extent *e = &w->m->extents[p->extent];
+    CHECK(p->column < e->stripe_count);
+    CHECK(p->len > 0 && p->len <= e->stripe_size);
+    CHECK(p->log_off >= e->off && p->log_off - e->off < e->len);
+    CHECK(p->len <= e->len - (p->log_off - e->off));
+    CHECK(p->log_off >= w->next);
+    CHECK(p->obj_off >= e->obj_off && p->obj_off < RFSM_MAX_SIZE);
+    w->next = p->log_off + p->len;
+    w->bytes += p->len;
+    return 0;
+}
+
+int rfsm_check_bytes(const uint8_t *data, size_t size)
+{
+    rfsm *m = (rfsm *)&m; /* must come back NULL when refused */
+    int rc = rfsm_decode(data, size, "fuzz", &m);
+    if (rc != RFS_OK) {
+        CHECK(m == NULL);
+        CHECK(rc == RFS_E_PROTO || rc == RFS_E_VERSION || rc == RFS_E_TOOBIG || rc == RFS_E_NOMEM);
+        CHECK(rfs_last_error()[0] != '\0');
+        return 0;
+    }
+    uint8_t *again = NULL;
+    size_t len = 0;
+    CHECK(rfsm_encode(m, "fuzz", &again, &len) == RFS_OK);
+    CHECK(len == size && memcmp(again, data, size) == 0);
+    free(again);
+    /* Ranges at the start, around the size and at the far end map inside their extents. */
+    uint64_t starts[3] = {0, m->size > 100 ? m->size - 100 : 0, RFSM_MAX_SIZE - 4096};
+    for (int i = 0; i < 3; i++) {
+        walk w = {m, starts[i], 0};
+        CHECK(rfsm_map(m, starts[i], 1 << 16, piece_ok, &w) == 0);
+        CHECK(w.bytes <= 1 << 16);
+    }
+    for (uint32_t x = 0; x < m->nextents; x++)
+        for (uint32_t c = 0; c < m->extents[x].stripe_count; c++)
+            CHECK(rfsm_column_bytes(&m->extents[x], c, m->size) <= m->size);
+    FILE *null = fopen("/dev/null", "w");
+    if (null) {
+        rfsm_write_json(null, m);
+        fclose(null);
+    }
+    rfsm_free(m);
+    return 1;
+}
