@@ -5,6 +5,7 @@
 #include "session.h"
 #include "fs_shared.h"
 #include "group.h"
+#include "coll.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -267,6 +268,7 @@ void rfsd_handle_release(rfsd_handle *h)
     }
     for (unsigned i = 0; i < RFSD_MAX_VIEWS; i++)
         rfsd_view_clear(&h->views[i]);
+    rfsd_coll_forget(h);
 }
 
 static void handle_free(rfsd_handle *h)
@@ -563,7 +565,8 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
                            RFS_FEAT_XSTREAM | RFS_FEAT_WPARENTS |
                            (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
                            (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0) |
-                           (rfsd_group_on() ? RFS_FEAT_PLACE : 0);
+                           (rfsd_group_on() ? RFS_FEAT_PLACE : 0) |
+                           (rfsd_coll_on() ? RFS_FEAT_COLL : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;

@@ -31,6 +31,7 @@
 #include "fs_shared.h"
 #include "group.h"
 #ifdef RFSD_HAVE_MPI
+#include "coll_mpi.h"
 #include "mpi_group.h"
 #endif
 #include "identity.h"
@@ -266,8 +267,9 @@ static int start_group(int *argc, char ***argv, const rfsd_config *cfg, int *lfd
     return rfsd_mpi_start(argc, argv, cfg, lfd, addr, cap);
 #else
     (void)argc, (void)argv, (void)lfd, (void)addr, (void)cap;
-    fprintf(stderr, "rfsd: --mpi: this rfsd was built without MPI (configure with MPI found and "
-                    "-DRFSD_MPI=ON)\n");
+    fprintf(stderr, "rfsd: --mpi%s: this rfsd was built without MPI (configure with MPI found "
+                    "and -DRFSD_MPI=ON)\n",
+            cfg->backend_mpiio ? " --backend mpiio" : "");
     return -1;
 #endif
 }
@@ -374,6 +376,10 @@ int main(int argc, char **argv)
         RFS_LOGI("placement: %llu client connection(s) kept, %llu sent to other processes",
                  (unsigned long long)kept, (unsigned long long)moved);
     }
+#ifdef RFSD_HAVE_MPI
+    if (srv.cfg.backend_mpiio)
+        rfsd_coll_mpi_stop(); /* the workers are gone: nothing waits on a collective call */
+#endif
     rfsd_audit_stop();
     rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");

@@ -15,6 +15,7 @@ static int in_enum(rfs_op op)
     case RFS_OP_SESSION:
     case RFS_OP_TPC_AUTH:
     case RFS_OP_PLACE:
+    case RFS_OP_COLL_JOIN:
     case RFS_OP_OPEN:
     case RFS_OP_CLOSE:
     case RFS_OP_PREAD:
@@ -67,7 +68,7 @@ static void test_every_op_has_one_entry(void **state)
         assert_non_null(f->name);
         assert_string_equal(rfs_op_name((uint16_t)n), f->name);
     }
-    assert_int_equal(known, 35);
+    assert_int_equal(known, 36);
     assert_string_equal(rfs_op_name(RFS_OP_VIEW_WRITE), "VIEW_WRITE");
 }
 

@@ -1,0 +1,113 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* Collective calls run by the server group (rfsd --mpi --backend mpiio; docs/mpiio.md
+ * "Collective calls on a server group"). At open every rank joins its remote file to one
+ * collective open, named by 16 random bytes rank 0 draws; a collective call then sends each
+ * rank's own runs and data as one request, and the group's processes issue one MPI-IO
+ * collective call on the parallel file system, which aggregates there instead of among the
+ * ranks across the network. */
+#include "mpiio/mpiio_internal.h"
+
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static int for_server(const char *key)
+{
+    return !strcmp(key, "striping_factor") || !strcmp(key, "striping_unit") ||
+           !strcmp(key, "cb_nodes") || !strcmp(key, "cb_buffer_size") ||
+           !strncmp(key, "romio_", 6);
+}
+
+static void add_hint(char *out, size_t cap, size_t *used, const char *key, const char *val)
+{
+    if (!for_server(key) || strchr(val, ';'))
+        return;
+    int n = snprintf(out + *used, cap - *used, "%s%s=%s", *used ? ";" : "", key, val);
+    if (n < 0 || (size_t)n >= cap - *used) {
+        out[*used] = '\0';
+        return;
+    }
+    *used += (size_t)n;
+}
+
+/* The hints a parallel file system's MPI-IO acts on, as "key=value;...": from $RFS_HINTS
+ * (for programs that set none), then from the open's info, which the server reads last. */
+static void server_hints(MPI_Info info, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t used = 0;
+    const char *env = getenv("RFS_HINTS");
+    if (env && strlen(env) < 2048) {
+        char buf[2048], *save = NULL;
+        snprintf(buf, sizeof buf, "%s", env);
+        for (char *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+            char *eq = strchr(kv, '=');
+            if (eq) {
+                *eq = '\0';
+                add_hint(out, cap, &used, kv, eq + 1);
+            }
+        }
+    }
+    int nkeys = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
+        return;
+    for (int i = 0; i < nkeys; i++) {
+        char key[MPI_MAX_INFO_KEY + 1], val[256];
+        int flag = 0;
+        if (PMPI_Info_get_nthkey(info, i, key) == MPI_SUCCESS &&
+            PMPI_Info_get(info, key, (int)sizeof val - 1, val, &flag) == MPI_SUCCESS && flag)
+            add_hint(out, cap, &used, key, val);
+    }
+}
+
+void mp_srv_coll_open(mp_file *f, MPI_Info info)
+{
+    unsigned char id[16] = {0};
+    if (f->rank == 0 && getrandom(id, sizeof id, 0) != (ssize_t)sizeof id)
+        memset(id, 0, sizeof id); /* all zero: nobody joins (below) */
+    PMPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, f->comm);
+    static const unsigned char zero[16];
+    char hints[2048];
+    server_hints(info, hints, sizeof hints);
+    /* { joined, max part } over all ranks: the least of each */
+    long long mine[2] = {0, 0}, all[2];
+    size_t max_part = 0;
+    if (memcmp(id, zero, sizeof id) && f->size > 1 &&
+        f->io->ops->coll_join(f->io, id, (unsigned)f->size, hints, &max_part) == RFS_OK) {
+        mine[0] = 1;
+        mine[1] = (long long)max_part;
+    }
+    rfs_clear_error(); /* an older server (RFS_E_UNSUPPORTED) is the common case */
+    PMPI_Allreduce(mine, all, 2, MPI_LONG_LONG, MPI_MIN, f->comm);
+    f->srv_coll = all[0] == 1 && all[1] > 0;
+    f->srv_coll_max = f->srv_coll ? (size_t)all[1] : 0;
+    if (f->srv_coll && f->rank == 0)
+        RFS_LOGD("mpiio: %s: collective calls run on the server group (hints '%s')", f->name,
+                 hints);
+}
+
+int mp_srv_coll_fits(mp_file *f, size_t nruns, size_t len, int code)
+{
+    int fits = code == MPI_SUCCESS && nruns <= 65536 /* the protocol's runs per request */ &&
+               len + 16 * nruns <= f->srv_coll_max;
+    int all = 0;
+    PMPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, f->comm);
+    return all;
+}
+
+int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *runs, size_t nruns,
+                       void *data, int64_t *moved)
+{
+    size_t done = 0;
+    /* a rank that failed before still sends its (empty) part: the others' call needs it */
+    int rc = f->io->ops->coll_listio(f->io, is_write, runs, code == MPI_SUCCESS ? nruns : 0,
+                                     data, &done);
+    if (rc != RFS_OK && code == MPI_SUCCESS)
+        code = mp_io_error(f, rc, is_write ? "collective write" : "collective read",
+                           rfs_last_error());
+    *moved = code == MPI_SUCCESS ? (int64_t)done : 0;
+    return code;
+}
