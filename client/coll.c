@@ -18,8 +18,8 @@ int rfs_coll_join(rfs_file *f, const unsigned char id[16], unsigned nranks, cons
                         f->label);
     size_t hlen = hints ? strlen(hints) : 0;
     if (hlen > RFS_COLL_MAX_HINTS)
-        return rfs_fail(RFS_E_TOOBIG, "%s: %zu bytes of hints for the server (limit %u)",
-                        f->label, hlen, RFS_COLL_MAX_HINTS);
+        return rfs_fail(RFS_E_TOOBIG, "%s: %zu bytes of hints for the server (limit %u)", f->label,
+                        hlen, RFS_COLL_MAX_HINTS);
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_COLL_JOIN;
@@ -46,8 +46,8 @@ int rfs_coll_listio(rfs_file *f, int is_write, const rfs_extent *ext, size_t n, 
     for (size_t i = 0; i < n; i++)
         total += ext[i].length;
     if (n > RFS_MAX_EXTENTS || total > UINT32_MAX)
-        return rfs_fail(RFS_E_TOOBIG, "%s: a collective part of %zu runs and %llu bytes",
-                        f->label, n, (unsigned long long)total);
+        return rfs_fail(RFS_E_TOOBIG, "%s: a collective part of %zu runs and %llu bytes", f->label,
+                        n, (unsigned long long)total);
     /* this rank's earlier writes are in the file before the group's collective call */
     int rc = rfs_wwin_settle(f, 1);
     if (rc)

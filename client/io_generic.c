@@ -178,8 +178,9 @@ int rfs_io_gen_coll_join(rfs_io *io, const unsigned char id[16], unsigned nranks
 {
     (void)id, (void)nranks, (void)hints;
     *max_part = 0;
-    return rfs_fail(RFS_E_UNSUPPORTED, "%s: collective calls go through the server only from "
-                                       "the remote layer",
+    return rfs_fail(RFS_E_UNSUPPORTED,
+                    "%s: collective calls go through the server only from "
+                    "the remote layer",
                     io->path);
 }
 
@@ -188,8 +189,9 @@ int rfs_io_gen_coll_listio(rfs_io *io, int is_write, const rfs_extent *ext, size
 {
     (void)is_write, (void)ext, (void)n, (void)buf;
     *done = 0;
-    return rfs_fail(RFS_E_UNSUPPORTED, "%s: collective calls go through the server only from "
-                                       "the remote layer",
+    return rfs_fail(RFS_E_UNSUPPORTED,
+                    "%s: collective calls go through the server only from "
+                    "the remote layer",
                     io->path);
 }
 

@@ -17,8 +17,7 @@
 static int for_server(const char *key)
 {
     return !strcmp(key, "striping_factor") || !strcmp(key, "striping_unit") ||
-           !strcmp(key, "cb_nodes") || !strcmp(key, "cb_buffer_size") ||
-           !strncmp(key, "romio_", 6);
+           !strcmp(key, "cb_nodes") || !strcmp(key, "cb_buffer_size") || !strncmp(key, "romio_", 6);
 }
 
 static void add_hint(char *out, size_t cap, size_t *used, const char *key, const char *val)
@@ -103,11 +102,11 @@ int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *run
 {
     size_t done = 0;
     /* a rank that failed before still sends its (empty) part: the others' call needs it */
-    int rc = f->io->ops->coll_listio(f->io, is_write, runs, code == MPI_SUCCESS ? nruns : 0,
-                                     data, &done);
+    int rc = f->io->ops->coll_listio(f->io, is_write, runs, code == MPI_SUCCESS ? nruns : 0, data,
+                                     &done);
     if (rc != RFS_OK && code == MPI_SUCCESS)
-        code = mp_io_error(f, rc, is_write ? "collective write" : "collective read",
-                           rfs_last_error());
+        code =
+            mp_io_error(f, rc, is_write ? "collective write" : "collective read", rfs_last_error());
     *moved = code == MPI_SUCCESS ? (int64_t)done : 0;
     return code;
 }

@@ -107,8 +107,8 @@ typedef enum rfs_op {
     RFS_OP_AUTH = 2,
     RFS_OP_PING = 3,
     RFS_OP_SESSION = 4,
-    RFS_OP_TPC_AUTH = 5, /* AUTH with a one-time grant instead of a token (tpc) */
-    RFS_OP_PLACE = 6,    /* which process of a server group serves this client rank */
+    RFS_OP_TPC_AUTH = 5,  /* AUTH with a one-time grant instead of a token (tpc) */
+    RFS_OP_PLACE = 6,     /* which process of a server group serves this client rank */
     RFS_OP_COLL_JOIN = 7, /* this handle is one rank of a collective open (RFS_FEAT_COLL) */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,

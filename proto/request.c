@@ -459,10 +459,10 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
                         rfs_op_name(r->op));
     rfs_hdr h = {.version = RFS_PROTO_VERSION,
                  .op = r->op,
-                 .flags = (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
-                                     (r->extra_stream ? RFS_F_EXTRA : 0) |
-                                     (r->zok ? RFS_F_ZOK : 0) | (r->zshuf ? RFS_F_ZSHUF : 0) |
-                                     (r->coll ? RFS_F_COLL : 0)),
+                 .flags =
+                     (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
+                                (r->extra_stream ? RFS_F_EXTRA : 0) | (r->zok ? RFS_F_ZOK : 0) |
+                                (r->zshuf ? RFS_F_ZSHUF : 0) | (r->coll ? RFS_F_COLL : 0)),
                  .req_id = r->id,
                  .status = 0,
                  .body_len = (uint32_t)body};

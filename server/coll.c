@@ -84,8 +84,9 @@ static void fill_piece(rfsd_piece *p, const rfsd_handle *h, int kind)
 int rfsd_coll_io(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 {
     if (!h->coll)
-        return rfs_fail(RFS_E_INVAL, "%s: collective list I/O on a handle that did not join a "
-                                     "collective open (COLL_JOIN)",
+        return rfs_fail(RFS_E_INVAL,
+                        "%s: collective list I/O on a handle that did not join a "
+                        "collective open (COLL_JOIN)",
                         h->path);
 #ifdef RFSD_HAVE_MPI
     rfsd_piece p;

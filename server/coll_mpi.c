@@ -68,8 +68,8 @@ static atomic_int stop_asked, running;
 static pthread_t thread;
 static MPI_Comm comm;
 static int me, nprocs;
-static tally *tallies;    /* process 0 only; MPI thread only */
-static open_file *files;  /* MPI thread only */
+static tally *tallies;   /* process 0 only; MPI thread only */
+static open_file *files; /* MPI thread only */
 static uint8_t note_in[MSG_MAX], cmd_in[MSG_MAX];
 
 static void to_msg(const rfsd_piece *p, int kind, msg *m)
@@ -164,8 +164,7 @@ static MPI_Info info_of(const char *hints)
             continue;
         *eq = '\0';
         if (!strcmp(kv, "striping_factor") || !strcmp(kv, "striping_unit") ||
-            !strcmp(kv, "cb_nodes") || !strcmp(kv, "cb_buffer_size") ||
-            !strncmp(kv, "romio_", 6))
+            !strcmp(kv, "cb_nodes") || !strcmp(kv, "cb_buffer_size") || !strncmp(kv, "romio_", 6))
             MPI_Info_set(info, kv, eq + 1);
     }
     return info;
@@ -644,8 +643,7 @@ static void *mpi_thread(void *arg)
     while (left) {
         rfsd_piece *p = left;
         left = p->next;
-        finish(p, RFS_E_IO, "%s: %s: the server group is stopping", p->shown,
-               "collective call");
+        finish(p, RFS_E_IO, "%s: %s: the server group is stopping", p->shown, "collective call");
     }
     atomic_store(&running, 0);
     return NULL;

@@ -23,8 +23,8 @@ typedef struct rfsd_piece {
     int kind; /* RFSD_PIECE_* */
     uint8_t id[RFS_COLL_ID_LEN];
     uint32_t seq, nranks;
-    uint32_t flags;   /* RFS_O_* of the handle */
-    char *path;       /* the file on this host (owned by the handle's membership) */
+    uint32_t flags; /* RFS_O_* of the handle */
+    char *path;     /* the file on this host (owned by the handle's membership) */
     const char *hints;
     const char *shown; /* the client's path, for messages */
     int is_write;

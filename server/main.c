@@ -267,8 +267,9 @@ static int start_group(int *argc, char ***argv, const rfsd_config *cfg, int *lfd
     return rfsd_mpi_start(argc, argv, cfg, lfd, addr, cap);
 #else
     (void)argc, (void)argv, (void)lfd, (void)addr, (void)cap;
-    fprintf(stderr, "rfsd: --mpi%s: this rfsd was built without MPI (configure with MPI found "
-                    "and -DRFSD_MPI=ON)\n",
+    fprintf(stderr,
+            "rfsd: --mpi%s: this rfsd was built without MPI (configure with MPI found "
+            "and -DRFSD_MPI=ON)\n",
             cfg->backend_mpiio ? " --backend mpiio" : "");
     return -1;
 #endif

@@ -66,8 +66,10 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
     if (MPI_Init_thread(argc, argv, want, &provided) != MPI_SUCCESS)
         return -1;
     if (provided < want) {
-        fprintf(stderr, "rfsd: --backend mpiio: this MPI offers thread level %d, and %d is "
-                        "needed (MPI_THREAD_SERIALIZED)\n", provided, want);
+        fprintf(stderr,
+                "rfsd: --backend mpiio: this MPI offers thread level %d, and %d is "
+                "needed (MPI_THREAD_SERIALIZED)\n",
+                provided, want);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
