@@ -23,7 +23,6 @@
 #include "common/err.h"
 #include "common/log.h"
 
-#define COLL_TIMEOUT_MS 60000
 #define TAG_NOTE 71
 #define TAG_CMD 72
 #define IDLE_WAIT_NS 200000 /* the thread's nap when there is nothing to do */
@@ -63,7 +62,7 @@ typedef struct open_file {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static rfsd_piece *inbox, *waiting; /* under mu: handed over; noted and waiting for EXEC */
-static unsigned nwaiting, max_waiting;
+static unsigned nwaiting, max_waiting, timeout_ms;
 static atomic_int stop_asked, running;
 static pthread_t thread;
 static MPI_Comm comm;
@@ -465,11 +464,11 @@ static void abort_call(const msg *m)
     while (parts) {
         rfsd_piece *p = parts;
         parts = p->next;
-        char n[64];
-        snprintf(n, sizeof n, "%u client ranks", m->h.nranks);
+        char n[96];
+        snprintf(n, sizeof n, "%u client ranks within %u ms", m->h.nranks, timeout_ms);
         finish(p, RFS_E_TIMEOUT,
-               "%s: a collective call of %s did not reach the server group from every rank "
-               "within 60 s (a client rank failed, or opened the file elsewhere)",
+               "%s: a collective call did not reach the server group from all %s (a client "
+               "rank or a server process failed; rfsd --coll-timeout-ms)",
                p->shown, n);
     }
 }
@@ -529,10 +528,10 @@ static void expire_tallies(void)
     int64_t now = rfs_now_ns();
     for (tally **pp = &tallies; *pp;) {
         tally *t = *pp;
-        if (t->m.h.kind == NOTE_IO && now - t->first_ns > (int64_t)COLL_TIMEOUT_MS * 1000000) {
+        if (t->m.h.kind == NOTE_IO && now - t->first_ns > (int64_t)timeout_ms * 1000000) {
             *pp = t->next;
-            RFS_LOGW("mpiio: %s: collective call %u had %u of %u parts after %d ms: aborted",
-                     t->m.path, t->m.h.seq, t->count, t->m.h.nranks, COLL_TIMEOUT_MS);
+            RFS_LOGW("mpiio: %s: collective call %u had %u of %u parts after %u ms: aborted",
+                     t->m.path, t->m.h.seq, t->count, t->m.h.nranks, timeout_ms);
             broadcast_cmd(&t->m, CMD_ABORT);
             free(t);
         } else {
@@ -649,13 +648,14 @@ static void *mpi_thread(void *arg)
     return NULL;
 }
 
-int rfsd_coll_mpi_start(unsigned max_wait)
+int rfsd_coll_mpi_start(unsigned max_wait, unsigned timeout)
 {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &nprocs);
     max_waiting = max_wait ? max_wait : 1;
+    timeout_ms = timeout;
     atomic_store(&running, 1);
     if (pthread_create(&thread, NULL, mpi_thread, NULL)) {
         atomic_store(&running, 0);

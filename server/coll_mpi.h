@@ -41,8 +41,9 @@ typedef struct rfsd_piece {
 } rfsd_piece;
 
 /* After MPI_Init_thread and the group's start-up: the MPI thread takes over MPI. max_waiting
- * is how many parts may wait at once (workers that can block). 0, or -1 after a message. */
-int rfsd_coll_mpi_start(unsigned max_waiting);
+ * is how many parts may wait at once (workers that can block); a call whose parts are not all
+ * in after timeout_ms fails. 0, or -1 after a message. */
+int rfsd_coll_mpi_start(unsigned max_waiting, unsigned timeout_ms);
 /* 1 once started and until stopped. */
 int rfsd_coll_mpi_running(void);
 /* Hands p to the MPI thread. IO parts: RFS_OK, or RFS_E_BUSY when max_waiting parts wait

@@ -108,7 +108,8 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
      * the rest in MPI, and the shared state is in the file system (fs_shared.h). mpiio: the
      * MPI thread keeps MPI for collective calls, and finalizes at shutdown. */
     if (cfg->backend_mpiio && all_have)
-        all_have = rfsd_coll_mpi_start(cfg->threads > 1 ? (unsigned)cfg->threads - 1 : 1) == 0;
+        all_have = rfsd_coll_mpi_start(cfg->threads > 1 ? (unsigned)cfg->threads - 1 : 1,
+                                       cfg->coll_timeout_ms) == 0;
     else
         MPI_Finalize();
     if (!all_have) {

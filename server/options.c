@@ -54,6 +54,8 @@ static void usage(FILE *out)
         "  --backend posix|mpiio  with --mpi: mpiio turns the clients' collective writes and\n"
         "                      reads into MPI-IO collective calls of all the group's\n"
         "                      processes (posix, the default: every request is POSIX I/O)\n"
+        "  --coll-timeout-ms MS  with --backend mpiio: how long a collective call waits for\n"
+        "                      every client rank's part before it fails (default 60000)\n"
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
@@ -200,7 +202,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         O_MPI,
         O_MPI_STATE,
         O_ADVERTISE,
-        O_BACKEND
+        O_BACKEND,
+        O_COLL_TIMEOUT
     };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
@@ -210,6 +213,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"mpi-state-dir", required_argument, 0, O_MPI_STATE},
         {"advertise", required_argument, 0, O_ADVERTISE},
         {"backend", required_argument, 0, O_BACKEND},
+        {"coll-timeout-ms", required_argument, 0, O_COLL_TIMEOUT},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -437,6 +441,13 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             }
             cfg->backend_mpiio = !strcmp(optarg, "mpiio");
             break;
+        case O_COLL_TIMEOUT:
+            if (parse_ulong(optarg, 1, 3600000, &v)) {
+                fprintf(stderr, "rfsd: --coll-timeout-ms takes 1..3600000, not '%s'\n", optarg);
+                return -1;
+            }
+            cfg->coll_timeout_ms = (unsigned)v;
+            break;
         case O_TPC_ALLOW:
             if (!*optarg) {
                 fprintf(stderr, "rfsd: --tpc-allow needs at least one HOST or HOST:PORT\n");
@@ -532,6 +543,12 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
                         "pointers of open files\n");
         return -1;
     }
+    if (cfg->coll_timeout_ms && !cfg->backend_mpiio) {
+        fprintf(stderr, "rfsd: --coll-timeout-ms goes with --backend mpiio\n");
+        return -1;
+    }
+    if (!cfg->coll_timeout_ms)
+        cfg->coll_timeout_ms = 60000;
     if (cfg->backend_mpiio && !cfg->mpi) {
         fprintf(stderr, "rfsd: --backend mpiio goes with --mpi: the processes of a server group "
                         "open files together (mpiexec -n N rfsd --mpi --backend mpiio ...)\n");

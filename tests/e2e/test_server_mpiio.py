@@ -4,10 +4,13 @@ group turn the clients' collective calls into MPI-IO collective calls on the sha
 MPI-IO programs on both MPIs leave the bytes a local run leaves, a client's hint reaches the
 group's MPI_File_open, and a build or a start without what the backend needs refuses it."""
 import re
+import secrets
+import struct
 import subprocess
 
 import pytest
 
+import rfswire as w
 from conftest import binary
 from mpiio_util import FLAVOURS, mpiexec, program, run_both
 from server_group import Group
@@ -90,3 +93,109 @@ def test_backend_needs_a_group(tmp_path):
                         "--listen", "127.0.0.1:0", "--backend", "lustre"],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "--backend takes posix or mpiio" in r.stderr
+
+
+OP_COLL_JOIN = 7
+F_COLL = 0x0080
+FEAT_COLL = 0x1000
+
+
+def join(conn, fh, cid, nranks, hints=b""):
+    return conn.call(OP_COLL_JOIN, struct.pack("<I", fh) + cid +
+                     struct.pack("<IH", nranks, len(hints)) + hints)
+
+
+def part(conn, op, fh, extents, data=b""):
+    """Sends one rank's part of a collective call (flag COLL); returns the request id."""
+    return conn.send(op, w.b_iov(fh, extents, data), flags=F_COLL)
+
+
+def reply_to(conn, rid):
+    rep = conn.recv()
+    assert rep.req_id == rid
+    return rep
+
+
+def test_collective_calls_on_the_wire(group_factory):
+    """Two client ranks on two processes: their parts make one collective call, whatever the
+    order they arrive in; a call missing a part fails after --coll-timeout-ms; the marker is
+    refused where it does not belong."""
+    g = group_factory(2, extra=("--coll-timeout-ms", "2000"))
+    a, b = w.Conn(g.host, g.port_of(0)), w.Conn(g.host, g.port_of(1))
+    assert a.hello()["features"] & FEAT_COLL
+    a.close()
+    a = w.Conn(g.host, g.port_of(0))
+    a.handshake(g.token)
+    b.handshake(g.token)
+    fa = a.open("/c.dat", w.O_RDWR | w.O_CREAT)
+    fb = b.open("/c.dat", w.O_RDWR)
+    # a part on a handle that did not join, and the marker on an op that cannot carry it
+    assert reply_to(a, part(a, "PWRITEV", fa, [(0, 1)], b"x")).status == w.E["INVAL"]
+    assert a.call("PREAD", w.b_pread(fa, 0, 1), flags=F_COLL).status == w.E["PROTO"]
+    cid = secrets.token_bytes(16)
+    join(a, fa, cid, 2, b"cb_nodes=1").check()
+    join(b, fb, cid, 2, b"cb_nodes=1").check()
+    assert join(a, fa, cid, 3).status == w.E["INVAL"]        # another open's membership
+    assert join(a, fa, cid, 2, b"bad\x01").status == w.E["INVAL"]
+    # a noncontiguous collective write: the ranks' runs interleave
+    ra = part(a, "PWRITEV", fa, [(0, 4), (8, 4)], b"AAAABBBB")
+    rb = part(b, "PWRITEV", fb, [(4, 4), (12, 4)], b"CCCCDDDD")
+    assert reply_to(a, ra).u64() == 8 and reply_to(b, rb).u64() == 8
+    assert (g.root / "c.dat").read_bytes() == b"AAAACCCCBBBBDDDD"
+    # a collective read: b's second run is past the end of file, so b gets 4 bytes
+    rb = part(b, "PREADV", fb, [(4, 4), (100, 4)])
+    ra = part(a, "PREADV", fa, [(0, 16)])
+    assert reply_to(a, ra).check().body == b"AAAACCCCBBBBDDDD"
+    assert reply_to(b, rb).check().body == b"CCCC"
+    # only one rank's part: the call fails on it after the timeout, and the file is intact
+    rep = reply_to(a, part(a, "PWRITEV", fa, [(0, 4)], b"ZZZZ"))
+    assert rep.status == w.E["TIMEOUT"] and "client ranks within 2000 ms" in str(rep.error())
+    assert (g.root / "c.dat").read_bytes() == b"AAAACCCCBBBBDDDD"
+    a.close_fh(fa)
+    b.close_fh(fb)
+    a.close()
+    b.close()
+    log = g.stop()
+    assert len([o for o in opened(log) if o[1].endswith("/c.dat")]) == 2, log
+
+
+def test_posix_group_refuses_coll_join(tmp_path):
+    g = Group(tmp_path / "posix", 1)
+    try:
+        c = w.Conn(g.host, g.port)
+        assert not c.hello()["features"] & FEAT_COLL
+        c.close()
+        c = w.Conn(g.host, g.port)
+        c.handshake(g.token)
+        fh = c.open("/p.dat", w.O_RDWR | w.O_CREAT)
+        assert join(c, fh, bytes(16), 2).status == w.E["UNSUPPORTED"]
+        c.close()
+    finally:
+        g.stop()
+
+
+def test_dead_process_fails_collective_calls_at_a_defined_point(group_factory):
+    """Under Open MPI's launcher (Hydra ends the whole group): after process 1 dies, its
+    client's next call fails, the survivor's independent I/O goes on, and its next collective
+    call fails with RFS_E_TIMEOUT instead of hanging."""
+    g = group_factory(2, launcher="openmpi", extra=("--coll-timeout-ms", "2000"))
+    a, b = w.Conn(g.host, g.port_of(0)), w.Conn(g.host, g.port_of(1))
+    a.handshake(g.token)
+    b.handshake(g.token)
+    fa = a.open("/d.dat", w.O_RDWR | w.O_CREAT)
+    fb = b.open("/d.dat", w.O_RDWR)
+    cid = secrets.token_bytes(16)
+    join(a, fa, cid, 2).check()
+    join(b, fb, cid, 2).check()
+    ra = part(a, "PWRITEV", fa, [(0, 4)], b"AAAA")
+    rb = part(b, "PWRITEV", fb, [(4, 4)], b"BBBB")
+    assert reply_to(a, ra).u64() == 4 and reply_to(b, rb).u64() == 4
+    g.kill(1)
+    with pytest.raises((EOFError, ConnectionResetError)):
+        b.pwrite(fb, 8, b"x")
+    a.pwrite(fa, 8, b"CCCC")
+    assert (g.root / "d.dat").read_bytes() == b"AAAABBBBCCCC"
+    rep = reply_to(a, part(a, "PWRITEV", fa, [(0, 4)], b"ZZZZ"))
+    assert rep.status == w.E["TIMEOUT"], rep.error()
+    assert (g.root / "d.dat").read_bytes() == b"AAAABBBBCCCC"
+    a.close()
