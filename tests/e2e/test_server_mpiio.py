@@ -3,10 +3,14 @@
 group turn the clients' collective calls into MPI-IO collective calls on the shared file system.
 MPI-IO programs on both MPIs leave the bytes a local run leaves, a client's hint reaches the
 group's MPI_File_open, and a build or a start without what the backend needs refuses it."""
+import os
 import re
 import secrets
+import shutil
 import struct
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +203,23 @@ def test_dead_process_fails_collective_calls_at_a_defined_point(group_factory):
     assert rep.status == w.E["TIMEOUT"], rep.error()
     assert (g.root / "d.dat").read_bytes() == b"AAAABBBBCCCC"
     a.close()
+
+
+def test_mpiio_group_on_glusterfs(tmp_path):
+    """Item 3's distributed file system: a GlusterFS volume (Debian's glusterfs-server, one
+    brick, FUSE) as the group's export, inside a network and mount namespace of the test's own
+    (docs/design.md "The MPI-IO backend")."""
+    if not shutil.which("glusterd") or not shutil.which("unshare"):
+        pytest.skip("glusterfs-server (glusterd) is not installed: apt-get install glusterfs-server")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse: the volume cannot be mounted")
+    helper = Path(__file__).resolve().parent / "gluster_group.py"
+    r = subprocess.run(["unshare", "-n", "-m", sys.executable, str(helper), str(tmp_path), "4",
+                        *PROGRAMS],
+                       capture_output=True, text=True, timeout=170)
+    if r.returncode == 77 or (r.returncode and "unshare failed" in r.stderr):
+        pytest.skip(f"GlusterFS cannot run here: {r.stderr.strip()[-300:]}")
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    assert "export file system: fuseblk" in r.stdout or "export file system: fuse" in r.stdout
+    for name in PROGRAMS:
+        assert f"SAME {name}" in r.stdout, r.stdout
