@@ -194,8 +194,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
     int64_t moved = 0;
     /* the server group's MPI-IO aggregates instead of the ranks (srvcoll.c); atomic mode and
      * romio_cb_*=disable keep the independent path they ask for */
-    int on_server =
-        gmin < gmax && f->srv_coll && !surely_indep && mp_srv_coll_fits(f, nruns, b.len, code);
+    int on_server = gmin < gmax && f->srv_coll && !surely_indep;
     if (gmin >= gmax) {
         /* nobody accesses anything */
     } else if (on_server) {

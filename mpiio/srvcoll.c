@@ -88,25 +88,76 @@ void mp_srv_coll_open(mp_file *f, MPI_Info info)
                  hints);
 }
 
-int mp_srv_coll_fits(mp_file *f, size_t nruns, size_t len, int code)
+/* This rank's access in chunks that each fit one request: runs cut so that a chunk has at
+ * most max_bytes of data and max_runs runs. next_chunk fills out (room for max_runs) and returns
+ * its runs; *data_off and *len place the chunk in the packed data. */
+typedef struct chunker {
+    const rfs_extent *runs;
+    size_t nruns, i;   /* next run */
+    uint64_t in_run;   /* bytes of runs[i] already taken */
+    uint64_t data_off; /* bytes taken so far */
+} chunker;
+
+static size_t next_chunk(chunker *c, rfs_extent *out, size_t max_runs, uint64_t max_bytes,
+                         uint64_t *data_off, uint64_t *len)
 {
-    int fits = code == MPI_SUCCESS && nruns <= 65536 /* the protocol's runs per request */ &&
-               len + 16 * nruns <= f->srv_coll_max;
-    int all = 0;
-    PMPI_Allreduce(&fits, &all, 1, MPI_INT, MPI_MIN, f->comm);
-    return all;
+    size_t n = 0;
+    *data_off = c->data_off;
+    *len = 0;
+    while (c->i < c->nruns && n < max_runs && *len < max_bytes) {
+        uint64_t left = c->runs[c->i].length - c->in_run;
+        uint64_t take = left < max_bytes - *len ? left : max_bytes - *len;
+        out[n].offset = c->runs[c->i].offset + c->in_run;
+        out[n].length = take;
+        n++;
+        *len += take;
+        c->in_run += take;
+        if (c->in_run == c->runs[c->i].length) {
+            c->i++;
+            c->in_run = 0;
+        }
+    }
+    c->data_off += *len;
+    return n;
 }
 
 int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *runs, size_t nruns,
                        void *data, int64_t *moved)
 {
-    size_t done = 0;
-    /* a rank that failed before still sends its (empty) part: the others' call needs it */
-    int rc = f->io->ops->coll_listio(f->io, is_write, runs, code == MPI_SUCCESS ? nruns : 0, data,
-                                     &done);
-    if (rc != RFS_OK && code == MPI_SUCCESS)
-        code =
-            mp_io_error(f, rc, is_write ? "collective write" : "collective read", rfs_last_error());
-    *moved = code == MPI_SUCCESS ? (int64_t)done : 0;
+    /* half a frame of data and half of runs (16 bytes each): any mix fits one request */
+    uint64_t max_bytes = f->srv_coll_max / 2;
+    size_t max_runs = f->srv_coll_max / 2 / 16;
+    if (max_runs > 65536) /* the protocol's runs per request */
+        max_runs = 65536;
+    rfs_extent *part = malloc(max_runs * sizeof *part);
+    if (!part && code == MPI_SUCCESS)
+        code = mp_error_code(MPI_ERR_NO_MEM, "rfs: %s: out of memory", f->name);
+    /* every rank counts its chunks; all issue as many calls as the rank with the most */
+    long long mine = 0, calls = 0;
+    if (code == MPI_SUCCESS) {
+        chunker c = {runs, nruns, 0, 0, 0};
+        uint64_t off, len;
+        while (next_chunk(&c, part, max_runs, max_bytes, &off, &len) > 0)
+            mine++;
+    }
+    PMPI_Allreduce(&mine, &calls, 1, MPI_LONG_LONG, MPI_MAX, f->comm);
+    chunker c = {runs, code == MPI_SUCCESS ? nruns : 0, 0, 0, 0};
+    int64_t got = 0;
+    int at_eof = 0;
+    for (long long k = 0; k < calls; k++) {
+        uint64_t off = 0, len = 0;
+        /* a failed rank still sends its (empty) parts: the others' calls need them */
+        size_t n = code == MPI_SUCCESS ? next_chunk(&c, part, max_runs, max_bytes, &off, &len) : 0;
+        size_t done = 0;
+        int rc = f->io->ops->coll_listio(f->io, is_write, part, n, (char *)data + off, &done);
+        if (rc != RFS_OK && code == MPI_SUCCESS)
+            code = mp_io_error(f, rc, is_write ? "collective write" : "collective read",
+                               rfs_last_error());
+        if (!at_eof)
+            got += (int64_t)done;
+        at_eof = at_eof || (!is_write && done < len); /* a stream stops at the end of file */
+    }
+    free(part);
+    *moved = code == MPI_SUCCESS ? got : 0;
     return code;
 }
