@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -23,7 +24,10 @@ int rfsd_coll_on(void)
 }
 
 /* The file's path on this host, as every process of the group sees the shared file system:
- * MPI_File_open takes a name, and the handle's descriptor knows it. */
+ * MPI_File_open takes a name, and the handle's descriptor knows it. A FUSE file system
+ * (GlusterFS) may have dropped the descriptor's dentry, which the kernel then shows with
+ * " (deleted)" although the name is still the file's: the name counts only if it leads to
+ * the descriptor's file now. */
 static char *real_path(int fd)
 {
     char link[64], path[RFS_MAX_PATH + 1];
@@ -32,6 +36,14 @@ static char *real_path(int fd)
     if (n <= 0 || n >= (ssize_t)sizeof path - 1)
         return NULL;
     path[n] = '\0';
+    static const char gone[] = " (deleted)";
+    size_t len = (size_t)n, g = sizeof gone - 1;
+    if (len > g && !strcmp(path + len - g, gone))
+        path[len - g] = '\0';
+    struct stat byname, byfd;
+    if (stat(path, &byname) || fstat(fd, &byfd) || byname.st_dev != byfd.st_dev ||
+        byname.st_ino != byfd.st_ino)
+        return NULL;
     return strdup(path);
 }
 
@@ -55,8 +67,14 @@ int rfsd_coll_join(rfsd_handle *h, const rfs_req *q)
     if (!m || !hints || !path) {
         free(m);
         free(hints);
+        int named = path != NULL;
         free(path);
-        return rfs_fail(RFS_E_NOMEM, "%s: COLL_JOIN: server out of memory", h->path);
+        /* the client then runs its collective calls itself (every rank must have joined) */
+        return named ? rfs_fail(RFS_E_NOMEM, "%s: COLL_JOIN: server out of memory", h->path)
+                     : rfs_fail(RFS_E_IO,
+                                "%s: COLL_JOIN: the file has no name on this host "
+                                "that leads to it (removed or renamed?)",
+                                h->path);
     }
     memcpy(hints, q->u.coll_join.hints.s, q->u.coll_join.hints.len);
     hints[q->u.coll_join.hints.len] = '\0';
