@@ -88,9 +88,10 @@ void mp_srv_coll_open(mp_file *f, MPI_Info info)
                  hints);
 }
 
-/* This rank's access in chunks that each fit one request: runs cut so that a chunk has at
- * most max_bytes of data and max_runs runs. next_chunk fills out (room for max_runs) and returns
- * its runs; *data_off and *len place the chunk in the packed data. */
+/* This rank's access in chunks that each fit one request: runs cut so that a chunk's data and
+ * runs (16 bytes each) stay under max_part, with at most max_runs runs. next_chunk fills out
+ * (room for max_runs) and returns its runs; *data_off and *len place the chunk in the packed
+ * data. */
 typedef struct chunker {
     const rfs_extent *runs;
     size_t nruns, i;   /* next run */
@@ -98,15 +99,17 @@ typedef struct chunker {
     uint64_t data_off; /* bytes taken so far */
 } chunker;
 
-static size_t next_chunk(chunker *c, rfs_extent *out, size_t max_runs, uint64_t max_bytes,
+static size_t next_chunk(chunker *c, rfs_extent *out, size_t max_runs, uint64_t max_part,
                          uint64_t *data_off, uint64_t *len)
 {
     size_t n = 0;
     *data_off = c->data_off;
     *len = 0;
-    while (c->i < c->nruns && n < max_runs && *len < max_bytes) {
+    /* each run costs 16 bytes of the request besides its data */
+    while (c->i < c->nruns && n < max_runs && *len + 16 * (n + 1) < max_part) {
+        uint64_t room = max_part - 16 * (n + 1) - *len;
         uint64_t left = c->runs[c->i].length - c->in_run;
-        uint64_t take = left < max_bytes - *len ? left : max_bytes - *len;
+        uint64_t take = left < room ? left : room;
         out[n].offset = c->runs[c->i].offset + c->in_run;
         out[n].length = take;
         n++;
@@ -124,9 +127,9 @@ static size_t next_chunk(chunker *c, rfs_extent *out, size_t max_runs, uint64_t 
 int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *runs, size_t nruns,
                        void *data, int64_t *moved)
 {
-    /* half a frame of data and half of runs (16 bytes each): any mix fits one request */
-    uint64_t max_bytes = f->srv_coll_max / 2;
-    size_t max_runs = f->srv_coll_max / 2 / 16;
+    /* a frame's worth of data and runs (16 bytes each) per request */
+    uint64_t max_part = f->srv_coll_max;
+    size_t max_runs = max_part / 16;
     if (max_runs > 65536) /* the protocol's runs per request */
         max_runs = 65536;
     rfs_extent *part = malloc(max_runs * sizeof *part);
@@ -137,7 +140,7 @@ int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *run
     if (code == MPI_SUCCESS) {
         chunker c = {runs, nruns, 0, 0, 0};
         uint64_t off, len;
-        while (next_chunk(&c, part, max_runs, max_bytes, &off, &len) > 0)
+        while (next_chunk(&c, part, max_runs, max_part, &off, &len) > 0)
             mine++;
     }
     PMPI_Allreduce(&mine, &calls, 1, MPI_LONG_LONG, MPI_MAX, f->comm);
@@ -147,7 +150,7 @@ int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *run
     for (long long k = 0; k < calls; k++) {
         uint64_t off = 0, len = 0;
         /* a failed rank still sends its (empty) parts: the others' calls need them */
-        size_t n = code == MPI_SUCCESS ? next_chunk(&c, part, max_runs, max_bytes, &off, &len) : 0;
+        size_t n = code == MPI_SUCCESS ? next_chunk(&c, part, max_runs, max_part, &off, &len) : 0;
         size_t done = 0;
         int rc = f->io->ops->coll_listio(f->io, is_write, part, n, (char *)data + off, &done);
         if (rc != RFS_OK && code == MPI_SUCCESS)

@@ -147,7 +147,7 @@ int rfsd_coll_io(rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
 #endif
 }
 
-void rfsd_coll_forget(rfsd_handle *h)
+static void forget(rfsd_handle *h)
 {
     if (!h->coll)
         return;
@@ -174,5 +174,5 @@ void rfsd_coll_leave(rfsd_handle *h)
         }
     }
 #endif
-    rfsd_coll_forget(h);
+    forget(h);
 }

@@ -29,9 +29,8 @@ int rfsd_coll_join(struct rfsd_handle *h, const rfs_req *q);
 /* An RFS_F_COLL PREADV or PWRITEV on h: blocks until the group's collective call is done.
  * Reads: *buf gets the malloc'd bytes, which rep points at. */
 int rfsd_coll_io(struct rfsd_handle *h, const rfs_req *q, rfs_rep *rep, uint8_t **buf);
-/* CLOSE of a joined handle: counts towards the group's collective MPI_File_close. */
+/* CLOSE of a joined handle, or its release with a lost connection: counts towards the group's
+ * collective MPI_File_close (once every rank's handle is gone), and frees the membership. */
 void rfsd_coll_leave(struct rfsd_handle *h);
-/* Frees the membership of a handle released without CLOSE (lost connection). */
-void rfsd_coll_forget(struct rfsd_handle *h);
 
 #endif

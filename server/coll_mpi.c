@@ -443,12 +443,16 @@ static void exec_call(const msg *m)
     rfsd_piece *parts = take_parts(&m->h);
     char err[512] = "";
     MPI_File fh;
+    int64_t t0 = rfs_now_ns();
     int rc = file_for(m, &fh, err, sizeof err);
     const char *what = m->h.is_write ? "collective write" : "collective read";
+    int64_t t1 = rfs_now_ns();
     if (rc == 0)
         rc = collective(fh, m, parts, err, sizeof err);
     else
         RFS_LOGE("mpiio: MPI_File_open of %s by the group: %s", m->path, err);
+    RFS_LOGD("mpiio: %s call %u of %s: open %.1f ms, call %.1f ms", what, m->h.seq, m->path,
+             (double)(t1 - t0) / 1e6, (double)(rfs_now_ns() - t1) / 1e6);
     while (parts) {
         rfsd_piece *p = parts;
         parts = p->next;

@@ -268,7 +268,7 @@ void rfsd_handle_release(rfsd_handle *h)
     }
     for (unsigned i = 0; i < RFSD_MAX_VIEWS; i++)
         rfsd_view_clear(&h->views[i]);
-    rfsd_coll_forget(h);
+    rfsd_coll_leave(h); /* a handle lost with its connection counts as closed for the group */
 }
 
 static void handle_free(rfsd_handle *h)
