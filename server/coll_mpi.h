@@ -51,9 +51,9 @@ int rfsd_coll_mpi_running(void);
 int rfsd_coll_submit(rfsd_piece *p);
 /* Waits until the MPI thread is done with an IO part; returns p->rc. */
 int rfsd_coll_wait(rfsd_piece *p);
-/* Shutdown (main thread, after the workers stopped): process 0 tells every process to close
- * its files and stop; then MPI_Finalize. A process whose group does not answer within a few
- * seconds leaves without finalizing. */
+/* Shutdown (main thread, before the connections are drained): process 0 tells every process
+ * to close its files and stop, parts still waiting fail, and MPI is finalized (no worker ever
+ * calls MPI). A process whose group does not answer within 10 s leaves without finalizing. */
 void rfsd_coll_mpi_stop(void);
 
 #endif

@@ -363,6 +363,12 @@ int main(int argc, char **argv)
 
     close(lfd); /* stop accepting first, then let every connection finish */
     rfs_ucx_listener_free(ucx);
+#ifdef RFSD_HAVE_MPI
+    /* the group stops together first: a worker waiting on a collective call that cannot
+     * complete any more is answered (an error) and its connection can finish */
+    if (srv.cfg.backend_mpiio)
+        rfsd_coll_mpi_stop();
+#endif
     shutdown_connections(&srv);
     rfsd_conn_reap(&srv);
     rfsd_fileid_wake_all();
@@ -377,10 +383,6 @@ int main(int argc, char **argv)
         RFS_LOGI("placement: %llu client connection(s) kept, %llu sent to other processes",
                  (unsigned long long)kept, (unsigned long long)moved);
     }
-#ifdef RFSD_HAVE_MPI
-    if (srv.cfg.backend_mpiio)
-        rfsd_coll_mpi_stop(); /* the workers are gone: nothing waits on a collective call */
-#endif
     rfsd_audit_stop();
     rfs_tls_server_free(srv.tls);
     RFS_LOGI("stopped");

@@ -266,3 +266,22 @@ def test_collective_calls_larger_than_a_frame(group_factory, tmp_path):
     assert (g.root / "chunked.dat").read_bytes() == bytes(want)
     log = g.stop()
     assert any(o[1].endswith("/chunked.dat") for o in opened(log)), log
+
+
+def test_stop_answers_a_waiting_part(group_factory):
+    """A part waiting for a call that cannot complete does not hold up the group's shutdown
+    (the default 60 s timeout is not what ends it): its client gets an error reply or EOF."""
+    g = group_factory(2)
+    a = w.Conn(g.host, g.port_of(0))
+    a.handshake(g.token)
+    fa = a.open("/s.dat", w.O_RDWR | w.O_CREAT)
+    join(a, fa, secrets.token_bytes(16), 2).check()
+    rid = part(a, "PWRITEV", fa, [(0, 4)], b"AAAA")
+    a.call("PING", b"x").check()        # the part is in: its reply stays out
+    g.stop(timeout=20)                  # raises if the group does not end in time
+    try:
+        rep = reply_to(a, rid)
+        assert rep.status == w.E["IO"] and "stopping" in str(rep.error())
+    except (EOFError, ConnectionResetError):
+        pass
+    a.close()
