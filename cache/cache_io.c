@@ -530,6 +530,8 @@ static const rfs_io_ops cache_ops = {
     .remove = rfs_io_gen_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 const rfs_io_ops *rfs_cache_ops(void)

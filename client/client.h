@@ -340,6 +340,11 @@ int rfs_conn_lost(rfs_conn *c);
 uint32_t rfs_conn_max_frame(rfs_conn *c);
 /* The server's HELLO feature bits (RFS_FEAT_*). */
 unsigned rfs_conn_features(rfs_conn *c);
+/* Collective calls through a server group's MPI-IO (client/coll.c, rfs_io.h coll_*). */
+int rfs_coll_join(rfs_file *f, const unsigned char id[16], unsigned nranks, const char *hints,
+                  size_t *max_part);
+int rfs_coll_listio(rfs_file *f, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                    size_t *done);
 
 /* Registers call, encodes req (req->id is set here) and sends it with req->data as the
  * payload and ext_src as the PREADV/PWRITEV extents. Returns RFS_OK when the call is pending

@@ -187,6 +187,8 @@ static const rfs_io_ops deferred_ops = {
     .remove = d_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 int rfs_io_open_deferred(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

@@ -173,6 +173,28 @@ int rfs_io_gen_end(rfs_io *io, rfs_io_async *a, size_t *done)
     return rfs_fail(RFS_E_INVAL, "%s: no asynchronous access was started", io->path);
 }
 
+int rfs_io_gen_coll_join(rfs_io *io, const unsigned char id[16], unsigned nranks, const char *hints,
+                         size_t *max_part)
+{
+    (void)id, (void)nranks, (void)hints;
+    *max_part = 0;
+    return rfs_fail(RFS_E_UNSUPPORTED,
+                    "%s: collective calls go through the server only from "
+                    "the remote layer",
+                    io->path);
+}
+
+int rfs_io_gen_coll_listio(rfs_io *io, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                           size_t *done)
+{
+    (void)is_write, (void)ext, (void)n, (void)buf;
+    *done = 0;
+    return rfs_fail(RFS_E_UNSUPPORTED,
+                    "%s: collective calls go through the server only from "
+                    "the remote layer",
+                    io->path);
+}
+
 int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rfs_options *opts)
 {
     return rfs_io_remove(below, name, opts);

@@ -137,6 +137,17 @@ static int r_close(rfs_io *io)
     return rc;
 }
 
+static int r_coll_join(rfs_io *io, const unsigned char id[16], unsigned nranks, const char *hints,
+                       size_t *max_part)
+{
+    return rfs_coll_join(file_of(io), id, nranks, hints, max_part);
+}
+static int r_coll_listio(rfs_io *io, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                         size_t *done)
+{
+    return rfs_coll_listio(file_of(io), is_write, ext, n, buf, done);
+}
+
 static const rfs_io_ops remote_ops = {
     .pread = r_pread,
     .pwrite = r_pwrite,
@@ -161,6 +172,8 @@ static const rfs_io_ops remote_ops = {
     .remove = r_remove,
     .start = r_start,
     .end = r_end,
+    .coll_join = r_coll_join,
+    .coll_listio = r_coll_listio,
 };
 
 const rfs_io_ops *rfs_io_remote_ops(void)

@@ -192,8 +192,18 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         surely_indep || overlaps || (mode == MP_AUTO && !mp_coll_interleaved(cs.all, P, cs.sorted));
 
     int64_t moved = 0;
+    /* the server group's MPI-IO aggregates instead of the ranks (srvcoll.c); atomic mode and
+     * romio_cb_*=disable keep the independent path they ask for */
+    int on_server = gmin < gmax && f->srv_coll && !surely_indep;
     if (gmin >= gmax) {
         /* nobody accesses anything */
+    } else if (on_server) {
+        if (f->rank == 0)
+            RFS_LOGD("mpiio: %s: collective %s: on the server group", f->name,
+                     is_write ? "write" : "read");
+        if (is_write && code == MPI_SUCCESS)
+            code = mp_flush_writes(f);
+        code = mp_srv_coll_access(f, is_write, code, runs, nruns, b.data, &moved);
     } else if (use_indep) {
         if (f->rank == 0)
             RFS_LOGD("mpiio: %s: collective %s: independent", f->name, is_write ? "write" : "read");

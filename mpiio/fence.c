@@ -463,6 +463,31 @@ static int f_preallocate(rfs_io *io, uint64_t size)
     return noted(fc, rc != RFS_OK ? rc : fc->below->ops->preallocate(fc->below, size));
 }
 
+/* A collective call on the server group: as the list I/O it is, with the rank's own runs. */
+static int f_coll_join(rfs_io *io, const unsigned char id[16], unsigned nranks, const char *hints,
+                       size_t *max_part)
+{
+    mp_fence *fc = FC(io);
+    return fc->below->ops->coll_join(fc->below, id, nranks, hints, max_part);
+}
+
+static int f_coll_listio(rfs_io *io, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                         size_t *done)
+{
+    mp_fence *fc = FC(io);
+    if (is_write)
+        note_extents(fc, ext, n);
+    int rc = wait_extents(fc, ext, n);
+    if (rc == RFS_OK)
+        rc = fc->below->ops->coll_listio(fc->below, is_write, ext, n, buf, done);
+    if (is_write) {
+        if (rc == RFS_OK)
+            note_end(fc, extents_end(ext, n));
+        issued(fc);
+    }
+    return noted(fc, rc);
+}
+
 static int f_counter(rfs_io *io, uint32_t key, int set, int64_t delta, int64_t *old)
 {
     mp_fence *fc = FC(io);
@@ -539,6 +564,8 @@ static const rfs_io_ops fence_ops = {
     .remove = rfs_io_gen_remove,
     .start = f_start,
     .end = f_end,
+    .coll_join = f_coll_join,
+    .coll_listio = f_coll_listio,
 };
 
 /* ---- MPI side (application thread) ---- */

@@ -277,6 +277,10 @@ typedef struct mp_file {
     rfs_io *cache;          /* the read cache layer in io's stack (cache/cache.h), or NULL */
     struct mp_wb *wb;       /* write-behind (wb.h), or NULL */
     struct mp_cc *cc;       /* the collaborative cache (ccache.h), or NULL */
+    /* Collective calls run by the server group's MPI-IO (srvcoll.c): every rank joined, and
+     * the most bytes (data + 16 per run) one request may carry. */
+    int srv_coll;
+    size_t srv_coll_max;
 } mp_file;
 
 /* ---- registries (registry.c) ---- */
@@ -391,6 +395,16 @@ void mp_atomic_unlock(mp_file *f, uint64_t lo, uint64_t hi);
 
 /* ---- collective (coll.c) ---- */
 /* Collective access; every rank of f->comm calls it. pos in stream bytes. */
+/* srvcoll.c (docs/mpiio.md "Collective calls on a server group"). After a successful open,
+ * collective: joins every rank's file to one collective open on the server group when the
+ * server offers it (rfsd --backend mpiio), passing the striping_*, cb_nodes and romio_* hints. */
+void mp_srv_coll_open(mp_file *f, MPI_Info info);
+/* Collective: this rank's part of a collective call, run by the server group as one or more
+ * MPI-IO collective calls (as many as the rank with the most chunks of one frame needs);
+ * *moved gets its bytes (reads: up to the end of file). A rank that failed before takes part
+ * with nothing. */
+int mp_srv_coll_access(mp_file *f, int is_write, int code, const rfs_extent *runs, size_t nruns,
+                       void *data, int64_t *moved);
 int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count count,
                    MPI_Datatype type, MPI_Status *st, int64_t *got);
 /* Agrees on an error among ranks: returns the code of the lowest failing rank everywhere. */

@@ -425,6 +425,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
         return mp_raise_null(code);
     }
     f->server_views = f->hints.view_mode != MP_VIEW_CLIENT && (f->io->features & RFS_IO_F_VIEWS);
+    mp_srv_coll_open(f, info);
 
     /* Rank 0 draws a fresh shared-pointer key for this open (shared.c) and, with
      * MPI_MODE_APPEND, reads the file size (the only request after the open); one broadcast

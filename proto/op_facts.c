@@ -26,10 +26,11 @@ static const rfs_op_facts table[] = {
     OP(HELLO, PRE | IDEM),
     OP(AUTH, PRE), /* answers one nonce: a second AUTH is refused */
     OP(PING, PRE | RQD | RPD | IDEM | QUICK),
-    OP(SESSION, 0),      /* may fence an earlier session */
-    OP(TPC_AUTH, PRE),   /* spends one use of its grant */
-    OP(PLACE, IDEM),     /* the answer depends on the rank and the group only */
-    OP(OPEN, VER | AUD), /* create, exclusive and truncate make a second differ */
+    OP(SESSION, 0),                 /* may fence an earlier session */
+    OP(TPC_AUTH, PRE),              /* spends one use of its grant */
+    OP(PLACE, IDEM),                /* the answer depends on the rank and the group only */
+    OP(COLL_JOIN, FH | BAR | IDEM), /* joining again with the same id changes nothing */
+    OP(OPEN, VER | AUD),            /* create, exclusive and truncate make a second differ */
     /* CLOSE twice leaves the file closed; the client only repeats it on a reopened handle */
     OP(CLOSE, FH | BAR | IDEM),
     OP(PREAD, FH | RPD | RPK | IDEM),

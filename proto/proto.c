@@ -48,7 +48,7 @@ int rfs_hdr_decode(const uint8_t in[RFS_HDR_SIZE], uint32_t max_frame, rfs_hdr *
         return rfs_fail(RFS_E_VERSION, "frame header: protocol version %u, this peer speaks %u",
                         h->version, RFS_PROTO_VERSION);
     if (reserved != 0 || (h->flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER |
-                                       RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0)
+                                       RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF | RFS_F_COLL)) != 0)
         return rfs_fail(RFS_E_PROTO,
                         "frame header: reserved bits set (flags 0x%04x, reserved 0x%04x)", h->flags,
                         reserved);

@@ -45,6 +45,11 @@
 /* Request only, with RFS_F_ZOK, to RFS_FEAT_SHUFFLE servers: the compressed reply may also use
  * the shuffled codecs (RFS_CODEC_ID_*_SHUF). */
 #define RFS_F_ZSHUF 0x0040u
+/* PREADV / PWRITEV request only, to RFS_FEAT_COLL servers, on a handle that sent COLL_JOIN:
+ * "this list I/O is this rank's whole part of the next collective call on the file". The
+ * server numbers a handle's RFS_F_COLL requests 0, 1, 2, ...; a client sends the next one only
+ * after the reply to the previous one (docs/protocol.md "Collective calls"). */
+#define RFS_F_COLL 0x0080u
 #define RFS_CODEC_ID_LZ4 1u /* pack header codec ids (= common/compress.h RFS_CODEC_*) */
 #define RFS_CODEC_ID_ZSTD 2u
 #define RFS_CODEC_ID_LZ4_SHUF 3u  /* the payload byte-shuffled as 8-byte elements, then LZ4 */
@@ -83,6 +88,11 @@
 #define RFS_FEAT_LTREE 0x2000u
 #define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
 #define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
+/* a server group whose processes turn collective calls into MPI-IO collective calls (rfsd
+ * --backend mpiio): COLL_JOIN and RFS_F_COLL are served */
+#define RFS_FEAT_COLL 0x1000u
+#define RFS_COLL_ID_LEN 16u      /* COLL_JOIN: the id one collective open shares on all ranks */
+#define RFS_COLL_MAX_HINTS 2048u /* COLL_JOIN: "key=value;..." hints for MPI_File_open */
 /* MKDIR's mode field: also make the missing parent directories (as mkdir -p), so a client can
  * send a whole tree's directories at once in any order. An older server refuses the bit
  * (RFS_E_INVAL, "bits outside 07777"); a client then goes a level at a time. */
@@ -104,8 +114,9 @@ typedef enum rfs_op {
     RFS_OP_AUTH = 2,
     RFS_OP_PING = 3,
     RFS_OP_SESSION = 4,
-    RFS_OP_TPC_AUTH = 5, /* AUTH with a one-time grant instead of a token (tpc) */
-    RFS_OP_PLACE = 6,    /* which process of a server group serves this client rank */
+    RFS_OP_TPC_AUTH = 5,  /* AUTH with a one-time grant instead of a token (tpc) */
+    RFS_OP_PLACE = 6,     /* which process of a server group serves this client rank */
+    RFS_OP_COLL_JOIN = 7, /* this handle is one rank of a collective open (RFS_FEAT_COLL) */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -197,6 +208,14 @@ typedef struct rfs_req {
             uint8_t id[RFS_SESSION_LEN];
             uint8_t fence[RFS_SESSION_LEN];
         } session;
+        /* COLL_JOIN: handle fh is one of nranks ranks that opened the file together under id;
+         * hints ("key=value;...", printable) go to the server group's MPI_File_open. */
+        struct {
+            uint32_t fh;
+            uint8_t id[RFS_COLL_ID_LEN];
+            uint32_t nranks;
+            rfs_wpath hints;
+        } coll_join;
         /* PLACE: rank `rank` of the client job `job` asks where it is served. */
         struct {
             uint8_t job[RFS_PLACE_JOB_LEN];
@@ -325,6 +344,7 @@ typedef struct rfs_req {
     int extra_stream; /* RFS_F_EXTRA on a HELLO: an additional stream of a client */
     int zok;          /* RFS_F_ZOK: the reply's payload may come compressed */
     int zshuf;        /* RFS_F_ZSHUF: ... also by a shuffled codec */
+    int coll;         /* RFS_F_COLL: this rank's part of the handle's next collective call */
 } rfs_req;
 
 typedef struct rfs_list_entry {

@@ -33,6 +33,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_CHMOD:
     case RFS_OP_LOCK:
     case RFS_OP_UNLOCK:
+    case RFS_OP_COLL_JOIN:
     case RFS_OP_SET_VIEW: return SHAPE_EMPTY;
     default: return SHAPE_OTHER; /* fields of their own (HELLO, OPEN, STAT, LIST, ...) */
     }

@@ -27,6 +27,22 @@ static int check_read_len(uint16_t op, uint64_t len)
 }
 
 /* CHECKSUM: a known algorithm, a seed that is a value of it, and a bounded range. */
+/* COLL_JOIN: at least one rank, and hints of printable bytes within their limit. */
+static int check_coll_join(const rfs_req *r)
+{
+    if (r->u.coll_join.nranks == 0)
+        return rfs_fail(RFS_E_INVAL, "COLL_JOIN: no ranks");
+    if (r->u.coll_join.hints.len > RFS_COLL_MAX_HINTS)
+        return rfs_fail(RFS_E_TOOBIG, "COLL_JOIN: hints of %u bytes (limit %u)",
+                        r->u.coll_join.hints.len, RFS_COLL_MAX_HINTS);
+    for (uint16_t i = 0; i < r->u.coll_join.hints.len; i++) {
+        unsigned char ch = (unsigned char)r->u.coll_join.hints.s[i];
+        if (ch < 0x20 || ch > 0x7e)
+            return rfs_fail(RFS_E_INVAL, "COLL_JOIN: byte 0x%02x in the hints", ch);
+    }
+    return RFS_OK;
+}
+
 static int check_checksum(const rfs_req *r)
 {
     if (r->u.checksum.algo != RFS_SUM_CRC32C)
@@ -175,6 +191,7 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
             return rfs_fail(RFS_E_INVAL, "LOCK: mode %u", r->u.lock.mode);
         return rfs_wire_check_range(op, "range", r->u.lock.off, r->u.lock.len);
     case RFS_OP_UNLOCK: return rfs_wire_check_range(op, "range", r->u.unlock.off, r->u.unlock.len);
+    case RFS_OP_COLL_JOIN: return check_coll_join(r);
     case RFS_OP_SET_VIEW:
         if (r->data_len == 0)
             return rfs_fail(RFS_E_INVAL, "SET_VIEW: empty datatype encoding");
@@ -214,6 +231,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_PING: return n;
     case RFS_OP_SESSION: return n + 2 * RFS_SESSION_LEN;
     case RFS_OP_PLACE: return n + RFS_PLACE_JOB_LEN + 4;
+    case RFS_OP_COLL_JOIN: return n + 4 + RFS_COLL_ID_LEN + 4 + 2 + r->u.coll_join.hints.len;
     case RFS_OP_OPEN: return n + 10 + r->u.open.path.len;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
@@ -285,6 +303,13 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_PLACE: /* job[16], u32 rank */
         wr_bytes(&w, r->u.place.job, RFS_PLACE_JOB_LEN);
         wr_u32(&w, r->u.place.rank);
+        break;
+    case RFS_OP_COLL_JOIN: /* u32 fh, id[16], u32 nranks, u16 hints_len, hints */
+        wr_u32(&w, r->u.coll_join.fh);
+        wr_bytes(&w, r->u.coll_join.id, RFS_COLL_ID_LEN);
+        wr_u32(&w, r->u.coll_join.nranks);
+        wr_u16(&w, r->u.coll_join.hints.len);
+        wr_bytes(&w, r->u.coll_join.hints.s, r->u.coll_join.hints.len);
         break;
     case RFS_OP_OPEN: /* u32 flags, u32 mode, path */
         wr_u32(&w, r->u.open.flags);
@@ -432,11 +457,15 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     if (r->zshuf && !r->zok)
         return rfs_fail(RFS_E_INVAL, "%s: shuffled codecs offered without compression",
                         rfs_op_name(r->op));
+    if (r->coll && r->op != RFS_OP_PREADV && r->op != RFS_OP_PWRITEV)
+        return rfs_fail(RFS_E_INVAL, "%s: only list I/O can be marked collective",
+                        rfs_op_name(r->op));
     rfs_hdr h = {.version = RFS_PROTO_VERSION,
                  .op = r->op,
-                 .flags = (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
-                                     (r->extra_stream ? RFS_F_EXTRA : 0) |
-                                     (r->zok ? RFS_F_ZOK : 0) | (r->zshuf ? RFS_F_ZSHUF : 0)),
+                 .flags =
+                     (uint16_t)((r->want_ver ? RFS_F_VER : 0) |
+                                (r->extra_stream ? RFS_F_EXTRA : 0) | (r->zok ? RFS_F_ZOK : 0) |
+                                (r->zshuf ? RFS_F_ZSHUF : 0) | (r->coll ? RFS_F_COLL : 0)),
                  .req_id = r->id,
                  .status = 0,
                  .body_len = (uint32_t)body};
@@ -461,8 +490,13 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     const char *name = rfs_op_name(h->op);
     if (!rfs_op_known(h->op))
         return rfs_fail(RFS_E_PROTO, "request with unknown op %u", h->op);
-    if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF)) != 0 || h->status != 0)
+    if ((h->flags & ~(RFS_F_VER | RFS_F_EXTRA | RFS_F_ZOK | RFS_F_ZSHUF | RFS_F_COLL)) != 0 ||
+        h->status != 0)
         return rfs_fail(RFS_E_PROTO, "%s request: reply flag or status set", name);
+    if ((h->flags & RFS_F_COLL) && h->op != RFS_OP_PREADV && h->op != RFS_OP_PWRITEV)
+        return rfs_fail(RFS_E_PROTO, "%s request marked collective, which only list I/O can be",
+                        name);
+    r->coll = (h->flags & RFS_F_COLL) != 0;
     if ((h->flags & RFS_F_ZOK) && !rfs_op_has(h->op, RFS_OPF_REP_PACK))
         return rfs_fail(RFS_E_PROTO,
                         "%s request accepts a compressed reply, which only reads "
@@ -510,6 +544,13 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_PLACE:
         rd_bytes(&in, r->u.place.job, RFS_PLACE_JOB_LEN);
         r->u.place.rank = rd_u32(&in);
+        break;
+    case RFS_OP_COLL_JOIN:
+        r->u.coll_join.fh = rd_u32(&in);
+        rd_bytes(&in, r->u.coll_join.id, RFS_COLL_ID_LEN);
+        r->u.coll_join.nranks = rd_u32(&in);
+        r->u.coll_join.hints.len = rd_u16(&in);
+        r->u.coll_join.hints.s = (const char *)rd_take(&in, r->u.coll_join.hints.len);
         break;
     case RFS_OP_OPEN:
         r->u.open.flags = rd_u32(&in);

@@ -5,6 +5,7 @@
 #include "session.h"
 #include "fs_shared.h"
 #include "group.h"
+#include "coll.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -267,6 +268,7 @@ void rfsd_handle_release(rfsd_handle *h)
     }
     for (unsigned i = 0; i < RFSD_MAX_VIEWS; i++)
         rfsd_view_clear(&h->views[i]);
+    rfsd_coll_leave(h); /* a handle lost with its connection counts as closed for the group */
 }
 
 static void handle_free(rfsd_handle *h)
@@ -558,12 +560,12 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     }
     s->negotiated = rep.u.hello.max_frame;
     rep.u.hello.auth_required = c->srv->cfg.no_auth ? 0 : 1;
-    rep.u.hello.features = (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM | RFS_FEAT_LZ4 |
-                           RFS_FEAT_ZSTD | RFS_FEAT_SHUFFLE | RFS_FEAT_VER | RFS_FEAT_TPC_SRC |
-                           RFS_FEAT_XSTREAM | RFS_FEAT_WPARENTS | RFS_FEAT_LTREE |
-                           (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
-                           (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0) |
-                           (rfsd_group_on() ? RFS_FEAT_PLACE : 0);
+    rep.u.hello.features =
+        (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM | RFS_FEAT_LZ4 | RFS_FEAT_ZSTD |
+        RFS_FEAT_SHUFFLE | RFS_FEAT_VER | RFS_FEAT_TPC_SRC | RFS_FEAT_XSTREAM | RFS_FEAT_WPARENTS |
+        RFS_FEAT_LTREE | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
+        (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0) |
+        (rfsd_group_on() ? RFS_FEAT_PLACE : 0) | (rfsd_coll_on() ? RFS_FEAT_COLL : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
     if (c->srv->cfg.no_auth) {
         s->state = ST_READY;

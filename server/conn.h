@@ -30,6 +30,7 @@ typedef struct rfsd_handle {
     struct rfsd_qfile *qf;          /* its export's quota accounting (NULL: no quota) */
     _Atomic(struct rfs_zstate *) z; /* compression of its read replies (zreply.c), or NULL */
     int state_fd; /* its file's shared state file (rfsd --mpi, fs_shared.h), or -1 */
+    struct rfsd_coll_member *coll; /* its collective open (COLL_JOIN, coll.h), or NULL */
     /* Below: guarded by the connection's mutex. */
     unsigned refs; /* table entry + jobs holding it */
     int closed;

@@ -31,6 +31,7 @@
 #include "fs_shared.h"
 #include "group.h"
 #ifdef RFSD_HAVE_MPI
+#include "coll_mpi.h"
 #include "mpi_group.h"
 #endif
 #include "identity.h"
@@ -266,8 +267,10 @@ static int start_group(int *argc, char ***argv, const rfsd_config *cfg, int *lfd
     return rfsd_mpi_start(argc, argv, cfg, lfd, addr, cap);
 #else
     (void)argc, (void)argv, (void)lfd, (void)addr, (void)cap;
-    fprintf(stderr, "rfsd: --mpi: this rfsd was built without MPI (configure with MPI found and "
-                    "-DRFSD_MPI=ON)\n");
+    fprintf(stderr,
+            "rfsd: --mpi%s: this rfsd was built without MPI (configure with MPI found "
+            "and -DRFSD_MPI=ON)\n",
+            cfg->backend_mpiio ? " --backend mpiio" : "");
     return -1;
 #endif
 }
@@ -360,6 +363,12 @@ int main(int argc, char **argv)
 
     close(lfd); /* stop accepting first, then let every connection finish */
     rfs_ucx_listener_free(ucx);
+#ifdef RFSD_HAVE_MPI
+    /* the group stops together first: a worker waiting on a collective call that cannot
+     * complete any more is answered (an error) and its connection can finish */
+    if (srv.cfg.backend_mpiio)
+        rfsd_coll_mpi_stop();
+#endif
     shutdown_connections(&srv);
     rfsd_conn_reap(&srv);
     rfsd_fileid_wake_all();

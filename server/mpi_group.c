@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "coll_mpi.h"
 #include "group.h"
 
 #define ADDR_MAX 272 /* "[v6 or host]:port" as sent to clients (RFS_PLACE_MAX_ADDR fits) */
@@ -59,9 +60,18 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
                    size_t cap)
 {
     int provided, rank, size, local_rank;
-    /* only this thread ever calls MPI, and only before any other thread exists */
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    /* posix: only this thread ever calls MPI, and only before any other thread exists.
+     * mpiio: after the start-up only the MPI thread does (coll_mpi.h), which is not this one */
+    int want = cfg->backend_mpiio ? MPI_THREAD_SERIALIZED : MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(argc, argv, want, &provided) != MPI_SUCCESS)
         return -1;
+    if (provided < want) {
+        fprintf(stderr,
+                "rfsd: --backend mpiio: this MPI offers thread level %d, and %d is "
+                "needed (MPI_THREAD_SERIALIZED)\n",
+                provided, want);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm node;
@@ -94,9 +104,14 @@ int rfsd_mpi_start(int *argc, char ***argv, const rfsd_config *cfg, int *lfd, ch
             addrs[i] = table + (size_t)i * ADDR_MAX;
         all_have = rfsd_group_set((unsigned)rank, (unsigned)size, addrs) == 0;
     }
-    /* From here on the processes never talk to each other: a dead one cannot stall the rest
-     * in MPI, and the shared state is in the file system (fs_shared.h). */
-    MPI_Finalize();
+    /* posix: from here on the processes never talk to each other: a dead one cannot stall
+     * the rest in MPI, and the shared state is in the file system (fs_shared.h). mpiio: the
+     * MPI thread keeps MPI for collective calls, and finalizes at shutdown. */
+    if (cfg->backend_mpiio && all_have)
+        all_have = rfsd_coll_mpi_start(cfg->threads > 1 ? (unsigned)cfg->threads - 1 : 1,
+                                       cfg->coll_timeout_ms) == 0;
+    else
+        MPI_Finalize();
     if (!all_have) {
         if (ok)
             RFS_LOGE("process %d of %d: another process of the group could not start", rank, size);

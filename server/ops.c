@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "conn.h"
 #include "fs_shared.h"
+#include "coll.h"
 #include "exports.h"
 #include "metrics.h"
 #include "quota.h"
@@ -54,6 +55,7 @@ int rfsd_op_handle(const rfs_req *r, uint32_t *fh)
     case RFS_OP_SET_SIZE:
     case RFS_OP_PREALLOCATE: *fh = r->u.size.fh; return 1;
     case RFS_OP_COUNTER: *fh = r->u.counter.fh; return 1;
+    case RFS_OP_COLL_JOIN: *fh = r->u.coll_join.fh; return 1;
     case RFS_OP_LOCK: *fh = r->u.lock.fh; return 1;
     case RFS_OP_UNLOCK: *fh = r->u.unlock.fh; return 1;
     case RFS_OP_SET_VIEW: *fh = r->u.set_view.fh; return 1;
@@ -273,6 +275,7 @@ static int do_close(rfsd_conn *c, rfsd_handle *h)
         rfsd_fss_detach(fd, h->state_fd);
         h->state_fd = -1;
     }
+    rfsd_coll_leave(h); /* one rank's part of the group's collective close */
     h->fd = -1;
     if (close(fd))
         rc = rfs_fail(rfs_err_from_errno(errno), "%s: close: %s", h->path, strerror(errno));
@@ -492,8 +495,17 @@ static int do_file_op(rfsd_conn *c, rfsd_handle *h, const rfs_req *q, rfs_rep *r
             return rc;
         rep->u.u64.value = q->data_len;
         return RFS_OK;
-    case RFS_OP_PREADV: return do_preadv(c, h, q, rep, buf);
-    case RFS_OP_PWRITEV: return do_pwritev(h, q, rep);
+    case RFS_OP_PREADV:
+        if (q->coll)
+            return (rc = can_read(h)) || (rc = reply_fits(c, "list read", q->u.iov.total))
+                       ? rc
+                       : rfsd_coll_io(h, q, rep, buf);
+        return do_preadv(c, h, q, rep, buf);
+    case RFS_OP_PWRITEV:
+        if (q->coll) /* an export under --mpi has no quota: nothing to count */
+            return (rc = can_write(h)) ? rc : rfsd_coll_io(h, q, rep, buf);
+        return do_pwritev(h, q, rep);
+    case RFS_OP_COLL_JOIN: return rfsd_coll_join(h, q);
     case RFS_OP_CHECKSUM: return do_checksum(h, q, rep);
     case RFS_OP_SYNC: return rfsd_be_sync(h->fd, h->path);
     case RFS_OP_GET_SIZE: return rfsd_be_get_size(h->fd, h->path, &rep->u.u64.value);

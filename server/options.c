@@ -32,7 +32,7 @@ static void usage(FILE *out)
         "            [--max-handles-per-addr N]\n"
         "            [--tls-cert FILE --tls-key FILE] [--tpc on|off] [--tpc-allow HOSTS]\n"
         "            [--ucx-listen HOST:PORT]\n"
-        "            [--mpi --mpi-state-dir DIR [--advertise HOST]]\n"
+        "            [--mpi --mpi-state-dir DIR [--advertise HOST] [--backend posix|mpiio]]\n"
         "\n"
         "Serves the files under DIR to rfs clients (MPI-IO applications, the rfs command).\n"
         "\n"
@@ -51,6 +51,11 @@ static void usage(FILE *out)
         "  --advertise HOST    with --mpi: the host name clients are sent to for this process\n"
         "                      (default: --listen's host, or this host's name when that is\n"
         "                      a wildcard address)\n"
+        "  --backend posix|mpiio  with --mpi: mpiio turns the clients' collective writes and\n"
+        "                      reads into MPI-IO collective calls of all the group's\n"
+        "                      processes (posix, the default: every request is POSIX I/O)\n"
+        "  --coll-timeout-ms MS  with --backend mpiio: how long a collective call waits for\n"
+        "                      every client rank's part before it fails (default 60000)\n"
         "  --token-file FILE   shared secret for HMAC challenge-response authentication, at\n"
         "                      least %u bytes (make one with: rfs token > FILE)\n"
         "  --no-auth           accept clients without authentication (trusted networks only)\n"
@@ -196,7 +201,9 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         O_UCX_LISTEN,
         O_MPI,
         O_MPI_STATE,
-        O_ADVERTISE
+        O_ADVERTISE,
+        O_BACKEND,
+        O_COLL_TIMEOUT
     };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
@@ -205,6 +212,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"mpi", no_argument, 0, O_MPI},
         {"mpi-state-dir", required_argument, 0, O_MPI_STATE},
         {"advertise", required_argument, 0, O_ADVERTISE},
+        {"backend", required_argument, 0, O_BACKEND},
+        {"coll-timeout-ms", required_argument, 0, O_COLL_TIMEOUT},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -425,6 +434,20 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_MPI: cfg->mpi = 1; break;
         case O_MPI_STATE: cfg->mpi_state_dir = optarg; break;
         case O_ADVERTISE: cfg->advertise = optarg; break;
+        case O_BACKEND:
+            if (strcmp(optarg, "posix") && strcmp(optarg, "mpiio")) {
+                fprintf(stderr, "rfsd: --backend takes posix or mpiio, not '%s'\n", optarg);
+                return -1;
+            }
+            cfg->backend_mpiio = !strcmp(optarg, "mpiio");
+            break;
+        case O_COLL_TIMEOUT:
+            if (parse_ulong(optarg, 1, 3600000, &v)) {
+                fprintf(stderr, "rfsd: --coll-timeout-ms takes 1..3600000, not '%s'\n", optarg);
+                return -1;
+            }
+            cfg->coll_timeout_ms = (unsigned)v;
+            break;
         case O_TPC_ALLOW:
             if (!*optarg) {
                 fprintf(stderr, "rfsd: --tpc-allow needs at least one HOST or HOST:PORT\n");
@@ -518,6 +541,17 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         fprintf(stderr, "rfsd: --mpi needs --mpi-state-dir DIR: a directory every process of the "
                         "group shares, outside the exports, for the locks and shared file "
                         "pointers of open files\n");
+        return -1;
+    }
+    if (cfg->coll_timeout_ms && !cfg->backend_mpiio) {
+        fprintf(stderr, "rfsd: --coll-timeout-ms goes with --backend mpiio\n");
+        return -1;
+    }
+    if (!cfg->coll_timeout_ms)
+        cfg->coll_timeout_ms = 60000;
+    if (cfg->backend_mpiio && !cfg->mpi) {
+        fprintf(stderr, "rfsd: --backend mpiio goes with --mpi: the processes of a server group "
+                        "open files together (mpiexec -n N rfsd --mpi --backend mpiio ...)\n");
         return -1;
     }
     if (cfg->mpi && cfg->ucx_listen) {

@@ -74,6 +74,8 @@ typedef struct rfsd_config {
     int mpi;                   /* --mpi: one process of a server group (mpi_group.c) */
     const char *mpi_state_dir; /* --mpi-state-dir: shared locks and counters (fs_shared.h) */
     const char *advertise;     /* --advertise HOST: where clients are sent for this process */
+    int backend_mpiio; /* --backend mpiio: collective calls become MPI-IO collectives (coll.h) */
+    unsigned coll_timeout_ms; /* --coll-timeout-ms: a collective call's wait for its parts */
 } rfsd_config;
 
 struct rfsd_pool;

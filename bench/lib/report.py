@@ -580,6 +580,57 @@ def _cache_read_section(outdir):
     return "\n".join(out)
 
 
+def _load(outdir, name):
+    try:
+        with open(os.path.join(outdir, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _mpisrv_section(outdir):
+    """bench/mpisrv's results (mpisrv_links.json, mpisrv_backends.json), if present."""
+    links, back = _load(outdir, "mpisrv_links.json"), _load(outdir, "mpisrv_backends.json")
+    out = []
+    if links.get("benchmark") == "mpisrv_links" and "links_iperf3_fwd_MBps" in next(
+            iter(links.get("summary", {}).values()), {}):
+        p = links["params"]
+        out += ["## A server group's aggregate bandwidth (`bench/mpisrv`)", "",
+                f"4 client ranks (romio_perf, independent, {p['size_mib']} MiB) against N rfsd "
+                f"processes, each behind its own {_fmt(p['link_mbit'])} Mbit/s link, "
+                f"{_fmt(p['delay_ms'])} ms each way; {p['reps']} repetitions, medians. The "
+                "reference is one iperf3 flow through each of the N links at once, in the same "
+                "run (client to server for writes, back for reads).", "",
+                "| processes | iperf3 to server | durable write | ratio | iperf3 back | read | "
+                "ratio |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        for n, s in links["summary"].items():
+            out.append(f"| {n} | {_fmt(s['links_iperf3_fwd_MBps'])} MB/s | "
+                       f"{_fmt(s['write_MBps'])} MB/s | {_fmt(s['write_vs_iperf3'])} | "
+                       f"{_fmt(s['links_iperf3_rev_MBps'])} MB/s | {_fmt(s['read_MBps'])} MB/s | "
+                       f"{_fmt(s['read_vs_iperf3'])} |")
+        out += ["", f"- goal: {links.get('goal')}", ""]
+    if back.get("benchmark") == "mpisrv_backends":
+        p = back["params"]
+        out += ["### Collective writes: MPI-IO backend against POSIX backend", "",
+                f"romio_perf --collective ({p['size_mib']} MiB, 4 ranks interleaved in 1 MiB "
+                f"blocks), same links; {p['reps']} repetitions, medians. posix: the client's "
+                "two-phase with its default aggregators (one per node); posix cb_nodes=4: every "
+                "rank aggregates; mpiio: `rfsd --backend mpiio`, the group's MPI-IO aggregates.",
+                "", "| processes | posix write | posix cb_nodes=4 write | mpiio write | "
+                "mpiio / posix | mpiio / posix cb_nodes=4 | posix read | mpiio read |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for n, s in back["summary"].items():
+            out.append(f"| {n} | {_fmt(s['posix']['write_MBps'])} MB/s | "
+                       f"{_fmt(s['posix_cb4']['write_MBps'])} MB/s | "
+                       f"{_fmt(s['mpiio']['write_MBps'])} MB/s | "
+                       f"{_fmt(s['mpiio_vs_posix_write'])} | "
+                       f"{_fmt(s['mpiio_vs_posix_cb4_write'])} | "
+                       f"{_fmt(s['posix']['read_MBps'])} MB/s | "
+                       f"{_fmt(s['mpiio']['read_MBps'])} MB/s |")
+        out.append("")
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -607,7 +658,8 @@ def write_report(outdir):
                     _hdf5_section(outdir, "hdf5_ckpt_large.json", ", large files"),
                     _hdf5_section(outdir, "hdf5_ckpt_compute.json",
                                   ", large files with compute to drain them"),
-                    _cli_wan_section(outdir), _cache_read_section(outdir)):
+                    _cli_wan_section(outdir), _cache_read_section(outdir),
+                    _mpisrv_section(outdir)):
         if section:
             text.append(section)
     # Sections written by hand (a benchmark without a generator, or what a run showed that its

@@ -109,6 +109,18 @@ typedef struct rfs_io_ops {
      * (a read may stop short at end of file). Generic: start RFS_E_UNSUPPORTED. */
     int (*start)(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off, rfs_io_async *a);
     int (*end)(rfs_io *io, rfs_io_async *a, size_t *done);
+    /* Collective calls served by a server group's MPI-IO (rfsd --backend mpiio; docs/protocol.md
+     * "Collective calls"). coll_join: this file is rank-of-nranks of the collective open `id`
+     * (16 bytes, the same on every rank), hints "key=value;..." for the group's MPI_File_open;
+     * RFS_E_UNSUPPORTED when the server does not offer it; *max_part: the most bytes of data plus
+     * 16 per run one part may have (one frame). coll_listio: this rank's whole part
+     * of the file's next collective call, as one list I/O (reads: *done stops at the end of
+     * file); every rank calls it once per call, with n == 0 when it has nothing. Only the
+     * remote layer has them; the others name the generic ones (RFS_E_UNSUPPORTED). */
+    int (*coll_join)(rfs_io *io, const unsigned char id[16], unsigned nranks, const char *hints,
+                     size_t *max_part);
+    int (*coll_listio)(rfs_io *io, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                       size_t *done);
 } rfs_io_ops;
 
 /* What a layer really does (rfs_io.features): the paths a caller may take. */
@@ -161,6 +173,11 @@ int rfs_io_gen_remove(const rfs_io_ops *const *below, const char *name, const rf
 int rfs_io_gen_start(rfs_io *io, unsigned how, void *buf, size_t len, uint64_t off,
                      rfs_io_async *a);
 int rfs_io_gen_end(rfs_io *io, rfs_io_async *a, size_t *done);
+/* RFS_E_UNSUPPORTED: only the remote layer runs collective calls on a server group. */
+int rfs_io_gen_coll_join(rfs_io *io, const unsigned char id[16], unsigned nranks, const char *hints,
+                         size_t *max_part);
+int rfs_io_gen_coll_listio(rfs_io *io, int is_write, const rfs_extent *ext, size_t n, void *buf,
+                           size_t *done);
 /* The file range [*lo, *hi) that extents ext[0..n) span (n == 0: lo UINT64_MAX, hi 0). */
 void rfs_extents_span(const rfs_extent *ext, size_t n, uint64_t *lo, uint64_t *hi);
 /* Deletes name through the layers stack[0], stack[1], ... (NULL-terminated). */

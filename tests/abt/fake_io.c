@@ -185,6 +185,8 @@ static const rfs_io_ops fake_ops = {
     .remove = rfs_io_gen_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 fake_io *fake_io_new(void)

@@ -182,6 +182,8 @@ static const rfs_io_ops counting_ops = {
     .remove = rfs_io_gen_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 counting_io *counting_io_new(uint64_t size)

@@ -32,9 +32,11 @@ static inline void assert_io_slots_named(const rfs_io_ops *o)
     SLOT(remove);
     SLOT(start);
     SLOT(end);
+    SLOT(coll_join);
+    SLOT(coll_listio);
 #undef SLOT
     /* A slot added to rfs_io_ops must be added above too. */
-    _Static_assert(sizeof(rfs_io_ops) == 23 * sizeof(void (*)(void)), "a slot is not checked");
+    _Static_assert(sizeof(rfs_io_ops) == 25 * sizeof(void (*)(void)), "a slot is not checked");
 }
 
 #endif

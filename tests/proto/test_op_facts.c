@@ -15,6 +15,7 @@ static int in_enum(rfs_op op)
     case RFS_OP_SESSION:
     case RFS_OP_TPC_AUTH:
     case RFS_OP_PLACE:
+    case RFS_OP_COLL_JOIN:
     case RFS_OP_OPEN:
     case RFS_OP_CLOSE:
     case RFS_OP_PREAD:
@@ -68,7 +69,7 @@ static void test_every_op_has_one_entry(void **state)
         assert_non_null(f->name);
         assert_string_equal(rfs_op_name((uint16_t)n), f->name);
     }
-    assert_int_equal(known, 36);
+    assert_int_equal(known, 37);
     assert_string_equal(rfs_op_name(RFS_OP_VIEW_WRITE), "VIEW_WRITE");
 }
 
@@ -110,10 +111,10 @@ static void test_documented_facts(void **state)
     /* docs/protocol.md, "Pipelining": the barriers, and nothing else */
     const uint16_t barriers[] = {RFS_OP_SYNC,     RFS_OP_CLOSE,       RFS_OP_GET_SIZE,
                                  RFS_OP_SET_SIZE, RFS_OP_PREALLOCATE, RFS_OP_LOCK,
-                                 RFS_OP_UNLOCK,   RFS_OP_SET_VIEW};
+                                 RFS_OP_UNLOCK,   RFS_OP_SET_VIEW,    RFS_OP_COLL_JOIN};
     for (size_t i = 0; i < sizeof barriers / sizeof barriers[0]; i++)
         assert_true(rfs_op_has(barriers[i], RFS_OPF_BARRIER));
-    assert_int_equal(ops_with(RFS_OPF_BARRIER), 8);
+    assert_int_equal(ops_with(RFS_OPF_BARRIER), 9);
     /* before authentication: HELLO, AUTH, PING, TPC_AUTH */
     assert_true(rfs_op_has(RFS_OP_TPC_AUTH, RFS_OPF_PRE_AUTH));
     assert_true(rfs_op_has(RFS_OP_PING, RFS_OPF_PRE_AUTH));
@@ -150,7 +151,7 @@ static void test_documented_facts(void **state)
     assert_false(rfs_op_has(RFS_OP_PREAD, RFS_OPF_AUDITED));
     /* several bits at once: all must hold; an unknown op has none */
     assert_false(rfs_op_has(RFS_OP_PREAD, RFS_OPF_HANDLE | RFS_OPF_BARRIER));
-    assert_false(rfs_op_has(7, 0));
+    assert_false(rfs_op_has(8, 0));
 }
 
 /* A foreign or mangled header still names its op and request id for the one answer. */

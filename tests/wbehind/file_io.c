@@ -114,6 +114,8 @@ static const rfs_io_ops fi_ops = {
     .remove = rfs_io_gen_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out)
