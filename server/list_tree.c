@@ -69,8 +69,7 @@ static int path_below(const rfsd_path *base, const char *rel, rfsd_path *p)
 }
 
 /* Enqueues the directories among a block's entries. */
-static int queue_dirs(todo *t, const char *rel, const uint8_t *entries, size_t len,
-                      uint32_t count)
+static int queue_dirs(todo *t, const char *rel, const uint8_t *entries, size_t len, uint32_t count)
 {
     size_t rl = strlen(rel);
     for (uint32_t i = 0; i < count; i++) {

@@ -96,8 +96,8 @@ static void test_hostile_blocks_refused(void **state)
     static const struct {
         const char *rel;
         size_t len;
-    } bad[] = {{"..", 2},  {".", 1},        {"a/../b", 6}, {"a//b", 4}, {"/etc", 4},
-               {"a/", 2},  {"a/.", 3},      {"a\0b", 3},   {"../x", 4}, {"x/..", 4}};
+    } bad[] = {{"..", 2}, {".", 1},   {"a/../b", 6}, {"a//b", 4}, {"/etc", 4},
+               {"a/", 2}, {"a/.", 3}, {"a\0b", 3},   {"../x", 4}, {"x/..", 4}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t n = raw_block(buf, bad[i].rel, bad[i].len, 0);
         if (parse_one(buf, n) != RFS_E_PROTO)
