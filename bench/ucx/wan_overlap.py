@@ -77,12 +77,16 @@ def main():
                     help="writes in flight: 1 iwrite-compute-wait, 2 double-buffered")
     ap.add_argument("--cold", action="store_true",
                     help="no untimed write before each 'both' phase (see overlap.c WARM)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in rfsd's and the client's environment (UCX_*, RFS_UCX_*, "
+                         "RFS_TCP_CONGESTION); recorded in the rows")
     ap.add_argument("--trace-dir", help="RFS_TRACE=1 and keep each run's stderr here")
     ap.add_argument("--replace", action="store_true",
                     help="start --out afresh instead of adding these rows to it")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "ucx_overlap_wan.json"))
     a = ap.parse_args()
     ratios = [float(x) for x in a.ratios.split(",")]
+    extra_env = dict(x.split("=", 1) for x in a.env)
     build = Path(a.build_dir).resolve()
     modes = a.modes.split(",")
     for m in modes:
@@ -105,8 +109,11 @@ def main():
         tok.write_text(secrets.token_hex(16))
         tok.chmod(0o600)
         env = {**os.environ, "RFS_CONFIG": "", "RFS_UCX_NET_DEVICES": dev}
-        for k in ("RFS_UCX_TLS", "RFS_UCX_INLINE_MAX", "RFS_UCX_RNDV_MIN", "RFS_HINTS"):
+        for k in ("RFS_UCX_TLS", "RFS_UCX_INLINE_MAX", "RFS_UCX_RNDV_MIN", "RFS_HINTS",
+                  "RFS_TCP_CONGESTION"):
             env.pop(k, None)
+        env.update(extra_env)
+        genv = [x for k, v in extra_env.items() for x in ("-genv", k, v)]
         rfsd = subprocess.Popen(srv + [str(build / "rfsd"), "--root", str(root), "--listen",
                                        f"{addr}:{TCP_PORT}", "--ucx-listen", f"{addr}:{UCX_PORT}",
                                        "--token-file", str(tok), "--log-level", "warn"],
@@ -128,7 +135,7 @@ def main():
                                  "-genv", "RFS_TOKEN", tok.read_text(), "-genv", "RFS_CONFIG", "",
                                  "-genv", "RFS_HINTS",
                                  ";".join(h for h in (a.common_hints, hints) if h),
-                                 "-genv", "RFS_TRACE", "1" if a.trace_dir else "0",
+                                 "-genv", "RFS_TRACE", "1" if a.trace_dir else "0", *genv,
                                  "-genv", "LD_PRELOAD", str(build / "librfs-mpiio.so"),
                                  str(ovl), f"{urls[transport]}/ovl-{m}.bin", str(chunk),
                                  str(a.iters), a.ratios, str(a.depth), "0" if a.cold else "1"]
@@ -146,7 +153,8 @@ def main():
             rfsd.terminate()
             rfsd.wait(timeout=30)
 
-    rows = [row(m, a.depth, k, not a.cold, runs[m]) for m in modes for k in range(len(ratios))]
+    rows = [row(m, a.depth, k, not a.cold, extra_env, runs[m])
+            for m in modes for k in range(len(ratios))]
     out = Path(a.out)
     report = json.loads(out.read_text()) if out.exists() and not a.replace else {}
     if "rows" not in report:  # a fresh file, or one in the layout before rows
@@ -165,19 +173,22 @@ def main():
         "common_hints": a.common_hints,
         "modes": {m: {"transport": MODES[m][0], "hints": MODES[m][1]} for m in MODES},
     })
-    new_keys = {(r["mode"], r["depth"], r["ratio"], r["warm"]) for r in rows}
-    report["rows"] = [r for r in report["rows"]
-                      if (r["mode"], r["depth"], r["ratio"], r["warm"]) not in new_keys] + rows
+    new_keys = {row_key(r) for r in rows}
+    report["rows"] = [r for r in report["rows"] if row_key(r) not in new_keys] + rows
     out.write_text(json.dumps(report, indent=1) + "\n")
     for r in rows:
         md = r["median"]
-        print(f"{r['mode']:12} depth {r['depth']} ratio {r['ratio']:<4} io {md['io_s']:.3f} "
+        print(f"{r['mode']:12} {' '.join(f'{k}={v}' for k, v in r['env'].items())} depth {r['depth']} ratio {r['ratio']:<4} io {md['io_s']:.3f} "
               f"c {md['compute_s']:.3f} both {md['both_s']:.3f} of_max {md['of_max']:.3f} "
               f"(runs {min(r['of_max_runs']):.3f}-{max(r['of_max_runs']):.3f}) "
               f"stretch {md['compute_stretch_s']:.3f} wait {md['wait_s']:.3f}")
 
 
-def row(mode, depth, k, warm, runs):
+def row_key(r):
+    return (r["mode"], r["depth"], r["ratio"], r["warm"], tuple(sorted(r["env"].items())))
+
+
+def row(mode, depth, k, warm, extra_env, runs):
     """One configuration's runs (ratio index k of each) as a row with medians."""
     flat = []
     for o in runs:
@@ -198,6 +209,7 @@ def row(mode, depth, k, warm, runs):
     keys = ("io_s", "compute_s", "both_s", "speedup", "max_speedup", "of_max", "loss_s",
             "compute_stretch_s", "wait_s", "post_s")
     return {"mode": mode, "depth": depth, "ratio": runs[0]["ratios"][k]["ratio"], "warm": warm,
+            "env": extra_env,
             "median": {key: round(statistics.median(f[key] for f in flat), 4) for key in keys},
             "of_max_runs": [f["of_max"] for f in flat], "runs": flat,
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
