@@ -181,7 +181,8 @@ def main():
         print(f"{r['mode']:12} {' '.join(f'{k}={v}' for k, v in r['env'].items())} depth {r['depth']} ratio {r['ratio']:<4} io {md['io_s']:.3f} "
               f"c {md['compute_s']:.3f} both {md['both_s']:.3f} of_max {md['of_max']:.3f} "
               f"(runs {min(r['of_max_runs']):.3f}-{max(r['of_max_runs']):.3f}) "
-              f"stretch {md['compute_stretch_s']:.3f} wait {md['wait_s']:.3f}")
+              f"stretch {md['compute_stretch_s']:.3f} wait {md['wait_s']:.3f} "
+              f"io_cpu {md['io_cpu_s']:.3f}")
 
 
 def row_key(r):
@@ -202,12 +203,14 @@ def row(mode, depth, k, warm, extra_env, runs):
             "loss_s": r["both_s"] - max(o["io_s"], r["compute_s"]),
             "compute_stretch_s": both_c - r["compute_s"],
             "wait_s": sum(r["both_wait_ms"]) / 1e3, "post_s": sum(r["both_post_ms"]) / 1e3,
+            # the client process's CPU beyond the compute loop: the I/O's own cost
+            "io_cpu_s": o["io_cpu_s"], "both_extra_cpu_s": r["both_cpu_s"] - both_c,
             "io_iter_ms": o["io_iter_ms"], "compute_iter_ms": r["compute_iter_ms"],
             "both_post_ms": r["both_post_ms"], "both_compute_ms": r["both_compute_ms"],
             "both_wait_ms": r["both_wait_ms"],
         })
     keys = ("io_s", "compute_s", "both_s", "speedup", "max_speedup", "of_max", "loss_s",
-            "compute_stretch_s", "wait_s", "post_s")
+            "compute_stretch_s", "wait_s", "post_s", "io_cpu_s", "both_extra_cpu_s")
     return {"mode": mode, "depth": depth, "ratio": runs[0]["ratios"][k]["ratio"], "warm": warm,
             "env": extra_env,
             "median": {key: round(statistics.median(f[key] for f in flat), 4) for key in keys},
