@@ -139,12 +139,15 @@ def main():
                                  "-genv", "LD_PRELOAD", str(build / "librfs-mpiio.so"),
                                  str(ovl), f"{urls[transport]}/ovl-{m}.bin", str(chunk),
                                  str(a.iters), a.ratios, str(a.depth), "0" if a.cold else "1"]
+                    load0 = os.getloadavg()[0]
                     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
                     if p.returncode != 0:
                         raise RuntimeError(f"{m}: overlap failed:\n{p.stdout}\n{p.stderr}")
                     if a.trace_dir:
                         Path(a.trace_dir, f"{m}-d{a.depth}-rep{rep}.trace").write_text(p.stderr)
                     runs[m].append(json.loads(p.stdout.strip().splitlines()[-1]))
+                    # other users of this 2-core machine: the 1-minute load around the run
+                    runs[m][-1]["loadavg_1min"] = [load0, os.getloadavg()[0]]
                     (root / f"ovl-{m}.bin").unlink(missing_ok=True)
                 log(f"rep {rep}: " + ", ".join(
                     f"{m} " + "/".join(f"{x['of_max']:.3f}" for x in runs[m][-1]["ratios"])
@@ -207,7 +210,7 @@ def row(mode, depth, k, warm, extra_env, runs):
             "io_cpu_s": o["io_cpu_s"], "both_extra_cpu_s": r["both_cpu_s"] - both_c,
             "io_iter_ms": o["io_iter_ms"], "compute_iter_ms": r["compute_iter_ms"],
             "both_post_ms": r["both_post_ms"], "both_compute_ms": r["both_compute_ms"],
-            "both_wait_ms": r["both_wait_ms"],
+            "both_wait_ms": r["both_wait_ms"], "loadavg_1min": o["loadavg_1min"],
         })
     keys = ("io_s", "compute_s", "both_s", "speedup", "max_speedup", "of_max", "loss_s",
             "compute_stretch_s", "wait_s", "post_s", "io_cpu_s", "both_extra_cpu_s")
