@@ -149,6 +149,7 @@ def main():
                     # other users of this 2-core machine: the 1-minute load around the run
                     runs[m][-1]["loadavg_1min"] = [load0, os.getloadavg()[0]]
                     (root / f"ovl-{m}.bin").unlink(missing_ok=True)
+                save(a, cfg, dev, chunk, ratios, extra_env, modes, runs)
                 log(f"rep {rep}: " + ", ".join(
                     f"{m} " + "/".join(f"{x['of_max']:.3f}" for x in runs[m][-1]["ratios"])
                     for m in modes))
@@ -156,6 +157,20 @@ def main():
             rfsd.terminate()
             rfsd.wait(timeout=30)
 
+    rows = save(a, cfg, dev, chunk, ratios, extra_env, modes, runs)
+    for r in rows:
+        md = r["median"]
+        env = " ".join(f"{k}={v}" for k, v in r["env"].items())
+        print(f"{r['mode']:12} {env} depth {r['depth']} ratio {r['ratio']:<4} io {md['io_s']:.3f} "
+              f"c {md['compute_s']:.3f} both {md['both_s']:.3f} of_max {md['of_max']:.3f} "
+              f"(runs {min(r['of_max_runs']):.3f}-{max(r['of_max_runs']):.3f}) "
+              f"stretch {md['compute_stretch_s']:.3f} wait {md['wait_s']:.3f} "
+              f"io_cpu {md['io_cpu_s']:.3f}")
+
+
+def save(a, cfg, dev, chunk, ratios, extra_env, modes, runs):
+    """Adds (or replaces) this invocation's rows in --out; called after every repetition, so a
+    run cut short keeps what it measured."""
     rows = [row(m, a.depth, k, not a.cold, extra_env, runs[m])
             for m in modes for k in range(len(ratios))]
     out = Path(a.out)
@@ -179,13 +194,7 @@ def main():
     new_keys = {row_key(r) for r in rows}
     report["rows"] = [r for r in report["rows"] if row_key(r) not in new_keys] + rows
     out.write_text(json.dumps(report, indent=1) + "\n")
-    for r in rows:
-        md = r["median"]
-        print(f"{r['mode']:12} {' '.join(f'{k}={v}' for k, v in r['env'].items())} depth {r['depth']} ratio {r['ratio']:<4} io {md['io_s']:.3f} "
-              f"c {md['compute_s']:.3f} both {md['both_s']:.3f} of_max {md['of_max']:.3f} "
-              f"(runs {min(r['of_max_runs']):.3f}-{max(r['of_max_runs']):.3f}) "
-              f"stretch {md['compute_stretch_s']:.3f} wait {md['wait_s']:.3f} "
-              f"io_cpu {md['io_cpu_s']:.3f}")
+    return rows
 
 
 def row_key(r):
