@@ -10,8 +10,14 @@ TCP and UCX. Paths compared, in the same run, order rotating between repetitions
   ucx-native    rfs+ucx://  native nonblocking: no I/O thread (rfs_nb_native=auto, the default)
   tcp-native    rfs://      the native path forced onto TCP (rfs_nb_native=enable)
 
-Each run measures I/O alone, compute alone (calibrated to the I/O phase's time) and both; the
-reference is semplar's max(compute, I/O), so "of_max" = speedup / ((c + io) / max(c, io)).
+Each run measures I/O alone, then per compute/I-O ratio (--ratios) compute alone (calibrated
+to that ratio of the I/O phase's time) and both, with --depth writes in flight (2: the
+double-buffered loop); the reference is semplar's max(compute, I/O), so "of_max" = speedup /
+((c + io) / max(c, io)). By default one untimed write precedes each "both" phase (TCP restarts
+its congestion window after the idle compute-alone phase; --cold leaves that in, as the first
+session did). --env sets UCX/rfs variables for rfsd and the client. Rows (mode, depth, ratio,
+warm/cold, env) are added to --out after every repetition, with every iteration's post,
+compute and wait times and the machine's load (bench/results/notes/ucx.md).
 Every mode runs with --common-hints (default rfs_write_window=0): with the write window a
 write of one frame returns once it is in the socket buffer (64 MiB on this WAN), so the I/O
 threads' "I/O" phase would time copies into the kernel, not the link, and the native path
@@ -21,10 +27,11 @@ UCX over TCP between the namespaces: rfs's own UCX context uses its default tran
 tcp here, there is no RDMA device) on the WAN device only (RFS_UCX_NET_DEVICES=rfsw0, both
 sides); MPICH's own UCX gets UCX_TLS=self,sm (it cannot init inside a namespace otherwise).
 
-Usage: RFS_WAN_NAME=ux RFS_WAN_NET=10.79.7 bench/wan/up --rate-mbit 100 --delay-ms 25
+Usage: RFS_WAN_NAME=u4 RFS_WAN_NET=10.79.11 bench/wan/up --rate-mbit 100 --delay-ms 25
        flock /tmp/rfs-bench.lock bench/ucx/wan_overlap.py [--reps 5] [--chunk-mib 4]
            [--iters 12] [--modes tcp-threads,ucx-threads,ucx-native,tcp-native]
-           [--out bench/results/ucx_overlap_wan.json]
+           [--ratios 0.5,1,2] [--depth 1|2] [--cold] [--env NAME=VALUE]... [--trace-dir DIR]
+           [--replace] [--out bench/results/ucx_overlap_wan.json]
 (RFS_WAN_NAME selects the WAN, as for bench/wan/env.)"""
 import argparse
 import json
