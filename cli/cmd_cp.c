@@ -569,14 +569,18 @@ typedef struct tree_take {
     prefetched *v;
     size_t n, cap;
     int oom;
+    int top_whole; /* the source's own block came (it did not fit the budget otherwise) */
     char dir[RFS_MAX_PATH + 1]; /* v[n - 1]'s directory below the source */
 } tree_take;
 
 static int take_tree(void *ctx, const char *dir, const char *entry, const rfs_stat_info *st)
 {
     tree_take *t = ctx;
-    if (!dir[0])
+    if (!dir[0]) {
+        if (!entry)
+            t->top_whole = 1;
         return entry ? take(&t->lv->v[0].l, entry, st) : 0;
+    }
     prefetched *cur = t->n ? &t->v[t->n - 1] : NULL;
     if (t->oom)
         return 0;
@@ -611,7 +615,9 @@ static void *tree_main(void *arg)
     prefetch_level *lv = arg;
     tree_take t = {.lv = lv};
     int rc = rfs_list_tree(lv->v[0].src, TREE_FIRST_BYTES, take_tree, &t, &lv->o);
-    if (rc || t.oom) { /* an older server, or any trouble: the source is listed on its own */
+    if (rc || t.oom || !t.top_whole) {
+        /* an older server, a source too long for the budget, or any trouble: the source is
+         * listed on its own (page by page if need be) */
         rfs_clear_error();
         for (size_t i = 0; i < t.n; i++) {
             free(t.v[i].src);
@@ -630,8 +636,9 @@ static void *tree_main(void *arg)
     } else {
         free(t.v);
     }
-    if (!lv->v[0].ready) {
-        lv->v[0].st.rc = rc || t.oom ? (lv->results[0] ? lv->results[0] : RFS_E_IO) : RFS_OK;
+    if (!lv->v[0].ready) { /* not reached by the fallback's listing: it failed before */
+        lv->v[0].st.rc =
+            rc || t.oom || !t.top_whole ? (lv->results[0] ? lv->results[0] : RFS_E_IO) : RFS_OK;
         lv->v[0].ready = 1;
     }
     levels_listing--;

@@ -95,6 +95,21 @@ def test_tree_get_lists_only_what_the_tree_did_not_cover(rfsd, tmp_path, dirs, f
     assert sent.count("READ_FILE") == dirs * files
 
 
+def test_tree_get_of_a_source_longer_than_the_first_reply(rfsd, tmp_path):
+    """A source whose own listing does not fit the first reply's budget (600 entries, about
+    22 KB against 12 KiB) comes back with no block: it is listed the ordinary way, and every
+    file arrives (an empty reply must never read as an empty directory)."""
+    t = rfsd.root / "t"
+    t.mkdir()
+    for i in range(600):
+        (t / f"file-{i:05d}.dat").write_bytes(os.urandom(10 + i % 50))
+    make(t / "sub", 2, 3)
+    sent = copy(rfsd.env(), "cp", "-r", "--quiet", rfsd.url("/t"), tmp_path / "back")
+    assert tree_contents(tmp_path / "back") == tree_contents(t)
+    assert sent.count("LIST_TREE") == 1 and sent.count("READ_FILE") == 606
+    assert sent.count("LIST") >= 1
+
+
 def test_tree_get_from_a_server_without_the_op(rfsd, tmp_path):
     make(rfsd.root / "t", 4, 6)
     relay = OlderServer(rfsd, hide=FEAT_LTREE)
