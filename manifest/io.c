@@ -701,6 +701,10 @@ static const rfs_io_ops ops = {
     .remove = m_remove,
     .start = rfs_io_gen_start,
     .end = rfs_io_gen_end,
+    /* a logical file's collective calls are the objects' independent ones (no server group
+     * sees the whole call): UNSUPPORTED sends the MPI-IO layer down its own two-phase path */
+    .coll_join = rfs_io_gen_coll_join,
+    .coll_listio = rfs_io_gen_coll_listio,
 };
 
 const rfs_io_ops *mf_ops(void)

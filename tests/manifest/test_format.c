@@ -15,7 +15,9 @@
 
 #include "common/crc32c.h"
 #include "manifest/manifest.h"
+#include "manifest/mf_internal.h"
 #include "rfs/rfs.h"
+#include "tests/client/io_slots.h"
 
 static char *servers3[] = {"rfs://127.0.0.1:7001", "rfs://127.0.0.1:7002", "rfs://[::1]:7003"};
 
@@ -372,9 +374,18 @@ static void test_rejects_bad_strings(void **state)
     rfsm_free(m);
 }
 
+/* The layer names every slot of rfs_io_ops (a NULL one is called by the layer above: the
+ * MPI-IO layer's collective open crashed on the slots a later op table gained). */
+static void test_layer_names_every_slot(void **state)
+{
+    (void)state;
+    assert_io_slots_named(mf_ops());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layer_names_every_slot),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_make_refuses_bad_layouts),
