@@ -122,7 +122,10 @@ size_t rfsd_request_cost(const rfs_req *r, uint32_t body_len)
     case RFS_OP_LIST:
         reply = (size_t)RFS_LIST_MAX_ENTRIES * (RFS_LIST_ENTRY_FIXED + RFS_MAX_NAME);
         break;
-    case RFS_OP_LIST_TREE: reply = RFS_LTREE_MAX_BYTES; break;
+    case RFS_OP_LIST_TREE: /* the client's budget, when it gave one */
+        reply = r->u.list.start && r->u.list.start < RFS_LTREE_MAX_BYTES ? r->u.list.start
+                                                                         : RFS_LTREE_MAX_BYTES;
+        break;
     default: break;
     }
     return (size_t)body_len + reply;
