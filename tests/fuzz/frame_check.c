@@ -260,7 +260,7 @@ int rfs_check_frames(const uint8_t *data, size_t size)
         }
         CHECK(h.version == RFS_PROTO_VERSION &&
               (h.flags & ~(RFS_F_REPLY | RFS_F_SUM | RFS_F_PACK | RFS_F_VER | RFS_F_EXTRA |
-                           RFS_F_ZOK | RFS_F_ZSHUF)) == 0);
+                           RFS_F_ZOK | RFS_F_ZSHUF | RFS_F_COLL)) == 0);
         size_t avail = size - RFS_HDR_SIZE;
         if (avail < h.body_len) {
             /* Truncated body: both decoders must refuse it. */
