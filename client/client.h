@@ -125,6 +125,12 @@ int rfs_mkdir_many(const char *server_name, const char **paths, int *results, si
  * (made if there is none). */
 int rfs_server_features(const char *name, const rfs_options *opts, unsigned *features);
 
+/* meta.c: hands count LIST entries (as a reply lays them out) to fn, each name NUL-terminated
+ * and its fields as an rfs_stat_info. 1 if fn asked to stop, 0 when all were given, or
+ * RFS_E_PROTO naming label when one is malformed. */
+int rfs_list_entries_each(const uint8_t *entries, size_t len, uint32_t count, rfs_list_fn fn,
+                          void *ctx, const char *label);
+
 /* meta.c: one LIST_TREE of name's directory (docs/protocol.md "LIST_TREE"), a reply of at
  * most max_bytes (0: the server's limit): fn gets each entry of each directory the server
  * listed whole, with dir that directory's path below name

@@ -185,15 +185,13 @@ int rfs_stat(const char *name, const rfs_options *opts, rfs_stat_info *st)
     return rc;
 }
 
-/* Hands one page's entries to fn. Returns 1 if fn asked to stop, 0 to go on, < 0 on error. */
-static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
+int rfs_list_entries_each(const uint8_t *entries, size_t len, uint32_t count, rfs_list_fn fn,
+                          void *ctx, const char *label)
 {
-    const uint8_t *p = rep->u.list.entries;
-    size_t rem = rep->u.list.entries_len;
-    for (uint32_t i = 0; i < rep->u.list.count; i++) {
+    for (uint32_t i = 0; i < count; i++) {
         rfs_list_entry e;
-        if (rfs_list_entry_next(&p, &rem, &e))
-            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed listing", m->label);
+        if (rfs_list_entry_next(&entries, &len, &e))
+            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed listing", label);
         char entry[RFS_MAX_NAME + 1];
         memcpy(entry, e.name.s, e.name.len);
         entry[e.name.len] = '\0';
@@ -202,6 +200,13 @@ static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
             return 1;
     }
     return 0;
+}
+
+/* Hands one page's entries to fn. Returns 1 if fn asked to stop, 0 to go on, < 0 on error. */
+static int list_page(meta *m, const rfs_rep *rep, rfs_list_fn fn, void *ctx)
+{
+    return rfs_list_entries_each(rep->u.list.entries, rep->u.list.entries_len, rep->u.list.count,
+                                 fn, ctx, m->label);
 }
 
 int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ctx)
@@ -239,6 +244,19 @@ int rfs_list(const char *name, const rfs_options *opts, rfs_list_fn fn, void *ct
     return rc;
 }
 
+/* One directory's entries, for the caller's tree function. */
+typedef struct tree_block {
+    rfs_list_tree_fn fn;
+    void *ctx;
+    char dir[RFS_MAX_PATH + 1];
+} tree_block;
+
+static int tree_entry(void *arg, const char *entry, const rfs_stat_info *st)
+{
+    tree_block *tb = arg;
+    return tb->fn(tb->ctx, tb->dir, entry, st);
+}
+
 /* One LIST_TREE reply's blocks, each checked before its first entry is given. */
 static int tree_deliver(meta *m, const rfs_rep *rep, rfs_list_tree_fn fn, void *ctx)
 {
@@ -251,22 +269,13 @@ static int tree_deliver(meta *m, const rfs_rep *rep, rfs_list_tree_fn fn, void *
         size_t elen;
         if (rfs_ltree_block_next(&p, &rem, &rel, &count, &entries, &elen))
             return rfs_fail_cause(RFS_E_PROTO, "%s: malformed tree listing", m->label);
-        char dir[RFS_MAX_PATH + 1];
-        memcpy(dir, rel.s, rel.len);
-        dir[rel.len] = '\0';
-        for (uint32_t k = 0; k < count; k++) {
-            rfs_list_entry e;
-            if (rfs_list_entry_next(&entries, &elen, &e))
-                return rfs_fail_cause(RFS_E_PROTO, "%s: malformed tree listing", m->label);
-            char entry[RFS_MAX_NAME + 1];
-            memcpy(entry, e.name.s, e.name.len);
-            entry[e.name.len] = '\0';
-            rfs_stat_info st = {
-                .size = e.size, .mode = e.mode, .type = e.type, .mtime_ns = e.mtime_ns};
-            if (fn(ctx, dir, entry, &st))
-                return 1;
-        }
-        if (fn(ctx, dir, NULL, NULL))
+        tree_block tb = {.fn = fn, .ctx = ctx};
+        memcpy(tb.dir, rel.s, rel.len);
+        tb.dir[rel.len] = '\0';
+        int rc = rfs_list_entries_each(entries, elen, count, tree_entry, &tb, m->label);
+        if (rc)
+            return rc;
+        if (fn(ctx, tb.dir, NULL, NULL))
             return 1;
     }
     return 0;

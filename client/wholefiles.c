@@ -204,23 +204,24 @@ static int prepare(batch *b, const wf_item *it, size_t max, slot *s)
     return RFS_OK;
 }
 
+/* Directory i's entries, for the batch's list function. */
+typedef struct list_dir {
+    batch *b;
+    size_t i;
+} list_dir;
+
+static int list_entry(void *arg, const char *entry, const rfs_stat_info *st)
+{
+    list_dir *ld = arg;
+    return ld->b->list_fn(ld->b->list_ctx, ld->i, entry, st);
+}
+
 /* Hands a LIST reply's entries to the caller's function; 1 if it asked to stop. */
 static int list_deliver(batch *b, size_t i, const rfs_rep *rep, const char *label)
 {
-    const uint8_t *p = rep->u.list.entries;
-    size_t rem = rep->u.list.entries_len;
-    for (uint32_t k = 0; k < rep->u.list.count; k++) {
-        rfs_list_entry e;
-        if (rfs_list_entry_next(&p, &rem, &e))
-            return rfs_fail_cause(RFS_E_PROTO, "%s: malformed listing", label);
-        char entry[RFS_MAX_NAME + 1];
-        memcpy(entry, e.name.s, e.name.len);
-        entry[e.name.len] = '\0';
-        rfs_stat_info st = {.size = e.size, .mode = e.mode, .type = e.type, .mtime_ns = e.mtime_ns};
-        if (b->list_fn(b->list_ctx, i, entry, &st))
-            return 1;
-    }
-    return 0;
+    list_dir ld = {b, i};
+    return rfs_list_entries_each(rep->u.list.entries, rep->u.list.entries_len, rep->u.list.count,
+                                 list_entry, &ld, label);
 }
 
 /* The rest of a listing longer than one reply, page by page on this connection (rare: a
