@@ -524,7 +524,10 @@ static int merge(mf_file *f, int truncate, uint64_t to)
         return RFS_OK;
     }
     uint32_t *stale = malloc((f->m->nobjects ? f->m->nobjects : 1) * sizeof *stale);
-    rfsm_delta d = {.written_end = f->written_end, .truncate = truncate, .truncate_to = to};
+    rfsm_delta d = {.written_end = f->written_end,
+                    .truncate = truncate,
+                    .truncate_to = to,
+                    .seen_size = f->size};
     for (uint32_t i = 0; stale && i < f->m->nobjects; i++)
         if (f->objs[i].stale)
             stale[d.nstale++] = i;

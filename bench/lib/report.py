@@ -631,6 +631,68 @@ def _mpisrv_section(outdir):
     return "\n".join(out)
 
 
+def _manifest_wan_section(outdir):
+    """bench/manifest/wan.py's results (manifest_wan.json), if present: the analogues of
+    mpiio-logistical-networking Figs. 7, 9 and 11, and replica failover under load."""
+    d = _load(outdir, "manifest_wan.json")
+    if d.get("benchmark") != "manifest_wan":
+        return ""
+    p = d["params"]
+    out = ["## One logical file over several servers on the WAN (`bench/manifest/wan.py`)", "",
+           f"{p['servers']} independent rfsd, each behind its own {_fmt(p['link_mbit'])} Mbit/s "
+           f"link ({p['links']}), {_fmt(p['delay_ms_each_way'])} ms each way; client ranks in "
+           f"the client namespace; {p['reps']} repetitions, medians; load average (1 min) seen: "
+           + ", ".join(_fmt(x) for x in d.get("loadavg_1min_seen", [])) + ".", ""]
+    st = d.get("stripe")
+    if st:
+        out += ["### Striped write and read against one server (Fig. 7 analogue)", "",
+                f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}.", "",
+                "| file | servers | write + sync | vs one server | write alone | sync | "
+                "read | vs one server | iperf3 to / from the servers |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for n, s in st["summary"].items():
+            out.append(f"| {n} | {s['servers']} | {_fmt(s['write_sync_MBps'])} MB/s | "
+                       f"{_fmt(s['write_vs_one_server'])} | "
+                       f"{_fmt(s.get('write_MBps', float('nan')))} MB/s | "
+                       f"{_fmt(s.get('sync_s', float('nan')))} s | {_fmt(s['read_MBps'])} MB/s | "
+                       f"{_fmt(s['read_vs_one_server'])} | "
+                       f"{_fmt(s['links_iperf3_fwd_MBps'])} / "
+                       f"{_fmt(s['links_iperf3_rev_MBps'])} MB/s |")
+        out += ["", "![striped](manifest-wan-stripe.png)", ""]
+    fo = d.get("failover")
+    if fo:
+        s = fo["summary"]
+        out += ["### Replica failover under load", "", fo["workload"] + ".", "",
+                f"- undisturbed read: {_fmt(s['clean_total_s'])} s, longest wait for one piece "
+                f"{_fmt(s['clean_max_wait_s'])} s;",
+                f"- with the server killed: {_fmt(s['faulted_total_s'])} s, longest wait "
+                f"{_fmt(s['faulted_max_wait_s'])} s; stall over the usual wait (time to "
+                f"recover): {_fmt(s['stall_s'])} s;",
+                f"- every byte read and checked in every run: {s['all_bytes_correct']} "
+                f"({s['bytes_per_run']} bytes per run).", "",
+                "![failover](manifest-wan-failover.png)", ""]
+    sm = d.get("small")
+    if sm:
+        a, b = sm["small"], sm["strided"]
+        out += ["### Small writes and noncontiguous reads (Figs. 9 and 11 analogues)", "",
+                f"Logical file over the 4 servers (1 MiB units), {a['ranks']} rank(s) writing "
+                f"{a['write_size']} B pieces; {a['note']}.", "",
+                "| mode | write + sync |", "|---|---:|",
+                f"| direct | {_fmt(a['write_MBps']['direct'])} MB/s |",
+                f"| buffered | {_fmt(a['write_MBps']['buffered'])} MB/s |", "",
+                f"- buffered / direct: {_fmt(a['buffered_vs_direct'])} ({a['goal']})", "",
+                f"Strided read (Fig. 11), {b['ranks']} ranks, {b['bytes_per_rank']} bytes per "
+                "rank in regions each followed by a hole of its size (a vector view):", "",
+                "| regions per rank | region | direct (list I/O) | sieve | sieve / direct |",
+                "|---:|---:|---:|---:|---:|"]
+        for n, c in b["cases"].items():
+            out.append(f"| {n} | {c['region_bytes']} B | {_fmt(c['read_MBps']['direct'])} MB/s "
+                       f"| {_fmt(c['read_MBps']['sieve'])} MB/s | {_fmt(c['sieve_vs_direct'])} |")
+        out += ["",
+                "![small](manifest-wan-small.png)", ""]
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -659,7 +721,7 @@ def write_report(outdir):
                     _hdf5_section(outdir, "hdf5_ckpt_compute.json",
                                   ", large files with compute to drain them"),
                     _cli_wan_section(outdir), _cache_read_section(outdir),
-                    _mpisrv_section(outdir)):
+                    _mpisrv_section(outdir), _manifest_wan_section(outdir)):
         if section:
             text.append(section)
     # Sections written by hand (a benchmark without a generator, or what a run showed that its
