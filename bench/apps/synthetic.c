@@ -73,6 +73,8 @@ static void finish_case(bench *b, bench_case *c, double tw, double tr, long long
 /* --timed-sync: the write phases end with MPI_File_sync inside the timed part (for modes that
  * hold writes back until a sync, e.g. a logical file's rfs_manifest_mode=buffered) */
 static int timed_sync;
+/* --bulk-read: a small case reads its region back in one call (only the writes are small) */
+static int bulk_read;
 
 static void contiguous_case(ctx *x, const char *kind, long long s, long long calls)
 {
@@ -96,7 +98,10 @@ static void contiguous_case(ctx *x, const char *kind, long long s, long long cal
     MPI_Barrier(MPI_COMM_WORLD);
     memset(x->buf, 0, (size_t)(s * calls));
     t = bench_now();
-    for (long long k = 0; k < calls; k++)
+    if (bulk_read)
+        BCHK(MPI_File_read_at(x->fh, base, x->buf, (int)(s * calls), MPI_BYTE, MPI_STATUS_IGNORE),
+             "MPI_File_read_at (bulk)");
+    for (long long k = 0; !bulk_read && k < calls; k++)
         BCHK(MPI_File_read_at(x->fh, base + k * s, x->buf + k * s, (int)s, MPI_BYTE,
                               MPI_STATUS_IGNORE),
              "MPI_File_read_at");
@@ -220,12 +225,12 @@ int main(int argc, char **argv)
         "--small-max",     "--small-budget", "--max-calls", "--large-min", "--large-max",
         "--strided-total", "--max-regions",  "--tile",      "--only",      "--small-min",
         "--min-regions",   NULL};
-    static const char *const flags[] = {"--timed-sync", NULL};
+    static const char *const flags[] = {"--timed-sync", "--bulk-read", NULL};
     bench_check_args(argc, argv, known, flags,
                      "[--only small,large,strided,tile] [--small-min B] [--small-max B] "
                      "[--small-budget B] [--max-calls N] [--large-min B] [--large-max B] "
                      "[--strided-total B] [--min-regions N] [--max-regions N] [--tile SIDE] "
-                     "[--timed-sync] [--no-verify] [--seed S]");
+                     "[--timed-sync] [--bulk-read] [--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "synthetic", argc, argv);
     if (b->peak)
@@ -240,6 +245,7 @@ int main(int argc, char **argv)
     long long min_regions = bench_opt_size(argc, argv, "--min-regions", 1);
     long long max_regions = bench_opt_size(argc, argv, "--max-regions", 64);
     timed_sync = bench_opt_flag(argc, argv, "--timed-sync");
+    bulk_read = bench_opt_flag(argc, argv, "--bulk-read");
     int side = (int)bench_opt_size(argc, argv, "--tile", 1024);
     const char *only = bench_opt_str(argc, argv, "--only", NULL);
     if (small_min < 1 || min_regions < 1 || small_max < 1 || budget < 1 || max_calls < 1 || large_min < 1 || large_max < large_min ||

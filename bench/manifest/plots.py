@@ -77,14 +77,16 @@ def small(doc, out):
     a1.set_ylabel("MB/s (median, log scale)")
     a1.set_title(f"{sm['write_size']} B writes + sync\n(Fig. 9): "
                  f"{sm['buffered_vs_direct']:.0f}x", fontsize=9)
-    labels, direct, sieve = [], [], []
+    labels, direct, sieve, per = [], [], [], []
     for n, c in st["cases"].items():
         labels.append(f"{n} x {c['region_bytes']} B")
         direct.append(c["read_MBps"]["direct"])
         sieve.append(c["read_MBps"]["sieve"])
+        per.append(c["read_MBps"].get("per_region", 0))
     x = range(len(labels))
-    a2.bar([i - 0.2 for i in x], direct, 0.4, label="direct (list I/O)")
-    a2.bar([i + 0.2 for i in x], sieve, 0.4, label="sieve")
+    a2.bar([i - 0.27 for i in x], direct, 0.27, label="direct (list I/O)")
+    a2.bar(list(x), sieve, 0.27, label="sieve")
+    a2.bar([i + 0.27 for i in x], per, 0.27, label="a request per region")
     a2.set_xticks(list(x))
     a2.set_xticklabels(labels, fontsize=8)
     a2.set_ylabel("MB/s (median)")
