@@ -221,10 +221,10 @@ static int wanted(const char *only, const char *kind)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {
-        "--small-max",     "--small-budget", "--max-calls", "--large-min", "--large-max",
-        "--strided-total", "--max-regions",  "--tile",      "--only",      "--small-min",
-        "--min-regions",   NULL};
+    static const char *const known[] = {"--small-max",   "--small-budget", "--max-calls",
+                                        "--large-min",   "--large-max",    "--strided-total",
+                                        "--max-regions", "--tile",         "--only",
+                                        "--small-min",   "--min-regions",  NULL};
     static const char *const flags[] = {"--timed-sync", "--bulk-read", NULL};
     bench_check_args(argc, argv, known, flags,
                      "[--only small,large,strided,tile] [--small-min B] [--small-max B] "
@@ -248,9 +248,10 @@ int main(int argc, char **argv)
     bulk_read = bench_opt_flag(argc, argv, "--bulk-read");
     int side = (int)bench_opt_size(argc, argv, "--tile", 1024);
     const char *only = bench_opt_str(argc, argv, "--only", NULL);
-    if (small_min < 1 || min_regions < 1 || small_max < 1 || budget < 1 || max_calls < 1 || large_min < 1 || large_max < large_min ||
-        large_max > (1LL << 30) || stotal < max_regions || max_regions < 1 || side < 1 ||
-        stotal > (1LL << 30) || (long long)side * side * 8 > (1LL << 31) - 1)
+    if (small_min < 1 || min_regions < 1 || small_max < 1 || budget < 1 || max_calls < 1 ||
+        large_min < 1 || large_max < large_min || large_max > (1LL << 30) || stotal < max_regions ||
+        max_regions < 1 || side < 1 || stotal > (1LL << 30) ||
+        (long long)side * side * 8 > (1LL << 31) - 1)
         bench_die("bad sizes (large-max <= 1 GiB, strided-total >= max-regions, tile^2*8 < 2 GiB)");
     bench_param_int(b, "small_max", small_max);
     bench_param_int(b, "small_budget", budget);
