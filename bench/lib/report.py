@@ -668,6 +668,9 @@ def _manifest_wan_section(outdir):
                 f"- with the server killed: {_fmt(s['faulted_total_s'])} s, longest wait "
                 f"{_fmt(s['faulted_max_wait_s'])} s; stall over the usual wait (time to "
                 f"recover): {_fmt(s['stall_s'])} s;",
+                f"- after the kill, every rank had received a piece again within "
+                f"{_fmt(s.get('every_rank_progressed_after_kill_s'))} s (a piece usually takes "
+                f"{_fmt(s.get('clean_median_wait_s'))} s with 4 ranks sharing the links);",
                 f"- every byte read and checked in every run: {s['all_bytes_correct']} "
                 f"({s['bytes_per_run']} bytes per run).", "",
                 "![failover](manifest-wan-failover.png)", ""]

@@ -240,7 +240,13 @@ def read_stats(r):
         for t in ts:
             gaps.append(t - prev)
             prev = t
+    k = r["killed_at_s"]
+    # after a kill: when every rank had received a piece again (its first piece after the kill
+    # was in flight across it), the time to recover as the readers see it
+    back = (max(next((t for t in ts if t > k), ts[-1]) for ts in r["times"]) - k
+            if k is not None else None)
     return {"total_s": max(ts[-1] for ts in r["times"]), "max_wait_s": max(gaps),
+            "every_rank_progressed_after_kill_s": back,
             "median_wait_s": statistics.median(gaps), "bytes_read": r["bytes_read"],
             "errors": r["errors"], "rc": r["rc"], "killed_at_s": r["killed_at_s"]}
 
@@ -275,6 +281,9 @@ def part_failover(a, env, srv):
                         "faulted_max_wait_s": med(r["faulted"]["max_wait_s"] for r in runs),
                         "stall_s": med(r["faulted"]["max_wait_s"] - r["clean"]["median_wait_s"]
                                        for r in runs),
+                        "every_rank_progressed_after_kill_s": med(
+                            r["faulted"]["every_rank_progressed_after_kill_s"] for r in runs),
+                        "clean_median_wait_s": med(r["clean"]["median_wait_s"] for r in runs),
                         "all_bytes_correct": all(r["faulted"]["errors"] == 0 and
                                                  r["faulted"]["rc"] == 0 and
                                                  r["faulted"]["bytes_read"] == size
