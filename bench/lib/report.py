@@ -697,6 +697,28 @@ def _manifest_wan_section(outdir):
                           else "not run | |"))
         out += ["",
                 "![small](manifest-wan-small.png)", ""]
+    sw = d.get("sweep")
+    if sw:
+        sz, tl = sw["sizes"], sw["tiles"]
+        modes = list(sz["write_MBps"])
+        out += ["### Contiguous writes by size and 2-D tiles (Figs. 6 and 13 analogues)", "",
+                f"One rank, {sz['calls_per_size']} writes of each size, then MPI_File_sync "
+                "(timed together), median MB/s:", "",
+                "| bytes per write | " + " | ".join(modes) + " | " +
+                " / ".join(reversed(modes)) + " |", "|---:|" + "---:|" * (len(modes) + 1)]
+        for k in sorted(sz["write_MBps"][modes[0]], key=int):
+            v = [sz["write_MBps"][m][k] for m in modes]
+            out.append(f"| {k} | " + " | ".join(_fmt(x) for x in v) + f" | {_fmt(v[-1] / v[0])} |")
+        tmodes = list(tl["median"])
+        out += ["", f"{tl['side']} x {tl['side']} doubles in 2 x 2 tiles, {tl['ranks']} ranks "
+                f"({tl['note']}), median MB/s:", "",
+                "| case | " + " | ".join(f"{m} write | {m} read" for m in tmodes) + " |",
+                "|---|" + "---:|---:|" * len(tmodes)]
+        for c in tl["median"][tmodes[0]]:
+            out.append(f"| {c} | " + " | ".join(
+                f"{_fmt(tl['median'][m][c]['write_MBps'])} | "
+                f"{_fmt(tl['median'][m][c]['read_MBps'])}" for m in tmodes) + " |")
+        out += ["", "![sweep](manifest-wan-sweep.png)", ""]
     return "\n".join(out)
 
 

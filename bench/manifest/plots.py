@@ -98,11 +98,46 @@ def small(doc, out):
     plt.close(fig)
 
 
+def sweep(doc, out):
+    sz, tl = doc["sweep"]["sizes"], doc["sweep"]["tiles"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 4))
+    for m, v in sz["write_MBps"].items():
+        xs = sorted(v, key=int)
+        a1.plot([int(x) for x in xs], [v[x] for x in xs], "o-", label=m)
+    a1.set_xscale("log", base=2)
+    a1.set_yscale("log")
+    a1.set_xlabel("bytes per write")
+    a1.set_ylabel("MB/s (median, write + sync)")
+    a1.set_title("contiguous writes, one rank (Fig. 6)", fontsize=9)
+    a1.legend(fontsize=8)
+    cases = list(next(iter(tl["median"].values())))
+    labels, bars = [], {}
+    for c in cases:
+        for q in ("write_MBps", "read_MBps"):
+            labels.append(f"{c}\n{q.split('_')[0]}")
+            for m in tl["median"]:
+                bars.setdefault(m, []).append(tl["median"][m][c][q])
+    x = range(len(labels))
+    wdt = 0.8 / len(bars)
+    for i, (m, v) in enumerate(bars.items()):
+        a2.bar([j - 0.4 + wdt * (i + 0.5) for j in x], v, wdt, label=m)
+    a2.set_xticks(list(x))
+    a2.set_xticklabels(labels, fontsize=7)
+    a2.set_ylabel("MB/s (median)")
+    a2.set_title(f"{tl['side']}^2 doubles in 2x2 tiles, 4 ranks (Fig. 13)", fontsize=9)
+    a2.legend(fontsize=8)
+    fig.suptitle(_link(doc), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
 def plot_all(path, outdir=RESULTS):
     with open(path) as f:
         doc = json.load(f)
     made = []
-    for key, fn in (("stripe", stripe), ("failover", failover), ("small", small)):
+    for key, fn in (("stripe", stripe), ("failover", failover), ("small", small),
+                    ("sweep", sweep)):
         if key in doc:
             out = os.path.join(outdir, f"manifest-wan-{key}.png")
             fn(doc, out)

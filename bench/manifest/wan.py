@@ -28,6 +28,10 @@ small     bench/apps/synthetic on a logical file over the 4 servers (1 MiB units
           is the writes and MPI_File_sync, which sends the buffered ones. Fig. 11: 4 ranks
           reading --strided-total bytes each in --strided-regions regions (a vector view, each
           region followed by a hole of its size), direct against rfs_manifest_read=sieve.
+sweep     Fig. 6: one rank writing --sweep-calls pieces of each size 1 B .. 1 MiB (x4),
+          direct against buffered (writes and MPI_File_sync timed together). Fig. 13: a
+          --tile x --tile array of doubles in 2 x 2 tiles, 4 ranks, collective and
+          independent, direct against buffered writes with sieved reads.
 
 Everything started is stopped by PID; the WAN is taken down at the end, also on failure.
 
@@ -360,13 +364,61 @@ def part_small(a, env, srv):
     return out
 
 
+def part_sweep(a, env, srv):
+    """Fig. 6 (contiguous writes of 1 B .. 1 MiB, one rank, direct vs buffered) and Fig. 13
+    (2-D tiles, 4 ranks, collective and independent, direct vs buffered writes with sieved
+    reads) on a 4-server logical file."""
+    modes = (("direct", ""), ("buffered", ";rfs_manifest_mode=buffered"))
+    tmodes = (("direct", ""),
+              ("buffered_sieve", ";rfs_manifest_mode=buffered;rfs_manifest_read=sieve"))
+    sizes, tiles = {m: {} for m, _ in modes}, {m: {} for m, _ in tmodes}
+    for rep in range(a.reps):
+        for m, extra in modes:
+            r = synthetic(env, srv, f"sweep_{m}.rfsm", layout_hints(srv, NSERVERS, 1, extra),
+                          ["--only", "small", "--timed-sync", "--bulk-read", "--small-min", "1",
+                           "--small-max", str(1 << 20), "--max-calls", str(a.sweep_calls),
+                           "--small-budget", str(a.sweep_calls << 20)], 1)
+            for c in r["cases"]:
+                if c["errors"]:
+                    raise RuntimeError(f"sweep {m} {c['name']}: {c['errors']} wrong bytes")
+                sizes[m].setdefault(str(c["size"]), []).append(c["bytes"] / c["write_sec"] / 1e6)
+            log(f"sweep rep {rep} {m}: " + ", ".join(
+                f"{k}: {v[-1]:.3g}" for k, v in sizes[m].items()))
+        for m, extra in tmodes:
+            r = synthetic(env, srv, f"tile_{m}.rfsm", layout_hints(srv, NSERVERS, 1, extra),
+                          ["--only", "tile", "--tile", str(a.tile)], 4)
+            for c in r["cases"]:
+                if c["errors"]:
+                    raise RuntimeError(f"tile {m} {c['name']}: {c['errors']} wrong values")
+                t = tiles[m].setdefault(c["name"], {"write_MBps": [], "read_MBps": []})
+                t["write_MBps"].append(c["bytes"] / c["write_sec"] / 1e6)
+                t["read_MBps"].append(c["bytes"] / c["read_sec"] / 1e6)
+            log(f"tile rep {rep} {m}: " + ", ".join(
+                f"{k} w {v['write_MBps'][-1]:.3g} r {v['read_MBps'][-1]:.3g}"
+                for k, v in tiles[m].items()))
+    med = statistics.median
+    return {"sizes": {"ranks": 1, "calls_per_size": a.sweep_calls,
+                      "write_MBps": {m: {k: med(v) for k, v in sizes[m].items()} for m in sizes},
+                      "runs": sizes,
+                      "note": "write + MPI_File_sync timed together, one rank"},
+            "tiles": {"ranks": 4, "side": a.tile,
+                      "median": {m: {k: {q: med(x) for q, x in v.items()}
+                                     for k, v in tiles[m].items()} for m in tiles},
+                      "runs": tiles,
+                      "note": "a --tile x --tile array of doubles in 2 x 2 tiles (subarray "
+                              "views); write phase without the sync"}}
+
+
 BINDIR = None
+PARTS = ("stripe", "failover", "small", "sweep")
 
 
 def main():
     global BINDIR
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="stripe,failover,small")
+    ap.add_argument("--parts", default="stripe,failover,small,sweep")
+    ap.add_argument("--sweep-calls", type=int, default=16)
+    ap.add_argument("--tile", type=int, default=1024)
     ap.add_argument("--link-mbit", type=float, default=200)
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--size-mib", type=int, default=256)
@@ -404,7 +456,7 @@ def main():
         for part in parts:
             log(f"part {part}")
             doc[part] = {"stripe": part_stripe, "failover": part_failover,
-                         "small": part_small}[part](a, env, srv)
+                         "small": part_small, "sweep": part_sweep}[part](a, env, srv)
             load.append(os.getloadavg()[0])
     finally:
         if srv:
@@ -415,11 +467,11 @@ def main():
     doc["duration_s"] = round(time.time() - t0, 1)
     doc["loadavg_1min_seen"] = load
     doc["started"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t0))
-    if os.path.exists(a.out) and set(parts) != {"stripe", "failover", "small"}:
+    if os.path.exists(a.out) and set(parts) != set(PARTS):
         # a run of some parts keeps the other parts' last results
         with open(a.out) as f:
             old = json.load(f)
-        for k in ("stripe", "failover", "small"):
+        for k in PARTS:
             if k not in doc and k in old:
                 doc[k] = old[k]
     wanlib.emit_json(doc, a.out)
