@@ -31,6 +31,7 @@
 #define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
+#define CLI_OPT_SHARE 0x2000u    /* share: --read|--write|--manage, --expires T, --revoke CAP */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 
@@ -48,6 +49,10 @@ typedef struct cli_opts {
     int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
+    const char *cap;        /* --cap STRING: authenticate with this capability */
+    unsigned share_right;   /* share --read 1, --write 2, --manage 3 */
+    const char *expires;    /* share --expires T */
+    const char *revoke;     /* share --revoke CAP */
     const char *compress;   /* --compress MODE (put, get, cp): rfs_options.compress */
     const char *to;         /* recover --to rfs:HOST:PORT */
     int force;              /* recover --force; put/get/mv -f (overwrite: the default) */
@@ -158,6 +163,7 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
+int cli_cmd_share(cli_ctx *c);
 int cli_cmd_cp(cli_ctx *c);
 int cli_cmd_chmod(cli_ctx *c);
 int cli_cmd_df(cli_ctx *c);

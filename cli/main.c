@@ -96,6 +96,22 @@ static const cli_command commands[] = {
      "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
      "  replicas, whether every replica is complete.\n",
      NULL},
+    {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE,
+     "URL --read|--write|--manage [--expires T] | --revoke CAP URL",
+     "print a capability for a file, or revoke one",
+     "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
+     "  with its objects, or a plain file) until T, signed by the file's home server. Whoever\n"
+     "  holds it has the right, with no token: rfs --cap CAP ..., RFS_CAP=CAP, or the MPI-IO\n"
+     "  hint rfs_capability. manage implies write implies read; a manage capability makes\n"
+     "  and revokes others for its file. Asking needs a token with that right, or a manage\n"
+     "  capability (--cap). The data servers of a logical file must trust the home server's\n"
+     "  key (rfsd --cap-trust). docs/security.md \"Capabilities\".\n",
+     "  --read, --write, --manage  the right to grant\n"
+     "  --expires T        until when: 90s, 30m, 12h, 7d from now, or an absolute time\n"
+     "                     2026-12-31T23:59:59Z, or @UNIX_SECONDS (default 24h)\n"
+     "  --revoke CAP       revoke CAP at the home server of URL (with a token, or --cap with\n"
+     "                     a manage capability for the file): refused at once there, and on\n"
+     "                     the data servers once its last lease lapses (rfsd --cap-lease-s)\n"},
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
@@ -111,6 +127,7 @@ static const char common_opts_help[] =
     "Common options:\n"
     "  --token-file F     read the authentication token from F\n"
     "                     (default: $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE)\n"
+    "  --cap CAP          authenticate with a capability instead (rfs share; $RFS_CAP)\n"
     "  --timeout SECONDS  connect timeout (default 10)\n"
     "  -q, --quiet        print nothing but errors and requested output\n"
     "  -v, --verbose      log the library's decisions (connections, retries) on stderr\n"
@@ -195,6 +212,7 @@ static const cli_command *find_command(const char *name)
 static int takes_value(const char *a)
 {
     return strcmp(a, "--token-file") == 0 || strcmp(a, "--timeout") == 0 ||
+           strcmp(a, "--cap") == 0 || strcmp(a, "--expires") == 0 || strcmp(a, "--revoke") == 0 ||
            strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
 }
 

@@ -1,0 +1,25 @@
+/* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
+/* Capabilities, the client's part (docs/security.md "Capabilities"): ask a file's home server
+ * to sign a capability or a lease (CAP_ISSUE), or to revoke one (CAP_REVOKE). Using one needs
+ * nothing here: a capability given where a token goes (rfs_options.token, $RFS_CAP,
+ * $RFS_TOKEN) authenticates with CAP_AUTH (handshake.c). Internal to librfs and the rfs
+ * command (not in librfs.map). */
+#ifndef RFS_CLIENT_CAP_H
+#define RFS_CLIENT_CAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rfs/rfs.h"
+
+/* A capability (lease: a lease of the connection's own capability or identity) for the file
+ * of `name` with right 1 read, 2 write, 3 manage, until `expires` (Unix seconds; 0 with a
+ * lease: the capability's own expiry). out: at least RFS_CAP_MAX_LEN + 1 bytes. */
+int rfs_cap_request(const char *name, const rfs_options *opts, unsigned right, int lease,
+                    uint64_t expires, char *out, size_t outcap);
+/* Records cap as revoked on the server of name (its issuer). */
+int rfs_cap_revoke_at(const char *name, const rfs_options *opts, const char *cap);
+/* 1 when opts (or the environment) make connections authenticate with a capability. */
+int rfs_cap_in_use(const rfs_options *opts);
+
+#endif
