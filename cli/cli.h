@@ -53,6 +53,7 @@ typedef struct cli_opts {
     unsigned share_right;   /* share --read 1, --write 2, --manage 3 */
     const char *expires;    /* share --expires T */
     const char *revoke;     /* share --revoke CAP */
+    int lease;              /* share --lease: a lease of the --cap capability */
     const char *compress;   /* --compress MODE (put, get, cp): rfs_options.compress */
     const char *to;         /* recover --to rfs:HOST:PORT */
     int force;              /* recover --force; put/get/mv -f (overwrite: the default) */

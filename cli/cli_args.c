@@ -110,6 +110,8 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
         } else if ((cmd->accepts & CLI_OPT_SHARE) && matches(a, "--expires")) {
             if (!(o->expires = option_value(cn, "--expires", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_SHARE) && strcmp(a, "--lease") == 0) {
+            o->lease = 1;
         } else if ((cmd->accepts & CLI_OPT_SHARE) && matches(a, "--revoke")) {
             if (!(o->revoke = option_value(cn, "--revoke", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;

@@ -84,6 +84,8 @@ int cli_cmd_share(cli_ctx *c)
     }
     if (!c->o.share_right)
         return cli_usage(c->cmd, "give the right to share: --read, --write or --manage");
+    if (c->o.lease && c->o.expires)
+        return cli_usage(c->cmd, "a lease lasts what the server says: no --expires");
     uint64_t expires = (uint64_t)time(NULL) + DEFAULT_EXPIRES_S;
     if (c->o.expires && parse_expires(c->o.expires, &expires))
         return cli_usage(c->cmd,
@@ -91,18 +93,20 @@ int cli_cmd_share(cli_ctx *c)
                          "YYYY-MM-DDTHH:MM:SSZ, got '%s'",
                          c->o.expires);
     char cap[RFS_CAP_MAX_LEN + 1];
-    int rc = rfs_cap_request(url, &c->ropts, c->o.share_right, 0, expires, cap, sizeof cap);
+    int rc = rfs_cap_request(url, &c->ropts, c->o.share_right, c->o.lease,
+                             c->o.lease ? 0 : expires, cap, sizeof cap);
     if (rc != RFS_OK)
         return cli_fail_remote(c, &name, rc, NULL);
     rfs_cap_parsed p;
     if (rfs_cap_parse(cap, &p) == RFS_OK && !c->o.quiet) {
         char when[64];
-        time_t t = (time_t)p.cap.expires;
+        time_t t = (time_t)(c->o.lease ? p.cap.auth_until : p.cap.expires);
         struct tm tm;
         if (!gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
             snprintf(when, sizeof when, "@%llu", (unsigned long long)p.cap.expires);
-        fprintf(stderr, "rfs %s: %s capability for %s until %s\n", c->cmd,
-                rfs_cap_right_name(p.cap.right), p.cap.path, when);
+        fprintf(stderr, "rfs %s: %s %s for %s until %s\n", c->cmd,
+                rfs_cap_right_name(p.cap.right),
+                c->o.lease ? "lease (new connections)" : "capability", p.cap.path, when);
     }
     int ok = printf("%s\n", cap) > 0 && fflush(stdout) == 0;
     explicit_bzero(cap, sizeof cap);

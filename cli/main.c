@@ -111,7 +111,10 @@ static const cli_command commands[] = {
      "                     2026-12-31T23:59:59Z, or @UNIX_SECONDS (default 24h)\n"
      "  --revoke CAP       revoke CAP at the home server of URL (with a token, or --cap with\n"
      "                     a manage capability for the file): refused at once there, and on\n"
-     "                     the data servers once its last lease lapses (rfsd --cap-lease-s)\n"},
+     "                     the data servers once its last lease lapses (rfsd --cap-lease-s)\n"
+     "  --lease            print a lease of the --cap capability instead: what the data\n"
+     "                     servers of a logical file take (rfs opens them for you; this is\n"
+     "                     for checking a server's --cap-trust)\n"},
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"

@@ -636,7 +636,10 @@ static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
         unsigned n;
         char msg[RFS_MAX_MSG];
         snprintf(msg, sizeof msg, "%s", rfs_last_error());
-        rfsd_authlimit_failed(c->peer, &n);
+        /* A refused capability guessed no secret (forging one means forging an Ed25519
+         * signature) and cost one verification: only the grant's key is worth slowing. */
+        if (req->op != RFS_OP_CAP_AUTH)
+            rfsd_authlimit_failed(c->peer, &n);
         RFS_LOGW("%s: %s authentication failed: %s", c->peer,
                  req->op == RFS_OP_CAP_AUTH ? "capability" : "third-party copy", msg);
         rfsd_audit_auth(c->peer, NULL);
