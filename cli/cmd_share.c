@@ -93,8 +93,8 @@ int cli_cmd_share(cli_ctx *c)
                          "YYYY-MM-DDTHH:MM:SSZ, got '%s'",
                          c->o.expires);
     char cap[RFS_CAP_MAX_LEN + 1];
-    int rc = rfs_cap_request(url, &c->ropts, c->o.share_right, c->o.lease,
-                             c->o.lease ? 0 : expires, cap, sizeof cap);
+    int rc = rfs_cap_request(url, &c->ropts, c->o.share_right, c->o.lease, c->o.lease ? 0 : expires,
+                             cap, sizeof cap);
     if (rc != RFS_OK)
         return cli_fail_remote(c, &name, rc, NULL);
     rfs_cap_parsed p;
@@ -104,8 +104,7 @@ int cli_cmd_share(cli_ctx *c)
         struct tm tm;
         if (!gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
             snprintf(when, sizeof when, "@%llu", (unsigned long long)p.cap.expires);
-        fprintf(stderr, "rfs %s: %s %s for %s until %s\n", c->cmd,
-                rfs_cap_right_name(p.cap.right),
+        fprintf(stderr, "rfs %s: %s %s for %s until %s\n", c->cmd, rfs_cap_right_name(p.cap.right),
                 c->o.lease ? "lease (new connections)" : "capability", p.cap.path, when);
     }
     int ok = printf("%s\n", cap) > 0 && fflush(stdout) == 0;

@@ -28,8 +28,9 @@ static int connect_to(const char *name, const rfs_options *opts, rfs_name *n, ch
     pthread_mutex_unlock(&(*conn)->lock);
     if (!(f & RFS_FEAT_CAP)) {
         rfs_pool_put(*conn);
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: the server does not make capabilities (an older "
-                                            "rfsd)",
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "%s: the server does not make capabilities (an older "
+                        "rfsd)",
                         label);
     }
     return RFS_OK;

@@ -115,15 +115,14 @@ int rfs_cap_parse(const char *s, rfs_cap_parsed *out)
 {
     memset(out, 0, sizeof *out);
     if (!rfs_cap_looks_like(s))
-        return rfs_fail(RFS_E_AUTH, "not a capability (it does not start with %s)",
-                        RFS_CAP_PREFIX);
+        return rfs_fail(RFS_E_AUTH, "not a capability (it does not start with %s)", RFS_CAP_PREFIX);
     const char *enc = s + strlen(RFS_CAP_PREFIX);
     size_t n = strlen(enc);
     while (n && (enc[n - 1] == '\n' || enc[n - 1] == '\r' || enc[n - 1] == ' '))
         n--; /* pasted from a terminal */
     uint8_t raw[RFS_CAP_BODY_FIXED + RFS_CAP_MAX_PATH + RFS_CAP_SIG_LEN];
-    long len = n + strlen(RFS_CAP_PREFIX) <= RFS_CAP_MAX_LEN ? b64_decode(enc, n, raw, sizeof raw)
-                                                            : -1;
+    long len =
+        n + strlen(RFS_CAP_PREFIX) <= RFS_CAP_MAX_LEN ? b64_decode(enc, n, raw, sizeof raw) : -1;
     if (len < (long)(RFS_CAP_BODY_FIXED + RFS_CAP_SIG_LEN))
         return rfs_fail(RFS_E_AUTH, "malformed capability (damaged or truncated when copied)");
     size_t blen = (size_t)len - RFS_CAP_SIG_LEN;

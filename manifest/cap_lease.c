@@ -12,8 +12,8 @@
 #include "client/cap.h"
 #include "common/capability.h"
 
-int mf_cap_lease(const char *name, const rfs_options *o, unsigned right, char *lease,
-                 size_t cap, rfs_options *objects)
+int mf_cap_lease(const char *name, const rfs_options *o, unsigned right, char *lease, size_t cap,
+                 rfs_options *objects)
 {
     if (!rfs_cap_in_use(o))
         return RFS_OK; /* a token: the data servers take the same token */

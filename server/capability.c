@@ -100,8 +100,9 @@ static int add_trust(const char *arg)
         return add_trust_text(arg, "(inline key)");
     FILE *f = fopen(arg, "re");
     if (!f) {
-        fprintf(stderr, "rfsd: --cap-trust %s: %s (give a key as rfsd --print-cap-key prints it, "
-                        "or a file of them)\n",
+        fprintf(stderr,
+                "rfsd: --cap-trust %s: %s (give a key as rfsd --print-cap-key prints it, "
+                "or a file of them)\n",
                 arg, strerror(errno));
         return -1;
     }
@@ -319,8 +320,9 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     if (c->who.capped) {
         const rfs_cap *mine = &c->who.cap;
         if (!c->who.cap_local)
-            return rfs_fail(RFS_E_ACCESS, "%s: only the capability's issuer makes capabilities "
-                                          "or leases from it",
+            return rfs_fail(RFS_E_ACCESS,
+                            "%s: only the capability's issuer makes capabilities "
+                            "or leases from it",
                             p.shown);
         if (strcmp(p.shown, mine->path) != 0)
             return rfs_fail(RFS_E_ACCESS, "%s: this connection's capability is for %s", p.shown,
@@ -329,8 +331,8 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
             return rfs_fail(RFS_E_ACCESS,
                             "%s: a %s capability cannot make a %s %s (a manage capability makes "
                             "capabilities; any capability makes leases of its right or less)",
-                            p.shown, rfs_cap_right_name(mine->right),
-                            rfs_cap_right_name(cap.right), lease ? "lease" : "capability");
+                            p.shown, rfs_cap_right_name(mine->right), rfs_cap_right_name(cap.right),
+                            lease ? "lease" : "capability");
         if (cap.expires == 0 || cap.expires > mine->expires)
             cap.expires = mine->expires; /* never longer than what it comes from */
         if (lease)
@@ -368,8 +370,9 @@ int rfsd_cap_revoke(rfsd_conn *c, const rfs_req *q)
     if (rc)
         return rc;
     if (!local)
-        return rfs_fail(RFS_E_INVAL, "capability for %s was not made by this server: revoke it "
-                                     "at its issuer",
+        return rfs_fail(RFS_E_INVAL,
+                        "capability for %s was not made by this server: revoke it "
+                        "at its issuer",
                         p.cap.path);
     /* Who may: a manage capability for the same file, or an identity that may write it. */
     if (c->who.capped) {

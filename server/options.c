@@ -478,8 +478,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             break;
         case O_CAP_LEASE:
             if (parse_ulong(optarg, 1, 86400 * 7, &v)) {
-                fprintf(stderr, "rfsd: --cap-lease-s takes 1..604800 seconds, not '%s'\n",
-                        optarg);
+                fprintf(stderr, "rfsd: --cap-lease-s takes 1..604800 seconds, not '%s'\n", optarg);
                 return -1;
             }
             cfg->cap_lease_s = (unsigned)v;

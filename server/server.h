@@ -77,9 +77,9 @@ typedef struct rfsd_config {
     int backend_mpiio; /* --backend mpiio: collective calls become MPI-IO collectives (coll.h) */
     unsigned coll_timeout_ms; /* --coll-timeout-ms: a collective call's wait for its parts */
     /* capabilities (capability.h) */
-    const char *state_dir;        /* --state-dir: the signing key and revocations live here */
-    const char *cap_key;          /* --cap-key FILE: the signing key (default STATE/cap-key.pem) */
-    const char *cap_trust[64];    /* --cap-trust KEY|FILE: issuers whose leases are taken */
+    const char *state_dir;     /* --state-dir: the signing key and revocations live here */
+    const char *cap_key;       /* --cap-key FILE: the signing key (default STATE/cap-key.pem) */
+    const char *cap_trust[64]; /* --cap-trust KEY|FILE: issuers whose leases are taken */
     unsigned ncap_trust;
     unsigned cap_lease_s;         /* --cap-lease-s: leases open connections this long */
     long long cap_clock_offset_s; /* --cap-clock-offset-s: tests move capability time */
