@@ -118,19 +118,20 @@ typedef struct mp_hints {
     int streams;            /* rfs_streams: a count or RFS_STREAMS_AUTO */
     int streams_auto_max;   /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
     int tls;                /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
-    char capability[RFS_CAP_MAX_LEN + 1]; /* rfs_capability: authenticate with it */
-    char transport[4];                    /* rfs_transport: "tcp", "ucx", or "": as the name and
-                                             $RFS_TRANSPORT say */
-    int64_t ucx_inline_max;               /* rfs_ucx_inline_max (bytes); -1: not given */
-    int connect_timeout_ms;               /* rfs_connect_timeout_ms */
-    int io_timeout_ms;                    /* rfs_io_timeout_ms */
-    int retry_timeout_ms; /* rfs_retry_timeout (s); 0: the library default, -1: off */
-    int max_extents;      /* rfs_max_extents: runs per list I/O request */
-    int cb_pipeline;      /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
-                           * 0: automatic, see coll.c) */
-    int lock_wait_ms;     /* rfs_lock_wait_ms: atomic-mode lock wait */
-    int64_t write_window; /* rfs_write_window: unconfirmed small-write bytes (0: off) */
-    unsigned file_perm;   /* rfs_file_perm (octal) for created files */
+    /* rfs_capability: authenticate with it instead of a token (never shown by get_info) */
+    char capability[RFS_CAP_MAX_LEN + 1];
+    char transport[4];      /* rfs_transport: "tcp", "ucx", or "": as the name and
+                               $RFS_TRANSPORT say */
+    int64_t ucx_inline_max; /* rfs_ucx_inline_max (bytes); -1: not given */
+    int connect_timeout_ms; /* rfs_connect_timeout_ms */
+    int io_timeout_ms;      /* rfs_io_timeout_ms */
+    int retry_timeout_ms;   /* rfs_retry_timeout (s); 0: the library default, -1: off */
+    int max_extents;        /* rfs_max_extents: runs per list I/O request */
+    int cb_pipeline;        /* rfs_cb_pipeline: two-phase write rounds in flight (1: none,
+                             * 0: automatic, see coll.c) */
+    int lock_wait_ms;       /* rfs_lock_wait_ms: atomic-mode lock wait */
+    int64_t write_window;   /* rfs_write_window: unconfirmed small-write bytes (0: off) */
+    unsigned file_perm;     /* rfs_file_perm (octal) for created files */
     /* Active buffering with threads (abt/, docs/abt.md) and deferred operations. */
     int abt;                     /* rfs_abt: MP_ENABLE / MP_DISABLE */
     int64_t abt_buffer_size;     /* rfs_abt_buffer_size */

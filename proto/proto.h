@@ -89,10 +89,12 @@
 /* Capabilities (docs/security.md "Capabilities"): CAP_AUTH, CAP_ISSUE and CAP_REVOKE are
  * served; signed capability strings stand in for a token. */
 #define RFS_FEAT_CAP 0x4000u
-#define RFS_CAP_WIRE_MAX 1536u   /* a capability string on the wire (CAP_AUTH, CAP_REVOKE) */
-#define RFS_CAP_ISSUE_LEASE 0x1u /* CAP_ISSUE flags: a lease of the connection's capability */
-#define RFS_PLACE_JOB_LEN 16u    /* PLACE: the client job's id (all zero: unknown) */
-#define RFS_PLACE_MAX_ADDR 255u  /* PLACE reply: "HOST:PORT" of the process to use */
+/* the longest capability string on the wire (CAP_AUTH, CAP_REVOKE, CAP_ISSUE's reply) */
+#define RFS_CAP_WIRE_MAX 1536u
+/* CAP_ISSUE flags: a lease of the connection's own capability (or identity) */
+#define RFS_CAP_ISSUE_LEASE 0x1u
+#define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
+#define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* a server group whose processes turn collective calls into MPI-IO collective calls (rfsd
  * --backend mpiio): COLL_JOIN and RFS_F_COLL are served */
 #define RFS_FEAT_COLL 0x1000u
