@@ -97,8 +97,8 @@ static const cli_command commands[] = {
      "  replicas, whether every replica is complete.\n",
      NULL},
     {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE,
-     "URL --read|--write|--manage [--expires T] | --revoke CAP URL",
-     "print a capability for a file, or revoke one",
+     "URL --read|--write|--manage",
+     "print a capability for a file (or --revoke CAP URL)",
      "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
      "  with its objects, or a plain file) until T, signed by the file's home server. Whoever\n"
      "  holds it has the right, with no token: rfs --cap CAP ..., RFS_CAP=CAP, or the MPI-IO\n"

@@ -29,12 +29,14 @@ typedef struct revoked {
     uint64_t serial, expires;
 } revoked;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* The key, and the revocation list: read before every request of a connection authenticated
+ * by one of this server's capabilities, written only by CAP_REVOKE. */
+static pthread_rwlock_t mu = PTHREAD_RWLOCK_INITIALIZER;
 static rfs_cap_key *key; /* NULL: this server issues nothing */
 static uint8_t own_pub[RFS_CAP_PUB_LEN], own_id[RFS_CAP_KEYID_LEN];
 static trusted trust[RFSD_CAP_MAX_TRUST];
 static unsigned ntrust;
-static revoked *rev; /* RFSD_CAP_MAX_REVOKED entries */
+static revoked *rev; /* RFSD_CAP_MAX_REVOKED entries, sorted by serial */
 static unsigned nrev;
 static char rev_path[4096]; /* "": no state dir, revocations cannot be kept */
 static unsigned lease_s = RFSD_CAP_LEASE_S_DEFAULT;
@@ -120,6 +122,26 @@ static int add_trust(const char *arg)
     return rc;
 }
 
+static int by_serial(const void *a, const void *b)
+{
+    uint64_t x = ((const revoked *)a)->serial, y = ((const revoked *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
+/* Where serial is in the sorted list, or would go. */
+static unsigned find_slot(uint64_t serial)
+{
+    unsigned lo = 0, hi = nrev;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (rev[mid].serial < serial)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The revocation list: "SERIAL EXPIRES" lines (hex serial, Unix seconds). Entries whose
  * capability has expired are dropped when read, so the file stays bounded. */
 static void load_revoked(void)
@@ -133,6 +155,7 @@ static void load_revoked(void)
         if (e > t)
             rev[nrev++] = (revoked){s, e};
     fclose(f);
+    qsort(rev, nrev, sizeof *rev, by_serial);
 }
 
 /* Writes the list anew beside, then renames it over the old one (a crash leaves either). */
@@ -201,22 +224,21 @@ int rfsd_cap_print_key(const rfsd_config *cfg)
 
 void rfsd_cap_clear(void)
 {
-    pthread_mutex_lock(&mu);
+    pthread_rwlock_wrlock(&mu);
     rfs_cap_key_free(key);
     key = NULL;
     free(rev);
     rev = NULL;
     nrev = 0;
-    pthread_mutex_unlock(&mu);
+    pthread_rwlock_unlock(&mu);
 }
 
 static int is_revoked(uint64_t serial)
 {
-    pthread_mutex_lock(&mu);
-    int found = 0;
-    for (unsigned i = 0; i < nrev && !found; i++)
-        found = rev[i].serial == serial;
-    pthread_mutex_unlock(&mu);
+    pthread_rwlock_rdlock(&mu);
+    unsigned i = find_slot(serial);
+    int found = i < nrev && rev[i].serial == serial;
+    pthread_rwlock_unlock(&mu);
     return found;
 }
 
@@ -346,9 +368,9 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     snprintf(cap.path, sizeof cap.path, "%s", p.shown);
     if (!(*buf = malloc(RFS_CAP_MAX_LEN + 1)))
         return rfs_fail(RFS_E_NOMEM, "server out of memory");
-    pthread_mutex_lock(&mu);
+    pthread_rwlock_rdlock(&mu);
     rc = rfs_cap_sign(key, &cap, (char *)*buf, RFS_CAP_MAX_LEN + 1);
-    pthread_mutex_unlock(&mu);
+    pthread_rwlock_unlock(&mu);
     if (rc)
         return rc;
     rep->u.cap_issue.str.s = (const char *)*buf;
@@ -392,27 +414,34 @@ int rfsd_cap_revoke(rfsd_conn *c, const rfs_req *q)
     uint64_t t = now_s();
     if (p.cap.expires <= t)
         return RFS_OK; /* nothing to stop: it is refused anyway */
-    pthread_mutex_lock(&mu);
-    for (unsigned i = 0; i < nrev; i++)
-        if (rev[i].serial == p.cap.serial) {
-            pthread_mutex_unlock(&mu);
-            return RFS_OK;
-        }
-    unsigned kept = 0; /* room: revocations of expired capabilities are forgotten */
-    for (unsigned i = 0; i < nrev; i++)
-        if (rev[i].expires > t)
-            rev[kept++] = rev[i];
-    nrev = kept;
+    pthread_rwlock_wrlock(&mu);
+    unsigned at = find_slot(p.cap.serial);
+    if (at < nrev && rev[at].serial == p.cap.serial) {
+        pthread_rwlock_unlock(&mu);
+        return RFS_OK;
+    }
     if (nrev >= RFSD_CAP_MAX_REVOKED) {
-        pthread_mutex_unlock(&mu);
+        unsigned kept = 0; /* room: revocations of expired capabilities are forgotten */
+        for (unsigned i = 0; i < nrev; i++)
+            if (rev[i].expires > t)
+                rev[kept++] = rev[i];
+        nrev = kept;
+        at = find_slot(p.cap.serial);
+    }
+    if (nrev >= RFSD_CAP_MAX_REVOKED) {
+        pthread_rwlock_unlock(&mu);
         return rfs_fail(RFS_E_NOSPC, "the revocation list is full (%u unexpired revocations)",
                         RFSD_CAP_MAX_REVOKED);
     }
-    rev[nrev++] = (revoked){p.cap.serial, p.cap.expires};
+    memmove(rev + at + 1, rev + at, (nrev - at) * sizeof *rev);
+    rev[at] = (revoked){p.cap.serial, p.cap.expires};
+    nrev++;
     rc = save_revoked();
-    if (rc)
+    if (rc) { /* not kept on disk: not in force either, so the caller knows to retry */
+        memmove(rev + at, rev + at + 1, (nrev - at - 1) * sizeof *rev);
         nrev--;
-    pthread_mutex_unlock(&mu);
+    }
+    pthread_rwlock_unlock(&mu);
     if (!rc)
         RFS_LOGI("%s: capability %016" PRIx64 " for %s revoked by %s", c->peer, p.cap.serial,
                  p.cap.path, c->who.name);
