@@ -96,8 +96,7 @@ static const cli_command commands[] = {
      "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
      "  replicas, whether every replica is complete.\n",
      NULL},
-    {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE,
-     "URL --read|--write|--manage",
+    {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE, "URL --read|--write|--manage",
      "print a capability for a file (or --revoke CAP URL)",
      "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
      "  with its objects, or a plain file) until T, signed by the file's home server. Whoever\n"
