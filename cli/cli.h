@@ -32,6 +32,7 @@
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
 #define CLI_OPT_SHARE 0x2000u    /* share: --read|--write|--manage, --expires T, --revoke CAP */
+#define CLI_OPT_EXTEND 0x4000u   /* manifest refresh: --extend T (into expires) */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 
@@ -165,6 +166,11 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
 int cli_cmd_share(cli_ctx *c);
+/* "90s", "30m", "12h", "7d" from now, "@UNIX", "YYYY-MM-DDTHH:MM:SSZ": Unix seconds; -1 if
+ * malformed (cmd_share.c). */
+int cli_parse_time(const char *s, uint64_t *out);
+/* rfs manifest refresh URL [--extend T] (cmd_manifest_refresh.c). */
+int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n);
 int cli_cmd_cp(cli_ctx *c);
 int cli_cmd_chmod(cli_ctx *c);
 int cli_cmd_df(cli_ctx *c);

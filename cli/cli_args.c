@@ -107,6 +107,9 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             if (o->share_right && o->share_right != r)
                 return cli_usage(cn, "give one of --read, --write and --manage");
             o->share_right = r;
+        } else if ((cmd->accepts & CLI_OPT_EXTEND) && matches(a, "--extend")) {
+            if (!(o->expires = option_value(cn, "--extend", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
         } else if ((cmd->accepts & CLI_OPT_SHARE) && matches(a, "--expires")) {
             if (!(o->expires = option_value(cn, "--expires", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;

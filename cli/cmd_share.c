@@ -16,7 +16,7 @@
 #define DEFAULT_EXPIRES_S (24 * 3600)
 
 /* "90s", "30m", "12h", "7d", "3600" (seconds from now), "@UNIX" or "YYYY-MM-DDTHH:MM:SSZ". */
-static int parse_expires(const char *s, uint64_t *out)
+int cli_parse_time(const char *s, uint64_t *out)
 {
     time_t now = time(NULL);
     char *end;
@@ -87,7 +87,7 @@ int cli_cmd_share(cli_ctx *c)
     if (c->o.lease && c->o.expires)
         return cli_usage(c->cmd, "a lease lasts what the server says: no --expires");
     uint64_t expires = (uint64_t)time(NULL) + DEFAULT_EXPIRES_S;
-    if (c->o.expires && parse_expires(c->o.expires, &expires))
+    if (c->o.expires && cli_parse_time(c->o.expires, &expires))
         return cli_usage(c->cmd,
                          "--expires needs 90s, 30m, 12h, 7d, @UNIX_SECONDS or "
                          "YYYY-MM-DDTHH:MM:SSZ, got '%s'",

@@ -88,14 +88,18 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
-    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON, "show URL | ls DIR-URL",
+    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON | CLI_OPT_EXTEND,
+     "show URL | ls DIR-URL | refresh URL",
      "show a logical file's manifest, or list the manifests of a directory",
      "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
      "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
      "  layout and which replicas are complete; --json gives the manifest's JSON form. 'ls'\n"
      "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
-     "  replicas, whether every replica is complete.\n",
-     NULL},
+     "  replicas, whether every replica is complete. 'refresh' renews the lease of every\n"
+     "  object on its data server (until --extend T, default 30d): a data server started\n"
+     "  with --reclaim-expired deletes objects whose lease lapsed.\n",
+     "  --extend T         the objects' new lease end: 90s, 30m, 12h, 7d from now,\n"
+     "                     @UNIX_SECONDS or 2026-12-31T23:59:59Z\n"},
     {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE, "URL --read|--write|--manage",
      "print a capability for a file (or --revoke CAP URL)",
      "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
@@ -214,8 +218,9 @@ static const cli_command *find_command(const char *name)
 static int takes_value(const char *a)
 {
     return strcmp(a, "--token-file") == 0 || strcmp(a, "--timeout") == 0 ||
-           strcmp(a, "--cap") == 0 || strcmp(a, "--expires") == 0 || strcmp(a, "--revoke") == 0 ||
-           strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
+           strcmp(a, "--cap") == 0 || strcmp(a, "--extend") == 0 || strcmp(a, "--expires") == 0 ||
+           strcmp(a, "--revoke") == 0 || strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 ||
+           strcmp(a, "-c") == 0;
 }
 
 /* RFS_STATS=1: what crossed this client's network, on stderr at exit (a third-party copy's

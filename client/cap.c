@@ -104,6 +104,32 @@ int rfs_cap_revoke_at(const char *name, const rfs_options *opts, const char *cap
     return rc;
 }
 
+int rfs_obj_lease(const char *name, const rfs_options *opts, uint64_t expires, uint64_t *kept)
+{
+    rfs_name n;
+    char label[RFS_CLIENT_LABEL_MAX];
+    rfs_copts o;
+    rfs_conn *c = NULL;
+    int rc = connect_to(name, opts, &n, label, &o, &c);
+    explicit_bzero(o.token, sizeof o.token);
+    if (rc)
+        return rc;
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_OBJ_LEASE;
+    req.u.obj_lease.expires = expires;
+    req.u.obj_lease.path.s = n.path;
+    req.u.obj_lease.path.len = (uint16_t)strlen(n.path);
+    rfs_call cl;
+    rfs_call_init(&cl);
+    rc = rfs_conn_call(c, &cl, &req, o.io_timeout_ms, label);
+    if (!rc)
+        *kept = cl.rep.u.u64.value;
+    rfs_call_destroy(&cl);
+    rfs_pool_put(c);
+    return rc;
+}
+
 int rfs_cap_in_use(const rfs_options *opts)
 {
     rfs_copts o;

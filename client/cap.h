@@ -19,6 +19,9 @@ int rfs_cap_request(const char *name, const rfs_options *opts, unsigned right, i
                     uint64_t expires, char *out, size_t outcap);
 /* Records cap as revoked on the server of name (its issuer). */
 int rfs_cap_revoke_at(const char *name, const rfs_options *opts, const char *cap);
+/* Sets the lease of the object `name` on its data server to `expires` (Unix seconds; 0: no
+ * lease, kept for ever); *kept is what the server recorded (OBJ_LEASE). */
+int rfs_obj_lease(const char *name, const rfs_options *opts, uint64_t expires, uint64_t *kept);
 /* 1 when opts (or the environment) make connections authenticate with a capability. */
 int rfs_cap_in_use(const rfs_options *opts);
 

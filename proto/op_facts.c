@@ -62,9 +62,11 @@ static const rfs_op_facts table[] = {
     OP(TPC_GRANT, AUD), /* each hands out a new capability */
     OP(TPC_PULL, AUD),  /* each starts a new copy */
     OP(TPC_STATUS, IDEM),
-    /* each CAP_ISSUE signs a new capability; revoking twice leaves it revoked */
+    /* each CAP_ISSUE signs a new capability; revoking twice leaves it revoked; setting an
+     * object's lease to the same end again changes nothing */
     OP(CAP_ISSUE, AUD),
     OP(CAP_REVOKE, AUD | IDEM),
+    OP(OBJ_LEASE, AUD | IDEM),
 };
 
 const rfs_op_facts *rfs_op_facts_of(uint16_t op)

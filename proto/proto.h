@@ -157,6 +157,7 @@ typedef enum rfs_op {
     RFS_OP_TPC_STATUS = 52, /* third-party copy: progress and outcome of a pull */
     RFS_OP_CAP_ISSUE = 53,  /* sign a capability (or a lease) for one file (RFS_FEAT_CAP) */
     RFS_OP_CAP_REVOKE = 54, /* record a capability of this server as revoked (RFS_FEAT_CAP) */
+    RFS_OP_OBJ_LEASE = 55,  /* set the lease of an object of a logical file (RFS_FEAT_CAP) */
 } rfs_op;
 
 /* Third-party copy (docs/protocol.md "Third-party copy"). */
@@ -350,6 +351,11 @@ typedef struct rfs_req {
         struct {
             rfs_wpath str;
         } cap;
+        /* OBJ_LEASE: the object at path lives until expires (Unix seconds; 0: for ever) */
+        struct {
+            rfs_wpath path;
+            uint64_t expires;
+        } obj_lease;
         /* CAP_ISSUE: a capability for path with right (1 read, 2 write, 3 manage) until
          * expires (Unix seconds); flags RFS_CAP_ISSUE_LEASE: a lease instead. */
         struct {

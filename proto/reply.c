@@ -22,6 +22,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_VIEW_WRITE:
     case RFS_OP_GET_SIZE:
     case RFS_OP_COUNTER:
+    case RFS_OP_OBJ_LEASE:
     case RFS_OP_WRITE_FILE: return SHAPE_U64;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:

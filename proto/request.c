@@ -229,6 +229,7 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
     case RFS_OP_TPC_PULL: return check_tpc_pull(r);
     case RFS_OP_CAP_AUTH:
     case RFS_OP_CAP_REVOKE: return check_cap_str(op, &r->u.cap.str);
+    case RFS_OP_OBJ_LEASE: return rfs_wire_check_path(op, "path", &r->u.obj_lease.path);
     case RFS_OP_CAP_ISSUE:
         if (r->u.cap_issue.right < 1 || r->u.cap_issue.right > 3)
             return rfs_fail(RFS_E_INVAL, "CAP_ISSUE: right %u (1 read, 2 write, 3 manage)",
@@ -295,6 +296,7 @@ size_t rfs_req_encoded_size(const rfs_req *r)
     case RFS_OP_CAP_AUTH:
     case RFS_OP_CAP_REVOKE: return n + 2 + r->u.cap.str.len;
     case RFS_OP_CAP_ISSUE: return n + 18 + r->u.cap_issue.path.len;
+    case RFS_OP_OBJ_LEASE: return n + 10 + r->u.obj_lease.path.len;
     }
     return 0;
 }
@@ -469,6 +471,10 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
     case RFS_OP_TPC_STATUS: /* u32 job */ wr_u32(&w, r->u.tpc_status.job); break;
     case RFS_OP_CAP_AUTH:
     case RFS_OP_CAP_REVOKE: /* u16 len, capability */ put_path(&w, &r->u.cap.str); break;
+    case RFS_OP_OBJ_LEASE: /* u64 expires, path */
+        wr_u64(&w, r->u.obj_lease.expires);
+        put_path(&w, &r->u.obj_lease.path);
+        break;
     case RFS_OP_CAP_ISSUE: /* u32 right, u32 flags, u64 expires, path */
         wr_u32(&w, r->u.cap_issue.right);
         wr_u32(&w, r->u.cap_issue.flags);
@@ -714,6 +720,10 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
     case RFS_OP_TPC_STATUS: r->u.tpc_status.job = rd_u32(&in); break;
     case RFS_OP_CAP_AUTH:
     case RFS_OP_CAP_REVOKE: get_path(&in, &r->u.cap.str); break;
+    case RFS_OP_OBJ_LEASE:
+        r->u.obj_lease.expires = rd_u64(&in);
+        get_path(&in, &r->u.obj_lease.path);
+        break;
     case RFS_OP_CAP_ISSUE:
         r->u.cap_issue.right = rd_u32(&in);
         r->u.cap_issue.flags = rd_u32(&in);

@@ -43,7 +43,7 @@ static unsigned lease_s = RFSD_CAP_LEASE_S_DEFAULT;
 static long long clock_offset_s;
 
 /* Unix seconds, as capabilities count time; tests move it with --cap-clock-offset-s. */
-static uint64_t now_s(void)
+uint64_t rfsd_cap_now(void)
 {
     long long t = (long long)time(NULL) + clock_offset_s;
     return t < 0 ? 0 : (uint64_t)t;
@@ -149,7 +149,7 @@ static void load_revoked(void)
     FILE *f = fopen(rev_path, "re");
     if (!f)
         return;
-    uint64_t t = now_s();
+    uint64_t t = rfsd_cap_now();
     unsigned long long s, e;
     while (nrev < RFSD_CAP_MAX_REVOKED && fscanf(f, "%llx %llu", &s, &e) == 2)
         if (e > t)
@@ -280,7 +280,7 @@ int rfsd_cap_auth(const rfs_req *q, rfsd_who *who, rfs_rep *rep)
     if (rc)
         return rc;
     const rfs_cap *c = &p.cap;
-    uint64_t t = now_s();
+    uint64_t t = rfsd_cap_now();
     char when[64];
     if (t >= c->expires) {
         utc(c->expires, when, sizeof when);
@@ -332,7 +332,7 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
     rfs_cap cap = {.kind = lease ? RFS_CAP_KIND_LEASE : RFS_CAP_KIND_CAP,
                    .right = q->u.cap_issue.right,
                    .expires = q->u.cap_issue.expires};
-    uint64_t t = now_s();
+    uint64_t t = rfsd_cap_now();
     int rc = rfsd_resolve(c, &q->u.cap_issue.path, right_need(cap.right), 0, &p, &ex);
     if (rc)
         return rc;
@@ -411,7 +411,7 @@ int rfsd_cap_revoke(rfsd_conn *c, const rfs_req *q)
     if (!rev_path[0])
         return rfs_fail(RFS_E_UNSUPPORTED, "this server keeps no revocations (start it with "
                                            "--state-dir DIR)");
-    uint64_t t = now_s();
+    uint64_t t = rfsd_cap_now();
     if (p.cap.expires <= t)
         return RFS_OK; /* nothing to stop: it is refused anyway */
     pthread_rwlock_wrlock(&mu);
@@ -453,7 +453,7 @@ int rfsd_cap_gate(const rfsd_conn *c, const rfs_req *q)
     const rfs_cap *cap = &c->who.cap;
     if (q->op == RFS_OP_CLOSE || q->op == RFS_OP_UNLOCK || q->op == RFS_OP_PING)
         return RFS_OK; /* letting go is always allowed */
-    if (now_s() >= cap->expires) {
+    if (rfsd_cap_now() >= cap->expires) {
         char when[64];
         utc(cap->expires, when, sizeof when);
         return rfs_fail(RFS_E_AUTH, "capability for %s expired at %s", cap->path, when);

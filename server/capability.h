@@ -25,6 +25,8 @@ int rfsd_cap_init(const rfsd_config *cfg);
 /* rfsd --print-cap-key: prints this server's public key (making the key when missing). */
 int rfsd_cap_print_key(const rfsd_config *cfg);
 void rfsd_cap_clear(void);
+/* Unix seconds as capabilities and object leases count them (--cap-clock-offset-s moves it). */
+uint64_t rfsd_cap_now(void);
 
 /* CAP_AUTH: verifies the capability in q; on success *who is confined to it and rep is the
  * reply. RFS_E_AUTH with a message saying why otherwise. */

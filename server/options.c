@@ -137,6 +137,9 @@ static void usage(FILE *out)
         "  --cap-lease-s S     leases this server hands out open connections for S seconds\n"
         "                      (default 300): the window in which a revoked capability still\n"
         "                      reaches data servers (docs/security.md)\n"
+        "  --reclaim-expired   delete the objects of logical files whose lease (rfs manifest\n"
+        "                      refresh) lapsed, at start and every minute (default: never;\n"
+        "                      needs --state-dir, where the leases are kept)\n"
         "  --cap-clock-offset-s S  for tests: capability times are checked as if the clock\n"
         "                      were S seconds ahead (negative: behind)\n"
         "  --config FILE       read options from FILE, one 'key = value' (or a flag's name)\n"
@@ -222,7 +225,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         O_CAP_TRUST,
         O_CAP_LEASE,
         O_CAP_CLOCK,
-        O_PRINT_CAP_KEY
+        O_PRINT_CAP_KEY,
+        O_RECLAIM
     };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
@@ -239,6 +243,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"cap-lease-s", required_argument, 0, O_CAP_LEASE},
         {"cap-clock-offset-s", required_argument, 0, O_CAP_CLOCK},
         {"print-cap-key", no_argument, 0, O_PRINT_CAP_KEY},
+        {"reclaim-expired", no_argument, 0, O_RECLAIM},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -469,6 +474,7 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         case O_STATE_DIR: cfg->state_dir = optarg; break;
         case O_CAP_KEY: cfg->cap_key = optarg; break;
         case O_PRINT_CAP_KEY: cfg->print_cap_key = 1; break;
+        case O_RECLAIM: cfg->reclaim_expired = 1; break;
         case O_CAP_TRUST:
             if (cfg->ncap_trust >= sizeof cfg->cap_trust / sizeof cfg->cap_trust[0]) {
                 fprintf(stderr, "rfsd: --cap-trust: at most 64 keys or files\n");

@@ -84,6 +84,7 @@ typedef struct rfsd_config {
     unsigned cap_lease_s;         /* --cap-lease-s: leases open connections this long */
     long long cap_clock_offset_s; /* --cap-clock-offset-s: tests move capability time */
     int print_cap_key;            /* --print-cap-key: print the public key and exit */
+    int reclaim_expired;          /* --reclaim-expired: delete objects whose lease lapsed */
 } rfsd_config;
 
 struct rfsd_pool;

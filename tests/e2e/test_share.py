@@ -49,7 +49,10 @@ class Pair:
         quick = ["--auth-backoff-ms", "1"]  # refusals below must not slow the next test down
         self.a = Server(export(base / "a"), token=TOKEN,
                         extra=["--state-dir", str(self.state), *quick])
-        self.b = Server(export(base / "b"), token=TOKEN, extra=["--cap-trust", self.pub, *quick])
+        self.state_b = base / "stateB"  # B keeps its objects' leases here
+        self.state_b.mkdir()
+        self.b = Server(export(base / "b"), token=TOKEN,
+                        extra=["--cap-trust", self.pub, "--state-dir", str(self.state_b), *quick])
         self.servers = [self.a, self.b]
 
     def url(self, path, i=0):
@@ -292,3 +295,49 @@ def test_mpiio_with_capability_hint(pair, tmp_path, flavour):
     # without the hint and without a token, the same program is refused
     r = mpiexec(flavour, 2, [program(flavour, "t_basic"), pair.url(path)], env)
     assert r.returncode != 0
+
+
+def leases(state):
+    """{path: expiry} of a server's object-leases file (hex-encoded fields)."""
+    f = state / "object-leases"
+    out = {}
+    for line in (f.read_text().splitlines() if f.exists() else []):
+        t, _export, shown, _rel = line.split()
+        out[bytes.fromhex(shown).decode()] = int(t)
+    return out
+
+
+def test_object_leases_refresh_and_reclaim(pair, tmp_path):
+    """rfs manifest refresh renews every object's lease on its data server (here with a write
+    capability and no token); a data server deletes objects whose lease lapsed only when it
+    was started with --reclaim-expired (its clock moved past the lease: no sleeping)."""
+    path = "/proj/leased.rfsm"
+    make_file(pair, tmp_path, "/proj/unleased.rfsm")
+    data = make_file(pair, tmp_path, path)
+    reader = pair.share(path, "read")
+    r = pair.rfs("--cap", reader, "manifest", "refresh", pair.url(path), "--extend", "1h")
+    assert r.returncode == 1 and "wrong right" in r.stderr, r.stderr
+    writer = pair.share(path, "write")
+    r = pair.rfs("--cap", writer, "manifest", "refresh", pair.url(path), "--extend", "1h")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("leased until") == 2, r.stdout
+    on_a, on_b = leases(pair.state), leases(pair.state_b)
+    assert list(on_a) == [path + ".c0.r0"] and list(on_b) == [path + ".c1.r0"]
+    assert on_a[path + ".c0.r0"] == on_b[path + ".c1.r0"] > 0
+    obj_b = pair.b.root / "proj" / "leased.rfsm.c1.r0"
+    # past the lease, but reclaiming not enabled: nothing is deleted
+    late = Server(pair.b.root, token=TOKEN,
+                  extra=["--state-dir", str(pair.state_b), "--cap-clock-offset-s", "7200"])
+    late.stop()
+    assert obj_b.exists()
+    # enabled: the lapsed object goes at start, before the server takes clients
+    late = Server(pair.b.root, token=TOKEN,
+                  extra=["--state-dir", str(pair.state_b), "--cap-clock-offset-s", "7200",
+                         "--reclaim-expired"])
+    late.stop()
+    assert not obj_b.exists()
+    assert path + ".c1.r0" not in leases(pair.state_b)
+    # the other server's object and every file without a lease are untouched
+    assert (pair.a.root / "proj" / "leased.rfsm.c0.r0").read_bytes() == \
+        striped(data, "leased.rfsm")[(0, "leased.rfsm.c0.r0")]
+    assert (pair.b.root / "proj" / "unleased.rfsm.c1.r0").exists()

@@ -57,6 +57,7 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
     case RFS_OP_READ_FILE: check_path(&r->u.read_file.path, body, len); break;
     case RFS_OP_LIST:
     case RFS_OP_LIST_TREE: check_path(&r->u.list.path, body, len); break;
+    case RFS_OP_OBJ_LEASE: check_path(&r->u.obj_lease.path, body, len); break;
     case RFS_OP_CAP_ISSUE:
         check_path(&r->u.cap_issue.path, body, len);
         CHECK(r->u.cap_issue.right >= 1 && r->u.cap_issue.right <= 3);
