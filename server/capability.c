@@ -360,6 +360,8 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
         if (lease)
             cap.serial = mine->serial; /* revoking the capability ends its leases too */
     }
+    if (lease && !c->who.capped && cap.expires == 0)
+        cap.expires = t + lease_s; /* a token's lease: as long as it opens connections */
     if (cap.expires <= t)
         return rfs_fail(RFS_E_INVAL, "%s: the expiry asked for is in the past", p.shown);
     if (!cap.serial && rfs_auth_random((uint8_t *)&cap.serial, sizeof cap.serial))
