@@ -114,10 +114,10 @@ static void load(void)
     while (count < RFSD_OLEASE_MAX && fgets(line, sizeof line, f)) {
         char e[32], a[2 * 65 + 2], s[2 * RFS_MAX_PATH + 2], r[2 * RFS_MAX_PATH + 6];
         unsigned long long t;
-        if (sscanf(line, "%31s %131s %8191s %8195s", e, a, s, r) != 4 ||
-            sscanf(e, "%llu", &t) != 1)
+        if (sscanf(line, "%31s %131s %8191s %8195s", e, a, s, r) != 4 || sscanf(e, "%llu", &t) != 1)
             continue;
-        olease o = {.expires = t, .export_name = get_hex(a), .shown = get_hex(s), .rel = get_hex(r)};
+        olease o = {
+            .expires = t, .export_name = get_hex(a), .shown = get_hex(s), .rel = get_hex(r)};
         if (!o.export_name || !o.shown || !o.rel) {
             free(o.export_name), free(o.shown), free(o.rel);
             continue;
@@ -240,8 +240,9 @@ int rfsd_olease_set(rfsd_conn *c, const rfs_req *q, rfs_rep *rep)
     if (rc)
         return rc;
     if (!path_file[0])
-        return rfs_fail(RFS_E_UNSUPPORTED, "%s: this server keeps no object leases (start it "
-                                           "with --state-dir DIR)",
+        return rfs_fail(RFS_E_UNSUPPORTED,
+                        "%s: this server keeps no object leases (start it "
+                        "with --state-dir DIR)",
                         p.shown);
     uint64_t want = q->u.obj_lease.expires;
     if (want && want <= rfsd_cap_now())
