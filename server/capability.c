@@ -202,8 +202,12 @@ int rfsd_cap_init(const rfsd_config *cfg)
     if (key) {
         char pub[RFS_PUB_STR_LEN];
         rfs_cap_pub_format(own_pub, pub);
-        RFS_LOGI("capabilities: this server signs with %s (%u revocations kept, leases of %u s)",
-                 pub, nrev, lease_s);
+        RFS_LOGI("capabilities: this server signs with %s (%u revocations kept, leases of %u s); "
+                 "it takes the leases of %u other issuers",
+                 pub, nrev, lease_s, ntrust);
+    } else if (ntrust) {
+        RFS_LOGI("capabilities: no signing key (--state-dir); takes the leases of %u issuers",
+                 ntrust);
     }
     return 0;
 }
