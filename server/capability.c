@@ -1,9 +1,9 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Capabilities, rfsd's side (capability.h). */
 #include "capability.h"
+#include "cap_revoked.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,20 +25,12 @@ typedef struct trusted {
     uint8_t id[RFS_CAP_KEYID_LEN];
 } trusted;
 
-typedef struct revoked {
-    uint64_t serial, expires;
-} revoked;
-
-/* The key, and the revocation list: read before every request of a connection authenticated
- * by one of this server's capabilities, written only by CAP_REVOKE. */
+/* The key: loaded at start, used by CAP_ISSUE's signatures and freed at exit. */
 static pthread_rwlock_t mu = PTHREAD_RWLOCK_INITIALIZER;
 static rfs_cap_key *key; /* NULL: this server issues nothing */
 static uint8_t own_pub[RFS_CAP_PUB_LEN], own_id[RFS_CAP_KEYID_LEN];
 static trusted trust[RFSD_CAP_MAX_TRUST];
 static unsigned ntrust;
-static revoked *rev; /* RFSD_CAP_MAX_REVOKED entries, sorted by serial */
-static unsigned nrev;
-static char rev_path[4096]; /* "": no state dir, revocations cannot be kept */
 static unsigned lease_s = RFSD_CAP_LEASE_S_DEFAULT;
 static long long clock_offset_s;
 
@@ -122,66 +114,6 @@ static int add_trust(const char *arg)
     return rc;
 }
 
-static int by_serial(const void *a, const void *b)
-{
-    uint64_t x = ((const revoked *)a)->serial, y = ((const revoked *)b)->serial;
-    return x < y ? -1 : x > y;
-}
-
-/* Where serial is in the sorted list, or would go. */
-static unsigned find_slot(uint64_t serial)
-{
-    unsigned lo = 0, hi = nrev;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (rev[mid].serial < serial)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* The revocation list: "SERIAL EXPIRES" lines (hex serial, Unix seconds). Entries whose
- * capability has expired are dropped when read, so the file stays bounded. */
-static void load_revoked(void)
-{
-    FILE *f = fopen(rev_path, "re");
-    if (!f)
-        return;
-    uint64_t t = rfsd_cap_now();
-    unsigned long long s, e;
-    while (nrev < RFSD_CAP_MAX_REVOKED && fscanf(f, "%llx %llu", &s, &e) == 2)
-        if (e > t)
-            rev[nrev++] = (revoked){s, e};
-    fclose(f);
-    qsort(rev, nrev, sizeof *rev, by_serial);
-}
-
-/* Writes the list anew beside, then renames it over the old one (a crash leaves either). */
-static int save_revoked(void)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", rev_path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return rfs_fail(RFS_E_IO, "revocation list %s: %s", tmp, strerror(errno));
-    FILE *f = fdopen(fd, "w");
-    int ok = f != NULL;
-    for (unsigned i = 0; ok && i < nrev; i++)
-        ok = fprintf(f, "%016" PRIx64 " %" PRIu64 "\n", rev[i].serial, rev[i].expires) > 0;
-    ok = f && fflush(f) == 0 && fsync(fd) == 0 && ok;
-    if (f)
-        fclose(f);
-    else
-        close(fd);
-    if (!ok || rename(tmp, rev_path) != 0) {
-        unlink(tmp);
-        return rfs_fail(RFS_E_IO, "revocation list %s: cannot write it", rev_path);
-    }
-    return RFS_OK;
-}
-
 int rfsd_cap_init(const rfsd_config *cfg)
 {
     lease_s = cfg->cap_lease_s ? cfg->cap_lease_s : RFSD_CAP_LEASE_S_DEFAULT;
@@ -191,20 +123,14 @@ int rfsd_cap_init(const rfsd_config *cfg)
     for (unsigned i = 0; i < cfg->ncap_trust; i++)
         if (add_trust(cfg->cap_trust[i]))
             return -1;
-    if (!(rev = calloc(RFSD_CAP_MAX_REVOKED, sizeof *rev))) {
-        fprintf(stderr, "rfsd: out of memory\n");
+    if (rfsd_revoked_init(cfg->state_dir, rfsd_cap_now()))
         return -1;
-    }
-    if (cfg->state_dir) {
-        snprintf(rev_path, sizeof rev_path, "%s/cap-revoked", cfg->state_dir);
-        load_revoked();
-    }
     if (key) {
         char pub[RFS_PUB_STR_LEN];
         rfs_cap_pub_format(own_pub, pub);
         RFS_LOGI("capabilities: this server signs with %s (%u revocations kept, leases of %u s); "
                  "it takes the leases of %u other issuers",
-                 pub, nrev, lease_s, ntrust);
+                 pub, rfsd_revoked_count(), lease_s, ntrust);
     } else if (ntrust) {
         RFS_LOGI("capabilities: no signing key (--state-dir); takes the leases of %u issuers",
                  ntrust);
@@ -231,19 +157,8 @@ void rfsd_cap_clear(void)
     pthread_rwlock_wrlock(&mu);
     rfs_cap_key_free(key);
     key = NULL;
-    free(rev);
-    rev = NULL;
-    nrev = 0;
     pthread_rwlock_unlock(&mu);
-}
-
-static int is_revoked(uint64_t serial)
-{
-    pthread_rwlock_rdlock(&mu);
-    unsigned i = find_slot(serial);
-    int found = i < nrev && rev[i].serial == serial;
-    pthread_rwlock_unlock(&mu);
-    return found;
+    rfsd_revoked_clear();
 }
 
 /* Parses s, finds its issuer's key and checks the signature (not the times). *local: issued
@@ -303,7 +218,7 @@ int rfsd_cap_auth(const rfs_req *q, rfsd_who *who, rfs_rep *rep)
                         "issuer and takes only its short leases (open the file through its "
                         "home server, which hands them out)",
                         c->path);
-    if (local && is_revoked(c->serial))
+    if (local && rfsd_revoked_has(c->serial))
         return rfs_fail(RFS_E_AUTH, "capability for %s refused: it was revoked", c->path);
     memset(who, 0, sizeof *who);
     snprintf(who->name, sizeof who->name, "cap:%s:%016" PRIx64, rfs_cap_right_name(c->right),
@@ -414,40 +329,10 @@ int rfsd_cap_revoke(rfsd_conn *c, const rfs_req *q)
         if ((rc = rfsd_resolve(c, &w, RFSD_NEED_WRITE, 0, &rp, &ex)))
             return rc;
     }
-    if (!rev_path[0])
-        return rfs_fail(RFS_E_UNSUPPORTED, "this server keeps no revocations (start it with "
-                                           "--state-dir DIR)");
     uint64_t t = rfsd_cap_now();
     if (p.cap.expires <= t)
         return RFS_OK; /* nothing to stop: it is refused anyway */
-    pthread_rwlock_wrlock(&mu);
-    unsigned at = find_slot(p.cap.serial);
-    if (at < nrev && rev[at].serial == p.cap.serial) {
-        pthread_rwlock_unlock(&mu);
-        return RFS_OK;
-    }
-    if (nrev >= RFSD_CAP_MAX_REVOKED) {
-        unsigned kept = 0; /* room: revocations of expired capabilities are forgotten */
-        for (unsigned i = 0; i < nrev; i++)
-            if (rev[i].expires > t)
-                rev[kept++] = rev[i];
-        nrev = kept;
-        at = find_slot(p.cap.serial);
-    }
-    if (nrev >= RFSD_CAP_MAX_REVOKED) {
-        pthread_rwlock_unlock(&mu);
-        return rfs_fail(RFS_E_NOSPC, "the revocation list is full (%u unexpired revocations)",
-                        RFSD_CAP_MAX_REVOKED);
-    }
-    memmove(rev + at + 1, rev + at, (nrev - at) * sizeof *rev);
-    rev[at] = (revoked){p.cap.serial, p.cap.expires};
-    nrev++;
-    rc = save_revoked();
-    if (rc) { /* not kept on disk: not in force either, so the caller knows to retry */
-        memmove(rev + at, rev + at + 1, (nrev - at - 1) * sizeof *rev);
-        nrev--;
-    }
-    pthread_rwlock_unlock(&mu);
+    rc = rfsd_revoked_add(p.cap.serial, p.cap.expires, t);
     if (!rc)
         RFS_LOGI("%s: capability %016" PRIx64 " for %s revoked by %s", c->peer, p.cap.serial,
                  p.cap.path, c->who.name);
@@ -464,7 +349,7 @@ int rfsd_cap_gate(const rfsd_conn *c, const rfs_req *q)
         utc(cap->expires, when, sizeof when);
         return rfs_fail(RFS_E_AUTH, "capability for %s expired at %s", cap->path, when);
     }
-    if (c->who.cap_local && is_revoked(cap->serial))
+    if (c->who.cap_local && rfsd_revoked_has(cap->serial))
         return rfs_fail(RFS_E_AUTH, "capability for %s was revoked", cap->path);
     switch (q->op) {
     case RFS_OP_RENAME: {

@@ -14,7 +14,6 @@
 #include "server.h"
 
 #define RFSD_CAP_MAX_TRUST 64u        /* --cap-trust keys */
-#define RFSD_CAP_MAX_REVOKED 65536u   /* unexpired revocations kept */
 #define RFSD_CAP_LEASE_S_DEFAULT 300u /* --cap-lease-s */
 
 struct rfsd_conn;
