@@ -31,10 +31,12 @@
 #define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
-#define CLI_OPT_SHARE 0x2000u    /* share: --read|--write|--manage, --expires T, --revoke CAP */
-#define CLI_OPT_EXTEND 0x4000u   /* manifest refresh: --extend T (into expires) */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
+/* share: --read|--write|--manage, --expires T, --revoke CAP, --lease (cmd_share.c) */
+#define CLI_OPT_SHARE 0x4000u
+/* manifest refresh: --extend T, kept in expires (cmd_manifest_refresh.c) */
+#define CLI_OPT_EXTEND 0x8000u
 
 #define CLI_MAX_ARGS 256   /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
