@@ -332,7 +332,7 @@ int rfs_cap_covers(const rfs_cap *cap, const char *path)
     if (strncmp(path, cap->path, n) != 0)
         return 0;
     if (path[n] == '\0')
-        return 1;
+        return cap->kind != RFS_CAP_KIND_LEASE; /* a lease is for the data servers' objects */
     size_t l = n;
     /* objects belong to manifests only: a plain file's capability covers that file alone */
     return l > 5 && strcmp(cap->path + l - 5, ".rfsm") == 0 && object_suffix(path + n);
@@ -340,6 +340,8 @@ int rfs_cap_covers(const rfs_cap *cap, const char *path)
 
 int rfs_cap_is_temp(const rfs_cap *cap, const char *path)
 {
+    if (cap->kind == RFS_CAP_KIND_LEASE)
+        return 0;
     const char *slash = strrchr(cap->path, '/');
     size_t dirlen = slash ? (size_t)(slash - cap->path) + 1 : 0;
     const char *base = cap->path + dirlen;

@@ -77,10 +77,13 @@ int rfs_cap_pub_parse(const char *s, uint8_t pub[RFS_CAP_PUB_LEN]);
 int rfs_cap_sign(const rfs_cap_key *k, rfs_cap *cap, char *out, size_t outcap);
 
 /* Does a connection authenticated with cap for cap->path reach path?  The file itself, and
- * for a manifest its objects: path + ".c<digits>.r<digits>" (docs/manifest.md). */
+ * for a manifest its objects: path + ".c<digits>.r<digits>" (docs/manifest.md). A lease
+ * reaches the objects only, never the manifest: a data server that keeps a lease it was
+ * shown cannot use it to change the layout or the manifest on the home server. */
 int rfs_cap_covers(const rfs_cap *cap, const char *path);
 /* Is path a hidden temporary of the file that `rfs put` writes and renames over it
- * (".NAME.rfs-part-SUFFIX" in the same directory)? A write capability reaches those too. */
+ * (".NAME.rfs-part-SUFFIX" in the same directory)? A write capability (not a lease) reaches
+ * those too. */
 int rfs_cap_is_temp(const rfs_cap *cap, const char *path);
 
 #endif

@@ -268,7 +268,8 @@ int rfsd_cap_issue(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **buf)
         if (strcmp(p.shown, mine->path) != 0)
             return rfs_fail(RFS_E_ACCESS, "%s: this connection's capability is for %s", p.shown,
                             mine->path);
-        if (cap.right > mine->right || (!lease && mine->right != RFS_CAP_MANAGE))
+        if (cap.right > mine->right ||
+            (!lease && (mine->right != RFS_CAP_MANAGE || mine->kind != RFS_CAP_KIND_CAP)))
             return rfs_fail(RFS_E_ACCESS,
                             "%s: a %s capability cannot make a %s %s (a manage capability makes "
                             "capabilities; any capability makes leases of its right or less)",
@@ -319,7 +320,8 @@ int rfsd_cap_revoke(rfsd_conn *c, const rfs_req *q)
                         p.cap.path);
     /* Who may: a manage capability for the same file, or an identity that may write it. */
     if (c->who.capped) {
-        if (c->who.cap.right != RFS_CAP_MANAGE || strcmp(c->who.cap.path, p.cap.path) != 0)
+        if (c->who.cap.right != RFS_CAP_MANAGE || c->who.cap.kind != RFS_CAP_KIND_CAP ||
+            strcmp(c->who.cap.path, p.cap.path) != 0)
             return rfs_fail(RFS_E_ACCESS, "%s: revoking needs a manage capability for this file",
                             p.cap.path);
     } else {

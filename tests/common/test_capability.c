@@ -154,7 +154,7 @@ static void test_other_key_refused(void **state)
 static void test_covers(void **state)
 {
     (void)state;
-    rfs_cap c = {.right = RFS_CAP_READ};
+    rfs_cap c = {.kind = RFS_CAP_KIND_CAP, .right = RFS_CAP_READ};
     snprintf(c.path, sizeof c.path, "/run/out.rfsm");
     assert_true(rfs_cap_covers(&c, "/run/out.rfsm"));
     assert_true(rfs_cap_covers(&c, "/run/out.rfsm.c0.r0"));
@@ -165,10 +165,17 @@ static void test_covers(void **state)
     assert_false(rfs_cap_covers(&c, "/run/out.rfsmx"));
     assert_false(rfs_cap_covers(&c, "/run/out"));
     assert_false(rfs_cap_covers(&c, "/run"));
+    c.kind = RFS_CAP_KIND_LEASE; /* the objects only, not the manifest */
+    assert_false(rfs_cap_covers(&c, "/run/out.rfsm"));
+    assert_true(rfs_cap_covers(&c, "/run/out.rfsm.c1.r0"));
+    c.kind = RFS_CAP_KIND_CAP;
     snprintf(c.path, sizeof c.path, "/run/plain.bin");
     assert_true(rfs_cap_covers(&c, "/run/plain.bin"));
     assert_false(rfs_cap_covers(&c, "/run/plain.bin.c0.r0")); /* objects: manifests only */
     assert_true(rfs_cap_is_temp(&c, "/run/.plain.bin.rfs-part-abc123"));
+    c.kind = RFS_CAP_KIND_LEASE;
+    assert_false(rfs_cap_is_temp(&c, "/run/.plain.bin.rfs-part-abc123"));
+    c.kind = RFS_CAP_KIND_CAP;
     assert_false(rfs_cap_is_temp(&c, "/run/.plain.bin.rfs-part-"));
     assert_false(rfs_cap_is_temp(&c, "/run/.plain.bin.rfs-part-a/b"));
     assert_false(rfs_cap_is_temp(&c, "/other/.plain.bin.rfs-part-abc"));

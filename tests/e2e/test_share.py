@@ -186,6 +186,9 @@ def test_refusals_say_why(pair, tmp_path):
     # the data server takes a lease signed by the home server's key it trusts
     lease = pair.rfs("--cap", cap, "share", "--lease", "--read", pair.url(path))
     assert lease.returncode == 0, lease.stderr
+    # a lease reaches the objects only: shown to the home server, not the manifest
+    r = pair.rfs("--cap", lease.stdout.strip(), "stat", pair.url(path))
+    assert r.returncode == 1 and "wrong file" in r.stderr, r.stderr
     obj = tmp_path / "obj.bin"
     r = pair.rfs("--cap", lease.stdout.strip(), "cp", pair.url(path + ".c1.r0", 1), obj)
     assert r.returncode == 0, r.stderr
