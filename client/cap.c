@@ -130,6 +130,104 @@ int rfs_obj_lease(const char *name, const rfs_options *opts, uint64_t expires, u
     return rc;
 }
 
+/* ---- leases to renew (cap.h) ---- */
+
+#define LEASES_KEPT 16u
+
+typedef struct kept_lease {
+    int used;
+    uint64_t age;
+    unsigned right;
+    char lease[RFS_CAP_MAX_LEN + 1];
+    char parent[RFS_CAP_MAX_LEN + 1];
+    char home[RFS_CLIENT_LABEL_MAX + 4096];
+} kept_lease;
+
+static pthread_mutex_t leases_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept_lease leases[LEASES_KEPT];
+static uint64_t leases_clock;
+
+static kept_lease *lease_find(const char *lease)
+{
+    for (unsigned i = 0; i < LEASES_KEPT; i++)
+        if (leases[i].used && !strcmp(leases[i].lease, lease))
+            return &leases[i];
+    return NULL;
+}
+
+/* A free entry, else the oldest (wiped: it holds a capability). */
+static kept_lease *lease_slot(void)
+{
+    kept_lease *old = &leases[0];
+    for (unsigned i = 0; i < LEASES_KEPT; i++) {
+        if (!leases[i].used)
+            return &leases[i];
+        if (leases[i].age < old->age)
+            old = &leases[i];
+    }
+    explicit_bzero(old, sizeof *old);
+    return old;
+}
+
+static void lease_put(const char *lease, const char *home, const char *parent, unsigned right)
+{
+    if (strlen(lease) > RFS_CAP_MAX_LEN || strlen(parent) > RFS_CAP_MAX_LEN ||
+        strlen(home) >= sizeof leases[0].home)
+        return; /* cannot happen with what rfs makes; such a lease is simply not renewed */
+    kept_lease *k = lease_find(lease);
+    if (!k)
+        k = lease_slot();
+    k->used = 1;
+    k->age = ++leases_clock;
+    k->right = right;
+    snprintf(k->lease, sizeof k->lease, "%s", lease);
+    snprintf(k->parent, sizeof k->parent, "%s", parent);
+    snprintf(k->home, sizeof k->home, "%s", home);
+}
+
+void rfs_cap_lease_remember(const char *lease, const char *home, const rfs_options *parent,
+                            unsigned right)
+{
+    rfs_copts o;
+    if (rfs_copts_resolve(parent, "capability", &o))
+        return;
+    if (o.has_token && o.is_cap) {
+        pthread_mutex_lock(&leases_mu);
+        lease_put(lease, home, o.token, right);
+        pthread_mutex_unlock(&leases_mu);
+    }
+    explicit_bzero(o.token, sizeof o.token);
+}
+
+int rfs_cap_lease_renew(rfs_copts *o)
+{
+    if (!o->has_token || !o->is_cap)
+        return RFS_OK;
+    pthread_mutex_lock(&leases_mu);
+    kept_lease *k = lease_find(o->token);
+    kept_lease mine;
+    if (k)
+        mine = *k;
+    pthread_mutex_unlock(&leases_mu);
+    if (!k)
+        return RFS_OK;
+    rfs_options po = {.token = mine.parent};
+    char fresh[RFS_CAP_MAX_LEN + 1];
+    int rc = rfs_cap_request(mine.home, &po, mine.right, 1, 0, fresh, sizeof fresh);
+    if (rc == RFS_OK) {
+        /* the old lease stays known: other files opened with it renew it too */
+        pthread_mutex_lock(&leases_mu);
+        lease_put(fresh, mine.home, mine.parent, mine.right);
+        pthread_mutex_unlock(&leases_mu);
+        snprintf(o->token, sizeof o->token, "%s", fresh);
+    }
+    if (rc != RFS_OK)
+        rc = rfs_fail_cause(rc, "renewing the capability's lease at %s", mine.home);
+    explicit_bzero(&mine, sizeof mine);
+    explicit_bzero(fresh, sizeof fresh);
+    return rc;
+}
+
 int rfs_cap_in_use(const rfs_options *opts)
 {
     rfs_copts o;

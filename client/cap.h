@@ -12,6 +12,8 @@
 
 #include "rfs/rfs.h"
 
+struct rfs_copts;
+
 /* A capability (lease: a lease of the connection's own capability or identity) for the file
  * of `name` with right 1 read, 2 write, 3 manage, until `expires` (Unix seconds; 0 with a
  * lease: the capability's own expiry). out: at least RFS_CAP_MAX_LEN + 1 bytes. */
@@ -22,6 +24,16 @@ int rfs_cap_revoke_at(const char *name, const rfs_options *opts, const char *cap
 /* Sets the lease of the object `name` on its data server to `expires` (Unix seconds; 0: no
  * lease, kept for ever); *kept is what the server recorded (OBJ_LEASE). */
 int rfs_obj_lease(const char *name, const rfs_options *opts, uint64_t expires, uint64_t *kept);
+/* Leases the manifest layer handed to a file's objects, with what renews them: the home
+ * server's name and the capability they were made from (a bounded table in this process;
+ * the oldest entry goes first, its capability wiped). A connection that recovers with a lease
+ * gets a fresh one first (rfs_cap_lease_renew), so a lost data-server connection comes back
+ * even after the lease's window for new connections has passed. */
+void rfs_cap_lease_remember(const char *lease, const char *home, const rfs_options *parent,
+                            unsigned right);
+/* When o authenticates with a remembered lease: asks its home server for a new one and puts
+ * it in o->token. RFS_OK also when there is nothing to renew. */
+int rfs_cap_lease_renew(struct rfs_copts *o);
 /* 1 when opts (or the environment) make connections authenticate with a capability. */
 int rfs_cap_in_use(const rfs_options *opts);
 

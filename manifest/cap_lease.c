@@ -22,5 +22,7 @@ int mf_cap_lease(const char *name, const rfs_options *o, unsigned right, char *l
         return rfs_fail_cause(rc, "%s: getting a lease of the capability for the data servers",
                               name);
     objects->token = lease;
+    /* a data-server connection lost later renews it on recovery (client/recover.c) */
+    rfs_cap_lease_remember(lease, name, o, right);
     return RFS_OK;
 }

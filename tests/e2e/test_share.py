@@ -344,3 +344,44 @@ def test_object_leases_refresh_and_reclaim(pair, tmp_path):
     assert (pair.a.root / "proj" / "leased.rfsm.c0.r0").read_bytes() == \
         striped(data, "leased.rfsm")[(0, "leased.rfsm.c0.r0")]
     assert (pair.b.root / "proj" / "unleased.rfsm.c1.r0").exists()
+
+
+def test_lost_data_server_connection_renews_its_lease(tmp_path):
+    """Both servers restart while a reader with a capability is paused, their capability clocks
+    now past the lease the reader's object connections were opened with (so that lease is
+    refused by the new data server): the reader's recovery asks the home server for a fresh
+    lease, and every byte arrives."""
+    p = Pair(tmp_path)
+    try:
+        data = make_file(p, tmp_path, "/r/big.rfsm", size=4 << 20)
+        cap = p.share("/r/big.rfsm", "read")
+        old_lease = p.rfs("--cap", cap, "share", "--lease", "--read", p.url("/r/big.rfsm")).stdout
+        env = p.cap_env(cap)
+        env["RFS_RETRY_TIMEOUT_MS"] = "30000"  # this test is about reconnecting
+        out = tmp_path / "got.bin"
+        reader = subprocess.Popen([binary("manifest_e2e"), "get", p.url("/r/big.rfsm"), str(out),
+                                   str(1 << 20)], env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert reader.stdout.readline().startswith("open rc=0")
+            assert reader.stdout.readline().startswith("size rc=0")
+            assert reader.stdout.readline().strip() == "paused"
+            ports = [s.port for s in p.servers]
+            p.stop()
+            later = ["--cap-clock-offset-s", "400"]  # past the default 300 s lease window
+            p.a = Server(p.a.root, token=TOKEN, listen=f"127.0.0.1:{ports[0]}",
+                         extra=["--state-dir", str(p.state), *later])
+            p.b = Server(p.b.root, token=TOKEN, listen=f"127.0.0.1:{ports[1]}",
+                         extra=["--cap-trust", p.pub, *later])
+            p.servers = [p.a, p.b]
+            r = p.rfs("--cap", old_lease.strip(), "stat", p.url("/r/big.rfsm.c1.r0", 1))
+            assert r.returncode == 1 and "lease" in r.stderr and "expired" in r.stderr, r.stderr
+            rest, _ = reader.communicate("go\n", timeout=TIMEOUT)
+        finally:
+            if reader.poll() is None:
+                reader.kill()
+                reader.wait()
+        assert reader.returncode == 0, rest
+        assert out.read_bytes() == data
+    finally:
+        p.stop()
