@@ -33,6 +33,10 @@
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
+/* share: --read|--write|--manage, --expires T, --revoke CAP, --lease (cmd_share.c) */
+#define CLI_OPT_SHARE 0x4000u
+/* manifest refresh: --extend T, kept in expires (cmd_manifest_refresh.c) */
+#define CLI_OPT_EXTEND 0x8000u
 
 #define CLI_MAX_ARGS 256   /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
@@ -48,6 +52,11 @@ typedef struct cli_opts {
     int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
+    const char *cap;        /* --cap STRING: authenticate with this capability */
+    unsigned share_right;   /* share --read 1, --write 2, --manage 3 */
+    const char *expires;    /* share --expires T */
+    const char *revoke;     /* share --revoke CAP */
+    int lease;              /* share --lease: a lease of the --cap capability */
     const char *compress;   /* --compress MODE (put, get, cp): rfs_options.compress */
     const char *to;         /* recover --to rfs:HOST:PORT */
     int force;              /* recover --force; put/get/mv -f (overwrite: the default) */
@@ -158,6 +167,12 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
+int cli_cmd_share(cli_ctx *c);
+/* "90s", "30m", "12h", "7d" from now, "@UNIX", "YYYY-MM-DDTHH:MM:SSZ": Unix seconds; -1 if
+ * malformed (cmd_share.c). */
+int cli_parse_time(const char *s, uint64_t *out);
+/* rfs manifest refresh URL [--extend T] (cmd_manifest_refresh.c). */
+int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n);
 int cli_cmd_cp(cli_ctx *c);
 int cli_cmd_chmod(cli_ctx *c);
 int cli_cmd_df(cli_ctx *c);

@@ -176,5 +176,7 @@ int cli_cmd_manifest(cli_ctx *c)
         return show(c, url, &n);
     if (!strcmp(sub, "ls"))
         return list(c, url, &n);
-    return cli_usage(c->cmd, "unknown subcommand '%s' (show or ls)", sub);
+    if (!strcmp(sub, "refresh"))
+        return cli_manifest_refresh(c, url, &n);
+    return cli_usage(c->cmd, "unknown subcommand '%s' (show, ls or refresh)", sub);
 }

@@ -51,4 +51,10 @@ void mf_parallel(rfs_runtime *rt, void *(*fn)(void *), void *arg, size_t size, s
 
 const rfs_io_ops *mf_ops(void);
 
+/* With a capability in o (manifest/cap_lease.c): a lease of it with `right` for the data
+ * servers, signed by the home server of name, into lease (cap bytes), and objects->token
+ * pointing to it. Without one, nothing changes (the data servers take the same token). */
+int mf_cap_lease(const char *name, const rfs_options *o, unsigned right, char *lease, size_t cap,
+                 rfs_options *objects);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "common/capability.h"
 #include "proto/proto.h"
 
 int rfs_is_manifest_name(const char *name)
@@ -244,7 +245,12 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
          * returns (no write marks to follow several servers' windows). */
         oo.write_window = 0;
         unsigned of = acc == RFS_O_RDONLY ? RFS_O_RDONLY : RFS_O_RDWR | RFS_O_CREAT;
-        rc = open_objects(f, of, mode ? mode : 0644, &oo);
+        char lease[RFS_CAP_MAX_LEN + 1];
+        rc = mf_cap_lease(name, &o, acc == RFS_O_RDONLY ? RFS_CAP_READ : RFS_CAP_WRITE, lease,
+                          sizeof lease, &oo);
+        if (rc == RFS_OK)
+            rc = open_objects(f, of, mode ? mode : 0644, &oo);
+        explicit_bzero(lease, sizeof lease);
     }
     if (rc == RFS_OK && (flags & RFS_O_TRUNC) && acc != RFS_O_RDONLY)
         rc = f->io.ops->set_size(&f->io, 0);
@@ -294,14 +300,19 @@ int rfs_manifest_delete(const char *name, const rfs_options *opts)
         home->ops->close(home);
     }
     rfs_status first = {RFS_OK, ""};
+    rfs_options oo = opts ? *opts : (rfs_options){0};
+    char lease[RFS_CAP_MAX_LEN + 1];
+    if (rc == RFS_OK)
+        rc = mf_cap_lease(name, &oo, RFS_CAP_WRITE, lease, sizeof lease, &oo);
     for (uint32_t i = 0; rc == RFS_OK && i < m->nobjects; i++) {
         char on[RFSM_MAX_URL + RFSM_MAX_PATH + 2];
         int orc = object_name(m, i, on, sizeof on);
         if (orc == RFS_OK)
-            orc = rfs_delete(on, opts);
+            orc = rfs_delete(on, &oo);
         if (orc != RFS_OK && orc != RFS_E_NOENT)
             rfs_status_first(&first, orc);
     }
+    explicit_bzero(lease, sizeof lease);
     rfsm_free(m);
     /* The manifest goes last, and only when every object went: objects it no longer names
      * would be left on their servers for nobody to find. */
