@@ -33,6 +33,23 @@ static uint32_t incomplete(const rfsm *m)
     return n;
 }
 
+/* What an incomplete replica misses: its object ranges, or that it is wholly suspect. */
+static void print_missing(const rfsm_object *o)
+{
+    if (!(o->flags & RFSM_OBJ_STALE))
+        return;
+    if (o->nmissing == 0) {
+        printf("    missing: all (re-copied whole by augment)\n");
+        return;
+    }
+    printf("    missing %llu bytes in %u ranges:", (unsigned long long)rfsm_object_missing_bytes(o),
+           o->nmissing);
+    for (uint32_t k = 0; k < o->nmissing && k < 8; k++)
+        printf(" %llu+%llu", (unsigned long long)o->missing[k].off,
+               (unsigned long long)o->missing[k].len);
+    printf("%s\n", o->nmissing > 8 ? " ... (--json lists them all)" : "");
+}
+
 static void print_text(const char *url, const rfsm *m)
 {
     char shown[4 * 4400 + 1];
@@ -49,11 +66,14 @@ static void print_text(const char *url, const rfsm *m)
                e->replicas);
         for (uint32_t col = 0; col < e->stripe_count; col++) {
             for (uint32_t r = 0; r < e->replicas; r++) {
+                if (rfsm_object_of(e, col, r) == RFSM_NO_OBJECT)
+                    continue; /* an empty slot */
                 const rfsm_object *o = &m->objects[rfsm_object_of(e, col, r)];
                 char p[4 * 4096 + 1];
                 cli_escape(o->path, p, sizeof p);
                 printf("  column %u replica %u: %s%s  %s\n", col, r, m->servers[o->server], p,
                        (o->flags & RFSM_OBJ_STALE) ? "INCOMPLETE" : "complete");
+                print_missing(o);
             }
         }
     }

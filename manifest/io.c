@@ -3,9 +3,10 @@
  * runs per stripe column, and each column's runs become one request to one object (list I/O
  * when there are several), every object's request at once. Writes go to each live replica
  * of the columns they touch; reads to the first live replica of each column, the next one
- * taking over when it fails. A replica that misses a write is given up, marked incomplete in
- * the manifest at the next sync or close, and the failure reported there (the write itself
- * succeeded: another replica has the bytes). */
+ * taking over when it fails. A replica that misses a write is given up, the object ranges it
+ * missed recorded in the manifest at the next merge (sync, flush, close) and the failure
+ * reported at the next sync or close (the write itself succeeded: another replica has the
+ * bytes). An incomplete replica still serves reads that avoid every range it misses. */
 #include "manifest/mf_internal.h"
 #include "manifest/store.h"
 
@@ -18,15 +19,27 @@ static mf_file *MF(rfs_io *io)
     return (mf_file *)io;
 }
 
+void mf_obj_missed(mf_file *f, uint32_t i, uint64_t off, uint64_t len, int whole)
+{
+    mf_obj *o = &f->objs[i];
+    if (whole) {
+        rfsm_rangeset_free(&o->missed);
+        o->missed.whole = 1;
+    } else {
+        rfsm_rangeset_add(&o->missed, off, len);
+    }
+    o->pending = 1;
+    f->dirty = 1;
+}
+
 void mf_obj_failed(mf_file *f, uint32_t i, int rc, int incomplete)
 {
     rfs_status st;
     rfs_status_save(&st, rc);
     pthread_mutex_lock(&f->mu);
     f->objs[i].gone = 1;
-    if (incomplete && !f->objs[i].stale) {
-        f->objs[i].stale = 1;
-        f->dirty = 1;
+    if (incomplete && !f->objs[i].reported) {
+        f->objs[i].reported = 1;
         if (f->deferred.rc == RFS_OK) {
             f->deferred.rc = rc;
             snprintf(f->deferred.msg, sizeof f->deferred.msg,
@@ -214,8 +227,22 @@ static void *read_job(void *arg)
     const rfsm_extent *e = &f->m->extents[j->g->extent];
     rfs_status last = {RFS_OK, ""};
     int tried = 0;
-    for (uint32_t r = 0; r < e->replicas; r++) {
+    for (uint32_t k = 0; k < 2 * e->replicas; k++) {
+        /* First pass the complete replicas; second pass the incomplete ones, each only when
+         * none of its missing ranges meets the runs (it holds exactly those bytes). */
+        uint32_t r = k % e->replicas;
         uint32_t oi = rfsm_object_of(e, j->g->column, r);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        const rfsm_object *mo = &f->m->objects[oi];
+        int incomplete = (mo->flags & RFSM_OBJ_STALE) != 0;
+        if (incomplete != (k >= e->replicas))
+            continue;
+        int misses = 0;
+        for (size_t x = 0; incomplete && x < j->g->nruns && !misses; x++)
+            misses = rfsm_object_misses(mo, j->g->runs[x].obj_off, j->g->runs[x].len);
+        if (misses)
+            continue;
         rfs_io *io = usable(f, oi);
         if (!io)
             continue;
@@ -333,6 +360,26 @@ static int do_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, size_
     return rc;
 }
 
+/* The dirty mapping of a write (mpiio-logistical-networking.txt sec. 4, LN_Sync): every
+ * replica of g's column that did not take g's runs (its write failed, or it was given up or
+ * known incomplete before) records them as missed, for the next merge. */
+static void record_missed(mf_file *f, const group *g, const job *jobs, size_t nj)
+{
+    const rfsm_extent *e = &f->m->extents[g->extent];
+    pthread_mutex_lock(&f->mu);
+    for (uint32_t r = 0; r < e->replicas; r++) {
+        uint32_t oi = rfsm_object_of(e, g->column, r);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        int took = 0;
+        for (size_t j = 0; j < nj && !took; j++)
+            took = jobs[j].g == g && jobs[j].obj == oi && jobs[j].st.rc == RFS_OK;
+        for (size_t x = 0; !took && x < g->nruns; x++)
+            mf_obj_missed(f, oi, g->runs[x].obj_off, g->runs[x].len, 0);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
 static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 {
     if (done)
@@ -360,7 +407,7 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
             const rfsm_extent *e = &f->m->extents[p.g[gi].extent];
             for (uint32_t r = 0; r < e->replicas; r++) {
                 uint32_t oi = rfsm_object_of(e, p.g[gi].column, r);
-                if (usable(f, oi))
+                if (oi != RFSM_NO_OBJECT && usable(f, oi))
                     jobs[k++] =
                         (job){.f = f, .g = &p.g[gi], .obj = oi, .buf = (uint8_t *)buf, .write = 1};
             }
@@ -397,6 +444,7 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
                     rfs_status_raise(&jobs[j].st);
                     mf_obj_failed(f, jobs[j].obj, jobs[j].st.rc, 1);
                 }
+            record_missed(f, &p.g[gi], jobs, nj);
         }
         if (lost.rc != RFS_OK)
             rc = rfs_status_raise(&lost);
@@ -477,10 +525,11 @@ static int all_objects(mf_file *f, int op, uint64_t logical_size)
         const rfsm_extent *e = &m->extents[x];
         for (uint32_t c = 0; c < e->stripe_count; c++)
             for (uint32_t r = 0; r < e->replicas; r++)
-                jobs[n++] = (obj_job){.f = f,
-                                      .obj = rfsm_object_of(e, c, r),
-                                      .op = op,
-                                      .size = rfsm_column_bytes(e, c, logical_size)};
+                if (rfsm_object_of(e, c, r) != RFSM_NO_OBJECT)
+                    jobs[n++] = (obj_job){.f = f,
+                                          .obj = rfsm_object_of(e, c, r),
+                                          .op = op,
+                                          .size = rfsm_column_bytes(e, c, logical_size)};
     }
     mf_parallel(f->rt, obj_job_run, jobs, sizeof *jobs, n);
     rfs_status first = {RFS_OK, ""};
@@ -493,6 +542,12 @@ static int all_objects(mf_file *f, int op, uint64_t logical_size)
         for (uint32_t x = 0; x < m->nextents; x++)
             replicated |= m->extents[x].replicas > 1;
         rfs_status_raise(&jobs[k].st);
+        if (replicated && writing) {
+            /* A failed flush, sync or resize may have lost anything: the whole object. */
+            pthread_mutex_lock(&f->mu);
+            mf_obj_missed(f, oi, 0, 0, 1);
+            pthread_mutex_unlock(&f->mu);
+        }
         if (replicated)
             mf_obj_failed(f, oi, jobs[k].st.rc, writing);
         else
@@ -515,7 +570,9 @@ static int take_deferred(mf_file *f)
     return st.rc == RFS_OK ? RFS_OK : rfs_status_raise(&st);
 }
 
-/* Merges this process's size and incomplete replicas into the stored manifest. */
+/* Merges this process's size and the ranges its writes missed on replicas into the stored
+ * manifest (the dirty-mapping merge of LN_Sync): the missed ranges are taken out of the
+ * objects here and put back when the merge fails, so each is merged once. */
 static int merge(mf_file *f, int truncate, uint64_t to)
 {
     pthread_mutex_lock(&f->mu);
@@ -523,21 +580,33 @@ static int merge(mf_file *f, int truncate, uint64_t to)
         pthread_mutex_unlock(&f->mu);
         return RFS_OK;
     }
-    uint32_t *stale = malloc((f->m->nobjects ? f->m->nobjects : 1) * sizeof *stale);
-    rfsm_delta d = {.written_end = f->written_end, .truncate = truncate, .truncate_to = to};
-    for (uint32_t i = 0; stale && i < f->m->nobjects; i++)
-        if (f->objs[i].stale)
-            stale[d.nstale++] = i;
-    f->dirty = 0;
-    pthread_mutex_unlock(&f->mu);
-    if (!stale) {
-        f->dirty = 1;
+    uint32_t n = f->m->nobjects ? f->m->nobjects : 1;
+    uint32_t *stale = malloc(n * sizeof *stale);
+    rfsm_rangeset *missed = calloc(n, sizeof *missed);
+    if (!stale || !missed) {
+        pthread_mutex_unlock(&f->mu);
+        free(stale);
+        free(missed);
         return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
     }
-    d.stale = stale;
+    rfsm_delta d = {.written_end = f->written_end,
+                    .truncate = truncate,
+                    .truncate_to = to,
+                    .base = f->m,
+                    .stale = stale,
+                    .missed = missed};
+    for (uint32_t i = 0; i < f->m->nobjects; i++) {
+        if (!f->objs[i].pending)
+            continue;
+        stale[d.nstale] = i;
+        missed[d.nstale++] = f->objs[i].missed;
+        f->objs[i].missed = (rfsm_rangeset){0};
+        f->objs[i].pending = 0;
+    }
+    f->dirty = 0;
+    pthread_mutex_unlock(&f->mu);
     rfsm *merged = NULL;
     int rc = rfsm_store_merge(f->home, &d, &merged);
-    free(stale);
     pthread_mutex_lock(&f->mu);
     if (rc == RFS_OK) {
         f->size = merged->size;
@@ -548,8 +617,19 @@ static int merge(mf_file *f, int truncate, uint64_t to)
         rfsm_free(merged);
     } else {
         f->dirty = 1; /* tried again by the next sync or close */
+        for (size_t k = 0; k < d.nstale; k++) {
+            uint32_t i = stale[k];
+            if (missed[k].whole)
+                mf_obj_missed(f, i, 0, 0, 1);
+            for (uint32_t x = 0; x < missed[k].n; x++)
+                mf_obj_missed(f, i, missed[k].v[x].off, missed[k].v[x].len, 0);
+        }
     }
     pthread_mutex_unlock(&f->mu);
+    for (size_t k = 0; k < d.nstale; k++)
+        rfsm_rangeset_free(&missed[k]);
+    free(stale);
+    free(missed);
     return rc;
 }
 
@@ -602,6 +682,20 @@ static int m_set_size(rfs_io *io, uint64_t size)
     int rc = all_objects(f, 2, size);
     if (rc != RFS_OK)
         return rc;
+    /* A replica that did not take the new size (given up, or incomplete before) holds wrong
+     * bytes from the new end of its column on (old ones where zeros belong). */
+    pthread_mutex_lock(&f->mu);
+    for (uint32_t x = 0; x < f->m->nextents; x++) {
+        const rfsm_extent *e = &f->m->extents[x];
+        for (uint32_t c = 0; c < e->stripe_count; c++)
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                if (oi != RFSM_NO_OBJECT && (f->objs[oi].gone || !f->objs[oi].io))
+                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, size),
+                                  RFSM_MAX_SIZE, 0);
+            }
+    }
+    pthread_mutex_unlock(&f->mu);
     /* The size is set, not raised: what this process wrote before no longer counts. */
     pthread_mutex_lock(&f->mu);
     f->written_end = 0;
@@ -670,6 +764,8 @@ static int m_close(rfs_io *io)
         rfs_status_first(&st, rfs_status_raise(&dst));
     if (f->home)
         rfs_status_first(&st, f->home->ops->close(f->home));
+    for (uint32_t i = 0; f->objs && i < f->m->nobjects; i++)
+        rfsm_rangeset_free(&f->objs[i].missed);
     rfsm_free(f->m);
     free(f->objs);
     pthread_mutex_destroy(&f->mu);

@@ -147,8 +147,11 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
     if (!jobs)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->io.path);
     size_t n = 0;
+    int reading = (flags & RFS_O_ACCMODE) == RFS_O_RDONLY;
     for (uint32_t i = 0; i < m->nobjects; i++) {
-        if (m->objects[i].flags & RFSM_OBJ_STALE) {
+        /* An incomplete replica is never written again (until augment repairs it); a reader
+         * still uses one that names what it misses, for the bytes outside those ranges. */
+        if ((m->objects[i].flags & RFSM_OBJ_STALE) && (!reading || m->objects[i].nmissing == 0)) {
             f->objs[i].gone = 1;
             continue;
         }
@@ -167,14 +170,16 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
         const rfsm_extent *e = &m->extents[x];
         for (uint32_t c = 0; c < e->stripe_count && rc == RFS_OK; c++) {
             int live = 0;
-            for (uint32_t r = 0; r < e->replicas; r++)
-                live |=
-                    f->objs[rfsm_object_of(e, c, r)].io && !f->objs[rfsm_object_of(e, c, r)].gone;
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                live |= oi != RFSM_NO_OBJECT && f->objs[oi].io && !f->objs[oi].gone;
+            }
             if (live)
                 continue;
             const open_job *why = NULL;
             for (size_t k = 0; k < n; k++)
-                if (jobs[k].st.rc != RFS_OK && jobs[k].obj == rfsm_object_of(e, c, 0))
+                if (jobs[k].st.rc != RFS_OK && jobs[k].obj == rfsm_object_of(e, c, 0) &&
+                    jobs[k].obj != RFSM_NO_OBJECT)
                     why = &jobs[k];
             rc = rfs_fail(why ? why->st.rc : RFS_E_IO,
                           "%s:%s: no replica of stripe column %u is available (%s)", f->io.server,

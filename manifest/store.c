@@ -78,7 +78,7 @@ static int write_locked(rfs_io *home, const rfsm *m)
     return rc;
 }
 
-int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
+int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged)
 {
     int rc = lock(home, RFS_LOCK_EXCL);
     if (rc != RFS_OK)
@@ -86,21 +86,11 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
     rfsm *m = NULL;
     rc = read_locked(home, &m);
     if (rc == RFS_OK) {
-        uint64_t was = m->size;
-        int changed = 0;
-        if (d->truncate)
-            m->size = d->truncate_to;
-        if (d->written_end > m->size)
-            m->size = d->written_end;
-        changed = m->size != was;
-        for (size_t i = 0; i < d->nstale; i++) {
-            if (d->stale[i] < m->nobjects && !(m->objects[d->stale[i]].flags & RFSM_OBJ_STALE)) {
-                m->objects[d->stale[i]].flags |= RFSM_OBJ_STALE;
-                changed = 1;
-            }
-        }
-        /* Nothing new (the stored manifest covers it already): no write, no sync. */
-        if (changed) {
+        int changed = fn(m, ctx);
+        if (changed < 0) {
+            rc = changed;
+        } else if (changed) {
+            /* Nothing new (the stored manifest covers it already): no write, no sync. */
             m->generation++;
             rc = write_locked(home, m);
         }
@@ -111,4 +101,41 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
     else
         rfsm_free(m);
     return rc;
+}
+
+uint32_t rfsm_find_object(const rfsm *m, const char *server, const char *path)
+{
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        if (!strcmp(m->objects[i].path, path) && !strcmp(m->servers[m->objects[i].server], server))
+            return i;
+    return RFSM_NO_OBJECT;
+}
+
+static int apply_delta(rfsm *m, void *ctx)
+{
+    const rfsm_delta *d = ctx;
+    uint64_t was = m->size;
+    if (d->truncate)
+        m->size = d->truncate_to;
+    if (d->written_end > m->size)
+        m->size = d->written_end;
+    int changed = m->size != was;
+    static const rfsm_rangeset whole = {.whole = 1};
+    for (size_t i = 0; i < d->nstale; i++) {
+        if (!d->base || d->stale[i] >= d->base->nobjects)
+            continue;
+        const rfsm_object *bo = &d->base->objects[d->stale[i]];
+        /* A replica trimmed meanwhile is no longer there to mark. */
+        uint32_t k = rfsm_find_object(m, d->base->servers[bo->server], bo->path);
+        if (k == RFSM_NO_OBJECT)
+            continue;
+        int c = rfsm_object_add_missing(&m->objects[k], d->missed ? &d->missed[i] : &whole);
+        changed |= c != 0;
+    }
+    return changed;
+}
+
+int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
+{
+    return rfsm_store_update(home, apply_delta, (void *)d, merged);
 }
