@@ -143,8 +143,10 @@ static int check_missing(const rfsm_object *o, uint32_t i, const char *what)
             return bad(what, "object %llu: missing range %llu is empty or passes 2^62",
                        (unsigned long long)i, (unsigned long long)k);
         if (k > 0 && r->off <= o->missing[k - 1].off + o->missing[k - 1].len)
-            return bad(what, "object %llu: missing range %llu overlaps, touches or precedes the one before",
-                       (unsigned long long)i, (unsigned long long)k);
+            return bad(
+                what,
+                "object %llu: missing range %llu overlaps, touches or precedes the one before",
+                (unsigned long long)i, (unsigned long long)k);
     }
     return RFS_OK;
 }
@@ -283,8 +285,9 @@ static int decode_body(rd *r, rfsm *m, unsigned version, const char *what)
             return bad(what, "object %llu is truncated", (unsigned long long)i);
         uint32_t nm = get32(p);
         if (nm > RFSM_MAX_MISSING)
-            return rfs_fail(RFS_E_TOOBIG, "manifest %s: object %llu names %llu missing ranges (limit %u)",
-                            what, (unsigned long long)i, (unsigned long long)nm, RFSM_MAX_MISSING);
+            return rfs_fail(RFS_E_TOOBIG,
+                            "manifest %s: object %llu names %llu missing ranges (limit %u)", what,
+                            (unsigned long long)i, (unsigned long long)nm, RFSM_MAX_MISSING);
         if (take(r, (size_t)nm * 16, &p) != 0)
             return bad(what, "object %llu's missing ranges are truncated", (unsigned long long)i);
         if (nm) {

@@ -691,8 +691,8 @@ static int m_set_size(rfs_io *io, uint64_t size)
             for (uint32_t r = 0; r < e->replicas; r++) {
                 uint32_t oi = rfsm_object_of(e, c, r);
                 if (oi != RFSM_NO_OBJECT && (f->objs[oi].gone || !f->objs[oi].io))
-                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, size),
-                                  RFSM_MAX_SIZE, 0);
+                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, size), RFSM_MAX_SIZE,
+                                  0);
             }
     }
     pthread_mutex_unlock(&f->mu);

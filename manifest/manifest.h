@@ -39,7 +39,8 @@
 #define RFSM_MAX_STRIPE_SIZE (1ull << 30)
 
 /* Object flags. */
-#define RFSM_OBJ_STALE 0x1u /* a write to this replica failed: it misses the bytes `missing` names */
+#define RFSM_OBJ_STALE \
+    0x1u /* a write to this replica failed: it misses the bytes `missing` names */
 #define RFSM_OBJ_KNOWN_FLAGS RFSM_OBJ_STALE
 
 /* A replica slot of an extent that holds no object (a replica trimmed from one column only,

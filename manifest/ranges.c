@@ -105,8 +105,7 @@ int rfsm_object_add_missing(rfsm_object *o, const rfsm_rangeset *s)
         /* Changed unless a stored range covers it already. */
         int covered = 0;
         for (uint32_t k = 0; k < n && !covered; k++)
-            covered = v[k].off <= s->v[i].off &&
-                      s->v[i].off + s->v[i].len <= v[k].off + v[k].len;
+            covered = v[k].off <= s->v[i].off && s->v[i].off + s->v[i].len <= v[k].off + v[k].len;
         changed |= !covered;
         if (insert(&v, &n, &cap, s->v[i].off, s->v[i].len, RFSM_MAX_MISSING) != 0) {
             free(v);

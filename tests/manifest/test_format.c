@@ -382,7 +382,7 @@ static void test_rangeset_coalesces_and_caps(void **state)
     rfsm_rangeset s = {0};
     rfsm_rangeset_add(&s, 100, 10);
     rfsm_rangeset_add(&s, 0, 10);
-    rfsm_rangeset_add(&s, 10, 5); /* touches [0, 10): one range [0, 15) */
+    rfsm_rangeset_add(&s, 10, 5);   /* touches [0, 10): one range [0, 15) */
     rfsm_rangeset_add(&s, 105, 20); /* overlaps [100, 110): [100, 125) */
     rfsm_rangeset_add(&s, 50, 0);   /* empty: nothing */
     assert_int_equal(s.n, 2);
