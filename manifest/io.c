@@ -226,7 +226,7 @@ static void *read_job(void *arg)
     mf_file *f = j->f;
     const rfsm_extent *e = &f->m->extents[j->g->extent];
     rfs_status last = {RFS_OK, ""};
-    int tried = 0;
+    int tried = 0, missing = 0;
     for (uint32_t k = 0; k < 2 * e->replicas; k++) {
         /* First pass the complete replicas; second pass the incomplete ones, each only when
          * none of its missing ranges meets the runs (it holds exactly those bytes). */
@@ -241,6 +241,7 @@ static void *read_job(void *arg)
         int misses = 0;
         for (size_t x = 0; incomplete && x < j->g->nruns && !misses; x++)
             misses = rfsm_object_misses(mo, j->g->runs[x].obj_off, j->g->runs[x].len);
+        missing |= misses;
         if (misses)
             continue;
         rfs_io *io = usable(f, oi);
@@ -259,7 +260,13 @@ static void *read_job(void *arg)
         if (e->replicas > 1)
             mf_obj_failed(f, oi, rc, 0);
     }
-    if (!tried)
+    if (!tried && missing)
+        rfs_status_save(&j->st, rfs_fail(RFS_E_IO,
+                                         "%s:%s: no replica of stripe column %u holds these bytes "
+                                         "(the incomplete ones miss them: rfs manifest augment "
+                                         "repairs them)",
+                                         f->io.server, f->io.path, j->g->column));
+    else if (!tried)
         rfs_status_save(&j->st,
                         rfs_fail(RFS_E_IO, "%s:%s: no live replica of stripe column %u left",
                                  f->io.server, f->io.path, j->g->column));

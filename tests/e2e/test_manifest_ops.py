@@ -1,0 +1,302 @@
+# Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
+"""Changing a logical file's replicas and the ranges an incomplete one misses (manifest/ops.c,
+manifest/ranges.c, docs/manifest.md "Augment and trim", "Consistency"): `rfs manifest augment`
+adds a replica by a server-to-server copy and the file survives losing the original; it repairs
+an incomplete replica whose recorded missing ranges are exactly what the writes after the
+server's death covered; `trim` removes replicas and their objects, and refuses to remove the
+last complete one; 4 MPI ranks writing interleaved ranges while a replica dies merge into one
+manifest whose missing ranges are exactly right."""
+import os
+import signal
+import subprocess
+
+import pytest
+
+from conftest import Server, binary
+from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
+from test_manifest import (TIMEOUT, TOKEN, cli, expected_objects, objects_on_disk, put, show,
+                           tool)
+
+MAX = 1 << 62  # a wholly suspect replica misses [0, 2^62)
+
+
+class TpcGroup:
+    """n rfsd on loopback sharing one token, each able to pull third-party copies (augment
+    has the new replica's server copy from a complete one); a server can be killed and
+    started again on its port and root."""
+
+    def __init__(self, base, n):
+        self.roots, self.servers = [], []
+        for i in range(n):
+            root = base / f"srv{i}" / "export"
+            root.mkdir(parents=True)
+            self.roots.append(root)
+            self.servers.append(Server(root, token=TOKEN, extra=("--tpc", "on")))
+
+    def server(self, i):
+        s = self.servers[i]
+        return f"rfs://{s.host}:{s.port}"
+
+    def url(self, path, i=0):
+        return self.server(i) + path
+
+    def servers_hint(self, n=None):
+        return ",".join(self.server(i) for i in range(n or len(self.servers)))
+
+    def root(self, i):
+        return self.roots[i]
+
+    def env(self):
+        return self.servers[0].env()
+
+    def restart(self, i):
+        old = self.servers[i]
+        self.servers[i] = Server(self.roots[i], token=TOKEN, extra=("--tpc", "on"),
+                                 listen=f"127.0.0.1:{old.port}")
+
+    def stop(self):
+        for s in self.servers:
+            if s.proc.poll() is None:
+                s.stop()
+
+
+@pytest.fixture
+def three(tmp_path):
+    g = TpcGroup(tmp_path, 3)
+    yield g
+    g.stop()
+
+
+@pytest.fixture
+def two(tmp_path):
+    g = TpcGroup(tmp_path, 2)
+    yield g
+    g.stop()
+
+
+def manifest(g, *args):
+    return cli(g.env(), "manifest", *map(str, args))
+
+
+def write(g, path, data, tmp_path, ss, count, replicas, nservers=None):
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    r = tool(g.env(), *put(g, path, local, ss, count, replicas, nservers))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def read_back(g, path, tmp_path):
+    out = tmp_path / "out.bin"
+    r = tool(g.env(), "get", g.url(path), out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out.read_bytes()
+
+
+def by_path(m):
+    return {o["path"]: o for o in m["objects"]}
+
+
+def test_augment_then_lose_the_original(three, tmp_path):
+    """2 columns on servers 0 and 1, one replica each; augment on server 2 copies both there
+    (server to server), the manifest names them; then server 1 is killed and the whole file
+    still reads back, column 1 from its new replica."""
+    ss = 64 << 10
+    data = os.urandom(3 * (1 << 20) + 777)
+    write(three, "/a/f.rfsm", data, tmp_path, ss, 2, 1, nservers=2)
+    r = manifest(three, "augment", three.url("/a/f.rfsm"), "--server", three.server(2))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("new replica") == 2, r.stdout
+    m = show(three, "/a/f.rfsm")
+    assert m["extents"][0]["replicas"] == 2
+    objs = by_path(m)
+    assert set(objs) == {"/a/f.rfsm.c0.r0", "/a/f.rfsm.c1.r0", "/a/f.rfsm.c0.r1",
+                         "/a/f.rfsm.c1.r1"}
+    assert all(o["complete"] and o["missing"] == [] for o in m["objects"])
+    assert m["servers"][objs["/a/f.rfsm.c1.r1"]["server"]] == three.server(2)
+    # the new objects on server 2's disk are byte for byte the originals
+    want = expected_objects(data, "/a/f.rfsm", ss, 2, 1, 2)
+    for c in range(2):
+        assert (three.root(2) / f"a/f.rfsm.c{c}.r1").read_bytes() == \
+            want[(c, f"/a/f.rfsm.c{c}.r0")]
+    three.servers[1].stop(signal.SIGKILL)
+    assert read_back(three, "/a/f.rfsm", tmp_path) == data
+    # a second augment on the same server has nothing to do: a clear error, nothing changed
+    r = manifest(three, "augment", three.url("/a/f.rfsm"), "--server", three.server(2),
+                 "--column", 1)
+    assert r.returncode == 1 and "already holds a complete replica of column 1" in r.stderr
+    assert show(three, "/a/f.rfsm")["generation"] == m["generation"]
+
+
+def test_augment_without_tpc_leaves_manifest_unchanged(three, tmp_path):
+    """The copy fails (the target server does not pull copies): the error says so, the
+    manifest and the servers' objects stay as they were."""
+    ss = 64 << 10
+    data = os.urandom(300000)
+    write(three, "/n.rfsm", data, tmp_path, ss, 1, 1, nservers=1)
+    three.servers[2].stop()
+    three.servers[2] = Server(three.root(2), token=TOKEN,
+                              listen=f"127.0.0.1:{three.servers[2].port}")  # --tpc off
+    before = show(three, "/n.rfsm")
+    r = manifest(three, "augment", three.url("/n.rfsm"), "--server", three.server(2))
+    assert r.returncode == 1 and "does not pull third-party copies" in r.stderr, r.stderr
+    assert show(three, "/n.rfsm") == before
+    assert not (three.root(2) / "n.rfsm.c0.r0").exists()
+
+
+def test_trim_removes_replicas_and_objects(two, tmp_path):
+    """2x2 over 2 servers: trim --server 1 leaves one replica per column (on server 0), deletes
+    server 1's objects, and the file reads back whole with server 1 gone; trimming server 0
+    then would leave columns without a replica: refused, nothing changed."""
+    ss = 64 << 10
+    data = os.urandom(2 * (1 << 20) + 5)
+    write(two, "/t.rfsm", data, tmp_path, ss, 2, 2)
+    r = manifest(two, "trim", two.url("/t.rfsm"), "--server", two.server(1))
+    assert r.returncode == 0 and "trimmed 2 replica objects" in r.stdout, r.stdout + r.stderr
+    m = show(two, "/t.rfsm")
+    assert m["extents"][0]["replicas"] == 1
+    assert sorted(o["path"] for o in m["objects"]) == ["/t.rfsm.c0.r0", "/t.rfsm.c1.r1"]
+    assert all(m["servers"][o["server"]] == two.server(0) for o in m["objects"])
+    on_disk = objects_on_disk(two, "/t.rfsm")
+    assert set(on_disk) == {(0, "/t.rfsm.c0.r0"), (0, "/t.rfsm.c1.r1")}
+    two.servers[1].stop(signal.SIGKILL)
+    assert read_back(two, "/t.rfsm", tmp_path) == data
+    r = manifest(two, "trim", two.url("/t.rfsm"), "--server", two.server(0), "--force")
+    assert r.returncode == 1 and "would have no replica left" in r.stderr, r.stderr
+    assert show(two, "/t.rfsm") == m
+    assert objects_on_disk(two, "/t.rfsm") == on_disk
+
+
+def kill_during_put(g, path, data, tmp_path, ss, pause_at):
+    """put of data into a 2x2 file over 2 servers, server 1 killed at pause_at."""
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    p = subprocess.Popen([binary("manifest_e2e"),
+                          *map(str, put(g, path, local, ss, 2, 2, pause_at=pause_at))],
+                         env=g.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert p.stdout.readline().startswith("open rc=0")
+    assert p.stdout.readline().strip() == "paused"
+    g.servers[1].stop(signal.SIGKILL)
+    rest, _ = p.communicate("go\n", timeout=TIMEOUT)
+    assert p.returncode == 1 and "incomplete" in rest, rest
+
+
+def test_repair_of_incomplete_replica(two, tmp_path):
+    """Server 1 killed mid-write: its two objects are recorded as missing exactly the column
+    bytes written after the kill; server 1 restarted, augment --server 1 re-copies them from
+    server 0's replicas; then every replica is complete with the right bytes."""
+    ss = 64 << 10
+    data = os.urandom(4 << 20)
+    # paused before the write at 1152 KiB (put writes 192 KiB at a time)
+    kill_during_put(two, "/r.rfsm", data, tmp_path, ss, 1152 << 10)
+    m = show(two, "/r.rfsm")
+    objs = by_path(m)
+    # logical [1152 KiB, 4 MiB) is, in each column's objects, [576 KiB, 2 MiB)
+    for p in ("/r.rfsm.c0.r1", "/r.rfsm.c1.r0"):
+        assert not objs[p]["complete"] and objs[p]["missing"] == [[576 << 10, 1472 << 10]], m
+    for p in ("/r.rfsm.c0.r0", "/r.rfsm.c1.r1"):
+        assert objs[p]["complete"] and objs[p]["missing"] == []
+    text = manifest(two, "show", two.url("/r.rfsm"))
+    assert "missing 1507328 bytes in 1 ranges: 589824+1507328" in text.stdout, text.stdout
+    # no complete source for server 0's columns while server 1's are incomplete: trim refused
+    r = manifest(two, "trim", two.url("/r.rfsm"), "--server", two.server(0), "--column", 0)
+    assert r.returncode == 1 and "last complete replica of column 0" in r.stderr, r.stderr
+    assert show(two, "/r.rfsm") == m
+    two.restart(1)
+    r = manifest(two, "augment", two.url("/r.rfsm"), "--server", two.server(1))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("repaired") == 2 and "the whole object re-copied" in r.stdout, r.stdout
+    assert "missed 1507328" in r.stdout
+    m2 = show(two, "/r.rfsm")
+    assert all(o["complete"] and o["missing"] == [] for o in m2["objects"]), m2
+    assert m2["generation"] == m["generation"] + 1
+    assert objects_on_disk(two, "/r.rfsm") == expected_objects(data, "/r.rfsm", ss, 2, 2, 2)
+    assert read_back(two, "/r.rfsm", tmp_path) == data
+
+
+def test_reader_uses_incomplete_replica_outside_its_missing_ranges(two, tmp_path):
+    """Server 1's replica of column 1 misses [576 KiB, 2 MiB) of its object. With column 1's
+    complete replica trimmed (--force: the last complete one), the bytes before the missing
+    range read from the incomplete replica, and a read touching it fails with a clear error
+    (never the stale bytes)."""
+    ss = 64 << 10
+    data = os.urandom(4 << 20)
+    kill_during_put(two, "/p.rfsm", data, tmp_path, ss, 1152 << 10)
+    two.restart(1)
+    r = manifest(two, "trim", two.url("/p.rfsm"), "--server", two.server(0), "--column", 1,
+                 "--force")
+    assert r.returncode == 0, r.stderr
+    assert not (two.root(0) / "p.rfsm.c1.r1").exists()
+    out = tmp_path / "out.bin"
+    # the first 1 MiB (written before the kill) reads whole, column 1 from server 1
+    g = tool(two.env(), "get", two.url("/p.rfsm"), out)
+    assert g.returncode == 1 and "no replica of stripe column 1 holds" in g.stdout, g.stdout
+    assert out.read_bytes()[:1 << 20] == data[:1 << 20]
+
+
+def sparse_missing(steps, nprocs, block, stride, pause, ss, count):
+    """{column: [[off, len], ...]} the object ranges t_sparse's writes after step `pause`
+    cover in each column (coalesced as the manifest keeps them)."""
+    cols = {c: [] for c in range(count)}
+    for k in range(pause + 1, steps):
+        for r in range(nprocs):
+            off = (k * nprocs + r) * stride * block
+            x, end = off, off + block
+            while x < end:
+                unit, within = divmod(x, ss)
+                n = min(ss - within, end - x)
+                cols[unit % count].append(((unit // count) * ss + within, n))
+                x += n
+    out = {}
+    for c, runs in cols.items():
+        merged = []
+        for o, n in sorted(runs):
+            if merged and o <= merged[-1][0] + merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], o + n - merged[-1][0])
+            else:
+                merged.append([o, n])
+        out[c] = merged
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("flavour", ["mpich", "openmpi"])
+def test_mpi_ranks_merge_exact_missing_ranges(two, tmp_path, flavour):
+    """4 ranks write interleaved blocks with gaps (t_sparse) to a 2x2 file over 2 servers;
+    server 1 is killed after step 2: each rank records the ranges its later writes missed on
+    server 1's replicas, merges them at sync/close, and the one manifest holds exactly their
+    union; server 0's replicas stay complete."""
+    if flavour not in FLAVOURS:
+        pytest.skip(f"{flavour} build not found")
+    steps, nprocs, block, stride, pause, ss = 6, 4, 48 << 10, 3, 2, 32 << 10
+    hints = f"rfs_servers={two.servers_hint()};rfs_stripe_size={ss};rfs_replicas=2"
+    cmd, env = mpiexec_command(flavour, nprocs,
+                               [program(flavour, "t_sparse"), two.url("/s.rfsm"), str(steps),
+                                str(block), str(stride), str(pause)], two.env(),
+                               extra_env={"RFS_HINTS": hints})
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        out = OutputLines(p)
+        out.wait_for(r"^paused", TIMEOUT)
+        two.servers[1].stop(signal.SIGKILL)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        text = out.rest(TIMEOUT)
+        p.wait(timeout=TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "done" in text and "error sync" in text and "incomplete" in text, text
+    m = show(two, "/s.rfsm")
+    assert m["size"] == ((steps - 1) * nprocs + nprocs - 1) * stride * block + block
+    want = sparse_missing(steps, nprocs, block, stride, pause, ss, 2)
+    assert all(len(v) > 1 for v in want.values())  # the ranks' ranges leave gaps
+    objs = by_path(m)
+    for c in range(2):
+        for r in range(2):
+            o = objs[f"/s.rfsm.c{c}.r{r}"]
+            on_server_1 = m["servers"][o["server"]] == two.server(1)
+            assert o["complete"] == (not on_server_1), m
+            assert o["missing"] == (want[c] if on_server_1 else []), (c, r, o)
