@@ -387,6 +387,17 @@ static void record_missed(mf_file *f, const group *g, const job *jobs, size_t nj
     pthread_mutex_unlock(&f->mu);
 }
 
+/* The runs of g, written to the replicas this process knows: kept until the next merge. */
+static void record_written(mf_file *f, const group *g)
+{
+    pthread_mutex_lock(&f->mu);
+    rfsm_rangeset *w = &f->written[f->col_base[g->extent] + g->column];
+    for (size_t x = 0; x < g->nruns; x++)
+        rfsm_rangeset_add(w, g->runs[x].obj_off, g->runs[x].len);
+    f->wrote = 1; /* merged by the next sync or close (a flush need not: it costs a round trip) */
+    pthread_mutex_unlock(&f->mu);
+}
+
 static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 {
     if (done)
@@ -452,6 +463,7 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
                     mf_obj_failed(f, jobs[j].obj, jobs[j].st.rc, 1);
                 }
             record_missed(f, &p.g[gi], jobs, nj);
+            record_written(f, &p.g[gi]);
         }
         if (lost.rc != RFS_OK)
             rc = rfs_status_raise(&lost);
@@ -580,28 +592,35 @@ static int take_deferred(mf_file *f)
 /* Merges this process's size and the ranges its writes missed on replicas into the stored
  * manifest (the dirty-mapping merge of LN_Sync): the missed ranges are taken out of the
  * objects here and put back when the merge fails, so each is merged once. */
-static int merge(mf_file *f, int truncate, uint64_t to)
+static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
 {
     pthread_mutex_lock(&f->mu);
-    if (!f->dirty && !truncate) {
+    if (!f->dirty && !truncate && !(with_written && f->wrote)) {
         pthread_mutex_unlock(&f->mu);
         return RFS_OK;
     }
     uint32_t n = f->m->nobjects ? f->m->nobjects : 1;
     uint32_t *stale = malloc(n * sizeof *stale);
     rfsm_rangeset *missed = calloc(n, sizeof *missed);
-    if (!stale || !missed) {
+    rfsm_rangeset *written = calloc(f->ncols ? f->ncols : 1, sizeof *written);
+    if (!stale || !missed || !written) {
         pthread_mutex_unlock(&f->mu);
         free(stale);
         free(missed);
+        free(written);
         return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
     }
+    /* Taken out (this merge sends them), put back if it fails. */
+    memcpy(written, f->written, f->ncols * sizeof *written);
+    memset(f->written, 0, f->ncols * sizeof *written);
+    f->wrote = 0;
     rfsm_delta d = {.written_end = f->written_end,
                     .truncate = truncate,
                     .truncate_to = to,
                     .base = f->m,
                     .stale = stale,
-                    .missed = missed};
+                    .missed = missed,
+                    .written = written};
     for (uint32_t i = 0; i < f->m->nobjects; i++) {
         if (!f->objs[i].pending)
             continue;
@@ -631,8 +650,20 @@ static int merge(mf_file *f, int truncate, uint64_t to)
             for (uint32_t x = 0; x < missed[k].n; x++)
                 mf_obj_missed(f, i, missed[k].v[x].off, missed[k].v[x].len, 0);
         }
+        f->wrote = 1;
+        for (uint32_t k = 0; k < f->ncols; k++) {
+            if (written[k].whole) {
+                rfsm_rangeset_free(&f->written[k]);
+                f->written[k].whole = 1;
+            }
+            for (uint32_t x = 0; x < written[k].n; x++)
+                rfsm_rangeset_add(&f->written[k], written[k].v[x].off, written[k].v[x].len);
+        }
     }
     pthread_mutex_unlock(&f->mu);
+    for (uint32_t k = 0; k < f->ncols; k++)
+        rfsm_rangeset_free(&written[k]);
+    free(written);
     for (size_t k = 0; k < d.nstale; k++)
         rfsm_rangeset_free(&missed[k]);
     free(stale);
@@ -647,7 +678,7 @@ static int m_sync(rfs_io *io)
         return take_deferred(f); /* nothing of a reader's to make durable */
     rfs_status st = {RFS_OK, ""};
     rfs_status_first(&st, all_objects(f, 1, 0));
-    rfs_status_first(&st, merge(f, 0, 0));
+    rfs_status_first(&st, merge(f, 0, 0, 1));
     if (st.rc == RFS_OK)
         return take_deferred(f);
     take_deferred(f); /* reported with this failure */
@@ -662,7 +693,7 @@ static int m_flush(rfs_io *io, int report)
     mf_file *f = MF(io);
     int rc = all_objects(f, 0, 0);
     if (rc == RFS_OK)
-        rc = merge(f, 0, 0);
+        rc = merge(f, 0, 0, 0);
     if (rc != RFS_OK && !report) {
         pthread_mutex_lock(&f->mu);
         rfs_status_first(&f->deferred, rc);
@@ -707,7 +738,7 @@ static int m_set_size(rfs_io *io, uint64_t size)
     pthread_mutex_lock(&f->mu);
     f->written_end = 0;
     pthread_mutex_unlock(&f->mu);
-    return merge(f, 1, size);
+    return merge(f, 1, size, 1);
 }
 
 /* ---- the manifest file's services ---- */
@@ -754,7 +785,7 @@ static int m_close(rfs_io *io)
     rfs_status st = {RFS_OK, ""};
     if (f->objs) {
         rfs_status_first(&st, all_objects(f, 0, 0));
-        rfs_status_first(&st, merge(f, 0, 0));
+        rfs_status_first(&st, merge(f, 0, 0, 1));
         for (uint32_t i = 0; i < f->m->nobjects; i++) {
             if (!f->objs[i].io)
                 continue;
@@ -773,6 +804,10 @@ static int m_close(rfs_io *io)
         rfs_status_first(&st, f->home->ops->close(f->home));
     for (uint32_t i = 0; f->objs && i < f->m->nobjects; i++)
         rfsm_rangeset_free(&f->objs[i].missed);
+    for (uint32_t k = 0; f->written && k < f->ncols; k++)
+        rfsm_rangeset_free(&f->written[k]);
+    free(f->written);
+    free(f->col_base);
     rfsm_free(f->m);
     free(f->objs);
     pthread_mutex_destroy(&f->mu);

@@ -32,7 +32,15 @@ typedef struct mf_file {
     rfs_io *home;       /* the manifest file */
     mf_obj *objs;       /* m->nobjects */
     uint64_t written_end;
-    int dirty; /* something to merge: writes past size, new stale objects */
+    int dirty; /* something to merge: writes past size, missed ranges, written ranges */
+    /* The dirty mapping (LN_Sync's): per column of each extent (columns of extent x start at
+     * col_base[x]), the object ranges this process wrote since its last merge, so that a
+     * replica added since it opened (which its writes never reached) is marked as missing
+     * them. Coalesced and bounded as missing ranges are. */
+    rfsm_rangeset *written;
+    uint32_t *col_base;
+    uint32_t ncols;
+    int wrote; /* written holds ranges */
     rfs_status deferred;
 } mf_file;
 

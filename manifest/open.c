@@ -232,7 +232,13 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
     if (rc == RFS_OK) {
         f->size = f->m->size;
         f->objs = calloc(f->m->nobjects ? f->m->nobjects : 1, sizeof *f->objs);
-        if (!f->objs)
+        f->col_base = calloc(f->m->nextents ? f->m->nextents : 1, sizeof *f->col_base);
+        for (uint32_t x = 0; f->col_base && x < f->m->nextents; x++) {
+            f->col_base[x] = f->ncols;
+            f->ncols += f->m->extents[x].stripe_count;
+        }
+        f->written = calloc(f->ncols ? f->ncols : 1, sizeof *f->written);
+        if (!f->objs || !f->col_base || !f->written)
             rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
     if (rc == RFS_OK) {

@@ -67,8 +67,8 @@ static void unload(rfs_io *home, rfsm *m)
 
 typedef struct copy_plan {
     uint32_t extent, column;
-    uint32_t src;               /* object index of the complete replica copied from */
-    uint32_t target;            /* repair: the incomplete object; else RFSM_NO_OBJECT */
+    uint32_t src;                 /* object index of the complete replica copied from */
+    uint32_t target;              /* repair: the incomplete object; else RFSM_NO_OBJECT */
     char path[RFSM_MAX_PATH + 1]; /* the object's path on the new server */
     uint64_t bytes;
 } copy_plan;
@@ -111,8 +111,8 @@ static int plan_augment(const char *name, const rfsm *m, const char *base, const
                 continue;
             found = 1;
             copy_plan *p = &v[n];
-            *p = (copy_plan){.extent = x, .column = c, .src = RFSM_NO_OBJECT,
-                             .target = RFSM_NO_OBJECT};
+            *p = (copy_plan){
+                .extent = x, .column = c, .src = RFSM_NO_OBJECT, .target = RFSM_NO_OBJECT};
             int r = slot_on(m, e, c, url);
             if (r >= 0) {
                 uint32_t oi = rfsm_object_of(e, c, (uint32_t)r);
@@ -133,8 +133,8 @@ static int plan_augment(const char *name, const rfsm *m, const char *base, const
                         empty |= rfsm_object_of(e, c, k) == RFSM_NO_OBJECT;
                     if (!empty) {
                         free(v);
-                        return rfs_fail(RFS_E_INVAL, "%s: column %u has %u replicas already",
-                                        name, c, RFSM_MAX_REPLICAS);
+                        return rfs_fail(RFS_E_INVAL, "%s: column %u has %u replicas already", name,
+                                        c, RFSM_MAX_REPLICAS);
                     }
                 }
                 for (uint32_t k = 0;; k++) {
@@ -336,7 +336,11 @@ int rfsm_augment(const char *name, const char *server, int column, const rfs_opt
         if (rc == RFS_OK)
             rc = tpc_copy(from, to, opts, &p->bytes);
         if (rc == RFS_OK && note) {
-            rfsm_copy_note cn = {p->column, from, to, p->bytes, p->target != RFSM_NO_OBJECT,
+            rfsm_copy_note cn = {p->column,
+                                 from,
+                                 to,
+                                 p->bytes,
+                                 p->target != RFSM_NO_OBJECT,
                                  p->target != RFSM_NO_OBJECT
                                      ? rfsm_object_missing_bytes(&m->objects[p->target])
                                      : 0};
@@ -529,8 +533,9 @@ int rfsm_trim(const char *name, const char *server, int replica, int column, int
     for (uint32_t i = 0; rc == RFS_OK && i < t.nnames; i++) {
         int drc = rfs_delete(t.names[i], opts);
         if (drc != RFS_OK && drc != RFS_E_NOENT)
-            rfs_status_first(&first, rfs_fail_cause(drc, "%s: trimmed from the manifest, but its "
-                                                         "object could not be deleted",
+            rfs_status_first(&first, rfs_fail_cause(drc,
+                                                    "%s: trimmed from the manifest, but its "
+                                                    "object could not be deleted",
                                                     t.names[i]));
         else
             rfs_clear_error();

@@ -132,6 +132,26 @@ static int apply_delta(rfsm *m, void *ctx)
         int c = rfsm_object_add_missing(&m->objects[k], d->missed ? &d->missed[i] : &whole);
         changed |= c != 0;
     }
+    /* Replicas added since this process opened the file missed what it wrote. The extents and
+     * columns never change while the file exists; only their replicas do. */
+    for (uint32_t x = 0, flat = 0;
+         d->written && d->base && x < m->nextents && x < d->base->nextents;
+         flat += m->extents[x].stripe_count, x++) {
+        const rfsm_extent *e = &m->extents[x];
+        for (uint32_t c = 0; c < e->stripe_count; c++) {
+            const rfsm_rangeset *w = &d->written[flat + c];
+            if (!w->whole && w->n == 0)
+                continue;
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                if (oi == RFSM_NO_OBJECT ||
+                    rfsm_find_object(d->base, m->servers[m->objects[oi].server],
+                                     m->objects[oi].path) != RFSM_NO_OBJECT)
+                    continue;
+                changed |= rfsm_object_add_missing(&m->objects[oi], w) != 0;
+            }
+        }
+    }
     return changed;
 }
 

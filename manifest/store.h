@@ -30,6 +30,10 @@ typedef struct rfsm_delta {
     const uint32_t *stale;
     const rfsm_rangeset *missed;
     size_t nstale;
+    /* The object ranges this process wrote, per column of base's extents in order (extent 0's
+     * columns, then extent 1's, ...; NULL: none): a replica of that column the stored manifest
+     * has and base had not (augmented since) never got them, and is marked missing them. */
+    const rfsm_rangeset *written;
 } rfsm_delta;
 
 /* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to

@@ -127,6 +127,39 @@ def test_augment_then_lose_the_original(three, tmp_path):
     assert show(three, "/a/f.rfsm")["generation"] == m["generation"]
 
 
+def test_augment_while_a_writer_has_the_file_open(three, tmp_path):
+    """A writer pauses mid-file; augment adds replicas on server 2 meanwhile (copied from what
+    the file holds then). The writer, which opened before, never writes to them: its sync
+    merges its written ranges (its dirty mapping) as missing on the replicas it did not know,
+    so they are incomplete, never read stale; augment then repairs them, and the file survives
+    losing server 1."""
+    ss = 64 << 10
+    data = os.urandom(3 << 20)
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    p = subprocess.Popen([binary("manifest_e2e"),
+                          *map(str, put(three, "/w.rfsm", local, ss, 2, 1, nservers=2,
+                                        pause_at=1152 << 10))],
+                         env=three.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert p.stdout.readline().startswith("open rc=0")
+    assert p.stdout.readline().strip() == "paused"
+    r = manifest(three, "augment", three.url("/w.rfsm"), "--server", three.server(2))
+    assert r.returncode == 0, r.stderr
+    rest, _ = p.communicate("go\n", timeout=TIMEOUT)
+    assert p.returncode == 0, rest
+    m = show(three, "/w.rfsm")
+    objs = by_path(m)
+    for c in range(2):
+        # everything the writer wrote to the column since it last merged (here: all of it)
+        assert objs[f"/w.rfsm.c{c}.r1"]["missing"] == [[0, len(data) // 2]], m
+        assert objs[f"/w.rfsm.c{c}.r0"]["complete"]
+    r = manifest(three, "augment", three.url("/w.rfsm"), "--server", three.server(2))
+    assert r.returncode == 0 and r.stdout.count("repaired") == 2, r.stdout + r.stderr
+    three.servers[1].stop(signal.SIGKILL)
+    assert read_back(three, "/w.rfsm", tmp_path) == data
+
+
 def test_augment_without_tpc_leaves_manifest_unchanged(three, tmp_path):
     """The copy fails (the target server does not pull copies): the error says so, the
     manifest and the servers' objects stay as they were."""
