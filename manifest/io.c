@@ -43,7 +43,8 @@ void mf_obj_failed(mf_file *f, uint32_t i, int rc, int incomplete)
         if (f->deferred.rc == RFS_OK) {
             f->deferred.rc = rc;
             snprintf(f->deferred.msg, sizeof f->deferred.msg,
-                     "%s:%s: replica %s%s is incomplete (marked so in the manifest): %s",
+                     "%s:%s: replica %s%s is incomplete (given up; the manifest records what "
+                     "it misses): %s",
                      f->io.server, f->io.path, f->m->servers[f->m->objects[i].server],
                      f->m->objects[i].path, st.msg);
         }

@@ -21,7 +21,7 @@ _rfs_options() {
         mkdir) echo "$common -p --parents" ;;
         ping) echo "$common -c --count" ;;
         recover) echo "$common --to --force" ;;
-        manifest) echo "$common --json show ls" ;;
+        manifest) echo "$common --json show ls augment trim --server --column --replica --force" ;;
         *) echo "$common" ;;
     esac
 }
