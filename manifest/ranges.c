@@ -16,9 +16,16 @@ static int insert(rfsm_range **v, uint32_t *n, uint32_t *cap, uint64_t off, uint
     if (len == 0)
         return 0;
     uint64_t end = off + len;
-    uint32_t lo = 0;
-    while (lo < *n && (*v)[lo].off + (*v)[lo].len < off)
-        lo++;
+    /* The first range that ends at or after off (binary search: a list I/O request inserts
+     * many runs). */
+    uint32_t lo = 0, top = *n;
+    while (lo < top) {
+        uint32_t mid = lo + (top - lo) / 2;
+        if ((*v)[mid].off + (*v)[mid].len < off)
+            lo = mid + 1;
+        else
+            top = mid;
+    }
     uint32_t hi = lo; /* ranges [lo, hi) meet or touch the new one */
     while (hi < *n && (*v)[hi].off <= end)
         hi++;

@@ -189,14 +189,30 @@ def test_trim_removes_replicas_and_objects(two, tmp_path):
     assert m["extents"][0]["replicas"] == 1
     assert sorted(o["path"] for o in m["objects"]) == ["/t.rfsm.c0.r0", "/t.rfsm.c1.r1"]
     assert all(m["servers"][o["server"]] == two.server(0) for o in m["objects"])
-    on_disk = objects_on_disk(two, "/t.rfsm")
-    assert set(on_disk) == {(0, "/t.rfsm.c0.r0"), (0, "/t.rfsm.c1.r1")}
-    two.servers[1].stop(signal.SIGKILL)
+    assert set(objects_on_disk(two, "/t.rfsm")) == {(0, "/t.rfsm.c0.r0"), (0, "/t.rfsm.c1.r1")}
     assert read_back(two, "/t.rfsm", tmp_path) == data
+    # column 0 alone gets a replica on server 1 again: column 1's new slot stays empty
+    r = manifest(two, "augment", two.url("/t.rfsm"), "--server", two.server(1), "--column", 0)
+    assert r.returncode == 0, r.stderr
+    m = show(two, "/t.rfsm")
+    objs = by_path(m)
+    assert m["extents"][0]["columns"] == [[0, 2], [1, None]]
+    assert m["servers"][objs["/t.rfsm.c0.r1"]["server"]] == two.server(1)
+    on_disk = objects_on_disk(two, "/t.rfsm")
+    want = expected_objects(data, "/t.rfsm", ss, 2, 1, 1)
+    assert on_disk[(1, "/t.rfsm.c0.r1")] == want[(0, "/t.rfsm.c0.r0")]
+    # trimming server 0 would leave column 1 without a replica: refused, even with --force
     r = manifest(two, "trim", two.url("/t.rfsm"), "--server", two.server(0), "--force")
-    assert r.returncode == 1 and "would have no replica left" in r.stderr, r.stderr
+    assert r.returncode == 1 and "column 1 would have no replica left" in r.stderr, r.stderr
     assert show(two, "/t.rfsm") == m
     assert objects_on_disk(two, "/t.rfsm") == on_disk
+    # --replica 1 takes column 0's new one (column 1 has none there); the slot goes
+    r = manifest(two, "trim", two.url("/t.rfsm"), "--replica", 1)
+    assert r.returncode == 0 and "trimmed 1 replica object" in r.stdout, r.stdout + r.stderr
+    assert show(two, "/t.rfsm")["extents"][0]["columns"] == [[0], [1]]
+    assert set(objects_on_disk(two, "/t.rfsm")) == {(0, "/t.rfsm.c0.r0"), (0, "/t.rfsm.c1.r1")}
+    two.servers[1].stop(signal.SIGKILL)
+    assert read_back(two, "/t.rfsm", tmp_path) == data
 
 
 def kill_during_put(g, path, data, tmp_path, ss, pause_at):
