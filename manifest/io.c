@@ -368,9 +368,8 @@ static int do_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, size_
     return rc;
 }
 
-/* The dirty mapping of a write (mpiio-logistical-networking.txt sec. 4, LN_Sync): every
- * replica of g's column that did not take g's runs (its write failed, or it was given up or
- * known incomplete before) records them as missed, for the next merge. */
+/* What a write missed: every replica of g's column that did not take g's runs (its write
+ * failed, or it was given up or known incomplete before) records them, for the next merge. */
 static void record_missed(mf_file *f, const group *g, const job *jobs, size_t nj)
 {
     const rfsm_extent *e = &f->m->extents[g->extent];
@@ -388,7 +387,8 @@ static void record_missed(mf_file *f, const group *g, const job *jobs, size_t nj
     pthread_mutex_unlock(&f->mu);
 }
 
-/* The runs of g, written to the replicas this process knows: kept until the next merge. */
+/* The dirty mapping of a write (mpiio-logistical-networking.txt sec. 4, LN_Sync): the runs
+ * of g, written to the replicas this process knows, kept until the next merge. */
 static void record_written(mf_file *f, const group *g)
 {
     pthread_mutex_lock(&f->mu);
@@ -722,21 +722,21 @@ static int m_set_size(rfs_io *io, uint64_t size)
     if (rc != RFS_OK)
         return rc;
     /* A replica that did not take the new size (given up, or incomplete before) holds wrong
-     * bytes from the new end of its column on (old ones where zeros belong). */
+     * bytes from the new end of its column on (old ones where zeros belong), or from the old
+     * end when the file grows (zeros belong there too). */
     pthread_mutex_lock(&f->mu);
+    uint64_t from = size < f->size ? size : f->size;
     for (uint32_t x = 0; x < f->m->nextents; x++) {
         const rfsm_extent *e = &f->m->extents[x];
         for (uint32_t c = 0; c < e->stripe_count; c++)
             for (uint32_t r = 0; r < e->replicas; r++) {
                 uint32_t oi = rfsm_object_of(e, c, r);
                 if (oi != RFSM_NO_OBJECT && (f->objs[oi].gone || !f->objs[oi].io))
-                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, size), RFSM_MAX_SIZE,
+                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, from), RFSM_MAX_SIZE,
                                   0);
             }
     }
-    pthread_mutex_unlock(&f->mu);
     /* The size is set, not raised: what this process wrote before no longer counts. */
-    pthread_mutex_lock(&f->mu);
     f->written_end = 0;
     pthread_mutex_unlock(&f->mu);
     return merge(f, 1, size, 1);
