@@ -8,14 +8,15 @@ last complete one; 4 MPI ranks writing interleaved ranges while a replica dies m
 manifest whose missing ranges are exactly right."""
 import os
 import signal
+import struct
 import subprocess
 
 import pytest
 
 from conftest import Server, binary
 from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
-from test_manifest import (TIMEOUT, TOKEN, cli, expected_objects, objects_on_disk, put, show,
-                           tool)
+from test_manifest import (TIMEOUT, TOKEN, cli, expected_objects, objects_on_disk, put, reseal,
+                           show, tool)
 
 MAX = 1 << 62  # a wholly suspect replica misses [0, 2^62)
 
@@ -349,3 +350,64 @@ def test_mpi_ranks_merge_exact_missing_ranges(two, tmp_path, flavour):
             on_server_1 = m["servers"][o["server"]] == two.server(1)
             assert o["complete"] == (not on_server_1), m
             assert o["missing"] == (want[c] if on_server_1 else []), (c, r, o)
+
+
+def parse_objects(b):
+    """[(offset of the object's entry, offset of its missing-range count)] of a version 2
+    manifest's object table."""
+    nservers, nobjects = struct.unpack_from("<II", b, 12)
+    at = 40
+    for _ in range(nservers):
+        at += 2 + struct.unpack_from("<H", b, at)[0]
+    out = []
+    for _ in range(nobjects):
+        entry = at
+        at += 10 + struct.unpack_from("<H", b, at + 8)[0]
+        n = struct.unpack_from("<I", b, at)[0]
+        out.append((entry, at))
+        at += 4 + 16 * n
+    return out
+
+
+def test_version_1_read_and_hostile_ranges(two, tmp_path):
+    """A manifest written by the version 1 format (no missing ranges) still opens and reads;
+    the next merge writes it back as version 2. A stored manifest whose missing ranges are
+    hostile is refused with a message naming what is wrong, and nothing is touched."""
+    ss = 64 << 10
+    data = os.urandom(1 << 20)
+    write(two, "/v.rfsm", data, tmp_path, ss, 2, 2)
+    mpath = two.root(0) / "v.rfsm"
+    v2 = mpath.read_bytes()
+    assert struct.unpack_from("<H", v2, 4)[0] == 2
+    # version 1: every object entry without its range count (all are 0 here)
+    v1 = bytearray(v2[:-4])
+    for _, count in reversed(parse_objects(v2)):
+        del v1[count:count + 4]
+    struct.pack_into("<HHI", v1, 4, 1, 0, len(v1) + 4)
+    mpath.write_bytes(reseal(bytes(v1) + b"\0\0\0\0"))
+    assert show(two, "/v.rfsm")["size"] == len(data)
+    assert read_back(two, "/v.rfsm", tmp_path) == data
+    r = manifest(two, "trim", two.url("/v.rfsm"), "--replica", 1)  # a merge: written as v2
+    assert r.returncode == 0, r.stderr
+    assert struct.unpack_from("<H", mpath.read_bytes(), 4)[0] == 2
+    assert read_back(two, "/v.rfsm", tmp_path) == data
+    # hostile: object 0 claims 2^32 - 1 missing ranges; then one range that passes 2^62
+    good = mpath.read_bytes()
+    before = objects_on_disk(two, "/v.rfsm")
+    entry, count = parse_objects(good)[0]
+    for spoil, words in [
+            (lambda b: b[:count] + struct.pack("<I", 0xFFFFFFFF) + b[count + 4:],
+             "missing ranges (limit 1024)"),
+            (lambda b: b[:entry + 4] + struct.pack("<I", 1) + b[entry + 8:count] +
+             struct.pack("<IQQ", 1, 10, 2**64 - 5) + b[count + 4:],
+             "missing range 0 is empty or passes 2^62")]:
+        bad = bytearray(spoil(good))
+        struct.pack_into("<I", bad, 8, len(bad))
+        mpath.write_bytes(reseal(bytes(bad)))
+        for args in (["show", two.url("/v.rfsm")],
+                     ["augment", two.url("/v.rfsm"), "--server", two.server(1)]):
+            r = manifest(two, *args)
+            assert r.returncode == 1 and words in r.stderr, (args, r.stderr)
+        g = tool(two.env(), "get", two.url("/v.rfsm"), tmp_path / "x.bin")
+        assert g.returncode == 1 and words in g.stdout, g.stdout
+        assert objects_on_disk(two, "/v.rfsm") == before
