@@ -60,13 +60,25 @@ int rfsm_store_load(rfs_io *home, rfsm **out)
     return rc;
 }
 
-static int write_locked(rfs_io *home, const rfsm *m)
+static int write_locked(rfs_io *home, rfsm *m)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
     char what[4400];
     snprintf(what, sizeof what, "%s:%s", home->server, home->path);
     int rc = rfsm_encode(m, what, &buf, &len);
+    if (rc == RFS_E_TOOBIG) {
+        /* Missing ranges of many objects outgrew the manifest's limit: each incomplete object
+         * becomes wholly suspect instead (a whole re-copy later, never a wrong read): what is
+         * left is the manifest's layout, 4 bytes more per object than version 1's. */
+        for (uint32_t i = 0; i < m->nobjects; i++) {
+            free(m->objects[i].missing);
+            m->objects[i].missing = NULL;
+            m->objects[i].nmissing = 0;
+        }
+        rfs_clear_error();
+        rc = rfsm_encode(m, what, &buf, &len);
+    }
     size_t done = 0;
     if (rc == RFS_OK)
         rc = home->ops->pwrite(home, buf, len, 0, &done);
