@@ -226,6 +226,7 @@ typedef struct augment_ctx {
     const rfsm *planned;
     copy_plan *v;
     size_t n;
+    uint8_t *named; /* refused: the new objects the stored manifest names (another augment's) */
 } augment_ctx;
 
 /* Server url's index in m's table, added when missing. */
@@ -275,13 +276,18 @@ static int place(rfsm_extent *e, uint32_t c, uint32_t obj)
 static int apply_augment(rfsm *m, void *arg)
 {
     augment_ctx *a = arg;
-    if (m->generation != a->generation)
+    if (m->generation != a->generation) {
+        /* Another augment of the same replica may have committed these very paths: its
+         * objects are not this one's to delete. */
+        for (size_t k = 0; k < a->n; k++)
+            a->named[k] = rfsm_find_object(m, a->url, a->v[k].path) != RFSM_NO_OBJECT;
         return rfs_fail(RFS_E_BUSY,
                         "%s: the file changed during the copies (manifest generation %llu, "
                         "now %llu): a writer may have written bytes the new replicas miss; "
                         "nothing recorded, run augment again",
                         a->name, (unsigned long long)a->generation,
                         (unsigned long long)m->generation);
+    }
     /* Same generation: the layout and every object are as planned. */
     for (size_t k = 0; k < a->n; k++) {
         copy_plan *p = &a->v[k];
@@ -347,8 +353,11 @@ int rfsm_augment(const char *name, const char *server, int column, const rfs_opt
             note(ctx, &cn);
         }
     }
+    uint8_t *named = rc == RFS_OK ? calloc(nv ? nv : 1, 1) : NULL;
+    if (rc == RFS_OK && !named)
+        rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     if (rc == RFS_OK) {
-        augment_ctx a = {name, url, m->generation, m, v, nv};
+        augment_ctx a = {name, url, m->generation, m, v, nv, named};
         rc = rfsm_store_update(home, apply_augment, &a, NULL);
     }
     if (rc != RFS_OK && v) {
@@ -358,12 +367,13 @@ int rfsm_augment(const char *name, const char *server, int column, const rfs_opt
         rfs_status_save(&st, rc);
         for (size_t k = 0; k < copied && k < nv; k++) {
             char to[NAME_MAX_LEN];
-            if (v[k].target == RFSM_NO_OBJECT &&
+            if (v[k].target == RFSM_NO_OBJECT && !(named && named[k]) &&
                 snprintf(to, sizeof to, "%s%s", url, v[k].path) < (int)sizeof to)
                 rfs_delete(to, opts);
         }
         rc = rfs_status_raise(&st);
     }
+    free(named);
     free(v);
     unload(home, m);
     return rc;
