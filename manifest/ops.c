@@ -21,6 +21,7 @@
 #define NAME_MAX_LEN (RFSM_MAX_URL + RFSM_MAX_PATH + 2)
 #define POLL_FIRST_MS 2
 #define POLL_MAX_MS 100
+#define COPY_STREAMS 4 /* connections per copy, as rfs cp's server-to-server copies */
 
 static void sleep_ms(int ms)
 {
@@ -194,12 +195,12 @@ static int tpc_copy(const char *from, const char *to, const rfs_options *opts, u
         *slash = '/';
     }
     rfs_tpc_grant_info g;
-    rc = rfs_tpc_grant(from, opts, 1, &g);
+    rc = rfs_tpc_grant(from, opts, COPY_STREAMS, &g);
     if (rc != RFS_OK)
         return rfs_fail_cause(rc, "%s: no copy grant", from);
     rfs_tpc_pull *p = NULL;
     rc = rfs_tpc_pull_begin(to, opts, src.host, src.port, src.path, &g,
-                            RFS_TPC_VERIFY | RFS_TPC_SYNC, 0644, 1, &p);
+                            RFS_TPC_VERIFY | RFS_TPC_SYNC, 0644, COPY_STREAMS, &p);
     explicit_bzero(g.key, sizeof g.key);
     if (rc != RFS_OK)
         return rfs_fail_cause(rc, "%s: server-to-server copy from %s", to, from);
