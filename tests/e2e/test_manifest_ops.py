@@ -282,6 +282,11 @@ def test_reader_uses_incomplete_replica_outside_its_missing_ranges(two, tmp_path
     g = tool(two.env(), "get", two.url("/p.rfsm"), out)
     assert g.returncode == 1 and "no replica of stripe column 1 holds" in g.stdout, g.stdout
     assert out.read_bytes()[:1 << 20] == data[:1 << 20]
+    # nothing complete to repair column 1 from: a clear error, the manifest unchanged
+    m = show(two, "/p.rfsm")
+    r = manifest(two, "augment", two.url("/p.rfsm"), "--server", two.server(0), "--column", 1)
+    assert r.returncode == 1 and "column 1 has no complete replica to copy from" in r.stderr
+    assert show(two, "/p.rfsm") == m
 
 
 def sparse_missing(steps, nprocs, block, stride, pause, ss, count):
