@@ -1,6 +1,6 @@
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
-"""Changing a logical file's replicas and the ranges an incomplete one misses (manifest/ops.c,
-manifest/ranges.c, docs/manifest.md "Augment and trim", "Consistency"): `rfs manifest augment`
+"""Changing a logical file's replicas and the ranges an incomplete one misses (manifest/augment.c,
+trim.c, ranges.c, docs/manifest.md "Augment and trim", "Consistency"): `rfs manifest augment`
 adds a replica by a server-to-server copy and the file survives losing the original; it repairs
 an incomplete replica whose recorded missing ranges are exactly what the writes after the
 server's death covered; `trim` removes replicas and their objects, and refuses to remove the
