@@ -13,7 +13,7 @@
 
 typedef struct copy_plan {
     uint32_t extent, column;
-    uint32_t src;                 /* object index of the complete replica copied from */
+    uint32_t src;                 /* the complete replica copied from (the first that worked) */
     uint32_t target;              /* repair: the incomplete object; else RFSM_NO_OBJECT */
     char path[RFSM_MAX_PATH + 1]; /* the object's path on the new server */
     uint64_t bytes;
@@ -84,7 +84,11 @@ static int plan_augment(const char *name, const rfsm *m, const char *base, const
                     }
                 }
                 for (uint32_t k = 0;; k++) {
-                    snprintf(p->path, sizeof p->path, "%s.c%u.r%u", base, c, k);
+                    if (snprintf(p->path, sizeof p->path, "%s.c%u.r%u", base, c, k) >=
+                        (int)sizeof p->path) {
+                        free(v);
+                        return rfs_fail(RFS_E_NAME, "%s: path too long for an object name", name);
+                    }
                     if (!path_taken(m, p->path))
                         break;
                 }
@@ -213,6 +217,30 @@ static int apply_augment(rfsm *m, void *arg)
     return 1;
 }
 
+/* Copies column p->column to `to` from its complete replicas in slot order, the next one
+ * when a copy fails (its server may be the one lost: the reason to augment); p->src is the
+ * one that worked. The first failure is returned when every one failed. */
+static int copy_column(const rfsm *m, copy_plan *p, const char *to, const rfs_options *opts,
+                       char *from, size_t cap)
+{
+    const rfsm_extent *e = &m->extents[p->extent];
+    rfs_status first = {RFS_OK, ""};
+    for (uint32_t r = 0; r < e->replicas; r++) {
+        uint32_t oi = rfsm_object_of(e, p->column, r);
+        if (oi == RFSM_NO_OBJECT || (m->objects[oi].flags & RFSM_OBJ_STALE))
+            continue;
+        int rc = mf_ops_object_name(m, oi, from, cap);
+        if (rc == RFS_OK)
+            rc = mf_tpc_copy(from, to, opts, &p->bytes);
+        if (rc == RFS_OK) {
+            p->src = oi;
+            return RFS_OK;
+        }
+        rfs_status_first(&first, rc);
+    }
+    return rfs_status_raise(&first);
+}
+
 int rfsm_augment(const char *name, const char *server, int column, const rfs_options *opts,
                  rfsm_copy_fn note, void *ctx)
 {
@@ -235,11 +263,10 @@ int rfsm_augment(const char *name, const char *server, int column, const rfs_opt
     for (; rc == RFS_OK && copied < nv; copied++) {
         copy_plan *p = &v[copied];
         char from[MF_OPS_NAME_MAX], to[MF_OPS_NAME_MAX];
-        rc = mf_ops_object_name(m, p->src, from, sizeof from);
-        if (rc == RFS_OK && snprintf(to, sizeof to, "%s%s", url, p->path) >= (int)sizeof to)
+        if (snprintf(to, sizeof to, "%s%s", url, p->path) >= (int)sizeof to)
             rc = rfs_fail(RFS_E_NAME, "%s: object name too long", name);
         if (rc == RFS_OK)
-            rc = mf_tpc_copy(from, to, opts, &p->bytes);
+            rc = copy_column(m, p, to, opts, from, sizeof from);
         if (rc == RFS_OK && note) {
             rfsm_copy_note cn = {p->column,
                                  from,

@@ -126,6 +126,16 @@ def test_augment_then_lose_the_original(three, tmp_path):
                  "--column", 1)
     assert r.returncode == 1 and "already holds a complete replica of column 1" in r.stderr
     assert show(three, "/a/f.rfsm")["generation"] == m["generation"]
+    # column 1 a third time, on server 0: its first replica's server is dead, so the copy
+    # comes from the next complete one (server 2); then server 2 dies too
+    r = manifest(three, "augment", three.url("/a/f.rfsm"), "--server", three.server(0),
+                 "--column", 1)
+    assert r.returncode == 0 and three.server(2) in r.stdout, r.stdout + r.stderr
+    m = show(three, "/a/f.rfsm")
+    assert m["extents"][0]["columns"] == [[0, 2, None], [1, 3, 4]]
+    assert (three.root(0) / "a/f.rfsm.c1.r2").read_bytes() == want[(1, "/a/f.rfsm.c1.r0")]
+    three.servers[2].stop(signal.SIGKILL)
+    assert read_back(three, "/a/f.rfsm", tmp_path) == data
 
 
 def test_augment_while_a_writer_has_the_file_open(three, tmp_path):
