@@ -136,6 +136,14 @@ def test_augment_then_lose_the_original(three, tmp_path):
     assert (three.root(0) / "a/f.rfsm.c1.r2").read_bytes() == want[(1, "/a/f.rfsm.c1.r0")]
     three.servers[2].stop(signal.SIGKILL)
     assert read_back(three, "/a/f.rfsm", tmp_path) == data
+    # the dead servers' replicas trimmed: the manifest lets go of them at once, and the
+    # objects it cannot delete are named in the error
+    r = manifest(three, "trim", three.url("/a/f.rfsm"), "--server", three.server(1))
+    assert r.returncode == 1 and "trimmed from the manifest, but its object could not be " \
+        "deleted" in r.stderr and "/a/f.rfsm.c1.r0" in r.stderr, r.stderr
+    m = show(three, "/a/f.rfsm")
+    assert all(m["servers"][o["server"]] != three.server(1) for o in m["objects"])
+    assert read_back(three, "/a/f.rfsm", tmp_path) == data
 
 
 def test_augment_while_a_writer_has_the_file_open(three, tmp_path):
