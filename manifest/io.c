@@ -221,6 +221,92 @@ static void *write_job(void *arg)
     return NULL;
 }
 
+/* The replica slot of column c that serves object bytes [off, off+len): a complete live one
+ * first, else a live incomplete one that does not miss them; UINT32_MAX when none does. */
+static uint32_t holder(mf_file *f, const rfsm_extent *e, uint32_t c, uint64_t off, uint64_t len)
+{
+    for (uint32_t k = 0; k < 2 * e->replicas; k++) {
+        uint32_t oi = rfsm_object_of(e, c, k % e->replicas);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        const rfsm_object *mo = &f->m->objects[oi];
+        int incomplete = (mo->flags & RFSM_OBJ_STALE) != 0;
+        if (incomplete != (k >= e->replicas) || (incomplete && rfsm_object_misses(mo, off, len)))
+            continue;
+        if (usable(f, oi))
+            return k % e->replicas;
+    }
+    return UINT32_MAX;
+}
+
+/* No one replica holds all of g's runs (incomplete ones miss some): each run is read from
+ * the first replica that holds it, one request per replica. A replica that fails is given up
+ * and its runs are placed again; each round gives one up, so at most `replicas` rounds. */
+static int read_by_runs(job *j)
+{
+    mf_file *f = j->f;
+    const group *g = j->g;
+    const rfsm_extent *e = &f->m->extents[g->extent];
+    uint32_t *who = malloc(g->nruns * sizeof *who);
+    mf_run *sub = malloc(g->nruns * sizeof *sub);
+    uint8_t *done = calloc(g->nruns, 1);
+    rfs_status last = {RFS_OK, ""};
+    int failed = 1;
+    int rc = who && sub && done
+                 ? RFS_OK
+                 : rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    for (uint32_t round = 0; rc == RFS_OK && round <= e->replicas; round++) {
+        for (size_t x = 0; x < g->nruns && rc == RFS_OK; x++) {
+            if (done[x])
+                continue;
+            who[x] = holder(f, e, g->column, g->runs[x].obj_off, g->runs[x].len);
+            if (who[x] == UINT32_MAX)
+                rc = rfs_fail(RFS_E_IO,
+                              "%s:%s: no replica of stripe column %u holds object bytes "
+                              "[%llu, +%llu) (the incomplete ones miss them: rfs manifest "
+                              "augment repairs them)",
+                              f->io.server, f->io.path, g->column,
+                              (unsigned long long)g->runs[x].obj_off,
+                              (unsigned long long)g->runs[x].len);
+        }
+        failed = 0;
+        for (uint32_t r = 0; rc == RFS_OK && r < e->replicas; r++) {
+            group sg = {g->extent, g->column, sub, 0, 0};
+            for (size_t x = 0; x < g->nruns; x++)
+                if (!done[x] && who[x] == r) {
+                    sub[sg.nruns++] = g->runs[x];
+                    sg.bytes += g->runs[x].len;
+                }
+            if (!sg.nruns)
+                continue;
+            uint32_t oi = rfsm_object_of(e, g->column, r);
+            rfs_io *io = usable(f, oi);
+            int orc = io ? object_io(io, &sg, j->buf, 0)
+                         : rfs_fail(RFS_E_IO, "%s:%s: replica given up", f->io.server, f->io.path);
+            if (orc != RFS_OK) {
+                rfs_status_save(&last, orc);
+                if (e->replicas > 1)
+                    mf_obj_failed(f, oi, orc, 0);
+                failed = 1;
+                continue;
+            }
+            for (size_t x = 0; x < g->nruns; x++)
+                done[x] |= who[x] == r;
+        }
+        if (rc == RFS_OK && !failed)
+            break;
+    }
+    if (rc == RFS_OK && failed) /* a lone replica's failure, or rounds used up */
+        rc = rfs_fail(last.rc,
+                      "%s:%s: the replicas of stripe column %u that hold its bytes failed; the "
+                      "last: %s",
+                      f->io.server, f->io.path, g->column, last.msg);
+    free(who);
+    free(sub);
+    free(done);
+    return rc;
+}
+
 static void *read_job(void *arg)
 {
     job *j = arg;
@@ -262,11 +348,7 @@ static void *read_job(void *arg)
             mf_obj_failed(f, oi, rc, 0);
     }
     if (!tried && missing)
-        rfs_status_save(&j->st, rfs_fail(RFS_E_IO,
-                                         "%s:%s: no replica of stripe column %u holds these bytes "
-                                         "(the incomplete ones miss them: rfs manifest augment "
-                                         "repairs them)",
-                                         f->io.server, f->io.path, j->g->column));
+        rfs_status_save(&j->st, read_by_runs(j));
     else if (!tried)
         rfs_status_save(&j->st,
                         rfs_fail(RFS_E_IO, "%s:%s: no live replica of stripe column %u left",
