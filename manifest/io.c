@@ -685,11 +685,13 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
     uint32_t n = f->m->nobjects ? f->m->nobjects : 1;
     uint32_t *stale = malloc(n * sizeof *stale);
     rfsm_rangeset *missed = calloc(n, sizeof *missed);
+    uint8_t *cleared = calloc(n, 1);
     rfsm_rangeset *written = calloc(f->ncols ? f->ncols : 1, sizeof *written);
-    if (!stale || !missed || !written) {
+    if (!stale || !missed || !cleared || !written) {
         pthread_mutex_unlock(&f->mu);
         free(stale);
         free(missed);
+        free(cleared);
         free(written);
         return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
     }
@@ -703,10 +705,13 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
                     .base = f->m,
                     .stale = stale,
                     .missed = missed,
+                    .cleared = cleared,
                     .written = written};
     for (uint32_t i = 0; i < f->m->nobjects; i++) {
         if (!f->objs[i].pending)
             continue;
+        cleared[d.nstale] = (uint8_t)f->objs[i].cleared;
+        f->objs[i].cleared = 0;
         stale[d.nstale] = i;
         missed[d.nstale++] = f->objs[i].missed;
         f->objs[i].missed = (rfsm_rangeset){0};
@@ -728,6 +733,8 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
         f->dirty = 1; /* tried again by the next sync or close */
         for (size_t k = 0; k < d.nstale; k++) {
             uint32_t i = stale[k];
+            f->objs[i].cleared |= cleared[k];
+            f->objs[i].pending = 1;
             if (missed[k].whole)
                 mf_obj_missed(f, i, 0, 0, 1);
             for (uint32_t x = 0; x < missed[k].n; x++)
@@ -751,6 +758,7 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
         rfsm_rangeset_free(&missed[k]);
     free(stale);
     free(missed);
+    free(cleared);
     return rc;
 }
 
@@ -793,6 +801,31 @@ static int m_get_size(rfs_io *io, uint64_t *size)
     return refresh_size(MF(io), size);
 }
 
+/* Truncated to 0, an incomplete replica this process holds open (an O_TRUNC open opens
+ * them) misses nothing any more: it is written again from here on, and the merge tells the
+ * manifest it is complete. One that cannot be truncated stays as it was. */
+static void revive_emptied(mf_file *f)
+{
+    for (uint32_t i = 0; i < f->m->nobjects; i++) {
+        pthread_mutex_lock(&f->mu);
+        rfs_io *io = f->objs[i].gone ? f->objs[i].io : NULL;
+        pthread_mutex_unlock(&f->mu);
+        if (!io || !(f->m->objects[i].flags & RFSM_OBJ_STALE))
+            continue;
+        if (io->ops->set_size(io, 0) != RFS_OK) {
+            rfs_clear_error();
+            continue;
+        }
+        pthread_mutex_lock(&f->mu);
+        mf_obj *o = &f->objs[i];
+        o->gone = o->reported = 0;
+        rfsm_rangeset_free(&o->missed);
+        o->cleared = o->pending = 1;
+        f->dirty = 1;
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
 static int m_set_size(rfs_io *io, uint64_t size)
 {
     mf_file *f = MF(io);
@@ -803,6 +836,8 @@ static int m_set_size(rfs_io *io, uint64_t size)
     int rc = all_objects(f, 2, size);
     if (rc != RFS_OK)
         return rc;
+    if (size == 0)
+        revive_emptied(f);
     /* A replica that did not take the new size (given up, or incomplete before) holds wrong
      * bytes from the new end of its column on (old ones where zeros belong), or from the old
      * end when the file grows (zeros belong there too). */

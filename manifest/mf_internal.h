@@ -20,6 +20,9 @@ typedef struct mf_obj {
      * a flush or sync of it failed (anything may be lost) or past RFSM_MAX_MISSING ranges. */
     int pending;
     rfsm_rangeset missed;
+    /* An incomplete replica this process truncated to 0 (an O_TRUNC open): empty, so complete
+     * again; the merge clears what the manifest says it misses (before adding `missed`). */
+    int cleared;
 } mf_obj;
 
 typedef struct mf_file {

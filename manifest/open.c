@@ -140,7 +140,8 @@ static void *open_one(void *arg)
 
 /* Opens the objects that are not known incomplete, all at once; a replicated column may lose
  * some (they are given up, and incomplete when writing), but every column keeps one. */
-static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_options *opts)
+static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_options *opts,
+                        int truncating)
 {
     rfsm *m = f->m;
     open_job *jobs = calloc(m->nobjects ? m->nobjects : 1, sizeof *jobs);
@@ -151,9 +152,12 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
     for (uint32_t i = 0; i < m->nobjects; i++) {
         /* An incomplete replica is never written again (until augment repairs it); a reader
          * still uses one that names what it misses, for the bytes outside those ranges. */
-        if ((m->objects[i].flags & RFSM_OBJ_STALE) && (!reading || m->objects[i].nmissing == 0)) {
+        int stale = (m->objects[i].flags & RFSM_OBJ_STALE) != 0;
+        if (stale && (!reading || m->objects[i].nmissing == 0)) {
             f->objs[i].gone = 1;
-            continue;
+            /* A truncating open opens it anyway: emptied, it is complete again. */
+            if (!truncating || reading)
+                continue;
         }
         jobs[n++] = (open_job){.f = f, .obj = i, .flags = flags, .mode = mode, .opts = opts};
     }
@@ -162,6 +166,10 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
     for (size_t k = 0; k < n && rc == RFS_OK; k++) {
         if (jobs[k].st.rc == RFS_OK)
             continue;
+        if (f->objs[jobs[k].obj].gone) {
+            rfs_clear_error(); /* an incomplete one opened to be emptied: stays as it was */
+            continue;
+        }
         rfs_status_raise(&jobs[k].st);
         mf_obj_failed(f, jobs[k].obj, jobs[k].st.rc, (flags & RFS_O_ACCMODE) != RFS_O_RDONLY);
     }
@@ -255,7 +263,7 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
          * returns (no write marks to follow several servers' windows). */
         oo.write_window = 0;
         unsigned of = acc == RFS_O_RDONLY ? RFS_O_RDONLY : RFS_O_RDWR | RFS_O_CREAT;
-        rc = open_objects(f, of, mode ? mode : 0644, &oo);
+        rc = open_objects(f, of, mode ? mode : 0644, &oo, (flags & RFS_O_TRUNC) != 0);
     }
     if (rc == RFS_OK && (flags & RFS_O_TRUNC) && acc != RFS_O_RDONLY)
         rc = f->io.ops->set_size(&f->io, 0);

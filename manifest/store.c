@@ -141,6 +141,10 @@ static int apply_delta(rfsm *m, void *ctx)
         uint32_t k = rfsm_find_object(m, d->base->servers[bo->server], bo->path);
         if (k == RFSM_NO_OBJECT)
             continue;
+        if (d->cleared && d->cleared[i] && (m->objects[k].flags & RFSM_OBJ_STALE)) {
+            rfsm_object_clear_missing(&m->objects[k]);
+            changed = 1;
+        }
         int c = rfsm_object_add_missing(&m->objects[k], d->missed ? &d->missed[i] : &whole);
         changed |= c != 0;
     }

@@ -29,6 +29,8 @@ typedef struct rfsm_delta {
     const rfsm *base;
     const uint32_t *stale;
     const rfsm_rangeset *missed;
+    const uint8_t
+        *cleared; /* cleared[k]: stale[k] is complete again before missed[k] (NULL: none) */
     size_t nstale;
     /* The object ranges this process wrote, per column of base's extents in order (extent 0's
      * columns, then extent 1's, ...; NULL: none): a replica of that column the stored manifest

@@ -282,6 +282,35 @@ def test_repair_of_incomplete_replica(two, tmp_path):
     assert read_back(two, "/r.rfsm", tmp_path) == data
 
 
+def test_truncating_rewrite_makes_incomplete_replicas_complete(two, tmp_path):
+    """Server 1 killed mid-write, then back: a rewrite of the file (an O_TRUNC open, as rfs cp
+    and manifest_e2e put do) empties its incomplete replicas too, writes them again, and the
+    manifest records them complete; every object holds the new bytes."""
+    ss = 64 << 10
+    kill_during_put(two, "/t.rfsm", os.urandom(2 << 20), tmp_path, ss, 576 << 10)
+    assert not all(o["complete"] for o in show(two, "/t.rfsm")["objects"])
+    two.restart(1)
+    data = os.urandom((1 << 20) + 99)
+    write(two, "/t.rfsm", data, tmp_path, ss, 2, 2)
+    m = show(two, "/t.rfsm")
+    assert all(o["complete"] and o["missing"] == [] for o in m["objects"]), m
+    assert objects_on_disk(two, "/t.rfsm") == expected_objects(data, "/t.rfsm", ss, 2, 2, 2)
+    # server 1 down at a rewrite's open: its replicas stay incomplete, whole (emptied or not,
+    # nothing tells), and the rewrite's bytes read back from server 0
+    two.servers[1].stop(signal.SIGKILL)
+    data2 = os.urandom(300000)
+    local = tmp_path / "in2.bin"
+    local.write_bytes(data2)
+    r = tool(two.env(), *put(two, "/t.rfsm", local, ss, 2, 2))
+    assert r.returncode == 1 and "incomplete" in r.stdout, r.stdout
+    m = show(two, "/t.rfsm")
+    for o in m["objects"]:
+        on_1 = m["servers"][o["server"]] == two.server(1)
+        assert o["complete"] == (not on_1), m
+        assert o["missing"] == ([[0, MAX]] if on_1 else []), m
+    assert read_back(two, "/t.rfsm", tmp_path) == data2
+
+
 def test_reader_uses_incomplete_replica_outside_its_missing_ranges(two, tmp_path):
     """Server 1's replica of column 1 misses [576 KiB, 2 MiB) of its object. With column 1's
     complete replica trimmed (--force: the last complete one), the bytes before the missing
