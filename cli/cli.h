@@ -31,6 +31,7 @@
 #define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
+#define CLI_OPT_REPLICA 0x2000u  /* manifest augment/trim: --server, --column, --replica, --force */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
 /* share: --read|--write|--manage, --expires T, --revoke CAP, --lease (cmd_share.c) */
@@ -71,8 +72,12 @@ typedef struct cli_opts {
     uint64_t stripe_size; /* --stripe-size BYTES (K, M, G) */
     int stripe_count;     /* --stripe-count N */
     int replicas;         /* --replicas N */
-    int dest_not_dir;     /* cp found the destination is no directory: put need not ask */
-    int verbose;          /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
+    /* manifest augment/trim (cli/cmd_manifest.c): which replicas */
+    const char *server; /* --server rfs://HOST:PORT */
+    int column;         /* --column C, -1: every column */
+    int replica;        /* --replica R, -1: not given */
+    int dest_not_dir;   /* cp found the destination is no directory: put need not ask */
+    int verbose;        /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
 } cli_opts;

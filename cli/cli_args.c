@@ -75,7 +75,8 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 {
     const char *cn = cmd->name;
     memset(o, 0, sizeof *o);
-    o->streams = 0; /* auto (cli_streams) */
+    o->column = o->replica = -1; /* not given */
+    o->streams = 0;              /* auto (cli_streams) */
     o->count = 4;
     int only_args = 0;
     for (int i = first; i < argc; i++) {
@@ -165,6 +166,21 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
                 return CLI_EXIT_USAGE;
             if (parse_int(v, 1, 16, &o->replicas))
                 return cli_usage(cn, "--replicas needs a number from 1 to 16, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--server")) {
+            if (!(o->server = option_value(cn, "--server", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--column")) {
+            if (!(v = option_value(cn, "--column", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 0, 255, &o->column))
+                return cli_usage(cn, "--column needs a number from 0 to 255, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--replica")) {
+            if (!(v = option_value(cn, "--replica", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 0, 15, &o->replica))
+                return cli_usage(cn, "--replica needs a number from 0 to 15, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else if ((cmd->accepts & CLI_OPT_VERIFY) && strcmp(a, "--verify") == 0) {
             o->verify = 1;
         } else if ((cmd->accepts & CLI_OPT_COUNT) &&

@@ -88,18 +88,29 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
-    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON | CLI_OPT_EXTEND,
-     "show URL | ls DIR-URL | refresh URL",
-     "show a logical file's manifest, or list the manifests of a directory",
+    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON | CLI_OPT_REPLICA | CLI_OPT_EXTEND,
+     "show URL | ls DIR-URL | augment URL --server S [--column C] | trim URL --server S|--replica "
+     "R [--column C] [--force] | refresh URL [--extend T]",
+     "show a logical file's manifest, list a directory's manifests, add, remove or renew "
+     "replicas",
      "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
      "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
-     "  layout and which replicas are complete; --json gives the manifest's JSON form. 'ls'\n"
-     "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
-     "  replicas, whether every replica is complete. 'refresh' renews the lease of every\n"
-     "  object on its data server (until --extend T, default 30d): a data server started\n"
-     "  with --reclaim-expired deletes objects whose lease lapsed.\n",
-     "  --extend T         the objects' new lease end: 90s, 30m, 12h, 7d from now,\n"
-     "                     @UNIX_SECONDS or 2026-12-31T23:59:59Z\n"},
+     "  layout, which replicas are complete and the ranges an incomplete one misses; --json\n"
+     "  gives the manifest's JSON form. 'ls' prints one line per .rfsm file of the directory:\n"
+     "  size, columns x stripe size, replicas, whether every replica is complete.\n"
+     "  'augment' adds a replica of every column (or of --column C) on server S, copied by S\n"
+     "  from a complete replica (server-to-server: rfsd --tpc on at S), and repairs S's\n"
+     "  incomplete replicas the same way; run it while no process writes the file. 'trim'\n"
+     "  removes the replicas on S (or replica slot R) from the manifest, then their objects.\n"
+     "  'refresh' renews the lease of every object on its data server (until --extend T,\n"
+     "  default 30d): a data server started with --reclaim-expired deletes objects whose\n"
+     "  lease lapsed.\n",
+     "  --server rfs://HOST:PORT  the server to add replicas on, or to trim them from\n"
+     "  --column C                only column C (0-based)\n"
+     "  --replica R               trim: replica slot R of each column (0-based)\n"
+     "  --force                   trim: remove even the last complete replica of a column\n"
+     "  --extend T                refresh: the objects' new lease end: 90s, 30m, 12h, 7d from\n"
+     "                            now, @UNIX_SECONDS or 2026-12-31T23:59:59Z\n"},
     {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE, "URL --read|--write|--manage",
      "print a capability for a file (or --revoke CAP URL)",
      "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
