@@ -31,8 +31,13 @@
 #define CLI_OPT_SUMMARY 0x400u   /* du -s */
 #define CLI_OPT_RECURSIVE 0x800u /* cp -r */
 #define CLI_OPT_LAYOUT 0x1000u   /* cp to a new .rfsm: --servers, --stripe-size, ... */
+#define CLI_OPT_REPLICA 0x2000u  /* manifest augment/trim: --server, --column, --replica, --force */
 /* --token-file, --quiet, --timeout, -v/--verbose, --debug and --help are accepted by every
  * command. */
+/* share: --read|--write|--manage, --expires T, --revoke CAP, --lease (cmd_share.c) */
+#define CLI_OPT_SHARE 0x4000u
+/* manifest refresh: --extend T, kept in expires (cmd_manifest_refresh.c) */
+#define CLI_OPT_EXTEND 0x8000u
 
 #define CLI_MAX_ARGS 256   /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
@@ -48,6 +53,11 @@ typedef struct cli_opts {
     int verify;             /* --verify: compare crc32c of both copies before renaming */
     double timeout_s;       /* --timeout SECONDS: connect timeout; 0 = library default */
     const char *token_file; /* --token-file F */
+    const char *cap;        /* --cap STRING: authenticate with this capability */
+    unsigned share_right;   /* share --read 1, --write 2, --manage 3 */
+    const char *expires;    /* share --expires T */
+    const char *revoke;     /* share --revoke CAP */
+    int lease;              /* share --lease: a lease of the --cap capability */
     const char *compress;   /* --compress MODE (put, get, cp): rfs_options.compress */
     const char *to;         /* recover --to rfs:HOST:PORT */
     int force;              /* recover --force; put/get/mv -f (overwrite: the default) */
@@ -62,8 +72,12 @@ typedef struct cli_opts {
     uint64_t stripe_size; /* --stripe-size BYTES (K, M, G) */
     int stripe_count;     /* --stripe-count N */
     int replicas;         /* --replicas N */
-    int dest_not_dir;     /* cp found the destination is no directory: put need not ask */
-    int verbose;          /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
+    /* manifest augment/trim (cli/cmd_manifest.c): which replicas */
+    const char *server; /* --server rfs://HOST:PORT */
+    int column;         /* --column C, -1: every column */
+    int replica;        /* --replica R, -1: not given */
+    int dest_not_dir;   /* cp found the destination is no directory: put need not ask */
+    int verbose;        /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
     const char *args[CLI_MAX_ARGS];
 } cli_opts;
@@ -158,6 +172,12 @@ int cli_premake_dirs(cli_ctx *c, const char *local_root, const char *dest_url, c
 
 /* Commands. */
 int cli_cmd_cat(cli_ctx *c);
+int cli_cmd_share(cli_ctx *c);
+/* "90s", "30m", "12h", "7d" from now, "@UNIX", "YYYY-MM-DDTHH:MM:SSZ": Unix seconds; -1 if
+ * malformed (cmd_share.c). */
+int cli_parse_time(const char *s, uint64_t *out);
+/* rfs manifest refresh URL [--extend T] (cmd_manifest_refresh.c). */
+int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n);
 int cli_cmd_cp(cli_ctx *c);
 int cli_cmd_chmod(cli_ctx *c);
 int cli_cmd_df(cli_ctx *c);

@@ -75,7 +75,8 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
 {
     const char *cn = cmd->name;
     memset(o, 0, sizeof *o);
-    o->streams = 0; /* auto (cli_streams) */
+    o->column = o->replica = -1; /* not given */
+    o->streams = 0;              /* auto (cli_streams) */
     o->count = 4;
     int only_args = 0;
     for (int i = first; i < argc; i++) {
@@ -97,6 +98,27 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             if (!(v = option_value(cn, "--token-file", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
             o->token_file = v;
+        } else if (matches(a, "--cap")) {
+            if (!(v = option_value(cn, "--cap", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            o->cap = v;
+        } else if ((cmd->accepts & CLI_OPT_SHARE) &&
+                   (!strcmp(a, "--read") || !strcmp(a, "--write") || !strcmp(a, "--manage"))) {
+            unsigned r = a[2] == 'r' ? 1u : a[2] == 'w' ? 2u : 3u;
+            if (o->share_right && o->share_right != r)
+                return cli_usage(cn, "give one of --read, --write and --manage");
+            o->share_right = r;
+        } else if ((cmd->accepts & CLI_OPT_EXTEND) && matches(a, "--extend")) {
+            if (!(o->expires = option_value(cn, "--extend", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_SHARE) && matches(a, "--expires")) {
+            if (!(o->expires = option_value(cn, "--expires", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_SHARE) && strcmp(a, "--lease") == 0) {
+            o->lease = 1;
+        } else if ((cmd->accepts & CLI_OPT_SHARE) && matches(a, "--revoke")) {
+            if (!(o->revoke = option_value(cn, "--revoke", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
         } else if (matches(a, "--timeout")) {
             if (!(v = option_value(cn, "--timeout", a, argc, argv, &i)))
                 return CLI_EXIT_USAGE;
@@ -144,6 +166,21 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
                 return CLI_EXIT_USAGE;
             if (parse_int(v, 1, 16, &o->replicas))
                 return cli_usage(cn, "--replicas needs a number from 1 to 16, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--server")) {
+            if (!(o->server = option_value(cn, "--server", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--column")) {
+            if (!(v = option_value(cn, "--column", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 0, 255, &o->column))
+                return cli_usage(cn, "--column needs a number from 0 to 255, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && matches(a, "--replica")) {
+            if (!(v = option_value(cn, "--replica", a, argc, argv, &i)))
+                return CLI_EXIT_USAGE;
+            if (parse_int(v, 0, 15, &o->replica))
+                return cli_usage(cn, "--replica needs a number from 0 to 15, got '%s'", v);
+        } else if ((cmd->accepts & CLI_OPT_REPLICA) && strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else if ((cmd->accepts & CLI_OPT_VERIFY) && strcmp(a, "--verify") == 0) {
             o->verify = 1;
         } else if ((cmd->accepts & CLI_OPT_COUNT) &&
@@ -222,6 +259,8 @@ int cli_setup_options(cli_ctx *c)
         }
         c->ropts.token = c->token;
     }
+    if (c->o.cap) /* a capability stands in for the token (docs/security.md) */
+        c->ropts.token = c->o.cap;
     c->ropts.compress = c->o.compress; /* NULL: $RFS_COMPRESS, else auto */
     /* Without --token-file, the library reads $RFS_TOKEN / $RFS_TOKEN_FILE itself. */
     return CLI_EXIT_OK;

@@ -1,7 +1,8 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* rfs manifest show URL [--json] | ls DIR-URL: what a logical file over several servers is
  * made of (manifest/, docs/manifest.md), read from its manifest on the home server under the
- * manifest's shared lock, as the library reads it. */
+ * manifest's shared lock, as the library reads it. augment | trim: its replicas changed
+ * (manifest/ops.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cli/escape.h"
 #include "common/err.h"
 #include "manifest/manifest.h"
+#include "manifest/ops.h"
 #include "manifest/store.h"
 
 static int load(cli_ctx *c, const char *url, rfsm **m)
@@ -33,6 +35,23 @@ static uint32_t incomplete(const rfsm *m)
     return n;
 }
 
+/* What an incomplete replica misses: its object ranges, or that it is wholly suspect. */
+static void print_missing(const rfsm_object *o)
+{
+    if (!(o->flags & RFSM_OBJ_STALE))
+        return;
+    if (o->nmissing == 0) {
+        printf("    missing: all (re-copied whole by augment)\n");
+        return;
+    }
+    printf("    missing %llu bytes in %u ranges:", (unsigned long long)rfsm_object_missing_bytes(o),
+           o->nmissing);
+    for (uint32_t k = 0; k < o->nmissing && k < 8; k++)
+        printf(" %llu+%llu", (unsigned long long)o->missing[k].off,
+               (unsigned long long)o->missing[k].len);
+    printf("%s\n", o->nmissing > 8 ? " ... (--json lists them all)" : "");
+}
+
 static void print_text(const char *url, const rfsm *m)
 {
     char shown[4 * 4400 + 1];
@@ -49,11 +68,14 @@ static void print_text(const char *url, const rfsm *m)
                e->replicas);
         for (uint32_t col = 0; col < e->stripe_count; col++) {
             for (uint32_t r = 0; r < e->replicas; r++) {
+                if (rfsm_object_of(e, col, r) == RFSM_NO_OBJECT)
+                    continue; /* an empty slot */
                 const rfsm_object *o = &m->objects[rfsm_object_of(e, col, r)];
                 char p[4 * 4096 + 1];
                 cli_escape(o->path, p, sizeof p);
                 printf("  column %u replica %u: %s%s  %s\n", col, r, m->servers[o->server], p,
                        (o->flags & RFSM_OBJ_STALE) ? "INCOMPLETE" : "complete");
+                print_missing(o);
             }
         }
     }
@@ -165,6 +187,52 @@ static int list(cli_ctx *c, const char *url, const rfs_name *n)
     return status;
 }
 
+/* ---- augment, trim ---- */
+
+static void copied(void *ctx, const rfsm_copy_note *n)
+{
+    cli_ctx *c = ctx;
+    if (c->o.quiet)
+        return;
+    if (n->repair && n->missed != UINT64_MAX)
+        printf("column %u: repaired %s from %s: the whole object re-copied (%llu bytes; it "
+               "missed %llu)\n",
+               n->column, n->to, n->from, (unsigned long long)n->bytes,
+               (unsigned long long)n->missed);
+    else if (n->repair)
+        printf("column %u: repaired %s from %s: the whole object re-copied (%llu bytes)\n",
+               n->column, n->to, n->from, (unsigned long long)n->bytes);
+    else
+        printf("column %u: new replica %s copied from %s (%llu bytes)\n", n->column, n->to, n->from,
+               (unsigned long long)n->bytes);
+}
+
+static int augment(cli_ctx *c, const char *url, const rfs_name *n)
+{
+    if (!c->o.server)
+        return cli_usage(c->cmd, "augment needs --server rfs://HOST:PORT");
+    if (c->o.replica >= 0 || c->o.force)
+        return cli_usage(c->cmd, "augment takes --server and --column only");
+    int rc = rfsm_augment(url, c->o.server, c->o.column, &c->ropts, copied, c);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, n, rc, NULL);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+static int trim(cli_ctx *c, const char *url, const rfs_name *n)
+{
+    if (!c->o.server == (c->o.replica < 0))
+        return cli_usage(c->cmd, "trim needs either --server rfs://HOST:PORT or --replica R");
+    uint32_t removed = 0;
+    int rc =
+        rfsm_trim(url, c->o.server, c->o.replica, c->o.column, c->o.force, &c->ropts, &removed);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, n, rc, NULL);
+    if (!c->o.quiet)
+        printf("trimmed %u replica object%s\n", removed, removed == 1 ? "" : "s");
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
 int cli_cmd_manifest(cli_ctx *c)
 {
     const char *sub = c->o.args[0];
@@ -176,5 +244,11 @@ int cli_cmd_manifest(cli_ctx *c)
         return show(c, url, &n);
     if (!strcmp(sub, "ls"))
         return list(c, url, &n);
-    return cli_usage(c->cmd, "unknown subcommand '%s' (show or ls)", sub);
+    if (!strcmp(sub, "augment"))
+        return augment(c, url, &n);
+    if (!strcmp(sub, "trim"))
+        return trim(c, url, &n);
+    if (!strcmp(sub, "refresh"))
+        return cli_manifest_refresh(c, url, &n);
+    return cli_usage(c->cmd, "unknown subcommand '%s' (show, ls, augment, trim or refresh)", sub);
 }

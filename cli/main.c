@@ -88,14 +88,47 @@ static const cli_command commands[] = {
      "  changed on the server since the writer's last delivery is not overwritten.\n",
      "  --to rfs:HOST:PORT deliver to this server instead (the server moved; same paths)\n"
      "  --force            replay even onto files changed since the writer's last delivery\n"},
-    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON, "show URL | ls DIR-URL",
-     "show a logical file's manifest, or list the manifests of a directory",
+    {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON | CLI_OPT_REPLICA | CLI_OPT_EXTEND,
+     "show URL | ls DIR-URL | augment URL --server S [--column C] | trim URL --server S|--replica "
+     "R [--column C] [--force] | refresh URL [--extend T]",
+     "show a logical file's manifest, list a directory's manifests, add, remove or renew "
+     "replicas",
      "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
      "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
-     "  layout and which replicas are complete; --json gives the manifest's JSON form. 'ls'\n"
-     "  prints one line per .rfsm file of the directory: size, columns x stripe size,\n"
-     "  replicas, whether every replica is complete.\n",
-     NULL},
+     "  layout, which replicas are complete and the ranges an incomplete one misses; --json\n"
+     "  gives the manifest's JSON form. 'ls' prints one line per .rfsm file of the directory:\n"
+     "  size, columns x stripe size, replicas, whether every replica is complete.\n"
+     "  'augment' adds a replica of every column (or of --column C) on server S, copied by S\n"
+     "  from a complete replica (server-to-server: rfsd --tpc on at S), and repairs S's\n"
+     "  incomplete replicas the same way; run it while no process writes the file. 'trim'\n"
+     "  removes the replicas on S (or replica slot R) from the manifest, then their objects.\n"
+     "  'refresh' renews the lease of every object on its data server (until --extend T,\n"
+     "  default 30d): a data server started with --reclaim-expired deletes objects whose\n"
+     "  lease lapsed.\n",
+     "  --server rfs://HOST:PORT  the server to add replicas on, or to trim them from\n"
+     "  --column C                only column C (0-based)\n"
+     "  --replica R               trim: replica slot R of each column (0-based)\n"
+     "  --force                   trim: remove even the last complete replica of a column\n"
+     "  --extend T                refresh: the objects' new lease end: 90s, 30m, 12h, 7d from\n"
+     "                            now, @UNIX_SECONDS or 2026-12-31T23:59:59Z\n"},
+    {"share", cli_cmd_share, 1, 1, CLI_OPT_SHARE, "URL --read|--write|--manage",
+     "print a capability for a file (or --revoke CAP URL)",
+     "  A capability is a string that grants one right on one file (a .rfsm logical file\n"
+     "  with its objects, or a plain file) until T, signed by the file's home server. Whoever\n"
+     "  holds it has the right, with no token: rfs --cap CAP ..., RFS_CAP=CAP, or the MPI-IO\n"
+     "  hint rfs_capability. manage implies write implies read; a manage capability makes\n"
+     "  and revokes others for its file. Asking needs a token with that right, or a manage\n"
+     "  capability (--cap). The data servers of a logical file must trust the home server's\n"
+     "  key (rfsd --cap-trust). docs/security.md \"Capabilities\".\n",
+     "  --read, --write, --manage  the right to grant\n"
+     "  --expires T        until when: 90s, 30m, 12h, 7d from now, or an absolute time\n"
+     "                     2026-12-31T23:59:59Z, or @UNIX_SECONDS (default 24h)\n"
+     "  --revoke CAP       revoke CAP at the home server of URL (with a token, or --cap with\n"
+     "                     a manage capability for the file): refused at once there, and on\n"
+     "                     the data servers once its last lease lapses (rfsd --cap-lease-s)\n"
+     "  --lease            print a lease of the --cap capability instead: what the data\n"
+     "                     servers of a logical file take (rfs opens them for you; this is\n"
+     "                     for checking a server's --cap-trust)\n"},
     {"token", cli_cmd_token, 0, 0, 0, "",
      "print a fresh authentication token (32 random bytes in hex)",
      "  For rfsd --token-file (which needs at least 16 bytes) and clients' RFS_TOKEN:\n"
@@ -111,6 +144,7 @@ static const char common_opts_help[] =
     "Common options:\n"
     "  --token-file F     read the authentication token from F\n"
     "                     (default: $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE)\n"
+    "  --cap CAP          authenticate with a capability instead (rfs share; $RFS_CAP)\n"
     "  --timeout SECONDS  connect timeout (default 10)\n"
     "  -q, --quiet        print nothing but errors and requested output\n"
     "  -v, --verbose      log the library's decisions (connections, retries) on stderr\n"
@@ -195,7 +229,9 @@ static const cli_command *find_command(const char *name)
 static int takes_value(const char *a)
 {
     return strcmp(a, "--token-file") == 0 || strcmp(a, "--timeout") == 0 ||
-           strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 || strcmp(a, "-c") == 0;
+           strcmp(a, "--cap") == 0 || strcmp(a, "--extend") == 0 || strcmp(a, "--expires") == 0 ||
+           strcmp(a, "--revoke") == 0 || strcmp(a, "--streams") == 0 || strcmp(a, "--count") == 0 ||
+           strcmp(a, "-c") == 0;
 }
 
 /* RFS_STATS=1: what crossed this client's network, on stderr at exit (a third-party copy's

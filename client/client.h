@@ -78,6 +78,8 @@ typedef struct rfs_copts {
     int retry_timeout_ms;
     int has_token;
     char token[RFS_TOKEN_MAX];
+    /* token holds a capability string (common/capability.h): authenticate with CAP_AUTH */
+    int is_cap;
     char congestion[RFS_TCP_CC_MAX]; /* $RFS_TCP_CONGESTION when usable, else "" */
     int no_sums;                     /* $RFS_CHECKSUM=off: no frame checksums even if offered */
     int no_vers;                     /* $RFS_FILE_VERSIONS=off: never ask for file versions (acts

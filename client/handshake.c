@@ -86,9 +86,46 @@ static int authenticate(rfs_conn *c, const rfs_copts *o, const uint8_t *server_n
     return RFS_OK;
 }
 
+/* CAP_AUTH: the capability itself is the credential (it travels like a bearer token: use
+ * TLS where the path is not trusted). There is no proof from the server: a connection to an
+ * impostor would hand it the capability, as TLS or a trusted network prevent. */
+static int authenticate_cap(rfs_conn *c, const rfs_copts *o)
+{
+    rfs_req req;
+    memset(&req, 0, sizeof req);
+    req.op = RFS_OP_CAP_AUTH;
+    size_t n = strlen(o->token);
+    while (n && (o->token[n - 1] == '\n' || o->token[n - 1] == ' ' || o->token[n - 1] == '\r'))
+        n--;
+    if (n > RFS_CAP_WIRE_MAX)
+        return rfs_fail(RFS_E_AUTH, "the capability is %zu bytes long (at most %u)", n,
+                        RFS_CAP_WIRE_MAX);
+    req.u.cap.str.s = o->token;
+    req.u.cap.str.len = (uint16_t)n;
+    pthread_mutex_lock(&c->lock);
+    c->auth_pending = 1;
+    pthread_mutex_unlock(&c->lock);
+    int rc = rfs_conn_start(c, &c->auth_call, &req, NULL, o->connect_timeout_ms);
+    if (rc)
+        return rfs_fail_cause(rc, "authentication with %s failed", c->server);
+    return RFS_OK;
+}
+
 int rfs_auth_settle(rfs_conn *c)
 {
     rfs_call *call = &c->auth_call;
+    if (call->op == RFS_OP_CAP_AUTH) {
+        if (call->status) {
+            rfs_conn_kill(c, RFS_E_AUTH, "server %s refused the capability: %.*s", c->server,
+                          (int)call->rep.u.err.len, call->rep.u.err.s ? call->rep.u.err.s : "");
+            return -1;
+        }
+        pthread_mutex_lock(&c->lock);
+        c->auth_pending = 0;
+        pthread_cond_broadcast(&c->auth_cv);
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
     if (call->status && call->op == RFS_OP_TPC_AUTH) {
         rfs_conn_kill(c, RFS_E_AUTH, "server %s refused the third-party copy grant: %.*s",
                       c->server, (int)call->rep.u.err.len,
@@ -225,6 +262,14 @@ int rfs_handshake(rfs_conn *c, const rfs_copts *o)
             return rfs_fail(RFS_E_UNSUPPORTED, "server %s does not take third-party copy grants",
                             c->server);
         if ((rc = authenticate(c, o, rep.u.hello.nonce)))
+            return rc;
+    } else if (rep.u.hello.auth_required && o->is_cap) {
+        if (!(rep.u.hello.features & RFS_FEAT_CAP))
+            return rfs_fail(RFS_E_UNSUPPORTED,
+                            "server %s does not take capabilities (an older rfsd): use a "
+                            "token",
+                            c->server);
+        if ((rc = authenticate_cap(c, o)))
             return rc;
     } else if (rep.u.hello.auth_required) {
         if (!o->has_token)

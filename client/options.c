@@ -1,6 +1,7 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* Option defaults and token lookup. */
 #include "client/client.h"
+#include "common/capability.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -25,6 +26,8 @@ static int set_token(rfs_copts *o, const char *tok, const char *label, const cha
                         sizeof o->token - 1);
     memcpy(o->token, tok, len + 1);
     o->has_token = 1;
+    /* a capability given where a token goes (rfs_options.token, $RFS_TOKEN) is one too */
+    o->is_cap = rfs_cap_looks_like(tok);
     return RFS_OK;
 }
 
@@ -190,7 +193,10 @@ int rfs_copts_resolve(const rfs_options *opts, const char *label, rfs_copts *o)
     /* An explicit token wins; an empty string means "none" so callers can clear it. */
     if (opts->token)
         return opts->token[0] ? set_token(o, opts->token, label, "rfs_options.token") : RFS_OK;
-    const char *env = getenv("RFS_TOKEN");
+    const char *env = getenv("RFS_CAP"); /* a capability, which wins over a token */
+    if (env && env[0])
+        return set_token(o, env, label, "$RFS_CAP");
+    env = getenv("RFS_TOKEN");
     if (env && env[0])
         return set_token(o, env, label, "$RFS_TOKEN");
     const char *file = getenv("RFS_TOKEN_FILE");

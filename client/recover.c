@@ -19,6 +19,7 @@
  *
  * A server whose host rebooted (its boot id changed) lost its page cache: writes since the
  * last successful sync may be gone, so the next sync (or close) fails and says so. */
+#include "client/cap.h"
 #include "client/client.h"
 
 #include "common/err.h"
@@ -112,7 +113,12 @@ static int replace_conn(rfs_file *f, int s)
     uint8_t old[RFS_SESSION_LEN], boot[RFS_SESSION_LEN];
     memcpy(old, f->conn[s]->session, RFS_SESSION_LEN);
     rfs_conn *fresh;
-    int rc = rfs_pool_get(&f->name, &f->copts, 1, &fresh, f->label);
+    /* a lease of a capability (a logical file's object) may be past its window for new
+     * connections: a fresh one from the home server first */
+    int rc = rfs_cap_lease_renew(&f->copts);
+    if (rc)
+        return rc;
+    rc = rfs_pool_get(&f->name, &f->copts, 1, &fresh, f->label);
     if (rc)
         return rc;
     rfs_conn_untrack(f->conn[s], f->fh[s], &f->ver);

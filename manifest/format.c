@@ -49,8 +49,10 @@ void rfsm_free(rfsm *m)
         return;
     for (uint32_t i = 0; m->servers && i < m->nservers; i++)
         free(m->servers[i]);
-    for (uint32_t i = 0; m->objects && i < m->nobjects; i++)
+    for (uint32_t i = 0; m->objects && i < m->nobjects; i++) {
         free(m->objects[i].path);
+        free(m->objects[i].missing);
+    }
     for (uint32_t i = 0; m->extents && i < m->nextents; i++)
         free(m->extents[i].objects);
     free(m->servers);
@@ -102,7 +104,17 @@ static int check_extent(const rfsm *m, uint32_t i, const char *what)
                        (unsigned long long)i - 1);
     }
     size_t n = (size_t)e->stripe_count * e->replicas;
+    for (uint32_t c = 0; c < e->stripe_count; c++) {
+        int any = 0;
+        for (uint32_t r = 0; r < e->replicas; r++)
+            any |= rfsm_object_of(e, c, r) != RFSM_NO_OBJECT;
+        if (!any)
+            return bad(what, "extent %llu: column %llu has no replica", (unsigned long long)i,
+                       (unsigned long long)c);
+    }
     for (size_t k = 0; k < n; k++) {
+        if (e->objects[k] == RFSM_NO_OBJECT)
+            continue; /* an empty slot */
         if (e->objects[k] >= m->nobjects)
             return bad(what, "extent %llu names object %llu, beyond the object table",
                        (unsigned long long)i, (unsigned long long)e->objects[k]);
@@ -112,6 +124,29 @@ static int check_extent(const rfsm *m, uint32_t i, const char *what)
             if (e->objects[j] == e->objects[k])
                 return bad(what, "extent %llu names object %llu twice", (unsigned long long)i,
                            (unsigned long long)e->objects[k]);
+    }
+    return RFS_OK;
+}
+
+/* An incomplete object's missing ranges: sorted, disjoint and not touching (as the merge
+ * leaves them), none empty, inside 2^62; a complete object has none. */
+static int check_missing(const rfsm_object *o, uint32_t i, const char *what)
+{
+    if (o->nmissing && !(o->flags & RFSM_OBJ_STALE))
+        return bad(what, "object %llu is complete but names missing ranges", (unsigned long long)i);
+    if (o->nmissing > RFSM_MAX_MISSING)
+        return bad(what, "object %llu names %llu missing ranges (limit %u)", (unsigned long long)i,
+                   (unsigned long long)o->nmissing, RFSM_MAX_MISSING);
+    for (uint32_t k = 0; k < o->nmissing; k++) {
+        const rfsm_range *r = &o->missing[k];
+        if (r->len == 0 || r->off >= RFSM_MAX_SIZE || r->len > RFSM_MAX_SIZE - r->off)
+            return bad(what, "object %llu: missing range %llu is empty or passes 2^62",
+                       (unsigned long long)i, (unsigned long long)k);
+        if (k > 0 && r->off <= o->missing[k - 1].off + o->missing[k - 1].len)
+            return bad(
+                what,
+                "object %llu: missing range %llu overlaps, touches or precedes the one before",
+                (unsigned long long)i, (unsigned long long)k);
     }
     return RFS_OK;
 }
@@ -150,6 +185,9 @@ int rfsm_validate(const rfsm *m, const char *what)
         if (l == 0 || l > RFSM_MAX_PATH || o->path[0] != '/')
             return bad(what, "object %llu has no absolute path (%llu bytes)", (unsigned long long)i,
                        (unsigned long long)l);
+        int rc = check_missing(o, i, what);
+        if (rc != RFS_OK)
+            return rc;
     }
     for (uint32_t i = 0; i < m->nextents; i++) {
         int rc = check_extent(m, i, what);
@@ -213,7 +251,7 @@ static char *take_str(rd *r, size_t max, const char **why)
     return s;
 }
 
-static int decode_body(rd *r, rfsm *m, const char *what)
+static int decode_body(rd *r, rfsm *m, unsigned version, const char *what)
 {
     const char *why = "truncated";
     const uint8_t *p;
@@ -228,7 +266,7 @@ static int decode_body(rd *r, rfsm *m, const char *what)
     for (uint32_t i = 0; i < m->nservers; i++)
         if (!(m->servers[i] = take_str(r, RFSM_MAX_URL, &why)))
             return bad(what, "server %llu: %s", (unsigned long long)i, why);
-    if ((uint64_t)m->nobjects * 11 > r->left)
+    if ((uint64_t)m->nobjects * (version == RFSM_VERSION_1 ? 11 : 15) > r->left)
         return bad(what, "truncated: %llu objects do not fit in the data",
                    (unsigned long long)m->nobjects);
     m->objects = calloc(m->nobjects ? m->nobjects : 1, sizeof *m->objects);
@@ -241,6 +279,25 @@ static int decode_body(rd *r, rfsm *m, const char *what)
         m->objects[i].flags = get32(p + 4);
         if (!(m->objects[i].path = take_str(r, RFSM_MAX_PATH, &why)))
             return bad(what, "object %llu: %s", (unsigned long long)i, why);
+        if (version == RFSM_VERSION_1)
+            continue;
+        if (take(r, 4, &p) != 0)
+            return bad(what, "object %llu is truncated", (unsigned long long)i);
+        uint32_t nm = get32(p);
+        if (nm > RFSM_MAX_MISSING)
+            return rfs_fail(RFS_E_TOOBIG,
+                            "manifest %s: object %llu names %llu missing ranges (limit %u)", what,
+                            (unsigned long long)i, (unsigned long long)nm, RFSM_MAX_MISSING);
+        if (take(r, (size_t)nm * 16, &p) != 0)
+            return bad(what, "object %llu's missing ranges are truncated", (unsigned long long)i);
+        if (nm) {
+            m->objects[i].missing = malloc(nm * sizeof *m->objects[i].missing);
+            if (!m->objects[i].missing)
+                return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+            m->objects[i].nmissing = nm;
+            for (uint32_t k = 0; k < nm; k++)
+                m->objects[i].missing[k] = (rfsm_range){get64(p + 16 * k), get64(p + 16 * k + 8)};
+        }
     }
     if ((uint64_t)m->nextents * 44 > r->left)
         return bad(what, "truncated: %llu extents do not fit in the data",
@@ -268,8 +325,12 @@ static int decode_body(rd *r, rfsm *m, const char *what)
         e->objects = malloc(n * sizeof *e->objects);
         if (!e->objects)
             return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
             e->objects[k] = get32(p + 4 * k);
+            if (version == RFSM_VERSION_1 && e->objects[k] == RFSM_NO_OBJECT)
+                return bad(what, "extent %llu has an empty replica slot (version 1 has none)",
+                           (unsigned long long)i);
+        }
     }
     if (r->left != 0)
         return bad(what, "%llu bytes follow the extent table", (unsigned long long)r->left);
@@ -283,9 +344,10 @@ int rfsm_decode(const void *buf, size_t len, const char *what, rfsm **out)
     if (len < 6 || memcmp(b, RFSM_MAGIC, 4) != 0)
         return rfs_fail(RFS_E_PROTO, "manifest %s: not a manifest (no RFSM magic)", what);
     unsigned version = get16(b + 4);
-    if (version != RFSM_VERSION)
-        return rfs_fail(RFS_E_VERSION, "manifest %s: version %u, this client reads version %u only",
-                        what, version, RFSM_VERSION);
+    if (version != RFSM_VERSION && version != RFSM_VERSION_1)
+        return rfs_fail(RFS_E_VERSION,
+                        "manifest %s: version %u, this client reads versions %u and %u only", what,
+                        version, RFSM_VERSION_1, RFSM_VERSION);
     if (len < RFSM_HEADER_LEN + RFSM_TRAILER_LEN)
         return bad(what, "truncated: %llu bytes, less than a header", (unsigned long long)len);
     if (len > RFSM_MAX_BYTES)
@@ -325,7 +387,7 @@ int rfsm_decode(const void *buf, size_t len, const char *what, rfsm **out)
         return rc;
     }
     rd r = {b + RFSM_HEADER_LEN, len - RFSM_HEADER_LEN - RFSM_TRAILER_LEN};
-    rc = decode_body(&r, m, what);
+    rc = decode_body(&r, m, version, what);
     if (rc == RFS_OK)
         rc = rfsm_validate(m, what);
     if (rc != RFS_OK) {
@@ -347,7 +409,7 @@ int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
     for (uint32_t i = 0; i < m->nservers; i++)
         n += 2 + strlen(m->servers[i]);
     for (uint32_t i = 0; i < m->nobjects; i++)
-        n += 10 + strlen(m->objects[i].path);
+        n += 14 + strlen(m->objects[i].path) + 16ull * m->objects[i].nmissing;
     for (uint32_t i = 0; i < m->nextents; i++)
         n += 40 + 4ull * m->extents[i].stripe_count * m->extents[i].replicas;
     if (n > RFSM_MAX_BYTES)
@@ -379,6 +441,12 @@ int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
         put16(p + 8, (uint16_t)l);
         memcpy(p + 10, m->objects[i].path, l);
         p += 10 + l;
+        put32(p, m->objects[i].nmissing);
+        p += 4;
+        for (uint32_t k = 0; k < m->objects[i].nmissing; k++, p += 16) {
+            put64(p, m->objects[i].missing[k].off);
+            put64(p + 8, m->objects[i].missing[k].len);
+        }
     }
     for (uint32_t i = 0; i < m->nextents; i++) {
         const rfsm_extent *e = &m->extents[i];

@@ -3,9 +3,10 @@
  * runs per stripe column, and each column's runs become one request to one object (list I/O
  * when there are several), every object's request at once. Writes go to each live replica
  * of the columns they touch; reads to the first live replica of each column, the next one
- * taking over when it fails. A replica that misses a write is given up, marked incomplete in
- * the manifest at the next sync or close, and the failure reported there (the write itself
- * succeeded: another replica has the bytes). */
+ * taking over when it fails. A replica that misses a write is given up, the object ranges it
+ * missed recorded in the manifest at the next merge (sync, flush, close) and the failure
+ * reported at the next sync or close (the write itself succeeded: another replica has the
+ * bytes). An incomplete replica still serves reads that avoid every range it misses. */
 #include "manifest/mf_internal.h"
 #include "manifest/store.h"
 
@@ -18,19 +19,32 @@ static mf_file *MF(rfs_io *io)
     return (mf_file *)io;
 }
 
+void mf_obj_missed(mf_file *f, uint32_t i, uint64_t off, uint64_t len, int whole)
+{
+    mf_obj *o = &f->objs[i];
+    if (whole) {
+        rfsm_rangeset_free(&o->missed);
+        o->missed.whole = 1;
+    } else {
+        rfsm_rangeset_add(&o->missed, off, len);
+    }
+    o->pending = 1;
+    f->dirty = 1;
+}
+
 void mf_obj_failed(mf_file *f, uint32_t i, int rc, int incomplete)
 {
     rfs_status st;
     rfs_status_save(&st, rc);
     pthread_mutex_lock(&f->mu);
     f->objs[i].gone = 1;
-    if (incomplete && !f->objs[i].stale) {
-        f->objs[i].stale = 1;
-        f->dirty = 1;
+    if (incomplete && !f->objs[i].reported) {
+        f->objs[i].reported = 1;
         if (f->deferred.rc == RFS_OK) {
             f->deferred.rc = rc;
             snprintf(f->deferred.msg, sizeof f->deferred.msg,
-                     "%s:%s: replica %s%s is incomplete (marked so in the manifest): %s",
+                     "%s:%s: replica %s%s is incomplete (given up; the manifest records what "
+                     "it misses): %s",
                      f->io.server, f->io.path, f->m->servers[f->m->objects[i].server],
                      f->m->objects[i].path, st.msg);
         }
@@ -207,15 +221,116 @@ static void *write_job(void *arg)
     return NULL;
 }
 
+/* The replica slot of column c that serves object bytes [off, off+len): a complete live one
+ * first, else a live incomplete one that does not miss them; UINT32_MAX when none does. */
+static uint32_t holder(mf_file *f, const rfsm_extent *e, uint32_t c, uint64_t off, uint64_t len)
+{
+    for (uint32_t k = 0; k < 2 * e->replicas; k++) {
+        uint32_t oi = rfsm_object_of(e, c, k % e->replicas);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        const rfsm_object *mo = &f->m->objects[oi];
+        int incomplete = (mo->flags & RFSM_OBJ_STALE) != 0;
+        if (incomplete != (k >= e->replicas) || (incomplete && rfsm_object_misses(mo, off, len)))
+            continue;
+        if (usable(f, oi))
+            return k % e->replicas;
+    }
+    return UINT32_MAX;
+}
+
+/* No one replica holds all of g's runs (incomplete ones miss some): each run is read from
+ * the first replica that holds it, one request per replica. A replica that fails is given up
+ * and its runs are placed again; each round gives one up, so at most `replicas` rounds. */
+static int read_by_runs(job *j)
+{
+    mf_file *f = j->f;
+    const group *g = j->g;
+    const rfsm_extent *e = &f->m->extents[g->extent];
+    uint32_t *who = malloc(g->nruns * sizeof *who);
+    mf_run *sub = malloc(g->nruns * sizeof *sub);
+    uint8_t *done = calloc(g->nruns, 1);
+    rfs_status last = {RFS_OK, ""};
+    int failed = 1;
+    int rc = who && sub && done
+                 ? RFS_OK
+                 : rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    for (uint32_t round = 0; rc == RFS_OK && round <= e->replicas; round++) {
+        for (size_t x = 0; x < g->nruns && rc == RFS_OK; x++) {
+            if (done[x])
+                continue;
+            who[x] = holder(f, e, g->column, g->runs[x].obj_off, g->runs[x].len);
+            if (who[x] == UINT32_MAX)
+                rc = rfs_fail(RFS_E_IO,
+                              "%s:%s: no replica of stripe column %u holds object bytes "
+                              "[%llu, +%llu) (the incomplete ones miss them: rfs manifest "
+                              "augment repairs them)",
+                              f->io.server, f->io.path, g->column,
+                              (unsigned long long)g->runs[x].obj_off,
+                              (unsigned long long)g->runs[x].len);
+        }
+        failed = 0;
+        for (uint32_t r = 0; rc == RFS_OK && r < e->replicas; r++) {
+            group sg = {g->extent, g->column, sub, 0, 0};
+            for (size_t x = 0; x < g->nruns; x++)
+                if (!done[x] && who[x] == r) {
+                    sub[sg.nruns++] = g->runs[x];
+                    sg.bytes += g->runs[x].len;
+                }
+            if (!sg.nruns)
+                continue;
+            uint32_t oi = rfsm_object_of(e, g->column, r);
+            rfs_io *io = usable(f, oi);
+            int orc = io ? object_io(io, &sg, j->buf, 0)
+                         : rfs_fail(RFS_E_IO, "%s:%s: replica given up", f->io.server, f->io.path);
+            if (orc != RFS_OK) {
+                rfs_status_save(&last, orc);
+                if (e->replicas > 1)
+                    mf_obj_failed(f, oi, orc, 0);
+                failed = 1;
+                continue;
+            }
+            for (size_t x = 0; x < g->nruns; x++)
+                done[x] |= who[x] == r;
+        }
+        if (rc == RFS_OK && !failed)
+            break;
+    }
+    if (rc == RFS_OK && failed) /* a lone replica's failure, or rounds used up */
+        rc = rfs_fail(last.rc,
+                      "%s:%s: the replicas of stripe column %u that hold its bytes failed; the "
+                      "last: %s",
+                      f->io.server, f->io.path, g->column, last.msg);
+    free(who);
+    free(sub);
+    free(done);
+    return rc;
+}
+
 static void *read_job(void *arg)
 {
     job *j = arg;
     mf_file *f = j->f;
     const rfsm_extent *e = &f->m->extents[j->g->extent];
     rfs_status last = {RFS_OK, ""};
-    int tried = 0;
-    for (uint32_t r = 0; r < e->replicas; r++) {
+    int tried = 0, missing = 0;
+    for (uint32_t k = 0; k < 2 * e->replicas; k++) {
+        /* First pass the complete replicas; second pass the incomplete ones, each only when
+         * none of its missing ranges meets the runs (it holds exactly those bytes). */
+        uint32_t r = k % e->replicas;
         uint32_t oi = rfsm_object_of(e, j->g->column, r);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        const rfsm_object *mo = &f->m->objects[oi];
+        int incomplete = (mo->flags & RFSM_OBJ_STALE) != 0;
+        if (incomplete != (k >= e->replicas))
+            continue;
+        int misses = 0;
+        for (size_t x = 0; incomplete && x < j->g->nruns && !misses; x++)
+            misses = rfsm_object_misses(mo, j->g->runs[x].obj_off, j->g->runs[x].len);
+        missing |= misses;
+        if (misses)
+            continue;
         rfs_io *io = usable(f, oi);
         if (!io)
             continue;
@@ -232,7 +347,9 @@ static void *read_job(void *arg)
         if (e->replicas > 1)
             mf_obj_failed(f, oi, rc, 0);
     }
-    if (!tried)
+    if (!tried && missing)
+        rfs_status_save(&j->st, read_by_runs(j));
+    else if (!tried)
         rfs_status_save(&j->st,
                         rfs_fail(RFS_E_IO, "%s:%s: no live replica of stripe column %u left",
                                  f->io.server, f->io.path, j->g->column));
@@ -333,6 +450,37 @@ static int do_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, size_
     return rc;
 }
 
+/* What a write missed: every replica of g's column that did not take g's runs (its write
+ * failed, or it was given up or known incomplete before) records them, for the next merge. */
+static void record_missed(mf_file *f, const group *g, const job *jobs, size_t nj)
+{
+    const rfsm_extent *e = &f->m->extents[g->extent];
+    pthread_mutex_lock(&f->mu);
+    for (uint32_t r = 0; r < e->replicas; r++) {
+        uint32_t oi = rfsm_object_of(e, g->column, r);
+        if (oi == RFSM_NO_OBJECT)
+            continue;
+        int took = 0;
+        for (size_t j = 0; j < nj && !took; j++)
+            took = jobs[j].g == g && jobs[j].obj == oi && jobs[j].st.rc == RFS_OK;
+        for (size_t x = 0; !took && x < g->nruns; x++)
+            mf_obj_missed(f, oi, g->runs[x].obj_off, g->runs[x].len, 0);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* The dirty mapping of a write (mpiio-logistical-networking.txt sec. 4, LN_Sync): the runs
+ * of g, written to the replicas this process knows, kept until the next merge. */
+static void record_written(mf_file *f, const group *g)
+{
+    pthread_mutex_lock(&f->mu);
+    rfsm_rangeset *w = &f->written[f->col_base[g->extent] + g->column];
+    for (size_t x = 0; x < g->nruns; x++)
+        rfsm_rangeset_add(w, g->runs[x].obj_off, g->runs[x].len);
+    f->wrote = 1; /* merged by the next sync or close (a flush need not: it costs a round trip) */
+    pthread_mutex_unlock(&f->mu);
+}
+
 static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 {
     if (done)
@@ -360,7 +508,7 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
             const rfsm_extent *e = &f->m->extents[p.g[gi].extent];
             for (uint32_t r = 0; r < e->replicas; r++) {
                 uint32_t oi = rfsm_object_of(e, p.g[gi].column, r);
-                if (usable(f, oi))
+                if (oi != RFSM_NO_OBJECT && usable(f, oi))
                     jobs[k++] =
                         (job){.f = f, .g = &p.g[gi], .obj = oi, .buf = (uint8_t *)buf, .write = 1};
             }
@@ -397,6 +545,8 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
                     rfs_status_raise(&jobs[j].st);
                     mf_obj_failed(f, jobs[j].obj, jobs[j].st.rc, 1);
                 }
+            record_missed(f, &p.g[gi], jobs, nj);
+            record_written(f, &p.g[gi]);
         }
         if (lost.rc != RFS_OK)
             rc = rfs_status_raise(&lost);
@@ -477,10 +627,11 @@ static int all_objects(mf_file *f, int op, uint64_t logical_size)
         const rfsm_extent *e = &m->extents[x];
         for (uint32_t c = 0; c < e->stripe_count; c++)
             for (uint32_t r = 0; r < e->replicas; r++)
-                jobs[n++] = (obj_job){.f = f,
-                                      .obj = rfsm_object_of(e, c, r),
-                                      .op = op,
-                                      .size = rfsm_column_bytes(e, c, logical_size)};
+                if (rfsm_object_of(e, c, r) != RFSM_NO_OBJECT)
+                    jobs[n++] = (obj_job){.f = f,
+                                          .obj = rfsm_object_of(e, c, r),
+                                          .op = op,
+                                          .size = rfsm_column_bytes(e, c, logical_size)};
     }
     mf_parallel(f->rt, obj_job_run, jobs, sizeof *jobs, n);
     rfs_status first = {RFS_OK, ""};
@@ -493,6 +644,12 @@ static int all_objects(mf_file *f, int op, uint64_t logical_size)
         for (uint32_t x = 0; x < m->nextents; x++)
             replicated |= m->extents[x].replicas > 1;
         rfs_status_raise(&jobs[k].st);
+        if (replicated && writing) {
+            /* A failed flush, sync or resize may have lost anything: the whole object. */
+            pthread_mutex_lock(&f->mu);
+            mf_obj_missed(f, oi, 0, 0, 1);
+            pthread_mutex_unlock(&f->mu);
+        }
         if (replicated)
             mf_obj_failed(f, oi, jobs[k].st.rc, writing);
         else
@@ -515,32 +672,56 @@ static int take_deferred(mf_file *f)
     return st.rc == RFS_OK ? RFS_OK : rfs_status_raise(&st);
 }
 
-/* Merges this process's size and incomplete replicas into the stored manifest. */
-static int merge(mf_file *f, int truncate, uint64_t to)
+/* Merges this process's size and the ranges its writes missed on replicas into the stored
+ * manifest (the dirty-mapping merge of LN_Sync): the missed ranges are taken out of the
+ * objects here and put back when the merge fails, so each is merged once. */
+static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
 {
     pthread_mutex_lock(&f->mu);
-    if (!f->dirty && !truncate) {
+    if (!f->dirty && !truncate && !(with_written && f->wrote)) {
         pthread_mutex_unlock(&f->mu);
         return RFS_OK;
     }
-    uint32_t *stale = malloc((f->m->nobjects ? f->m->nobjects : 1) * sizeof *stale);
+    uint32_t n = f->m->nobjects ? f->m->nobjects : 1;
+    uint32_t *stale = malloc(n * sizeof *stale);
+    rfsm_rangeset *missed = calloc(n, sizeof *missed);
+    uint8_t *cleared = calloc(n, 1);
+    rfsm_rangeset *written = calloc(f->ncols ? f->ncols : 1, sizeof *written);
+    if (!stale || !missed || !cleared || !written) {
+        pthread_mutex_unlock(&f->mu);
+        free(stale);
+        free(missed);
+        free(cleared);
+        free(written);
+        return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    }
+    /* Taken out (this merge sends them), put back if it fails. */
+    memcpy(written, f->written, f->ncols * sizeof *written);
+    memset(f->written, 0, f->ncols * sizeof *written);
+    f->wrote = 0;
     rfsm_delta d = {.written_end = f->written_end,
                     .truncate = truncate,
                     .truncate_to = to,
-                    .seen_size = f->size};
-    for (uint32_t i = 0; stale && i < f->m->nobjects; i++)
-        if (f->objs[i].stale)
-            stale[d.nstale++] = i;
+                    .seen_size = f->size,
+                    .base = f->m,
+                    .stale = stale,
+                    .missed = missed,
+                    .cleared = cleared,
+                    .written = written};
+    for (uint32_t i = 0; i < f->m->nobjects; i++) {
+        if (!f->objs[i].pending)
+            continue;
+        cleared[d.nstale] = (uint8_t)f->objs[i].cleared;
+        f->objs[i].cleared = 0;
+        stale[d.nstale] = i;
+        missed[d.nstale++] = f->objs[i].missed;
+        f->objs[i].missed = (rfsm_rangeset){0};
+        f->objs[i].pending = 0;
+    }
     f->dirty = 0;
     pthread_mutex_unlock(&f->mu);
-    if (!stale) {
-        f->dirty = 1;
-        return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
-    }
-    d.stale = stale;
     rfsm *merged = NULL;
     int rc = rfsm_store_merge(f->home, &d, &merged);
-    free(stale);
     pthread_mutex_lock(&f->mu);
     if (rc == RFS_OK) {
         f->size = merged->size;
@@ -551,8 +732,34 @@ static int merge(mf_file *f, int truncate, uint64_t to)
         rfsm_free(merged);
     } else {
         f->dirty = 1; /* tried again by the next sync or close */
+        for (size_t k = 0; k < d.nstale; k++) {
+            uint32_t i = stale[k];
+            f->objs[i].cleared |= cleared[k];
+            f->objs[i].pending = 1;
+            if (missed[k].whole)
+                mf_obj_missed(f, i, 0, 0, 1);
+            for (uint32_t x = 0; x < missed[k].n; x++)
+                mf_obj_missed(f, i, missed[k].v[x].off, missed[k].v[x].len, 0);
+        }
+        f->wrote = 1;
+        for (uint32_t k = 0; k < f->ncols; k++) {
+            if (written[k].whole) {
+                rfsm_rangeset_free(&f->written[k]);
+                f->written[k].whole = 1;
+            }
+            for (uint32_t x = 0; x < written[k].n; x++)
+                rfsm_rangeset_add(&f->written[k], written[k].v[x].off, written[k].v[x].len);
+        }
     }
     pthread_mutex_unlock(&f->mu);
+    for (uint32_t k = 0; k < f->ncols; k++)
+        rfsm_rangeset_free(&written[k]);
+    free(written);
+    for (size_t k = 0; k < d.nstale; k++)
+        rfsm_rangeset_free(&missed[k]);
+    free(stale);
+    free(missed);
+    free(cleared);
     return rc;
 }
 
@@ -563,7 +770,7 @@ static int m_sync(rfs_io *io)
         return take_deferred(f); /* nothing of a reader's to make durable */
     rfs_status st = {RFS_OK, ""};
     rfs_status_first(&st, all_objects(f, 1, 0));
-    rfs_status_first(&st, merge(f, 0, 0));
+    rfs_status_first(&st, merge(f, 0, 0, 1));
     if (st.rc == RFS_OK)
         return take_deferred(f);
     take_deferred(f); /* reported with this failure */
@@ -578,7 +785,7 @@ static int m_flush(rfs_io *io, int report)
     mf_file *f = MF(io);
     int rc = all_objects(f, 0, 0);
     if (rc == RFS_OK)
-        rc = merge(f, 0, 0);
+        rc = merge(f, 0, 0, 0);
     if (rc != RFS_OK && !report) {
         pthread_mutex_lock(&f->mu);
         rfs_status_first(&f->deferred, rc);
@@ -595,6 +802,31 @@ static int m_get_size(rfs_io *io, uint64_t *size)
     return refresh_size(MF(io), size);
 }
 
+/* Truncated to 0, an incomplete replica this process holds open (an O_TRUNC open opens
+ * them) misses nothing any more: it is written again from here on, and the merge tells the
+ * manifest it is complete. One that cannot be truncated stays as it was. */
+static void revive_emptied(mf_file *f)
+{
+    for (uint32_t i = 0; i < f->m->nobjects; i++) {
+        pthread_mutex_lock(&f->mu);
+        rfs_io *io = f->objs[i].gone ? f->objs[i].io : NULL;
+        pthread_mutex_unlock(&f->mu);
+        if (!io || !(f->m->objects[i].flags & RFSM_OBJ_STALE))
+            continue;
+        if (io->ops->set_size(io, 0) != RFS_OK) {
+            rfs_clear_error();
+            continue;
+        }
+        pthread_mutex_lock(&f->mu);
+        mf_obj *o = &f->objs[i];
+        o->gone = o->reported = 0;
+        rfsm_rangeset_free(&o->missed);
+        o->cleared = o->pending = 1;
+        f->dirty = 1;
+        pthread_mutex_unlock(&f->mu);
+    }
+}
+
 static int m_set_size(rfs_io *io, uint64_t size)
 {
     mf_file *f = MF(io);
@@ -605,11 +837,27 @@ static int m_set_size(rfs_io *io, uint64_t size)
     int rc = all_objects(f, 2, size);
     if (rc != RFS_OK)
         return rc;
-    /* The size is set, not raised: what this process wrote before no longer counts. */
+    if (size == 0)
+        revive_emptied(f);
+    /* A replica that did not take the new size (given up, or incomplete before) holds wrong
+     * bytes from the new end of its column on (old ones where zeros belong), or from the old
+     * end when the file grows (zeros belong there too). */
     pthread_mutex_lock(&f->mu);
+    uint64_t from = size < f->size ? size : f->size;
+    for (uint32_t x = 0; x < f->m->nextents; x++) {
+        const rfsm_extent *e = &f->m->extents[x];
+        for (uint32_t c = 0; c < e->stripe_count; c++)
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                if (oi != RFSM_NO_OBJECT && (f->objs[oi].gone || !f->objs[oi].io))
+                    mf_obj_missed(f, oi, e->obj_off + rfsm_column_bytes(e, c, from), RFSM_MAX_SIZE,
+                                  0);
+            }
+    }
+    /* The size is set, not raised: what this process wrote before no longer counts. */
     f->written_end = 0;
     pthread_mutex_unlock(&f->mu);
-    return merge(f, 1, size);
+    return merge(f, 1, size, 1);
 }
 
 /* ---- the manifest file's services ---- */
@@ -656,7 +904,7 @@ static int m_close(rfs_io *io)
     rfs_status st = {RFS_OK, ""};
     if (f->objs) {
         rfs_status_first(&st, all_objects(f, 0, 0));
-        rfs_status_first(&st, merge(f, 0, 0));
+        rfs_status_first(&st, merge(f, 0, 0, 1));
         for (uint32_t i = 0; i < f->m->nobjects; i++) {
             if (!f->objs[i].io)
                 continue;
@@ -673,6 +921,12 @@ static int m_close(rfs_io *io)
         rfs_status_first(&st, rfs_status_raise(&dst));
     if (f->home)
         rfs_status_first(&st, f->home->ops->close(f->home));
+    for (uint32_t i = 0; f->objs && i < f->m->nobjects; i++)
+        rfsm_rangeset_free(&f->objs[i].missed);
+    for (uint32_t k = 0; f->written && k < f->ncols; k++)
+        rfsm_rangeset_free(&f->written[k]);
+    free(f->written);
+    free(f->col_base);
     rfsm_free(f->m);
     free(f->objs);
     pthread_mutex_destroy(&f->mu);

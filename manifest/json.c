@@ -30,7 +30,15 @@ void rfsm_write_json(FILE *out, const rfsm *m)
         const rfsm_object *o = &m->objects[i];
         fprintf(out, "%s{\"server\": %u, \"path\": ", i ? ", " : "", o->server);
         json_str(out, o->path);
-        fprintf(out, ", \"complete\": %s}", (o->flags & RFSM_OBJ_STALE) ? "false" : "true");
+        /* The bytes it misses, in object offsets; a wholly suspect one misses [0, 2^62). */
+        fprintf(out, ", \"complete\": %s, \"missing\": [",
+                (o->flags & RFSM_OBJ_STALE) ? "false" : "true");
+        if ((o->flags & RFSM_OBJ_STALE) && o->nmissing == 0)
+            fprintf(out, "[0, %llu]", (unsigned long long)RFSM_MAX_SIZE);
+        for (uint32_t k = 0; k < o->nmissing; k++)
+            fprintf(out, "%s[%llu, %llu]", k ? ", " : "", (unsigned long long)o->missing[k].off,
+                    (unsigned long long)o->missing[k].len);
+        fputs("]}", out);
     }
     fputs("], \"extents\": [", out);
     for (uint32_t i = 0; i < m->nextents; i++) {
@@ -43,8 +51,14 @@ void rfsm_write_json(FILE *out, const rfsm *m)
                 e->replicas);
         for (uint32_t c = 0; c < e->stripe_count; c++) {
             fputs(c ? ", [" : "[", out);
-            for (uint32_t r = 0; r < e->replicas; r++)
-                fprintf(out, "%s%u", r ? ", " : "", rfsm_object_of(e, c, r));
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                fputs(r ? ", " : "", out);
+                if (oi == RFSM_NO_OBJECT)
+                    fputs("null", out); /* an empty slot */
+                else
+                    fprintf(out, "%u", oi);
+            }
             fputc(']', out);
         }
         fputs("]}", out);

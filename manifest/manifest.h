@@ -12,9 +12,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Binary format: "RFSM", version 1 (docs/manifest.md "Binary form"). */
+/* Binary format: "RFSM", version 2 (docs/manifest.md "Binary form"); version 1 (no missing
+ * ranges, no empty replica slots) is still read, and written back as version 2. */
 #define RFSM_MAGIC "RFSM"
-#define RFSM_VERSION 1u
+#define RFSM_VERSION 2u
+#define RFSM_VERSION_1 1u
 #define RFSM_HEADER_LEN 40u
 #define RFSM_TRAILER_LEN 4u /* CRC-32C of every byte before it */
 
@@ -28,19 +30,37 @@
 #define RFSM_MAX_STRIPE_COUNT 256u
 #define RFSM_MAX_URL 512u
 #define RFSM_MAX_PATH 4095u
+/* Missing ranges one incomplete replica records; past it, the whole object counts as missing
+ * (bounded memory in every process and in the manifest, whatever the write pattern). */
+#define RFSM_MAX_MISSING 1024u
 /* Logical offsets end below 2^62: far beyond any file, and room above for the byte the
  * manifest's update lock takes on the home server (manifest/store.c). */
 #define RFSM_MAX_SIZE (1ull << 62)
 #define RFSM_MAX_STRIPE_SIZE (1ull << 30)
 
 /* Object flags. */
-#define RFSM_OBJ_STALE 0x1u /* a write to this replica failed: it misses bytes, never read it */
+#define RFSM_OBJ_STALE \
+    0x1u /* a write to this replica failed: it misses the bytes `missing` names */
 #define RFSM_OBJ_KNOWN_FLAGS RFSM_OBJ_STALE
+
+/* A replica slot of an extent that holds no object (a replica trimmed from one column only,
+ * or added to another only). Every column keeps at least one object. */
+#define RFSM_NO_OBJECT 0xFFFFFFFFu
+
+/* Bytes [off, off+len) of an object (object offsets, not logical ones). */
+typedef struct rfsm_range {
+    uint64_t off, len;
+} rfsm_range;
 
 typedef struct rfsm_object {
     uint32_t server; /* index into servers */
     uint32_t flags;  /* RFSM_OBJ_* */
     char *path;      /* absolute path on that server */
+    /* Of a STALE object: the bytes it missed, sorted, disjoint, not touching, at most
+     * RFSM_MAX_MISSING; none (nmissing 0) means the whole object is suspect. A complete
+     * object has none. */
+    uint32_t nmissing;
+    rfsm_range *missing;
 } rfsm_object;
 
 /* Logical bytes [off, off+len) striped RAID-0 fashion over stripe_count columns of
@@ -111,11 +131,35 @@ int rfsm_map(const rfsm *m, uint64_t off, uint64_t len, rfsm_piece_fn fn, void *
 /* How many bytes column `column` of extent `e` holds for logical bytes [e.off, end): the
  * size its objects have when the file ends at `end`. */
 uint64_t rfsm_column_bytes(const rfsm_extent *e, uint32_t column, uint64_t end);
-/* Object index of column c, replica r of extent e. */
+/* Object index of column c, replica r of extent e (RFSM_NO_OBJECT: an empty slot). */
 static inline uint32_t rfsm_object_of(const rfsm_extent *e, uint32_t c, uint32_t r)
 {
     return e->objects[(size_t)c * e->replicas + r];
 }
+
+/* ---- missing ranges (manifest/ranges.c) ---- */
+
+/* A growing set of object byte ranges, coalesced as they come; past RFSM_MAX_MISSING ranges
+ * (or out of memory) it becomes "whole" and forgets them. */
+typedef struct rfsm_rangeset {
+    rfsm_range *v;
+    uint32_t n, cap;
+    int whole;
+} rfsm_rangeset;
+
+void rfsm_rangeset_add(rfsm_rangeset *s, uint64_t off, uint64_t len);
+void rfsm_rangeset_free(rfsm_rangeset *s);
+/* 1 when [off, off+len) meets a missing range of object o (any byte, when it is wholly
+ * suspect); 0 for a complete object. */
+int rfsm_object_misses(const rfsm_object *o, uint64_t off, uint64_t len);
+/* Marks o incomplete with the ranges of s added to what it misses (s whole, or o already
+ * wholly suspect: whole). Returns 1 when o changed, 0 when it covered s already, <0 out of
+ * memory (o then wholly suspect, which is always safe). */
+int rfsm_object_add_missing(rfsm_object *o, const rfsm_rangeset *s);
+/* o complete again (a repair copied it whole). */
+void rfsm_object_clear_missing(rfsm_object *o);
+/* The bytes o misses in total (UINT64_MAX: the whole object). */
+uint64_t rfsm_object_missing_bytes(const rfsm_object *o);
 
 /* Copies "rfs://host:port" (the scheme kept, path dropped) of an rfs name into out;
  * RFS_E_NAME when it is not one. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "common/capability.h"
 #include "proto/proto.h"
 
 int rfs_is_manifest_name(const char *name)
@@ -141,17 +142,24 @@ static void *open_one(void *arg)
 
 /* Opens the objects that are not known incomplete, all at once; a replicated column may lose
  * some (they are given up, and incomplete when writing), but every column keeps one. */
-static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_options *opts)
+static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_options *opts,
+                        int truncating)
 {
     rfsm *m = f->m;
     open_job *jobs = calloc(m->nobjects ? m->nobjects : 1, sizeof *jobs);
     if (!jobs)
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", f->io.path);
     size_t n = 0;
+    int reading = (flags & RFS_O_ACCMODE) == RFS_O_RDONLY;
     for (uint32_t i = 0; i < m->nobjects; i++) {
-        if (m->objects[i].flags & RFSM_OBJ_STALE) {
+        /* An incomplete replica is never written again (until augment repairs it); a reader
+         * still uses one that names what it misses, for the bytes outside those ranges. */
+        int stale = (m->objects[i].flags & RFSM_OBJ_STALE) != 0;
+        if (stale && (!reading || m->objects[i].nmissing == 0)) {
             f->objs[i].gone = 1;
-            continue;
+            /* A truncating open opens it anyway: emptied, it is complete again. */
+            if (!truncating || reading)
+                continue;
         }
         jobs[n++] = (open_job){.f = f, .obj = i, .flags = flags, .mode = mode, .opts = opts};
     }
@@ -160,6 +168,10 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
     for (size_t k = 0; k < n && rc == RFS_OK; k++) {
         if (jobs[k].st.rc == RFS_OK)
             continue;
+        if (f->objs[jobs[k].obj].gone) {
+            rfs_clear_error(); /* an incomplete one opened to be emptied: stays as it was */
+            continue;
+        }
         rfs_status_raise(&jobs[k].st);
         mf_obj_failed(f, jobs[k].obj, jobs[k].st.rc, (flags & RFS_O_ACCMODE) != RFS_O_RDONLY);
     }
@@ -168,14 +180,16 @@ static int open_objects(mf_file *f, unsigned flags, unsigned mode, const rfs_opt
         const rfsm_extent *e = &m->extents[x];
         for (uint32_t c = 0; c < e->stripe_count && rc == RFS_OK; c++) {
             int live = 0;
-            for (uint32_t r = 0; r < e->replicas; r++)
-                live |=
-                    f->objs[rfsm_object_of(e, c, r)].io && !f->objs[rfsm_object_of(e, c, r)].gone;
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                live |= oi != RFSM_NO_OBJECT && f->objs[oi].io && !f->objs[oi].gone;
+            }
             if (live)
                 continue;
             const open_job *why = NULL;
             for (size_t k = 0; k < n; k++)
-                if (jobs[k].st.rc != RFS_OK && jobs[k].obj == rfsm_object_of(e, c, 0))
+                if (jobs[k].st.rc != RFS_OK && jobs[k].obj == rfsm_object_of(e, c, 0) &&
+                    jobs[k].obj != RFSM_NO_OBJECT)
                     why = &jobs[k];
             rc = rfs_fail(why ? why->st.rc : RFS_E_IO,
                           "%s:%s: no replica of stripe column %u is available (%s)", f->io.server,
@@ -228,7 +242,13 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
     if (rc == RFS_OK) {
         f->size = f->m->size;
         f->objs = calloc(f->m->nobjects ? f->m->nobjects : 1, sizeof *f->objs);
-        if (!f->objs)
+        f->col_base = calloc(f->m->nextents ? f->m->nextents : 1, sizeof *f->col_base);
+        for (uint32_t x = 0; f->col_base && x < f->m->nextents; x++) {
+            f->col_base[x] = f->ncols;
+            f->ncols += f->m->extents[x].stripe_count;
+        }
+        f->written = calloc(f->ncols ? f->ncols : 1, sizeof *f->written);
+        if (!f->objs || !f->col_base || !f->written)
             rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     }
     if (rc == RFS_OK) {
@@ -245,7 +265,12 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
          * returns (no write marks to follow several servers' windows). */
         oo.write_window = 0;
         unsigned of = acc == RFS_O_RDONLY ? RFS_O_RDONLY : RFS_O_RDWR | RFS_O_CREAT;
-        rc = open_objects(f, of, mode ? mode : 0644, &oo);
+        char lease[RFS_CAP_MAX_LEN + 1];
+        rc = mf_cap_lease(name, &o, acc == RFS_O_RDONLY ? RFS_CAP_READ : RFS_CAP_WRITE, lease,
+                          sizeof lease, &oo);
+        if (rc == RFS_OK)
+            rc = open_objects(f, of, mode ? mode : 0644, &oo, (flags & RFS_O_TRUNC) != 0);
+        explicit_bzero(lease, sizeof lease);
     }
     if (rc == RFS_OK && (flags & RFS_O_TRUNC) && acc != RFS_O_RDONLY)
         rc = f->io.ops->set_size(&f->io, 0);
@@ -295,14 +320,19 @@ int rfs_manifest_delete(const char *name, const rfs_options *opts)
         home->ops->close(home);
     }
     rfs_status first = {RFS_OK, ""};
+    rfs_options oo = opts ? *opts : (rfs_options){0};
+    char lease[RFS_CAP_MAX_LEN + 1];
+    if (rc == RFS_OK)
+        rc = mf_cap_lease(name, &oo, RFS_CAP_WRITE, lease, sizeof lease, &oo);
     for (uint32_t i = 0; rc == RFS_OK && i < m->nobjects; i++) {
         char on[RFSM_MAX_URL + RFSM_MAX_PATH + 2];
         int orc = object_name(m, i, on, sizeof on);
         if (orc == RFS_OK)
-            orc = rfs_delete(on, opts);
+            orc = rfs_delete(on, &oo);
         if (orc != RFS_OK && orc != RFS_E_NOENT)
             rfs_status_first(&first, orc);
     }
+    explicit_bzero(lease, sizeof lease);
     rfsm_free(m);
     /* The manifest goes last, and only when every object went: objects it no longer names
      * would be left on their servers for nobody to find. */

@@ -77,13 +77,25 @@ int rfsm_store_load(rfs_io *home, rfsm **out)
 }
 
 /* Writes m over the stored manifest of stored_len bytes, and syncs it. */
-static int write_locked(rfs_io *home, const rfsm *m, size_t stored_len)
+static int write_locked(rfs_io *home, rfsm *m, size_t stored_len)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
     char what[4400];
     snprintf(what, sizeof what, "%s:%s", home->server, home->path);
     int rc = rfsm_encode(m, what, &buf, &len);
+    if (rc == RFS_E_TOOBIG) {
+        /* Missing ranges of many objects outgrew the manifest's limit: each incomplete object
+         * becomes wholly suspect instead (a whole re-copy later, never a wrong read): what is
+         * left is the manifest's layout, 4 bytes more per object than version 1's. */
+        for (uint32_t i = 0; i < m->nobjects; i++) {
+            free(m->objects[i].missing);
+            m->objects[i].missing = NULL;
+            m->objects[i].nmissing = 0;
+        }
+        rfs_clear_error();
+        rc = rfsm_encode(m, what, &buf, &len);
+    }
     size_t done = 0;
     if (rc == RFS_OK)
         rc = home->ops->pwrite(home, buf, len, 0, &done);
@@ -96,20 +108,83 @@ static int write_locked(rfs_io *home, const rfsm *m, size_t stored_len)
     return rc;
 }
 
-/* Applies d to m; 1 if that changed anything. */
-static int apply(rfsm *m, const rfsm_delta *d)
+int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged)
 {
+    int rc = lock(home, RFS_LOCK_EXCL);
+    if (rc != RFS_OK)
+        return rc;
+    rfsm *m = NULL;
+    size_t stored_len = 0;
+    rc = read_locked(home, &m, &stored_len);
+    if (rc == RFS_OK) {
+        int changed = fn(m, ctx);
+        if (changed < 0) {
+            rc = changed;
+        } else if (changed) {
+            /* Nothing new (the stored manifest covers it already): no write, no sync. */
+            m->generation++;
+            rc = write_locked(home, m, stored_len);
+        }
+    }
+    unlock(home);
+    if (rc == RFS_OK && merged)
+        *merged = m;
+    else
+        rfsm_free(m);
+    return rc;
+}
+
+uint32_t rfsm_find_object(const rfsm *m, const char *server, const char *path)
+{
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        if (!strcmp(m->objects[i].path, path) && !strcmp(m->servers[m->objects[i].server], server))
+            return i;
+    return RFSM_NO_OBJECT;
+}
+
+static int apply_delta(rfsm *m, void *ctx)
+{
+    const rfsm_delta *d = ctx;
     uint64_t was = m->size;
-    int changed = 0;
     if (d->truncate)
         m->size = d->truncate_to;
     if (d->written_end > m->size)
         m->size = d->written_end;
-    changed = m->size != was;
+    int changed = m->size != was;
+    static const rfsm_rangeset whole = {.whole = 1};
     for (size_t i = 0; i < d->nstale; i++) {
-        if (d->stale[i] < m->nobjects && !(m->objects[d->stale[i]].flags & RFSM_OBJ_STALE)) {
-            m->objects[d->stale[i]].flags |= RFSM_OBJ_STALE;
+        if (!d->base || d->stale[i] >= d->base->nobjects)
+            continue;
+        const rfsm_object *bo = &d->base->objects[d->stale[i]];
+        /* A replica trimmed meanwhile is no longer there to mark. */
+        uint32_t k = rfsm_find_object(m, d->base->servers[bo->server], bo->path);
+        if (k == RFSM_NO_OBJECT)
+            continue;
+        if (d->cleared && d->cleared[i] && (m->objects[k].flags & RFSM_OBJ_STALE)) {
+            rfsm_object_clear_missing(&m->objects[k]);
             changed = 1;
+        }
+        int c = rfsm_object_add_missing(&m->objects[k], d->missed ? &d->missed[i] : &whole);
+        changed |= c != 0;
+    }
+    /* Replicas added since this process opened the file missed what it wrote. The extents and
+     * columns never change while the file exists; only their replicas do. */
+    for (uint32_t x = 0, flat = 0;
+         d->written && d->base && x < m->nextents && x < d->base->nextents;
+         flat += m->extents[x].stripe_count, x++) {
+        const rfsm_extent *e = &m->extents[x];
+        for (uint32_t c = 0; c < e->stripe_count; c++) {
+            const rfsm_rangeset *w = &d->written[flat + c];
+            if (!w->whole && w->n == 0)
+                continue;
+            for (uint32_t r = 0; r < e->replicas; r++) {
+                uint32_t oi = rfsm_object_of(e, c, r);
+                if (oi == RFSM_NO_OBJECT ||
+                    rfsm_find_object(d->base, m->servers[m->objects[oi].server],
+                                     m->objects[oi].path) != RFSM_NO_OBJECT)
+                    continue;
+                changed |= rfsm_object_add_missing(&m->objects[oi], w) != 0;
+            }
         }
     }
     return changed;
@@ -125,19 +200,21 @@ static int covered_shared(rfs_io *home, const rfsm_delta *d, rfsm **out)
     rfsm *m = NULL;
     rc = read_locked(home, &m, NULL);
     unlock(home);
-    if (rc == RFS_OK && !apply(m, d))
+    if (rc == RFS_OK && apply_delta(m, (void *)d) == 0) {
+        /* apply_delta changed nothing in this copy: it is the stored manifest as it is */
         *out = m;
-    else
-        rfsm_free(m);
+        return RFS_OK;
+    }
+    rfsm_free(m);
     return rc;
 }
 
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
 {
-    rfsm *m = NULL;
-    int rc;
     if (!d->truncate && d->written_end <= d->seen_size) {
-        if ((rc = covered_shared(home, d, &m)) != RFS_OK)
+        rfsm *m = NULL;
+        int rc = covered_shared(home, d, &m);
+        if (rc != RFS_OK)
             return rc;
         if (m) {
             if (merged)
@@ -147,19 +224,5 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
             return RFS_OK;
         }
     }
-    if ((rc = lock(home, RFS_LOCK_EXCL)) != RFS_OK)
-        return rc;
-    size_t stored_len = 0;
-    rc = read_locked(home, &m, &stored_len);
-    /* Nothing new (the stored manifest covers it already): no write, no sync. */
-    if (rc == RFS_OK && apply(m, d)) {
-        m->generation++;
-        rc = write_locked(home, m, stored_len);
-    }
-    unlock(home);
-    if (rc == RFS_OK && merged)
-        *merged = m;
-    else
-        rfsm_free(m);
-    return rc;
+    return rfsm_store_update(home, apply_delta, (void *)d, merged);
 }

@@ -22,8 +22,20 @@ typedef struct rfsm_delta {
     uint64_t written_end; /* the logical end of this process's writes (0: none) */
     int truncate;         /* 1: the size is set to truncate_to (then written_end applies) */
     uint64_t truncate_to;
-    const uint32_t *stale; /* object indices this process found incomplete */
+    /* Objects this process found incomplete, as indices of `base` (the manifest it loaded at
+     * open: the stored one may have been augmented or trimmed since, so objects are matched
+     * by server and path), each with the object ranges it missed (missed[k] of stale[k];
+     * missed NULL, or a whole set: the whole object). */
+    const rfsm *base;
+    const uint32_t *stale;
+    const rfsm_rangeset *missed;
+    const uint8_t
+        *cleared; /* cleared[k]: stale[k] is complete again before missed[k] (NULL: none) */
     size_t nstale;
+    /* The object ranges this process wrote, per column of base's extents in order (extent 0's
+     * columns, then extent 1's, ...; NULL: none): a replica of that column the stored manifest
+     * has and base had not (augmented since) never got them, and is marked missing them. */
+    const rfsm_rangeset *written;
     /* The stored size this process saw last (0: unknown). A delta that does not reach past
      * it most likely changes nothing: that is checked first under the shared lock, which the
      * other processes' checks share, and only a delta that does change something waits for
@@ -32,10 +44,19 @@ typedef struct rfsm_delta {
 } rfsm_delta;
 
 /* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to
- * when truncating, then at least written_end; stale objects marked) and, when that changed
- * anything, bumps the generation, writes it back in place and syncs it. *merged (may be NULL)
- * gets the result. A delta within d->seen_size that changes nothing is settled under the
- * shared lock. */
+ * when truncating, then at least written_end; stale objects marked, their missing ranges
+ * merged) and, when that changed anything, bumps the generation, writes it back in place and
+ * syncs it. *merged (may be NULL) gets the result. A delta within d->seen_size that changes
+ * nothing is settled under the shared lock. */
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged);
+
+/* The general form: under the exclusive lock, fn(stored manifest, ctx) edits it in place and
+ * returns 1 (changed: generation + 1, written back, synced), 0 (nothing to write) or an
+ * RFS_E_* error (nothing written; the error returned). */
+typedef int (*rfsm_update_fn)(rfsm *m, void *ctx);
+int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged);
+
+/* The index in m of the object on server URL `server` at `path`, or RFSM_NO_OBJECT. */
+uint32_t rfsm_find_object(const rfsm *m, const char *server, const char *path);
 
 #endif

@@ -3,6 +3,7 @@
  * that cannot pass an info object, RFS_HINTS="key=value;key=value". Precedence: defaults, then
  * RFS_HINTS, then the info given to open/set_view/set_info. Unknown keys and bad values are
  * ignored, as MPI requires. Every key is documented in docs/hints.md. */
+#include "common/capability.h"
 #include "common/zauto.h"
 #include "mpiio/mpiio_internal.h"
 
@@ -153,6 +154,11 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
             h->tls = 0;
         else
             return 0;
+    } else if (!strcmp(key, "rfs_capability")) {
+        /* a capability instead of the token (docs/security.md); never shown by get_info */
+        if (!rfs_cap_looks_like(v) || strlen(v) >= sizeof h->capability)
+            return 0;
+        snprintf(h->capability, sizeof h->capability, "%s", v);
     } else if (!strcmp(key, "rfs_transport")) {
         if (strcmp(v, "tcp") && strcmp(v, "ucx"))
             return 0;

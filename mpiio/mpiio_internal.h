@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "client/runtime.h"
+#include "common/capability.h"
 #include "dtype/dtype.h"
 #include "common/err.h"
 #include "rfs/rfs_io.h"
@@ -117,6 +118,8 @@ typedef struct mp_hints {
     int streams;            /* rfs_streams: a count or RFS_STREAMS_AUTO */
     int streams_auto_max;   /* rfs_streams=auto:N; 0: a share of the node's (mp_streams_cap) */
     int tls;                /* rfs_tls: 1 require, 0 as the name and $RFS_TLS say */
+    /* rfs_capability: authenticate with it instead of a token (never shown by get_info) */
+    char capability[RFS_CAP_MAX_LEN + 1];
     char transport[4];      /* rfs_transport: "tcp", "ucx", or "": as the name and
                                $RFS_TRANSPORT say */
     int64_t ucx_inline_max; /* rfs_ucx_inline_max (bytes); -1: not given */

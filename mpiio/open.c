@@ -67,6 +67,8 @@ static void options_from_hints(const mp_hints *h, const node_pos *np, rfs_option
         h->streams == RFS_STREAMS_AUTO ? RFS_STREAMS_AUTO_MAX(auto_streams_cap(h, np)) : h->streams;
     o->compress = h->compress[0] ? h->compress : NULL;
     o->tls = h->tls;
+    if (h->capability[0])
+        o->token = h->capability; /* h lives with the file: as long as its opens */
     /* ABT counts a chunk delivered (and drops its staged copy) when the write returns, so
      * under ABT every write must wait for the server's reply. */
     o->write_window = h->abt == MP_ENABLE ? 0 : (size_t)h->write_window;

@@ -30,6 +30,7 @@ static const rfs_op_facts table[] = {
     OP(TPC_AUTH, PRE),              /* spends one use of its grant */
     OP(PLACE, IDEM),                /* the answer depends on the rank and the group only */
     OP(COLL_JOIN, FH | BAR | IDEM), /* joining again with the same id changes nothing */
+    OP(CAP_AUTH, PRE),              /* a capability instead of AUTH's token */
     OP(OPEN, VER | AUD),            /* create, exclusive and truncate make a second differ */
     /* CLOSE twice leaves the file closed; the client only repeats it on a reopened handle */
     OP(CLOSE, FH | BAR | IDEM),
@@ -61,6 +62,11 @@ static const rfs_op_facts table[] = {
     OP(TPC_GRANT, AUD), /* each hands out a new capability */
     OP(TPC_PULL, AUD),  /* each starts a new copy */
     OP(TPC_STATUS, IDEM),
+    /* each CAP_ISSUE signs a new capability; revoking twice leaves it revoked; setting an
+     * object's lease to the same end again changes nothing */
+    OP(CAP_ISSUE, AUD),
+    OP(CAP_REVOKE, AUD | IDEM),
+    OP(OBJ_LEASE, AUD | IDEM),
 };
 
 const rfs_op_facts *rfs_op_facts_of(uint16_t op)

@@ -86,6 +86,13 @@
 /* LIST_TREE is served: a directory and as many of its descendants' listings as fit, in one
  * reply (docs/protocol.md "LIST_TREE"). */
 #define RFS_FEAT_LTREE 0x2000u
+/* Capabilities (docs/security.md "Capabilities"): CAP_AUTH, CAP_ISSUE and CAP_REVOKE are
+ * served; signed capability strings stand in for a token. */
+#define RFS_FEAT_CAP 0x4000u
+/* the longest capability string on the wire (CAP_AUTH, CAP_REVOKE, CAP_ISSUE's reply) */
+#define RFS_CAP_WIRE_MAX 1536u
+/* CAP_ISSUE flags: a lease of the connection's own capability (or identity) */
+#define RFS_CAP_ISSUE_LEASE 0x1u
 #define RFS_PLACE_JOB_LEN 16u   /* PLACE: the client job's id (all zero: unknown) */
 #define RFS_PLACE_MAX_ADDR 255u /* PLACE reply: "HOST:PORT" of the process to use */
 /* a server group whose processes turn collective calls into MPI-IO collective calls (rfsd
@@ -117,6 +124,7 @@ typedef enum rfs_op {
     RFS_OP_TPC_AUTH = 5,  /* AUTH with a one-time grant instead of a token (tpc) */
     RFS_OP_PLACE = 6,     /* which process of a server group serves this client rank */
     RFS_OP_COLL_JOIN = 7, /* this handle is one rank of a collective open (RFS_FEAT_COLL) */
+    RFS_OP_CAP_AUTH = 8,  /* AUTH with a signed capability instead of a token (RFS_FEAT_CAP) */
     RFS_OP_OPEN = 10,
     RFS_OP_CLOSE = 11,
     RFS_OP_PREAD = 12,
@@ -147,6 +155,9 @@ typedef enum rfs_op {
     RFS_OP_TPC_GRANT = 50,  /* third-party copy: a one-time read capability for a path */
     RFS_OP_TPC_PULL = 51,   /* third-party copy: this server pulls a file from another */
     RFS_OP_TPC_STATUS = 52, /* third-party copy: progress and outcome of a pull */
+    RFS_OP_CAP_ISSUE = 53,  /* sign a capability (or a lease) for one file (RFS_FEAT_CAP) */
+    RFS_OP_CAP_REVOKE = 54, /* record a capability of this server as revoked (RFS_FEAT_CAP) */
+    RFS_OP_OBJ_LEASE = 55,  /* set the lease of an object of a logical file (RFS_FEAT_CAP) */
 } rfs_op;
 
 /* Third-party copy (docs/protocol.md "Third-party copy"). */
@@ -336,6 +347,22 @@ typedef struct rfs_req {
         struct {
             uint32_t job;
         } tpc_status;
+        /* CAP_AUTH, CAP_REVOKE: a capability string (1..RFS_CAP_WIRE_MAX printable bytes) */
+        struct {
+            rfs_wpath str;
+        } cap;
+        /* OBJ_LEASE: the object at path lives until expires (Unix seconds; 0: for ever) */
+        struct {
+            rfs_wpath path;
+            uint64_t expires;
+        } obj_lease;
+        /* CAP_ISSUE: a capability for path with right (1 read, 2 write, 3 manage) until
+         * expires (Unix seconds); flags RFS_CAP_ISSUE_LEASE: a lease instead. */
+        struct {
+            rfs_wpath path;
+            uint32_t right, flags;
+            uint64_t expires;
+        } cap_issue;
     } u;
     /* Trailing payload: PING (echoed), PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE. */
     const uint8_t *data;
@@ -432,6 +459,15 @@ typedef struct rfs_rep {
             uint32_t state, crc;
             uint64_t done, total;
         } tpc_status;
+        /* CAP_AUTH: the right the connection now has, and until when (Unix seconds) */
+        struct {
+            uint32_t right;
+            uint64_t expires;
+        } cap_auth;
+        /* CAP_ISSUE: the capability string */
+        struct {
+            rfs_wpath str;
+        } cap_issue;
     } u;
     /* Trailing payload: PING, PREAD, PREADV, VIEW_READ (bytes read; short only at EOF). */
     const uint8_t *data;

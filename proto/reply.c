@@ -22,6 +22,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_VIEW_WRITE:
     case RFS_OP_GET_SIZE:
     case RFS_OP_COUNTER:
+    case RFS_OP_OBJ_LEASE:
     case RFS_OP_WRITE_FILE: return SHAPE_U64;
     case RFS_OP_CLOSE:
     case RFS_OP_SYNC:
@@ -34,6 +35,7 @@ static enum rep_shape shape_of(uint16_t op)
     case RFS_OP_LOCK:
     case RFS_OP_UNLOCK:
     case RFS_OP_COLL_JOIN:
+    case RFS_OP_CAP_REVOKE:
     case RFS_OP_SET_VIEW: return SHAPE_EMPTY;
     default: return SHAPE_OTHER; /* fields of their own (HELLO, OPEN, STAT, LIST, ...) */
     }
@@ -102,6 +104,22 @@ static int check_rep(const rfs_rep *r, int bad)
             return rfs_fail(bad, "TPC_GRANT reply: size %llu",
                             (unsigned long long)r->u.tpc_grant.size);
         return RFS_OK;
+    case RFS_OP_CAP_AUTH:
+        if (r->u.cap_auth.right < 1 || r->u.cap_auth.right > 3)
+            return rfs_fail(bad, "CAP_AUTH reply: right %u", r->u.cap_auth.right);
+        return RFS_OK;
+    case RFS_OP_CAP_ISSUE: {
+        const rfs_wpath *c = &r->u.cap_issue.str;
+        if (c->len == 0 || c->len > RFS_CAP_WIRE_MAX)
+            return rfs_fail(bad == RFS_E_PROTO && c->len ? RFS_E_TOOBIG : bad,
+                            "CAP_ISSUE reply: capability of %u bytes (1..%u)", c->len,
+                            RFS_CAP_WIRE_MAX);
+        for (unsigned i = 0; i < c->len; i++)
+            if ((unsigned char)c->s[i] <= 0x20 || (unsigned char)c->s[i] > 0x7e)
+                return rfs_fail(bad, "CAP_ISSUE reply: byte 0x%02x in the capability",
+                                (unsigned char)c->s[i]);
+        return RFS_OK;
+    }
     case RFS_OP_TPC_STATUS:
         if ((r->u.tpc_status.state != RFS_TPC_RUNNING && r->u.tpc_status.state != RFS_TPC_DONE) ||
             r->u.tpc_status.done > r->u.tpc_status.total ||
@@ -190,6 +208,14 @@ int rfs_rep_encode(const rfs_rep *r, uint8_t *out, size_t cap, size_t *len)
                 wr_u64(&w, r->u.tpc_grant.size);
                 break;
             case RFS_OP_TPC_PULL: /* u32 job */ wr_u32(&w, r->u.tpc_pull.job); break;
+            case RFS_OP_CAP_AUTH: /* u32 right, u64 expires */
+                wr_u32(&w, r->u.cap_auth.right);
+                wr_u64(&w, r->u.cap_auth.expires);
+                break;
+            case RFS_OP_CAP_ISSUE: /* u16 len, capability */
+                wr_u16(&w, r->u.cap_issue.str.len);
+                wr_bytes(&w, r->u.cap_issue.str.s, r->u.cap_issue.str.len);
+                break;
             case RFS_OP_TPC_STATUS: /* u32 state, u32 crc, u64 done, u64 total */
                 wr_u32(&w, r->u.tpc_status.state);
                 wr_u32(&w, r->u.tpc_status.crc);
@@ -336,6 +362,14 @@ int rfs_rep_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_rep *r
             r->u.tpc_grant.size = rd_u64(&in);
             break;
         case RFS_OP_TPC_PULL: r->u.tpc_pull.job = rd_u32(&in); break;
+        case RFS_OP_CAP_AUTH:
+            r->u.cap_auth.right = rd_u32(&in);
+            r->u.cap_auth.expires = rd_u64(&in);
+            break;
+        case RFS_OP_CAP_ISSUE:
+            r->u.cap_issue.str.len = rd_u16(&in);
+            r->u.cap_issue.str.s = (const char *)rd_take(&in, r->u.cap_issue.str.len);
+            break;
         case RFS_OP_TPC_STATUS:
             r->u.tpc_status.state = rd_u32(&in);
             r->u.tpc_status.crc = rd_u32(&in);

@@ -65,6 +65,23 @@ static int check_mode(uint16_t op, uint32_t mode)
     return RFS_OK;
 }
 
+/* CAP_AUTH, CAP_REVOKE: a capability string, printable ASCII within its limit (the
+ * signature and meaning are checked by the server, common/capability.h). */
+static int check_cap_str(uint16_t op, const rfs_wpath *p)
+{
+    if (p->len == 0 || !p->s)
+        return rfs_fail(RFS_E_INVAL, "%s: empty capability", rfs_op_name(op));
+    if (p->len > RFS_CAP_WIRE_MAX)
+        return rfs_fail(RFS_E_TOOBIG, "%s: capability of %u bytes (limit %u)", rfs_op_name(op),
+                        p->len, RFS_CAP_WIRE_MAX);
+    for (uint16_t i = 0; i < p->len; i++) {
+        unsigned char ch = (unsigned char)p->s[i];
+        if (ch <= 0x20 || ch > 0x7e)
+            return rfs_fail(RFS_E_INVAL, "%s: byte 0x%02x in the capability", rfs_op_name(op), ch);
+    }
+    return RFS_OK;
+}
+
 /* TPC_PULL: known flags, a port, 1..16 streams, a host name without odd bytes, two paths. */
 static int check_tpc_pull(const rfs_req *r)
 {
@@ -210,6 +227,17 @@ static int check_req(const rfs_req *r, const uint64_t *host_ext, uint64_t *total
                             RFS_TPC_MAX_USES);
         return rfs_wire_check_path(op, "path", &r->u.tpc_grant.path);
     case RFS_OP_TPC_PULL: return check_tpc_pull(r);
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_REVOKE: return check_cap_str(op, &r->u.cap.str);
+    case RFS_OP_OBJ_LEASE: return rfs_wire_check_path(op, "path", &r->u.obj_lease.path);
+    case RFS_OP_CAP_ISSUE:
+        if (r->u.cap_issue.right < 1 || r->u.cap_issue.right > 3)
+            return rfs_fail(RFS_E_INVAL, "CAP_ISSUE: right %u (1 read, 2 write, 3 manage)",
+                            r->u.cap_issue.right);
+        if (r->u.cap_issue.flags & ~RFS_CAP_ISSUE_LEASE)
+            return rfs_fail(RFS_E_INVAL, "CAP_ISSUE: unknown flags 0x%x",
+                            r->u.cap_issue.flags & ~RFS_CAP_ISSUE_LEASE);
+        return rfs_wire_check_path(op, "path", &r->u.cap_issue.path);
     }
     return rfs_fail(RFS_E_INVAL, "unknown op %u", op);
 }
@@ -265,6 +293,10 @@ size_t rfs_req_encoded_size(const rfs_req *r)
         return n + 16 + RFS_TPC_ID_LEN + RFS_TPC_KEY_LEN + RFS_TPC_PIN_LEN + 6 +
                r->u.tpc_pull.host.len + r->u.tpc_pull.src.len + r->u.tpc_pull.dst.len;
     case RFS_OP_TPC_STATUS: return n + 4;
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_REVOKE: return n + 2 + r->u.cap.str.len;
+    case RFS_OP_CAP_ISSUE: return n + 18 + r->u.cap_issue.path.len;
+    case RFS_OP_OBJ_LEASE: return n + 10 + r->u.obj_lease.path.len;
     }
     return 0;
 }
@@ -437,6 +469,18 @@ int rfs_req_encode(const rfs_req *r, const uint64_t *ext_src, uint8_t *out, size
         put_path(&w, &r->u.tpc_pull.dst);
         break;
     case RFS_OP_TPC_STATUS: /* u32 job */ wr_u32(&w, r->u.tpc_status.job); break;
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_REVOKE: /* u16 len, capability */ put_path(&w, &r->u.cap.str); break;
+    case RFS_OP_OBJ_LEASE: /* u64 expires, path */
+        wr_u64(&w, r->u.obj_lease.expires);
+        put_path(&w, &r->u.obj_lease.path);
+        break;
+    case RFS_OP_CAP_ISSUE: /* u32 right, u32 flags, u64 expires, path */
+        wr_u32(&w, r->u.cap_issue.right);
+        wr_u32(&w, r->u.cap_issue.flags);
+        wr_u64(&w, r->u.cap_issue.expires);
+        put_path(&w, &r->u.cap_issue.path);
+        break;
     }
     if (w.full)
         return rfs_fail(RFS_E_TOOBIG, "%s: buffer of %zu bytes too small", rfs_op_name(r->op), cap);
@@ -674,6 +718,18 @@ int rfs_req_decode(const rfs_hdr *h, const uint8_t *body, size_t len, rfs_req *r
         get_path(&in, &r->u.tpc_pull.dst);
         break;
     case RFS_OP_TPC_STATUS: r->u.tpc_status.job = rd_u32(&in); break;
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_REVOKE: get_path(&in, &r->u.cap.str); break;
+    case RFS_OP_OBJ_LEASE:
+        r->u.obj_lease.expires = rd_u64(&in);
+        get_path(&in, &r->u.obj_lease.path);
+        break;
+    case RFS_OP_CAP_ISSUE:
+        r->u.cap_issue.right = rd_u32(&in);
+        r->u.cap_issue.flags = rd_u32(&in);
+        r->u.cap_issue.expires = rd_u64(&in);
+        get_path(&in, &r->u.cap_issue.path);
+        break;
     }
     if (in.bad)
         return rfs_fail(RFS_E_PROTO, "%s request: body of %zu bytes is truncated", name, len);

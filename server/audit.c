@@ -173,6 +173,9 @@ void rfsd_audit_request(const rfsd_conn *c, const rfs_req *q, int rc)
     case RFS_OP_WRITE_FILE: p = &q->u.write_file.path; break;
     case RFS_OP_READ_FILE: p = &q->u.read_file.path; break;
     case RFS_OP_TPC_GRANT: p = &q->u.tpc_grant.path; break; /* a read capability */
+    case RFS_OP_CAP_ISSUE: p = &q->u.cap_issue.path; break; /* a signed capability */
+    case RFS_OP_CAP_REVOKE: p = &q->u.cap.str; break;       /* the capability revoked */
+    case RFS_OP_OBJ_LEASE: p = &q->u.obj_lease.path; break; /* an object kept until */
     case RFS_OP_TPC_PULL:
         p = &q->u.tpc_pull.dst;
         to = NULL;

@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "audit.h"
+#include "capability.h"
 #include "metrics.h"
 #include "wire.h"
 #include "quota.h"
@@ -563,7 +564,7 @@ static int on_hello(rfsd_conn *c, session *s, const rfs_req *req)
     rep.u.hello.features =
         (rfsd_views_built() ? RFS_FEAT_VIEWS : 0) | RFS_FEAT_SUM | RFS_FEAT_LZ4 | RFS_FEAT_ZSTD |
         RFS_FEAT_SHUFFLE | RFS_FEAT_VER | RFS_FEAT_TPC_SRC | RFS_FEAT_XSTREAM | RFS_FEAT_WPARENTS |
-        RFS_FEAT_LTREE | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
+        RFS_FEAT_LTREE | RFS_FEAT_CAP | (c->srv->cfg.tpc ? RFS_FEAT_TPC_DST : 0) |
         (c->srv->cfg.zread_mode != RFS_Z_NONE ? RFS_FEAT_ZREAD : 0) |
         (rfsd_group_on() ? RFS_FEAT_PLACE : 0) | (rfsd_coll_on() ? RFS_FEAT_COLL : 0);
     memcpy(rep.u.hello.nonce, s->nonce, RFS_NONCE_LEN);
@@ -614,11 +615,12 @@ static int on_auth(rfsd_conn *c, session *s, const rfs_req *req)
     return 0;
 }
 
-/* TPC_AUTH: AUTH with a third-party copy grant's key instead of a token (tpc_grant.h). */
+/* TPC_AUTH: AUTH with a third-party copy grant's key instead of a token (tpc_grant.h);
+ * CAP_AUTH: with a signed capability (capability.h). */
 static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
 {
     if (s->state != ST_PRE_AUTH) {
-        const char *why = s->state == ST_PRE_HELLO ? "TPC_AUTH before HELLO"
+        const char *why = s->state == ST_PRE_HELLO ? "TPC_AUTH or CAP_AUTH before HELLO"
                           : c->srv->cfg.no_auth    ? "this server does not require authentication"
                                                    : "already authenticated";
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(RFS_E_PROTO, "%s", why));
@@ -626,14 +628,20 @@ static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
     }
     if (backed_off(c, req))
         return -1;
-    rfs_rep rep = {.op = RFS_OP_TPC_AUTH, .id = req->id};
-    int rc = rfsd_tpc_auth(s->nonce, req, &c->who, rep.u.auth.server_mac);
+    rfs_rep rep = {.op = req->op, .id = req->id};
+    int rc = req->op == RFS_OP_CAP_AUTH
+                 ? rfsd_cap_auth(req, &c->who, &rep)
+                 : rfsd_tpc_auth(s->nonce, req, &c->who, rep.u.auth.server_mac);
     if (rc) {
         unsigned n;
         char msg[RFS_MAX_MSG];
         snprintf(msg, sizeof msg, "%s", rfs_last_error());
-        rfsd_authlimit_failed(c->peer, &n);
-        RFS_LOGW("%s: third-party copy authentication failed: %s", c->peer, msg);
+        /* A refused capability guessed no secret (forging one means forging an Ed25519
+         * signature) and cost one verification: only the grant's key is worth slowing. */
+        if (req->op != RFS_OP_CAP_AUTH)
+            rfsd_authlimit_failed(c->peer, &n);
+        RFS_LOGW("%s: %s authentication failed: %s", c->peer,
+                 req->op == RFS_OP_CAP_AUTH ? "capability" : "third-party copy", msg);
         rfsd_audit_auth(c->peer, NULL);
         rfsd_conn_send_error(c, req->op, req->id, rfs_fail(rc, "%s", msg));
         return -1;
@@ -643,7 +651,7 @@ static int on_tpc_auth(rfsd_conn *c, session *s, const rfs_req *req)
     c->max_frame = s->negotiated;
     rfsd_audit_auth(c->peer, c->who.name);
     rfsd_conn_send(c, &rep);
-    RFS_LOGD("%s: authenticated by a third-party copy grant for %s", c->peer, c->who.grant_path);
+    RFS_LOGD("%s: authenticated as %s", c->peer, c->who.name);
     return 0;
 }
 
@@ -797,7 +805,8 @@ static int read_one(rfsd_conn *c, session *s)
         free(body);
         return rc;
     }
-    if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH || req.op == RFS_OP_TPC_AUTH) {
+    if (req.op == RFS_OP_HELLO || req.op == RFS_OP_AUTH || req.op == RFS_OP_TPC_AUTH ||
+        req.op == RFS_OP_CAP_AUTH) {
         rc = req.op == RFS_OP_HELLO  ? on_hello(c, s, &req)
              : req.op == RFS_OP_AUTH ? on_auth(c, s, &req)
                                      : on_tpc_auth(c, s, &req);

@@ -4,6 +4,7 @@
  * root descriptor: a path naming one export can never reach another one through `..` or a
  * symbolic link, whatever the directories' layout on the server. */
 #include "exports.h"
+#include "capability.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -235,6 +236,8 @@ int rfsd_resolve(const rfsd_conn *c, const rfs_wpath *w, int need, int top, rfsd
                         "%s: this connection was authenticated by a third-party "
                         "copy grant and may only read %s",
                         p->shown, c->who.grant_path);
+    if (c->who.capped && (rc = rfsd_cap_confine(&c->who, p->shown, need)))
+        return rc;
     if (!named) {
         *ex = &table[0];
         return check_rights(c, *ex, need, p->shown);

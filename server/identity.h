@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/auth.h"
+#include "common/capability.h"
 #include "proto/proto.h"
 #include "server.h"
 
@@ -26,6 +27,11 @@ typedef struct rfsd_who {
      * it may only read this one path, exactly as the grant names it. */
     int granted;
     char grant_path[RFS_MAX_PATH + 1];
+    /* Set for a connection authenticated by a capability (CAP_AUTH, capability.h): it may
+     * reach cap.path (and a manifest's objects) with cap.right, until cap.expires. */
+    int capped;
+    int cap_local; /* issued by this server: its revocations apply at once */
+    rfs_cap cap;
 } rfsd_who;
 
 /* Builds the table from cfg (after rfsd_exports_init). 0, or -1 after a message on stderr. */

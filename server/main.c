@@ -36,6 +36,8 @@
 #endif
 #include "identity.h"
 #include "tpc_grant.h"
+#include "capability.h"
+#include "obj_lease.h"
 #include "metrics.h"
 #include "peraddr.h"
 #include "pool.h"
@@ -290,7 +292,10 @@ int main(int argc, char **argv)
     keep_frame_buffers();
     unsigned long nofile = rfsd_fd_init();
 
-    if (rfsd_exports_init(&srv.cfg) || rfsd_ident_init(&srv.cfg) || rfsd_audit_start(&srv.cfg))
+    if (srv.cfg.print_cap_key)
+        return rfsd_cap_print_key(&srv.cfg) ? 2 : 0;
+    if (rfsd_exports_init(&srv.cfg) || rfsd_ident_init(&srv.cfg) || rfsd_audit_start(&srv.cfg) ||
+        rfsd_cap_init(&srv.cfg) || rfsd_olease_init(&srv.cfg))
         return 2;
     if (srv.cfg.no_auth)
         RFS_LOGW("--no-auth: any client that can connect can read and write the export%s",
@@ -376,6 +381,8 @@ int main(int argc, char **argv)
     rfsd_metrics_stop();
     rfsd_exports_close();
     rfsd_ident_clear();
+    rfsd_olease_stop();
+    rfsd_cap_clear();
     rfsd_tpc_grants_clear(); /* keys of third-party copy grants do not outlive the process */
     if (rfsd_group_on()) {
         uint64_t kept, moved;

@@ -9,6 +9,8 @@
 
 #include "zreply.h"
 #include "audit.h"
+#include "capability.h"
+#include "obj_lease.h"
 #include "backend.h"
 #include "common/clock.h"
 #include "common/err.h"
@@ -698,6 +700,9 @@ static int do_path_op(rfsd_conn *c, const rfs_req *q, rfs_rep *rep, uint8_t **bu
     case RFS_OP_TPC_GRANT: return rfsd_tpc_grant(c, q, rep);
     case RFS_OP_TPC_PULL: return rfsd_tpc_pull_start(c, q, rep);
     case RFS_OP_TPC_STATUS: return rfsd_tpc_pull_status(c, q, rep);
+    case RFS_OP_CAP_ISSUE: return rfsd_cap_issue(c, q, rep, buf);
+    case RFS_OP_CAP_REVOKE: return rfsd_cap_revoke(c, q);
+    case RFS_OP_OBJ_LEASE: return rfsd_olease_set(c, q, rep);
     case RFS_OP_STATFS:
         if ((rc = rfsd_resolve(c, &q->u.path.path, RFSD_NEED_READ, 0, &p, &ex)) ||
             (rc = rfsd_be_statfs(ex->root_fd, &p, &rep->u.statfs.total, &rep->u.statfs.free,
@@ -724,7 +729,9 @@ void rfsd_execute(rfsd_job *j)
     uint8_t *buf = NULL;
     file_tail tail = {.fd = -1};
     int rc;
-    if (j->h) {
+    if (c->who.capped && (rc = rfsd_cap_gate(c, q))) {
+        /* expired, revoked, or an op a capability never allows: nothing of it runs */
+    } else if (j->h) {
         /* dispatched only after the CLOSE that preceded it finished: closed is stable here */
         if (j->h->closed)
             rc =

@@ -126,6 +126,22 @@ static void usage(FILE *out)
         "  --audit-log FILE    append one line per open, delete, rename, mkdir, chmod and\n"
         "                      authentication (time, identity, peer, op, path, result) to FILE\n"
         "  --audit             the same lines to the log (stderr), without --audit-log\n"
+        "  --state-dir DIR     this server's own state, outside the exports: its capability\n"
+        "                      signing key (DIR/cap-key.pem, made on first start, mode 0600)\n"
+        "                      and the revoked capabilities (DIR/cap-revoked)\n"
+        "  --cap-key FILE      the Ed25519 signing key (PEM) instead of DIR/cap-key.pem\n"
+        "  --print-cap-key     print this server's public key (rfspub1....) and exit\n"
+        "  --cap-trust KEY|FILE\n"
+        "                      take capability leases signed by this home server's key (as\n"
+        "                      --print-cap-key prints it), or by the keys in FILE (repeatable)\n"
+        "  --cap-lease-s S     leases this server hands out open connections for S seconds\n"
+        "                      (default 300): the window in which a revoked capability still\n"
+        "                      reaches data servers (docs/security.md)\n"
+        "  --reclaim-expired   delete the objects of logical files whose lease (rfs manifest\n"
+        "                      refresh) lapsed, at start and every minute (default: never;\n"
+        "                      needs --state-dir, where the leases are kept)\n"
+        "  --cap-clock-offset-s S  for tests: capability times are checked as if the clock\n"
+        "                      were S seconds ahead (negative: behind)\n"
         "  --config FILE       read options from FILE, one 'key = value' (or a flag's name)\n"
         "                      per line, keys being the long options above; the command\n"
         "                      line wins\n"
@@ -203,7 +219,14 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         O_MPI_STATE,
         O_ADVERTISE,
         O_BACKEND,
-        O_COLL_TIMEOUT
+        O_COLL_TIMEOUT,
+        O_STATE_DIR,
+        O_CAP_KEY,
+        O_CAP_TRUST,
+        O_CAP_LEASE,
+        O_CAP_CLOCK,
+        O_PRINT_CAP_KEY,
+        O_RECLAIM
     };
     static const struct option opts[] = {
         {"root", required_argument, 0, O_ROOT},
@@ -214,6 +237,13 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         {"advertise", required_argument, 0, O_ADVERTISE},
         {"backend", required_argument, 0, O_BACKEND},
         {"coll-timeout-ms", required_argument, 0, O_COLL_TIMEOUT},
+        {"state-dir", required_argument, 0, O_STATE_DIR},
+        {"cap-key", required_argument, 0, O_CAP_KEY},
+        {"cap-trust", required_argument, 0, O_CAP_TRUST},
+        {"cap-lease-s", required_argument, 0, O_CAP_LEASE},
+        {"cap-clock-offset-s", required_argument, 0, O_CAP_CLOCK},
+        {"print-cap-key", no_argument, 0, O_PRINT_CAP_KEY},
+        {"reclaim-expired", no_argument, 0, O_RECLAIM},
         {"token-file", required_argument, 0, O_TOKEN},
         {"no-auth", no_argument, 0, O_NOAUTH},
         {"threads", required_argument, 0, O_THREADS},
@@ -441,6 +471,36 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
             }
             cfg->backend_mpiio = !strcmp(optarg, "mpiio");
             break;
+        case O_STATE_DIR: cfg->state_dir = optarg; break;
+        case O_CAP_KEY: cfg->cap_key = optarg; break;
+        case O_PRINT_CAP_KEY: cfg->print_cap_key = 1; break;
+        case O_RECLAIM: cfg->reclaim_expired = 1; break;
+        case O_CAP_TRUST:
+            if (cfg->ncap_trust >= sizeof cfg->cap_trust / sizeof cfg->cap_trust[0]) {
+                fprintf(stderr, "rfsd: --cap-trust: at most 64 keys or files\n");
+                return -1;
+            }
+            cfg->cap_trust[cfg->ncap_trust++] = optarg;
+            break;
+        case O_CAP_LEASE:
+            if (parse_ulong(optarg, 1, 86400 * 7, &v)) {
+                fprintf(stderr, "rfsd: --cap-lease-s takes 1..604800 seconds, not '%s'\n", optarg);
+                return -1;
+            }
+            cfg->cap_lease_s = (unsigned)v;
+            break;
+        case O_CAP_CLOCK: {
+            char *end;
+            errno = 0;
+            long long off = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || off < -(1LL << 40) || off > (1LL << 40)) {
+                fprintf(stderr, "rfsd: --cap-clock-offset-s takes a number of seconds, not '%s'\n",
+                        optarg);
+                return -1;
+            }
+            cfg->cap_clock_offset_s = off;
+            break;
+        }
         case O_COLL_TIMEOUT:
             if (parse_ulong(optarg, 1, 3600000, &v)) {
                 fprintf(stderr, "rfsd: --coll-timeout-ms takes 1..3600000, not '%s'\n", optarg);
@@ -497,6 +557,8 @@ int rfsd_parse_options(int argc, char **argv, rfsd_config *cfg)
         fprintf(stderr, "rfsd: unexpected argument '%s' (see rfsd --help)\n", argv[optind]);
         return -1;
     }
+    if (cfg->print_cap_key)
+        return 0; /* main prints the key and exits: nothing is served */
     if (!cfg->root && !cfg->nexports) {
         fprintf(stderr, "rfsd: --root DIR (or --export lines) is required (see rfsd --help)\n");
         return -1;

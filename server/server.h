@@ -76,6 +76,15 @@ typedef struct rfsd_config {
     const char *advertise;     /* --advertise HOST: where clients are sent for this process */
     int backend_mpiio; /* --backend mpiio: collective calls become MPI-IO collectives (coll.h) */
     unsigned coll_timeout_ms; /* --coll-timeout-ms: a collective call's wait for its parts */
+    /* capabilities (capability.h) */
+    const char *state_dir;     /* --state-dir: the signing key and revocations live here */
+    const char *cap_key;       /* --cap-key FILE: the signing key (default STATE/cap-key.pem) */
+    const char *cap_trust[64]; /* --cap-trust KEY|FILE: issuers whose leases are taken */
+    unsigned ncap_trust;
+    unsigned cap_lease_s;         /* --cap-lease-s: leases open connections this long */
+    long long cap_clock_offset_s; /* --cap-clock-offset-s: tests move capability time */
+    int print_cap_key;            /* --print-cap-key: print the public key and exit */
+    int reclaim_expired;          /* --reclaim-expired: delete objects whose lease lapsed */
 } rfsd_config;
 
 struct rfsd_pool;

@@ -208,6 +208,20 @@ static ucs_status_t bound_rcache(ucp_config_t *cfg)
     return st;
 }
 
+/* UCX's tcp transport (what it uses without an RDMA device) does rendezvous as RTS, RTR, a
+ * put of the bytes, the put's acknowledgement and ATP: two round trips per burst on top of
+ * the bytes. With its put disabled the bytes go as active messages after the RTR and no ATP
+ * is needed: one round trip less, which a long path shows (docs/design.md "Rendezvous costs
+ * round trips"). Only where tcp is surely what UCX will use (no RDMA device, rfs's own choice
+ * of transports): UCX warns, on standard output, of a setting no transport took.
+ * $UCX_TCP_PUT_ENABLE still wins. */
+static void one_trip_rendezvous(ucp_config_t *cfg)
+{
+    const char *tls = getenv("RFS_UCX_TLS");
+    if (!have_rdma_device() && !(tls && *tls) && !getenv("UCX_TCP_PUT_ENABLE"))
+        (void)ucp_config_modify(cfg, "PUT_ENABLE", "n"); /* unknown to an old UCX: ignored */
+}
+
 static void ctx_init(void)
 {
     pthread_once(&env_once, env_init);
@@ -240,6 +254,7 @@ static void ctx_init(void)
         ucp_config_release(cfg);
         return;
     }
+    one_trip_rendezvous(cfg);
     const char *tls = own_tls();
     if ((st = ucp_config_modify(cfg, "TLS", tls)) != UCS_OK) {
         snprintf(ctx_error, sizeof ctx_error, "UCX transports '%.60s' ($RFS_UCX_TLS): %s", tls,

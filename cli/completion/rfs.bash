@@ -5,10 +5,10 @@
 # starts with rfs: or rfs:// and names a directory on a reachable server is completed from
 # the server's listing (one `rfs ls`, 3 s at most).
 
-_rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover manifest token run help"
+_rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover manifest share token run help"
 
 _rfs_options() {
-    local common="--token-file --timeout -q --quiet -v --verbose --debug -h --help"
+    local common="--token-file --cap --timeout -q --quiet -v --verbose --debug -h --help"
     case "$1" in
         put|get) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force" ;;
         cp) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force -r --recursive --servers --stripe-size --stripe-count --replicas" ;;
@@ -21,7 +21,8 @@ _rfs_options() {
         mkdir) echo "$common -p --parents" ;;
         ping) echo "$common -c --count" ;;
         recover) echo "$common --to --force" ;;
-        manifest) echo "$common --json show ls" ;;
+        manifest) echo "$common --json show ls augment trim refresh --server --column --replica --force --extend" ;;
+        share) echo "$common --read --write --manage --expires --revoke --lease" ;;
         *) echo "$common" ;;
     esac
 }

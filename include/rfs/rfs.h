@@ -3,7 +3,9 @@
  *
  * Names: "rfs:HOST:PORT:/path" (ROMIO's prefix convention) or "rfs://HOST:PORT/path";
  * IPv6 hosts in brackets ("rfs:[::1]:7070:/a", "rfs://[::1]:7070/a").
- * Authentication token: options.token, else $RFS_TOKEN, else the file named by $RFS_TOKEN_FILE.
+ * Authentication token: options.token, else $RFS_CAP, else $RFS_TOKEN, else the file named by
+ * $RFS_TOKEN_FILE. A capability string ("rfscap1....", `rfs share`) given in any of these
+ * authenticates as that capability instead (docs/security.md "Capabilities").
  *
  * Every function returns RFS_OK (0) or a negative rfs_err code. After a failure,
  * rfs_last_error() gives a message for the calling thread naming server, path and cause.
@@ -68,7 +70,7 @@ const char *rfs_last_error(void);
 #define RFS_STREAMS_AUTO_MAX(n) (-1 - (n))
 
 typedef struct rfs_options {
-    const char *token;      /* shared secret; NULL: $RFS_TOKEN / $RFS_TOKEN_FILE / none */
+    const char *token;      /* token or capability; NULL: $RFS_CAP / $RFS_TOKEN / ... / none */
     int connect_timeout_ms; /* 0: default 10000 */
     int io_timeout_ms; /* 0: $RFS_IO_TIMEOUT_MS, else 120000; a reply not seen in this time fails */
     /* TCP connections per server for this file; 0: 1. RFS_STREAMS_AUTO: one on a short path;

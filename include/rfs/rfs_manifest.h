@@ -35,7 +35,8 @@ int rfs_is_manifest_name(const char *name);
  * and writes of logical byte ranges go to the objects on the data servers (writes to every
  * replica at once, reads to the first live one, failing over to the next). A write that a
  * replica missed is reported by the next sync or by close, and the manifest marks that
- * replica incomplete. params: NULL as zeroed. */
+ * replica incomplete with the byte ranges it missed (docs/manifest.md "Failures").
+ * params: NULL as zeroed. */
 int rfs_io_open_manifest(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                          const rfs_manifest_params *params, rfs_io **out);
 /* Deletes the logical file: its objects on every server, then the manifest. */

@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO, binary
 from mpiio_util import FLAVOURS, mpiexec, program
 from test_client_api import free_port
+from test_manifest_ops import with_missing
 
 DOC = REPO / "docs" / "troubleshooting.md"
 MPI_RAN = "(the MPI case ran)"
@@ -116,6 +117,15 @@ def test_manifest_messages(rfsd_factory, tmp_path, seen):
     assert r == "", r
     c.stop()
     check(seen, run([binary("rfs"), "cp", url1, str(tmp_path / "back")], env))
+    # bytes no replica holds: both replicas of a one-column file recorded missing the same range
+    d = rfsd_factory(token=token)
+    url2 = f"rfs://{a.host}:{a.port}/h.rfsm"
+    r = run([binary("rfs"), "cp", "--servers", f"rfs://{a.host}:{a.port},rfs://{d.host}:{d.port}",
+             "--stripe-count", "1", "--replicas", "2", str(src), url2], env)
+    assert r == "", r
+    h = a.root / "h.rfsm"
+    h.write_bytes(with_missing(h.read_bytes(), {0: [(0, 4096)], 1: [(0, 4096)]}))
+    check(seen, run([binary("rfs"), "cp", url2, str(tmp_path / "back2")], env))
     # a damaged manifest
     m = a.root / "g.rfsm"
     data = bytearray(m.read_bytes())

@@ -57,6 +57,19 @@ static void check_req_ptrs(const rfs_req *r, const uint8_t *body, size_t len)
     case RFS_OP_READ_FILE: check_path(&r->u.read_file.path, body, len); break;
     case RFS_OP_LIST:
     case RFS_OP_LIST_TREE: check_path(&r->u.list.path, body, len); break;
+    case RFS_OP_OBJ_LEASE: check_path(&r->u.obj_lease.path, body, len); break;
+    case RFS_OP_CAP_ISSUE:
+        check_path(&r->u.cap_issue.path, body, len);
+        CHECK(r->u.cap_issue.right >= 1 && r->u.cap_issue.right <= 3);
+        CHECK((r->u.cap_issue.flags & ~RFS_CAP_ISSUE_LEASE) == 0);
+        break;
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_REVOKE: /* printable, no space, within the limit */
+        CHECK(r->u.cap.str.len >= 1 && r->u.cap.str.len <= RFS_CAP_WIRE_MAX);
+        CHECK(inside(r->u.cap.str.s, r->u.cap.str.len, body, len));
+        for (unsigned i = 0; i < r->u.cap.str.len; i++)
+            CHECK(r->u.cap.str.s[i] > 0x20 && r->u.cap.str.s[i] < 0x7f);
+        break;
     case RFS_OP_PREADV:
     case RFS_OP_PWRITEV: {
         CHECK(r->u.iov.count <= RFS_MAX_EXTENTS);

@@ -25,7 +25,8 @@ F_VER = 8
 OP = dict(HELLO=1, AUTH=2, PING=3, OPEN=10, CLOSE=11, PREAD=12, PWRITE=13, PREADV=14,
           PWRITEV=15, SYNC=16, GET_SIZE=17, SET_SIZE=18, PREALLOCATE=19, STAT=20, DELETE=21,
           RENAME=22, MKDIR=23, LIST=24, CHECKSUM=25, COUNTER=30, LOCK=31, UNLOCK=32, SET_VIEW=40,
-          VIEW_READ=41, VIEW_WRITE=42, TPC_AUTH=5, PLACE=6, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52)
+          VIEW_READ=41, VIEW_WRITE=42, TPC_AUTH=5, PLACE=6, TPC_GRANT=50, TPC_PULL=51, TPC_STATUS=52,
+          CAP_AUTH=8, CAP_ISSUE=53, CAP_REVOKE=54, OBJ_LEASE=55)
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 1, 2, 3, 4, 0x10
 
 
@@ -134,6 +135,17 @@ def frames():
     yield "bad-req-tpc-pull-host", req("TPC_PULL", struct.pack("<IIII", 0, 0o644, 7070, 4) + bytes(112)
                                        + path("a host") + path("/a") + path("/b"))
     yield "bad-req-tpc-grant-uses", req("TPC_GRANT", struct.pack("<I", 17) + path("/a"))
+    # capabilities: the string as a u16-prefixed printable token; CAP_ISSUE right, flags, expiry
+    cap = b"rfscap1." + b"AQEBAA" * 20
+    yield "ok-req-cap-auth", req("CAP_AUTH", struct.pack("<H", len(cap)) + cap)
+    yield "ok-req-cap-revoke", req("CAP_REVOKE", struct.pack("<H", len(cap)) + cap)
+    yield "ok-req-cap-issue", req("CAP_ISSUE", struct.pack("<IIQ", 3, 0, 1800000000) + path("/p/f.rfsm"))
+    yield "ok-req-cap-issue-lease", req("CAP_ISSUE", struct.pack("<IIQ", 1, 1, 0) + path("/p/f.rfsm"))
+    yield "bad-req-cap-issue-right", req("CAP_ISSUE", struct.pack("<IIQ", 4, 0, 1) + path("/a"))
+    yield "bad-req-cap-issue-flags", req("CAP_ISSUE", struct.pack("<IIQ", 1, 2, 1) + path("/a"))
+    yield "bad-req-cap-auth-space", req("CAP_AUTH", struct.pack("<H", 5) + b"rfs c")
+    yield "bad-req-cap-auth-empty", req("CAP_AUTH", struct.pack("<H", 0))
+    yield "ok-req-obj-lease", req("OBJ_LEASE", struct.pack("<Q", 1800000000) + path("/p/f.rfsm.c0.r0"))
 
     yield "ok-rep-hello", rep("HELLO", struct.pack("<HHII", 1, 0, 4 << 20, 1) + bytes(range(7, 39)))
     yield "ok-rep-auth", rep("AUTH", bytes(range(200, 232)))
@@ -154,6 +166,11 @@ def frames():
     yield "ok-rep-tpc-auth", rep("TPC_AUTH", bytes(range(200, 232)))
     yield "ok-rep-tpc-grant", rep("TPC_GRANT", bytes(range(48)) + struct.pack("<IQ", 60000, 1 << 31))
     yield "ok-rep-tpc-pull", rep("TPC_PULL", struct.pack("<I", 7))
+    yield "ok-rep-cap-auth", rep("CAP_AUTH", struct.pack("<IQ", 2, 1800000000))
+    yield "ok-rep-cap-issue", rep("CAP_ISSUE", struct.pack("<H", len(cap)) + cap)
+    yield "ok-rep-cap-revoke", rep("CAP_REVOKE", b"")
+    yield "ok-rep-obj-lease", rep("OBJ_LEASE", struct.pack("<Q", 1800000000))
+    yield "bad-rep-cap-auth-right", rep("CAP_AUTH", struct.pack("<IQ", 0, 1))
     yield "ok-rep-tpc-status", rep("TPC_STATUS", struct.pack("<IIQQ", 1, 0, 5, 10))
     yield "bad-rep-tpc-status-done-over-total", rep("TPC_STATUS", struct.pack("<IIQQ", 1, 0, 11, 10))
     yield "ok-rep-error", err("OPEN", 1, "/a/b: no such file or directory")

@@ -167,7 +167,7 @@ static size_t extent_at(const rfsm *m)
     for (uint32_t i = 0; i < m->nservers; i++)
         at += 2 + strlen(m->servers[i]);
     for (uint32_t i = 0; i < m->nobjects; i++)
-        at += 10 + strlen(m->objects[i].path);
+        at += 14 + strlen(m->objects[i].path) + 16 * m->objects[i].nmissing;
     return at;
 }
 
@@ -226,9 +226,9 @@ static void test_rejects_unknown_version(void **state)
     rfsm *m;
     size_t n;
     uint8_t *b = good(&n, &m);
-    b[4] = 2;
+    b[4] = 3;
     reseal(b, n);
-    refused(b, n, RFS_E_VERSION, "version 2");
+    refused(b, n, RFS_E_VERSION, "version 3");
     free(b);
     rfsm_free(m);
 }
@@ -374,6 +374,198 @@ static void test_rejects_bad_strings(void **state)
     rfsm_free(m);
 }
 
+/* ---- missing ranges (version 2) ---- */
+
+static void test_rangeset_coalesces_and_caps(void **state)
+{
+    (void)state;
+    rfsm_rangeset s = {0};
+    rfsm_rangeset_add(&s, 100, 10);
+    rfsm_rangeset_add(&s, 0, 10);
+    rfsm_rangeset_add(&s, 10, 5);   /* touches [0, 10): one range [0, 15) */
+    rfsm_rangeset_add(&s, 105, 20); /* overlaps [100, 110): [100, 125) */
+    rfsm_rangeset_add(&s, 50, 0);   /* empty: nothing */
+    assert_int_equal(s.n, 2);
+    assert_false(s.whole);
+    assert_int_equal(s.v[0].off, 0);
+    assert_int_equal(s.v[0].len, 15);
+    assert_int_equal(s.v[1].off, 100);
+    assert_int_equal(s.v[1].len, 25);
+    rfsm_rangeset_add(&s, 12, 100); /* bridges both */
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.v[0].len, 125);
+    /* past the cap, the whole object: memory stays bounded whatever the pattern */
+    for (uint64_t k = 0; k <= RFSM_MAX_MISSING; k++)
+        rfsm_rangeset_add(&s, 1000 + 2 * k, 1);
+    assert_true(s.whole);
+    assert_int_equal(s.n, 0);
+    rfsm_rangeset_free(&s);
+    /* a range running past 2^62 is cut there */
+    rfsm_rangeset_add(&s, 4096, UINT64_MAX);
+    assert_int_equal(s.v[0].len, RFSM_MAX_SIZE - 4096);
+    rfsm_rangeset_free(&s);
+}
+
+static void test_object_missing_merge(void **state)
+{
+    (void)state;
+    rfsm_object o = {.server = 0, .flags = 0, .path = "/x"};
+    rfsm_rangeset s = {0};
+    assert_int_equal(rfsm_object_add_missing(&o, &s), 0); /* missed nothing: still complete */
+    assert_int_equal(o.flags, 0);
+    rfsm_rangeset_add(&s, 4096, 4096);
+    assert_int_equal(rfsm_object_add_missing(&o, &s), 1);
+    assert_int_equal(o.flags, RFSM_OBJ_STALE);
+    assert_int_equal(rfsm_object_add_missing(&o, &s), 0); /* covered already */
+    assert_true(rfsm_object_misses(&o, 8191, 1));
+    assert_false(rfsm_object_misses(&o, 8192, 100));
+    assert_false(rfsm_object_misses(&o, 0, 4096));
+    rfsm_rangeset_free(&s);
+    rfsm_rangeset_add(&s, 8192, 10); /* another process's: merged into one range */
+    assert_int_equal(rfsm_object_add_missing(&o, &s), 1);
+    assert_int_equal(o.nmissing, 1);
+    assert_int_equal(o.missing[0].len, 4106);
+    assert_int_equal(rfsm_object_missing_bytes(&o), 4106);
+    rfsm_rangeset_free(&s);
+    s.whole = 1;
+    assert_int_equal(rfsm_object_add_missing(&o, &s), 1);
+    assert_int_equal(o.nmissing, 0);
+    assert_true(rfsm_object_misses(&o, 0, 1));
+    assert_int_equal(rfsm_object_missing_bytes(&o), UINT64_MAX);
+    rfsm_object_clear_missing(&o);
+    assert_int_equal(o.flags, 0);
+    assert_false(rfsm_object_misses(&o, 0, 1));
+}
+
+/* A 2x2 manifest whose object 1 misses two ranges and whose column 1 lost replica 0. */
+static rfsm *with_missing(void)
+{
+    rfsm *m = striped(2, 2, 4096);
+    rfsm_rangeset s = {0};
+    rfsm_rangeset_add(&s, 0, 100);
+    rfsm_rangeset_add(&s, 8192, 4096);
+    assert_int_equal(rfsm_object_add_missing(&m->objects[1], &s), 1);
+    rfsm_rangeset_free(&s);
+    m->extents[0].objects[2] = RFSM_NO_OBJECT;
+    return m;
+}
+
+static void test_roundtrip_missing_and_empty_slot(void **state)
+{
+    (void)state;
+    rfsm *m = with_missing();
+    uint8_t *b;
+    size_t n;
+    encoded(m, &b, &n);
+    assert_int_equal(b[4], RFSM_VERSION);
+    rfsm *d = NULL;
+    assert_int_equal(rfsm_decode(b, n, "test", &d), RFS_OK);
+    assert_int_equal(d->objects[1].nmissing, 2);
+    assert_int_equal(d->objects[1].missing[1].off, 8192);
+    assert_int_equal(d->objects[1].missing[1].len, 4096);
+    assert_int_equal(rfsm_object_of(&d->extents[0], 1, 0), RFSM_NO_OBJECT);
+    assert_int_equal(rfsm_object_of(&d->extents[0], 1, 1), 3);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rfsm_write_json(f, d);
+    fclose(f);
+    assert_non_null(strstr(text, "\"complete\": false, \"missing\": [[0, 100], [8192, 4096]]"));
+    assert_non_null(strstr(text, "\"columns\": [[0, 1], [null, 3]]"));
+    free(text);
+    free(b);
+    rfsm_free(d);
+    rfsm_free(m);
+}
+
+/* Version 1 bytes of m (no missing ranges): the object entries without their range count. */
+static uint8_t *as_version_1(const rfsm *m, size_t *n)
+{
+    uint8_t *b;
+    size_t len;
+    encoded(m, &b, &len);
+    size_t at = RFSM_HEADER_LEN;
+    for (uint32_t i = 0; i < m->nservers; i++)
+        at += 2 + strlen(m->servers[i]);
+    for (uint32_t i = 0; i < m->nobjects; i++) {
+        at += 10 + strlen(m->objects[i].path);
+        memmove(b + at, b + at + 4, len - at - 4);
+        len -= 4;
+    }
+    b[4] = RFSM_VERSION_1;
+    put32(b + 8, (uint32_t)len);
+    reseal(b, len);
+    *n = len;
+    return b;
+}
+
+static void test_reads_version_1(void **state)
+{
+    (void)state;
+    rfsm *m = striped(2, 2, 4096);
+    m->objects[3].flags = RFSM_OBJ_STALE; /* version 1's incomplete: the whole object */
+    size_t n;
+    uint8_t *b = as_version_1(m, &n);
+    rfsm *d = NULL;
+    assert_int_equal(rfsm_decode(b, n, "v1", &d), RFS_OK);
+    assert_int_equal(d->objects[3].flags, RFSM_OBJ_STALE);
+    assert_int_equal(d->objects[3].nmissing, 0);
+    assert_true(rfsm_object_misses(&d->objects[3], 0, 1));
+    rfsm_free(d);
+    /* an empty slot is version 2's: refused in version 1 */
+    m->extents[0].objects[0] = RFSM_NO_OBJECT;
+    free(b);
+    b = as_version_1(m, &n);
+    refused(b, n, RFS_E_PROTO, "version 1 has none");
+    free(b);
+    rfsm_free(m);
+}
+
+static void test_rejects_bad_missing(void **state)
+{
+    (void)state;
+    rfsm *m = with_missing();
+    /* overlapping (as bytes: the second range moved onto the first) */
+    uint8_t *b;
+    size_t n;
+    encoded(m, &b, &n);
+    size_t o = RFSM_HEADER_LEN;
+    for (uint32_t i = 0; i < m->nservers; i++)
+        o += 2 + strlen(m->servers[i]);
+    o += 14 + strlen(m->objects[0].path); /* object 1 starts here */
+    size_t ranges = o + 10 + strlen(m->objects[1].path) + 4;
+    put64(b + ranges + 16, 50);
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "overlaps, touches or precedes");
+    put64(b + ranges + 16, 100); /* touching [0, 100) */
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "overlaps, touches or precedes");
+    put64(b + ranges + 16, 8192);
+    put64(b + ranges + 24, 0); /* empty */
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "empty or passes 2^62");
+    put64(b + ranges + 24, UINT64_MAX - 100); /* wraps */
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "empty or passes 2^62");
+    put64(b + ranges + 24, 4096);
+    put32(b + o + 4, 0); /* complete, yet naming ranges */
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "complete but names missing ranges");
+    put32(b + o + 4, RFSM_OBJ_STALE);
+    put32(b + ranges - 4, 0xffffff00u); /* a count over the limit: refused before allocating */
+    reseal(b, n);
+    refused(b, n, RFS_E_TOOBIG, "missing ranges (limit");
+    put32(b + ranges - 4, 900); /* within the limit, beyond the data */
+    reseal(b, n);
+    refused(b, n, RFS_E_PROTO, "truncated");
+    free(b);
+    /* a column with no replica left */
+    m->extents[0].objects[3] = RFSM_NO_OBJECT;
+    assert_int_equal(rfsm_encode(m, "test", &b, &n), RFS_E_PROTO);
+    assert_non_null(strstr(rfs_last_error(), "column 1 has no replica"));
+    rfsm_free(m);
+}
+
 /* The layer names every slot of rfs_io_ops (a NULL one is called by the layer above: the
  * MPI-IO layer's collective open crashed on the slots a later op table gained). */
 static void test_layer_names_every_slot(void **state)
@@ -390,6 +582,11 @@ int main(void)
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_make_refuses_bad_layouts),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_rangeset_coalesces_and_caps),
+        cmocka_unit_test(test_object_missing_merge),
+        cmocka_unit_test(test_roundtrip_missing_and_empty_slot),
+        cmocka_unit_test(test_reads_version_1),
+        cmocka_unit_test(test_rejects_bad_missing),
         cmocka_unit_test(test_rejects_bad_checksum),
         cmocka_unit_test(test_rejects_truncated),
         cmocka_unit_test(test_rejects_unknown_version),

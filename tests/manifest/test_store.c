@@ -93,8 +93,10 @@ static void test_shared_check_falls_back_to_exclusive(void **state)
 {
     (void)state;
     memfile *f = stored(100);
+    rfsm *base = decoded(f); /* the manifest as this process loaded it at open */
     uint32_t stale[1] = {3};
-    rfsm_delta d = {.written_end = 900, .seen_size = 1000, .stale = stale, .nstale = 1};
+    rfsm_delta d = {
+        .written_end = 900, .seen_size = 1000, .base = base, .stale = stale, .nstale = 1};
     assert_int_equal(rfsm_store_merge(&f->io, &d, NULL), RFS_OK);
     assert_int_equal(f->shared_locks, 1);
     assert_int_equal(f->excl_locks, 1);
@@ -109,6 +111,7 @@ static void test_shared_check_falls_back_to_exclusive(void **state)
     assert_int_equal(f->shared_locks, 2);
     assert_int_equal(f->excl_locks, 1);
     assert_int_equal(f->writes, 1);
+    rfsm_free(base);
     free(f);
 }
 

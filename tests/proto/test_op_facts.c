@@ -45,7 +45,11 @@ static int in_enum(rfs_op op)
     case RFS_OP_VIEW_WRITE:
     case RFS_OP_TPC_GRANT:
     case RFS_OP_TPC_PULL:
-    case RFS_OP_TPC_STATUS: return 1;
+    case RFS_OP_TPC_STATUS:
+    case RFS_OP_CAP_AUTH:
+    case RFS_OP_CAP_ISSUE:
+    case RFS_OP_CAP_REVOKE:
+    case RFS_OP_OBJ_LEASE: return 1;
     }
     return 0;
 }
@@ -69,7 +73,7 @@ static void test_every_op_has_one_entry(void **state)
         assert_non_null(f->name);
         assert_string_equal(rfs_op_name((uint16_t)n), f->name);
     }
-    assert_int_equal(known, 37);
+    assert_int_equal(known, 41);
     assert_string_equal(rfs_op_name(RFS_OP_VIEW_WRITE), "VIEW_WRITE");
 }
 
@@ -115,11 +119,12 @@ static void test_documented_facts(void **state)
     for (size_t i = 0; i < sizeof barriers / sizeof barriers[0]; i++)
         assert_true(rfs_op_has(barriers[i], RFS_OPF_BARRIER));
     assert_int_equal(ops_with(RFS_OPF_BARRIER), 9);
-    /* before authentication: HELLO, AUTH, PING, TPC_AUTH */
+    /* before authentication: HELLO, AUTH, PING, TPC_AUTH, CAP_AUTH */
     assert_true(rfs_op_has(RFS_OP_TPC_AUTH, RFS_OPF_PRE_AUTH));
+    assert_true(rfs_op_has(RFS_OP_CAP_AUTH, RFS_OPF_PRE_AUTH));
     assert_true(rfs_op_has(RFS_OP_PING, RFS_OPF_PRE_AUTH));
     assert_false(rfs_op_has(RFS_OP_SESSION, RFS_OPF_PRE_AUTH));
-    assert_int_equal(ops_with(RFS_OPF_PRE_AUTH), 4);
+    assert_int_equal(ops_with(RFS_OPF_PRE_AUTH), 5);
     /* request payloads: PING, PWRITE, PWRITEV, SET_VIEW, VIEW_WRITE, WRITE_FILE */
     assert_int_equal(ops_with(RFS_OPF_REQ_DATA), 6);
     assert_true(rfs_op_has(RFS_OP_SET_VIEW, RFS_OPF_REQ_DATA | RFS_OPF_BARRIER));
@@ -148,10 +153,12 @@ static void test_documented_facts(void **state)
     /* the audit log: namespace changes and capabilities, never plain reads of data */
     assert_true(rfs_op_has(RFS_OP_RENAME, RFS_OPF_AUDITED));
     assert_true(rfs_op_has(RFS_OP_TPC_GRANT, RFS_OPF_AUDITED));
+    assert_true(rfs_op_has(RFS_OP_CAP_ISSUE, RFS_OPF_AUDITED));
+    assert_false(rfs_op_has(RFS_OP_CAP_ISSUE, RFS_OPF_IDEMPOTENT));
     assert_false(rfs_op_has(RFS_OP_PREAD, RFS_OPF_AUDITED));
     /* several bits at once: all must hold; an unknown op has none */
     assert_false(rfs_op_has(RFS_OP_PREAD, RFS_OPF_HANDLE | RFS_OPF_BARRIER));
-    assert_false(rfs_op_has(8, 0));
+    assert_false(rfs_op_has(9, 0));
 }
 
 /* A foreign or mangled header still names its op and request id for the one answer. */

@@ -272,7 +272,9 @@ static void test_op_names(void **state)
     assert_string_equal(rfs_op_name(RFS_OP_SESSION), "SESSION");
     assert_true(rfs_op_known(RFS_OP_LIST));
     assert_true(rfs_op_known(RFS_OP_SESSION));
-    assert_false(rfs_op_known(8));
+    assert_false(rfs_op_known(9));
+    assert_true(rfs_op_known(RFS_OP_CAP_AUTH));
+    assert_true(rfs_op_has(RFS_OP_CAP_AUTH, RFS_OPF_PRE_AUTH));
     assert_true(rfs_op_known(RFS_OP_COLL_JOIN));
     assert_true(rfs_op_known(RFS_OP_PLACE));
     assert_true(rfs_op_known(RFS_OP_TPC_AUTH));
