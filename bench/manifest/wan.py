@@ -115,10 +115,10 @@ class Servers:
             self.start(i)
 
 
-def mpi_env(token, hints):
+def mpi_env(token, hints, lib=None):
     return {"RFS_TOKEN": token, "RFS_CONFIG": "", "RFS_HINTS": hints,
-            "LD_PRELOAD": ":".join(p for p in (runner.mpich_preload(BINDIR), runner.rfs_lib())
-                                   if p)}
+            "LD_PRELOAD": ":".join(p for p in (runner.mpich_preload(BINDIR),
+                                               lib or runner.rfs_lib()) if p)}
 
 
 def layout_hints(srv, count, replicas, extra=""):
@@ -142,13 +142,13 @@ def run_app(env, ranks, menv, argv, timeout=900):
     return json.loads(line)
 
 
-def romio(env, srv, name, hints, size, sync=True, verify=True):
+def romio(env, srv, name, hints, size, sync=True, verify=True, lib=None):
     argv = [os.path.join(BINDIR, "romio_perf"), target(srv, name), "--size", str(size // 4)]
     if not sync:
         argv.append("--no-sync")
     if not verify:
         argv.append("--no-verify")
-    r = run_app(env, 4, mpi_env(srv.token, hints), argv)
+    r = run_app(env, 4, mpi_env(srv.token, hints, lib), argv)
     if verify and r.get("verify") != "ok":
         raise RuntimeError(f"{name}: romio_perf read wrong data: {r}")
     return r
@@ -206,6 +206,30 @@ def part_stripe(a, env, srv):
             "reference": "plain: an ordinary rfs file on server 0 (one server, one link)",
             "goal": "4x1 >= 3.5 x plain (write and read), same run",
             "runs": runs, "iperf3": {str(n): v for n, v in iperf.items()}, "summary": summary}
+
+
+def part_ab(a, env, srv):
+    """The 4-server striped write + sync with librfs-mpiio.so of --ab-build (an older build)
+    and of this build, alternately: what a change of the layer did, in the same run."""
+    size = a.size_mib << 20
+    libs = (("other", os.path.join(os.path.abspath(a.ab_build), "librfs-mpiio.so")),
+            ("this", runner.rfs_lib()))
+    runs = {k: {"write_sync_MBps": [], "write_MBps": [], "read_MBps": []} for k, _ in libs}
+    for rep in range(a.reps):
+        for k, lib in libs:
+            r = romio(env, srv, "ab.rfsm", layout_hints(srv, NSERVERS, 1), size, lib=lib)
+            runs[k]["write_sync_MBps"].append(r["bytes_written"] / r["time"]["write_sync"] / 1e6)
+            runs[k]["write_MBps"].append(r["bytes_written"] / r["time"]["write"] / 1e6)
+            runs[k]["read_MBps"].append(r["bytes_read"] / r["time"]["read"] / 1e6)
+            log(f"ab rep {rep} {k}: write+sync {runs[k]['write_sync_MBps'][-1]:.1f} MB/s, "
+                f"write {runs[k]['write_MBps'][-1]:.1f} MB/s")
+    med = statistics.median
+    m = {k: {q: med(v) for q, v in runs[k].items()} for k in runs}
+    return {"workload": f"romio_perf, 4 ranks, {a.size_mib} MiB in all, logical file over the 4 "
+                        "servers (1 MiB units)", "other_build": os.path.abspath(a.ab_build),
+            "runs": runs, "median": m,
+            "write_sync_this_vs_other": m["this"]["write_sync_MBps"] /
+            m["other"]["write_sync_MBps"]}
 
 
 def chunkread(env, srv, name, size, hints, kill=None):
@@ -419,6 +443,7 @@ def main():
     ap.add_argument("--parts", default="stripe,failover,small,sweep")
     ap.add_argument("--sweep-calls", type=int, default=16)
     ap.add_argument("--tile", type=int, default=1024)
+    ap.add_argument("--ab-build", help="part ab: the build directory to compare with")
     ap.add_argument("--link-mbit", type=float, default=200)
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--size-mib", type=int, default=256)
@@ -456,7 +481,8 @@ def main():
         for part in parts:
             log(f"part {part}")
             doc[part] = {"stripe": part_stripe, "failover": part_failover,
-                         "small": part_small, "sweep": part_sweep}[part](a, env, srv)
+                         "small": part_small, "sweep": part_sweep,
+                         "ab": part_ab}[part](a, env, srv)
             load.append(os.getloadavg()[0])
     finally:
         if srv:
