@@ -646,7 +646,9 @@ def _manifest_wan_section(outdir):
     st = d.get("stripe")
     if st:
         out += ["### Striped write and read against one server (Fig. 7 analogue)", "",
-                f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}.", "",
+                f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}. "
+                "`sync`: the write + sync phase's time less the write phase's (two writes of "
+                "the same bytes: noise can make it negative).", "",
                 "| file | servers | write + sync | vs one server | write alone | sync | "
                 "read | vs one server | iperf3 to / from the servers |",
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
