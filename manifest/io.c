@@ -702,6 +702,7 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
     rfsm_delta d = {.written_end = f->written_end,
                     .truncate = truncate,
                     .truncate_to = to,
+                    .seen_size = f->size,
                     .base = f->m,
                     .stale = stale,
                     .missed = missed,

@@ -3,6 +3,7 @@
  * then every object that is not known incomplete, all at once. */
 #include "manifest/layer.h"
 #include "manifest/mf_internal.h"
+#include "manifest/modes.h"
 #include "manifest/store.h"
 
 #include <stdlib.h>
@@ -293,7 +294,7 @@ int rfs_manifest_open_in(rfs_runtime *rt, const char *name, unsigned flags, unsi
         return rfs_fail(RFS_E_NOMEM, "%s: out of memory", name);
     int rc = mf_open(rt, name, flags, mode, opts, params, &f);
     *out = rc == RFS_OK ? &f->io : NULL;
-    return rc;
+    return rc == RFS_OK ? mf_stack_modes(params, out) : rc;
 }
 
 int rfs_io_open_manifest(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,

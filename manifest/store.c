@@ -27,26 +27,42 @@ static void unlock(rfs_io *home)
     rfs_status_raise(&keep);
 }
 
-/* The stored bytes, decoded; the caller holds a lock. */
-static int read_locked(rfs_io *home, rfsm **out)
+/* A first read of this many bytes gets a whole manifest of a few servers (most of them) in
+ * one round trip; a larger one costs a size query and a second read. */
+#define FIRST_READ 65536u
+
+/* The stored bytes, decoded, and their length; the caller holds a lock. */
+static int read_locked(rfs_io *home, rfsm **out, size_t *stored_len)
 {
     char what[4400];
     snprintf(what, sizeof what, "%s:%s", home->server, home->path);
-    uint64_t size = 0;
-    int rc = home->ops->get_size(home, &size);
-    if (rc != RFS_OK)
-        return rc;
-    if (size > RFSM_MAX_BYTES)
-        return rfs_fail(RFS_E_TOOBIG, "manifest %s: %llu bytes, over the limit of %u", what,
-                        (unsigned long long)size, RFSM_MAX_BYTES);
-    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    uint8_t *buf = malloc(FIRST_READ);
     if (!buf)
         return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
     size_t got = 0;
-    rc = home->ops->pread(home, buf, (size_t)size, 0, &got);
+    int rc = home->ops->pread(home, buf, FIRST_READ, 0, &got);
+    if (rc == RFS_OK && got == FIRST_READ) {
+        uint64_t size = 0;
+        rc = home->ops->get_size(home, &size);
+        if (rc == RFS_OK && size > RFSM_MAX_BYTES)
+            rc = rfs_fail(RFS_E_TOOBIG, "manifest %s: %llu bytes, over the limit of %u", what,
+                          (unsigned long long)size, RFSM_MAX_BYTES);
+        uint8_t *all = rc == RFS_OK && size > FIRST_READ ? realloc(buf, (size_t)size) : NULL;
+        if (rc == RFS_OK && size > FIRST_READ && !all)
+            rc = rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+        if (all) {
+            buf = all;
+            size_t more = 0;
+            rc = home->ops->pread(home, buf + FIRST_READ, (size_t)size - FIRST_READ, FIRST_READ,
+                                  &more);
+            got += more;
+        }
+    }
     if (rc == RFS_OK)
         rc = rfsm_decode(buf, got, what, out);
     free(buf);
+    if (stored_len)
+        *stored_len = got;
     return rc;
 }
 
@@ -55,12 +71,13 @@ int rfsm_store_load(rfs_io *home, rfsm **out)
     int rc = lock(home, RFS_LOCK_SHARED);
     if (rc != RFS_OK)
         return rc;
-    rc = read_locked(home, out);
+    rc = read_locked(home, out, NULL);
     unlock(home);
     return rc;
 }
 
-static int write_locked(rfs_io *home, rfsm *m)
+/* Writes m over the stored manifest of stored_len bytes, and syncs it. */
+static int write_locked(rfs_io *home, rfsm *m, size_t stored_len)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -83,7 +100,8 @@ static int write_locked(rfs_io *home, rfsm *m)
     if (rc == RFS_OK)
         rc = home->ops->pwrite(home, buf, len, 0, &done);
     free(buf);
-    if (rc == RFS_OK)
+    /* Only a shorter manifest needs its length set (a size or flag change keeps the length). */
+    if (rc == RFS_OK && len < stored_len)
         rc = home->ops->set_size(home, len);
     if (rc == RFS_OK)
         rc = home->ops->sync(home);
@@ -96,7 +114,8 @@ int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged)
     if (rc != RFS_OK)
         return rc;
     rfsm *m = NULL;
-    rc = read_locked(home, &m);
+    size_t stored_len = 0;
+    rc = read_locked(home, &m, &stored_len);
     if (rc == RFS_OK) {
         int changed = fn(m, ctx);
         if (changed < 0) {
@@ -104,7 +123,7 @@ int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged)
         } else if (changed) {
             /* Nothing new (the stored manifest covers it already): no write, no sync. */
             m->generation++;
-            rc = write_locked(home, m);
+            rc = write_locked(home, m, stored_len);
         }
     }
     unlock(home);
@@ -171,7 +190,39 @@ static int apply_delta(rfsm *m, void *ctx)
     return changed;
 }
 
+/* Under the shared lock: the stored manifest when d changes nothing in it, else NULL. */
+static int covered_shared(rfs_io *home, const rfsm_delta *d, rfsm **out)
+{
+    *out = NULL;
+    int rc = lock(home, RFS_LOCK_SHARED);
+    if (rc != RFS_OK)
+        return rc;
+    rfsm *m = NULL;
+    rc = read_locked(home, &m, NULL);
+    unlock(home);
+    if (rc == RFS_OK && apply_delta(m, (void *)d) == 0) {
+        /* apply_delta changed nothing in this copy: it is the stored manifest as it is */
+        *out = m;
+        return RFS_OK;
+    }
+    rfsm_free(m);
+    return rc;
+}
+
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
 {
+    if (!d->truncate && d->written_end <= d->seen_size) {
+        rfsm *m = NULL;
+        int rc = covered_shared(home, d, &m);
+        if (rc != RFS_OK)
+            return rc;
+        if (m) {
+            if (merged)
+                *merged = m;
+            else
+                rfsm_free(m);
+            return RFS_OK;
+        }
+    }
     return rfsm_store_update(home, apply_delta, (void *)d, merged);
 }

@@ -36,12 +36,18 @@ typedef struct rfsm_delta {
      * columns, then extent 1's, ...; NULL: none): a replica of that column the stored manifest
      * has and base had not (augmented since) never got them, and is marked missing them. */
     const rfsm_rangeset *written;
+    /* The stored size this process saw last (0: unknown). A delta that does not reach past
+     * it most likely changes nothing: that is checked first under the shared lock, which the
+     * other processes' checks share, and only a delta that does change something waits for
+     * the exclusive one (docs/manifest.md "Consistency"). */
+    uint64_t seen_size;
 } rfsm_delta;
 
 /* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to
  * when truncating, then at least written_end; stale objects marked, their missing ranges
  * merged) and, when that changed anything, bumps the generation, writes it back in place and
- * syncs it. *merged (may be NULL) gets the result. */
+ * syncs it. *merged (may be NULL) gets the result. A delta within d->seen_size that changes
+ * nothing is settled under the shared lock. */
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged);
 
 /* The general form: under the exclusive lock, fn(stored manifest, ctx) edits it in place and

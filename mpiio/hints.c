@@ -210,6 +210,16 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 16, 10, &x))
             return 0;
         h->replicas = (int)x;
+    } else if (!strcmp(key, "rfs_manifest_mode")) {
+        if (strcmp(v, "direct") && strcmp(v, "buffered"))
+            return 0;
+        h->manifest_buffered = !strcmp(v, "buffered");
+    } else if (!strcmp(key, "rfs_manifest_read")) {
+        if (strcmp(v, "direct") && strcmp(v, "sieve"))
+            return 0;
+        h->manifest_sieve = !strcmp(v, "sieve");
+    } else if (!strcmp(key, "rfs_manifest_buffer")) {
+        return parse_size(v, 1, (int64_t)1 << 30, &h->manifest_buffer);
     } else if (!strcmp(key, "rfs_write_window")) {
         return parse_size(v, 0, (int64_t)1 << 30, &h->write_window);
     } else if (!strcmp(key, "rfs_max_extents")) {
@@ -414,6 +424,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
         SETI("rfs_stripe_count", h->stripe_count);
     if (h->replicas)
         SETI("rfs_replicas", h->replicas);
+    MPI_Info_set(info, "rfs_manifest_mode", h->manifest_buffered ? "buffered" : "direct");
+    MPI_Info_set(info, "rfs_manifest_read", h->manifest_sieve ? "sieve" : "direct");
+    if (h->manifest_buffer)
+        SETI("rfs_manifest_buffer", h->manifest_buffer);
     snprintf(v, sizeof v, "0%o", h->file_perm);
     MPI_Info_set(info, "rfs_file_perm", v);
     const char *zenv = getenv("RFS_COMPRESS");

@@ -286,7 +286,10 @@ static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_o
         rfs_manifest_params p = {.servers = f->hints.servers[0] ? f->hints.servers : NULL,
                                  .stripe_size = (uint64_t)f->hints.stripe_size,
                                  .stripe_count = f->hints.stripe_count,
-                                 .replicas = f->hints.replicas};
+                                 .replicas = f->hints.replicas,
+                                 .buffered = f->hints.manifest_buffered,
+                                 .sieve = f->hints.manifest_sieve,
+                                 .buffer_size = (uint64_t)f->hints.manifest_buffer};
         return rfs_manifest_open_in(f->rt, name, flags, f->hints.file_perm, opts, &p, &f->io);
     }
     if (defer)

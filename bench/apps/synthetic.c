@@ -70,6 +70,12 @@ static void finish_case(bench *b, bench_case *c, double tw, double tr, long long
 }
 
 /* calls contiguous accesses of s bytes each at base + k*s */
+/* --timed-sync: the write phases end with MPI_File_sync inside the timed part (for modes that
+ * hold writes back until a sync, e.g. a logical file's rfs_manifest_mode=buffered) */
+static int timed_sync;
+/* --bulk-read: a small case reads its region back in one call (only the writes are small) */
+static int bulk_read;
+
 static void contiguous_case(ctx *x, const char *kind, long long s, long long calls)
 {
     bench *b = x->b;
@@ -84,12 +90,18 @@ static void contiguous_case(ctx *x, const char *kind, long long s, long long cal
         BCHK(MPI_File_write_at(x->fh, base + k * s, x->buf + k * s, (int)s, MPI_BYTE,
                                MPI_STATUS_IGNORE),
              "MPI_File_write_at");
+    if (timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     double tw = bench_now() - t;
-    BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
+    if (!timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     MPI_Barrier(MPI_COMM_WORLD);
     memset(x->buf, 0, (size_t)(s * calls));
     t = bench_now();
-    for (long long k = 0; k < calls; k++)
+    if (bulk_read)
+        BCHK(MPI_File_read_at(x->fh, base, x->buf, (int)(s * calls), MPI_BYTE, MPI_STATUS_IGNORE),
+             "MPI_File_read_at (bulk)");
+    for (long long k = 0; !bulk_read && k < calls; k++)
         BCHK(MPI_File_read_at(x->fh, base + k * s, x->buf + k * s, (int)s, MPI_BYTE,
                               MPI_STATUS_IGNORE),
              "MPI_File_read_at");
@@ -117,8 +129,11 @@ static void strided_case(ctx *x, long long total, long long n)
     double t = bench_now();
     BCHK(MPI_File_write_at(x->fh, 0, x->buf, (int)(blk * n), MPI_BYTE, MPI_STATUS_IGNORE),
          "MPI_File_write_at (strided)");
+    if (timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     double tw = bench_now() - t;
-    BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
+    if (!timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     MPI_Barrier(MPI_COMM_WORLD);
     memset(x->buf, 0, (size_t)(blk * n));
     t = bench_now();
@@ -165,8 +180,11 @@ static void tile_case(ctx *x, int side, int collective)
     else
         BCHK(MPI_File_write_at(x->fh, 0, d, (int)n, MPI_DOUBLE, MPI_STATUS_IGNORE),
              "MPI_File_write_at (tile)");
+    if (timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     double tw = bench_now() - t;
-    BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
+    if (!timed_sync)
+        BCHK(MPI_File_sync(x->fh), "MPI_File_sync");
     MPI_Barrier(MPI_COMM_WORLD);
     memset(d, 0, (size_t)n * 8);
     t = bench_now();
@@ -206,29 +224,37 @@ static int wanted(const char *only, const char *kind)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {
-        "--small-max",     "--small-budget", "--max-calls", "--large-min", "--large-max",
-        "--strided-total", "--max-regions",  "--tile",      "--only",      NULL};
-    bench_check_args(argc, argv, known, NULL,
-                     "[--only small,large,strided,tile] [--small-max B] [--small-budget B] "
-                     "[--max-calls N] [--large-min B] [--large-max B] [--strided-total B] "
-                     "[--max-regions N] [--tile SIDE] [--no-verify] [--seed S]");
+    static const char *const known[] = {"--small-max",   "--small-budget", "--max-calls",
+                                        "--large-min",   "--large-max",    "--strided-total",
+                                        "--max-regions", "--tile",         "--only",
+                                        "--small-min",   "--min-regions",  NULL};
+    static const char *const flags[] = {"--timed-sync", "--bulk-read", NULL};
+    bench_check_args(argc, argv, known, flags,
+                     "[--only small,large,strided,tile] [--small-min B] [--small-max B] "
+                     "[--small-budget B] [--max-calls N] [--large-min B] [--large-max B] "
+                     "[--strided-total B] [--min-regions N] [--max-regions N] [--tile SIDE] "
+                     "[--timed-sync] [--bulk-read] [--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "synthetic", argc, argv);
     if (b->peak)
         bench_die("synthetic has no --peak mode: it is all I/O");
+    long long small_min = bench_opt_size(argc, argv, "--small-min", 1);
     long long small_max = bench_opt_size(argc, argv, "--small-max", 1 << 20);
     long long budget = bench_opt_size(argc, argv, "--small-budget", 1 << 20);
     long long max_calls = bench_opt_size(argc, argv, "--max-calls", 64);
     long long large_min = bench_opt_size(argc, argv, "--large-min", 1 << 20);
     long long large_max = bench_opt_size(argc, argv, "--large-max", 16 << 20);
     long long stotal = bench_opt_size(argc, argv, "--strided-total", 4 << 20);
+    long long min_regions = bench_opt_size(argc, argv, "--min-regions", 1);
     long long max_regions = bench_opt_size(argc, argv, "--max-regions", 64);
+    timed_sync = bench_opt_flag(argc, argv, "--timed-sync");
+    bulk_read = bench_opt_flag(argc, argv, "--bulk-read");
     int side = (int)bench_opt_size(argc, argv, "--tile", 1024);
     const char *only = bench_opt_str(argc, argv, "--only", NULL);
-    if (small_max < 1 || budget < 1 || max_calls < 1 || large_min < 1 || large_max < large_min ||
-        large_max > (1LL << 30) || stotal < max_regions || max_regions < 1 || side < 1 ||
-        stotal > (1LL << 30) || (long long)side * side * 8 > (1LL << 31) - 1)
+    if (small_min < 1 || min_regions < 1 || small_max < 1 || budget < 1 || max_calls < 1 ||
+        large_min < 1 || large_max < large_min || large_max > (1LL << 30) || stotal < max_regions ||
+        max_regions < 1 || side < 1 || stotal > (1LL << 30) ||
+        (long long)side * side * 8 > (1LL << 31) - 1)
         bench_die("bad sizes (large-max <= 1 GiB, strided-total >= max-regions, tile^2*8 < 2 GiB)");
     bench_param_int(b, "small_max", small_max);
     bench_param_int(b, "small_budget", budget);
@@ -261,7 +287,7 @@ int main(int argc, char **argv)
     bench_add(b, "open", bench_now() - t);
 
     if (wanted(only, "small"))
-        for (long long s = 1; s <= small_max; s *= 4) {
+        for (long long s = small_min; s <= small_max; s *= 4) {
             long long calls = budget / s;
             if (calls > max_calls)
                 calls = max_calls;
@@ -273,7 +299,7 @@ int main(int argc, char **argv)
         for (long long s = large_min; s <= large_max; s *= 2)
             contiguous_case(&x, "large", s, 1);
     if (wanted(only, "strided"))
-        for (long long n = 1; n <= max_regions; n *= 2)
+        for (long long n = min_regions; n <= max_regions; n *= 2)
             strided_case(&x, stotal - stotal % n, n);
     if (wanted(only, "tile")) {
         tile_case(&x, side, 1);

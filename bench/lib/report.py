@@ -631,6 +631,99 @@ def _mpisrv_section(outdir):
     return "\n".join(out)
 
 
+def _manifest_wan_section(outdir):
+    """bench/manifest/wan.py's results (manifest_wan.json), if present: the analogues of
+    mpiio-logistical-networking Figs. 7, 9 and 11, and replica failover under load."""
+    d = _load(outdir, "manifest_wan.json")
+    if d.get("benchmark") != "manifest_wan":
+        return ""
+    p = d["params"]
+    out = ["## One logical file over several servers on the WAN (`bench/manifest/wan.py`)", "",
+           f"{p['servers']} independent rfsd, each behind its own {_fmt(p['link_mbit'])} Mbit/s "
+           f"link ({p['links']}), {_fmt(p['delay_ms_each_way'])} ms each way; client ranks in "
+           f"the client namespace; {p['reps']} repetitions, medians; load average (1 min) seen: "
+           + ", ".join(_fmt(x) for x in d.get("loadavg_1min_seen", [])) + ".", ""]
+    st = d.get("stripe")
+    if st:
+        out += ["### Striped write and read against one server (Fig. 7 analogue)", "",
+                f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}. "
+                "`sync`: the write + sync phase's time less the write phase's (two writes of "
+                "the same bytes: noise can make it negative).", "",
+                "| file | servers | write + sync | vs one server | write alone | sync | "
+                "read | vs one server | iperf3 to / from the servers |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for n, s in st["summary"].items():
+            out.append(f"| {n} | {s['servers']} | {_fmt(s['write_sync_MBps'])} MB/s | "
+                       f"{_fmt(s['write_vs_one_server'])} | "
+                       f"{_fmt(s.get('write_MBps', float('nan')))} MB/s | "
+                       f"{_fmt(s.get('sync_s', float('nan')))} s | {_fmt(s['read_MBps'])} MB/s | "
+                       f"{_fmt(s['read_vs_one_server'])} | "
+                       f"{_fmt(s['links_iperf3_fwd_MBps'])} / "
+                       f"{_fmt(s['links_iperf3_rev_MBps'])} MB/s |")
+        out += ["", "![striped](manifest-wan-stripe.png)", ""]
+    fo = d.get("failover")
+    if fo:
+        s = fo["summary"]
+        out += ["### Replica failover under load", "", fo["workload"] + ".", "",
+                f"- undisturbed read: {_fmt(s['clean_total_s'])} s, longest wait for one piece "
+                f"{_fmt(s['clean_max_wait_s'])} s;",
+                f"- with the server killed: {_fmt(s['faulted_total_s'])} s, longest wait "
+                f"{_fmt(s['faulted_max_wait_s'])} s; stall over the usual wait (time to "
+                f"recover): {_fmt(s['stall_s'])} s;",
+                f"- after the kill, every rank had received a piece again within "
+                f"{_fmt(s.get('every_rank_progressed_after_kill_s'))} s (a piece usually takes "
+                f"{_fmt(s.get('clean_median_wait_s'))} s with 4 ranks sharing the links);",
+                f"- every byte read and checked in every run: {s['all_bytes_correct']} "
+                f"({s['bytes_per_run']} bytes per run).", "",
+                "![failover](manifest-wan-failover.png)", ""]
+    sm = d.get("small")
+    if sm:
+        a, b = sm["small"], sm["strided"]
+        out += ["### Small writes and noncontiguous reads (Figs. 9 and 11 analogues)", "",
+                f"Logical file over the 4 servers (1 MiB units), {a['ranks']} rank(s) writing "
+                f"{a['write_size']} B pieces; {a['note']}.", "",
+                "| mode | write + sync |", "|---|---:|",
+                f"| direct | {_fmt(a['write_MBps']['direct'])} MB/s |",
+                f"| buffered | {_fmt(a['write_MBps']['buffered'])} MB/s |", "",
+                f"- buffered / direct: {_fmt(a['buffered_vs_direct'])} ({a['goal']})", "",
+                f"Strided read (Fig. 11), {b['ranks']} ranks, {b['bytes_per_rank']} bytes per "
+                "rank in regions each followed by a hole of its size (a vector view):", "",
+                "| regions per rank | region | direct (list I/O) | sieve | sieve / direct | "
+                "a request per region (rfs_max_extents=1) | sieve / that |",
+                "|---:|---:|---:|---:|---:|---:|---:|"]
+        for n, c in b["cases"].items():
+            pr = c["read_MBps"].get("per_region")
+            out.append(f"| {n} | {c['region_bytes']} B | {_fmt(c['read_MBps']['direct'])} MB/s "
+                       f"| {_fmt(c['read_MBps']['sieve'])} MB/s | {_fmt(c['sieve_vs_direct'])} | "
+                       + (f"{_fmt(pr)} MB/s | {_fmt(c['sieve_vs_per_region'])} |" if pr
+                          else "not run | |"))
+        out += ["",
+                "![small](manifest-wan-small.png)", ""]
+    sw = d.get("sweep")
+    if sw:
+        sz, tl = sw["sizes"], sw["tiles"]
+        modes = list(sz["write_MBps"])
+        out += ["### Contiguous writes by size and 2-D tiles (Figs. 6 and 13 analogues)", "",
+                f"One rank, {sz['calls_per_size']} writes of each size, then MPI_File_sync "
+                "(timed together), median MB/s:", "",
+                "| bytes per write | " + " | ".join(modes) + " | " +
+                " / ".join(reversed(modes)) + " |", "|---:|" + "---:|" * (len(modes) + 1)]
+        for k in sorted(sz["write_MBps"][modes[0]], key=int):
+            v = [sz["write_MBps"][m][k] for m in modes]
+            out.append(f"| {k} | " + " | ".join(_fmt(x) for x in v) + f" | {_fmt(v[-1] / v[0])} |")
+        tmodes = list(tl["median"])
+        out += ["", f"{tl['side']} x {tl['side']} doubles in 2 x 2 tiles, {tl['ranks']} ranks "
+                f"({tl['note']}), median MB/s:", "",
+                "| case | " + " | ".join(f"{m} write | {m} read" for m in tmodes) + " |",
+                "|---|" + "---:|---:|" * len(tmodes)]
+        for c in tl["median"][tmodes[0]]:
+            out.append(f"| {c} | " + " | ".join(
+                f"{_fmt(tl['median'][m][c]['write_MBps'])} | "
+                f"{_fmt(tl['median'][m][c]['read_MBps'])}" for m in tmodes) + " |")
+        out += ["", "![sweep](manifest-wan-sweep.png)", ""]
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -659,7 +752,7 @@ def write_report(outdir):
                     _hdf5_section(outdir, "hdf5_ckpt_compute.json",
                                   ", large files with compute to drain them"),
                     _cli_wan_section(outdir), _cache_read_section(outdir),
-                    _mpisrv_section(outdir)):
+                    _mpisrv_section(outdir), _manifest_wan_section(outdir)):
         if section:
             text.append(section)
     # Sections written by hand (a benchmark without a generator, or what a run showed that its

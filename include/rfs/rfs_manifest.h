@@ -21,6 +21,12 @@ typedef struct rfs_manifest_params {
     uint64_t stripe_size; /* bytes per stripe unit; 0: 1 MiB */
     int stripe_count;     /* columns; 0: every server of `servers` */
     int replicas;         /* copies of each column, each on a server of its own; 0: 1 */
+    /* How this open treats small writes and noncontiguous reads (any file, new or not; kept
+     * in no manifest): */
+    int buffered;         /* 1: coalesce writes in client memory, sent when the buffer is full
+                           * and at sync, flush, size changes, locks and close */
+    int sieve;            /* 1: read a list of ranges as the spans that cover them */
+    uint64_t buffer_size; /* bytes of either buffer; 0: 4 MiB */
 } rfs_manifest_params;
 
 /* 1 if name is an rfs name whose path ends in ".rfsm". */
