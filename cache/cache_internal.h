@@ -51,9 +51,8 @@ struct cx_file {
     uint64_t pf_next; /* where the next sequential or strided prefetch starts */
     uint64_t window, window_max;
     /* What sizes the window (prefetch.c): the time between the reader's reads and the
-     * shortest recent prefetch round trip (less the time it waited behind this file's other
-     * prefetches: pf_running bytes were being read when it started). */
-    uint64_t last_note_ns, gap_ns, lat_min_ns, pf_running;
+     * shortest recent prefetch round trip. */
+    uint64_t last_note_ns, gap_ns, lat_min_ns;
     int gaps, lats;
     cx_job *q_head, *q_tail;
     int nthreads, threads_wanted, threads_failed;

@@ -188,17 +188,8 @@ void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n)
     }
 }
 
-static uint64_t job_bytes(const cx_job *j)
-{
-    uint64_t b = 0;
-    for (size_t i = 0; i < j->n; i++)
-        b += j->ext[i]->len;
-    return b;
-}
-
-/* Reads one job's extents from the layer below (the pool's mu not held); `ahead`: bytes of
- * this file's other prefetches being read when it started. */
-static void run_job(cx_file *f, cx_job *j, uint64_t ahead)
+/* Reads one job's extents from the layer below (the pool's mu not held). */
+static void run_job(cx_file *f, cx_job *j)
 {
     rfs_io *b = f->below;
     size_t got = 0;
@@ -225,17 +216,6 @@ static void run_job(cx_file *f, cx_job *j, uint64_t ahead)
     }
     uint64_t lat = now_ns() - t0;
     pthread_mutex_lock(&f->pool->mu);
-    uint64_t bytes = job_bytes(j);
-    f->pf_running -= bytes;
-    /* The round trip, without the time the request spent behind the bytes ahead of it and
-     * its own: at the rate the reader consumes (on a link the reader waits for, the rate the
-     * link gives this file), Little's law. A request of several MiB on a link four ranks
-     * share otherwise takes long enough to pass for a long round trip, and the window sized
-     * from it grew with the requests it made larger. */
-    if (f->gaps >= 2 && f->pat.last_len) {
-        double queued = (double)(ahead + bytes) * (double)f->gap_ns / (double)f->pat.last_len;
-        lat = (double)lat > queued ? lat - (uint64_t)queued : 0;
-    }
     /* The shortest recent round trip: it rises only slowly, so a burst of queued requests
      * (each waiting behind the others) does not pass for the link's latency. */
     if (rc == RFS_OK) {
@@ -280,10 +260,8 @@ static void *pf_main(void *arg)
         f->q_head = j->next;
         if (!f->q_head)
             f->q_tail = NULL;
-        uint64_t ahead = f->pf_running;
-        f->pf_running += job_bytes(j);
         pthread_mutex_unlock(&f->pool->mu);
-        run_job(f, j, ahead);
+        run_job(f, j);
         free(j);
         pthread_mutex_lock(&f->pool->mu);
     }
