@@ -17,13 +17,6 @@ static uint64_t pad8(uint64_t n)
     return (n + 7) & ~(uint64_t)7;
 }
 
-/* Full pages go below together once they hold this many bytes (or at a flush): one list write
- * that the client spreads over the file's streams, where single page writes would all travel
- * on its first connection (the write window's). */
-#define WB_BATCH_BYTES (8ull << 20)
-/* Runs per list write (the MPI-IO layer's rfs_max_extents default). */
-#define WB_BATCH_RUNS 16384
-
 int wb_write_records(rfs_io *below, const uint8_t *rec, uint64_t len, uint64_t *bytes)
 {
     int first = RFS_OK;
@@ -52,6 +45,10 @@ int wb_owner_init(wb *w, uint64_t max_memory)
     o->max_pages = max_memory / w->page;
     if (o->max_pages == 0)
         o->max_pages = 1;
+    pthread_mutex_init(&o->qmu, NULL);
+    pthread_cond_init(&o->q_cv, NULL);
+    pthread_cond_init(&o->room_cv, NULL);
+    o->q_init = 1;
     return o->hash && o->pend ? RFS_OK : RFS_E_NOMEM;
 }
 
@@ -79,7 +76,7 @@ static void lru_front(wb_owner *o, wb_page *p)
         o->lru_tail = p;
 }
 
-static void page_free(wb_page *p)
+void wb_page_free(wb_page *p)
 {
     free(p->data);
     free(p->lo);
@@ -88,7 +85,8 @@ static void page_free(wb_page *p)
     free(p);
 }
 
-static void page_drop(wb *w, wb_page *p)
+/* Takes the page out of the owner's table (it then belongs to the caller). */
+static void page_unhash(wb *w, wb_page *p)
 {
     wb_owner *o = &w->own;
     wb_page **pp = &o->hash[p->idx % o->nbuckets];
@@ -97,148 +95,34 @@ static void page_drop(wb *w, wb_page *p)
     *pp = p->hnext;
     lru_unlink(o, p);
     o->npages--;
-    page_free(p);
+}
+
+/* The page goes below, after every page handed over before it. */
+static void page_send(wb *w, wb_page *p)
+{
+    page_unhash(w, p);
+    wb_send(w, p);
 }
 
 void wb_owner_free(wb *w)
 {
     wb_owner *o = &w->own;
-    while (o->lru_head)
-        page_drop(w, o->lru_head);
+    wb_sender_stop(w); /* (it writes what it was handed first) */
+    while (o->lru_head) {
+        wb_page *p = o->lru_head;
+        page_unhash(w, p);
+        wb_page_free(p);
+    }
     free(o->hash);
     free(o->pend);
     free(o->iov);
     free(o->ext);
-    free(o->batch);
+    if (o->q_init) {
+        pthread_mutex_destroy(&o->qmu);
+        pthread_cond_destroy(&o->q_cv);
+        pthread_cond_destroy(&o->room_cv);
+    }
     memset(o, 0, sizeof *o);
-}
-
-/* The writer src hears of rc at its next flush (the first failure wins). */
-static void hand_error(wb *w, int src, int rc)
-{
-    wb_chan *c = wb_chan_of(w, src, w->rank);
-    int32_t zero = 0;
-    __atomic_compare_exchange_n(&c->err, &zero, (int32_t)rc, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-}
-
-/* A failure below may be this write's or an earlier one's that returned early (the write
- * window): everyone whose bytes went below since the last flush below hears of it. */
-static void below_failed(wb *w, const uint8_t *srcs, int rc)
-{
-    for (int r = 0; r < w->n; r++)
-        if ((srcs && srcs[r]) || w->own.pend[r])
-            hand_error(w, r, rc);
-}
-
-static int scratch(wb *w, size_t n)
-{
-    wb_owner *o = &w->own;
-    if (n <= o->scratch_cap)
-        return RFS_OK;
-    struct iovec *iov = realloc(o->iov, n * sizeof *iov);
-    if (iov)
-        o->iov = iov;
-    rfs_extent *ext = realloc(o->ext, n * sizeof *ext);
-    if (ext)
-        o->ext = ext;
-    if (!iov || !ext)
-        return RFS_E_NOMEM;
-    o->scratch_cap = n;
-    return RFS_OK;
-}
-
-static void written(wb *w, wb_page *p, int rc)
-{
-    __atomic_add_fetch(&w->st.pages_written, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&w->st.page_bytes, p->dirty, __ATOMIC_RELAXED);
-    if (rc != RFS_OK)
-        below_failed(w, p->srcs, rc);
-    for (int r = 0; r < w->n; r++)
-        if (p->srcs[r])
-            w->own.pend[r] = 1;
-}
-
-/* (the owner's counters are read by the application thread: atomics) */
-static int page_write(wb *w, wb_page *p)
-{
-    wb_owner *o = &w->own;
-    rfs_io *b = w->below;
-    uint64_t base = p->idx * w->page;
-    size_t done = 0;
-    int rc;
-    if (p->nr == 1) {
-        rc = b->ops->pwrite(b, p->data + p->lo[0], (size_t)(p->hi[0] - p->lo[0]), base + p->lo[0],
-                            &done);
-    } else if ((rc = scratch(w, (size_t)p->nr)) == RFS_OK) {
-        for (int i = 0; i < p->nr; i++) {
-            o->ext[i] = (rfs_extent){base + p->lo[i], p->hi[i] - p->lo[i]};
-            o->iov[i] = (struct iovec){p->data + p->lo[i], (size_t)(p->hi[i] - p->lo[i])};
-        }
-        rc = b->ops->pwritev_gather(b, o->ext, (size_t)p->nr, o->iov, (size_t)p->nr, &done);
-    }
-    written(w, p, rc);
-    return rc;
-}
-
-/* The pages p[0..n), their dirty runs in as few list writes as WB_BATCH_RUNS allows. */
-static void pages_write(wb *w, wb_page **p, size_t n)
-{
-    wb_owner *o = &w->own;
-    size_t i = 0;
-    while (i < n) {
-        size_t k = 0, j = i;
-        for (; j < n && (k == 0 || k + (size_t)p[j]->nr <= WB_BATCH_RUNS); j++)
-            k += (size_t)p[j]->nr;
-        int rc = scratch(w, k);
-        if (rc == RFS_OK) {
-            size_t e = 0;
-            for (size_t q = i; q < j; q++) {
-                uint64_t base = p[q]->idx * w->page;
-                for (int r = 0; r < p[q]->nr; r++, e++) {
-                    o->ext[e] = (rfs_extent){base + p[q]->lo[r], p[q]->hi[r] - p[q]->lo[r]};
-                    o->iov[e] = (struct iovec){p[q]->data + p[q]->lo[r],
-                                               (size_t)(p[q]->hi[r] - p[q]->lo[r])};
-                }
-            }
-            size_t done = 0;
-            rc = w->below->ops->pwritev_gather(w->below, o->ext, k, o->iov, k, &done);
-        }
-        for (size_t q = i; q < j; q++)
-            written(w, p[q], rc);
-        i = j;
-    }
-}
-
-static void batch_write(wb *w)
-{
-    wb_owner *o = &w->own;
-    pages_write(w, o->batch, o->nbatch);
-    for (size_t i = 0; i < o->nbatch; i++)
-        page_drop(w, o->batch[i]);
-    o->nbatch = 0;
-}
-
-/* A page just became full: into the batch, which goes below once it is large enough. */
-static void page_full(wb *w, wb_page *p)
-{
-    wb_owner *o = &w->own;
-    if (!p->full && o->nbatch == o->batch_cap) {
-        size_t nc = o->batch_cap ? o->batch_cap * 2 : 16;
-        wb_page **nb = realloc(o->batch, nc * sizeof *nb);
-        if (!nb) {
-            page_write(w, p);
-            page_drop(w, p);
-            return;
-        }
-        o->batch = nb;
-        o->batch_cap = nc;
-    }
-    if (!p->full) {
-        p->full = 1;
-        o->batch[o->nbatch++] = p;
-    }
-    if ((uint64_t)o->nbatch * w->page >= WB_BATCH_BYTES)
-        batch_write(w);
 }
 
 static wb_page *page_get(wb *w, uint64_t idx)
@@ -250,16 +134,14 @@ static wb_page *page_get(wb *w, uint64_t idx)
             lru_front(o, p);
             return p;
         }
+    /* Room: the pages in the table and those handed over but not written yet stay within
+     * the cap. Handed-over pages go below anyway, so they are waited for first; only a table
+     * that fills the cap alone gives up its least recently used page early. */
     if (o->npages >= o->max_pages && o->lru_tail) {
-        if (o->nbatch)
-            batch_write(w); /* full pages first: they go below anyway */
-    }
-    if (o->npages >= o->max_pages && o->lru_tail) {
-        wb_page *old = o->lru_tail;
-        page_write(w, old);
-        page_drop(w, old);
+        page_send(w, o->lru_tail);
         __atomic_add_fetch(&w->st.evictions, 1, __ATOMIC_RELAXED);
     }
+    wb_send_wait(w, o->max_pages - 1 - o->npages);
     wb_page *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -270,7 +152,7 @@ static wb_page *page_get(wb *w, uint64_t idx)
     p->lo = malloc((size_t)p->cap * sizeof *p->lo);
     p->hi = malloc((size_t)p->cap * sizeof *p->hi);
     if (!p->data || !p->srcs || !p->lo || !p->hi) {
-        page_free(p);
+        wb_page_free(p);
         return NULL;
     }
     p->hnext = o->hash[idx % o->nbuckets];
@@ -333,19 +215,23 @@ static void apply(wb *w, int src, uint64_t off, const uint8_t *d, uint64_t n)
             p->srcs[src] = 1;
             rc = add_run(p, in, in + k);
             if (rc == RFS_OK && p->dirty == w->page)
-                page_full(w, p); /* a whole page: the unit the server prefers */
+                page_send(w, p); /* a whole page, the unit the server prefers: it goes now */
         }
         if (!p || rc != RFS_OK) {
-            /* No memory for the page: these bytes go below at once. */
+            /* No memory for the page: these bytes go below at once, after every page handed
+             * over before (which may hold older bytes of the same range). */
             size_t done = 0;
-            if (p && !p->full) {
-                page_write(w, p);
-                page_drop(w, p);
-            }
-            w->own.pend[src] = 1;
+            if (p)
+                page_send(w, p);
+            wb_send_wait(w, 0);
             int wrc = w->below->ops->pwrite(w->below, d, (size_t)k, off, &done);
+            pthread_mutex_lock(&w->own.qmu);
+            w->own.pend[src] = 1;
             if (wrc != RFS_OK)
-                below_failed(w, NULL, wrc), hand_error(w, src, wrc);
+                wb_below_failed(w, NULL, wrc);
+            pthread_mutex_unlock(&w->own.qmu);
+            if (wrc != RFS_OK)
+                wb_hand_error(w, src, wrc);
         }
         off += k;
         d += k;
@@ -370,36 +256,19 @@ static void drain(wb *w, int src, wb_chan *c)
     }
 }
 
-/* Every page below, then waits for the answers. */
-static void flush_all(wb *w)
+/* A flush: every page, full or not, to the sender (which writes them in file order), then a
+ * marker that answers the flush requests reqs[] once they are written. The owner goes on
+ * taking mailboxes meanwhile: a rank that reached its close early does not stop the others'
+ * writes while the pages go. Without memory for the marker: waits here, then answers. */
+static void flush_all(wb *w, const uint64_t *reqs)
 {
     wb_owner *o = &w->own;
-    /* Every page, full or not, in list writes (the batch's pages are in the LRU list too). */
-    wb_page **all = o->npages ? malloc((size_t)o->npages * sizeof *all) : NULL;
-    size_t k = 0;
-    if (all) {
-        for (wb_page *p = o->lru_head; p; p = p->next)
-            all[k++] = p;
-        pages_write(w, all, k);
-        for (size_t i = 0; i < k; i++)
-            page_drop(w, all[i]);
-        free(all);
-    }
-    while (o->lru_tail) { /* (no memory for the list: one page at a time) */
-        wb_page *p = o->lru_tail;
-        page_write(w, p);
-        page_drop(w, p);
-    }
-    o->nbatch = 0;
-    int any = 0;
-    for (int r = 0; r < w->n; r++)
-        any |= o->pend[r];
-    if (!any)
+    while (o->lru_tail)
+        page_send(w, o->lru_tail);
+    if (reqs && wb_send_flush(w, reqs) == RFS_OK)
         return;
-    int rc = w->below->ops->flush(w->below, 1);
-    if (rc != RFS_OK)
-        below_failed(w, NULL, rc);
-    memset(o->pend, 0, (size_t)w->n);
+    wb_send_wait(w, 0);
+    wb_flush_answer(w, reqs);
 }
 
 void *wb_owner_main(void *arg)
@@ -408,6 +277,7 @@ void *wb_owner_main(void *arg)
     wb_head *h = wb_head_of(w, w->rank);
     int closing = 0;
     uint64_t *req = calloc((size_t)w->n, sizeof *req);
+    uint64_t *asked = calloc((size_t)w->n, sizeof *asked); /* in a flush handed over */
     for (;;) {
         uint32_t bell = __atomic_load_n(&h->bell, __ATOMIC_ACQUIRE);
         if (!closing && __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
@@ -422,7 +292,7 @@ void *wb_owner_main(void *arg)
             uint64_t r = __atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE);
             if (req)
                 req[src] = r;
-            if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE))
+            if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE) && (!asked || r > asked[src]))
                 want_flush = 1;
             uint32_t s = WB_POSTED;
             if (__atomic_compare_exchange_n(&c->state, &s, WB_TAKEN, 0, __ATOMIC_ACQ_REL,
@@ -434,18 +304,12 @@ void *wb_owner_main(void *arg)
             }
         }
         if (want_flush || closing) {
-            flush_all(w);
-            for (int src = 0; src < w->n; src++) {
-                wb_chan *c = wb_chan_of(w, src, w->rank);
-                uint64_t r = req ? req[src] : __atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE);
-                if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE)) {
-                    __atomic_store_n(&c->flush_done, r, __ATOMIC_RELEASE);
-                    __atomic_add_fetch(&c->done_word, 1, __ATOMIC_RELEASE);
-                    rfs_shm_wake(&c->done_word);
-                }
-            }
+            flush_all(w, req);
+            if (asked && req)
+                memcpy(asked, req, (size_t)w->n * sizeof *asked);
         }
         if (closing) {
+            wb_send_wait(w, 0); /* pages and flush markers: all answered */
             __atomic_store_n(&h->state, WB_GONE, __ATOMIC_SEQ_CST);
             for (int src = 0; src < w->n; src++) {
                 wb_chan *c = wb_chan_of(w, src, w->rank);
@@ -459,5 +323,6 @@ void *wb_owner_main(void *arg)
             rfs_shm_wait(&h->bell, bell, 200);
     }
     free(req);
+    free(asked);
     return NULL;
 }

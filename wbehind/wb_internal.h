@@ -43,22 +43,33 @@ typedef struct wb_page {
     uint64_t *lo, *hi; /* dirty runs, sorted, disjoint, not touching */
     int nr, cap;
     uint64_t dirty;
-    uint8_t *srcs; /* ranks whose bytes it holds */
-    int full;      /* in the batch of full pages waiting to go below together */
-    struct wb_page *hnext, *prev, *next;
+    uint8_t *srcs;                       /* ranks whose bytes it holds */
+    uint64_t seq;                        /* hand-over order to the sender */
+    struct wb_page *hnext, *prev, *next; /* the owner's table and LRU list */
+    struct wb_page *qnext;               /* the sender's queue */
+    uint64_t *reqs; /* non-NULL: not a page but a flush marker (reqs[src] to answer) */
 } wb_page;
 
 typedef struct wb_owner {
+    /* the owner thread's table of the pages it fills */
     wb_page **hash;
     size_t nbuckets;
     wb_page *lru_head, *lru_tail; /* head: most recently used */
-    uint64_t npages, max_pages;
-    uint8_t *pend; /* ranks whose bytes were written below since the last flush below */
-    struct iovec *iov;
+    uint64_t npages, max_pages;   /* npages + q_pages <= max_pages */
+    /* the sender (sender.c): pages handed over, written below in that order */
+    pthread_mutex_t qmu;
+    pthread_cond_t q_cv;    /* the sender's: pages or stop */
+    pthread_cond_t room_cv; /* the owner's: pages were written */
+    wb_page *q_head, *q_tail;
+    uint64_t q_pages; /* handed over and not written yet (queued or being written) */
+    uint64_t q_marks; /* flush markers not answered yet */
+    uint64_t q_seq;
+    int q_stop, sender_running, q_init;
+    rfs_task sth;
+    uint8_t *pend;     /* (qmu) ranks whose bytes were written below since the last flush below */
+    struct iovec *iov; /* the sender's scratch for list writes */
     rfs_extent *ext;
     size_t scratch_cap;
-    wb_page **batch; /* full pages, written below as one list write (over the file's streams) */
-    size_t nbatch, batch_cap;
 } wb_owner;
 
 typedef struct wb {
@@ -109,6 +120,30 @@ static inline uint8_t *wb_chan_data(wb_chan *c)
 int wb_owner_init(wb *w, uint64_t max_memory);
 void wb_owner_free(wb *w);
 void *wb_owner_main(void *arg);
+void wb_page_free(wb_page *p);
+
+/* sender.c */
+int wb_sender_start(wb *w, rfs_runtime *rt);
+/* Writes what is still queued, then ends the sender. */
+void wb_sender_stop(wb *w);
+/* Hands a page (out of the owner's table) to the sender, which frees it once written. */
+void wb_send(wb *w, wb_page *p);
+/* Waits until at most `room` handed-over pages are not written yet (0: every one written and
+ * every flush marker answered). */
+void wb_send_wait(wb *w, uint64_t room);
+/* Queues a flush marker: once the pages handed over before it are written, the layer below
+ * answered them, and the flush requests reqs[src] are answered (wb_flush_answer).
+ * RFS_E_NOMEM: nothing queued. */
+int wb_send_flush(wb *w, const uint64_t *reqs);
+/* Every page handed over is written: waits for the layer below's answers (failures go to the
+ * ranks whose bytes went below) and answers the flush requests reqs[src] (NULL: every one
+ * pending). */
+void wb_flush_answer(wb *w, const uint64_t *reqs);
+/* The writer src hears of rc at its next flush (the first failure wins). */
+void wb_hand_error(wb *w, int src, int rc);
+/* qmu held: a failure below reaches srcs[] and every rank whose bytes went below since the
+ * last flush below. */
+void wb_below_failed(wb *w, const uint8_t *srcs, int rc);
 
 /* Writes the records rec[0..len) below, one by one (a mailbox or sub-buffer taken back).
  * RFS_OK or the first failure. */

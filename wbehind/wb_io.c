@@ -634,7 +634,8 @@ int rfs_wb_wrap(rfs_io *below, const rfs_wb_config *c, rfs_io **out)
     __atomic_store_n(&h->pid, (int32_t)getpid(), __ATOMIC_RELEASE);
     __atomic_store_n(&h->state, WB_OPEN, __ATOMIC_RELEASE);
     rfs_runtime *rt = c->rt ? c->rt : rfs_runtime_default();
-    if (!rt || rfs_task_start(rt, &w->th, wb_owner_main, w) != 0) {
+    if (!rt || wb_sender_start(w, rt) != RFS_OK ||
+        rfs_task_start(rt, &w->th, wb_owner_main, w) != 0) {
         __atomic_store_n(&h->state, WB_GONE, __ATOMIC_RELEASE);
         free_wb(w);
         return rfs_fail(RFS_E_NOMEM, "write-behind: cannot start the owner thread");

@@ -6,10 +6,10 @@
  * i mod nranks of the group of processes that share this node's memory. A write is cut at page
  * boundaries and each piece appended to this rank's local sub-buffer for the page's owner
  * (stage one). A full sub-buffer is posted into a mailbox in shared memory; the owner's
- * background thread copies its pieces into its pages (stage two) and writes a page to the
- * layer below when it is full, when the owner's pages exceed max_memory (least recently used
- * first), or when a rank whose data it holds asks for a flush (flush, sync, barrier, size
- * queries, reads, close). A flush returns once the owners have written and the server has
+ * background thread copies its pieces into its pages (stage two) and hands a page to its
+ * sender thread, which writes it to the layer below, as soon as it is full, when the owner's
+ * pages exceed max_memory (least recently used first), or when a rank whose data it holds
+ * asks for a flush (flush, sync, barrier, size queries, reads, close). A flush returns once the owners have written and the server has
  * answered this rank's bytes; a failure of an owner's write is handed to every rank whose
  * bytes the failed page held and reported by that rank's next flush (sync, close).
  *

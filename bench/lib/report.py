@@ -588,6 +588,32 @@ def _load(outdir, name):
         return {}
 
 
+def _wbehind_section(outdir):
+    """bench/wbehind's result (wbehind.json), if present."""
+    d = _load(outdir, "wbehind.json")
+    if d.get("bench") != "wbehind" or not d.get("results"):
+        return ""
+    ln = d.get("link", {})
+    out = ["## Two-stage write-behind (`bench/wbehind`)", "",
+           f"Link {_fmt(ln.get('rate_mbit'))} Mbit/s, {_fmt(ln.get('delay_ms_one_way'))} ms each "
+           f"way, {ln.get('tcp_buf_max_mib')} MiB socket buffer maxima, "
+           f"{ln.get('congestion_control')}; {d.get('ranks')} ranks, {d.get('reps')} repetitions, "
+           "medians; open + write + close, no computation. RAW: the same bytes over one TCP "
+           "connection, same run. Seconds and (ratio to RAW); every file byte-identical to a "
+           "local run's. bench/README.md, \"Two-stage write-behind\", says what they mean.", "",
+           "| workload | MB | RAW s | COLL | INDEP | WB | WBAUTO |", "|---|---|---|---|---|---|---|"]
+    for app, r in d["results"].items():
+        cells = [f"{_fmt(r[c]['median_s'])} ({_fmt(r[c]['ratio_to_raw'])})"
+                 for c in ("COLL", "INDEP", "WB", "WBAUTO")]
+        out.append(f"| {app} | {r['bytes'] / 1e6:.1f} | {_fmt(r['RAW']['median_s'])} | "
+                   + " | ".join(cells) + " |")
+    out.append("")
+    for g, v in d.get("goal", {}).items():
+        out.append(f"- {g}: {v}")
+    out.append("")
+    return "\n".join(out)
+
+
 def _mpisrv_section(outdir):
     """bench/mpisrv's results (mpisrv_links.json, mpisrv_backends.json), if present."""
     links, back = _load(outdir, "mpisrv_links.json"), _load(outdir, "mpisrv_backends.json")
@@ -752,6 +778,7 @@ def write_report(outdir):
                     _hdf5_section(outdir, "hdf5_ckpt_compute.json",
                                   ", large files with compute to drain them"),
                     _cli_wan_section(outdir), _cache_read_section(outdir),
+                    _wbehind_section(outdir),
                     _mpisrv_section(outdir), _manifest_wan_section(outdir)):
         if section:
             text.append(section)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -20,8 +21,25 @@ static file_io *FI(rfs_io *io)
     return (file_io *)io;
 }
 
+static int *hold_word;
+
+void file_io_hold(int *word)
+{
+    hold_word = word;
+}
+
+/* While *hold_word is set, writes wait (bounded: 20 s), as on a link that fell behind. */
+static void held(void)
+{
+    for (int i = 0; hold_word && i < 20000 && __atomic_load_n(hold_word, __ATOMIC_ACQUIRE); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int refuse(file_io *f, uint64_t off, uint64_t len)
 {
+    held();
     if (off < f->fail_hi && f->fail_lo < off + len)
         return rfs_fail(RFS_E_IO, "file_io: write at %llu refused", (unsigned long long)off);
     return RFS_OK;

@@ -8,5 +8,7 @@
 #include "rfs/rfs_io.h"
 
 int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out);
+/* From now on this process's writes wait while *word (shared memory) is non-zero; NULL: never. */
+void file_io_hold(int *word);
 
 #endif

@@ -26,6 +26,7 @@ typedef struct shared {
     int arrived; /* test barrier */
     int die;     /* test_dead_owner: rank 1 may die now */
     int pid1;    /* test_dead_owner: rank 1's pid */
+    int hold;    /* test_rewrites_keep_order: writes below wait while set */
     int result[MAXR];
     char msg[MAXR][256];
 } shared;
@@ -241,6 +242,70 @@ static void test_memory_cap(void **state)
     interleaved(4, 2 * 16384);
 }
 
+/* Every rank writes its pieces again and again (generations 0..GENS-1) with no flush in
+ * between, while writes below are held (a link that fell behind): pages are whole, handed to
+ * the sender, and written again, so older copies of them wait in its queue and share its next
+ * take. The file must hold the last generation of every byte: no older copy of a page
+ * overtakes a newer one. */
+#define GENS 6
+static void rewrite_rank(int r, int n)
+{
+    int gen = 0;
+    file_io_hold(&sh->hold);
+    rfs_io *w = open_rank(r, n, g_page, g_buf, g_mem, 0, 0);
+    if (!w)
+        FAIL(r, "open: %s", rfs_last_error());
+    uint8_t buf[PIECE];
+    for (int g = 0; g < GENS; g++)
+        for (int i = 0; i < PIECES; i++) {
+            uint64_t a = ((uint64_t)i * (uint64_t)n + (uint64_t)r) * PIECE;
+            for (unsigned k = 0; k < PIECE; k++)
+                buf[k] = byte_at(a + k, g);
+            size_t done = 0;
+            if (w->ops->pwrite(w, buf, PIECE, a, &done) != RFS_OK)
+                FAIL(r, "write: %s", rfs_last_error());
+        }
+    test_barrier(n, &gen); /* every generation handed over: let the writes go */
+    __atomic_store_n(&sh->hold, 0, __ATOMIC_RELEASE);
+    if (w->ops->sync(w) != RFS_OK)
+        FAIL(r, "sync: %s", rfs_last_error());
+    rfs_wb_flush_mine(w);
+    test_barrier(n, &gen);
+    rfs_wb_detach(w);
+    if (w->ops->close(w) != RFS_OK)
+        FAIL(r, "close: %s", rfs_last_error());
+    sh->result[r] = 1;
+}
+
+static void test_rewrites_keep_order(void **state)
+{
+    (void)state;
+    int ns[] = {1, 3};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        int n = ns[t];
+        g_mem = 16 << 20; /* every copy of every page fits while the writes are held */
+        setup_group(n, g_buf);
+        sh->hold = 1;
+        run_ranks(n, rewrite_rank);
+        FILE *fp = fopen(path, "rb");
+        assert_non_null(fp);
+        uint64_t total = (uint64_t)PIECES * (uint64_t)n * PIECE;
+        uint8_t *d = malloc(total + 1);
+        assert_non_null(d);
+        size_t got = fread(d, 1, total + 1, fp);
+        fclose(fp);
+        assert_int_equal(got, total);
+        for (uint64_t i = 0; i < total; i++)
+            if (d[i] != byte_at(i, GENS - 1)) {
+                print_error("%d ranks: byte %llu: %u != %u (last generation)\n", n,
+                            (unsigned long long)i, d[i], byte_at(i, GENS - 1));
+                fail();
+            }
+        free(d);
+        teardown_group(n, g_buf);
+    }
+}
+
 /* The owner's write of a page fails: the rank whose bytes it held hears of it at sync; the
  * owner's own bytes, elsewhere, are fine. */
 static void failing_rank(int r, int n)
@@ -392,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_two_ranks),
         cmocka_unit_test(test_four_ranks),
         cmocka_unit_test(test_memory_cap),
+        cmocka_unit_test(test_rewrites_keep_order),
         cmocka_unit_test(test_owner_write_fails),
         cmocka_unit_test(test_dead_owner),
         cmocka_unit_test(test_disabled_passes_through),
