@@ -125,3 +125,25 @@ class OutputLines:
             if line is None:
                 return "".join(self.seen)
             self.seen.append(line)
+
+
+def run_with_pause(cmd, env, at_pause, timeout):
+    """Runs an MPI program that prints "paused" and waits for a line on its standard input;
+    at_pause() runs there (say, killing a server), then the program goes on. Returns its exit
+    status and its whole output."""
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        out = OutputLines(p)
+        out.wait_for(r"^paused", timeout)
+        at_pause()
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        text = out.rest(timeout)
+        p.wait(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, text
+

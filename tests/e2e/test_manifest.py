@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, OutputLines, mpiexec, mpiexec_command, program
+from mpiio_util import FLAVOURS, mpiexec, mpiexec_command, program, run_with_pause
 
 TIMEOUT = 120  # a hang is a failure, not a wait
 TOKEN = secrets.token_hex(16)
@@ -391,21 +391,8 @@ def test_mpiio_write_to_dead_replica_fails_sync(two, tmp_path, flavour):
     cmd, env = mpiexec_command(flavour, 2, [program(flavour, "t_restart"), two.url("/ck.rfsm"),
                                             str(steps), str(block), "3"], two.env(),
                                extra_env={"RFS_HINTS": hints})
-    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    try:
-        out = OutputLines(p)
-        out.wait_for(r"^paused", TIMEOUT)
-        two.servers[1].stop(signal.SIGKILL)
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        text = out.rest(TIMEOUT)
-        p.wait(timeout=TIMEOUT)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode != 0, text
+    rc, text = run_with_pause(cmd, env, lambda: two.servers[1].stop(signal.SIGKILL), TIMEOUT)
+    assert rc != 0, text
     assert "error sync" in text and "incomplete" in text and "done" not in text, text
     m = show(two, "/ck.rfsm")
     assert m["size"] == steps * 2 * block

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
+from mpiio_util import FLAVOURS, mpiexec_command, program, run_with_pause
 from test_manifest import (TIMEOUT, TOKEN, cli, expected_objects, objects_on_disk, put, reseal,
                            show, tool)
 
@@ -376,20 +376,7 @@ def test_mpi_ranks_merge_exact_missing_ranges(two, tmp_path, flavour):
                                [program(flavour, "t_sparse"), two.url("/s.rfsm"), str(steps),
                                 str(block), str(stride), str(pause)], two.env(),
                                extra_env={"RFS_HINTS": hints})
-    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    try:
-        out = OutputLines(p)
-        out.wait_for(r"^paused", TIMEOUT)
-        two.servers[1].stop(signal.SIGKILL)
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        text = out.rest(TIMEOUT)
-        p.wait(timeout=TIMEOUT)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    rc, text = run_with_pause(cmd, env, lambda: two.servers[1].stop(signal.SIGKILL), TIMEOUT)
     assert "done" in text and "error sync" in text and "incomplete" in text, text
     m = show(two, "/s.rfsm")
     assert m["size"] == ((steps - 1) * nprocs + nprocs - 1) * stride * block + block
