@@ -38,6 +38,8 @@
 #define CLI_OPT_SHARE 0x4000u
 /* manifest refresh: --extend T, kept in expires (cmd_manifest_refresh.c) */
 #define CLI_OPT_EXTEND 0x8000u
+/* get, put, cat --raw: a .rfsm name's manifest file itself, not the logical file */
+#define CLI_OPT_RAW 0x10000u
 
 #define CLI_MAX_ARGS 256   /* cp SRC... DEST */
 #define CLI_MAX_STREAMS 16 /* the client library's limit of connections per file */
@@ -76,6 +78,7 @@ typedef struct cli_opts {
     const char *server; /* --server rfs://HOST:PORT */
     int column;         /* --column C, -1: every column */
     int replica;        /* --replica R, -1: not given */
+    int raw;            /* --raw: a .rfsm name is copied as the manifest file's bytes */
     int dest_not_dir;   /* cp found the destination is no directory: put need not ask */
     int verbose;        /* -v: library log at info; --debug: 2, debug and RFS_TRACE */
     int nargs;
@@ -153,6 +156,9 @@ int cli_copy_remote(cli_ctx *c, const char *src_url, const rfs_name *src, const 
 /* transfer_manifest.c: a copy where either side is a logical file over several servers (a
  * .rfsm name), through the manifest layer; the other side is a local file or an rfs name. */
 int cli_copy_manifest(cli_ctx *c, const char *src, const char *dest);
+/* get, put and cat: 1 if remote (a .rfsm name, no --raw) goes through the layer, with
+ * *status CLI_EXIT_OK, or a usage status for options only plain files have; else 0. */
+int cli_through_layer(cli_ctx *c, const char *remote, int *status);
 
 /* cmd_tpc.c: a remote file to a remote name as a server-to-server copy. *fallback = 1 (and
  * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */

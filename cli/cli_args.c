@@ -146,6 +146,8 @@ int cli_parse_args(const cli_command *cmd, int argc, char **argv, int first, cli
             o->no_progress = 1;
         } else if ((cmd->accepts & CLI_OPT_RESUME) && strcmp(a, "--resume") == 0) {
             o->resume = 1;
+        } else if ((cmd->accepts & CLI_OPT_RAW) && strcmp(a, "--raw") == 0) {
+            o->raw = 1;
         } else if ((cmd->accepts & CLI_OPT_RECURSIVE) && strcmp(a, "--no-tpc") == 0) {
             o->no_tpc = 1;
         } else if ((cmd->accepts & CLI_OPT_LAYOUT) && matches(a, "--servers")) {

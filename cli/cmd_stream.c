@@ -83,6 +83,9 @@ int cli_cmd_cat(cli_ctx *c)
     rfs_name name;
     if (cli_url_normalize(c->cmd, c->o.args[0], url, sizeof url, &name))
         return CLI_EXIT_USAGE;
+    int status;
+    if (cli_through_layer(c, url, &status))
+        return status == CLI_EXIT_OK ? cli_copy_manifest(c, url, "-") : status;
     return cli_stream_out(c, url, &name);
 }
 

@@ -16,22 +16,33 @@
 
 static const cli_command commands[] = {
     {"put", cli_cmd_put, 2, 2,
-     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
+     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
+         CLI_OPT_LAYOUT | CLI_OPT_RAW,
      "LOCAL URL", "copy a local file to the server (written atomically: temp file + rename)",
      "  If URL names a directory or ends in '/', the file keeps its local name there.\n"
      "  LOCAL '-' reads standard input (URL must then name the file; no --resume).\n"
      "  The data go to a hidden .NAME.rfs-part-HASH beside the remote file, which is synced and\n"
      "  renamed over it only when complete: a failed put never touches the previous file. The\n"
-     "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n",
-     NULL},
+     "  partial file stays after a failure, for --resume (remove it with 'rfs rm').\n"
+     "  A URL ending in .rfsm is a logical file over several servers (docs/manifest.md),\n"
+     "  written through its manifest as 'rfs cp' does (no --resume, --verify or stdin); a new\n"
+     "  one is laid out as the options below say. --raw writes the manifest file itself.\n",
+     "  --raw              a .rfsm URL: put LOCAL as the manifest file's bytes\n"
+     "  --servers LIST     new .rfsm: comma-separated data servers (rfs://host:port,...)\n"
+     "  --stripe-size N    new .rfsm: bytes per stripe unit (K, M, G; default 1M)\n"
+     "  --stripe-count N   new .rfsm: columns (default: every server)\n"
+     "  --replicas N       new .rfsm: copies of each column, on servers of their own\n"},
     {"get", cli_cmd_get, 2, 2,
-     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER,
+     CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
+         CLI_OPT_RAW,
      "URL LOCAL", "copy a remote file to a local file (written atomically: temp file + rename)",
      "  If LOCAL is a directory, the file keeps its remote name there.\n"
      "  LOCAL '-' writes to standard output (like 'rfs cat').\n"
      "  A failed or interrupted get leaves no partial local file, unless --resume is given:\n"
-     "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n",
-     NULL},
+     "  then the hidden .NAME.rfs-part-HASH beside LOCAL stays for the next 'get --resume'.\n"
+     "  A URL ending in .rfsm is a logical file over several servers (docs/manifest.md),\n"
+     "  read through its manifest as 'rfs cp' does (no --resume or --verify).\n",
+     "  --raw              a .rfsm URL: get the manifest file's bytes, not the logical file\n"},
     {"cp", cli_cmd_cp, 2, CLI_MAX_ARGS,
      CLI_OPT_STREAMS | CLI_OPT_PROGRESS | CLI_OPT_RESUME | CLI_OPT_VERIFY | CLI_OPT_CLOBBER |
          CLI_OPT_RECURSIVE | CLI_OPT_LAYOUT,
@@ -53,8 +64,11 @@ static const cli_command commands[] = {
      "  --stripe-size N    new .rfsm: bytes per stripe unit (K, M, G; default 1M)\n"
      "  --stripe-count N   new .rfsm: columns (default: every server)\n"
      "  --replicas N       new .rfsm: copies of each column, on servers of their own\n"},
-    {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY, "URL", "write a remote file to standard output",
-     NULL, NULL},
+    {"cat", cli_cmd_cat, 1, 1, CLI_OPT_VERIFY | CLI_OPT_RAW, "URL",
+     "write a remote file to standard output",
+     "  A URL ending in .rfsm is a logical file over several servers (docs/manifest.md),\n"
+     "  read through its manifest (no --verify).\n",
+     "  --raw              a .rfsm URL: write the manifest file's bytes, not the logical file\n"},
     {"ls", cli_cmd_ls, 1, 1, CLI_OPT_JSON | CLI_OPT_HUMAN, "URL",
      "list a directory: type, size, mtime, name", NULL, NULL},
     {"stat", cli_cmd_stat, 1, 1, CLI_OPT_JSON, "URL", "show size, type, mode and mtime of a file",

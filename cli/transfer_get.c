@@ -323,6 +323,17 @@ int cli_cmd_get(cli_ctx *c)
     if (cli_url_normalize(c->cmd, c->o.args[0], url, sizeof url, &name))
         return CLI_EXIT_USAGE;
     const char *local = c->o.args[1];
+    char target[PATH_MAX], tmp[PATH_MAX + 64];
+    mode_t mode;
+    int status;
+    if (cli_through_layer(c, url, &status)) {
+        int e = strcmp(local, "-") == 0
+                    ? 0
+                    : local_names(local, name.path, target, sizeof target, tmp, sizeof tmp, &mode);
+        if (status != CLI_EXIT_OK || e)
+            return status != CLI_EXIT_OK ? status : cli_fail_local(c, local, e);
+        return cli_copy_manifest(c, url, strcmp(local, "-") == 0 ? "-" : target);
+    }
     if (strcmp(local, "-") == 0) {
         if (c->o.resume)
             return cli_usage(c->cmd, "--resume needs a local file, not standard output");
@@ -331,8 +342,6 @@ int cli_cmd_get(cli_ctx *c)
     /* the streams' connections are dialled while the file is opened and its size asked */
     cli_streams_warm(c, url);
 
-    char target[PATH_MAX], tmp[PATH_MAX + 64];
-    mode_t mode;
     int e = local_names(local, name.path, target, sizeof target, tmp, sizeof tmp, &mode);
     if (e)
         return cli_fail_local(c, local, e);
@@ -353,7 +362,7 @@ int cli_cmd_get(cli_ctx *c)
     get_ctx g = {.fd = -1, .tmp = tmp, .write_mu = PTHREAD_MUTEX_INITIALIZER};
     uint64_t size = 0;
     xfer x;
-    int status = open_remote(c, url, &name, &g, &size, &x);
+    status = open_remote(c, url, &name, &g, &size, &x);
     if (status != CLI_EXIT_OK)
         return status;
     g.fd = open_temp(c, tmp);

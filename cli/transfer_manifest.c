@@ -1,10 +1,11 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
-/* rfs cp where either side is a logical file over several servers (a .rfsm name,
- * docs/manifest.md): the data go through the manifest layer (rfs_io_open_manifest), in
+/* rfs cp, get, put and cat where either side is a logical file over several servers (a .rfsm
+ * name, docs/manifest.md): the data go through the manifest layer (rfs_io_open_manifest), in
  * COPY_CHUNK requests, each spread over the file's servers by the layer. The other side is a
- * local file (written beside its name and renamed over it when complete, as get does) or an
- * rfs name (plain or .rfsm). A new logical file is laid out as --servers, --stripe-size,
- * --stripe-count and --replicas say. */
+ * local file (written beside its name and renamed over it when complete, as get does),
+ * standard output ("-", for cat and get -) or an rfs name (plain or .rfsm). A new logical
+ * file is laid out as --servers, --stripe-size, --stripe-count and --replicas say. --raw
+ * (get, put, cat) bypasses all this: the manifest file itself is copied, as bytes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "common/err.h"
+#include "common/fullio.h"
 #include "rfs/rfs_manifest.h"
 
 /* A few stripe units of the default size per request: every column busy at once. */
@@ -22,7 +24,8 @@
 
 typedef struct side {
     const char *name;
-    int fd;         /* local file, else -1 */
+    int fd;         /* local file or standard output, else -1 */
+    int out;        /* standard output: written in order, never renamed or closed */
     char tmp[4200]; /* local destination: the file written before the rename */
     rfs_io *io;     /* remote or logical file */
     rfs_name n;     /* remote: for messages */
@@ -54,6 +57,11 @@ static int open_src(cli_ctx *c, side *s, uint64_t *size)
 
 static int open_dest(cli_ctx *c, side *s)
 {
+    if (strcmp(s->name, "-") == 0) {
+        s->fd = STDOUT_FILENO;
+        s->out = 1;
+        return CLI_EXIT_OK;
+    }
     if (!rfs_is_name(s->name)) {
         struct stat st;
         if (c->o.no_clobber && stat(s->name, &st) == 0) {
@@ -99,6 +107,9 @@ static int take(cli_ctx *c, side *s, void *buf, size_t len, uint64_t off, size_t
 
 static int give(cli_ctx *c, side *s, const void *buf, size_t len, uint64_t off)
 {
+    if (s->out) /* the copy goes in order: a pipe takes it as it comes */
+        return rfs_write_full(s->fd, buf, len) == 0 ? CLI_EXIT_OK
+                                                    : cli_fail_local(c, "standard output", errno);
     if (s->fd >= 0) {
         ssize_t w = pwrite(s->fd, buf, len, (off_t)off);
         if (w < 0 || (size_t)w != len)
@@ -115,6 +126,8 @@ static int give(cli_ctx *c, side *s, const void *buf, size_t len, uint64_t off)
 static int finish(cli_ctx *c, side *s, int ok, int dest)
 {
     int status = CLI_EXIT_OK;
+    if (s->out)
+        return status;
     if (s->fd >= 0) {
         if (dest && ok && fsync(s->fd) != 0)
             status = cli_fail_local(c, s->tmp, errno);
@@ -165,4 +178,17 @@ int cli_copy_manifest(cli_ctx *c, const char *src, const char *dest)
         fprintf(stderr, "rfs %s: %s -> %s: %llu bytes through the manifest layer\n", c->cmd, src,
                 dest, (unsigned long long)off);
     return status;
+}
+
+int cli_through_layer(cli_ctx *c, const char *remote, int *status)
+{
+    if (c->o.raw || !rfs_is_manifest_name(remote))
+        return 0;
+    *status = CLI_EXIT_OK;
+    if (c->o.resume || c->o.verify)
+        *status = cli_usage(c->cmd,
+                            "%s is a logical file (.rfsm): --resume and --verify are for plain "
+                            "files (--raw copies the manifest file itself)",
+                            remote);
+    return 1;
 }

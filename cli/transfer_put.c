@@ -308,6 +308,13 @@ int cli_cmd_put(cli_ctx *c)
     put_names pn;
     put_ctx p = {.fd = -1, .local = local};
     struct stat sb;
+    int layered;
+    if (cli_through_layer(c, c->o.args[1], &layered)) {
+        if (layered == CLI_EXIT_OK && strcmp(local, "-") == 0)
+            return cli_usage(c->cmd, "a logical file (.rfsm) is put from a local file, not "
+                                     "standard input (--raw puts the manifest file itself)");
+        return layered == CLI_EXIT_OK ? cli_copy_manifest(c, local, c->o.args[1]) : layered;
+    }
     if (strcmp(local, "-") == 0) {
         if (cli_url_normalize(c->cmd, c->o.args[1], pn.url, sizeof pn.url, &pn.name))
             return CLI_EXIT_USAGE;

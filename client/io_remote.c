@@ -181,6 +181,14 @@ const rfs_io_ops *rfs_io_remote_ops(void)
     return &remote_ops;
 }
 
+double rfs_io_remote_rtt_ms(rfs_io *io)
+{
+    if (!io || io->ops != &remote_ops)
+        return -1;
+    rfs_file *f = file_of(io);
+    return f->nconn > 0 ? rfs_conn_rtt_ms(f->conn[0]) : -1;
+}
+
 int rfs_io_open_remote(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                        rfs_io **out)
 {

@@ -56,6 +56,10 @@ int rfs_open_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode
                 const struct rfs_options *opts, struct rfs_file **out);
 int rfs_io_open_remote_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
                           const struct rfs_options *opts, struct rfs_io **out);
+/* The smoothed round trip (ms) of a remote rfs_io's first connection as the kernel measures
+ * it; -1 for another kind of rfs_io or when unknown. Call it when no other thread may be
+ * replacing that connection (the manifest layer does, right after opening an object). */
+double rfs_io_remote_rtt_ms(struct rfs_io *io);
 int rfs_io_open_deferred_in(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
                             const struct rfs_options *opts, struct rfs_io **out);
 

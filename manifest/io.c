@@ -2,8 +2,8 @@
 /* The logical file as an rfs_io (docs/manifest.md): a request's logical ranges are cut into
  * runs per stripe column, and each column's runs become one request to one object (list I/O
  * when there are several), every object's request at once. Writes go to each live replica
- * of the columns they touch; reads to the first live replica of each column, the next one
- * taking over when it fails. A replica that misses a write is given up, the object ranges it
+ * of the columns they touch; reads to the live replica of each column whose server's round
+ * trip is lowest (mf_read_start), the next one taking over when it fails. A replica that misses a write is given up, the object ranges it
  * missed recorded in the manifest at the next merge (sync, flush, close) and the failure
  * reported at the next sync or close (the write itself succeeded: another replica has the
  * bytes). An incomplete replica still serves reads that avoid every range it misses. */
@@ -314,10 +314,12 @@ static void *read_job(void *arg)
     const rfsm_extent *e = &f->m->extents[j->g->extent];
     rfs_status last = {RFS_OK, ""};
     int tried = 0, missing = 0;
+    uint32_t start = e->replicas > 1 ? mf_read_start(f, e, j->g->column) : 0;
     for (uint32_t k = 0; k < 2 * e->replicas; k++) {
         /* First pass the complete replicas; second pass the incomplete ones, each only when
-         * none of its missing ranges meets the runs (it holds exactly those bytes). */
-        uint32_t r = k % e->replicas;
+         * none of its missing ranges meets the runs (it holds exactly those bytes). Each pass
+         * starts at the fastest replica and goes round the others in slot order. */
+        uint32_t r = (k + start) % e->replicas;
         uint32_t oi = rfsm_object_of(e, j->g->column, r);
         if (oi == RFSM_NO_OBJECT)
             continue;

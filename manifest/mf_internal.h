@@ -23,6 +23,9 @@ typedef struct mf_obj {
     /* An incomplete replica this process truncated to 0 (an O_TRUNC open): empty, so complete
      * again; the merge clears what the manifest says it misses (before adding `missed`). */
     int cleared;
+    /* Its server's round trip (ms), measured right after the open; -1: unknown. Reads of a
+     * replicated column start at the replica of the lowest (mf_fastest_replica). */
+    double rtt_ms;
 } mf_obj;
 
 typedef struct mf_file {
@@ -52,6 +55,20 @@ typedef struct mf_run {
     uint64_t obj_off, len;
     size_t pos; /* in the caller's packed buffer */
 } mf_run;
+
+/* Replica choice for reads (manifest/replica_pick.c). rtt_ms[r] of slot r: a round trip in
+ * ms, MF_RTT_UNKNOWN (a candidate with no measure) or MF_NOT_CANDIDATE. Returns the slot to
+ * try first: the first candidate in slot order, replaced by a later one only if that one's
+ * round trip is lower by both MF_RTT_MARGIN (a factor) and MF_RTT_MIN_GAP_MS, so that noise
+ * between equally near servers never moves reads around; 0 when there is no candidate. */
+#define MF_RTT_UNKNOWN (-1.0)
+#define MF_NOT_CANDIDATE (-2.0)
+#define MF_RTT_MARGIN 1.25
+#define MF_RTT_MIN_GAP_MS 0.2
+uint32_t mf_fastest_replica(const double *rtt_ms, uint32_t n);
+/* The slot of column c's replicas a read tries first: the fastest (as above) of the live
+ * complete ones. */
+uint32_t mf_read_start(mf_file *f, const rfsm_extent *e, uint32_t c);
 
 /* Opens the objects and the manifest (manifest/open.c). */
 int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,

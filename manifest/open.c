@@ -137,6 +137,8 @@ static void *open_one(void *arg)
     }
     rfs_status_save(&j->st, rc);
     j->f->objs[j->obj].io = io;
+    /* measured now, while no request can be replacing the connection */
+    j->f->objs[j->obj].rtt_ms = io ? rfs_io_remote_rtt_ms(io) : MF_RTT_UNKNOWN;
     return NULL;
 }
 

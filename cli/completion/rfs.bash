@@ -10,9 +10,10 @@ _rfs_commands="put get cp cat ls stat du df mv rm chmod mkdir ping recover manif
 _rfs_options() {
     local common="--token-file --cap --timeout -q --quiet -v --verbose --debug -h --help"
     case "$1" in
-        put|get) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force" ;;
+        put) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force --raw --servers --stripe-size --stripe-count --replicas" ;;
+        get) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force --raw" ;;
         cp) echo "$common --streams --no-progress --resume --verify -n --no-clobber -f --force -r --recursive --servers --stripe-size --stripe-count --replicas" ;;
-        cat) echo "$common --verify" ;;
+        cat) echo "$common --verify --raw" ;;
         ls) echo "$common --json -H --human-readable -l" ;;
         stat) echo "$common --json" ;;
         du) echo "$common --json -H --human-readable -s --summarize" ;;
