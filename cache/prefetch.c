@@ -21,8 +21,12 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Bytes per prefetch request: large enough that a request's round trip is small next to its
- * transfer, small enough that several are in flight and the reader can start on the first. */
+/* Bytes per prefetch request: an eighth of the window, at least PF_CHUNK_MIN so the requests
+ * stay few, and not raised to the reader's read size: the window is sized from the round trip
+ * of one request (see above), which on a link that is the bottleneck is mostly the request's
+ * own transfer, so a request as large as a 4 MiB read makes the window two such reads or more
+ * (the bytes a reader leaves unread past its share). Several requests smaller than a read are
+ * in flight at once (rfs_prefetch_threads), so the link stays as busy. */
 #define PF_CHUNK_MIN (1ull << 20)
 #define PF_CHUNK_MAX (8ull << 20)
 #define PF_WINDOW_MIN (256ull << 10)
@@ -64,11 +68,9 @@ static void enqueue(cx_file *f, cx_ext **ext, size_t n)
     pthread_cond_signal(&f->q_cv);
 }
 
-static uint64_t chunk_of(const cx_file *f, uint64_t len)
+static uint64_t chunk_of(const cx_file *f)
 {
     uint64_t c = f->window / 8;
-    if (c < len)
-        c = len;
     if (c < PF_CHUNK_MIN)
         c = PF_CHUNK_MIN;
     if (c > PF_CHUNK_MAX)
@@ -162,7 +164,7 @@ void cx_prefetch_note(cx_file *f, const rfs_extent *ext, size_t n)
         }
         f->window = w;
     }
-    uint64_t chunk = chunk_of(f, len);
+    uint64_t chunk = chunk_of(f);
     if (kind == CX_PAT_SEQ) {
         uint64_t to = end + f->window < end ? UINT64_MAX : end + f->window;
         if (to > f->eof)

@@ -192,6 +192,24 @@ static void test_sequential_prefetches(void **state)
     assert_int_equal(io->ops->close(io), RFS_OK);
 }
 
+/* Reads larger than a prefetch request (4 MiB against 1 MiB requests while the window is
+ * small): each read is assembled from several prefetched extents, none read twice below. */
+static void test_large_reads_span_prefetches(void **state)
+{
+    (void)state;
+    counting_io *c = counting_io_new(48 * MiB);
+    rfs_io *io = wrap(c, 64 * MiB, RFS_PREFETCH_AUTO);
+    uint64_t piece = 4 * MiB;
+    for (uint64_t off = 0; off < 48 * MiB; off += piece)
+        read_ok(io, off, piece, piece);
+    wait_prefetch_idle(io);
+    rfs_cache_stats s = stats(io);
+    assert_true(s.bytes_prefetched >= 24 * MiB);
+    assert_int_equal(counting_io_get(c, &c->bytes_read), 48 * MiB);
+    assert_int_equal(s.bytes_wasted, 0);
+    assert_int_equal(io->ops->close(io), RFS_OK);
+}
+
 static void test_strided_prefetches(void **state)
 {
     (void)state;
@@ -574,6 +592,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reread_costs_no_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_respected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sequential_prefetches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_reads_span_prefetches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strided_prefetches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_does_not_prefetch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefetch_enable_forces, setup, teardown),
