@@ -124,11 +124,12 @@ int rfs_tpc_pull_begin(const char *dst_name, const rfs_options *opts, const char
     unsigned features = p->conn->features;
     pthread_mutex_unlock(&p->conn->lock);
     if (!(features & RFS_FEAT_TPC_DST)) {
+        rc = rfs_fail(RFS_E_UNSUPPORTED,
+                      "%s: the server does not pull third-party copies "
+                      "(rfsd --tpc on enables it)",
+                      p->label); /* before the end frees the label */
         rfs_tpc_pull_end(p);
-        return rfs_fail(RFS_E_UNSUPPORTED,
-                        "%s: the server does not pull third-party copies "
-                        "(rfsd --tpc on enables it)",
-                        p->label);
+        return rc;
     }
     rfs_req req;
     memset(&req, 0, sizeof req);
