@@ -59,6 +59,7 @@ static int layout_of(const char *name, const rfs_manifest_params *p, rfsm_layout
     l->stripe_size = p && p->stripe_size ? p->stripe_size : RFSM_DEFAULT_STRIPE_SIZE;
     l->stripe_count = p && p->stripe_count > 0 ? (uint32_t)p->stripe_count : l->nservers;
     l->replicas = p && p->replicas > 0 ? (uint32_t)p->replicas : 1;
+    l->first_server = rfsm_first_server(p ? p->depot_slot : 0, l->nservers);
     if (p && (p->stripe_count < 0 || p->replicas < 0))
         rc = rfs_fail(RFS_E_INVAL, "%s: negative rfs_stripe_count or rfs_replicas", name);
     *list = v;

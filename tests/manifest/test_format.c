@@ -23,7 +23,7 @@ static char *servers3[] = {"rfs://127.0.0.1:7001", "rfs://127.0.0.1:7002", "rfs:
 
 static rfsm *striped(uint32_t count, uint32_t replicas, uint64_t ss)
 {
-    rfsm_layout l = {servers3, 3, ss, count, replicas};
+    rfsm_layout l = {servers3, 3, ss, count, replicas, 0};
     rfsm *m = NULL;
     assert_int_equal(rfsm_make_striped(&l, "/run/out.rfsm", &m), RFS_OK);
     return m;
@@ -114,7 +114,7 @@ static void test_make_refuses_bad_layouts(void **state)
 {
     (void)state;
     rfsm *m = NULL;
-    rfsm_layout l = {servers3, 3, 4096, 4, 1}; /* more columns than servers */
+    rfsm_layout l = {servers3, 3, 4096, 4, 1, 0}; /* more columns than servers */
     assert_int_equal(rfsm_make_striped(&l, "/a.rfsm", &m), RFS_E_INVAL);
     l.stripe_count = 2;
     l.replicas = 4; /* more replicas than servers */
