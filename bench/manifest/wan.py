@@ -2,11 +2,14 @@
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """One logical file over several servers on the emulated WAN (issue #17, docs/manifest.md).
 
-Four independent rfsd (ports 7070..7073, exports on tmpfs) in the server namespace of a WAN of
-its own (bench/wan/up, namespaces mw-cli/mw-srv on 10.79.30.0/24), each behind its own link:
-bench/mpisrv's shaping replaces the WAN's tbf by an HTB class of --link-mbit per server port on
-both ends, so each server has a link of its own whatever the others do (the same code, imported
-from bench/mpisrv/run.py). The delay is --delay-ms each way. Parts (--parts):
+Four independent rfsd (exports on tmpfs), each behind a link of its own, 4 client ranks.
+--links ns (the default, issue #17 item 6): every rfsd in a network namespace of its own
+(mw0-srv .. mw3-srv, link i on 10.79.4i.0/24, port 7070), joined to the one client namespace
+(mwc) by its own delayd link (--delay-ms each way) with a tbf of --link-mbit on both ends:
+bench/wan/up once per link, joining the client namespace (RFS_WAN_JOIN_CLIENT_NS). --links
+htb (the first setup): one WAN (bench/wan/up, namespaces mw-cli/mw-srv on 10.79.30.0/24)
+whose link bench/mpisrv's shaping divides into an HTB class of --link-mbit per server port
+(7070..7073) on both ends, every rfsd in the one server namespace. Parts (--parts):
 
 stripe    Per repetition, the reference first: one iperf3 flow through each of the first N
           links at once (N = 1, 2, 4), to the servers and back. Then romio_perf (4 ranks in the
@@ -28,16 +31,26 @@ small     bench/apps/synthetic on a logical file over the 4 servers (1 MiB units
           is the writes and MPI_File_sync, which sends the buffered ones. Fig. 11: 4 ranks
           reading --strided-total bytes each in --strided-regions regions (a vector view, each
           region followed by a hole of its size), direct against rfs_manifest_read=sieve.
+stripe512 stripe at 512 MiB (whatever --size-mib says).
+depot     Fig. 14: depot reordering (docs/manifest.md "Where a new file starts"): 4 ranks
+          writing --depot-mib MiB in all, rfs_depot_order=fixed against rotate, file per
+          process (one stripe unit per file) and a shared file written collectively; with
+          --links ns also with one link at a quarter of the rate (server 0, then server 3).
+          Reference: iperf3 through 1 and 4 links in the same run.
+sizes     Figs. 7 and 8: writes (no sync) and reads of --sizes-mib MiB in all, to the plain
+          file, to a logical file over the 4 servers and to one with 2 replicas.
 sweep     Fig. 6: one rank writing --sweep-calls pieces of each size 1 B .. 1 MiB (x4),
           direct against buffered (writes and MPI_File_sync timed together). Fig. 13: a
           --tile x --tile array of doubles in 2 x 2 tiles, 4 ranks, collective and
           independent, direct against buffered writes with sieved reads.
 
-Everything started is stopped by PID; the WAN is taken down at the end, also on failure.
+Everything started is stopped by PID; the links and namespaces are taken down at the end, also
+on failure.
 
     make -C bench/apps
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/manifest/wan.py [--parts stripe,failover,small]
-        [--link-mbit 200] [--delay-ms 10] [--size-mib 256] [--reps 3]
+        [--links ns|htb] [--stripe-configs plain,1x1,2x1,4x1] [--depot-mib 64]
+        [--sizes-mib 4,16,64] [--link-mbit 200] [--delay-ms 10] [--size-mib 256] [--reps 3]
         [--out bench/results/manifest_wan.json]
 """
 import argparse
@@ -425,6 +438,44 @@ def part_depot(a, env, srv):
             "runs": runs, "summary": summary}
 
 
+SIZES_CONFIGS = (("plain", 1, 1), ("4x1", 4, 1), ("4x2", 4, 2))
+
+
+def part_sizes(a, env, srv):
+    """Fig. 7 (large contiguous writes by size) and Fig. 8 (what replication costs): romio_perf,
+    4 ranks, each writing its share of --sizes-mib MiB (write phase, --no-sync, then read
+    back and checked), to the plain file on server 0 (the reference, in the same run), to a
+    logical file over the 4 servers, and to one with 2 replicas of every column (twice the
+    bytes over the same 4 links)."""
+    runs = {c[0]: {str(m): {"write_MBps": [], "read_MBps": []} for m in a.sizes_mib}
+            for c in SIZES_CONFIGS}
+    for rep in range(a.reps):
+        for mib in a.sizes_mib:
+            for name, count, replicas in SIZES_CONFIGS:
+                if name == "plain":
+                    r = romio(env, srv, "sz_plain.dat", "rfs_compress=none", mib << 20,
+                              sync=False)
+                else:
+                    r = romio(env, srv, f"sz_{name}.rfsm", layout_hints(srv, count, replicas),
+                              mib << 20, sync=False)
+                x = runs[name][str(mib)]
+                x["write_MBps"].append(r["bytes_written"] / r["time"]["write"] / 1e6)
+                x["read_MBps"].append(r["bytes_read"] / r["time"]["read"] / 1e6)
+                log(f"sizes rep {rep} {mib} MiB {name}: write {x['write_MBps'][-1]:.1f} MB/s, "
+                    f"read {x['read_MBps'][-1]:.1f} MB/s")
+    med = statistics.median
+    m = {n: {k: {q: med(v) for q, v in x.items()} for k, x in runs[n].items()} for n in runs}
+    ratios = {k: {"4x1_vs_plain_write": m["4x1"][k]["write_MBps"] / m["plain"][k]["write_MBps"],
+                  "4x2_vs_4x1_write": m["4x2"][k]["write_MBps"] / m["4x1"][k]["write_MBps"],
+                  "4x1_vs_plain_read": m["4x1"][k]["read_MBps"] / m["plain"][k]["read_MBps"],
+                  "4x2_vs_4x1_read": m["4x2"][k]["read_MBps"] / m["4x1"][k]["read_MBps"]}
+              for k in m["plain"]}
+    return {"workload": "romio_perf independent, 4 ranks, write phase (no sync) and read, "
+                        "1 MiB units; MiB in all per size",
+            "reference": "plain: an ordinary rfs file on server 0", "runs": runs,
+            "median": m, "ratios": ratios}
+
+
 def part_ab(a, env, srv):
     """The 4-server striped write + sync with librfs-mpiio.so of --ab-build (an older build)
     and of this build, alternately: what a change of the layer did, in the same run."""
@@ -651,7 +702,7 @@ def part_sweep(a, env, srv):
 
 
 BINDIR = None
-PARTS = ("stripe", "stripe512", "depot", "failover", "small", "sweep")
+PARTS = ("stripe", "stripe512", "depot", "sizes", "failover", "small", "sweep")
 
 
 def main():
@@ -669,6 +720,8 @@ def main():
     ap.add_argument("--stripe-configs", default="plain,1x1,2x1,4x1")
     ap.add_argument("--depot-mib", type=int, default=64)
     ap.add_argument("--depot-slow", type=int, default=1)
+    ap.add_argument("--sizes-mib", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[4, 16, 64])
     ap.add_argument("--link-mbit", type=float, default=200)
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--size-mib", type=int, default=256)
@@ -703,7 +756,8 @@ def main():
         net.bring_up()
         env = net.env
         srv = Servers(net, work, secrets.token_hex(16))
-        parts_fn = {"stripe": part_stripe, "depot": part_depot, "failover": part_failover,
+        parts_fn = {"stripe": part_stripe, "depot": part_depot, "sizes": part_sizes,
+                    "failover": part_failover,
                     "small": part_small, "sweep": part_sweep, "ab": part_ab,
                     "stripe512": lambda a, e, s: part_stripe(
                         argparse.Namespace(**dict(vars(a), size_mib=512)), e, s)}
