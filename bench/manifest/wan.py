@@ -377,7 +377,7 @@ def part_depot(a, env, srv):
       units): a shared file starts on server 0 either way, so the two should match.
     Variants: every link at --link-mbit, and with --depot-slow (links only) one link at a
     quarter of the rate (the paper's slow depots): server 0 (where `fixed` puts every file)
-    and server 3. Timed: the write phase (--no-sync: each write returns when every object has
+    and server 3. fixed and rotate alternate in which runs first. Timed: the write phase (--no-sync: each write returns when every object has
     replied) and the read phase; the reference is iperf3 through 1 and 4 links in the run."""
     total = a.depot_mib << 20
     per = total // 4
@@ -399,7 +399,9 @@ def part_depot(a, env, srv):
                 srv.net.set_rate(slow, a.link_mbit / 4)
             try:
                 for pat in runs[v]:
-                    for order in ("fixed", "rotate"):
+                    # which goes first alternates by repetition: a drift within a repetition
+                    # must not look like an effect of the order
+                    for order in ("fixed", "rotate") if rep % 2 == 0 else ("rotate", "fixed"):
                         if pat == "file_per_process":
                             hints = (f"rfs_compress=none;rfs_servers={servers};"
                                      f"rfs_stripe_size={per};rfs_stripe_count=4;"
