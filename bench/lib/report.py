@@ -695,7 +695,9 @@ def _depot_table(dp, img):
            f"{_fmt(dp['iperf3_fwd_MBps']['1'])} MB/s, through the 4 links "
            f"{_fmt(dp['iperf3_fwd_MBps']['4'])} MB/s (same run). `slow0`/`slow3`: server 0's "
            f"or server 3's link at {_fmt(dp['slow_link_mbit'])} Mbit/s. Write phase (each "
-           "write returns when every object replied), median MB/s:", "",
+           "write returns when every object replied), median MB/s. A shared file starts on "
+           "server 0 with either value (the same layout): its two columns differ by noise "
+           "alone.", "",
            "| links | pattern | write fixed | write rotate | rotate / fixed | read fixed | "
            "read rotate | rotate / fixed |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for v, pats in dp["summary"].items():
