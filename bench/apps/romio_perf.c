@@ -73,7 +73,7 @@ int main(int argc, char **argv)
             bench_die("target name too long");
         name = own;
         off = 0;
-        first_word = (long long)b->rank * nwords; /* each rank's own words, as before */
+        first_word = (long long)b->rank * nwords;       /* each rank's own words, as before */
         int err = MPI_File_delete(name, MPI_INFO_NULL); /* stale data must not verify */
         (void)err;
         MPI_Barrier(MPI_COMM_WORLD);

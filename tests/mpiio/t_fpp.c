@@ -21,11 +21,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < FILE_BYTES; i++)
         buf[i] = t_pat(i, t_rank);
     MPI_File fh;
-    MPI_OK(MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL,
-                         &fh));
+    MPI_OK(MPI_File_open(MPI_COMM_SELF, name, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh));
     MPI_OK(MPI_File_write_at(fh, 0, buf, SPLIT, MPI_BYTE, MPI_STATUS_IGNORE));
-    MPI_OK(MPI_File_write_at(fh, SPLIT, buf + SPLIT, FILE_BYTES - SPLIT, MPI_BYTE,
-                             MPI_STATUS_IGNORE));
+    MPI_OK(
+        MPI_File_write_at(fh, SPLIT, buf + SPLIT, FILE_BYTES - SPLIT, MPI_BYTE, MPI_STATUS_IGNORE));
     MPI_OK(MPI_File_sync(fh));
     MPI_OK(MPI_File_close(&fh));
     MPI_Barrier(MPI_COMM_WORLD);
