@@ -21,17 +21,18 @@ typedef struct rfs_manifest_params {
     uint64_t stripe_size; /* bytes per stripe unit; 0: 1 MiB */
     int stripe_count;     /* columns; 0: every server of `servers` */
     int replicas;         /* copies of each column, each on a server of its own; 0: 1 */
-    /* Depot reordering (docs/manifest.md "Where a new file starts"): 0 puts the first column
-     * on the first of `servers`; k > 0 on the ((k - 1) mod n)-th, the others following in
-     * turn, so that processes each making a small file do not all load the same server
-     * (MPI-IO sets it from the rank, hint rfs_depot_order). Recorded in the manifest. */
-    unsigned depot_slot;
     /* How this open treats small writes and noncontiguous reads (any file, new or not; kept
      * in no manifest): */
     int buffered;         /* 1: coalesce writes in client memory, sent when the buffer is full
                            * and at sync, flush, size changes, locks and close */
     int sieve;            /* 1: read a list of ranges as the spans that cover them */
     uint64_t buffer_size; /* bytes of either buffer; 0: 4 MiB */
+    /* Depot reordering (docs/manifest.md "Where a new file starts"): 0 puts the first column
+     * on the first of `servers`; k > 0 on the ((k - 1) mod n)-th, the others following in
+     * turn, so that processes each making a small file do not all load the same server
+     * (MPI-IO sets it from the rank, hint rfs_depot_order). Recorded in the manifest.
+     * (After the older fields, so that programs built before it keep their layout.) */
+    unsigned depot_slot;
 } rfs_manifest_params;
 
 /* 1 if name is an rfs name whose path ends in ".rfsm". */
