@@ -60,6 +60,14 @@ def test_put_get_cat_through_the_layer(two, tmp_path):
     r = cli(two.env(), "put", "--raw", raw, two.url("/copy.rfsm"))
     assert r.returncode == 0, r.stderr
     assert (two.root(0) / "copy.rfsm").read_bytes() == manifest_bytes
+    # the copy names the original's objects: deleting either would delete both's data
+    assert "share them" in r.stderr and "/d/f.rfsm.c" in r.stderr, r.stderr
+    r = cli(two.env(), "put", "--raw", raw, two.url(path))  # back under its own name: no warning
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    junk = tmp_path / "junk.rfsm"
+    junk.write_bytes(b"not a manifest")
+    r = cli(two.env(), "put", "--raw", junk, two.url("/junk.rfsm"))
+    assert r.returncode == 0 and "not a manifest" in r.stderr, r.stderr
     r = cli(two.env(), "get", two.url("/copy.rfsm"), tmp_path / "via-copy.bin")
     assert r.returncode == 0, r.stderr  # the same objects, named by the copied manifest
     assert (tmp_path / "via-copy.bin").read_bytes() == data
