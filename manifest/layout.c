@@ -36,6 +36,11 @@ uint32_t rfsm_first_server(unsigned depot_slot, uint32_t nservers)
 
 int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out)
 {
+    return rfsm_make_striped_at(l, 0, base, out);
+}
+
+int rfsm_make_striped_at(const rfsm_layout *l, uint32_t first_server, const char *base, rfsm **out)
+{
     *out = NULL;
     if (l->nservers == 0 || l->nservers > RFSM_MAX_SERVERS)
         return rfs_fail(RFS_E_INVAL, "%s: rfs_servers lists %u servers (1 .. %u)", base,
@@ -71,7 +76,7 @@ int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out)
     for (uint32_t c = 0; c < l->stripe_count; c++) {
         for (uint32_t r = 0; r < l->replicas; r++) {
             rfsm_object *o = &m->objects[m->nobjects];
-            o->server = (l->first_server % l->nservers + c + r) % l->nservers;
+            o->server = (first_server % l->nservers + c + r) % l->nservers;
             if (!(o->path = malloc(blen + 32)))
                 goto nomem;
             snprintf(o->path, blen + 32, "%s.c%u.r%u", base, c, r);

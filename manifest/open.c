@@ -59,7 +59,6 @@ static int layout_of(const char *name, const rfs_manifest_params *p, rfsm_layout
     l->stripe_size = p && p->stripe_size ? p->stripe_size : RFSM_DEFAULT_STRIPE_SIZE;
     l->stripe_count = p && p->stripe_count > 0 ? (uint32_t)p->stripe_count : l->nservers;
     l->replicas = p && p->replicas > 0 ? (uint32_t)p->replicas : 1;
-    l->first_server = rfsm_first_server(p ? p->depot_slot : 0, l->nservers);
     if (p && (p->stripe_count < 0 || p->replicas < 0))
         rc = rfs_fail(RFS_E_INVAL, "%s: negative rfs_stripe_count or rfs_replicas", name);
     *list = v;
@@ -88,7 +87,8 @@ static int create_manifest(const char *name, unsigned mode, const rfs_options *o
     size_t len = 0;
     rc = layout_of(name, p, &l, &list);
     if (rc == RFS_OK)
-        rc = rfsm_make_striped(&l, n.path, &m);
+        rc = rfsm_make_striped_at(&l, rfsm_first_server(p ? p->depot_slot : 0, l.nservers), n.path,
+                                  &m);
     if (rc == RFS_OK)
         rc = rfsm_encode(m, name, &buf, &len);
     if (rc == RFS_OK)

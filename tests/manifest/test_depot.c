@@ -19,9 +19,9 @@ static char *servers4[] = {"rfs://127.0.0.1:7001", "rfs://127.0.0.1:7002", "rfs:
 
 static rfsm *made(uint32_t count, uint32_t replicas, uint32_t first)
 {
-    rfsm_layout l = {servers4, 4, 4096, count, replicas, first};
+    rfsm_layout l = {servers4, 4, 4096, count, replicas};
     rfsm *m = NULL;
-    assert_int_equal(rfsm_make_striped(&l, "/fpp/out.rfsm", &m), RFS_OK);
+    assert_int_equal(rfsm_make_striped_at(&l, first, "/fpp/out.rfsm", &m), RFS_OK);
     return m;
 }
 

@@ -20,7 +20,7 @@ static char *servers2[] = {"rfs://127.0.0.1:7001", "rfs://127.0.0.1:7002"};
 /* A memfile holding a 2x2 striped manifest of logical size `size`. */
 static memfile *stored(uint64_t size)
 {
-    rfsm_layout l = {servers2, 2, 4096, 2, 2, 0};
+    rfsm_layout l = {servers2, 2, 4096, 2, 2};
     rfsm *m = NULL;
     assert_int_equal(rfsm_make_striped(&l, "/run/out.rfsm", &m), RFS_OK);
     m->size = size;
