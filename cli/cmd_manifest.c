@@ -281,6 +281,6 @@ int cli_cmd_manifest(cli_ctx *c)
         return cli_manifest_refresh(c, url, &n);
     if (!strcmp(sub, "compact"))
         return compact(c, url, &n);
-    return cli_usage(c->cmd, "unknown subcommand '%s' (show, ls, augment, trim, refresh or compact)",
-                     sub);
+    return cli_usage(c->cmd,
+                     "unknown subcommand '%s' (show, ls, augment, trim, refresh or compact)", sub);
 }

@@ -20,7 +20,8 @@ static void json_str(FILE *out, const char *s)
 void rfsm_write_json(FILE *out, const rfsm *m)
 {
     fprintf(out, "{\"version\": %u, \"size\": %llu, \"generation\": %llu, \"servers\": [",
-            rfsm_has_logs(m) ? RFSM_VERSION_3 : RFSM_VERSION, (unsigned long long)m->size, (unsigned long long)m->generation);
+            rfsm_has_logs(m) ? RFSM_VERSION_3 : RFSM_VERSION, (unsigned long long)m->size,
+            (unsigned long long)m->generation);
     for (uint32_t i = 0; i < m->nservers; i++) {
         fputs(i ? ", " : "", out);
         json_str(out, m->servers[i]);
@@ -75,7 +76,8 @@ void rfsm_write_json(FILE *out, const rfsm *m)
         fputs("], \"overlays\": [", out);
         for (uint32_t i = 0; i < m->noverlays; i++) {
             const rfsm_overlay *o = &m->overlays[i];
-            fprintf(out, "%s{\"offset\": %llu, \"length\": %llu, \"log\": %u, \"log_offset\": %llu}",
+            fprintf(out,
+                    "%s{\"offset\": %llu, \"length\": %llu, \"log\": %u, \"log_offset\": %llu}",
                     i ? ", " : "", (unsigned long long)o->off, (unsigned long long)o->len, o->log,
                     (unsigned long long)o->log_off);
         }

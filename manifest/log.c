@@ -91,15 +91,15 @@ static int make_own_log(mf_file *f)
         uint64_t k = seq >= 0 ? (uint64_t)seq : tail;
         const char *server = f->m->servers[k % f->m->nservers];
         char path[RFSM_MAX_PATH + 1];
-        int w = snprintf(path, sizeof path, "%s.l%llu.%08x", f->io.path, (unsigned long long)k,
-                         tail);
+        int w =
+            snprintf(path, sizeof path, "%s.l%llu.%08x", f->io.path, (unsigned long long)k, tail);
         if (w <= 0 || (size_t)w >= sizeof path)
             return rfs_fail(RFS_E_NAME, "%s:%s: log name too long", f->io.server, f->io.path);
         char name[RFSM_MAX_URL + RFSM_MAX_PATH + 2];
         snprintf(name, sizeof name, "%s%s", server, path);
         rfs_io *io = NULL;
-        rc = rfs_io_open_remote_in(f->rt, name, RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL,
-                                   f->obj_mode, &f->obj_opts, &io);
+        rc = rfs_io_open_remote_in(f->rt, name, RFS_O_RDWR | RFS_O_CREAT | RFS_O_EXCL, f->obj_mode,
+                                   &f->obj_opts, &io);
         if (rc == RFS_E_NOENT) {
             /* no directory there yet (no stripe object on that server): made as mkdir -p */
             char dir[RFSM_MAX_PATH + 1];
@@ -119,8 +119,8 @@ static int make_own_log(mf_file *f)
             continue;
         }
         if (rc != RFS_OK)
-            return rfs_fail_cause(rc, "%s:%s: making the log object %s", f->io.server,
-                                  f->io.path, name);
+            return rfs_fail_cause(rc, "%s:%s: making the log object %s", f->io.server, f->io.path,
+                                  name);
         rc = io->ops->lock(io, RFSM_LOCK_OFF, 1, RFS_LOCK_SHARED, 0);
         uint32_t idx = 0;
         if (rc == RFS_OK)
@@ -141,8 +141,7 @@ static int make_own_log(mf_file *f)
 
 /* ---- open and close ---- */
 
-int mf_log_init(mf_file *f, const rfs_manifest_params *p, const rfs_options *objects,
-                unsigned mode)
+int mf_log_init(mf_file *f, const rfs_manifest_params *p, const rfs_options *objects, unsigned mode)
 {
     f->own_log = RFSM_NO_OBJECT;
     f->obj_mode = mode;
@@ -406,9 +405,9 @@ static int copy_to_stripes(mf_file *f, const rfsm_overlay *v, uint32_t n, const 
     uint8_t *buf = NULL;
     rfs_extent *ext = malloc((n ? n : 1) * sizeof *ext);
     rfsm_resolved *pieces = malloc((n ? n : 1) * sizeof *pieces);
-    int rc = ext && pieces ? RFS_OK
-                           : rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server,
-                                      f->io.path);
+    int rc = ext && pieces
+                 ? RFS_OK
+                 : rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
     uint32_t i = 0;
     uint64_t part = 0; /* bytes of v[i] copied already */
     while (rc == RFS_OK && i < n) {

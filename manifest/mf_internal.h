@@ -58,9 +58,9 @@ typedef struct mf_file {
     rfs_status deferred;
     /* Log-structured writes (manifest/log.c). log_mu (taken before mu, never after) guards
      * logs, nlogs and their handles; mu guards the rest. */
-    int log_mode;          /* this open appends every write to its own log object */
-    unsigned obj_mode;     /* the objects' permissions */
-    rfs_options obj_opts;  /* what the objects were opened with (logs are opened later) */
+    int log_mode;         /* this open appends every write to its own log object */
+    unsigned obj_mode;    /* the objects' permissions */
+    rfs_options obj_opts; /* what the objects were opened with (logs are opened later) */
     char lease[RFS_CAP_MAX_LEN + 1];
     pthread_mutex_t log_mu;
     mf_logref *logs;
@@ -73,8 +73,8 @@ typedef struct mf_file {
     uint32_t nov, ovcap;
     rfsm_overlay *pend; /* the own overlays not merged yet (normalized, log = own_log) */
     uint32_t npend, pendcap;
-    int has_logs;          /* the manifest last seen has logs: flushes look at it again */
-    char **dropped;        /* rfs names of logs a compaction dropped, to delete once stored */
+    int has_logs;   /* the manifest last seen has logs: flushes look at it again */
+    char **dropped; /* rfs names of logs a compaction dropped, to delete once stored */
     uint32_t ndropped;
 } mf_file;
 

@@ -187,8 +187,8 @@ int rfsm_resolve(const rfsm_overlay *v, size_t nv, const rfs_extent *ext, size_t
             uint64_t e = v[k].off + v[k].len < b ? v[k].off + v[k].len : b;
             rc = emit(&o, pos + (size_t)(at - a), s - at, at, RFSM_NO_OBJECT);
             if (rc == RFS_OK)
-                rc = emit(&o, pos + (size_t)(s - a), e - s, v[k].log_off + (s - v[k].off),
-                          v[k].log);
+                rc =
+                    emit(&o, pos + (size_t)(s - a), e - s, v[k].log_off + (s - v[k].off), v[k].log);
             at = e;
         }
         if (rc == RFS_OK)

@@ -188,8 +188,8 @@ static int apply_delta(rfsm *m, void *ctx)
     if (d->written_end > m->size)
         m->size = d->written_end;
     /* Every overlay lies within the file (its writer's end came with it). */
-    if (m->noverlays && m->overlays[m->noverlays - 1].off + m->overlays[m->noverlays - 1].len >
-                            m->size)
+    if (m->noverlays &&
+        m->overlays[m->noverlays - 1].off + m->overlays[m->noverlays - 1].len > m->size)
         m->size = m->overlays[m->noverlays - 1].off + m->overlays[m->noverlays - 1].len;
     changed |= m->size != was;
     static const rfsm_rangeset whole = {.whole = 1};
@@ -287,6 +287,5 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
             return RFS_OK;
         }
     }
-    return rfsm_store_update(home, d->compact ? apply_compacting : apply_delta, (void *)d,
-                             merged);
+    return rfsm_store_update(home, d->compact ? apply_compacting : apply_delta, (void *)d, merged);
 }

@@ -57,8 +57,7 @@ int rfsm_check_bytes(const uint8_t *data, size_t size)
     } else {
         /* A version 1 manifest, or a version 3 one without logs, is written back as version 2:
          * the same content, which then encodes to the same bytes again. */
-        CHECK((data[4] == RFSM_VERSION_1 || data[4] == RFSM_VERSION_3) &&
-              again[4] == RFSM_VERSION);
+        CHECK((data[4] == RFSM_VERSION_1 || data[4] == RFSM_VERSION_3) && again[4] == RFSM_VERSION);
         rfsm *m2 = NULL;
         CHECK(rfsm_decode(again, len, "fuzz", &m2) == RFS_OK);
         CHECK(m2->size == m->size && m2->nobjects == m->nobjects && m2->nextents == m->nextents);

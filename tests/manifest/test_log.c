@@ -177,12 +177,12 @@ static rfsm *with_logs(void)
     assert_int_equal(rfsm_add_log(m, servers2[1], "/run/out.rfsm.l0.0000abcd", 300, &i0), RFS_OK);
     assert_int_equal(rfsm_add_log(m, servers2[0], "/run/out.rfsm.l1.00001234", 50, &i1), RFS_OK);
     uint32_t cap = 0;
-    assert_int_equal(rfsm_overlay_put(&m->overlays, &m->noverlays, &cap,
-                                      (rfsm_overlay){100, 200, 0, i0}),
-                     RFS_OK);
-    assert_int_equal(rfsm_overlay_put(&m->overlays, &m->noverlays, &cap,
-                                      (rfsm_overlay){900, 50, 0, i1}),
-                     RFS_OK);
+    assert_int_equal(
+        rfsm_overlay_put(&m->overlays, &m->noverlays, &cap, (rfsm_overlay){100, 200, 0, i0}),
+        RFS_OK);
+    assert_int_equal(
+        rfsm_overlay_put(&m->overlays, &m->noverlays, &cap, (rfsm_overlay){900, 50, 0, i1}),
+        RFS_OK);
     return m;
 }
 
