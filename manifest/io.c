@@ -860,6 +860,23 @@ static int reload(mf_file *f)
     return refresh_size(f, &size);
 }
 
+/* Clears the adopted flag: from here on, 1 means a merge took the stored manifest. */
+static void adopted_clear(mf_file *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->adopted = 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* reload unless the merge just now took the stored manifest (it is as recent). */
+static int reload_unless_merged(mf_file *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int fresh = f->adopted;
+    pthread_mutex_unlock(&f->mu);
+    return fresh ? RFS_OK : reload(f);
+}
+
 static int m_sync(rfs_io *io)
 {
     mf_file *f = MF(io);
@@ -868,10 +885,11 @@ static int m_sync(rfs_io *io)
         return rc == RFS_OK ? take_deferred(f) : rc; /* nothing of a reader's to make durable */
     }
     rfs_status st = {RFS_OK, ""};
+    adopted_clear(f);
     rfs_status_first(&st, all_objects(f, 1, 0));
     rfs_status_first(&st, merge(f, 0, 0, 1));
     if (st.rc == RFS_OK)
-        rfs_status_first(&st, reload(f));
+        rfs_status_first(&st, reload_unless_merged(f));
     if (st.rc == RFS_OK)
         return take_deferred(f);
     take_deferred(f); /* reported with this failure */
@@ -884,6 +902,7 @@ static int m_sync(rfs_io *io)
 static int m_flush(rfs_io *io, int report)
 {
     mf_file *f = MF(io);
+    adopted_clear(f);
     int rc = all_objects(f, 0, 0);
     if (rc == RFS_OK)
         rc = merge(f, 0, 0, 0);
@@ -891,7 +910,7 @@ static int m_flush(rfs_io *io, int report)
     int logs = f->log_mode || f->has_logs;
     pthread_mutex_unlock(&f->mu);
     if (rc == RFS_OK && logs)
-        rc = reload(f); /* the overlays other processes merged before this point */
+        rc = reload_unless_merged(f); /* the overlays other processes merged before this point */
     if (rc != RFS_OK && !report) {
         pthread_mutex_lock(&f->mu);
         rfs_status_first(&f->deferred, rc);

@@ -216,6 +216,7 @@ int mf_log_adopt(mf_file *f, const rfsm *m)
         f->nov = n;
         f->ovcap = cap;
         f->has_logs = rfsm_has_logs(m);
+        f->adopted = 1;
         v = NULL;
     }
     pthread_mutex_unlock(&f->mu);
@@ -408,6 +409,11 @@ static int copy_to_stripes(mf_file *f, const rfsm_overlay *v, uint32_t n, const 
     int rc = ext && pieces
                  ? RFS_OK
                  : rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    /* These stripe writes move bytes the stored size covers already: they are no writes of
+     * this process's to merge (a size they raised later could undo another's truncation). */
+    pthread_mutex_lock(&f->mu);
+    uint64_t written_end = f->written_end;
+    pthread_mutex_unlock(&f->mu);
     uint32_t i = 0;
     uint64_t part = 0; /* bytes of v[i] copied already */
     while (rc == RFS_OK && i < n) {
@@ -444,6 +450,9 @@ static int copy_to_stripes(mf_file *f, const rfsm_overlay *v, uint32_t n, const 
         if (rc == RFS_OK)
             rc = mf_stripe_write(f, ext, k, buf, &done);
     }
+    pthread_mutex_lock(&f->mu);
+    f->written_end = written_end;
+    pthread_mutex_unlock(&f->mu);
     free(buf);
     free(ext);
     free(pieces);

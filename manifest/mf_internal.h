@@ -74,6 +74,7 @@ typedef struct mf_file {
     rfsm_overlay *pend; /* the own overlays not merged yet (normalized, log = own_log) */
     uint32_t npend, pendcap;
     int has_logs;   /* the manifest last seen has logs: flushes look at it again */
+    int adopted;    /* a stored manifest was taken since the flag was last cleared */
     char **dropped; /* rfs names of logs a compaction dropped, to delete once stored */
     uint32_t ndropped;
 } mf_file;
