@@ -6,7 +6,8 @@ through the overlays (and, run again, through sieved reads); the logical file re
 C API (direct) must hold exactly the bytes the MPI library's own MPI-IO leaves in a local file,
 the manifest is version 3 with overlays into log objects that exist on the servers, and after
 `rfs manifest compact` the servers hold exactly the stripes (no log object left) and a version
-2 manifest. A replicated file refuses log mode at open with a clear error."""
+2 manifest. Augment refuses a file with overlays (naming compact); a replicated file refuses
+log mode at open with a clear error."""
 import os
 
 import pytest
@@ -76,6 +77,12 @@ def test_log_writes_same_bytes_then_compact(four, tmp_path, case):  # noqa: F811
             assert len(logs[(lg["server"], lg["path"])]) >= lg["length"]
         assert len({lg["server"] for lg in m["logs"]}) == nlogs
         read_back(four, path, tmp_path, want)
+        if k == 0:
+            # a new replica would not hold the log bytes: refused, naming compact
+            aug = cli(four.env(), "manifest", "augment", four.url(path), "--server",
+                      four.url("/", 3))
+            assert aug.returncode != 0 and "rfs manifest compact" in aug.stderr, aug.stderr
+            assert show(four, path)["generation"] == m["generation"]
 
         c = cli(four.env(), "manifest", "compact", four.url(path))
         assert c.returncode == 0, c.stderr
@@ -98,3 +105,21 @@ def test_log_mode_refused_on_replicated_file(four):  # noqa: F811
                 four.env(), extra_env={"RFS_HINTS": hints})
     assert r.returncode != 0
     assert "rfs_manifest_mode=log is refused on a replicated file" in r.stdout, r.stdout
+
+
+def test_compaction_keeps_an_open_writers_log_truncation_cuts(four, tmp_path):  # noqa: F811
+    """Through the C API (manifest_e2e logcheck): a compaction while the writer holds its log
+    open keeps the log (the writer appends to it again, its reads stay right); a truncation
+    inside an overlay and an extension read zeros past the cut; after the writer closed, a
+    second compaction deletes the log and the servers hold exactly the stripes."""
+    path = "/log-capi.rfsm"
+    local = tmp_path / "want.bin"
+    r = tool(four.env(), "logcheck", four.url(path), four.servers_hint(), local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "compact1 overlays=16 logs=0" in r.stdout, r.stdout
+    assert "compact2 overlays=" in r.stdout and " logs=1" in r.stdout, r.stdout
+    want = local.read_bytes()
+    assert logs_on_disk(four, path) == {}
+    assert objects_on_disk(four, path) == expected_objects(want, path, 4096, 2, 1, 4)
+    m = show(four, path)
+    assert m["version"] == 2 and m["size"] == len(want)
