@@ -26,12 +26,12 @@ typedef struct rfs_manifest_params {
     int buffered;         /* 1: coalesce writes in client memory, sent when the buffer is full
                            * and at sync, flush, size changes, locks and close */
     int sieve;            /* 1: read a list of ranges as the spans that cover them */
-    int log;              /* 1: log-structured writes (docs/manifest.md "Log-structured
-                           * writes"): each write, a list of ranges too, is appended as one
-                           * write to this process's log object, and the ranges are mapped
-                           * onto it in the manifest at sync, flush and close. Refused on a
-                           * replicated file. */
     uint64_t buffer_size; /* bytes of either buffer; 0: 4 MiB */
+    /* 1: log-structured writes (docs/manifest.md "Log-structured writes"): each write, a list
+     * of ranges too, is appended as one write to this process's log object, and its ranges
+     * are mapped onto it in the manifest at sync, flush and close. Refused on a replicated
+     * file. (Last, so that programs built before it keep their layout.) */
+    int log;
 } rfs_manifest_params;
 
 /* 1 if name is an rfs name whose path ends in ".rfsm". */
