@@ -159,6 +159,9 @@ int cli_copy_manifest(cli_ctx *c, const char *src, const char *dest);
 /* get, put and cat: 1 if remote (a .rfsm name, no --raw) goes through the layer, with
  * *status CLI_EXIT_OK, or a usage status for options only plain files have; else 0. */
 int cli_through_layer(cli_ctx *c, const char *remote, int *status);
+/* put --raw of the local manifest in fd to dest_path: warns when it names objects made for
+ * another manifest (a copy shares them) or when it does not decode. */
+void cli_warn_raw_manifest(cli_ctx *c, int fd, const char *dest_path);
 
 /* cmd_tpc.c: a remote file to a remote name as a server-to-server copy. *fallback = 1 (and
  * CLI_EXIT_OK) when it cannot be one: the caller then streams it through this client. */

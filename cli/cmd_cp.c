@@ -112,6 +112,70 @@ static void sort_names(name_list *l, size_t from)
     free(t);
 }
 
+/* The length of the manifest name an object name "M.rfsm.cC.rR" (manifest/layout.c) starts
+ * with; 0 when name is no such object name. */
+static size_t object_of_manifest(const char *name)
+{
+    const char *c = strrchr(name, '.');
+    if (!c || c[1] != 'r' || !c[2] || strspn(c + 2, "0123456789") != strlen(c + 2))
+        return 0;
+    const char *p = c;
+    while (p > name && p[-1] != '.')
+        p--;
+    if (p == name || p[0] != 'c' || p + 1 == c ||
+        strspn(p + 1, "0123456789") != (size_t)(c - p - 1))
+        return 0;
+    size_t len = (size_t)(p - 1 - name);
+    return len > 5 && strncmp(name + len - 5, ".rfsm", 5) == 0 ? len : 0;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Leaves out of a directory's files the objects of the logical files listed beside them: the
+ * manifest's copy through the layer carries their bytes (as new objects at the destination,
+ * with these very names), and a plain copy of a stripe would overwrite them. */
+static void drop_manifest_objects(cli_ctx *c, const char *dir, name_list *files)
+{
+    size_t nm = 0;
+    char **manifests = malloc((files->n ? files->n : 1) * sizeof *manifests);
+    if (!manifests)
+        return;
+    for (size_t i = 0; i < files->n; i++) {
+        size_t len = strlen(files->v[i]);
+        if (len > 5 && strcmp(files->v[i] + len - 5, ".rfsm") == 0)
+            manifests[nm++] = files->v[i];
+    }
+    if (nm)
+        qsort(manifests, nm, sizeof *manifests, by_string);
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < files->n; i++) {
+        size_t len = nm ? object_of_manifest(files->v[i]) : 0;
+        char key[1024];
+        const char *k = key;
+        if (len && len < sizeof key) {
+            memcpy(key, files->v[i], len);
+            key[len] = '\0';
+        }
+        if (len && len < sizeof key && bsearch(&k, manifests, nm, sizeof *manifests, by_string)) {
+            free(files->v[i]);
+            dropped++;
+            continue;
+        }
+        files->v[kept] = files->v[i];
+        files->sz[kept++] = files->sz[i];
+    }
+    files->n = kept;
+    free(manifests);
+    if (dropped && c->o.verbose && !c->o.quiet)
+        fprintf(stderr,
+                "rfs cp: %s: %zu object%s of logical files left out: each .rfsm is copied "
+                "through the manifest layer\n",
+                dir, dropped, dropped == 1 ? "" : "s");
+}
+
 typedef struct listed {
     name_list files, dirs, other;
     const char *pattern; /* NULL: every entry */
@@ -810,6 +874,7 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
     listed l = {0};
     status = list_source(c, src, &l);
     if (status == CLI_EXIT_OK) {
+        drop_manifest_objects(c, src, &l.files);
         sort_names(&l.files, 0);
         sort_names(&l.dirs, 0);
         for (size_t i = 0; i < l.other.n; i++) {
@@ -831,9 +896,12 @@ static int copy_tree(cli_ctx *c, const char *src, const char *dest, int depth)
                     break;
                 }
                 int queued = 0, st = CLI_EXIT_OK;
-                if (!pass && !rfs_is_name(s) && rfs_is_name(d))
+                /* a logical file (.rfsm) is copied through the manifest layer, as a copy of it
+                 * alone is: its bytes, not a second manifest naming the same objects */
+                int logical = rfs_is_manifest_name(s) || rfs_is_manifest_name(d);
+                if (!pass && !logical && !rfs_is_name(s) && rfs_is_name(d))
                     st = batch_add(c, s, d, &queued);
-                else if (!pass && rfs_is_name(s) && !rfs_is_name(d))
+                else if (!pass && !logical && rfs_is_name(s) && !rfs_is_name(d))
                     st = fetch_add(c, s, nl->sz[i], d, &queued);
                 if (!queued && !pass && put && beside.on)
                     st = worst(st, beside_end()); /* a put of its own needs its directory */

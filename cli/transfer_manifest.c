@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "common/err.h"
 #include "common/fullio.h"
+#include "manifest/manifest.h"
 #include "rfs/rfs_manifest.h"
 
 /* A few stripe units of the default size per request: every column busy at once. */
@@ -191,4 +192,43 @@ int cli_through_layer(cli_ctx *c, const char *remote, int *status)
                             "files (--raw copies the manifest file itself)",
                             remote);
     return 1;
+}
+
+void cli_warn_raw_manifest(cli_ctx *c, int fd, const char *dest_path)
+{
+    struct stat sb;
+    if (c->o.quiet || fstat(fd, &sb) != 0 || sb.st_size <= 0 || sb.st_size > RFSM_MAX_BYTES)
+        return;
+    void *buf = malloc((size_t)sb.st_size);
+    if (!buf)
+        return;
+    rfsm *m = NULL;
+    if (rfs_pread_full(fd, buf, (size_t)sb.st_size, 0) != (ssize_t)sb.st_size) {
+        free(buf);
+        return;
+    }
+    if (rfsm_decode(buf, (size_t)sb.st_size, "the local file", &m) != RFS_OK) {
+        fprintf(stderr,
+                "rfs %s: warning: %s is not a manifest this rfs can read (%s); the logical "
+                "file will not open\n",
+                c->cmd, dest_path, rfs_last_error());
+        rfs_clear_error();
+        free(buf);
+        return;
+    }
+    free(buf);
+    size_t len = strlen(dest_path);
+    for (uint32_t i = 0; i < m->nobjects; i++) {
+        const char *op = m->objects[i].path;
+        if (strncmp(op, dest_path, len) == 0 && op[len] == '.')
+            continue;
+        fprintf(stderr,
+                "rfs %s: warning: this manifest names objects made for another one (%s): both "
+                "now share them, and deleting either logical file (MPI_File_delete, "
+                "rfs_manifest_delete) deletes the other's data too; `rfs cp` of the logical "
+                "file makes an independent copy\n",
+                c->cmd, op);
+        break;
+    }
+    rfsm_free(m);
 }

@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "client/client.h"
 #include "common/fullio.h"
+#include "rfs/rfs_manifest.h"
 #include "cli/progress.h"
 #include "cli/transfer_pool.h"
 
@@ -327,6 +328,8 @@ int cli_cmd_put(cli_ctx *c)
         close(p.fd);
         return CLI_EXIT_USAGE;
     }
+    if (c->o.raw && rfs_is_manifest_name(pn.url))
+        cli_warn_raw_manifest(c, p.fd, pn.name.path);
     /* the streams' connections are dialled while the names are checked on the server */
     if (sb.st_size > 0)
         cli_streams_warm(c, pn.url);

@@ -79,15 +79,21 @@ int rfs_cap_request(const char *name, const rfs_options *opts, unsigned right, i
     return rc;
 }
 
+size_t rfs_cap_trimmed_len(const char *cap)
+{
+    size_t len = strlen(cap);
+    while (len && (cap[len - 1] == '\n' || cap[len - 1] == ' ' || cap[len - 1] == '\r'))
+        len--;
+    return len;
+}
+
 int rfs_cap_revoke_at(const char *name, const rfs_options *opts, const char *cap)
 {
     rfs_name n;
     char label[RFS_CLIENT_LABEL_MAX];
     rfs_copts o;
     rfs_conn *c = NULL;
-    size_t len = strlen(cap);
-    while (len && (cap[len - 1] == '\n' || cap[len - 1] == ' ' || cap[len - 1] == '\r'))
-        len--;
+    size_t len = rfs_cap_trimmed_len(cap);
     if (len == 0 || len > RFS_CAP_WIRE_MAX)
         return rfs_fail(RFS_E_INVAL, "not a capability (%zu bytes)", len);
     int rc = connect_to(name, opts, &n, label, &o, &c);

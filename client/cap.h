@@ -34,6 +34,9 @@ void rfs_cap_lease_remember(const char *lease, const char *home, const rfs_optio
 /* When o authenticates with a remembered lease: asks its home server for a new one and puts
  * it in o->token. RFS_OK also when there is nothing to renew. */
 int rfs_cap_lease_renew(struct rfs_copts *o);
+/* The length of cap without the trailing newline, spaces and carriage returns a capability
+ * pasted from a file or a terminal brings along. */
+size_t rfs_cap_trimmed_len(const char *cap);
 /* 1 when opts (or the environment) make connections authenticate with a capability. */
 int rfs_cap_in_use(const rfs_options *opts);
 

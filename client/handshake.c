@@ -5,6 +5,7 @@
  * does not know the token (an impostor on the port, or a server configured with another
  * token) is refused before any file data is sent to it. AUTH's round trip is shared with the
  * connection's first request (see authenticate). */
+#include "client/cap.h"
 #include "client/client.h"
 
 #include "common/err.h"
@@ -94,9 +95,7 @@ static int authenticate_cap(rfs_conn *c, const rfs_copts *o)
     rfs_req req;
     memset(&req, 0, sizeof req);
     req.op = RFS_OP_CAP_AUTH;
-    size_t n = strlen(o->token);
-    while (n && (o->token[n - 1] == '\n' || o->token[n - 1] == ' ' || o->token[n - 1] == '\r'))
-        n--;
+    size_t n = rfs_cap_trimmed_len(o->token);
     if (n > RFS_CAP_WIRE_MAX)
         return rfs_fail(RFS_E_AUTH, "the capability is %zu bytes long (at most %u)", n,
                         RFS_CAP_WIRE_MAX);

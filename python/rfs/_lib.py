@@ -97,6 +97,38 @@ class RfsError(OSError):
     (naming server, path and cause)."""
 
 
+class ManifestParams(ctypes.Structure):
+    """struct rfs_manifest_params (include/rfs/rfs_manifest.h): zero means the default. The
+    reserved tail stays zero, so a library whose struct has grown by fields added at its end
+    reads them as their defaults."""
+    LAYOUT_KEYS = ("servers", "stripe_size", "stripe_count", "replicas", "buffered", "sieve",
+                   "buffer_size")
+    _fields_ = [
+        ("servers", ctypes.c_char_p),
+        ("stripe_size", ctypes.c_uint64),
+        ("stripe_count", ctypes.c_int),
+        ("replicas", ctypes.c_int),
+        ("buffered", ctypes.c_int),
+        ("sieve", ctypes.c_int),
+        ("buffer_size", ctypes.c_uint64),
+        ("_reserved", ctypes.c_uint64 * 16),
+    ]
+
+
+class IoOps(ctypes.Structure):
+    """The head of struct rfs_io_ops (include/rfs/rfs_io.h), up to close: the slots the
+    Python file object calls, and the ones before them that fix their places."""
+    _fields_ = [(name, ctypes.c_void_p) for name in (
+        "pread", "pwrite", "preadv", "pwritev", "pwritev_gather", "sync", "flush", "write_mark",
+        "mark_answered", "get_size", "set_size", "preallocate", "counter", "lock", "unlock",
+        "set_view", "view_read", "view_write", "close")]
+
+
+class IoHead(ctypes.Structure):
+    """The head of struct rfs_io: its op table."""
+    _fields_ = [("ops", ctypes.POINTER(IoOps))]
+
+
 def _error_class(cls):
     # One subclass per builtin, so `except FileNotFoundError` and `except rfs.RfsError` both
     # catch a missing file.
@@ -196,6 +228,11 @@ def _declare(lib):
         "rfs_write_files": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(WriteItem), S,
                                            ctypes.c_uint, OPT]),
         "rfs_read_files": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ReadItem), S, OPT]),
+        "rfs_is_manifest_name": (ctypes.c_int, [ctypes.c_char_p]),
+        "rfs_io_open_manifest": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint,
+                                                OPT, ctypes.POINTER(ManifestParams),
+                                                ctypes.POINTER(P)]),
+        "rfs_manifest_delete": (ctypes.c_int, [ctypes.c_char_p, OPT]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

@@ -6,6 +6,7 @@ import ctypes
 import io
 
 from . import _lib
+from .handle import open_handle
 
 # Reads and writes of up to this size go out as one library call (the library splits it into
 # pipelined frames); buffered wrappers use it as their buffer size.
@@ -51,22 +52,26 @@ def parse_mode(mode):
 
 class RemoteFile(io.RawIOBase):
     """An open rfs file. `name` is the rfs URL (rfs://host:port/path or rfs:host:port:/path).
-    Data written is on the server when close() or flush_to_server() returns."""
+    Data written is on the server when close() or flush_to_server() returns.
+
+    A name ending in .rfsm opens the logical file its manifest describes (striped and
+    replicated over several servers, docs/manifest.md), as MPI-IO and the rfs command do; a
+    new one is laid out by `servers` (comma-separated rfs names), `stripe_size`,
+    `stripe_count` and `replicas` (zero or None: the defaults, the home server alone), and
+    `buffered`, `sieve`, `buffer_size` choose the small-write and noncontiguous-read modes."""
 
     def __init__(self, url, mode="rb", token=None, streams=0, retry_timeout_ms=0, compress=None,
-                 **_ignored):
+                 servers=None, stripe_size=None, stripe_count=None, replicas=None,
+                 buffered=None, sieve=None, buffer_size=None, **_ignored):
         super().__init__()
         self._lib = _lib.load()
         flags, self._readable, self._writable, self._append = parse_mode(mode)
         self.name = url
         self.mode = mode
         self._opts, self._tok = make_options(token, streams, retry_timeout_ms, compress=compress)
-        h = ctypes.c_void_p()
-        rc = self._lib.rfs_open(url.encode(), flags, 0o644, ctypes.byref(self._opts),
-                                ctypes.byref(h))
-        if rc:
-            _lib.raise_for(rc, f"open {url}")
-        self._h = h
+        layout = dict(servers=servers, stripe_size=stripe_size, stripe_count=stripe_count,
+                      replicas=replicas, buffered=buffered, sieve=sieve, buffer_size=buffer_size)
+        self._h = open_handle(url, flags, self._opts, layout)
         self._pos = self._size() if self._append else 0
 
     # -- raw I/O --
@@ -85,7 +90,7 @@ class RemoteFile(io.RawIOBase):
 
     def _size(self):
         sz = ctypes.c_uint64()
-        rc = self._lib.rfs_get_size(self._h, ctypes.byref(sz))
+        rc = self._h.get_size(ctypes.byref(sz))
         if rc:
             _lib.raise_for(rc, f"size of {self.name}")
         return sz.value
@@ -108,7 +113,7 @@ class RemoteFile(io.RawIOBase):
             return 0
         cbuf = (ctypes.c_char * n).from_buffer(mv)
         done = ctypes.c_size_t()
-        rc = self._lib.rfs_pread(self._h, cbuf, n, offset, ctypes.byref(done))
+        rc = self._h.pread(cbuf, n, offset, ctypes.byref(done))
         if rc:
             _lib.raise_for(rc, f"read {self.name}")
         return done.value
@@ -128,7 +133,7 @@ class RemoteFile(io.RawIOBase):
         else:
             cbuf = (ctypes.c_char * n).from_buffer(mv)
         done = ctypes.c_size_t()
-        rc = self._lib.rfs_pwrite(self._h, cbuf, n, offset, ctypes.byref(done))
+        rc = self._h.pwrite(cbuf, n, offset, ctypes.byref(done))
         if rc:
             _lib.raise_for(rc, f"write {self.name}")
         return done.value
@@ -178,7 +183,7 @@ class RemoteFile(io.RawIOBase):
     def truncate(self, size=None):
         self._check()
         size = self._pos if size is None else size
-        rc = self._lib.rfs_set_size(self._h, size)
+        rc = self._h.set_size(size)
         if rc:
             _lib.raise_for(rc, f"truncate {self.name}")
         return size
@@ -186,7 +191,7 @@ class RemoteFile(io.RawIOBase):
     def flush_to_server(self):
         """Waits until everything written is on the server's storage (rfs_sync)."""
         self._check()
-        rc = self._lib.rfs_sync(self._h)
+        rc = self._h.sync()
         if rc:
             _lib.raise_for(rc, f"sync {self.name}")
 
@@ -197,8 +202,10 @@ class RemoteFile(io.RawIOBase):
             length = max(self._size() - offset, 0)
         crc = ctypes.c_uint32()
         done = ctypes.c_uint64()
-        rc = self._lib.rfs_checksum(self._h, offset, length, ctypes.byref(crc),
-                                    ctypes.byref(done))
+        rc = self._h.checksum(offset, length, ctypes.byref(crc), ctypes.byref(done))
+        if rc is None:
+            raise io.UnsupportedOperation(f"rfs: {self.name} is a logical file over several "
+                                          "servers: no server can checksum it whole")
         if rc:
             _lib.raise_for(rc, f"checksum {self.name}")
         return crc.value
@@ -206,10 +213,10 @@ class RemoteFile(io.RawIOBase):
     def close(self):
         if self.closed:
             return
-        h, self._h = self._h, None
+        h, self._h = getattr(self, "_h", None), None
         super().close()
         if h:
-            rc = self._lib.rfs_close(h)
+            rc = h.close()
             if rc:
                 _lib.raise_for(rc, f"close {self.name}")
 

@@ -7,7 +7,10 @@ read and write files on an rfsd server:
     zarr.open(fsspec.get_mapper("rfs://host:7070/run/store.zarr"))
 
 One filesystem instance per server (host, port); paths inside it are the server's absolute
-paths. The token comes from `token=` or `token_file=` storage options, else $RFS_TOKEN /
+paths. A path ending in .rfsm is a logical file over several servers (docs/manifest.md): open,
+info and rm treat it as the logical file (its size, its objects), as MPI-IO and the rfs command
+do; ls shows the manifest file as the directory holds it. New logical files are laid out by the
+`servers`, `stripe_size`, `stripe_count` and `replicas` storage options. The token comes from `token=` or `token_file=` storage options, else $RFS_TOKEN /
 $RFS_TOKEN_FILE, as for every rfs client."""
 import ctypes
 import posixpath
@@ -36,8 +39,11 @@ class RfsFileSystem(AbstractFileSystem):
     scheme = "rfs"  # what url() names files with; RfssFileSystem: rfss (TLS)
 
     def __init__(self, host="127.0.0.1", port=7070, token=None, token_file=None, streams=0,
-                 retry_timeout_ms=0, **kwargs):
+                 retry_timeout_ms=0, servers=None, stripe_size=None, stripe_count=None,
+                 replicas=None, **kwargs):
         super().__init__(**kwargs)
+        self._layout = dict(servers=servers, stripe_size=stripe_size, stripe_count=stripe_count,
+                            replicas=replicas)
         if token is None and token_file:
             with open(token_file, "rb") as f:
                 token = f.read().strip()
@@ -93,13 +99,20 @@ class RfsFileSystem(AbstractFileSystem):
         return {"name": path, "size": st.size if st.type == _lib.RFS_TYPE_FILE else 0,
                 "type": _kind(st.type), "mode": st.mode, "mtime": st.mtime_ns / 1e9}
 
+    def _logical(self, path):
+        return path.endswith(".rfsm") and self._lib.rfs_is_manifest_name(self.url(path).encode())
+
     def info(self, path, **kwargs):
         path = self._strip_protocol(path)
         st = _lib.StatInfo()
         rc = self._lib.rfs_stat(self.url(path).encode(), ctypes.byref(self._opts), ctypes.byref(st))
         if rc:
             _lib.raise_for(rc, f"stat {self.url(path)}")
-        return self._entry(path, st)
+        entry = self._entry(path, st)
+        if entry["type"] == "file" and self._logical(path):
+            with self._raw(path, "rb") as f:   # the logical file's size, not the manifest's
+                entry["size"] = f.size()
+        return entry
 
     def ls(self, path, detail=True, **kwargs):
         path = self._strip_protocol(path)
@@ -144,7 +157,9 @@ class RfsFileSystem(AbstractFileSystem):
                 _lib.raise_for(rc, f"mkdir {self.url(cur)}")
 
     def _delete(self, path):
-        rc = self._lib.rfs_delete(self.url(path).encode(), ctypes.byref(self._opts))
+        # a logical file goes with its objects on every server (the manifest last)
+        fn = self._lib.rfs_manifest_delete if self._logical(path) else self._lib.rfs_delete
+        rc = fn(self.url(path).encode(), ctypes.byref(self._opts))
         if rc:
             _lib.raise_for(rc, f"delete {self.url(path)}")
 
@@ -180,8 +195,7 @@ class RfsFileSystem(AbstractFileSystem):
 
     def checksum(self, path):
         """The server's CRC-32C of the file's bytes."""
-        with RemoteFile(self.url(path), "rb", token=self._token, streams=self._streams,
-                        retry_timeout_ms=self._retry) as f:
+        with self._raw(self._strip_protocol(path), "rb") as f:
             return f.checksum()
 
     def ukey(self, path):
@@ -202,7 +216,9 @@ class RfsFileSystem(AbstractFileSystem):
         """Writes {path: bytes} in pipelined whole-file requests (rfs_write_files): each file
         is replaced atomically on the server and on stable storage when this returns."""
         items = path if isinstance(path, dict) else {path: value}
-        big = {p: v for p, v in items.items() if len(v) > self._lib.rfs_write_file_max(None, None)}
+        big = {p: v for p, v in items.items()
+               if len(v) > self._lib.rfs_write_file_max(None, None)
+               or self._logical(self._strip_protocol(p))}
         small = [(self._strip_protocol(p), bytes(v)) for p, v in items.items() if p not in big]
         if small:
             arr = (_lib.WriteItem * len(small))()
@@ -227,6 +243,19 @@ class RfsFileSystem(AbstractFileSystem):
                       or paths[0] != self._strip_protocol(path))
         if single:
             return self.cat_file(paths[0])
+        out = {}
+        logical = [p for p in paths if self._logical(p)]
+        for p in logical:   # through the manifest layer, one by one
+            try:
+                out[p] = self.cat_file(p)
+            except Exception as e:
+                if on_error == "raise":
+                    raise
+                if on_error == "return":
+                    out[p] = e
+        paths = [p for p in paths if p not in set(logical)]
+        if not paths:
+            return out
         cap = self.BATCH_READ_CAP
         arr = (_lib.ReadItem * len(paths))()
         bufs = []
@@ -235,7 +264,6 @@ class RfsFileSystem(AbstractFileSystem):
             bufs.append(b)
             arr[i] = _lib.ReadItem(p.encode(), ctypes.cast(b, ctypes.c_void_p), cap, 0, 0)
         self._lib.rfs_read_files(self.url("/").encode(), arr, len(paths), ctypes.byref(self._opts))
-        out = {}
         for i, p in enumerate(paths):
             rc = arr[i].result
             try:
@@ -255,25 +283,29 @@ class RfsFileSystem(AbstractFileSystem):
 
     # -- data --
     def cat_file(self, path, start=None, end=None, **kwargs):
-        with RemoteFile(self.url(path), "rb", token=self._token, streams=self._streams,
-                        retry_timeout_ms=self._retry) as f:
+        with self._raw(self._strip_protocol(path), "rb") as f:
             size = f.size()
             s = 0 if start is None else (start if start >= 0 else max(size + start, 0))
             e = size if end is None else (end if end >= 0 else max(size + end, 0))
             return f.pread(max(min(e, size) - s, 0), s)
 
+    def _raw(self, path, mode):
+        layout = self._layout if self._logical(path) else {}
+        return RemoteFile(self.url(path), mode, token=self._token, streams=self._streams,
+                          retry_timeout_ms=self._retry, **layout)
+
     def pipe_file(self, path, value, **kwargs):
-        with RemoteFile(self.url(path), "wb", token=self._token, streams=self._streams,
-                        retry_timeout_ms=self._retry) as f:
+        with self._raw(self._strip_protocol(path), "wb") as f:
             f.pwrite(value, 0)
 
     def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None,
               **kwargs):
         if not autocommit:
             raise NotImplementedError("rfs: transactions (autocommit=False) are not supported")
+        layout = self._layout if self._logical(path) else {}
         return _open_buffered(self.url(path), mode if "b" in mode else mode + "b",
                               buffering=block_size or -1, token=self._token,
-                              streams=self._streams, retry_timeout_ms=self._retry)
+                              streams=self._streams, retry_timeout_ms=self._retry, **layout)
 
 
 class RfssFileSystem(RfsFileSystem):

@@ -60,6 +60,14 @@ def test_put_get_cat_through_the_layer(two, tmp_path):
     r = cli(two.env(), "put", "--raw", raw, two.url("/copy.rfsm"))
     assert r.returncode == 0, r.stderr
     assert (two.root(0) / "copy.rfsm").read_bytes() == manifest_bytes
+    # the copy names the original's objects: deleting either would delete both's data
+    assert "share them" in r.stderr and "/d/f.rfsm.c" in r.stderr, r.stderr
+    r = cli(two.env(), "put", "--raw", raw, two.url(path))  # back under its own name: no warning
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    junk = tmp_path / "junk.rfsm"
+    junk.write_bytes(b"not a manifest")
+    r = cli(two.env(), "put", "--raw", junk, two.url("/junk.rfsm"))
+    assert r.returncode == 0 and "not a manifest" in r.stderr, r.stderr
     r = cli(two.env(), "get", two.url("/copy.rfsm"), tmp_path / "via-copy.bin")
     assert r.returncode == 0, r.stderr  # the same objects, named by the copied manifest
     assert (tmp_path / "via-copy.bin").read_bytes() == data
@@ -77,3 +85,48 @@ def test_plain_only_options_refused(two, tmp_path):
         assert r.returncode == 2, (args, r.stderr)
         assert ".rfsm" in r.stderr and "--raw" in r.stderr, r.stderr
     assert not (two.root(0) / "n.rfsm").exists() and not (tmp_path / "o").exists()
+
+
+def test_tree_copies_take_logical_files_through_the_layer(two, tmp_path):
+    """rfs cp -r: a .rfsm in the tree is copied as the logical file it names (its bytes, new
+    objects at the destination), and the objects beside it are not copied as plain files
+    (a stripe copied over the new object would corrupt it)."""
+    ss = 64 << 10
+    data = os.urandom(6 * ss + 77)
+    local = tmp_path / "in.bin"
+    local.write_bytes(data)
+    r = cli(two.env(), "put", "--servers", two.servers_hint(), "--stripe-size", "64K",
+            "--stripe-count", "2", local, two.url("/t/a.rfsm"))
+    assert r.returncode == 0, r.stderr
+    (two.root(0) / "t" / "plain.bin").write_bytes(b"plain")
+    assert (two.root(0) / "t" / "a.rfsm.c0.r0").exists()   # home holds column 0 beside it
+
+    got = tmp_path / "got"
+    r = cli(two.env(), "cp", "-r", "-v", two.url("/t"), got)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in got.iterdir()) == ["a.rfsm", "plain.bin"]
+    assert (got / "a.rfsm").read_bytes() == data and (got / "plain.bin").read_bytes() == b"plain"
+    assert "left out" in r.stderr, r.stderr
+
+    # back up to the server from a local tree that also holds a stray object file
+    (got / "a.rfsm.c0.r0").write_bytes(b"stale stripe")
+    r = cli(two.env(), "cp", "-r", got, two.url("/u"))
+    assert r.returncode == 0, r.stderr
+    m = show(two, "/u/a.rfsm")
+    assert m["size"] == len(data)
+    assert objects_on_disk(two, "/u/a.rfsm") == {(0, "/u/a.rfsm.c0.r0"): data}  # whole, not stale
+    back = tmp_path / "back.bin"
+    assert cli(two.env(), "get", two.url("/u/a.rfsm"), back).returncode == 0
+    assert back.read_bytes() == data
+
+    # server to server: an independent logical file, not a second manifest of t's objects
+    r = cli(two.env(), "cp", "-r", two.url("/t"), two.url("/v", 1))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (two.root(1) / "v").iterdir()) == [
+        "a.rfsm", "a.rfsm.c0.r0", "plain.bin"]
+    before = objects_on_disk(two, "/t/a.rfsm")
+    r = cli(two.env(), "manifest", "show", "--json", two.url("/v/a.rfsm", 1))
+    assert r.returncode == 0, r.stderr
+    r = cli(two.env(), "get", two.url("/v/a.rfsm", 1), back)
+    assert r.returncode == 0 and back.read_bytes() == data, r.stderr
+    assert objects_on_disk(two, "/t/a.rfsm") == before
