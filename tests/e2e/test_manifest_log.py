@@ -95,6 +95,25 @@ def test_log_writes_same_bytes_then_compact(four, tmp_path, case):  # noqa: F811
 
 
 @pytest.mark.mpi
+def test_cp_r_leaves_log_objects_out(four, tmp_path):  # noqa: F811
+    """rfs cp -r of a directory holding a log-written logical file: the logical file's bytes
+    (overlays resolved), none of its stripe or log objects as plain files."""
+    flavour = "mpich" if "mpich" in FLAVOURS else next(iter(FLAVOURS), None)
+    if flavour is None:
+        pytest.skip("no MPI build found")
+    hints = f"rfs_servers={four.servers_hint(1)};rfs_stripe_size=4096;{LOG}"
+    r = mpiexec(flavour, 2, [program(flavour, "t_view"), four.url("/logcp/a.rfsm")],
+                four.env(), extra_env={"RFS_HINTS": hints})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout
+    assert logs_on_disk(four, "/logcp/a.rfsm")  # on the home server, beside the manifest
+    got = tmp_path / "got"
+    c = cli(four.env(), "cp", "-r", four.url("/logcp"), got)
+    assert c.returncode == 0, c.stderr
+    assert sorted(p.name for p in got.iterdir()) == ["a.rfsm"]
+    assert (got / "a.rfsm").read_bytes() == reference(flavour, "t_view", 2, four.env(), tmp_path)
+
+
+@pytest.mark.mpi
 def test_log_mode_refused_on_replicated_file(four):  # noqa: F811
     flavour = "mpich" if "mpich" in FLAVOURS else next(iter(FLAVOURS), None)
     if flavour is None:
