@@ -132,12 +132,36 @@ def sweep(doc, out):
     plt.close(fig)
 
 
+def noncontig(doc, out):
+    nc = doc["noncontig"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 4))
+    labels = [f"{n} x {c['region_bytes'] >> 10} KiB" for n, c in nc["cases"].items()]
+    for ax in (a1, a2):
+        ax.set_yscale("log")
+    x = range(len(labels))
+    for ax, key, title in ((a1, "write_MBps", "strided write + sync (Fig. 10)"),
+                           (a2, "read_MBps", "reading it back (Fig. 11(b))")):
+        for k, (m, lab) in enumerate((("log", "log"), ("direct_list", "direct (list I/O)"),
+                                      ("direct_per_region", "a request per region"))):
+            ax.bar([i + (k - 1) * 0.27 for i in x],
+                   [c[key].get(m, 0) for c in nc["cases"].values()], 0.27, label=lab)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, fontsize=7, rotation=25)
+        ax.set_ylabel("MB/s per rank (median, log scale)")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(_link(doc), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
 def plot_all(path, outdir=RESULTS):
     with open(path) as f:
         doc = json.load(f)
     made = []
     for key, fn in (("stripe", stripe), ("failover", failover), ("small", small),
-                    ("sweep", sweep)):
+                    ("sweep", sweep), ("noncontig", noncontig)):
         if key in doc:
             out = os.path.join(outdir, f"manifest-wan-{key}.png")
             fn(doc, out)

@@ -226,9 +226,9 @@ static void test_rejects_unknown_version(void **state)
     rfsm *m;
     size_t n;
     uint8_t *b = good(&n, &m);
-    b[4] = 3;
+    b[4] = 4; /* 3 is log-structured writes' (test_log.c) */
     reseal(b, n);
-    refused(b, n, RFS_E_VERSION, "version 3");
+    refused(b, n, RFS_E_VERSION, "version 4");
     free(b);
     rfsm_free(m);
 }
