@@ -146,8 +146,18 @@ int mf_log_init(mf_file *f, const rfs_manifest_params *p, const rfs_options *obj
     f->own_log = RFSM_NO_OBJECT;
     f->obj_mode = mode;
     f->obj_opts = *objects;
-    if (objects->token && objects->token == f->lease)
+    if (objects->token && objects->token == f->lease) {
         f->obj_opts.token = f->lease;
+    } else if (objects->token) {
+        if (!(f->own_token = strdup(objects->token)))
+            return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+        f->obj_opts.token = f->own_token;
+    }
+    if (objects->compress) {
+        if (!(f->own_compress = strdup(objects->compress)))
+            return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+        f->obj_opts.compress = f->own_compress;
+    }
     f->log_mode = p && p->log;
     if (f->log_mode && (f->flags & RFS_O_ACCMODE) != RFS_O_RDONLY) {
         for (uint32_t x = 0; x < f->m->nextents; x++)
@@ -175,6 +185,11 @@ void mf_log_close(mf_file *f)
         free(f->dropped[i]);
     free(f->dropped);
     explicit_bzero(f->lease, sizeof f->lease);
+    if (f->own_token) {
+        explicit_bzero(f->own_token, strlen(f->own_token));
+        free(f->own_token);
+    }
+    free(f->own_compress);
 }
 
 int mf_log_wanted(mf_file *f)

@@ -62,6 +62,8 @@ typedef struct mf_file {
     unsigned obj_mode;    /* the objects' permissions */
     rfs_options obj_opts; /* what the objects were opened with (logs are opened later) */
     char lease[RFS_CAP_MAX_LEN + 1];
+    /* obj_opts' strings, owned here: the caller's rfs_options need not outlive the open */
+    char *own_token, *own_compress;
     pthread_mutex_t log_mu;
     mf_logref *logs;
     uint32_t nlogs, logcap;
