@@ -112,10 +112,30 @@ static void sort_names(name_list *l, size_t from)
     free(t);
 }
 
-/* The length of the manifest name an object name "M.rfsm.cC.rR" (manifest/layout.c) starts
- * with; 0 when name is no such object name. */
+/* The length of the manifest name a log object's name "M.rfsm.lK.XXXXXXXX" (manifest/log.c:
+ * K decimal, 8 hex digits) starts with; 0 when name is no such name. */
+static size_t log_of_manifest(const char *name)
+{
+    const char *x = strrchr(name, '.');
+    if (!x || strlen(x + 1) != 8 || strspn(x + 1, "0123456789abcdef") != 8)
+        return 0;
+    const char *p = x;
+    while (p > name && p[-1] != '.')
+        p--;
+    if (p == name || p[0] != 'l' || p + 1 == x ||
+        strspn(p + 1, "0123456789") != (size_t)(x - p - 1))
+        return 0;
+    size_t len = (size_t)(p - 1 - name);
+    return len > 5 && strncmp(name + len - 5, ".rfsm", 5) == 0 ? len : 0;
+}
+
+/* The length of the manifest name an object name "M.rfsm.cC.rR" (manifest/layout.c), or a
+ * log object's, starts with; 0 when name is no such object name. */
 static size_t object_of_manifest(const char *name)
 {
+    size_t log = log_of_manifest(name);
+    if (log)
+        return log;
     const char *c = strrchr(name, '.');
     if (!c || c[1] != 'r' || !c[2] || strspn(c + 2, "0123456789") != strlen(c + 2))
         return 0;

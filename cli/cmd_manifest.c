@@ -13,6 +13,7 @@
 #include "manifest/manifest.h"
 #include "manifest/ops.h"
 #include "manifest/store.h"
+#include "rfs/rfs_manifest.h"
 
 static int load(cli_ctx *c, const char *url, rfsm **m)
 {
@@ -77,6 +78,20 @@ static void print_text(const char *url, const rfsm *m)
                        (o->flags & RFSM_OBJ_STALE) ? "INCOMPLETE" : "complete");
                 print_missing(o);
             }
+        }
+    }
+    if (rfsm_has_logs(m)) {
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < m->noverlays; i++)
+            bytes += m->overlays[i].len;
+        printf("log-structured writes: %u overlay extents (%llu bytes) over the stripes, in %u "
+               "log objects (rfs manifest compact copies them into the stripes)\n",
+               m->noverlays, (unsigned long long)bytes, m->nlogs);
+        for (uint32_t i = 0; i < m->nlogs; i++) {
+            char p[4 * 4096 + 1];
+            cli_escape(m->logs[i].path, p, sizeof p);
+            printf("  log %u: %s%s  %llu bytes\n", i, m->servers[m->logs[i].server], p,
+                   (unsigned long long)m->logs[i].len);
         }
     }
 }
@@ -233,6 +248,20 @@ static int trim(cli_ctx *c, const char *url, const rfs_name *n)
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
+/* ---- compact ---- */
+
+static int compact(cli_ctx *c, const char *url, const rfs_name *n)
+{
+    uint32_t overlays = 0, logs = 0;
+    int rc = rfs_manifest_compact(url, &c->ropts, &overlays, &logs);
+    if (rc != RFS_OK)
+        return cli_fail_remote(c, n, rc, NULL);
+    if (!c->o.quiet)
+        printf("compacted %u overlay extent%s into the stripes, deleted %u log object%s\n",
+               overlays, overlays == 1 ? "" : "s", logs, logs == 1 ? "" : "s");
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
 int cli_cmd_manifest(cli_ctx *c)
 {
     const char *sub = c->o.args[0];
@@ -250,5 +279,8 @@ int cli_cmd_manifest(cli_ctx *c)
         return trim(c, url, &n);
     if (!strcmp(sub, "refresh"))
         return cli_manifest_refresh(c, url, &n);
-    return cli_usage(c->cmd, "unknown subcommand '%s' (show, ls, augment, trim or refresh)", sub);
+    if (!strcmp(sub, "compact"))
+        return compact(c, url, &n);
+    return cli_usage(c->cmd,
+                     "unknown subcommand '%s' (show, ls, augment, trim, refresh or compact)", sub);
 }

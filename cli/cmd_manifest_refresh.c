@@ -68,6 +68,20 @@ int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n)
             printf("%s  leased until %s\n", shown, end);
         }
     }
+    /* the log objects of log-structured writes are the file's bytes too */
+    for (uint32_t i = 0; i < m->nlogs; i++) {
+        char name[RFSM_MAX_URL + RFSM_MAX_PATH + 2], shown[4 * sizeof name + 1];
+        snprintf(name, sizeof name, "%s%s", m->servers[m->logs[i].server], m->logs[i].path);
+        cli_escape(name, shown, sizeof shown);
+        uint64_t kept = 0;
+        rc = rfs_obj_lease(name, &oo, until, &kept);
+        if (rc != RFS_OK) {
+            fprintf(stderr, "rfs %s refresh: %s: %s\n", c->cmd, shown, rfs_last_error());
+            status = CLI_EXIT_FAIL;
+        } else if (!c->o.quiet) {
+            printf("%s  leased until %s\n", shown, end);
+        }
+    }
     explicit_bzero(lease, sizeof lease);
     rfsm_free(m);
     if (fflush(stdout) != 0)

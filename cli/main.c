@@ -104,9 +104,9 @@ static const cli_command commands[] = {
      "  --force            replay even onto files changed since the writer's last delivery\n"},
     {"manifest", cli_cmd_manifest, 2, 2, CLI_OPT_JSON | CLI_OPT_REPLICA | CLI_OPT_EXTEND,
      "show URL | ls DIR-URL | augment URL --server S [--column C] | trim URL --server S|--replica "
-     "R [--column C] [--force] | refresh URL [--extend T]",
+     "R [--column C] [--force] | refresh URL [--extend T] | compact URL",
      "show a logical file's manifest, list a directory's manifests, add, remove or renew "
-     "replicas",
+     "replicas, compact log-structured writes",
      "  A logical file striped (and replicated) over several servers is named by its manifest,\n"
      "  a .rfsm file on its home server (docs/manifest.md). 'show' prints its servers, stripe\n"
      "  layout, which replicas are complete and the ranges an incomplete one misses; --json\n"
@@ -118,7 +118,10 @@ static const cli_command commands[] = {
      "  removes the replicas on S (or replica slot R) from the manifest, then their objects.\n"
      "  'refresh' renews the lease of every object on its data server (until --extend T,\n"
      "  default 30d): a data server started with --reclaim-expired deletes objects whose\n"
-     "  lease lapsed.\n",
+     "  lease lapsed (log objects too). 'compact' copies the bytes of log-structured writes\n"
+     "  (rfs_manifest_mode=log) from their log objects into the stripes, drops the overlay\n"
+     "  extents and deletes the log objects no process holds open; augment refuses a file\n"
+     "  that has overlays until it is compacted.\n",
      "  --server rfs://HOST:PORT  the server to add replicas on, or to trim them from\n"
      "  --column C                only column C (0-based)\n"
      "  --replica R               trim: replica slot R of each column (0-based)\n"

@@ -257,6 +257,14 @@ int rfsm_augment(const char *name, const char *server, int column, const rfs_opt
     copy_plan *v = NULL;
     size_t nv = 0;
     rc = mf_ops_load(name, opts, &home, &m);
+    /* A replica of the stripes would not hold the bytes overlays map onto log objects (which
+     * have one copy each): those go into the stripes first. */
+    if (rc == RFS_OK && rfsm_has_logs(m))
+        rc = rfs_fail(RFS_E_INVAL,
+                      "%s: the file has %u overlay extents in %u log objects (log-structured "
+                      "writes), which a new replica would not hold: run rfs manifest compact "
+                      "%s first",
+                      name, m->noverlays, m->nlogs, name);
     if (rc == RFS_OK)
         rc = plan_augment(name, m, n.path, url, column, &v, &nv);
     size_t copied = 0;

@@ -55,9 +55,13 @@ void rfsm_free(rfsm *m)
     }
     for (uint32_t i = 0; m->extents && i < m->nextents; i++)
         free(m->extents[i].objects);
+    for (uint32_t i = 0; m->logs && i < m->nlogs; i++)
+        free(m->logs[i].path);
     free(m->servers);
     free(m->objects);
     free(m->extents);
+    free(m->logs);
+    free(m->overlays);
     free(m);
 }
 
@@ -151,6 +155,52 @@ static int check_missing(const rfsm_object *o, uint32_t i, const char *what)
     return RFS_OK;
 }
 
+/* Version 3's log objects and overlays: every overlay inside the file (its end within the
+ * size), sorted and not overlapping, naming bytes its log object records. */
+static int check_logs(const rfsm *m, const char *what)
+{
+    if (m->nlogs > RFSM_MAX_LOGS || m->noverlays > RFSM_MAX_OVERLAYS)
+        return bad(what, "%llu log objects and %llu overlays (limits %u, %u)",
+                   (unsigned long long)m->nlogs, (unsigned long long)m->noverlays, RFSM_MAX_LOGS,
+                   RFSM_MAX_OVERLAYS);
+    for (uint32_t i = 0; i < m->nlogs; i++) {
+        const rfsm_log *l = &m->logs[i];
+        size_t pl = strlen(l->path);
+        if (l->server >= m->nservers)
+            return bad(what, "log %llu is on server %llu, beyond the server table",
+                       (unsigned long long)i, (unsigned long long)l->server);
+        if (pl == 0 || pl > RFSM_MAX_PATH || l->path[0] != '/')
+            return bad(what, "log %llu has no absolute path (%llu bytes)", (unsigned long long)i,
+                       (unsigned long long)pl);
+        if (l->len > RFSM_MAX_SIZE)
+            return bad(what, "log %llu records %llu bytes, beyond 2^62", (unsigned long long)i,
+                       (unsigned long long)l->len);
+    }
+    for (uint32_t i = 0; i < m->noverlays; i++) {
+        const rfsm_overlay *o = &m->overlays[i];
+        if (o->len == 0 || o->off >= RFSM_MAX_SIZE || o->len > RFSM_MAX_SIZE - o->off)
+            return bad(what, "overlay %llu is empty or ends beyond 2^62", (unsigned long long)i);
+        if (o->off + o->len > m->size)
+            return bad(what, "overlay %llu ends at %llu, beyond the size %llu",
+                       (unsigned long long)i, (unsigned long long)(o->off + o->len),
+                       (unsigned long long)m->size);
+        if (o->log >= m->nlogs)
+            return bad(what, "overlay %llu names log %llu, beyond the log table",
+                       (unsigned long long)i, (unsigned long long)o->log);
+        const rfsm_log *l = &m->logs[o->log];
+        if (o->log_off > l->len || o->len > l->len - o->log_off)
+            return bad(what,
+                       "overlay %llu names log bytes [%llu, +%llu), beyond the %llu bytes its log "
+                       "records",
+                       (unsigned long long)i, (unsigned long long)o->log_off,
+                       (unsigned long long)o->len, (unsigned long long)l->len);
+        if (i > 0 && o->off < m->overlays[i - 1].off + m->overlays[i - 1].len)
+            return bad(what, "overlay %llu overlaps or precedes overlay %llu",
+                       (unsigned long long)i, (unsigned long long)i - 1);
+    }
+    return RFS_OK;
+}
+
 int rfsm_validate(const rfsm *m, const char *what)
 {
     if (m->nservers == 0 || m->nservers > RFSM_MAX_SERVERS)
@@ -199,7 +249,7 @@ int rfsm_validate(const rfsm *m, const char *what)
     if (m->size > end)
         return bad(what, "size %llu lies beyond the last extent's end %llu",
                    (unsigned long long)m->size, (unsigned long long)end);
-    return RFS_OK;
+    return check_logs(m, what);
 }
 
 /* ---- decoding ---- */
@@ -249,6 +299,54 @@ static char *take_str(rd *r, size_t max, const char **why)
     memcpy(s, p, l);
     s[l] = 0;
     return s;
+}
+
+/* Version 3's log table and overlay table, each count checked against its limit and the
+ * bytes left before its table is allocated. */
+static int decode_logs(rd *r, rfsm *m, const char *what)
+{
+    const char *why = "truncated";
+    const uint8_t *p;
+    if (take(r, 4, &p) != 0)
+        return bad(what, "truncated before the log table");
+    uint32_t nl = get32(p);
+    if (nl > RFSM_MAX_LOGS)
+        return rfs_fail(RFS_E_TOOBIG, "manifest %s: %llu log objects (limit %u)", what,
+                        (unsigned long long)nl, RFSM_MAX_LOGS);
+    if ((uint64_t)nl * 15 > r->left)
+        return bad(what, "truncated: %llu log objects do not fit in the data",
+                   (unsigned long long)nl);
+    m->logs = calloc(nl ? nl : 1, sizeof *m->logs);
+    if (!m->logs)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    for (uint32_t i = 0; i < nl; i++) {
+        if (take(r, 4, &p) != 0)
+            return bad(what, "log %llu is truncated", (unsigned long long)i);
+        m->logs[i].server = get32(p);
+        if (!(m->logs[i].path = take_str(r, RFSM_MAX_PATH, &why)))
+            return bad(what, "log %llu: %s", (unsigned long long)i, why);
+        m->nlogs = i + 1; /* its path is m's to free from here */
+        if (take(r, 8, &p) != 0)
+            return bad(what, "log %llu is truncated", (unsigned long long)i);
+        m->logs[i].len = get64(p);
+    }
+    if (take(r, 4, &p) != 0)
+        return bad(what, "truncated before the overlay table");
+    uint32_t no = get32(p);
+    if (no > RFSM_MAX_OVERLAYS)
+        return rfs_fail(RFS_E_TOOBIG, "manifest %s: %llu overlay extents (limit %u)", what,
+                        (unsigned long long)no, RFSM_MAX_OVERLAYS);
+    if ((uint64_t)no * 28 > r->left)
+        return bad(what, "truncated: %llu overlay extents do not fit in the data",
+                   (unsigned long long)no);
+    m->overlays = malloc((no ? no : 1) * sizeof *m->overlays);
+    if (!m->overlays)
+        return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
+    take(r, (size_t)no * 28, &p);
+    for (uint32_t i = 0; i < no; i++, p += 28)
+        m->overlays[i] = (rfsm_overlay){get64(p), get64(p + 8), get64(p + 16), get32(p + 24)};
+    m->noverlays = no;
+    return RFS_OK;
 }
 
 static int decode_body(rd *r, rfsm *m, unsigned version, const char *what)
@@ -332,8 +430,14 @@ static int decode_body(rd *r, rfsm *m, unsigned version, const char *what)
                            (unsigned long long)i);
         }
     }
+    if (version == RFSM_VERSION_3) {
+        int rc = decode_logs(r, m, what);
+        if (rc != RFS_OK)
+            return rc;
+    }
     if (r->left != 0)
-        return bad(what, "%llu bytes follow the extent table", (unsigned long long)r->left);
+        return bad(what, "%llu bytes follow the %s table", (unsigned long long)r->left,
+                   version == RFSM_VERSION_3 ? "overlay" : "extent");
     return RFS_OK;
 }
 
@@ -344,10 +448,10 @@ int rfsm_decode(const void *buf, size_t len, const char *what, rfsm **out)
     if (len < 6 || memcmp(b, RFSM_MAGIC, 4) != 0)
         return rfs_fail(RFS_E_PROTO, "manifest %s: not a manifest (no RFSM magic)", what);
     unsigned version = get16(b + 4);
-    if (version != RFSM_VERSION && version != RFSM_VERSION_1)
+    if (version != RFSM_VERSION && version != RFSM_VERSION_1 && version != RFSM_VERSION_3)
         return rfs_fail(RFS_E_VERSION,
-                        "manifest %s: version %u, this client reads versions %u and %u only", what,
-                        version, RFSM_VERSION_1, RFSM_VERSION);
+                        "manifest %s: version %u, this client reads versions %u to %u only", what,
+                        version, RFSM_VERSION_1, RFSM_VERSION_3);
     if (len < RFSM_HEADER_LEN + RFSM_TRAILER_LEN)
         return bad(what, "truncated: %llu bytes, less than a header", (unsigned long long)len);
     if (len > RFSM_MAX_BYTES)
@@ -412,6 +516,12 @@ int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
         n += 14 + strlen(m->objects[i].path) + 16ull * m->objects[i].nmissing;
     for (uint32_t i = 0; i < m->nextents; i++)
         n += 40 + 4ull * m->extents[i].stripe_count * m->extents[i].replicas;
+    int v3 = rfsm_has_logs(m);
+    if (v3) {
+        n += 8 + 28ull * m->noverlays;
+        for (uint32_t i = 0; i < m->nlogs; i++)
+            n += 14 + strlen(m->logs[i].path);
+    }
     if (n > RFSM_MAX_BYTES)
         return rfs_fail(RFS_E_TOOBIG, "manifest %s: would be %llu bytes, over the limit of %u",
                         what, (unsigned long long)n, RFSM_MAX_BYTES);
@@ -419,7 +529,7 @@ int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
     if (!b)
         return rfs_fail(RFS_E_NOMEM, "manifest %s: out of memory", what);
     memcpy(b, RFSM_MAGIC, 4);
-    put16(b + 4, RFSM_VERSION);
+    put16(b + 4, v3 ? RFSM_VERSION_3 : RFSM_VERSION);
     put16(b + 6, 0);
     put32(b + 8, (uint32_t)n);
     put32(b + 12, m->nservers);
@@ -459,6 +569,26 @@ int rfsm_encode(const rfsm *m, const char *what, uint8_t **out, size_t *len)
         p += 40;
         for (size_t k = 0; k < (size_t)e->stripe_count * e->replicas; k++, p += 4)
             put32(p, e->objects[k]);
+    }
+    if (v3) {
+        put32(p, m->nlogs);
+        p += 4;
+        for (uint32_t i = 0; i < m->nlogs; i++) {
+            size_t l = strlen(m->logs[i].path);
+            put32(p, m->logs[i].server);
+            put16(p + 4, (uint16_t)l);
+            memcpy(p + 6, m->logs[i].path, l);
+            put64(p + 6 + l, m->logs[i].len);
+            p += 14 + l;
+        }
+        put32(p, m->noverlays);
+        p += 4;
+        for (uint32_t i = 0; i < m->noverlays; i++, p += 28) {
+            put64(p, m->overlays[i].off);
+            put64(p + 8, m->overlays[i].len);
+            put64(p + 16, m->overlays[i].log_off);
+            put32(p + 24, m->overlays[i].log);
+        }
     }
     put32(p, rfs_crc32c(0, b, (size_t)n - RFSM_TRAILER_LEN));
     *out = b;

@@ -387,9 +387,37 @@ static int refresh_size(mf_file *f, uint64_t *size)
     pthread_mutex_lock(&f->mu);
     f->size = m->size;
     pthread_mutex_unlock(&f->mu);
+    rc = mf_log_adopt(f, m); /* other processes' overlays, merged with that size */
     rfsm_free(m);
     *size = known_size(f);
-    return RFS_OK;
+    return rc;
+}
+
+/* The stripes' part of a read (overlays resolved above it, manifest/log.c). */
+int mf_stripe_read(mf_file *f, const rfs_extent *list, size_t nl, void *buf, uint64_t total)
+{
+    plan p;
+    int rc = plan_make(f, list, nl, &p);
+    job *jobs = rc == RFS_OK ? calloc(p.ng ? p.ng : 1, sizeof *jobs) : NULL;
+    if (rc == RFS_OK && !jobs)
+        rc = rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    if (rc == RFS_OK) {
+        /* Bytes in no extent read as zeros (none in a striped layout: its extent is all). */
+        uint64_t mapped = 0;
+        for (size_t k = 0; k < p.ng; k++)
+            mapped += p.g[k].bytes;
+        if (mapped < total)
+            memset(buf, 0, (size_t)total);
+        for (size_t k = 0; k < p.ng; k++)
+            jobs[k] = (job){.f = f, .g = &p.g[k], .buf = buf};
+        mf_parallel(f->rt, read_job, jobs, sizeof *jobs, p.ng);
+        for (size_t k = 0; k < p.ng && rc == RFS_OK; k++)
+            if (jobs[k].st.rc != RFS_OK)
+                rc = rfs_status_raise(&jobs[k].st);
+    }
+    free(jobs);
+    plan_free(&p);
+    return rc;
 }
 
 static int do_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, size_t *done)
@@ -424,27 +452,18 @@ static int do_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, size_
         list[keep] = cut;
         nl = keep + 1;
     }
-    plan p;
-    rc = plan_make(f, list, nl, &p);
-    job *jobs = rc == RFS_OK ? calloc(p.ng ? p.ng : 1, sizeof *jobs) : NULL;
-    if (rc == RFS_OK && !jobs)
-        rc = rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
-    if (rc == RFS_OK) {
-        /* Bytes in no extent read as zeros (none in a striped layout: its extent is all). */
-        uint64_t mapped = 0;
-        for (size_t k = 0; k < p.ng; k++)
-            mapped += p.g[k].bytes;
-        if (mapped < total)
-            memset(buf, 0, (size_t)total);
-        for (size_t k = 0; k < p.ng; k++)
-            jobs[k] = (job){.f = f, .g = &p.g[k], .buf = buf};
-        mf_parallel(f->rt, read_job, jobs, sizeof *jobs, p.ng);
-        for (size_t k = 0; k < p.ng && rc == RFS_OK; k++)
-            if (jobs[k].st.rc != RFS_OK)
-                rc = rfs_status_raise(&jobs[k].st);
+    rc = mf_log_read(f, list, nl, buf, total);
+    if (rc == RFS_E_NOENT && f->has_logs) {
+        /* a log named by the overlays this process saw was compacted away meanwhile: the
+         * stored manifest says where those bytes are now */
+        rfsm *m = NULL;
+        rc = rfsm_store_load(f->home, &m);
+        if (rc == RFS_OK)
+            rc = mf_log_adopt(f, m);
+        rfsm_free(m);
+        if (rc == RFS_OK)
+            rc = mf_log_read(f, list, nl, buf, total);
     }
-    free(jobs);
-    plan_free(&p);
     if (list != ext)
         free(list);
     if (done)
@@ -489,13 +508,29 @@ static int do_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf
         *done = 0;
     if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
         return rfs_fail(RFS_E_ROFS, "%s:%s: opened read-only", f->io.server, f->io.path);
-    uint64_t lo, hi, total = 0;
-    rfs_extents_span(ext, n, &lo, &hi);
+    uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ext[i].offset > RFSM_MAX_SIZE || ext[i].length > RFSM_MAX_SIZE - ext[i].offset)
             return rfs_fail(RFS_E_FBIG, "%s:%s: write beyond 2^62", f->io.server, f->io.path);
         total += ext[i].length;
     }
+    if (!mf_log_wanted(f))
+        return mf_stripe_write(f, ext, n, buf, done);
+    int rc = mf_log_write(f, ext, n, buf, total);
+    if (rc == RFS_OK && done)
+        *done = (size_t)total;
+    return rc;
+}
+
+/* The stripes' part of a write: to every live replica of the columns it touches. */
+int mf_stripe_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
+{
+    if (done)
+        *done = 0;
+    uint64_t lo, hi, total = 0;
+    rfs_extents_span(ext, n, &lo, &hi);
+    for (size_t i = 0; i < n; i++)
+        total += ext[i].length;
     plan p;
     int rc = plan_make(f, ext, n, &p);
     size_t nj = 0;
@@ -661,6 +696,11 @@ static int all_objects(mf_file *f, int op, uint64_t logical_size)
     return first.rc == RFS_OK ? RFS_OK : rfs_status_raise(&first);
 }
 
+int mf_sync_objects(mf_file *f)
+{
+    return all_objects(f, 1, 0);
+}
+
 /* The deferred failure, once. */
 static int take_deferred(mf_file *f)
 {
@@ -679,6 +719,21 @@ static int take_deferred(mf_file *f)
  * objects here and put back when the merge fails, so each is merged once. */
 static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
 {
+    /* This process's log, when it has one: durable before the manifest maps bytes of it. */
+    char log_server[RFSM_MAX_URL + 1] = "", log_path[RFSM_MAX_PATH + 1] = "";
+    rfs_io *log = NULL;
+    pthread_mutex_lock(&f->log_mu);
+    if (f->own_log != RFSM_NO_OBJECT) {
+        snprintf(log_server, sizeof log_server, "%s", f->logs[f->own_log].server);
+        snprintf(log_path, sizeof log_path, "%s", f->logs[f->own_log].path);
+        log = f->logs[f->own_log].io;
+    }
+    pthread_mutex_unlock(&f->log_mu);
+    if (log && with_written) {
+        int lrc = log->ops->sync(log);
+        if (lrc != RFS_OK)
+            return rfs_fail_cause(lrc, "%s:%s: syncing the log object", f->io.server, f->io.path);
+    }
     pthread_mutex_lock(&f->mu);
     if (!f->dirty && !truncate && !(with_written && f->wrote)) {
         pthread_mutex_unlock(&f->mu);
@@ -709,7 +764,21 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
                     .stale = stale,
                     .missed = missed,
                     .cleared = cleared,
-                    .written = written};
+                    .written = written,
+                    .log_server = log ? log_server : NULL,
+                    .log_path = log ? log_path : NULL,
+                    .log_len = f->log_len,
+                    .overlays = f->pend,
+                    .noverlays = f->npend};
+    /* Taken out with the rest; a writer compacts when the overlays grow too many. */
+    rfsm_overlay *taken = f->pend;
+    uint32_t ntaken = f->npend, takencap = f->pendcap;
+    f->pend = NULL;
+    f->npend = f->pendcap = 0;
+    if ((f->flags & RFS_O_ACCMODE) != RFS_O_RDONLY) {
+        d.compact = mf_log_compact_locked;
+        d.compact_ctx = f;
+    }
     for (uint32_t i = 0; i < f->m->nobjects; i++) {
         if (!f->objs[i].pending)
             continue;
@@ -724,6 +793,8 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
     pthread_mutex_unlock(&f->mu);
     rfsm *merged = NULL;
     int rc = rfsm_store_merge(f->home, &d, &merged);
+    rfs_status drop_st;
+    rfs_status_save(&drop_st, mf_log_delete_dropped(f, rc == RFS_OK));
     pthread_mutex_lock(&f->mu);
     if (rc == RFS_OK) {
         f->size = merged->size;
@@ -731,8 +802,17 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
          * process must not be undone by them). */
         if (f->written_end <= d.written_end)
             f->written_end = 0;
-        rfsm_free(merged);
+        free(taken);
+        taken = NULL;
     } else {
+        /* the taken overlays again, under the ones written meanwhile */
+        for (uint32_t k = 0; k < f->npend; k++)
+            if (rfsm_overlay_put(&taken, &ntaken, &takencap, f->pend[k]) != RFS_OK)
+                rfs_clear_error(); /* out of memory: those bytes stay in the view only */
+        free(f->pend);
+        f->pend = taken;
+        f->npend = ntaken;
+        f->pendcap = takencap;
         f->dirty = 1; /* tried again by the next sync or close */
         for (size_t k = 0; k < d.nstale; k++) {
             uint32_t i = stale[k];
@@ -754,6 +834,12 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
         }
     }
     pthread_mutex_unlock(&f->mu);
+    if (rc == RFS_OK) {
+        rc = mf_log_adopt(f, merged); /* what the others merged, and a compaction */
+        rfsm_free(merged);
+    }
+    if (rc == RFS_OK && drop_st.rc != RFS_OK)
+        rc = rfs_status_raise(&drop_st);
     for (uint32_t k = 0; k < f->ncols; k++)
         rfsm_rangeset_free(&written[k]);
     free(written);
@@ -765,14 +851,45 @@ static int merge(mf_file *f, int truncate, uint64_t to, int with_written)
     return rc;
 }
 
+/* The stored manifest's overlays and size again: what the other processes merged (the
+ * consistency point of MPI-IO's sync-barrier-sync, docs/manifest.md "Log-structured
+ * writes"). */
+static int reload(mf_file *f)
+{
+    uint64_t size;
+    return refresh_size(f, &size);
+}
+
+/* Clears the adopted flag: from here on, 1 means a merge took the stored manifest. */
+static void adopted_clear(mf_file *f)
+{
+    pthread_mutex_lock(&f->mu);
+    f->adopted = 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* reload unless the merge just now took the stored manifest (it is as recent). */
+static int reload_unless_merged(mf_file *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int fresh = f->adopted;
+    pthread_mutex_unlock(&f->mu);
+    return fresh ? RFS_OK : reload(f);
+}
+
 static int m_sync(rfs_io *io)
 {
     mf_file *f = MF(io);
-    if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY)
-        return take_deferred(f); /* nothing of a reader's to make durable */
+    if ((f->flags & RFS_O_ACCMODE) == RFS_O_RDONLY) {
+        int rc = reload(f);
+        return rc == RFS_OK ? take_deferred(f) : rc; /* nothing of a reader's to make durable */
+    }
     rfs_status st = {RFS_OK, ""};
+    adopted_clear(f);
     rfs_status_first(&st, all_objects(f, 1, 0));
     rfs_status_first(&st, merge(f, 0, 0, 1));
+    if (st.rc == RFS_OK)
+        rfs_status_first(&st, reload_unless_merged(f));
     if (st.rc == RFS_OK)
         return take_deferred(f);
     take_deferred(f); /* reported with this failure */
@@ -785,9 +902,15 @@ static int m_sync(rfs_io *io)
 static int m_flush(rfs_io *io, int report)
 {
     mf_file *f = MF(io);
+    adopted_clear(f);
     int rc = all_objects(f, 0, 0);
     if (rc == RFS_OK)
         rc = merge(f, 0, 0, 0);
+    pthread_mutex_lock(&f->mu);
+    int logs = f->log_mode || f->has_logs;
+    pthread_mutex_unlock(&f->mu);
+    if (rc == RFS_OK && logs)
+        rc = reload_unless_merged(f); /* the overlays other processes merged before this point */
     if (rc != RFS_OK && !report) {
         pthread_mutex_lock(&f->mu);
         rfs_status_first(&f->deferred, rc);
@@ -859,6 +982,7 @@ static int m_set_size(rfs_io *io, uint64_t size)
     /* The size is set, not raised: what this process wrote before no longer counts. */
     f->written_end = 0;
     pthread_mutex_unlock(&f->mu);
+    mf_log_cut(f, size);
     return merge(f, 1, size, 1);
 }
 
@@ -929,8 +1053,10 @@ static int m_close(rfs_io *io)
         rfsm_rangeset_free(&f->written[k]);
     free(f->written);
     free(f->col_base);
+    mf_log_close(f);
     rfsm_free(f->m);
     free(f->objs);
+    pthread_mutex_destroy(&f->log_mu);
     pthread_mutex_destroy(&f->mu);
     free(f);
     return st.rc == RFS_OK ? RFS_OK : rfs_status_raise(&st);

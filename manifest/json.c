@@ -20,7 +20,8 @@ static void json_str(FILE *out, const char *s)
 void rfsm_write_json(FILE *out, const rfsm *m)
 {
     fprintf(out, "{\"version\": %u, \"size\": %llu, \"generation\": %llu, \"servers\": [",
-            RFSM_VERSION, (unsigned long long)m->size, (unsigned long long)m->generation);
+            rfsm_has_logs(m) ? RFSM_VERSION_3 : RFSM_VERSION, (unsigned long long)m->size,
+            (unsigned long long)m->generation);
     for (uint32_t i = 0; i < m->nservers; i++) {
         fputs(i ? ", " : "", out);
         json_str(out, m->servers[i]);
@@ -62,6 +63,24 @@ void rfsm_write_json(FILE *out, const rfsm *m)
             fputc(']', out);
         }
         fputs("]}", out);
+    }
+    /* Version 3 only: the log objects and the overlays over the stripes (docs/manifest.md
+     * "Log-structured writes"). */
+    if (rfsm_has_logs(m)) {
+        fputs("], \"logs\": [", out);
+        for (uint32_t i = 0; i < m->nlogs; i++) {
+            fprintf(out, "%s{\"server\": %u, \"path\": ", i ? ", " : "", m->logs[i].server);
+            json_str(out, m->logs[i].path);
+            fprintf(out, ", \"length\": %llu}", (unsigned long long)m->logs[i].len);
+        }
+        fputs("], \"overlays\": [", out);
+        for (uint32_t i = 0; i < m->noverlays; i++) {
+            const rfsm_overlay *o = &m->overlays[i];
+            fprintf(out,
+                    "%s{\"offset\": %llu, \"length\": %llu, \"log\": %u, \"log_offset\": %llu}",
+                    i ? ", " : "", (unsigned long long)o->off, (unsigned long long)o->len, o->log,
+                    (unsigned long long)o->log_off);
+        }
     }
     fputs("]}\n", out);
 }

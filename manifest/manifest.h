@@ -12,11 +12,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rfs/rfs.h"
+
 /* Binary format: "RFSM", version 2 (docs/manifest.md "Binary form"); version 1 (no missing
- * ranges, no empty replica slots) is still read, and written back as version 2. */
+ * ranges, no empty replica slots) is still read, and written back as version 2. Version 3
+ * adds the log objects and overlay extents of log-structured writes after the extent table;
+ * only a manifest that has some is written as version 3, so that clients reading versions 1
+ * and 2 only keep reading every other file (and refuse a version 3 one by its version). */
 #define RFSM_MAGIC "RFSM"
 #define RFSM_VERSION 2u
 #define RFSM_VERSION_1 1u
+#define RFSM_VERSION_3 3u
 #define RFSM_HEADER_LEN 40u
 #define RFSM_TRAILER_LEN 4u /* CRC-32C of every byte before it */
 
@@ -37,6 +43,11 @@
  * manifest's update lock takes on the home server (manifest/store.c). */
 #define RFSM_MAX_SIZE (1ull << 62)
 #define RFSM_MAX_STRIPE_SIZE (1ull << 30)
+/* Log objects and overlay extents a manifest may hold (docs/manifest.md "Log-structured
+ * writes"). The merge compacts well before the overlay limit (RFSM_COMPACT_AT). */
+#define RFSM_MAX_LOGS 4096u
+#define RFSM_MAX_OVERLAYS 65536u
+#define RFSM_COMPACT_AT 4096u
 
 /* Object flags. */
 #define RFSM_OBJ_STALE \
@@ -76,6 +87,23 @@ typedef struct rfsm_extent {
     uint32_t *objects; /* stripe_count * replicas: column c's replica r is objects[c*replicas+r] */
 } rfsm_extent;
 
+/* A log object: one process's appended packed writes (one per process per open in log
+ * mode), on one server, never replicated. `len` is how many of its bytes overlays may name. */
+typedef struct rfsm_log {
+    uint32_t server;
+    char *path;
+    uint64_t len;
+} rfsm_log;
+
+/* Logical bytes [off, off+len) are bytes [log_off, log_off+len) of log object `log`, over
+ * whatever the stripes hold there. Overlays apply in order: a later one wins where they
+ * overlap (the order of the merges that brought them). */
+typedef struct rfsm_overlay {
+    uint64_t off, len;
+    uint64_t log_off;
+    uint32_t log;
+} rfsm_overlay;
+
 typedef struct rfsm {
     uint64_t size;       /* logical end of file */
     uint64_t generation; /* counts updates of the stored manifest */
@@ -83,6 +111,11 @@ typedef struct rfsm {
     char **servers; /* "rfs://host:port" (or rfss:, rfs+ucx:), no path */
     rfsm_object *objects;
     rfsm_extent *extents; /* sorted by off, not overlapping */
+    /* Version 3: log objects and the overlays over the stripes, every overlay's end within
+     * size and its log bytes within its log's len. */
+    uint32_t nlogs, noverlays;
+    rfsm_log *logs;
+    rfsm_overlay *overlays;
 } rfsm;
 
 void rfsm_free(rfsm *m);
@@ -168,6 +201,39 @@ int rfsm_object_add_missing(rfsm_object *o, const rfsm_rangeset *s);
 void rfsm_object_clear_missing(rfsm_object *o);
 /* The bytes o misses in total (UINT64_MAX: the whole object). */
 uint64_t rfsm_object_missing_bytes(const rfsm_object *o);
+
+/* ---- overlays (manifest/overlay.c) ---- */
+
+/* 1 when m has log objects or overlays (then it is stored as version 3). */
+int rfsm_has_logs(const rfsm *m);
+/* The log of m on server URL `server` at `path`, or RFSM_NO_OBJECT. */
+uint32_t rfsm_find_log(const rfsm *m, const char *server, const char *path);
+/* Adds the log (server URL, path) to m, or raises its len to at least len when m has it;
+ * its index in *idx. RFS_E_TOOBIG past RFSM_MAX_LOGS. */
+int rfsm_add_log(rfsm *m, const char *server, const char *path, uint64_t len, uint32_t *idx);
+/* Puts overlay o over m's overlays (sorted by offset, not overlapping: the merge keeps them
+ * normalized, so a read finds its overlays by binary search): the parts of older ones it
+ * covers go, and it joins a neighbour that continues it in the same log. RFS_E_TOOBIG past
+ * RFSM_MAX_OVERLAYS (m unchanged), RFS_E_NOMEM. */
+int rfsm_overlay_put(rfsm_overlay **v, uint32_t *n, uint32_t *cap, rfsm_overlay o);
+/* Cuts every overlay of v[0..*n) at logical offset end (those wholly past it go). */
+void rfsm_overlays_cut(rfsm_overlay *v, uint32_t *n, uint64_t end);
+
+/* One piece of a request resolved through overlays: its bytes at `pos` in the request's
+ * packed buffer come from log `log` at `src`, or (log RFSM_NO_OBJECT) from the stripes at
+ * logical offset `src`. */
+typedef struct rfsm_resolved {
+    size_t pos;
+    uint64_t len;
+    uint64_t src;
+    uint32_t log;
+} rfsm_resolved;
+
+/* Resolves logical ranges ext[0..n) (their bytes packed in that order) over the normalized
+ * overlays v[0..nv): the pieces, in buffer order, into *out (malloc'd, *nout of them).
+ * RFS_E_NOMEM or RFS_OK. */
+int rfsm_resolve(const rfsm_overlay *v, size_t nv, const rfs_extent *ext, size_t n,
+                 rfsm_resolved **out, size_t *nout);
 
 /* Copies "rfs://host:port" (the scheme kept, path dropped) of an rfs name into out;
  * RFS_E_NAME when it is not one. */

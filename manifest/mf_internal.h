@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "client/runtime.h"
+#include "common/capability.h"
 #include "common/err.h"
 #include "manifest/manifest.h"
 #include "rfs/rfs_manifest.h"
@@ -28,6 +29,13 @@ typedef struct mf_obj {
     double rtt_ms;
 } mf_obj;
 
+/* A log object this process knows (its own, or one an overlay names), opened on first use. */
+typedef struct mf_logref {
+    char server[RFSM_MAX_URL + 1];
+    char *path;
+    rfs_io *io;
+} mf_logref;
+
 typedef struct mf_file {
     rfs_io io;
     rfs_runtime *rt;
@@ -48,6 +56,29 @@ typedef struct mf_file {
     uint32_t ncols;
     int wrote; /* written holds ranges */
     rfs_status deferred;
+    /* Log-structured writes (manifest/log.c). log_mu (taken before mu, never after) guards
+     * logs, nlogs and their handles; mu guards the rest. */
+    int log_mode;         /* this open appends every write to its own log object */
+    unsigned obj_mode;    /* the objects' permissions */
+    rfs_options obj_opts; /* what the objects were opened with (logs are opened later) */
+    char lease[RFS_CAP_MAX_LEN + 1];
+    /* obj_opts' strings, owned here: the caller's rfs_options need not outlive the open */
+    char *own_token, *own_compress;
+    pthread_mutex_t log_mu;
+    mf_logref *logs;
+    uint32_t nlogs, logcap;
+    uint32_t own_log; /* index in logs; RFSM_NO_OBJECT: none made yet */
+    uint64_t log_len; /* bytes of the own log handed out so far */
+    /* What reads resolve (normalized, log = index in logs): the stored manifest's overlays as
+     * last seen, with this process's own not merged yet put over them. */
+    rfsm_overlay *ov;
+    uint32_t nov, ovcap;
+    rfsm_overlay *pend; /* the own overlays not merged yet (normalized, log = own_log) */
+    uint32_t npend, pendcap;
+    int has_logs;   /* the manifest last seen has logs: flushes look at it again */
+    int adopted;    /* a stored manifest was taken since the flag was last cleared */
+    char **dropped; /* rfs names of logs a compaction dropped, to delete once stored */
+    uint32_t ndropped;
 } mf_file;
 
 /* A job per object: the runs of one request that fall in one column (on one object). */
@@ -87,6 +118,47 @@ void mf_obj_missed(mf_file *f, uint32_t i, uint64_t off, uint64_t len, int whole
 void mf_parallel(rfs_runtime *rt, void *(*fn)(void *), void *arg, size_t size, size_t n);
 
 const rfs_io_ops *mf_ops(void);
+
+/* The stripes' own read and write paths (manifest/io.c), below overlays: ext[0..n) with their
+ * bytes packed in buf (total of them), every range within the file for a read. */
+int mf_stripe_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, uint64_t total);
+int mf_stripe_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, size_t *done);
+/* Syncs every live stripe object (manifest/io.c). */
+int mf_sync_objects(mf_file *f);
+
+/* ---- log-structured writes (manifest/log.c) ---- */
+
+/* Pending own overlays past which a write merges at once (bounds this process's memory). */
+#define MF_MAX_PENDING 4096u
+/* A compaction copies at most this many bytes per round (bounds its memory). */
+#define MF_COMPACT_CHUNK ((uint64_t)64 << 20)
+/* The counter key on the manifest file that numbers log objects (even: MPI-IO's shared file
+ * pointer keys are odd). */
+#define MF_LOG_COUNTER_KEY 0x4C4F4730u
+
+/* At open, after the objects: keeps what later log opens need, refuses log mode on a
+ * replicated file, and takes the overlays of f->m. */
+int mf_log_init(mf_file *f, const rfs_manifest_params *p, const rfs_options *objects,
+                unsigned mode);
+void mf_log_close(mf_file *f);
+/* 1 when this process's writes go to its log: log mode, or overlays this process sees (a
+ * direct write under one would stay hidden by it). */
+int mf_log_wanted(mf_file *f);
+/* Appends the packed bytes of ext[0..n) as one write to the own log, mapped at once for this
+ * process's reads and at the next merge for everyone's. */
+int mf_log_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, uint64_t total);
+/* A read of ranges within the file: the overlays' bytes from their logs (one list read per
+ * log), the rest from the stripes. */
+int mf_log_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, uint64_t total);
+/* Takes m's logs and overlays as the stored ones (the own pending ones stay over them). */
+int mf_log_adopt(mf_file *f, const rfsm *m);
+/* A truncation to size: the own pending overlays and the view cut there. */
+void mf_log_cut(mf_file *f, uint64_t size);
+/* The store's compaction hook (rfsm_delta.compact): ctx is the mf_file. */
+int mf_log_compact_locked(rfsm *m, void *ctx);
+/* After a compaction: deletes the log objects it dropped when the manifest without them was
+ * stored, else only lets them go. */
+int mf_log_delete_dropped(mf_file *f, int stored);
 
 /* With a capability in o (manifest/cap_lease.c): a lease of it with `right` for the data
  * servers, signed by the home server of name, into lease (cap bytes), and objects->token

@@ -240,7 +240,9 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
     f->flags = flags;
     f->home = home;
     f->deferred.rc = RFS_OK;
+    f->own_log = RFSM_NO_OBJECT;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->log_mu, NULL);
     rc = rfsm_store_load(home, &f->m);
     if (rc == RFS_OK) {
         f->size = f->m->size;
@@ -268,12 +270,13 @@ int mf_open(rfs_runtime *rt, const char *name, unsigned flags, unsigned mode,
          * returns (no write marks to follow several servers' windows). */
         oo.write_window = 0;
         unsigned of = acc == RFS_O_RDONLY ? RFS_O_RDONLY : RFS_O_RDWR | RFS_O_CREAT;
-        char lease[RFS_CAP_MAX_LEN + 1];
-        rc = mf_cap_lease(name, &o, acc == RFS_O_RDONLY ? RFS_CAP_READ : RFS_CAP_WRITE, lease,
-                          sizeof lease, &oo);
+        /* the lease is kept (wiped at close): log objects are opened later with it */
+        rc = mf_cap_lease(name, &o, acc == RFS_O_RDONLY ? RFS_CAP_READ : RFS_CAP_WRITE, f->lease,
+                          sizeof f->lease, &oo);
         if (rc == RFS_OK)
             rc = open_objects(f, of, mode ? mode : 0644, &oo, (flags & RFS_O_TRUNC) != 0);
-        explicit_bzero(lease, sizeof lease);
+        if (rc == RFS_OK)
+            rc = mf_log_init(f, p, &oo, mode ? mode : 0644);
     }
     if (rc == RFS_OK && (flags & RFS_O_TRUNC) && acc != RFS_O_RDONLY)
         rc = f->io.ops->set_size(&f->io, 0);
@@ -332,6 +335,15 @@ int rfs_manifest_delete(const char *name, const rfs_options *opts)
         int orc = object_name(m, i, on, sizeof on);
         if (orc == RFS_OK)
             orc = rfs_delete(on, &oo);
+        if (orc != RFS_OK && orc != RFS_E_NOENT)
+            rfs_status_first(&first, orc);
+    }
+    /* and the log objects of log-structured writes */
+    for (uint32_t i = 0; rc == RFS_OK && i < m->nlogs; i++) {
+        char on[RFSM_MAX_URL + RFSM_MAX_PATH + 2];
+        int w = snprintf(on, sizeof on, "%s%s", m->servers[m->logs[i].server], m->logs[i].path);
+        int orc = w > 0 && (size_t)w < sizeof on ? rfs_delete(on, &oo)
+                                                 : rfs_fail(RFS_E_NAME, "log name too long");
         if (orc != RFS_OK && orc != RFS_E_NOENT)
             rfs_status_first(&first, orc);
     }

@@ -142,15 +142,56 @@ uint32_t rfsm_find_object(const rfsm *m, const char *server, const char *path)
     return RFSM_NO_OBJECT;
 }
 
+/* The log and overlays of d over m's, then d's truncation: 1 when m changed, or an error. */
+static int apply_log(rfsm *m, const rfsm_delta *d)
+{
+    int changed = 0;
+    if (d->log_server && d->log_path) {
+        uint32_t had = m->nlogs, idx = 0;
+        uint64_t was = 0;
+        uint32_t k = rfsm_find_log(m, d->log_server, d->log_path);
+        if (k != RFSM_NO_OBJECT)
+            was = m->logs[k].len;
+        int rc = rfsm_add_log(m, d->log_server, d->log_path, d->log_len, &idx);
+        if (rc != RFS_OK)
+            return rc;
+        changed = m->nlogs != had || m->logs[idx].len != was;
+        uint32_t cap = m->noverlays;
+        for (size_t i = 0; i < d->noverlays; i++) {
+            rfsm_overlay o = d->overlays[i];
+            o.log = idx;
+            if (o.log_off > m->logs[idx].len || o.len > m->logs[idx].len - o.log_off)
+                return rfs_fail(RFS_E_INVAL, "an overlay names bytes beyond its log's length");
+            if ((rc = rfsm_overlay_put(&m->overlays, &m->noverlays, &cap, o)) != RFS_OK)
+                return rc;
+            changed = 1;
+        }
+    }
+    if (d->truncate) {
+        uint32_t n = m->noverlays;
+        uint64_t last = n ? m->overlays[n - 1].off + m->overlays[n - 1].len : 0;
+        rfsm_overlays_cut(m->overlays, &m->noverlays, d->truncate_to);
+        changed |= m->noverlays != n || (n && last > d->truncate_to);
+    }
+    return changed;
+}
+
 static int apply_delta(rfsm *m, void *ctx)
 {
     const rfsm_delta *d = ctx;
     uint64_t was = m->size;
+    int changed = apply_log(m, d);
+    if (changed < 0)
+        return changed;
     if (d->truncate)
         m->size = d->truncate_to;
     if (d->written_end > m->size)
         m->size = d->written_end;
-    int changed = m->size != was;
+    /* Every overlay lies within the file (its writer's end came with it). */
+    if (m->noverlays &&
+        m->overlays[m->noverlays - 1].off + m->overlays[m->noverlays - 1].len > m->size)
+        m->size = m->overlays[m->noverlays - 1].off + m->overlays[m->noverlays - 1].len;
+    changed |= m->size != was;
     static const rfsm_rangeset whole = {.whole = 1};
     for (size_t i = 0; i < d->nstale; i++) {
         if (!d->base || d->stale[i] >= d->base->nobjects)
@@ -190,6 +231,28 @@ static int apply_delta(rfsm *m, void *ctx)
     return changed;
 }
 
+/* apply_delta under the exclusive lock, compacting when the overlays or logs grow too many
+ * (docs/manifest.md "Log-structured writes"). */
+static int apply_compacting(rfsm *m, void *ctx)
+{
+    const rfsm_delta *d = ctx;
+    int changed = 0;
+    if ((uint64_t)m->noverlays + 2 * (uint64_t)d->noverlays + 2 > RFSM_MAX_OVERLAYS &&
+        (changed = d->compact(m, d->compact_ctx)) < 0)
+        return changed;
+    int c = apply_delta(m, ctx);
+    if (c < 0)
+        return c;
+    changed |= c;
+    if (m->noverlays > RFSM_COMPACT_AT || m->nlogs >= RFSM_MAX_LOGS - 1) {
+        c = d->compact(m, d->compact_ctx);
+        if (c < 0)
+            return c;
+        changed |= c;
+    }
+    return changed;
+}
+
 /* Under the shared lock: the stored manifest when d changes nothing in it, else NULL. */
 static int covered_shared(rfs_io *home, const rfsm_delta *d, rfsm **out)
 {
@@ -211,7 +274,7 @@ static int covered_shared(rfs_io *home, const rfsm_delta *d, rfsm **out)
 
 int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
 {
-    if (!d->truncate && d->written_end <= d->seen_size) {
+    if (!d->truncate && d->written_end <= d->seen_size && d->noverlays == 0) {
         rfsm *m = NULL;
         int rc = covered_shared(home, d, &m);
         if (rc != RFS_OK)
@@ -224,5 +287,5 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged)
             return RFS_OK;
         }
     }
-    return rfsm_store_update(home, apply_delta, (void *)d, merged);
+    return rfsm_store_update(home, d->compact ? apply_compacting : apply_delta, (void *)d, merged);
 }

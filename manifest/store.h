@@ -17,6 +17,8 @@
 /* Reads and decodes the manifest through its open file home (a shared lock held meanwhile). */
 int rfsm_store_load(rfs_io *home, rfsm **out);
 
+typedef int (*rfsm_update_fn)(rfsm *m, void *ctx);
+
 /* What one process changed, to merge into the stored manifest. */
 typedef struct rfsm_delta {
     uint64_t written_end; /* the logical end of this process's writes (0: none) */
@@ -41,6 +43,20 @@ typedef struct rfsm_delta {
      * other processes' checks share, and only a delta that does change something waits for
      * the exclusive one (docs/manifest.md "Consistency"). */
     uint64_t seen_size;
+    /* Log-structured writes: this process's log object (server URL and path; NULL: none),
+     * the bytes of it handed out (its recorded length is raised to that), and its overlays
+     * not merged yet (their log fields ignored), put over the stored ones in order before a
+     * truncation applies. */
+    const char *log_server, *log_path;
+    uint64_t log_len;
+    const rfsm_overlay *overlays;
+    size_t noverlays;
+    /* Compaction (NULL: none): called under the exclusive lock on the stored manifest when
+     * the overlays would pass RFSM_MAX_OVERLAYS (before the delta) or pass RFSM_COMPACT_AT or
+     * the logs RFSM_MAX_LOGS - 1 (after it); returns 1 (it changed m) or an error, which
+     * fails the merge. */
+    rfsm_update_fn compact;
+    void *compact_ctx;
 } rfsm_delta;
 
 /* Under the exclusive update lock: reads the stored manifest, applies d (size: truncate_to
@@ -53,7 +69,6 @@ int rfsm_store_merge(rfs_io *home, const rfsm_delta *d, rfsm **merged);
 /* The general form: under the exclusive lock, fn(stored manifest, ctx) edits it in place and
  * returns 1 (changed: generation + 1, written back, synced), 0 (nothing to write) or an
  * RFS_E_* error (nothing written; the error returned). */
-typedef int (*rfsm_update_fn)(rfsm *m, void *ctx);
 int rfsm_store_update(rfs_io *home, rfsm_update_fn fn, void *ctx, rfsm **merged);
 
 /* The index in m of the object on server URL `server` at `path`, or RFSM_NO_OBJECT. */

@@ -215,9 +215,9 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
             return 0;
         h->depot_fixed = !strcmp(v, "fixed");
     } else if (!strcmp(key, "rfs_manifest_mode")) {
-        if (strcmp(v, "direct") && strcmp(v, "buffered"))
+        if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "log"))
             return 0;
-        h->manifest_buffered = !strcmp(v, "buffered");
+        h->manifest_buffered = !strcmp(v, "buffered") ? 1 : !strcmp(v, "log") ? 2 : 0;
     } else if (!strcmp(key, "rfs_manifest_read")) {
         if (strcmp(v, "direct") && strcmp(v, "sieve"))
             return 0;
@@ -429,7 +429,10 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
     if (h->replicas)
         SETI("rfs_replicas", h->replicas);
     MPI_Info_set(info, "rfs_depot_order", h->depot_fixed ? "fixed" : "rotate");
-    MPI_Info_set(info, "rfs_manifest_mode", h->manifest_buffered ? "buffered" : "direct");
+    MPI_Info_set(info, "rfs_manifest_mode",
+                 h->manifest_buffered == 2   ? "log"
+                 : h->manifest_buffered == 1 ? "buffered"
+                                             : "direct");
     MPI_Info_set(info, "rfs_manifest_read", h->manifest_sieve ? "sieve" : "direct");
     if (h->manifest_buffer)
         SETI("rfs_manifest_buffer", h->manifest_buffer);

@@ -167,7 +167,7 @@ typedef struct mp_hints {
     int replicas;        /* rfs_replicas; 0: 1 */
     int depot_fixed;     /* rfs_depot_order=fixed (1) or rotate (0): where a new file starts */
     /* A logical file's small-write and noncontiguous-read modes (manifest/modes.h). */
-    int manifest_buffered;   /* rfs_manifest_mode=buffered (1) or direct (0) */
+    int manifest_buffered;   /* rfs_manifest_mode=buffered (1), log (2) or direct (0) */
     int manifest_sieve;      /* rfs_manifest_read=sieve (1) or direct (0) */
     int64_t manifest_buffer; /* rfs_manifest_buffer: bytes of either buffer; 0: 4 MiB */
 } mp_hints;

@@ -301,7 +301,8 @@ static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_o
                                  .stripe_count = f->hints.stripe_count,
                                  .replicas = f->hints.replicas,
                                  .depot_slot = depot_slot(f),
-                                 .buffered = f->hints.manifest_buffered,
+                                 .buffered = f->hints.manifest_buffered == 1,
+                                 .log = f->hints.manifest_buffered == 2,
                                  .sieve = f->hints.manifest_sieve,
                                  .buffer_size = (uint64_t)f->hints.manifest_buffer};
         return rfs_manifest_open_in(f->rt, name, flags, f->hints.file_perm, opts, &p, &f->io);

@@ -664,7 +664,7 @@ _LN_FIGURES = (
      "manifest_wan_ns.json (and manifest_wan.json)"),
     ("8", "cost of replication: 2 replicas vs 1", "sizes", "manifest_wan_ns.json"),
     ("9", "small writes, direct vs buffered", "small", "manifest_wan.json"),
-    ("10", "log-structured noncontiguous writes", "(helper logw)", ""),
+    ("10", "log-structured noncontiguous writes", "noncontig", "manifest_wan_noncontig.json"),
     ("11", "strided reads, direct vs data sieving", "small", "manifest_wan.json"),
     ("12, 13", "2-D tiles (2 x 2), collective vs independent, write and read", "sweep",
      "manifest_wan.json"),
@@ -818,6 +818,37 @@ def _manifest_wan_section(outdir, fname="manifest_wan.json"):
     return "\n".join(out)
 
 
+def _manifest_wan_noncontig_section(outdir):
+    """bench/manifest/wan.py --parts noncontig (manifest_wan_noncontig.json), if present: the
+    analogue of mpiio-logistical-networking Fig. 10 and of Fig. 11(b)'s read back."""
+    d = _load(outdir, "manifest_wan_noncontig.json")
+    nc = d.get("noncontig") if d.get("benchmark") == "manifest_wan" else None
+    if not nc:
+        return ""
+    p = d["params"]
+    out = ["## Log-structured noncontiguous writes on the WAN (`bench/manifest/wan.py --parts "
+           "noncontig`)", "",
+           f"{p['servers']} rfsd, each behind its own {_fmt(p['link_mbit'])} Mbit/s link, "
+           f"{_fmt(p['delay_ms_each_way'])} ms each way; {nc['ranks']} ranks, "
+           f"{nc['bytes_per_rank']} bytes per rank, {nc['note']}; {p['reps']} repetitions, "
+           "medians; load average (1 min) seen: "
+           + ", ".join(_fmt(x) for x in d.get("loadavg_1min_seen", [])) + ".", "",
+           "| regions per write | region | log write | direct list write | per-region write "
+           "| log / list | log / per-region | read: log-written | read: direct-written |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, c in nc["cases"].items():
+        w, r = c["write_MBps"], c["read_MBps"]
+        pr = w.get("direct_per_region")
+        out.append(f"| {n} | {c['region_bytes']} B | {_fmt(w['log'])} MB/s | "
+                   f"{_fmt(w['direct_list'])} MB/s | "
+                   + (f"{_fmt(pr)} MB/s" if pr else "not run") +
+                   f" | {_fmt(c['log_vs_direct_list_write'])} | "
+                   + (f"{_fmt(c['log_vs_per_region_write'])}" if pr else "") +
+                   f" | {_fmt(r['log'])} MB/s | {_fmt(r['direct_list'])} MB/s |")
+    out += ["", "![noncontig](manifest-wan-noncontig.png)", ""]
+    return "\n".join(out)
+
+
 def write_report(outdir):
     docs = []
     for path in sorted(glob.glob(os.path.join(outdir, "*.json"))):
@@ -848,7 +879,8 @@ def write_report(outdir):
                     _cli_wan_section(outdir), _cache_read_section(outdir),
                     _wbehind_section(outdir),
                     _mpisrv_section(outdir), _manifest_wan_section(outdir),
-                    _manifest_wan_section(outdir, "manifest_wan_ns.json")):
+                    _manifest_wan_section(outdir, "manifest_wan_ns.json"),
+                    _manifest_wan_noncontig_section(outdir)):
         if section:
             text.append(section)
     # Sections written by hand (a benchmark without a generator, or what a run showed that its

@@ -177,6 +177,30 @@ def sizes(doc, out):
     plt.close(fig)
 
 
+def noncontig(doc, out):
+    nc = doc["noncontig"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 4))
+    labels = [f"{n} x {c['region_bytes'] >> 10} KiB" for n, c in nc["cases"].items()]
+    for ax in (a1, a2):
+        ax.set_yscale("log")
+    x = range(len(labels))
+    for ax, key, title in ((a1, "write_MBps", "strided write + sync (Fig. 10)"),
+                           (a2, "read_MBps", "reading it back (Fig. 11(b))")):
+        for k, (m, lab) in enumerate((("log", "log"), ("direct_list", "direct (list I/O)"),
+                                      ("direct_per_region", "a request per region"))):
+            ax.bar([i + (k - 1) * 0.27 for i in x],
+                   [c[key].get(m, 0) for c in nc["cases"].values()], 0.27, label=lab)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, fontsize=7, rotation=25)
+        ax.set_ylabel("MB/s per rank (median, log scale)")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(_link(doc), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
 def plot_all(path, outdir=RESULTS):
     with open(path) as f:
         doc = json.load(f)
@@ -185,9 +209,11 @@ def plot_all(path, outdir=RESULTS):
     prefix = os.path.splitext(os.path.basename(path))[0].replace("_", "-")
     for key, fn in (("stripe", stripe), ("stripe512", lambda d, o: stripe(d, o, "stripe512")),
                     ("depot", depot), ("sizes", sizes), ("failover", failover),
-                    ("small", small), ("sweep", sweep)):
+                    ("small", small), ("sweep", sweep), ("noncontig", noncontig)):
         if key in doc:
-            out = os.path.join(outdir, f"{prefix}-{key}.png")
+            # manifest_wan_noncontig.json's noncontig part: manifest-wan-noncontig.png
+            name = prefix if prefix.endswith("-" + key) else f"{prefix}-{key}"
+            out = os.path.join(outdir, f"{name}.png")
             fn(doc, out)
             made.append(out)
     return made

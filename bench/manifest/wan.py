@@ -43,6 +43,10 @@ sweep     Fig. 6: one rank writing --sweep-calls pieces of each size 1 B .. 1 Mi
           direct against buffered (writes and MPI_File_sync timed together). Fig. 13: a
           --tile x --tile array of doubles in 2 x 2 tiles, 4 ranks, collective and
           independent, direct against buffered writes with sieved reads.
+noncontig Fig. 10: 4 ranks, one strided write of n = --noncontig-regions regions each
+          (--noncontig-total bytes per rank, hole = region) + MPI_File_sync, and the read back:
+          rfs_manifest_mode=log against direct list writes and a request per region
+          (rfs_max_extents=1). Run it into bench/results/manifest_wan_noncontig.json.
 
 Everything started is stopped by PID; the links and namespaces are taken down at the end, also
 on failure.
@@ -703,8 +707,62 @@ def part_sweep(a, env, srv):
                               "MPI_File_sync, timed together"}}
 
 
+def part_noncontig(a, env, srv):
+    """Fig. 10 (log-structured noncontiguous writes) and Fig. 11(b) (reading a log-written file
+    back): 4 ranks each write --noncontig-total bytes in ONE strided write of n regions (a
+    vector view, each region followed by a hole of its size), then MPI_File_sync (timed with
+    the write), then read them back the same way; rfs_manifest_mode=log against direct list
+    writes (rfs's default: one list request per stripe object) and against a request per region
+    (rfs_max_extents=1, the paper's "naive" direct mode), on a logical file over the 4
+    servers (1 MiB units). Each mode writes a file of its own."""
+    modes = (("log", ";rfs_manifest_mode=log"), ("direct_list", ""),
+             ("direct_per_region", ";rfs_max_extents=1"))
+    def skip(m, n):  # a round trip per region: too long to wait for
+        return m == "direct_per_region" and n > a.noncontig_per_region_max
+
+    runs = {str(n): {m: [] for m, _ in modes if not skip(m, n)} for n in a.noncontig_regions}
+    for rep in range(a.reps):
+        for n in a.noncontig_regions:
+            for m, extra in modes:
+                if skip(m, n):
+                    continue
+                r = synthetic(env, srv, f"noncontig_{m}_{n}_{rep}.rfsm",
+                              layout_hints(srv, NSERVERS, 1, extra),
+                              ["--only", "strided"] +
+                              ([] if a.noncontig_untimed_sync else ["--timed-sync"]) +
+                              ["--strided-total", str(a.noncontig_total), "--min-regions", str(n),
+                               "--max-regions", str(n)], 4)
+                c = r["cases"][0]
+                if c["errors"]:
+                    raise RuntimeError(f"noncontig {m} {n}: {c['errors']} wrong bytes read back")
+                runs[str(n)][m].append({"bytes": c["bytes"], "write_s": c["write_sec"],
+                                        "read_s": c["read_sec"], "errors": c["errors"],
+                                        "write_MBps": c["bytes"] / c["write_sec"] / 1e6,
+                                        "read_MBps": c["bytes"] / c["read_sec"] / 1e6})
+                log(f"noncontig rep {rep} {n} regions {m}: write+sync "
+                    f"{runs[str(n)][m][-1]['write_MBps']:.2f} MB/s, read "
+                    f"{runs[str(n)][m][-1]['read_MBps']:.2f} MB/s")
+    med = statistics.median
+    cases = {}
+    for n, byn in runs.items():
+        w = {m: med(x["write_MBps"] for x in byn[m]) for m in byn}
+        rd = {m: med(x["read_MBps"] for x in byn[m]) for m in byn}
+        cases[n] = {"region_bytes": a.noncontig_total // int(n), "runs": byn,
+                    "write_MBps": w, "read_MBps": rd,
+                    "log_vs_direct_list_write": w["log"] / w["direct_list"],
+                    "log_written_read_vs_direct": rd["log"] / rd["direct_list"]}
+        if "direct_per_region" in w:
+            cases[n]["log_vs_per_region_write"] = w["log"] / w["direct_per_region"]
+    sync = ("the write alone (MPI_File_sync after it, untimed)" if a.noncontig_untimed_sync
+            else "then MPI_File_sync, timed together")
+    return {"bytes_per_rank": a.noncontig_total, "ranks": 4, "cases": cases,
+            "sync_timed": not a.noncontig_untimed_sync,
+            "note": f"one strided write per rank of n regions (hole = region), {sync}; read "
+                    "back in one strided read each; MB/s of all ranks' bytes over the phase"}
+
+
 BINDIR = None
-PARTS = ("stripe", "stripe512", "depot", "sizes", "failover", "small", "sweep")
+PARTS = ("stripe", "stripe512", "depot", "sizes", "failover", "small", "sweep", "noncontig")
 
 
 def main():
@@ -738,6 +796,12 @@ def main():
     ap.add_argument("--per-region-max", type=int, default=1024)
     ap.add_argument("--strided-regions", type=lambda v: [int(x) for x in v.split(",")],
                     default=[1024, 65536])
+    ap.add_argument("--noncontig-total", type=int, default=4 << 20)
+    ap.add_argument("--noncontig-regions", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[1, 16, 64, 256, 4096])
+    ap.add_argument("--noncontig-per-region-max", type=int, default=256)
+    ap.add_argument("--noncontig-untimed-sync", action="store_true",
+                    help="noncontig: time the write without MPI_File_sync (where the time goes)")
     ap.add_argument("--out", default=os.path.join(BENCH, "results", "manifest_wan.json"))
     a = ap.parse_args()
     parts = [p for p in a.parts.split(",") if p]
@@ -759,7 +823,7 @@ def main():
         env = net.env
         srv = Servers(net, work, secrets.token_hex(16))
         parts_fn = {"stripe": part_stripe, "depot": part_depot, "sizes": part_sizes,
-                    "failover": part_failover,
+                    "failover": part_failover, "noncontig": part_noncontig,
                     "small": part_small, "sweep": part_sweep, "ab": part_ab,
                     "stripe512": lambda a, e, s: part_stripe(
                         argparse.Namespace(**dict(vars(a), size_mib=512)), e, s)}

@@ -22,7 +22,7 @@ _rfs_options() {
         mkdir) echo "$common -p --parents" ;;
         ping) echo "$common -c --count" ;;
         recover) echo "$common --to --force" ;;
-        manifest) echo "$common --json show ls augment trim refresh --server --column --replica --force --extend" ;;
+        manifest) echo "$common --json show ls augment trim refresh compact --server --column --replica --force --extend" ;;
         share) echo "$common --read --write --manage --expires --revoke --lease" ;;
         *) echo "$common" ;;
     esac

@@ -27,6 +27,11 @@ typedef struct rfs_manifest_params {
                            * and at sync, flush, size changes, locks and close */
     int sieve;            /* 1: read a list of ranges as the spans that cover them */
     uint64_t buffer_size; /* bytes of either buffer; 0: 4 MiB */
+    /* 1: log-structured writes (docs/manifest.md "Log-structured writes"): each write, a list
+     * of ranges too, is appended as one write to this process's log object, and its ranges
+     * are mapped onto it in the manifest at sync, flush and close. Refused on a replicated
+     * file. (After the older fields, so that programs built before it keep their layout.) */
+    int log;
     /* Depot reordering (docs/manifest.md "Where a new file starts"): 0 puts the first column
      * on the first of `servers`; k > 0 on the ((k - 1) mod n)-th, the others following in
      * turn, so that processes each making a small file do not all load the same server
@@ -45,7 +50,14 @@ int rfs_is_manifest_name(const char *name);
  * params: NULL as zeroed. */
 int rfs_io_open_manifest(const char *name, unsigned flags, unsigned mode, const rfs_options *opts,
                          const rfs_manifest_params *params, rfs_io **out);
-/* Deletes the logical file: its objects on every server, then the manifest. */
+/* Compacts the overlays of log-structured writes (docs/manifest.md "Log-structured writes"):
+ * copies their bytes into the stripe objects (read and written through this client), then,
+ * under the manifest's update lock, drops them and deletes the log objects no process holds
+ * open. *overlays and *logs (may be NULL) get how many overlays and log objects went. */
+int rfs_manifest_compact(const char *name, const rfs_options *opts, uint32_t *overlays,
+                         uint32_t *logs);
+/* Deletes the logical file: its objects on every server, then the manifest, and its log
+ * objects. */
 int rfs_manifest_delete(const char *name, const rfs_options *opts);
 
 #ifdef __cplusplus

@@ -52,12 +52,12 @@ int rfsm_check_bytes(const uint8_t *data, size_t size)
     uint8_t *again = NULL;
     size_t len = 0;
     CHECK(rfsm_encode(m, "fuzz", &again, &len) == RFS_OK);
-    if (data[4] == RFSM_VERSION) {
+    if (data[4] == RFSM_VERSION || (data[4] == RFSM_VERSION_3 && rfsm_has_logs(m))) {
         CHECK(len == size && memcmp(again, data, size) == 0);
     } else {
-        /* A version 1 manifest is written back as version 2: the same content, which then
-         * encodes to the same bytes again. */
-        CHECK(data[4] == RFSM_VERSION_1 && again[4] == RFSM_VERSION);
+        /* A version 1 manifest, or a version 3 one without logs, is written back as version 2:
+         * the same content, which then encodes to the same bytes again. */
+        CHECK((data[4] == RFSM_VERSION_1 || data[4] == RFSM_VERSION_3) && again[4] == RFSM_VERSION);
         rfsm *m2 = NULL;
         CHECK(rfsm_decode(again, len, "fuzz", &m2) == RFS_OK);
         CHECK(m2->size == m->size && m2->nobjects == m->nobjects && m2->nextents == m->nextents);
@@ -88,6 +88,23 @@ int rfsm_check_bytes(const uint8_t *data, size_t size)
     for (uint32_t x = 0; x < m->nextents; x++)
         for (uint32_t c = 0; c < m->extents[x].stripe_count; c++)
             CHECK(rfsm_column_bytes(&m->extents[x], c, m->size) <= m->size);
+    /* Overlays: the whole file resolves into pieces in buffer order, each log piece inside
+     * its log's recorded bytes. */
+    if (m->noverlays) {
+        rfs_extent all = {0, m->size};
+        rfsm_resolved *r = NULL;
+        size_t nr = 0;
+        CHECK(rfsm_resolve(m->overlays, m->noverlays, &all, 1, &r, &nr) == RFS_OK);
+        uint64_t pos = 0;
+        for (size_t k = 0; k < nr; k++) {
+            CHECK(r[k].pos == pos && r[k].len > 0);
+            if (r[k].log != RFSM_NO_OBJECT)
+                CHECK(r[k].log < m->nlogs && r[k].src + r[k].len <= m->logs[r[k].log].len);
+            pos += r[k].len;
+        }
+        CHECK(pos == m->size);
+        free(r);
+    }
     FILE *null = fopen("/dev/null", "w");
     if (null) {
         rfsm_write_json(null, m);
