@@ -29,7 +29,17 @@ int rfsm_server_of_name(const char *name, char *out, size_t cap)
     return RFS_OK;
 }
 
+uint32_t rfsm_first_server(unsigned depot_slot, uint32_t nservers)
+{
+    return depot_slot > 0 && nservers > 0 ? (uint32_t)((depot_slot - 1) % nservers) : 0;
+}
+
 int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out)
+{
+    return rfsm_make_striped_at(l, 0, base, out);
+}
+
+int rfsm_make_striped_at(const rfsm_layout *l, uint32_t first_server, const char *base, rfsm **out)
 {
     *out = NULL;
     if (l->nservers == 0 || l->nservers > RFSM_MAX_SERVERS)
@@ -66,7 +76,7 @@ int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out)
     for (uint32_t c = 0; c < l->stripe_count; c++) {
         for (uint32_t r = 0; r < l->replicas; r++) {
             rfsm_object *o = &m->objects[m->nobjects];
-            o->server = (c + r) % l->nservers;
+            o->server = (first_server % l->nservers + c + r) % l->nservers;
             if (!(o->path = malloc(blen + 32)))
                 goto nomem;
             snprintf(o->path, blen + 32, "%s.c%u.r%u", base, c, r);

@@ -142,11 +142,19 @@ typedef struct rfsm_layout {
     uint32_t stripe_count, replicas;
 } rfsm_layout;
 
+/* The first_server of a new file's layout for rfs_manifest_params.depot_slot: 0 for slot 0
+ * (the first server), else (slot - 1) % nservers. */
+uint32_t rfsm_first_server(unsigned depot_slot, uint32_t nservers);
+
 /* 1 MiB: docs/manifest.md "Why 1 MiB". */
 #define RFSM_DEFAULT_STRIPE_SIZE (1ull << 20)
 
 /* A new manifest of one extent [0, RFSM_MAX_SIZE) striped as l says, its objects named
- * `<base>.c<column>.r<replica>` on server (column + replica) % nservers. */
+ * `<base>.c<column>.r<replica>` on server (first_server + column + replica) % nservers
+ * (depot reordering, docs/manifest.md "Where a new file starts"; rfsm_make_striped: 0, column
+ * 0 on servers[0]). The placement is recorded object by object, so readers need no rule to
+ * find it. */
+int rfsm_make_striped_at(const rfsm_layout *l, uint32_t first_server, const char *base, rfsm **out);
 int rfsm_make_striped(const rfsm_layout *l, const char *base, rfsm **out);
 
 /* One contiguous piece of a logical range inside one column of one extent. */

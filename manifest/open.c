@@ -87,7 +87,8 @@ static int create_manifest(const char *name, unsigned mode, const rfs_options *o
     size_t len = 0;
     rc = layout_of(name, p, &l, &list);
     if (rc == RFS_OK)
-        rc = rfsm_make_striped(&l, n.path, &m);
+        rc = rfsm_make_striped_at(&l, rfsm_first_server(p ? p->depot_slot : 0, l.nservers), n.path,
+                                  &m);
     if (rc == RFS_OK)
         rc = rfsm_encode(m, name, &buf, &len);
     if (rc == RFS_OK)

@@ -210,6 +210,10 @@ int mp_hint_set(mp_hints *h, const char *key, const char *v)
         if (!parse_long(v, 1, 16, 10, &x))
             return 0;
         h->replicas = (int)x;
+    } else if (!strcmp(key, "rfs_depot_order")) {
+        if (strcmp(v, "rotate") && strcmp(v, "fixed"))
+            return 0;
+        h->depot_fixed = !strcmp(v, "fixed");
     } else if (!strcmp(key, "rfs_manifest_mode")) {
         if (strcmp(v, "direct") && strcmp(v, "buffered") && strcmp(v, "log"))
             return 0;
@@ -424,6 +428,7 @@ int mp_hints_to_info(const mp_hints *h, MPI_Info *out)
         SETI("rfs_stripe_count", h->stripe_count);
     if (h->replicas)
         SETI("rfs_replicas", h->replicas);
+    MPI_Info_set(info, "rfs_depot_order", h->depot_fixed ? "fixed" : "rotate");
     MPI_Info_set(info, "rfs_manifest_mode",
                  h->manifest_buffered == 2   ? "log"
                  : h->manifest_buffered == 1 ? "buffered"

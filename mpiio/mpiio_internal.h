@@ -165,6 +165,7 @@ typedef struct mp_hints {
     int64_t stripe_size; /* rfs_stripe_size; 0: 1 MiB */
     int stripe_count;    /* rfs_stripe_count; 0: every server */
     int replicas;        /* rfs_replicas; 0: 1 */
+    int depot_fixed;     /* rfs_depot_order=fixed (1) or rotate (0): where a new file starts */
     /* A logical file's small-write and noncontiguous-read modes (manifest/modes.h). */
     int manifest_buffered;   /* rfs_manifest_mode=buffered (1), log (2) or direct (0) */
     int manifest_sieve;      /* rfs_manifest_read=sieve (1) or direct (0) */

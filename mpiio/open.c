@@ -277,6 +277,19 @@ static char *name_for_transport(mp_hints *h, const char *name)
     return out;
 }
 
+/* Depot reordering (mpiio-logistical-networking.txt sec. 4, Fig. 14; docs/manifest.md "Where
+ * a new file starts"): a file one process opens (file per process) starts on the server its
+ * rank in MPI_COMM_WORLD picks, so that N ranks each making a small file load N servers, not
+ * all the first. A shared file starts on the first server: its ranks' accesses are spread over
+ * the columns by their offsets already. 0: the first server. */
+static unsigned depot_slot(const mp_file *f)
+{
+    int world = 0;
+    if (f->hints.depot_fixed || f->size != 1 || PMPI_Comm_rank(MPI_COMM_WORLD, &world) != 0)
+        return 0;
+    return (unsigned)world + 1;
+}
+
 /* The bottom of the file's stack: the remote file, or for a .rfsm name the logical file over
  * its servers (manifest/, opened at once: its layout must be known before any access). */
 static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_options *opts,
@@ -287,6 +300,7 @@ static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_o
                                  .stripe_size = (uint64_t)f->hints.stripe_size,
                                  .stripe_count = f->hints.stripe_count,
                                  .replicas = f->hints.replicas,
+                                 .depot_slot = depot_slot(f),
                                  .buffered = f->hints.manifest_buffered == 1,
                                  .log = f->hints.manifest_buffered == 2,
                                  .sieve = f->hints.manifest_sieve,

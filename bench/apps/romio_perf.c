@@ -13,6 +13,9 @@
  * that interleaves the ranks' arrays in blocks of --block bytes (1 MiB): rank r's block i at
  * (i * nprocs + r) * block. The ranges interleave, so two-phase collective buffering applies
  * and the node's aggregators move all the data (the "MPI-IO collective write" of issue #12).
+ * --file-per-process: rank r writes its array at offset 0 of a file of its own, opened with
+ * MPI_COMM_SELF and named after the target with ".r<rank>" before its extension
+ * (out.rfsm -> out.r2.rfsm): the file-per-process pattern of depot reordering (issue #17).
  */
 #include "common.h"
 
@@ -24,9 +27,10 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     static const char *const known[] = {"--size", "--loops", "--block", NULL};
-    static const char *const flags[] = {"--no-sync", "--collective", NULL};
+    static const char *const flags[] = {"--no-sync", "--collective", "--file-per-process", NULL};
     bench_check_args(argc, argv, known, flags,
                      "[--size BYTES] [--loops L] [--no-sync] [--collective [--block BYTES]] "
+                     "[--file-per-process] "
                      "[--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "romio_perf", argc, argv);
@@ -37,14 +41,18 @@ int main(int argc, char **argv)
     int do_sync = !bench_opt_flag(argc, argv, "--no-sync");
     int coll = bench_opt_flag(argc, argv, "--collective");
     long long block = bench_opt_size(argc, argv, "--block", 1LL << 20);
+    int fpp = bench_opt_flag(argc, argv, "--file-per-process");
     if (size < 8 || size % 8 || size > 0x7fffffffLL || loops < 1)
         bench_die("--size must be a multiple of 8 in [8, 2 GiB); --loops >= 1");
     if (coll && (block < 8 || block % 8 || size % block))
         bench_die("--block must be a multiple of 8 that divides --size");
+    if (coll && fpp)
+        bench_die("--collective and --file-per-process exclude each other");
     bench_param_int(b, "size", size);
     bench_param_int(b, "loops", loops);
     bench_param_int(b, "sync_phase", do_sync);
     bench_param_int(b, "collective", coll);
+    bench_param_int(b, "file_per_process", fpp);
     if (coll)
         bench_param_int(b, "block", block);
 
@@ -53,11 +61,29 @@ int main(int argc, char **argv)
     MPI_Offset off = (MPI_Offset)b->rank * size;
     long long first_word = (long long)b->rank * nwords;
 
-    bench_remove(b, b->target);
+    char own[4096];
+    const char *name = b->target;
+    if (fpp) {
+        /* ".r<rank>" before the extension of the last path component, if it has one */
+        const char *slash = strrchr(b->target, '/');
+        const char *dot = strrchr(slash ? slash : b->target, '.');
+        int stem = dot ? (int)(dot - b->target) : (int)strlen(b->target);
+        if (snprintf(own, sizeof own, "%.*s.r%d%s", stem, b->target, b->rank, dot ? dot : "") >=
+            (int)sizeof own)
+            bench_die("target name too long");
+        name = own;
+        off = 0;
+        first_word = (long long)b->rank * nwords;       /* each rank's own words, as before */
+        int err = MPI_File_delete(name, MPI_INFO_NULL); /* stale data must not verify */
+        (void)err;
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        bench_remove(b, b->target);
+    }
     MPI_File fh;
     double t = bench_now();
-    BCHK(MPI_File_open(MPI_COMM_WORLD, b->target, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
-                       &fh),
+    BCHK(MPI_File_open(fpp ? MPI_COMM_SELF : MPI_COMM_WORLD, name, MPI_MODE_CREATE | MPI_MODE_RDWR,
+                       MPI_INFO_NULL, &fh),
          "MPI_File_open");
     bench_add(b, "open", bench_now() - t);
     MPI_Datatype ftype = MPI_DATATYPE_NULL;

@@ -657,36 +657,104 @@ def _mpisrv_section(outdir):
     return "\n".join(out)
 
 
-def _manifest_wan_section(outdir):
-    """bench/manifest/wan.py's results (manifest_wan.json), if present: the analogues of
-    mpiio-logistical-networking Figs. 7, 9 and 11, and replica failover under load."""
-    d = _load(outdir, "manifest_wan.json")
+# The paper's figures (mpiio-logistical-networking.txt) and where their analogues are.
+_LN_FIGURES = (
+    ("6", "contiguous writes of 1 B .. 1 MiB, direct vs buffered", "sweep", "manifest_wan.json"),
+    ("7", "large contiguous writes: striped vs one server, by size", "stripe, stripe512, sizes",
+     "manifest_wan_ns.json (and manifest_wan.json)"),
+    ("8", "cost of replication: 2 replicas vs 1", "sizes", "manifest_wan_ns.json"),
+    ("9", "small writes, direct vs buffered", "small", "manifest_wan.json"),
+    ("10", "log-structured noncontiguous writes", "noncontig", "manifest_wan_noncontig.json"),
+    ("11", "strided reads, direct vs data sieving", "small", "manifest_wan.json"),
+    ("12, 13", "2-D tiles (2 x 2), collective vs independent, write and read", "sweep",
+     "manifest_wan.json"),
+    ("14", "depot reordering: fixed vs rotated server order", "depot", "manifest_wan_ns.json"),
+)
+
+
+def _stripe_table(st, img):
+    out = [f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}. "
+           "`sync`: the write + sync phase's time less the write phase's (two writes of "
+           "the same bytes: noise can make it negative).", "",
+           "| file | servers | write + sync | vs one server | write alone | sync | "
+           "read | vs one server | iperf3 to / from the servers |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, s in st["summary"].items():
+        out.append(f"| {n} | {s['servers']} | {_fmt(s['write_sync_MBps'])} MB/s | "
+                   f"{_fmt(s['write_vs_one_server'])} | "
+                   f"{_fmt(s.get('write_MBps', float('nan')))} MB/s | "
+                   f"{_fmt(s.get('sync_s', float('nan')))} s | {_fmt(s['read_MBps'])} MB/s | "
+                   f"{_fmt(s['read_vs_one_server'])} | "
+                   f"{_fmt(s['links_iperf3_fwd_MBps'])} / "
+                   f"{_fmt(s['links_iperf3_rev_MBps'])} MB/s |")
+    return out + ["", f"![striped]({img})", ""]
+
+
+def _depot_table(dp, img):
+    out = [f"{dp['workload']}; reference: iperf3 through 1 link "
+           f"{_fmt(dp['iperf3_fwd_MBps']['1'])} MB/s, through the 4 links "
+           f"{_fmt(dp['iperf3_fwd_MBps']['4'])} MB/s (same run). `slow0`/`slow3`: server 0's "
+           f"or server 3's link at {_fmt(dp['slow_link_mbit'])} Mbit/s. Write phase (each "
+           "write returns when every object replied), median MB/s. A shared file starts on "
+           "server 0 with either value (the same layout): its two columns differ by noise "
+           "alone.", "",
+           "| links | pattern | write fixed | write rotate | rotate / fixed | read fixed | "
+           "read rotate | rotate / fixed |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for v, pats in dp["summary"].items():
+        for pat, x in pats.items():
+            m = x["median"]
+            out.append(f"| {v} | {pat.replace('_', ' ')} | {_fmt(m['fixed']['write_MBps'])} | "
+                       f"{_fmt(m['rotate']['write_MBps'])} | "
+                       f"{_fmt(x['write_rotate_vs_fixed'])} | {_fmt(m['fixed']['read_MBps'])} | "
+                       f"{_fmt(m['rotate']['read_MBps'])} | {_fmt(x['read_rotate_vs_fixed'])} |")
+    return out + ["", f"![depot]({img})", ""]
+
+
+def _sizes_table(sz, img):
+    m, r = sz["median"], sz["ratios"]
+    out = [f"{sz['workload']}. Reference: {sz['reference']}, same run. Median MB/s:", "",
+           "| MiB in all | plain write | 4x1 write | 4x2 write | 4x1 / plain | 4x2 / 4x1 | "
+           "plain read | 4x1 read | 4x2 read |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in sorted(m["plain"], key=int):
+        out.append(f"| {k} | {_fmt(m['plain'][k]['write_MBps'])} | "
+                   f"{_fmt(m['4x1'][k]['write_MBps'])} | {_fmt(m['4x2'][k]['write_MBps'])} | "
+                   f"{_fmt(r[k]['4x1_vs_plain_write'])} | {_fmt(r[k]['4x2_vs_4x1_write'])} | "
+                   f"{_fmt(m['plain'][k]['read_MBps'])} | {_fmt(m['4x1'][k]['read_MBps'])} | "
+                   f"{_fmt(m['4x2'][k]['read_MBps'])} |")
+    return out + ["", f"![sizes]({img})", ""]
+
+
+def _manifest_wan_section(outdir, fname="manifest_wan.json"):
+    """bench/manifest/wan.py's results (manifest_wan.json: one link divided per port;
+    manifest_wan_ns.json: a namespace and link per server), if present: the analogues of
+    mpiio-logistical-networking Figs. 6-14, and replica failover under load."""
+    d = _load(outdir, fname)
     if d.get("benchmark") != "manifest_wan":
         return ""
     p = d["params"]
-    out = ["## One logical file over several servers on the WAN (`bench/manifest/wan.py`)", "",
+    img = os.path.splitext(fname)[0].replace("_", "-")
+    ns = p.get("links_kind") == "ns"
+    out = ["## One logical file over several servers on the WAN (`bench/manifest/wan.py`"
+           + (", a namespace per server" if ns else "") + f", {fname})", "",
            f"{p['servers']} independent rfsd, each behind its own {_fmt(p['link_mbit'])} Mbit/s "
            f"link ({p['links']}), {_fmt(p['delay_ms_each_way'])} ms each way; client ranks in "
            f"the client namespace; {p['reps']} repetitions, medians; load average (1 min) seen: "
            + ", ".join(_fmt(x) for x in d.get("loadavg_1min_seen", [])) + ".", ""]
-    st = d.get("stripe")
-    if st:
-        out += ["### Striped write and read against one server (Fig. 7 analogue)", "",
-                f"{st['workload']}. Reference: {st['reference']}. Goal: {st['goal']}. "
-                "`sync`: the write + sync phase's time less the write phase's (two writes of "
-                "the same bytes: noise can make it negative).", "",
-                "| file | servers | write + sync | vs one server | write alone | sync | "
-                "read | vs one server | iperf3 to / from the servers |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for n, s in st["summary"].items():
-            out.append(f"| {n} | {s['servers']} | {_fmt(s['write_sync_MBps'])} MB/s | "
-                       f"{_fmt(s['write_vs_one_server'])} | "
-                       f"{_fmt(s.get('write_MBps', float('nan')))} MB/s | "
-                       f"{_fmt(s.get('sync_s', float('nan')))} s | {_fmt(s['read_MBps'])} MB/s | "
-                       f"{_fmt(s['read_vs_one_server'])} | "
-                       f"{_fmt(s['links_iperf3_fwd_MBps'])} / "
-                       f"{_fmt(s['links_iperf3_rev_MBps'])} MB/s |")
-        out += ["", "![striped](manifest-wan-stripe.png)", ""]
+    if ns:
+        out += ["The paper's figures (mpiio-logistical-networking.txt) and where their analogues "
+                "are:", "", "| figure | what | part | file |", "|---|---|---|---|"]
+        out += [f"| {f} | {w} | {pt} | {fl} |" for f, w, pt, fl in _LN_FIGURES]
+        out.append("")
+    for key, label in (("stripe", "Striped write and read against one server (Fig. 7 analogue)"),
+                       ("stripe512", "The same at 512 MiB (Fig. 7 analogue)")):
+        if d.get(key):
+            out += [f"### {label}", ""] + _stripe_table(d[key], f"{img}-{key}.png")
+    if d.get("depot"):
+        out += ["### Depot reordering (Fig. 14 analogue)", ""] + _depot_table(
+            d["depot"], f"{img}-depot.png")
+    if d.get("sizes"):
+        out += ["### Contiguous writes by size and the cost of replication (Figs. 7 and 8 "
+                "analogues)", ""] + _sizes_table(d["sizes"], f"{img}-sizes.png")
     fo = d.get("failover")
     if fo:
         s = fo["summary"]
@@ -701,7 +769,7 @@ def _manifest_wan_section(outdir):
                 f"{_fmt(s.get('clean_median_wait_s'))} s with 4 ranks sharing the links);",
                 f"- every byte read and checked in every run: {s['all_bytes_correct']} "
                 f"({s['bytes_per_run']} bytes per run).", "",
-                "![failover](manifest-wan-failover.png)", ""]
+                f"![failover]({img}-failover.png)", ""]
     sm = d.get("small")
     if sm:
         a, b = sm["small"], sm["strided"]
@@ -724,7 +792,7 @@ def _manifest_wan_section(outdir):
                        + (f"{_fmt(pr)} MB/s | {_fmt(c['sieve_vs_per_region'])} |" if pr
                           else "not run | |"))
         out += ["",
-                "![small](manifest-wan-small.png)", ""]
+                f"![small]({img}-small.png)", ""]
     sw = d.get("sweep")
     if sw:
         sz, tl = sw["sizes"], sw["tiles"]
@@ -746,7 +814,7 @@ def _manifest_wan_section(outdir):
             out.append(f"| {c} | " + " | ".join(
                 f"{_fmt(tl['median'][m][c]['write_MBps'])} | "
                 f"{_fmt(tl['median'][m][c]['read_MBps'])}" for m in tmodes) + " |")
-        out += ["", "![sweep](manifest-wan-sweep.png)", ""]
+        out += ["", f"![sweep]({img}-sweep.png)", ""]
     return "\n".join(out)
 
 
@@ -811,6 +879,7 @@ def write_report(outdir):
                     _cli_wan_section(outdir), _cache_read_section(outdir),
                     _wbehind_section(outdir),
                     _mpisrv_section(outdir), _manifest_wan_section(outdir),
+                    _manifest_wan_section(outdir, "manifest_wan_ns.json"),
                     _manifest_wan_noncontig_section(outdir)):
         if section:
             text.append(section)

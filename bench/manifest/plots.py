@@ -25,8 +25,8 @@ def _link(doc):
             f"{p['delay_ms_each_way']:g} ms each way")
 
 
-def stripe(doc, out):
-    s = doc["stripe"]["summary"]
+def stripe(doc, out, key="stripe"):
+    s = doc[key]["summary"]
     names = list(s)
     fig, ax = plt.subplots(figsize=(7, 4))
     x = range(len(names))
@@ -40,7 +40,8 @@ def stripe(doc, out):
     ax.set_xticklabels([f"{n}\n({s[n]['servers']} server{'s' if s[n]['servers'] > 1 else ''})"
                         for n in names])
     ax.set_ylabel("MB/s (median)")
-    ax.set_title(f"Striped logical file vs one server (romio_perf, 4 ranks)\n{_link(doc)}",
+    ax.set_title(f"Striped logical file vs one server (romio_perf, 4 ranks, "
+                 f"{doc[key].get('size_mib', doc['params']['size_mib'])} MiB)\n{_link(doc)}",
                  fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -132,6 +133,50 @@ def sweep(doc, out):
     plt.close(fig)
 
 
+def depot(doc, out):
+    """Fig. 14: rfs_depot_order fixed against rotate, per pattern and link variant."""
+    d = doc["depot"]
+    cases = [(v, p) for v in d["summary"] for p in d["summary"][v]]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = range(len(cases))
+    for k, (order, off) in enumerate((("fixed", -0.2), ("rotate", 0.2))):
+        ax.bar([i + off for i in x],
+               [d["summary"][v][p]["median"][order]["write_MBps"] for v, p in cases], 0.4,
+               label=f"write, rfs_depot_order={order}")
+    ax.axhline(d["iperf3_fwd_MBps"]["4"], color="k", lw=0.8, ls="--",
+               label="iperf3 through the 4 links")
+    ax.axhline(d["iperf3_fwd_MBps"]["1"], color="grey", lw=0.8, ls=":",
+               label="iperf3 through 1 link")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{p.replace('_', ' ')}\n{v}" for v, p in cases], fontsize=8)
+    ax.set_ylabel("MB/s (median)")
+    ax.set_title(f"Depot reordering (Fig. 14 analogue): {d['workload']}\n{_link(doc)}; "
+                 f"slow: one link at {d['slow_link_mbit']:g} Mbit/s", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def sizes(doc, out):
+    """Figs. 7 and 8: write bandwidth by size, plain / striped / striped with 2 replicas."""
+    m = doc["sizes"]["median"]
+    fig, axs = plt.subplots(1, 2, figsize=(9, 3.8))
+    for ax, q, what in ((axs[0], "write_MBps", "write"), (axs[1], "read_MBps", "read")):
+        for name in m:
+            ks = sorted(m[name], key=int)
+            ax.plot([int(k) for k in ks], [m[name][k][q] for k in ks], marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("MiB in all (4 ranks)")
+        ax.set_ylabel(f"{what} MB/s (median)")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Contiguous writes by size, replication cost (Figs. 7, 8 analogues)\n"
+                 f"{_link(doc)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
 def noncontig(doc, out):
     nc = doc["noncontig"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 4))
@@ -160,10 +205,15 @@ def plot_all(path, outdir=RESULTS):
     with open(path) as f:
         doc = json.load(f)
     made = []
-    for key, fn in (("stripe", stripe), ("failover", failover), ("small", small),
-                    ("sweep", sweep), ("noncontig", noncontig)):
+    # manifest_wan.json -> manifest-wan-*.png, manifest_wan_ns.json -> manifest-wan-ns-*.png
+    prefix = os.path.splitext(os.path.basename(path))[0].replace("_", "-")
+    for key, fn in (("stripe", stripe), ("stripe512", lambda d, o: stripe(d, o, "stripe512")),
+                    ("depot", depot), ("sizes", sizes), ("failover", failover),
+                    ("small", small), ("sweep", sweep), ("noncontig", noncontig)):
         if key in doc:
-            out = os.path.join(outdir, f"manifest-wan-{key}.png")
+            # manifest_wan_noncontig.json's noncontig part: manifest-wan-noncontig.png
+            name = prefix if prefix.endswith("-" + key) else f"{prefix}-{key}"
+            out = os.path.join(outdir, f"{name}.png")
             fn(doc, out)
             made.append(out)
     return made

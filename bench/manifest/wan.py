@@ -2,11 +2,14 @@
 # Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause
 """One logical file over several servers on the emulated WAN (issue #17, docs/manifest.md).
 
-Four independent rfsd (ports 7070..7073, exports on tmpfs) in the server namespace of a WAN of
-its own (bench/wan/up, namespaces mw-cli/mw-srv on 10.79.30.0/24), each behind its own link:
-bench/mpisrv's shaping replaces the WAN's tbf by an HTB class of --link-mbit per server port on
-both ends, so each server has a link of its own whatever the others do (the same code, imported
-from bench/mpisrv/run.py). The delay is --delay-ms each way. Parts (--parts):
+Four independent rfsd (exports on tmpfs), each behind a link of its own, 4 client ranks.
+--links ns (the default, issue #17 item 6): every rfsd in a network namespace of its own
+(mw0-srv .. mw3-srv, link i on 10.79.4i.0/24, port 7070), joined to the one client namespace
+(mwc) by its own delayd link (--delay-ms each way) with a tbf of --link-mbit on both ends:
+bench/wan/up once per link, joining the client namespace (RFS_WAN_JOIN_CLIENT_NS). --links
+htb (the first setup): one WAN (bench/wan/up, namespaces mw-cli/mw-srv on 10.79.30.0/24)
+whose link bench/mpisrv's shaping divides into an HTB class of --link-mbit per server port
+(7070..7073) on both ends, every rfsd in the one server namespace. Parts (--parts):
 
 stripe    Per repetition, the reference first: one iperf3 flow through each of the first N
           links at once (N = 1, 2, 4), to the servers and back. Then romio_perf (4 ranks in the
@@ -28,6 +31,14 @@ small     bench/apps/synthetic on a logical file over the 4 servers (1 MiB units
           is the writes and MPI_File_sync, which sends the buffered ones. Fig. 11: 4 ranks
           reading --strided-total bytes each in --strided-regions regions (a vector view, each
           region followed by a hole of its size), direct against rfs_manifest_read=sieve.
+stripe512 stripe at 512 MiB (whatever --size-mib says).
+depot     Fig. 14: depot reordering (docs/manifest.md "Where a new file starts"): 4 ranks
+          writing --depot-mib MiB in all, rfs_depot_order=fixed against rotate, file per
+          process (one stripe unit per file) and a shared file written collectively; with
+          --links ns also with one link at a quarter of the rate (server 0, then server 3).
+          Reference: iperf3 through 1 and 4 links in the same run.
+sizes     Figs. 7 and 8: writes (no sync) and reads of --sizes-mib MiB in all, to the plain
+          file, to a logical file over the 4 servers and to one with 2 replicas.
 sweep     Fig. 6: one rank writing --sweep-calls pieces of each size 1 B .. 1 MiB (x4),
           direct against buffered (writes and MPI_File_sync timed together). Fig. 13: a
           --tile x --tile array of doubles in 2 x 2 tiles, 4 ranks, collective and
@@ -37,11 +48,13 @@ noncontig Fig. 10: 4 ranks, one strided write of n = --noncontig-regions regions
           rfs_manifest_mode=log against direct list writes and a request per region
           (rfs_max_extents=1). Run it into bench/results/manifest_wan_noncontig.json.
 
-Everything started is stopped by PID; the WAN is taken down at the end, also on failure.
+Everything started is stopped by PID; the links and namespaces are taken down at the end, also
+on failure.
 
     make -C bench/apps
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/manifest/wan.py [--parts stripe,failover,small]
-        [--link-mbit 200] [--delay-ms 10] [--size-mib 256] [--reps 3]
+        [--links ns|htb] [--stripe-configs plain,1x1,2x1,4x1] [--depot-mib 64]
+        [--sizes-mib 4,16,64] [--link-mbit 200] [--delay-ms 10] [--size-mib 256] [--reps 3]
         [--out bench/results/manifest_wan.json]
 """
 import argparse
@@ -78,11 +91,150 @@ def log(msg):
     print(f"[manifest/wan {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-class Servers:
-    """NSERVERS independent rfsd in the server namespace, one per shaped port."""
+class HtbNet:
+    """--links htb: one WAN (bench/wan/up, namespaces mw-cli/mw-srv) whose link is divided by
+    bench/mpisrv's per-port HTB classes, one per server port; every rfsd in one namespace."""
 
-    def __init__(self, env, work, token):
-        self.env, self.work, self.token = env, work, token
+    kind = "htb"
+
+    def __init__(self, a):
+        self.a = a
+
+    def bring_up(self):
+        a = self.a
+        subprocess.run([os.path.join(BENCH, "wan", "up"), "--rate-mbit", str(a.link_mbit * 4),
+                        "--delay-ms", str(a.delay_ms)], check=True, timeout=120,
+                       stdout=subprocess.DEVNULL)
+        self.env = wanlib.load_env()
+        mpisrv.shape(self.env, a.link_mbit)
+        self.client_ns = self.env["RFS_WAN_CLIENT_NS"]
+
+    def server_ns(self, i):
+        return self.env["RFS_WAN_SERVER_NS"]
+
+    def host(self, i):
+        return self.env["RFS_WAN_SERVER_ADDR"]
+
+    def port(self, i):
+        return BASE_PORT + i
+
+    def iperf(self, n, secs, reverse):
+        return mpisrv.iperf3_links(self.env, n, secs, reverse)
+
+    def down(self):
+        subprocess.run([os.path.join(BENCH, "wan", "down")], timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class NsNet:
+    """--links ns (issue #17 item 6): every rfsd in a network namespace of its own (mw0-srv ..
+    mw3-srv), each joined to the one client namespace (mwc) by a link of its own: a delayd
+    pair of TUN devices (rfsw0 .. rfsw3, --delay-ms each way) with a tbf of --link-mbit on
+    both ends (bench/wan/up, RFS_WAN_JOIN_CLIENT_NS/RFS_WAN_LINK_DEV). Link i is the /24
+    NET.(BASE+i) (client .1, server .2). set_rate() changes one link's tbf on both ends."""
+
+    kind = "ns"
+    CLIENT_NS = "mwc"
+
+    def __init__(self, a):
+        self.a, self.up, self.made_client = a, [], False
+        base = [int(x) for x in a.ns_net.split(".")]
+        self.nets = [f"{base[0]}.{base[1]}.{base[2] + i}" for i in range(NSERVERS)]
+
+    def bring_up(self):
+        a = self.a
+        subprocess.run(["ip", "netns", "add", self.CLIENT_NS], check=True, timeout=30)
+        self.made_client = True
+        subprocess.run(["ip", "-n", self.CLIENT_NS, "link", "set", "lo", "up"], check=True,
+                       timeout=30)
+        self.cfg = []
+        for i in range(NSERVERS):
+            e = dict(os.environ, RFS_WAN_NAME=self.name(i), RFS_WAN_NET=self.nets[i],
+                     RFS_WAN_JOIN_CLIENT_NS=self.CLIENT_NS, RFS_WAN_LINK_DEV=f"rfsw{i}")
+            e.pop("RFS_WAN_STATE_DIR", None)
+            self.up.append(i)  # down() also undoes a half-made link
+            subprocess.run([os.path.join(BENCH, "wan", "up"), "--rate-mbit", str(a.link_mbit),
+                            "--delay-ms", str(a.delay_ms)], check=True, timeout=120, env=e,
+                           stdout=subprocess.DEVNULL)
+            self.cfg.append(self.read_cfg(i))
+        self.client_ns = self.CLIENT_NS
+        self.env = {"RFS_WAN_CLIENT_NS": self.CLIENT_NS}
+        self.rates = [a.link_mbit] * NSERVERS
+
+    @staticmethod
+    def name(i):
+        return f"mw{i}"
+
+    def read_cfg(self, i):
+        out = {}
+        with open(f"/run/{self.name(i)}-wan/config.env") as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k:
+                    out[k] = v
+        return out
+
+    def server_ns(self, i):
+        return self.cfg[i]["RFS_WAN_SERVER_NS"]
+
+    def host(self, i):
+        return self.cfg[i]["RFS_WAN_SERVER_ADDR"]
+
+    def port(self, i):
+        return BASE_PORT
+
+    def set_rate(self, i, mbit):
+        """Link i's tbf at mbit on both ends (bucket and queue as bench/wan/up made them)."""
+        c = self.cfg[i]
+        for ns in (self.CLIENT_NS, c["RFS_WAN_SERVER_NS"]):
+            subprocess.run(["tc", "-n", ns, "qdisc", "replace", "dev", c["RFS_WAN_DEV"], "root",
+                            "tbf", "rate", f"{int(mbit * 1e6)}bit", "burst",
+                            c["RFS_WAN_TBF_BURST"], "limit", c["RFS_WAN_TBF_LIMIT"]],
+                           check=True, timeout=30)
+        self.rates[i] = mbit
+
+    def iperf(self, n, secs, reverse):
+        """One iperf3 flow through each of the first n links at once, summed, in MB/s."""
+        servers = [wanlib.start(self.server_ns(i), ["iperf3", "-s", "-1", "-B", self.host(i),
+                                                    "-p", "5201"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for i in range(n)]
+        try:
+            for i in range(n):
+                wanlib.wait_listen(self.server_ns(i), 5201, 30)
+            clients = [wanlib.start(self.CLIENT_NS, ["iperf3", "-c", self.host(i), "-p", "5201",
+                                                     "-t", str(secs), "-J"] +
+                                    (["-R"] if reverse else []),
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                       for i in range(n)]
+            total = 0.0
+            for c in clients:
+                out, _ = c.communicate(timeout=secs + 60)
+                total += json.loads(out)["end"]["sum_received"]["bits_per_second"] / 8e6
+            return total
+        finally:
+            for p in servers:
+                wanlib.stop(p)
+
+    def down(self):
+        for i in reversed(self.up):
+            e = dict(os.environ, RFS_WAN_NAME=self.name(i))
+            e.pop("RFS_WAN_STATE_DIR", None)
+            subprocess.run([os.path.join(BENCH, "wan", "down")], timeout=60, env=e,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.made_client:
+            left = subprocess.run(["ip", "netns", "pids", self.CLIENT_NS], capture_output=True,
+                                  text=True, timeout=30).stdout.split()
+            if left:
+                log(f"processes still in {self.CLIENT_NS}: {' '.join(left)}")
+            subprocess.run(["ip", "netns", "del", self.CLIENT_NS], timeout=30)
+
+
+class Servers:
+    """NSERVERS independent rfsd, server i in net.server_ns(i) at net.host(i):net.port(i)."""
+
+    def __init__(self, net, work, token):
+        self.net, self.work, self.token = net, work, token
         self.tf = os.path.join(work, "token")
         with open(self.tf, "w") as f:
             f.write(token)
@@ -96,14 +248,14 @@ class Servers:
         return os.path.join(self.work, f"srv{i}")
 
     def addr(self, i):
-        return f"{self.env['RFS_WAN_SERVER_ADDR']}:{BASE_PORT + i}"
+        return f"{self.net.host(i)}:{self.net.port(i)}"
 
     def start(self, i):
-        ns = self.env["RFS_WAN_SERVER_NS"]
+        ns = self.net.server_ns(i)
         self.procs[i] = wanlib.start(ns, [runner.rfs_daemon(), "--root", self.root(i), "--listen",
                                           self.addr(i), "--token-file", self.tf],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wanlib.wait_listen(ns, BASE_PORT + i, 30)
+        wanlib.wait_listen(ns, self.net.port(i), 30)
 
     def kill(self, i):
         p = self.procs[i]
@@ -146,8 +298,9 @@ def run_app(env, ranks, menv, argv, timeout=900):
     return json.loads(line)
 
 
-def romio(env, srv, name, hints, size, sync=True, verify=True, lib=None):
+def romio(env, srv, name, hints, size, sync=True, verify=True, lib=None, extra=()):
     argv = [os.path.join(BINDIR, "romio_perf"), target(srv, name), "--size", str(size // 4)]
+    argv += list(extra)
     if not sync:
         argv.append("--no-sync")
     if not verify:
@@ -163,16 +316,18 @@ STRIPE_CONFIGS = (("plain", 1, 1), ("1x1", 1, 1), ("2x1", 2, 1), ("4x1", 4, 1))
 
 def part_stripe(a, env, srv):
     size = a.size_mib << 20
+    configs = [c for c in STRIPE_CONFIGS if c[0] in a.stripe_configs.split(",")]
+    counts = sorted({c[1] for c in configs} | {1})
     runs = {c[0]: {"write_sync_MBps": [], "read_MBps": [], "write_MBps": [], "sync_s": []}
-            for c in STRIPE_CONFIGS}
-    iperf = {n: {"fwd_MBps": [], "rev_MBps": []} for n in (1, 2, 4)}
+            for c in configs}
+    iperf = {n: {"fwd_MBps": [], "rev_MBps": []} for n in counts}
     for rep in range(a.reps):
         srv.stop_all()  # iperf3's servers take the rfsd ports (their HTB classes shape them)
-        for n in (1, 2, 4):
-            iperf[n]["fwd_MBps"].append(mpisrv.iperf3_links(env, n, a.iperf_secs, False))
-            iperf[n]["rev_MBps"].append(mpisrv.iperf3_links(env, n, a.iperf_secs, True))
+        for n in counts:
+            iperf[n]["fwd_MBps"].append(srv.net.iperf(n, a.iperf_secs, False))
+            iperf[n]["rev_MBps"].append(srv.net.iperf(n, a.iperf_secs, True))
         srv.start_all()
-        for name, count, replicas in STRIPE_CONFIGS:
+        for name, count, replicas in configs:
             if name == "plain":
                 r = romio(env, srv, "plain.dat", "rfs_compress=none", size)
             else:
@@ -189,12 +344,12 @@ def part_stripe(a, env, srv):
                 f"{runs[name]['sync_s'][-1]:.2f} s")
         log(f"stripe rep {rep} iperf3: " + ", ".join(
             f"{n}: {iperf[n]['fwd_MBps'][-1]:.1f}/{iperf[n]['rev_MBps'][-1]:.1f}"
-            for n in (1, 2, 4)))
+            for n in counts))
     med = statistics.median
     ref_w = med(runs["plain"]["write_sync_MBps"])
     ref_r = med(runs["plain"]["read_MBps"])
     summary = {}
-    for name, count, _ in STRIPE_CONFIGS:
+    for name, count, _ in configs:
         w, r = med(runs[name]["write_sync_MBps"]), med(runs[name]["read_MBps"])
         n = count
         summary[name] = {"servers": count, "write_sync_MBps": w, "read_MBps": r,
@@ -206,10 +361,125 @@ def part_stripe(a, env, srv):
                          "write_vs_iperf3": w / med(iperf[n]["fwd_MBps"]),
                          "read_vs_iperf3": r / med(iperf[n]["rev_MBps"])}
     return {"workload": f"romio_perf independent, 4 ranks, {a.size_mib} MiB in all, "
-                        "1 MiB stripe units, tmpfs exports",
+                        "1 MiB stripe units, tmpfs exports", "size_mib": a.size_mib,
+            "links": srv.net.kind,
             "reference": "plain: an ordinary rfs file on server 0 (one server, one link)",
             "goal": "4x1 >= 3.5 x plain (write and read), same run",
             "runs": runs, "iperf3": {str(n): v for n, v in iperf.items()}, "summary": summary}
+
+
+DEPOT_PATTERNS = ("file_per_process", "shared_collective")
+
+
+def part_depot(a, env, srv):
+    """Fig. 14: depot reordering. 4 ranks write --depot-mib MiB in all over the 4 servers,
+    with rfs_depot_order=fixed against rotate (the default), in the same run:
+    file_per_process: each rank its own logical file (romio_perf --file-per-process), of one
+      stripe unit (rfs_stripe_size = the file's size, 4 columns): all of a file's bytes in its
+      column 0, which `fixed` puts on server 0 for every file and `rotate` on server rank;
+    shared_collective: one shared file, MPI_File_write_at_all (romio_perf --collective, 1 MiB
+      units): a shared file starts on server 0 either way, so the two should match.
+    Variants: every link at --link-mbit, and with --depot-slow (links only) one link at a
+    quarter of the rate (the paper's slow depots): server 0 (where `fixed` puts every file)
+    and server 3. fixed and rotate alternate in which runs first. Timed: the write phase (--no-sync: each write returns when every object has
+    replied) and the read phase; the reference is iperf3 through 1 and 4 links in the run."""
+    total = a.depot_mib << 20
+    per = total // 4
+    variants = [("even", None)]
+    if a.depot_slow and hasattr(srv.net, "set_rate"):
+        variants += [("slow0", 0), ("slow3", 3)]
+    runs = {v: {p: {o: {"write_MBps": [], "read_MBps": []} for o in ("fixed", "rotate")}
+                for p in DEPOT_PATTERNS if v == "even" or p == "file_per_process"}
+            for v, _ in variants}
+    iperf = {n: [] for n in (1, 4)}
+    servers = ",".join(f"rfs://{srv.addr(i)}" for i in range(NSERVERS))
+    for rep in range(a.reps):
+        srv.stop_all()
+        for n in (1, 4):
+            iperf[n].append(srv.net.iperf(n, a.iperf_secs, False))
+        srv.start_all()
+        for v, slow in variants:
+            if slow is not None:
+                srv.net.set_rate(slow, a.link_mbit / 4)
+            try:
+                for pat in runs[v]:
+                    # which goes first alternates by repetition: a drift within a repetition
+                    # must not look like an effect of the order
+                    for order in ("fixed", "rotate") if rep % 2 == 0 else ("rotate", "fixed"):
+                        if pat == "file_per_process":
+                            hints = (f"rfs_compress=none;rfs_servers={servers};"
+                                     f"rfs_stripe_size={per};rfs_stripe_count=4;"
+                                     f"rfs_depot_order={order}")
+                            extra = ["--file-per-process"]
+                        else:
+                            hints = (f"rfs_compress=none;rfs_servers={servers};"
+                                     f"rfs_stripe_size=1M;rfs_stripe_count=4;"
+                                     f"rfs_depot_order={order}")
+                            extra = ["--collective"]
+                        r = romio(env, srv, f"depot_{v}_{pat}_{order}.rfsm", hints, total,
+                                  sync=False, extra=extra)
+                        x = runs[v][pat][order]
+                        x["write_MBps"].append(r["bytes_written"] / r["time"]["write"] / 1e6)
+                        x["read_MBps"].append(r["bytes_read"] / r["time"]["read"] / 1e6)
+                        log(f"depot rep {rep} {v} {pat} {order}: write "
+                            f"{x['write_MBps'][-1]:.1f} MB/s, read {x['read_MBps'][-1]:.1f} MB/s")
+            finally:
+                if slow is not None:
+                    srv.net.set_rate(slow, a.link_mbit)
+    med = statistics.median
+    summary = {}
+    for v in runs:
+        summary[v] = {}
+        for pat in runs[v]:
+            m = {o: {q: med(x) for q, x in runs[v][pat][o].items()} for o in runs[v][pat]}
+            summary[v][pat] = {"median": m,
+                               "write_rotate_vs_fixed": m["rotate"]["write_MBps"] /
+                               m["fixed"]["write_MBps"],
+                               "read_rotate_vs_fixed": m["rotate"]["read_MBps"] /
+                               m["fixed"]["read_MBps"]}
+    return {"workload": f"romio_perf, 4 ranks, {a.depot_mib} MiB in all over 4 servers",
+            "links": srv.net.kind, "slow_link_mbit": a.link_mbit / 4,
+            "iperf3_fwd_MBps": {str(n): med(v) for n, v in iperf.items()},
+            "iperf3_runs": {str(n): v for n, v in iperf.items()},
+            "runs": runs, "summary": summary}
+
+
+SIZES_CONFIGS = (("plain", 1, 1), ("4x1", 4, 1), ("4x2", 4, 2))
+
+
+def part_sizes(a, env, srv):
+    """Fig. 7 (large contiguous writes by size) and Fig. 8 (what replication costs): romio_perf,
+    4 ranks, each writing its share of --sizes-mib MiB (write phase, --no-sync, then read
+    back and checked), to the plain file on server 0 (the reference, in the same run), to a
+    logical file over the 4 servers, and to one with 2 replicas of every column (twice the
+    bytes over the same 4 links)."""
+    runs = {c[0]: {str(m): {"write_MBps": [], "read_MBps": []} for m in a.sizes_mib}
+            for c in SIZES_CONFIGS}
+    for rep in range(a.reps):
+        for mib in a.sizes_mib:
+            for name, count, replicas in SIZES_CONFIGS:
+                if name == "plain":
+                    r = romio(env, srv, "sz_plain.dat", "rfs_compress=none", mib << 20,
+                              sync=False)
+                else:
+                    r = romio(env, srv, f"sz_{name}.rfsm", layout_hints(srv, count, replicas),
+                              mib << 20, sync=False)
+                x = runs[name][str(mib)]
+                x["write_MBps"].append(r["bytes_written"] / r["time"]["write"] / 1e6)
+                x["read_MBps"].append(r["bytes_read"] / r["time"]["read"] / 1e6)
+                log(f"sizes rep {rep} {mib} MiB {name}: write {x['write_MBps'][-1]:.1f} MB/s, "
+                    f"read {x['read_MBps'][-1]:.1f} MB/s")
+    med = statistics.median
+    m = {n: {k: {q: med(v) for q, v in x.items()} for k, x in runs[n].items()} for n in runs}
+    ratios = {k: {"4x1_vs_plain_write": m["4x1"][k]["write_MBps"] / m["plain"][k]["write_MBps"],
+                  "4x2_vs_4x1_write": m["4x2"][k]["write_MBps"] / m["4x1"][k]["write_MBps"],
+                  "4x1_vs_plain_read": m["4x1"][k]["read_MBps"] / m["plain"][k]["read_MBps"],
+                  "4x2_vs_4x1_read": m["4x2"][k]["read_MBps"] / m["4x1"][k]["read_MBps"]}
+              for k in m["plain"]}
+    return {"workload": "romio_perf independent, 4 ranks, write phase (no sync) and read, "
+                        "1 MiB units; MiB in all per size",
+            "reference": "plain: an ordinary rfs file on server 0", "runs": runs,
+            "median": m, "ratios": ratios}
 
 
 def part_ab(a, env, srv):
@@ -492,7 +762,7 @@ def part_noncontig(a, env, srv):
 
 
 BINDIR = None
-PARTS = ("stripe", "failover", "small", "sweep", "noncontig")
+PARTS = ("stripe", "stripe512", "depot", "sizes", "failover", "small", "sweep", "noncontig")
 
 
 def main():
@@ -502,6 +772,16 @@ def main():
     ap.add_argument("--sweep-calls", type=int, default=16)
     ap.add_argument("--tile", type=int, default=1024)
     ap.add_argument("--ab-build", help="part ab: the build directory to compare with")
+    ap.add_argument("--links", choices=("ns", "htb"), default="ns",
+                    help="ns: a namespace and a shaped link per server; htb: one namespace, "
+                         "one link divided per port")
+    ap.add_argument("--ns-net", default="10.79.40",
+                    help="--links ns: link i's /24 is the third octet + i")
+    ap.add_argument("--stripe-configs", default="plain,1x1,2x1,4x1")
+    ap.add_argument("--depot-mib", type=int, default=64)
+    ap.add_argument("--depot-slow", type=int, default=1)
+    ap.add_argument("--sizes-mib", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[4, 16, 64])
     ap.add_argument("--link-mbit", type=float, default=200)
     ap.add_argument("--delay-ms", type=float, default=10)
     ap.add_argument("--size-mib", type=int, default=256)
@@ -528,32 +808,34 @@ def main():
     BINDIR = runner.build_apps("mpich")
     t0 = time.time()
     load = [os.getloadavg()[0]]
-    subprocess.run([os.path.join(BENCH, "wan", "up"), "--rate-mbit", str(a.link_mbit * 4),
-                    "--delay-ms", str(a.delay_ms)], check=True, timeout=120,
-                   stdout=subprocess.DEVNULL)
+    net = NsNet(a) if a.links == "ns" else HtbNet(a)
     work = tempfile.mkdtemp(prefix="rfs-manifest-wan-", dir="/dev/shm")
     srv = None
+    links = ("a network namespace per server, each with its own delayd link and tbf "
+             "(bench/wan/up joined to one client namespace)" if a.links == "ns" else
+             "bench/mpisrv's per-port HTB classes: one link per server")
     doc = {"benchmark": "manifest_wan", "issue": 17,
            "params": {"link_mbit": a.link_mbit, "delay_ms_each_way": a.delay_ms,
                       "servers": NSERVERS, "reps": a.reps, "size_mib": a.size_mib,
-                      "wan": os.environ["RFS_WAN_NAME"],
-                      "links": "bench/mpisrv's per-port HTB classes: one link per server"}}
+                      "links": links, "links_kind": a.links}}
     try:
-        env = wanlib.load_env()
-        mpisrv.shape(env, a.link_mbit)
-        srv = Servers(env, work, secrets.token_hex(16))
+        net.bring_up()
+        env = net.env
+        srv = Servers(net, work, secrets.token_hex(16))
+        parts_fn = {"stripe": part_stripe, "depot": part_depot, "sizes": part_sizes,
+                    "failover": part_failover, "noncontig": part_noncontig,
+                    "small": part_small, "sweep": part_sweep, "ab": part_ab,
+                    "stripe512": lambda a, e, s: part_stripe(
+                        argparse.Namespace(**dict(vars(a), size_mib=512)), e, s)}
         for part in parts:
             log(f"part {part}")
-            doc[part] = {"stripe": part_stripe, "failover": part_failover,
-                         "small": part_small, "sweep": part_sweep,
-                         "ab": part_ab, "noncontig": part_noncontig}[part](a, env, srv)
+            doc[part] = parts_fn[part](a, env, srv)
             load.append(os.getloadavg()[0])
     finally:
         if srv:
             srv.stop_all()
         shutil.rmtree(work, ignore_errors=True)
-        subprocess.run([os.path.join(BENCH, "wan", "down")], timeout=60,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        net.down()
     doc["duration_s"] = round(time.time() - t0, 1)
     doc["loadavg_1min_seen"] = load
     doc["started"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t0))

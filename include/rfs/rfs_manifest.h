@@ -30,8 +30,14 @@ typedef struct rfs_manifest_params {
     /* 1: log-structured writes (docs/manifest.md "Log-structured writes"): each write, a list
      * of ranges too, is appended as one write to this process's log object, and its ranges
      * are mapped onto it in the manifest at sync, flush and close. Refused on a replicated
-     * file. (Last, so that programs built before it keep their layout.) */
+     * file. (After the older fields, so that programs built before it keep their layout.) */
     int log;
+    /* Depot reordering (docs/manifest.md "Where a new file starts"): 0 puts the first column
+     * on the first of `servers`; k > 0 on the ((k - 1) mod n)-th, the others following in
+     * turn, so that processes each making a small file do not all load the same server
+     * (MPI-IO sets it from the rank, hint rfs_depot_order). Recorded in the manifest.
+     * (After the older fields, so that programs built before it keep their layout.) */
+    unsigned depot_slot;
 } rfs_manifest_params;
 
 /* 1 if name is an rfs name whose path ends in ".rfsm". */
