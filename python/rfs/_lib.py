@@ -102,7 +102,7 @@ class ManifestParams(ctypes.Structure):
     reserved tail stays zero, so a library whose struct has grown by fields added at its end
     reads them as their defaults."""
     LAYOUT_KEYS = ("servers", "stripe_size", "stripe_count", "replicas", "buffered", "sieve",
-                   "buffer_size")
+                   "buffer_size", "log", "depot_slot")
     _fields_ = [
         ("servers", ctypes.c_char_p),
         ("stripe_size", ctypes.c_uint64),
@@ -111,6 +111,8 @@ class ManifestParams(ctypes.Structure):
         ("buffered", ctypes.c_int),
         ("sieve", ctypes.c_int),
         ("buffer_size", ctypes.c_uint64),
+        ("log", ctypes.c_int),
+        ("depot_slot", ctypes.c_uint),
         ("_reserved", ctypes.c_uint64 * 16),
     ]
 

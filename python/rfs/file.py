@@ -58,11 +58,13 @@ class RemoteFile(io.RawIOBase):
     replicated over several servers, docs/manifest.md), as MPI-IO and the rfs command do; a
     new one is laid out by `servers` (comma-separated rfs names), `stripe_size`,
     `stripe_count` and `replicas` (zero or None: the defaults, the home server alone), and
-    `buffered`, `sieve`, `buffer_size` choose the small-write and noncontiguous-read modes."""
+    `buffered`, `sieve`, `buffer_size` and `log` choose the small-write and noncontiguous-read
+    modes, `depot_slot` the server a new file starts on (docs/manifest.md)."""
 
     def __init__(self, url, mode="rb", token=None, streams=0, retry_timeout_ms=0, compress=None,
                  servers=None, stripe_size=None, stripe_count=None, replicas=None,
-                 buffered=None, sieve=None, buffer_size=None, **_ignored):
+                 buffered=None, sieve=None, buffer_size=None, log=None, depot_slot=None,
+                 **_ignored):
         super().__init__()
         self._lib = _lib.load()
         flags, self._readable, self._writable, self._append = parse_mode(mode)
@@ -70,7 +72,8 @@ class RemoteFile(io.RawIOBase):
         self.mode = mode
         self._opts, self._tok = make_options(token, streams, retry_timeout_ms, compress=compress)
         layout = dict(servers=servers, stripe_size=stripe_size, stripe_count=stripe_count,
-                      replicas=replicas, buffered=buffered, sieve=sieve, buffer_size=buffer_size)
+                      replicas=replicas, buffered=buffered, sieve=sieve, buffer_size=buffer_size,
+                      log=log, depot_slot=depot_slot)
         self._h = open_handle(url, flags, self._opts, layout)
         self._pos = self._size() if self._append else 0
 

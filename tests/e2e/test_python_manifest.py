@@ -106,3 +106,28 @@ def test_layout_options_only_for_logical_files(two):
     with pytest.raises(OSError):   # one column cannot have 2 replicas on 1 server
         rfs.open(two.url("/bad.rfsm"), "wb", token=TOKEN, servers=two.server(0), replicas=2)
     assert not (two.root(0) / "bad.rfsm").exists()
+
+
+def test_log_mode_and_start_server_from_python(two):
+    """log=True appends the writes to a log object mapped by the manifest (format version 3);
+    depot_slot=2 starts a new file's first column on the second server."""
+    (two.root(0) / "d").mkdir()
+    want = bytearray(4 * SS)
+    with rfs.RemoteFile(two.url("/d/log.rfsm"), "w+b", token=TOKEN, servers=two.servers_hint(),
+                        stripe_size=SS, stripe_count=2, log=True) as raw:
+        for k in range(8):                       # scattered writes, each appended to the log
+            off = k * (SS // 2) + 100
+            piece = os.urandom(1000)
+            raw.pwrite(piece, off)
+            want[off:off + 1000] = piece
+        raw.truncate(len(want))
+    m = show(two, "/d/log.rfsm")
+    assert m["version"] == 3 and m["size"] == len(want), m
+    with rfs.open(two.url("/d/log.rfsm"), "rb", token=TOKEN) as f:
+        assert f.read() == bytes(want)
+
+    data = os.urandom(3 * SS)
+    with rfs.open(two.url("/d/slot.rfsm"), "wb", token=TOKEN, servers=two.servers_hint(),
+                  stripe_size=SS, stripe_count=1, depot_slot=2) as f:
+        f.write(data)
+    assert objects_on_disk(two, "/d/slot.rfsm") == {(1, "/d/slot.rfsm.c0.r0"): data}
