@@ -26,6 +26,23 @@ static void when(uint64_t t, char *out, size_t cap)
         snprintf(out, cap, "@%llu", (unsigned long long)t);
 }
 
+/* Leases one object (server URL + path) until `until`; CLI_EXIT_FAIL, said, when refused. */
+static int lease_one(cli_ctx *c, const char *server, const char *path, const rfs_options *oo,
+                     uint64_t until, const char *end)
+{
+    char name[RFSM_MAX_URL + RFSM_MAX_PATH + 2], shown[4 * sizeof name + 1];
+    snprintf(name, sizeof name, "%s%s", server, path);
+    cli_escape(name, shown, sizeof shown);
+    uint64_t kept = 0;
+    if (rfs_obj_lease(name, oo, until, &kept) != RFS_OK) {
+        fprintf(stderr, "rfs %s refresh: %s: %s\n", c->cmd, shown, rfs_last_error());
+        return CLI_EXIT_FAIL;
+    }
+    if (!c->o.quiet)
+        printf("%s  leased until %s\n", shown, end);
+    return CLI_EXIT_OK;
+}
+
 int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n)
 {
     uint64_t until = (uint64_t)time(NULL) + DEFAULT_EXTEND_S;
@@ -55,33 +72,12 @@ int cli_manifest_refresh(cli_ctx *c, const char *url, const rfs_name *n)
     int status = CLI_EXIT_OK;
     char end[64];
     when(until, end, sizeof end);
-    for (uint32_t i = 0; i < m->nobjects; i++) {
-        char name[RFSM_MAX_URL + RFSM_MAX_PATH + 2], shown[4 * sizeof name + 1];
-        snprintf(name, sizeof name, "%s%s", m->servers[m->objects[i].server], m->objects[i].path);
-        cli_escape(name, shown, sizeof shown);
-        uint64_t kept = 0;
-        rc = rfs_obj_lease(name, &oo, until, &kept);
-        if (rc != RFS_OK) {
-            fprintf(stderr, "rfs %s refresh: %s: %s\n", c->cmd, shown, rfs_last_error());
-            status = CLI_EXIT_FAIL;
-        } else if (!c->o.quiet) {
-            printf("%s  leased until %s\n", shown, end);
-        }
-    }
+    for (uint32_t i = 0; i < m->nobjects; i++)
+        status |=
+            lease_one(c, m->servers[m->objects[i].server], m->objects[i].path, &oo, until, end);
     /* the log objects of log-structured writes are the file's bytes too */
-    for (uint32_t i = 0; i < m->nlogs; i++) {
-        char name[RFSM_MAX_URL + RFSM_MAX_PATH + 2], shown[4 * sizeof name + 1];
-        snprintf(name, sizeof name, "%s%s", m->servers[m->logs[i].server], m->logs[i].path);
-        cli_escape(name, shown, sizeof shown);
-        uint64_t kept = 0;
-        rc = rfs_obj_lease(name, &oo, until, &kept);
-        if (rc != RFS_OK) {
-            fprintf(stderr, "rfs %s refresh: %s: %s\n", c->cmd, shown, rfs_last_error());
-            status = CLI_EXIT_FAIL;
-        } else if (!c->o.quiet) {
-            printf("%s  leased until %s\n", shown, end);
-        }
-    }
+    for (uint32_t i = 0; i < m->nlogs; i++)
+        status |= lease_one(c, m->servers[m->logs[i].server], m->logs[i].path, &oo, until, end);
     explicit_bzero(lease, sizeof lease);
     rfsm_free(m);
     if (fflush(stdout) != 0)

@@ -303,82 +303,84 @@ int mf_log_write(mf_file *f, const rfs_extent *ext, size_t n, const void *buf, u
 
 /* ---- reads ---- */
 
+/* The pieces of v from `which` (a log index, or RFSM_NO_OBJECT: the stripes) as extents of
+ * that source, and a buffer for their bytes in that order (*k 0: none). */
+typedef struct pieces {
+    rfs_extent *ext;
+    size_t k;
+    uint8_t *tmp;
+    uint64_t bytes;
+} pieces;
+
+static int gather(mf_file *f, const rfsm_resolved *v, size_t nv, uint32_t which, pieces *p)
+{
+    *p = (pieces){0};
+    for (size_t i = 0; i < nv; i++)
+        if (v[i].log == which) {
+            p->k++;
+            p->bytes += v[i].len;
+        }
+    if (p->k == 0)
+        return RFS_OK;
+    p->ext = malloc(p->k * sizeof *p->ext);
+    p->tmp = malloc(p->bytes ? (size_t)p->bytes : 1);
+    if (!p->ext || !p->tmp) {
+        free(p->ext);
+        free(p->tmp);
+        *p = (pieces){0};
+        return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < nv; i++)
+        if (v[i].log == which)
+            p->ext[k++] = (rfs_extent){v[i].src, v[i].len};
+    return RFS_OK;
+}
+
+/* Copies the bytes read into p->tmp to their places in buf (when rc is RFS_OK); frees p. */
+static int scatter(const rfsm_resolved *v, size_t nv, uint32_t which, pieces *p, uint8_t *buf,
+                   int rc)
+{
+    size_t at = 0;
+    for (size_t i = 0; rc == RFS_OK && i < nv; i++)
+        if (v[i].log == which) {
+            memcpy(buf + v[i].pos, p->tmp + at, (size_t)v[i].len);
+            at += (size_t)v[i].len;
+        }
+    free(p->ext);
+    free(p->tmp);
+    return rc;
+}
+
 /* Reads the pieces of one log (log == which) into their places in buf: one list read. */
 static int read_log_pieces(mf_file *f, uint32_t which, const rfsm_resolved *v, size_t nv,
                            uint8_t *buf)
 {
-    size_t k = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < nv; i++)
-        if (v[i].log == which) {
-            k++;
-            bytes += v[i].len;
-        }
     rfs_io *io = NULL;
     int rc = log_io(f, which, &io);
     if (rc != RFS_OK)
         return rc;
-    rfs_extent *ext = malloc(k * sizeof *ext);
-    uint8_t *tmp = malloc(bytes ? (size_t)bytes : 1);
-    if (!ext || !tmp) {
-        free(ext);
-        free(tmp);
-        return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
-    }
-    k = 0;
-    for (size_t i = 0; i < nv; i++)
-        if (v[i].log == which)
-            ext[k++] = (rfs_extent){v[i].src, v[i].len};
+    pieces p;
+    if ((rc = gather(f, v, nv, which, &p)) != RFS_OK || p.k == 0)
+        return rc;
     size_t done = 0;
-    rc = k == 1 ? io->ops->pread(io, tmp, (size_t)bytes, ext[0].offset, &done)
-                : io->ops->preadv(io, ext, k, tmp, &done);
-    if (rc == RFS_OK && done < bytes)
+    rc = p.k == 1 ? io->ops->pread(io, p.tmp, (size_t)p.bytes, p.ext[0].offset, &done)
+                  : io->ops->preadv(io, p.ext, p.k, p.tmp, &done);
+    if (rc == RFS_OK && done < p.bytes)
         rc = rfs_fail(RFS_E_IO, "%s:%s: log object %s holds fewer bytes than the manifest maps",
                       f->io.server, f->io.path, f->logs[which].path);
-    size_t at = 0;
-    for (size_t i = 0; rc == RFS_OK && i < nv; i++)
-        if (v[i].log == which) {
-            memcpy(buf + v[i].pos, tmp + at, (size_t)v[i].len);
-            at += (size_t)v[i].len;
-        }
-    free(ext);
-    free(tmp);
-    return rc;
+    return scatter(v, nv, which, &p, buf, rc);
 }
 
 /* The stripe pieces of v, read as one request through the stripes' path into buf. */
 static int read_stripe_pieces(mf_file *f, const rfsm_resolved *v, size_t nv, uint8_t *buf)
 {
-    size_t k = 0;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < nv; i++)
-        if (v[i].log == RFSM_NO_OBJECT) {
-            k++;
-            bytes += v[i].len;
-        }
-    if (k == 0)
-        return RFS_OK;
-    rfs_extent *ext = malloc(k * sizeof *ext);
-    uint8_t *tmp = malloc(bytes ? (size_t)bytes : 1);
-    if (!ext || !tmp) {
-        free(ext);
-        free(tmp);
-        return rfs_fail(RFS_E_NOMEM, "%s:%s: out of memory", f->io.server, f->io.path);
-    }
-    k = 0;
-    for (size_t i = 0; i < nv; i++)
-        if (v[i].log == RFSM_NO_OBJECT)
-            ext[k++] = (rfs_extent){v[i].src, v[i].len};
-    int rc = mf_stripe_read(f, ext, k, tmp, bytes);
-    size_t at = 0;
-    for (size_t i = 0; rc == RFS_OK && i < nv; i++)
-        if (v[i].log == RFSM_NO_OBJECT) {
-            memcpy(buf + v[i].pos, tmp + at, (size_t)v[i].len);
-            at += (size_t)v[i].len;
-        }
-    free(ext);
-    free(tmp);
-    return rc;
+    pieces p;
+    int rc = gather(f, v, nv, RFSM_NO_OBJECT, &p);
+    if (rc != RFS_OK || p.k == 0)
+        return rc;
+    rc = mf_stripe_read(f, p.ext, p.k, p.tmp, p.bytes);
+    return scatter(v, nv, RFSM_NO_OBJECT, &p, buf, rc);
 }
 
 int mf_log_read(mf_file *f, const rfs_extent *ext, size_t n, void *buf, uint64_t total)
