@@ -115,6 +115,8 @@ void wb_owner_free(wb *w)
     }
     free(o->hash);
     free(o->pend);
+    free(o->iov);
+    free(o->ext);
     if (o->q_init) {
         pthread_mutex_destroy(&o->qmu);
         pthread_cond_destroy(&o->q_cv);

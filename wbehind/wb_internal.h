@@ -50,41 +50,26 @@ typedef struct wb_page {
     uint64_t *reqs; /* non-NULL: not a page but a flush marker (reqs[src] to answer) */
 } wb_page;
 
-/* The senders of one owner (sender.c): WB_SENDERS threads, each with one list write in flight
- * at most, so the link has the next pages while the server answers the last ones. */
-#define WB_SENDERS 2
-
-typedef struct wb_sender {
-    struct wb *w;
-    rfs_task th;
-    int running;
-    wb_page **take;    /* the pages of its list write in flight (its own order) */
-    wb_page **busy;    /* (qmu) the same, by index: no other sender takes an overlapping copy */
-    size_t ntake, lim; /* lim: the most pages it takes at once */
-    struct iovec *iov; /* scratch for list writes */
-    rfs_extent *ext;
-    size_t scratch_cap;
-} wb_sender;
-
 typedef struct wb_owner {
     /* the owner thread's table of the pages it fills */
     wb_page **hash;
     size_t nbuckets;
     wb_page *lru_head, *lru_tail; /* head: most recently used */
     uint64_t npages, max_pages;   /* npages + q_pages <= max_pages */
-    /* the senders (sender.c): pages handed over, written below in that order */
+    /* the sender (sender.c): pages handed over, written below in that order */
     pthread_mutex_t qmu;
-    pthread_cond_t q_cv;    /* the senders': pages, a sender done, or stop */
+    pthread_cond_t q_cv;    /* the sender's: pages or stop */
     pthread_cond_t room_cv; /* the owner's: pages were written */
     wb_page *q_head, *q_tail;
     uint64_t q_pages; /* handed over and not written yet (queued or being written) */
     uint64_t q_marks; /* flush markers not answered yet */
     uint64_t q_seq;
     int q_stop, sender_running, q_init;
-    int q_writing;   /* senders with a list write in flight */
-    int q_answering; /* a sender answers the flush marker at the head of the queue */
-    wb_sender snd[WB_SENDERS];
-    uint8_t *pend; /* (qmu) ranks whose bytes were written below since the last flush below */
+    rfs_task sth;
+    uint8_t *pend;     /* (qmu) ranks whose bytes were written below since the last flush below */
+    struct iovec *iov; /* the sender's scratch for list writes */
+    rfs_extent *ext;
+    size_t scratch_cap;
 } wb_owner;
 
 typedef struct wb {
