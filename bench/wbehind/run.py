@@ -18,7 +18,12 @@ includes the flush of whatever write-behind still holds. Goals (issue #16): WB >
 FLASH-IO-like and S3D-IO-like WB >= 0.8 of RAW.
 
     bench/wbehind/run.py [--rate-mbit 500] [--delay-ms 10] [--ranks 4] [--reps 3]
-        [--compress none] [--build-dir build] [--out bench/results/wbehind.json]
+        [--compress none] [--build-dir build] [--out bench/results/wbehind.json] [--large]
+        [--only flashio] [--configs COLL,WB] [--env RFS_TRACE=1] [--dump-dir DIR]
+
+--large: the same patterns at about 4x the bytes (LARGE below; --out elsewhere, e.g.
+bench/results/wbehind_large.json). --configs, --env and --dump-dir are for diagnosis: a run
+with only some configurations has no summary ratios.
 
 Compression is off by default (--compress): the workloads' pattern data compress well, and
 RAW sends the bytes as they are.
@@ -173,8 +178,9 @@ class Bench:
             target, ns = f"rfs:{self.addr}:{PORT}:/{config.lower()}/out", self.cli
             hints = ";".join(x for x in (f"rfs_compress={self.a.compress}", self.a.hints, hints)
                              if x)
-            extra = [tuple(e.split("=", 1)) for e in self.a.env]
-            for k, v in [("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)] + extra:
+            env = [("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)]
+            env += [tuple(e.split("=", 1)) for e in self.a.env]
+            for k, v in env:
                 argv += ["-genv", k, v]
         if config == "LOCAL":
             args.append("--independent")
@@ -229,7 +235,8 @@ def summarize(a, env, runs, workloads):
                     "delay_ms_one_way": float(env["RFS_WAN_DELAY_MS"]),
                     "rtt_ms": float(env["RFS_WAN_RTT_MS"]), "tcp_buf_max_mib": 4,
                     "congestion_control": "cubic"},
-           "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": workloads, "results": {},
+           "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": workloads,
+           "results": {},
            "goal": {}}
     for app in workloads:
         if f"{app}/LOCAL" not in runs:
