@@ -120,6 +120,23 @@ static int by_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Two copies of one page whose dirty runs overlap: the frames of one list write may land in any
+ * order, so they must go one after the other. Copies with disjoint runs go together: at a close,
+ * the two parts of a page two ranks share reach the owner at their two flushes, and one by one
+ * each cost a round trip at the end of the transfer. */
+static int runs_overlap(const wb_page *x, const wb_page *y)
+{
+    for (int a = 0, b = 0; a < x->nr && b < y->nr;) {
+        if (x->lo[a] < y->hi[b] && y->lo[b] < x->hi[a])
+            return 1;
+        if (x->hi[a] <= y->hi[b])
+            a++;
+        else
+            b++;
+    }
+    return 0;
+}
+
 static void *sender_main(void *arg)
 {
     wb *w = arg;
@@ -167,12 +184,13 @@ static void *sender_main(void *arg)
         pthread_mutex_unlock(&o->qmu);
         /* In file order: the server's writes of one list then run forward through the file.
          * A page written again after it was handed over can be in the same take twice: the
-         * frames of one list write may land in any order, so then each page goes alone, in
-         * hand-over order. */
+         * frames of one list write may land in any order, so when two copies overlap, each
+         * page goes alone, in hand-over order. */
         int dup = 0;
         qsort(take, n, sizeof *take, by_index);
         for (size_t i = 1; i < n; i++)
-            dup |= take[i]->idx == take[i - 1]->idx;
+            for (size_t j = i; j-- > 0 && take[j]->idx == take[i]->idx;)
+                dup |= runs_overlap(take[i], take[j]);
         if (dup) {
             qsort(take, n, sizeof *take, by_seq);
             for (size_t i = 0; i < n; i++)

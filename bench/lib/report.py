@@ -589,7 +589,7 @@ def _load(outdir, name):
 
 
 def _wbehind_section(outdir):
-    """bench/wbehind's result (wbehind.json), if present."""
+    """bench/wbehind's results (wbehind.json; wbehind_large.json, --large), if present."""
     d = _load(outdir, "wbehind.json")
     if d.get("bench") != "wbehind" or not d.get("results"):
         return ""
@@ -600,17 +600,28 @@ def _wbehind_section(outdir):
            f"{ln.get('congestion_control')}; {d.get('ranks')} ranks, {d.get('reps')} repetitions, "
            "medians; open + write + close, no computation. RAW: the same bytes over one TCP "
            "connection, same run. Seconds and (ratio to RAW); every file byte-identical to a "
-           "local run's. bench/README.md, \"Two-stage write-behind\", says what they mean.", "",
-           "| workload | MB | RAW s | COLL | INDEP | WB | WBAUTO |", "|---|---|---|---|---|---|---|"]
-    for app, r in d["results"].items():
-        cells = [f"{_fmt(r[c]['median_s'])} ({_fmt(r[c]['ratio_to_raw'])})"
-                 for c in ("COLL", "INDEP", "WB", "WBAUTO")]
-        out.append(f"| {app} | {r['bytes'] / 1e6:.1f} | {_fmt(r['RAW']['median_s'])} | "
-                   + " | ".join(cells) + " |")
-    out.append("")
-    for g, v in d.get("goal", {}).items():
-        out.append(f"- {g}: {v}")
-    out.append("")
+           "local run's. bench/README.md, \"Two-stage write-behind\", says what they mean.", ""]
+    large = _load(outdir, "wbehind_large.json")
+    runs = [("", d)]
+    if large.get("bench") == "wbehind" and large.get("results"):
+        runs.append((f" (--large, {large.get('reps')} repetitions)", large))
+    for label, r0 in runs:
+        la = r0.get("load_average", {})
+        if label or la:
+            out += [f"Workloads{label}; load average {_fmt(la.get('start', [None])[0])} at the "
+                    f"start, {_fmt(la.get('end', [None])[0])} at the end:", ""]
+        out += ["| workload | MB | RAW s | COLL | INDEP | WB | WBAUTO | WB / COLL time |",
+                "|---|---|---|---|---|---|---|---|"]
+        for app, r in r0["results"].items():
+            cells = [f"{_fmt(r[c]['median_s'])} ({_fmt(r[c]['ratio_to_raw'])})"
+                     for c in ("COLL", "INDEP", "WB", "WBAUTO")]
+            out.append(f"| {app} | {r['bytes'] / 1e6:.1f} | {_fmt(r['RAW']['median_s'])} | "
+                       + " | ".join(cells)
+                       + f" | {_fmt(r['WB']['median_s'] / r['COLL']['median_s'])} |")
+        out.append("")
+        for g, v in r0.get("goal", {}).items():
+            out.append(f"- {g}: {v}")
+        out.append("")
     return "\n".join(out)
 
 

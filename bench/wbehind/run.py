@@ -18,7 +18,12 @@ includes the flush of whatever write-behind still holds. Goals (issue #16): WB >
 FLASH-IO-like and S3D-IO-like WB >= 0.8 of RAW.
 
     bench/wbehind/run.py [--rate-mbit 500] [--delay-ms 10] [--ranks 4] [--reps 3]
-        [--compress none] [--build-dir build] [--out bench/results/wbehind.json]
+        [--compress none] [--build-dir build] [--out bench/results/wbehind.json] [--large]
+        [--only flashio] [--configs COLL,WB] [--env RFS_TRACE=1] [--dump-dir DIR]
+
+--large: the same patterns at about 4x the bytes (LARGE below; --out elsewhere, e.g.
+bench/results/wbehind_large.json). --configs, --env and --dump-dir are for diagnosis: a run
+with only some configurations has no summary ratios.
 
 Compression is off by default (--compress): the workloads' pattern data compress well, and
 RAW sends the bytes as they are.
@@ -62,6 +67,15 @@ WORKLOADS = {
     # 40^3 points per rank, 16 variables: rows of 320 B, 8.2 MB per rank
     "s3dio": ["--local", "40", "--checkpoints", "1"],
 }
+# --large: the same patterns at about 4x the bytes, so open is a small part of the run and the
+# link reaches its steady state: 160 blocks per rank (251 MB), 80^3 points per rank (262 MB),
+# a 96^3 grid (rows of 48 cells, 1920 B) x 7 dumps of 35.4 MB (248 MB)
+LARGE = {
+    "btio": ["--n", "96", "--dumps", "7"],
+    "flashio": ["--blocks", "160", "--nxb", "16", "--guard", "4", "--vars", "12",
+                "--checkpoints", "1"],
+    "s3dio": ["--local", "80", "--checkpoints", "1"],
+}
 CONFIGS = {
     "COLL": (False, ""),
     "INDEP": (True, ""),
@@ -98,6 +112,8 @@ class Bench:
         self.rfsd = None
         self.brought_up = False
         self.env = None
+        self.workloads = LARGE if a.large else WORKLOADS
+        self.configs = [c for c in CONFIGS if not a.configs or c in a.configs.split(",")]
 
     def up(self):
         try:
@@ -144,7 +160,7 @@ class Bench:
     def app(self, app, config):
         n = self.a.ranks
         prog = str(self.apps / app)
-        args = WORKLOADS[app] + ["--compute", "0", "--seed", str(SEED)]
+        args = self.workloads[app] + ["--compute", "0", "--seed", str(SEED)]
         argv = ["mpiexec.mpich", "-n", str(n), "-genv", "UCX_TLS", "self,sm",
                 "-genv", "LD_PRELOAD", ":".join(
                     [str(self.apps / "libidle_yield.so")] +
@@ -162,7 +178,9 @@ class Bench:
             target, ns = f"rfs:{self.addr}:{PORT}:/{config.lower()}/out", self.cli
             hints = ";".join(x for x in (f"rfs_compress={self.a.compress}", self.a.hints, hints)
                              if x)
-            for k, v in (("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)):
+            env = [("RFS_TOKEN", self.token), ("RFS_STATS", "1"), ("RFS_HINTS", hints)]
+            env += [tuple(e.split("=", 1)) for e in self.a.env]
+            for k, v in env:
                 argv += ["-genv", k, v]
         if config == "LOCAL":
             args.append("--independent")
@@ -180,6 +198,10 @@ class Bench:
             out["writes_returned_early"] = sum(map(int, ww))
         if self.a.keep_output:
             out["output"] = (p.stderr + p.stdout)[-4000:]
+        if self.a.dump_dir:
+            self.dumps = getattr(self, "dumps", 0) + 1
+            Path(self.a.dump_dir, f"{self.dumps:03d}-{app}-{config}.txt").write_text(
+                p.stderr + p.stdout)
         if st:
             tot = [sum(col) for col in zip(*st)]
             out["wb"] = dict(zip(["writes", "bytes", "posts", "flushes", "direct_bytes",
@@ -188,7 +210,7 @@ class Bench:
 
     def run(self):
         runs = {}
-        apps = [a for a in WORKLOADS if not self.a.only or a in self.a.only.split(",")]
+        apps = [a for a in self.workloads if not self.a.only or a in self.a.only.split(",")]
         for app in apps:
             runs[f"{app}/LOCAL"] = [self.app(app, "LOCAL")]
         for rep in range(self.a.reps):
@@ -196,7 +218,7 @@ class Bench:
                 nbytes = runs[f"{app}/LOCAL"][0]["bytes"]
                 log(f"rep {rep + 1}/{self.a.reps}: {app} RAW ({nbytes} bytes)")
                 runs.setdefault(f"{app}/RAW", []).append(self.raw(nbytes))
-                for c in CONFIGS:
+                for c in self.configs:
                     log(f"rep {rep + 1}/{self.a.reps}: {app} {c}")
                     runs.setdefault(f"{app}/{c}", []).append(self.app(app, c))
                     subprocess.run(["sync"], timeout=300)
@@ -207,15 +229,16 @@ def med(rs):
     return statistics.median(r["seconds"] for r in rs)
 
 
-def summarize(a, env, runs):
+def summarize(a, env, runs, workloads):
     out = {"bench": "wbehind",
            "link": {"rate_mbit": float(env["RFS_WAN_RATE_MBIT"]),
                     "delay_ms_one_way": float(env["RFS_WAN_DELAY_MS"]),
                     "rtt_ms": float(env["RFS_WAN_RTT_MS"]), "tcp_buf_max_mib": 4,
                     "congestion_control": "cubic"},
-           "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": WORKLOADS, "results": {},
+           "ranks": a.ranks, "reps": a.reps, "rfs_compress": a.compress, "workloads": workloads,
+           "results": {},
            "goal": {}}
-    for app in WORKLOADS:
+    for app in workloads:
         if f"{app}/LOCAL" not in runs:
             continue
         local = runs[f"{app}/LOCAL"][0]
@@ -226,6 +249,8 @@ def summarize(a, env, runs):
                        "mbit_s": round(nbytes * 8 / raw_s / 1e6, 1),
                        "runs_s": [r["seconds"] for r in runs[f"{app}/RAW"]]}}
         for c in CONFIGS:
+            if f"{app}/{c}" not in runs:
+                continue
             rs = runs[f"{app}/{c}"]
             if any(r["digest"] != local["digest"] for r in rs):
                 raise wanlib.WanError(f"{app} {c}: files differ from LOCAL")
@@ -238,6 +263,9 @@ def summarize(a, env, runs):
             if wb:
                 ent["write_behind_median_run"] = wb
             res[c] = ent
+        if any(c not in res for c in CONFIGS):
+            out["results"][app] = res
+            continue
         for c in ("INDEP", "WB", "WBAUTO"):
             res[c]["speedup_vs_coll"] = round(res["COLL"]["median_s"] / res[c]["median_s"], 3)
             res[c]["speedup_vs_indep"] = round(res["INDEP"]["median_s"] / res[c]["median_s"], 3)
@@ -260,16 +288,25 @@ def main():
     ap.add_argument("--keep-output", action="store_true", help="keep each run's output tail")
     ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     ap.add_argument("--hints", default="", help="extra RFS_HINTS for every rfs run")
+    ap.add_argument("--large", action="store_true",
+                    help="the workloads at about 4x the bytes (LARGE: 250-350 MB)")
+    ap.add_argument("--env", action="append", default=[],
+                    help="K=V for every rfs run (e.g. RFS_TRACE=1 with --dump-dir)")
+    ap.add_argument("--configs", default="",
+                    help="comma-separated configurations (diagnostics; the summary needs all)")
+    ap.add_argument("--dump-dir", default="", help="keep every run's whole output there")
     ap.add_argument("--build-dir", default=str(REPO / "build"))
     ap.add_argument("--out", default=str(REPO / "bench/results/wbehind.json"))
     a = ap.parse_args()
     b = Bench(a)
     t0 = time.monotonic()
+    load0 = list(os.getloadavg())
     try:
         b.up()
         b.prepare()
         runs = b.run()
-        out = summarize(a, b.env, runs)
+        out = summarize(a, b.env, runs, b.workloads)
+        out["load_average"] = {"start": load0, "end": list(os.getloadavg())}
         out["bench_wall_s"] = round(time.monotonic() - t0, 1)
         wanlib.emit_json(out, a.out)
         return 0

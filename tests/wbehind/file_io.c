@@ -28,11 +28,24 @@ void file_io_hold(int *word)
     hold_word = word;
 }
 
-/* While *hold_word is set, writes wait (bounded: 20 s), as on a link that fell behind. */
+static int held_count; /* writes that waited so far */
+
+/* While *hold_word is set, writes wait (bounded: 20 s), as on a link that fell behind. Once
+ * it clears, the writes that waited go in the reverse of the order they came (each waits 2 ms
+ * per later one, at most 100 ms): writes in flight at once may be answered in any order, so a
+ * layer above that let two writes of the same bytes be in flight together fails here. */
 static void held(void)
 {
+    int my = -1;
     for (int i = 0; hold_word && i < 20000 && __atomic_load_n(hold_word, __ATOMIC_ACQUIRE); i++) {
+        if (my < 0)
+            my = __atomic_fetch_add(&held_count, 1, __ATOMIC_ACQ_REL);
         struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (my >= 0) {
+        int later = __atomic_load_n(&held_count, __ATOMIC_ACQUIRE) - 1 - my;
+        struct timespec ts = {0, (long)(later < 50 ? later : 50) * 2000000L};
         nanosleep(&ts, NULL);
     }
 }
@@ -66,18 +79,24 @@ static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size
     return RFS_OK;
 }
 
+/* Last extent first: the frames of a list write over several streams may land in any order,
+ * so a layer above that relied on the order of its extents fails here. */
 static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
 {
     const char *p = buf;
+    uint64_t total = 0;
     *done = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
+        total += ext[i].length;
+    for (size_t i = n; i-- > 0;) {
         size_t d = 0;
-        int rc = fi_pwrite(io, p, (size_t)ext[i].length, ext[i].offset, &d);
+        total -= ext[i].length;
+        int rc = fi_pwrite(io, p + total, (size_t)ext[i].length, ext[i].offset, &d);
         if (rc != RFS_OK)
             return rc;
-        p += d;
-        *done += d;
     }
+    for (size_t i = 0; i < n; i++)
+        *done += (size_t)ext[i].length;
     return RFS_OK;
 }
 
