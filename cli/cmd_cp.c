@@ -498,6 +498,9 @@ typedef struct prefetch_level {
     int *results;
     char server[4400];
     rfs_options o;
+    pthread_t th; /* joined before the level is freed: its exit frees the thread's own state
+                   * (OpenSSL's per-thread random generator), which a process that ended first
+                   * would leave behind */
     struct prefetch_level *next;
 } prefetch_level;
 static prefetch_level *levels;
@@ -570,6 +573,7 @@ static void prefetch_clear(void)
     while (levels) {
         prefetch_level *lv = levels;
         levels = lv->next;
+        pthread_join(lv->th, NULL);
         level_free(lv);
     }
     for (size_t i = 0; i < tree_extra_n; i++) {
@@ -626,18 +630,13 @@ static void prefetch_listings(cli_ctx *c, const char *src, const name_list *dirs
     }
     snprintf(lv->server, sizeof lv->server, "%s", lv->v[0].src);
     lv->o = c->ropts;
-    pthread_attr_t at;
-    pthread_t th;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_mutex_lock(&ahead_mu);
     levels_listing++;
     /* a source of its own comes with its subdirectories' listings where the server can */
-    int started = pthread_create(&th, &at, dirs ? level_main : tree_main, lv) == 0;
+    int started = pthread_create(&lv->th, NULL, dirs ? level_main : tree_main, lv) == 0;
     if (!started)
         levels_listing--;
     pthread_mutex_unlock(&ahead_mu);
-    pthread_attr_destroy(&at);
     if (!started) {
         level_free(lv);
         return;
