@@ -7,11 +7,17 @@
  *    costs well under 1% of a core, and a file whose data become compressible is noticed.
  *  - On, every frame is compressed with the chosen codec, and its ratio and speed feed the
  *    estimates; the other codecs are sampled every 64 MiB.
- *  - Each frame applies SEMPLAR's condition per byte with the estimates and the link rate B
- *    the sender measured (from sends that had to wait for the socket: then the link drained
- *    the frame; until one did, TCP's congestion window per round trip stands in): codec k is
- *    worth it when 1/Sc_k + 1/(r_k B) + 1/Sd_k < 1/B, and the best such codec is used (10%
- *    margin to switch on, none to switch off). No estimate of B, or no sample: raw. */
+ *  - Each frame applies SEMPLAR's condition, in its pipelined form, with the estimates and
+ *    the link rate B the sender measured (from sends that had to wait for the socket: then the
+ *    link drained the frame; until one did, TCP's congestion window per round trip stands in).
+ *    Compression, transmission and decompression overlap (a stream compresses frame k+1 while
+ *    frame k is on the wire), so codec k carries min(Sc_k, r_k B, Sd_k) raw bytes per second
+ *    against B raw: it is worth it when that is more, and the codec that carries the most is
+ *    used. The sum 1/Sc + 1/(rB) + 1/Sd of the serial form ranked a fast codec with a poor
+ *    ratio close to a slower one with a good ratio, and the choice flipped between them from
+ *    frame to frame. A change of choice needs a 10% gain; dropping a codec that no longer
+ *    beats raw needs none. No estimate of B, or no sample: raw. Sc is measured on the calling
+ *    thread, so it already counts the cores the other streams' compression takes. */
 #include "common/zauto.h"
 
 #include "common/clock.h"
@@ -36,12 +42,7 @@
 #define RESAMPLE_ON ((uint64_t)64 << 20)
 #define EWMA 0.3
 
-typedef struct est {
-    int known;
-    double ratio;  /* raw / compressed */
-    double cspeed; /* raw bytes per second */
-    double dspeed;
-} est;
+typedef rfs_zest est;
 
 struct rfs_zstate {
     unsigned mode;
@@ -218,35 +219,55 @@ static void sample(unsigned codec, int level, const uint8_t *src, size_t n, est 
     out->dspeed = dspeed;
 }
 
-/* Seconds per raw byte to move data through codec k (0: raw) on a link of B bytes/s. */
-static double cost(const est *e, double B)
+/* Raw bytes per second that codec k's pipeline carries over a link (or a connection's share of
+ * it) of B bytes/s: its slowest stage. Each stream compresses its next frame while the ones
+ * before it are on the wire and rfsd decompresses one while it receives the next, so the
+ * stages overlap and SEMPLAR's sum T_comp + T_comp_xmit + T_decomp becomes their maximum. */
+static double pipeline_rate(const est *e, double B)
 {
-    double t = 1.0 / e->cspeed + 1.0 / (e->ratio * B);
-    if (e->dspeed > 0)
-        t += 1.0 / e->dspeed;
-    return t;
+    double r = e->cspeed;
+    if (e->ratio * B < r)
+        r = e->ratio * B;
+    if (e->dspeed > 0 && e->dspeed < r)
+        r = e->dspeed;
+    return r;
 }
 
-/* Caller holds z->mu. */
-static unsigned decide(rfs_zstate *z, unsigned offered, double B)
+/* A codec worth considering: the receiver takes it, it was measured, it shrinks the data. */
+static int usable(const est *e, unsigned offered, unsigned k)
 {
-    RFS_ASSERT_HELD(&z->mu);
+    return k && (offered & (1u << k)) && e[k].known && e[k].ratio > 1.0;
+}
+
+/* A change of choice (a codec instead of raw, or another codec) must carry this much more than
+ * the current one, so measurement noise does not flip the choice from frame to frame (a flip
+ * between codecs of different ratios costs the better one's bytes); a codec that no longer
+ * beats raw is dropped at once. */
+#define SWITCH_GAIN 1.1
+
+unsigned rfs_zauto_pick(const rfs_zest e[RFS_CODEC_LAST + 1], unsigned offered, unsigned current,
+                        double B)
+{
     if (B <= 0)
         return 0;
-    double raw = 1.0 / B, best = raw;
-    unsigned pick = 0;
+    unsigned cur = usable(e, offered, current) ? current : 0;
+    double cur_rate = cur ? pipeline_rate(&e[cur], B) : B;
+    if (cur && cur_rate <= B) {
+        cur = 0;
+        cur_rate = B;
+    }
+    unsigned pick = cur;
+    double best = cur_rate;
     for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_LAST; k++) {
-        if (!(offered & (1u << k)) || !z->e[k].known || z->e[k].ratio <= 1.0)
+        if (k == cur || !usable(e, offered, k))
             continue;
-        double t = cost(&z->e[k], B);
-        /* switching on needs a clear gain; staying on only a gain */
-        double margin = k == z->choice ? 1.0 : 0.9;
-        if (t < best * margin && t < best) {
-            best = t;
+        double r = pipeline_rate(&e[k], B);
+        if (r > best) {
+            best = r;
             pick = k;
         }
     }
-    return pick;
+    return pick != cur && best < cur_rate * SWITCH_GAIN ? cur : pick;
 }
 
 static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
@@ -318,7 +339,7 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
     for (unsigned k = RFS_CODEC_LZ4; k <= RFS_CODEC_LAST; k++)
         if (fresh[k].known)
             blend(&z->e[k], fresh[k].ratio, fresh[k].cspeed, fresh[k].dspeed);
-    unsigned pick = decide(z, offered, B);
+    unsigned pick = rfs_zauto_pick(z->e, offered, z->choice, B);
     if (take && !pick && !z->choice)
         z->interval = z->interval * 2 > INTERVAL_MAX ? INTERVAL_MAX : z->interval * 2;
     if (pick && !z->choice)

@@ -7,6 +7,8 @@
 #ifndef RFS_COMMON_ZAUTO_H
 #define RFS_COMMON_ZAUTO_H
 
+#include "common/compress.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +52,21 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
 int rfs_zstate_wants(rfs_zstate *z, size_t n);
 /* n bytes went out raw without rfs_zstate_pack (after rfs_zstate_wants said 0). */
 void rfs_zstate_skip(rfs_zstate *z, size_t n);
+
+/* Auto's estimates for one codec, from samples and the frames it compressed. */
+typedef struct rfs_zest {
+    int known;
+    double ratio;  /* raw / compressed */
+    double cspeed; /* raw bytes per second */
+    double dspeed; /* 0: not measured */
+} rfs_zest;
+/* Auto's choice (0 raw, else a codec id) for a link (or a connection's share of it) of B bytes/s
+ * given the estimates by codec id, the codecs the receiver takes and the current choice: the
+ * codec whose pipeline carries the most raw bytes (its slowest stage: compression, the link at
+ * its ratio, decompression), if that beats raw, with a 10% gain needed to change the choice.
+ * The decision of rfs_zstate_pack, apart for tests. */
+unsigned rfs_zauto_pick(const rfs_zest e[RFS_CODEC_LAST + 1], unsigned offered, unsigned current,
+                        double B);
 
 /* What auto mode did, for tests and benchmarks: frames compressed and sent raw, raw and wire
  * bytes of the compressed ones, and the current choice (0 none, else the codec). */
