@@ -634,6 +634,10 @@ int rfs_async_end(rfs_file *f, rfs_async *a, size_t *done);
  * of an earlier windowed write is returned instead, once. */
 int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
                    uint64_t off, size_t *done);
+/* The same for a PWRITEV whose npieces (offset, length) pairs and len bytes make one frame
+ * (xfer.c plans it): a collective round's list write returns once sent, as a small write does. */
+int rfs_wwin_writev(rfs_file *f, const uint64_t *pieces, uint32_t npieces, const void *buf,
+                    size_t len, size_t *done);
 /* Collects the replies that have arrived (all: waits for every one) and returns the first
  * failure not yet reported. Every other call on the file calls it first. */
 int rfs_wwin_settle(rfs_file *f, int all);
@@ -671,5 +675,9 @@ int rfs_xfer_contig(rfs_file *f, uint16_t op, uint32_t view_id, uint64_t off, vo
 int rfs_xfer_sink(rfs_file *f, uint64_t off, size_t len, rfs_sink_fn sink, void *ctx, size_t *done);
 int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
                   const void *wbuf, size_t *done);
+/* A list write (rfs_pwritev): as rfs_xfer_list, but one that makes a single frame goes through
+ * the write window and returns once sent. */
+int rfs_xfer_writev_windowed(rfs_file *f, const rfs_extent *ext, size_t n, const void *wbuf,
+                             size_t *done);
 
 #endif

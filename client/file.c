@@ -516,8 +516,7 @@ int rfs_pwritev(rfs_file *f, const rfs_extent *ext, size_t n, const void *buf, s
         return rfs_fail(RFS_E_INVAL, "rfs_pwritev: NULL argument");
     if (read_only(f))
         return fail_ro(f);
-    ATTEMPT(f, rfs_attempt_how(RFS_OP_PWRITEV),
-            rfs_xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, buf, done));
+    ATTEMPT(f, rfs_attempt_how(RFS_OP_PWRITEV), rfs_xfer_writev_windowed(f, ext, n, buf, done));
 }
 
 /* One request with a handle on stream 0; the reply lands in *call. */

@@ -36,9 +36,11 @@ struct rfs_wwrite {
     rfs_call call;
     uint16_t op;
     uint32_t view_id;
-    uint64_t off;
+    uint64_t off; /* PWRITEV: its first piece's offset (for messages) */
     size_t len;
-    uint8_t *copy; /* the bytes, kept to send again after a lost connection */
+    uint8_t *copy;    /* the bytes, kept to send again after a lost connection */
+    uint64_t *pieces; /* PWRITEV: its (offset, length) pairs, kept likewise */
+    uint32_t npieces;
     struct rfs_wwrite *next;
 };
 
@@ -56,6 +58,7 @@ static void wwrite_free(struct rfs_wwrite *w)
 {
     rfs_call_destroy(&w->call);
     free(w->copy);
+    free(w->pieces);
     free(w);
 }
 
@@ -82,7 +85,10 @@ static void collect_head(rfs_file *f)
         snprintf(f->ww_failed.msg, sizeof f->ww_failed.msg,
                  "write of %zu bytes at %s %llu (reported late: "
                  "the write call had returned): %s",
-                 w->len, w->call.op == RFS_OP_VIEW_WRITE ? "view position" : "offset",
+                 w->len,
+                 w->op == RFS_OP_VIEW_WRITE ? "view position"
+                 : w->op == RFS_OP_PWRITEV  ? "offset (a list write from)"
+                                            : "offset",
                  (unsigned long long)w->off, rfs_last_error());
     }
     f->ww_head = w->next;
@@ -176,8 +182,9 @@ int rfs_wwin_answered(rfs_file *f, uint64_t mark)
     return ok;
 }
 
-int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
-                   uint64_t off, size_t *done)
+/* Queues one frame (a PWRITE, VIEW_WRITE or PWRITEV) in the window; see rfs_wwin_write. */
+static int wwin_send(rfs_file *f, uint16_t op, uint32_t view_id, const uint64_t *pieces,
+                     uint32_t npieces, const void *buf, size_t len, uint64_t off, size_t *done)
 {
     /* Offsets out of range are refused by the ordinary path, at the call. */
     if (!f->ww_cap || len > f->chunk || len > f->ww_cap || off > (uint64_t)INT64_MAX - len)
@@ -202,6 +209,10 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
         req.u.view_write.fh = f->fh[0];
         req.u.view_write.view_id = view_id;
         req.u.view_write.pos = off;
+    } else if (op == RFS_OP_PWRITEV) {
+        req.u.iov.fh = f->fh[0];
+        req.u.iov.count = npieces;
+        req.u.iov.total = len;
     } else {
         req.u.pwrite.fh = f->fh[0];
         req.u.pwrite.off = off;
@@ -213,18 +224,23 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     w->view_id = view_id;
     w->off = off;
     w->len = len;
-    if (f->retry_ms > 0 && !(w->copy = malloc(len ? len : 1))) {
+    w->npieces = npieces;
+    if (f->retry_ms > 0 &&
+        (!(w->copy = malloc(len ? len : 1)) ||
+         (npieces && !(w->pieces = malloc((size_t)npieces * 2 * sizeof *w->pieces))))) {
         pthread_mutex_unlock(&f->ww_mu);
-        rfs_call_destroy(&w->call);
-        free(w);
+        wwrite_free(w);
         return RFS_WWIN_DECLINED;
     }
     if (w->copy)
         memcpy(w->copy, buf, len);
+    if (w->pieces)
+        memcpy(w->pieces, pieces, (size_t)npieces * 2 * sizeof *w->pieces);
     /* Started under ww_mu: writes enter the socket in the order they are queued here. */
     rfs_packed pk = {0};
     rfs_zpack(f->z, f->conn[0], buf, len, &pk);
-    rc = rfs_conn_start_packed(f->conn[0], &w->call, &req, NULL, f->io_timeout_ms, &pk);
+    rc = rfs_conn_start_packed(f->conn[0], &w->call, &req, op == RFS_OP_PWRITEV ? pieces : NULL,
+                               f->io_timeout_ms, &pk);
     if (rc) {
         rc = rfs_call_result(f->conn[0], &w->call, rc, f->label);
         pthread_mutex_unlock(&f->ww_mu);
@@ -245,6 +261,20 @@ int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, 
     return RFS_OK;
 }
 
+int rfs_wwin_write(rfs_file *f, uint16_t op, uint32_t view_id, const void *buf, size_t len,
+                   uint64_t off, size_t *done)
+{
+    return wwin_send(f, op, view_id, NULL, 0, buf, len, off, done);
+}
+
+int rfs_wwin_writev(rfs_file *f, const uint64_t *pieces, uint32_t npieces, const void *buf,
+                    size_t len, size_t *done)
+{
+    if (!npieces)
+        return RFS_WWIN_DECLINED;
+    return wwin_send(f, RFS_OP_PWRITEV, 0, pieces, npieces, buf, len, pieces[0], done);
+}
+
 int rfs_wwin_replay(rfs_file *f)
 {
     pthread_mutex_lock(&f->ww_mu);
@@ -253,7 +283,10 @@ int rfs_wwin_replay(rfs_file *f)
     pthread_mutex_unlock(&f->ww_mu);
     while (w) {
         size_t done = 0;
-        int rc = rfs_xfer_contig(f, w->op, w->view_id, w->off, NULL, w->copy, w->len, &done);
+        int rc = w->op == RFS_OP_PWRITEV
+                     ? rfs_xfer_list(f, RFS_OP_PWRITEV, (const rfs_extent *)w->pieces, w->npieces,
+                                     NULL, w->copy, &done)
+                     : rfs_xfer_contig(f, w->op, w->view_id, w->off, NULL, w->copy, w->len, &done);
         if (rc) {
             /* the rest goes back, ahead of anything lost since, for the next recovery */
             rfs_status failed;

@@ -484,8 +484,9 @@ static int plan_list(const rfs_extent *ext, size_t n, size_t chunk, int write, p
     }
 }
 
-int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
-                  const void *wbuf, size_t *done)
+/* window: a list write that makes one frame may go through the write window (wwin.c). */
+static int xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
+                     const void *wbuf, size_t *done, int window)
 {
     if (done)
         *done = 0;
@@ -507,6 +508,10 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
     int rc;
     if (plan_list(ext, n, f->chunk, op == RFS_OP_PWRITEV, &p)) {
         rc = rfs_fail(RFS_E_NOMEM, "%s: out of memory planning %zu extents", f->label, n);
+    } else if (window && op == RFS_OP_PWRITEV && p.njobs == 1 &&
+               (rc = rfs_wwin_writev(f, p.pieces, (uint32_t)p.npieces, wbuf, total, done)) !=
+                   RFS_WWIN_DECLINED) {
+        /* one frame: it returned once sent, as a small write does (wwin.c) */
     } else if ((rc = rfs_wwin_settle(f, spreads(f, p.njobs))) == RFS_OK) {
         xfer x;
         memset(&x, 0, sizeof x);
@@ -522,4 +527,16 @@ int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, voi
     free(p.jobs);
     free(p.pieces);
     return rc;
+}
+
+int rfs_xfer_list(rfs_file *f, uint16_t op, const rfs_extent *ext, size_t n, void *rbuf,
+                  const void *wbuf, size_t *done)
+{
+    return xfer_list(f, op, ext, n, rbuf, wbuf, done, 0);
+}
+
+int rfs_xfer_writev_windowed(rfs_file *f, const rfs_extent *ext, size_t n, const void *wbuf,
+                             size_t *done)
+{
+    return xfer_list(f, RFS_OP_PWRITEV, ext, n, NULL, wbuf, done, 1);
 }

@@ -24,6 +24,7 @@
  * Here: the choice between independent and two-phase, and the rounds. The planning is in
  * coll_plan.c, a round's exchange in coll_exchange.c, the aggregators' I/O in coll_io.c. */
 #include "mpiio/coll_internal.h"
+#include "mpiio/fence.h"
 
 #include "cache/cache.h"
 #include "common/log.h"
@@ -89,6 +90,20 @@ static int64_t stream_moved(int is_write, const rfs_extent *runs, size_t nruns, 
     return moved;
 }
 
+/* With lazy barriers (fence.c: every rank on this node, writes that return early), a two-phase
+ * write neither waits for the ranks' early-returned writes at its start nor for the
+ * aggregators' writes at its end: each rank publishes its unanswered ranges at both points, as
+ * MPI_Barrier does (the same decision on every rank: two-phase is chosen from allgathered
+ * ranges), and a later request of any rank on those bytes waits until they are
+ * answered (an aggregator's own writes, on its own connection, stay in order anyway). Periodic
+ * collective snapshots then stream instead of paying a round trip each. Without it the ranks
+ * wait at both points: another rank's request could reach the server first over another
+ * connection. */
+static int lazy_coll_write(const mp_file *f, int is_write)
+{
+    return is_write && f->fence != NULL;
+}
+
 /* The two-phase access of this rank's runs (t: its per-rank scratch is set up). Returns the
  * local error code; *moved gets the stream bytes moved. */
 static int two_phase(tp *t, mp_file *f, int is_write, int code, int64_t gmin, int64_t gmax,
@@ -97,8 +112,13 @@ static int two_phase(tp *t, mp_file *f, int is_write, int code, int64_t gmin, in
     /* This rank's bytes go out over an aggregator's connection. Its own early-returned writes
      * must be in the file first, or they could land after the aggregator's write of the same
      * bytes (a collective read did this before the exchange). */
-    if (is_write && code == MPI_SUCCESS)
+    if (lazy_coll_write(f, is_write)) {
+        mp_fence_publish(f, f->comm);
+        PMPI_Barrier(f->comm);
+        mp_fence_collect(f);
+    } else if (is_write && code == MPI_SUCCESS) {
         code = mp_flush_writes(f);
+    }
     mp_coll_plan(t, f, is_write, gmin, gmax, runs, nruns, data);
     int stop = 0;
     for (int64_t r = 0; r < t->rounds && !stop; r++) {
@@ -116,7 +136,7 @@ static int two_phase(tp *t, mp_file *f, int is_write, int code, int64_t gmin, in
      * window must not let them return unanswered, or a later request of the rank whose bytes
      * they are (another aggregator next time, or its own independent write) could reach the
      * server first over another connection and be overwritten by them. */
-    if (is_write && t->my_aggr >= 0 && code == MPI_SUCCESS)
+    if (is_write && t->my_aggr >= 0 && code == MPI_SUCCESS && !lazy_coll_write(f, is_write))
         code = mp_flush_writes(f);
     /* This rank's bytes reached the file through aggregators, past its own read cache. */
     if (is_write && f->cache)
@@ -192,6 +212,7 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         surely_indep || overlaps || (mode == MP_AUTO && !mp_coll_interleaved(cs.all, P, cs.sorted));
 
     int64_t moved = 0;
+    int lazy = 0; /* the aggregators' writes are published rather than waited for */
     /* the server group's MPI-IO aggregates instead of the ranks (srvcoll.c); atomic mode and
      * romio_cb_*=disable keep the independent path they ask for */
     int on_server = gmin < gmax && f->srv_coll && !surely_indep;
@@ -214,11 +235,16 @@ int mp_coll_access(mp_file *f, int is_write, uint64_t pos, void *buf, MPI_Count 
         }
     } else {
         code = two_phase(&t, f, is_write, code, gmin, gmax, runs, nruns, b.data, &moved);
+        lazy = lazy_coll_write(f, is_write);
     }
     free(runs);
     free(cs.block);
     mp_view_put(f, v);
+    if (lazy)
+        mp_fence_publish(f, f->comm); /* the aggregators' unanswered writes */
     code = mp_agree_error(f, f->comm, code);
+    if (lazy)
+        mp_fence_collect(f);
     if (code == MPI_SUCCESS && !is_write)
         code = mp_buf_finish_read(&b, moved);
     mp_buf_free(&b);

@@ -185,7 +185,8 @@ static int wait_others(mp_fence *fc, uint64_t lo, uint64_t hi)
             if (fc->timeout_ms > 0 && now_ns() - t0 > (uint64_t)fc->timeout_ms * 1000000ull)
                 return rfs_fail(RFS_E_TIMEOUT,
                                 "%s:%s: rank %d's writes before the last "
-                                "MPI_Barrier were not answered within %d ms",
+                                "MPI_Barrier or collective write were not "
+                                "answered within %d ms",
                                 fc->io.server, fc->io.path, r, fc->timeout_ms);
             struct timespec ts = {0, (long)sleep_ns};
             nanosleep(&ts, NULL);
