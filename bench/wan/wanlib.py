@@ -190,6 +190,24 @@ def iperf3(env, streams, seconds, omit, port=5201, timeout_extra=30):
         stop(srv)
 
 
+def iperf3_bytes(env, streams, nbytes, port=5201, timeout=300):
+    """iperf3 moving nbytes client -> server from a cold start (-n, nothing omitted): MB/s over
+    the wall time of the client command (its control connection and TCP's slow start included),
+    the way a copy tool's rate is measured."""
+    srv = start(env["RFS_WAN_SERVER_NS"],
+                ["iperf3", "-s", "-1", "-B", env["RFS_WAN_SERVER_ADDR"], "-p", str(port)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listen(env["RFS_WAN_SERVER_NS"], port, 10)
+        t0 = time.monotonic()
+        run(env["RFS_WAN_CLIENT_NS"],
+            ["iperf3", "-c", env["RFS_WAN_SERVER_ADDR"], "-p", str(port), "-J",
+             "-n", str(nbytes), "-P", str(streams)], timeout=timeout)
+        return nbytes / (time.monotonic() - t0) / 1e6
+    finally:
+        stop(srv)
+
+
 def emit_json(doc, out=None):
     """A benchmark's result: printed on stdout, and written to out when given."""
     text = json.dumps(doc, indent=1)
