@@ -22,10 +22,13 @@ Goals (issue #16): WB >= COLL; FLASH-IO-like and S3D-IO-like WB >= 0.8 of RAW.
     bench/wbehind/run.py [--rate-mbit 500] [--delay-ms 10] [--ranks 4] [--reps 3]
         [--compress none] [--build-dir build] [--out bench/results/wbehind.json] [--large]
         [--only flashio] [--configs COLL,WB] [--env RFS_TRACE=1] [--dump-dir DIR]
+        [--sample-link FILE]
 
 --large: the same patterns at about 4x the bytes (LARGE below; --out elsewhere, e.g.
-bench/results/wbehind_large.json). --configs, --env and --dump-dir are for diagnosis: a run
-with only some configurations has no summary ratios.
+bench/results/wbehind_large.json). --configs, --env, --dump-dir and --sample-link are for
+diagnosis: a run with only some configurations has no summary ratios. --sample-link samples
+the client link device's transmitted bytes and the CPU use every 10 ms for the whole bench
+(linksample.py); timeline.py lines them up with a run's RFS_TRACE=1 output from --dump-dir.
 
 Compression is off by default (--compress): the workloads' pattern data compress well, and
 RAW sends the bytes as they are.
@@ -112,6 +115,7 @@ class Bench:
         self.apps = self.work / "apps"
         self.token = secrets.token_hex(16)
         self.rfsd = None
+        self.sampler = None
         self.brought_up = False
         self.env = None
         self.workloads = LARGE if a.large else WORKLOADS
@@ -138,6 +142,12 @@ class Bench:
         tf = self.work / "token"
         tf.write_text(self.token)
         tf.chmod(0o600)
+        if self.a.dump_dir:
+            Path(self.a.dump_dir).mkdir(parents=True, exist_ok=True)
+        if self.a.sample_link:
+            self.sampler = wanlib.start(self.cli, ["/usr/bin/python3", str(HERE / "linksample.py"),
+                                                   str(Path(self.a.sample_link).resolve()),
+                                                   "--dev", self.env.get("RFS_WAN_DEV", "rfsw0")])
         self.rfsd = wanlib.start(self.srv, [str(self.build / "rfsd"), "--root", str(self.export),
                                             "--listen", f"{self.addr}:{PORT}", "--token-file",
                                             str(tf)],
@@ -304,6 +314,8 @@ def main():
     ap.add_argument("--configs", default="",
                     help="comma-separated configurations (diagnostics; the summary needs all)")
     ap.add_argument("--dump-dir", default="", help="keep every run's whole output there")
+    ap.add_argument("--sample-link", default="",
+                    help="write the client link's tx bytes and CPU use every 10 ms there")
     ap.add_argument("--build-dir", default=str(REPO / "build"))
     ap.add_argument("--out", default=str(REPO / "bench/results/wbehind.json"))
     a = ap.parse_args()
@@ -321,6 +333,7 @@ def main():
         return 0
     finally:
         wanlib.stop(b.rfsd)
+        wanlib.stop(b.sampler)
         shutil.rmtree(b.work, ignore_errors=True)
         if b.brought_up:
             subprocess.run([str(REPO / "bench/wan/down")], timeout=60)
