@@ -256,6 +256,19 @@ int bench_report(bench *b)
 {
     double total_local = bench_now() - b->t_start;
     bench_add(b, "total", total_local);
+    /* "io": this rank's open + write + close, so its maximum is the slowest rank's I/O time.
+     * The sum of the phases' maxima overstates it when ranks spend the same time split
+     * differently (write-behind: a rank whose writes returned early waits longer in close). */
+    double io = 0;
+    int io_parts = 0;
+    for (int i = 0; i < b->ph.n; i++)
+        if (!strcmp(b->ph.name[i], "open") || !strcmp(b->ph.name[i], "write") ||
+            !strcmp(b->ph.name[i], "close")) {
+            io += b->ph.sec[i];
+            io_parts++;
+        }
+    if (io_parts == 3)
+        bench_add(b, "io", io);
 
     /* Every rank must have the same phase list in the same order for the reductions;
      * workloads add their phases unconditionally (zero if a rank skipped one). */

@@ -639,7 +639,9 @@ def _wbehind_section(outdir):
            f"Link {_fmt(ln.get('rate_mbit'))} Mbit/s, {_fmt(ln.get('delay_ms_one_way'))} ms each "
            f"way, {ln.get('tcp_buf_max_mib')} MiB socket buffer maxima, "
            f"{ln.get('congestion_control')}; {d.get('ranks')} ranks, {d.get('reps')} repetitions, "
-           "medians; open + write + close, no computation. RAW: the same bytes over one TCP "
+           "medians; the slowest rank's open + write + close (before wb4: the sum of the phases' "
+           "maxima over the ranks, which overstated WB), no computation. RAW: the same bytes "
+           "over one TCP "
            "connection, same run. Seconds and (ratio to RAW); every file byte-identical to a "
            "local run's. bench/README.md, \"Two-stage write-behind\", says what they mean.", ""]
     large = _load(outdir, "wbehind_large.json")
