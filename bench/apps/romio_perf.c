@@ -16,6 +16,10 @@
  * --file-per-process: rank r writes its array at offset 0 of a file of its own, opened with
  * MPI_COMM_SELF and named after the target with ".r<rank>" before its extension
  * (out.rfsm -> out.r2.rfsm): the file-per-process pattern of depot reordering (issue #17).
+ * --data FILE: the arrays hold FILE's bytes instead of the computed pattern (rank r's array is
+ * FILE from offset r*size, wrapping at its end), so a run can write real science data, whose
+ * compressibility no formula reproduces; the read phase then compares against those bytes.
+ * --no-read leaves the read phase out (a benchmark that measures writes on a slow anchor).
  */
 #include "common.h"
 
@@ -23,14 +27,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* n bytes of path from offset from (modulo its size) into out */
+static void load_data(const char *path, long long from, unsigned char *out, long long n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        bench_die("--data: cannot open the file");
+    if (fseeko(f, 0, SEEK_END) != 0)
+        bench_die("--data: cannot seek");
+    long long fsize = (long long)ftello(f);
+    if (fsize <= 0)
+        bench_die("--data: the file is empty");
+    long long at = from % fsize, done = 0;
+    while (done < n) {
+        if (fseeko(f, (off_t)at, SEEK_SET) != 0)
+            bench_die("--data: cannot seek");
+        long long want = fsize - at < n - done ? fsize - at : n - done;
+        if (fread(out + done, 1, (size_t)want, f) != (size_t)want)
+            bench_die("--data: short read");
+        done += want;
+        at = 0;
+    }
+    fclose(f);
+}
+
+static long long count_differing_words(const double *got, const double *want, long long nwords)
+{
+    long long bad = 0;
+    for (long long i = 0; i < nwords; i++)
+        bad += memcmp(&got[i], &want[i], sizeof got[i]) != 0;
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    static const char *const known[] = {"--size", "--loops", "--block", NULL};
-    static const char *const flags[] = {"--no-sync", "--collective", "--file-per-process", NULL};
+    static const char *const known[] = {"--size", "--loops", "--block", "--data", NULL};
+    static const char *const flags[] = {"--no-sync", "--collective", "--file-per-process",
+                                        "--no-read", NULL};
     bench_check_args(argc, argv, known, flags,
                      "[--size BYTES] [--loops L] [--no-sync] [--collective [--block BYTES]] "
-                     "[--file-per-process] "
+                     "[--file-per-process] [--data FILE] [--no-read] "
                      "[--no-verify] [--seed S]");
     bench bb, *b = &bb;
     bench_begin(b, "romio_perf", argc, argv);
@@ -42,6 +79,9 @@ int main(int argc, char **argv)
     int coll = bench_opt_flag(argc, argv, "--collective");
     long long block = bench_opt_size(argc, argv, "--block", 1LL << 20);
     int fpp = bench_opt_flag(argc, argv, "--file-per-process");
+    int do_read = !bench_opt_flag(argc, argv, "--no-read");
+    if (!do_read)
+        b->verify = 0; /* nothing is read back, so the report must say "skipped" */
     if (size < 8 || size % 8 || size > 0x7fffffffLL || loops < 1)
         bench_die("--size must be a multiple of 8 in [8, 2 GiB); --loops >= 1");
     if (coll && (block < 8 || block % 8 || size % block))
@@ -58,6 +98,13 @@ int main(int argc, char **argv)
 
     long long nwords = size / 8;
     double *buf = bench_xmalloc((size_t)size);
+    const char *data_path = bench_opt_str(argc, argv, "--data", NULL);
+    double *data = NULL; /* the bytes the array must hold when --data is given */
+    if (data_path) {
+        data = bench_xmalloc((size_t)size);
+        load_data(data_path, (long long)b->rank * size, (unsigned char *)data, size);
+        bench_param_str(b, "data", data_path);
+    }
     MPI_Offset off = (MPI_Offset)b->rank * size;
     long long first_word = (long long)b->rank * nwords;
 
@@ -104,7 +151,10 @@ int main(int argc, char **argv)
     bench_add(b, "read", 0);
 
     for (int l = 0; l < loops; l++) {
-        bench_fill_pattern(buf, nwords, first_word, b->seed);
+        if (data)
+            memcpy(buf, data, (size_t)size);
+        else
+            bench_fill_pattern(buf, nwords, first_word, b->seed);
         MPI_Barrier(MPI_COMM_WORLD);
         t = bench_now();
         if (coll)
@@ -134,6 +184,8 @@ int main(int argc, char **argv)
         if (!do_sync)
             BCHK(MPI_File_sync(fh), "MPI_File_sync");
         MPI_Barrier(MPI_COMM_WORLD);
+        if (!do_read)
+            continue;
         memset(buf, 0, (size_t)size);
         t = bench_now();
         if (coll)
@@ -144,7 +196,9 @@ int main(int argc, char **argv)
                  "MPI_File_read_at");
         bench_add(b, "read", bench_now() - t);
         b->bytes_read += size;
-        if (b->verify)
+        if (b->verify && data)
+            b->verify_errors += count_differing_words(buf, data, nwords);
+        else if (b->verify)
             b->verify_errors += bench_check_pattern(buf, nwords, first_word, b->seed);
     }
     t = bench_now();
@@ -153,6 +207,7 @@ int main(int argc, char **argv)
         MPI_Type_free(&ftype);
     bench_add(b, "close", bench_now() - t);
     int rc = bench_report(b);
+    free(data);
     free(buf);
     MPI_Finalize();
     return rc;

@@ -48,7 +48,9 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 os.environ.setdefault("RFS_WAN_NAME", "wire")
 os.environ.setdefault("RFS_WAN_NET", "10.79.0")
 sys.path.insert(0, os.path.join(REPO, "bench", "wan"))
+sys.path.insert(0, os.path.join(REPO, "bench", "lib"))
 import wanlib  # noqa: E402
+from fields import random_file, smooth_field  # noqa: E402
 
 PORT = 7171
 WARM_MIB = 512
@@ -56,38 +58,6 @@ WARM_MIB = 512
 
 def median(xs):
     return wanlib.median([x for x in xs if x is not None])
-
-
-# ---- data ----
-
-def smooth_field(path, size):
-    """Jacobi snapshots (doubles) until size bytes: every 8th sweep of a 96^3 grid."""
-    import numpy as np
-    n = 96
-    a = np.zeros((n + 2, n + 2, n + 2))
-    a[0, :, :] = 1.0
-    with open(path, "wb") as f:
-        written, sweep = 0, 0
-        while written < size:
-            for _ in range(8):
-                b = a.copy()
-                b[1:-1, 1:-1, 1:-1] = (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
-                                       + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2]
-                                       + a[1:-1, 1:-1, 2:]) / 6.0
-                a = b
-                sweep += 1
-            snap = a[1:-1, 1:-1, 1:-1].tobytes()[:size - written]
-            f.write(snap)
-            written += len(snap)
-
-
-def random_file(path, size):
-    with open(path, "wb") as f:
-        left = size
-        while left:
-            k = min(left, 16 << 20)
-            f.write(os.urandom(k))
-            left -= k
 
 
 # ---- processes ----

@@ -26,8 +26,11 @@ down at the end.
 
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/streams/run.py [--profiles default,tuned]
         [--rate-mbit 1000] [--delay-ms 25] [--size-mib 1024] [--reps 3] [--no-anchors]
-        [--streams 1,2,4,auto]
+        [--streams 1,2,4,auto] [--kinds put,get,mpiio]
         [--out bench/results/streams.json]
+--kinds leaves out whole workloads (the steady-state run, bench/results/streams_large.json, is
+put and get of 4 GiB with auto streams: `--size-mib 4096 --streams auto --kinds put,get
+--no-anchors`).
 Goals (issue #12): auto >= 0.95 of iperf3 -P 4 for put, get and the MPI-IO collective write on
 both profiles; the MPI-IO collective write >= 3.5x the same workload on sshfs.
 """
@@ -178,6 +181,10 @@ def sshfs_mpiio(bindir, xexp, size, work, timeout):
     return read_bw(js)
 
 
+class Skip(Exception):
+    """A workload --kinds leaves out."""
+
+
 def med(xs):
     return round(statistics.median(xs), 1) if xs else None
 
@@ -213,6 +220,8 @@ def one_profile(name, buf_mb, a, bindir):
             res["iperf3_P4_same_bytes_MBps"].append(wanlib.iperf3_bytes(env, 4, size))
             for s in a.streams:
                 try:
+                    if "put" not in a.kinds:
+                        raise Skip()
                     t = cli(env, token, ["put", "-f", "--streams", s, src, url], a.timeout)
                     res["put_MBps"][s].append(size / t / 1e6)
                     dst = os.path.join(work, "back.bin")
@@ -221,13 +230,19 @@ def one_profile(name, buf_mb, a, bindir):
                     if rep == 0 and not filecmp(src, dst):
                         res["errors"].append(f"get --streams {s}: bytes differ")
                     os.unlink(dst)
+                except Skip:
+                    pass
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     res["errors"].append(str(e)[-300:])
                 try:
+                    if "mpiio" not in a.kinds:
+                        raise Skip()
                     res["mpiio_write_MBps"][s].append(
                         mpiio(env, token, port, bindir, s, size, work, a.timeout))
                     res["mpiio_coll_write_MBps"][s].append(
                         mpiio(env, token, port, bindir, s, size, work, a.timeout, True))
+                except Skip:
+                    pass
                 except (RuntimeError, subprocess.TimeoutExpired, KeyError) as e:
                     res["errors"].append(str(e)[-300:])
                 romio = os.path.join(root, "romio.dat")
@@ -265,15 +280,17 @@ def one_profile(name, buf_mb, a, bindir):
             s: round(med(v) / same, 3) if v and same else None for s, v in res[kind].items()}
     for kind in ("xrdcp_put_MBps", "xrdcp_get_MBps", "sshfs_mpiio_coll_write_MBps"):
         summary[kind] = med(res[kind])
-    summary["goals"] = goals(summary)
+    summary["goals"] = goals(summary, a.kinds)
     res["median"] = summary
     return res
 
 
-def goals(m):
-    """Issue #12's goals for one profile, from the medians."""
+def goals(m, kinds):
+    """Issue #12's goals for one profile, from the medians (of the workloads run)."""
     out = {}
     for kind in ("put", "get", "mpiio_coll_write"):
+        if kind.split("_")[0] not in kinds:
+            continue
         r = m[f"{kind}_vs_iperf3_P4"].get("auto")
         out[f"{kind} auto >= 0.95 x iperf3 -P 4"] = {"ratio": r, "met": r is not None and r >= 0.95}
         r = m[f"{kind}_vs_iperf3_P4_same_bytes"].get("auto")
@@ -281,7 +298,9 @@ def goals(m):
             "ratio": r}
     coll, ssh = m["mpiio_coll_write_MBps"].get("auto"), m["sshfs_mpiio_coll_write_MBps"]
     r = round(coll / ssh, 2) if coll and ssh else None
-    out["MPI-IO collective write auto >= 3.5 x sshfs"] = {"ratio": r, "met": r is not None and r >= 3.5}
+    if "mpiio" in kinds:
+        out["MPI-IO collective write auto >= 3.5 x sshfs"] = {"ratio": r,
+                                                               "met": r is not None and r >= 3.5}
     for tool in ("put", "get"):
         x = m[f"xrdcp_{tool}_MBps"]
         v = m[f"{tool}_MBps"].get("auto")
@@ -307,8 +326,13 @@ def main():
     ap.add_argument("--no-anchors", action="store_true", help="leave out xrdcp and sshfs")
     ap.add_argument("--streams", default=",".join(STREAMS),
                     help="stream settings to measure (a subset of 1,2,4,auto; the goals use auto)")
+    ap.add_argument("--kinds", default="put,get,mpiio",
+                    help="workloads to run: put and get (always together), mpiio")
     ap.add_argument("--out", default=os.path.join(BENCH, "results", "streams.json"))
     a = ap.parse_args()
+    a.kinds = set(x for x in a.kinds.split(",") if x)
+    if not a.kinds or a.kinds - {"put", "get", "mpiio"} or ("put" in a.kinds) != ("get" in a.kinds):
+        raise SystemExit("bench/streams/run.py: --kinds takes put,get (together) and/or mpiio")
     a.streams = [x for x in a.streams.split(",") if x]
     if not a.streams or any(x not in STREAMS for x in a.streams):
         raise SystemExit(f"bench/streams/run.py: --streams takes a subset of {','.join(STREAMS)}")
@@ -318,7 +342,8 @@ def main():
         raise SystemExit("a WAN is already up (bench/wan/down first): this benchmark sets its own")
     bindir = runner.build_apps("mpich")
     doc = {"benchmark": "streams", "rate_mbit": a.rate_mbit, "delay_ms_one_way": a.delay_ms,
-           "size_mib": a.size_mib, "reps": a.reps, "cpus": os.cpu_count(),
+           "size_mib": a.size_mib, "reps": a.reps, "kinds": sorted(a.kinds),
+           "cpus": os.cpu_count(),
            "loadavg_1m_start": os.getloadavg()[0],
            "profiles": {}}
     for name in a.profiles.split(","):

@@ -18,8 +18,18 @@ Rate = bytes written / (open + write + close) (each the slowest rank's); every r
 snapshot is read back and checked by jacobi3d itself. Both host profiles (default: 4 MiB
 socket buffer maxima; tuned: 64 MiB).
 
+--workload dump measures the checkpoint-dump pattern instead, with no computation between
+writes: bench/apps/romio_perf --collective (4 ranks, 1 MiB blocks interleaved, two-phase; the
+workload of bench/streams/run.py's "MPI-IO collective write") whose arrays hold the same smooth
+field (bench/lib/fields.py, --size-mib in all; romio_perf --data), rfs (defaults and
+rfs_compress=none) against sshfs. Rate = bytes / time of romio_perf's write_sync phase (the
+same collective write again, then MPI_File_sync: what reached the server), as run.py takes it;
+every rfs run's read phase compares the bytes read back with the field (the sshfs runs leave
+the read phase out: it is not measured and would double their time).
+
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/streams/science.py [--profiles default,tuned]
-        [--rate-mbit 1000] [--delay-ms 25] [--reps 3] [--out bench/results/streams_science.json]
+        [--rate-mbit 1000] [--delay-ms 25] [--reps 3] [--workload jacobi|dump]
+        [--size-mib 1024] [--out bench/results/streams_science.json]
 """
 import argparse
 import json
@@ -33,8 +43,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run as streams  # noqa: E402  (the WAN, rfsd and anchors of bench/streams/run.py)
 from run import wanlib, runner, log, med  # noqa: E402
+sys.path.insert(0, os.path.join(streams.BENCH, "lib"))
+from fields import smooth_field  # noqa: E402
 
 CONFIGS = ["rfs", "rfs-nocompress", "sshfs", "sshfs-compress"]
+# sshfs with ssh's compression moved the jacobi3d field at half sshfs's own rate (one zlib
+# thread): at 1 GiB it would take minutes per run and add nothing
+DUMP_CONFIGS = ["rfs", "rfs-nocompress", "sshfs"]
 JACOBI = ["--local", "48", "--iters", "1216", "--every", "8"]
 
 
@@ -49,6 +64,53 @@ def io_rate(js):
 
 def jacobi_argv(bindir, target, js):
     return [os.path.join(bindir, "jacobi3d"), target, "--json", js] + JACOBI
+
+
+def dump_rate(js, verified=True):
+    with open(js) as f:
+        r = json.load(f)
+    if r.get("verify") != ("ok" if verified else "skipped"):
+        raise RuntimeError(f"romio_perf --data: read back {r.get('verify_errors')} wrong words")
+    return r["bytes_written"] / r["time"]["write_sync"] / 1e6, r["bytes_written"]
+
+
+def dump_argv(bindir, target, js, data, size, read=True):
+    return [os.path.join(bindir, "romio_perf"), target, "--size", str(size // 4), "--collective",
+            "--data", data, "--json", js] + ([] if read else ["--no-read"])
+
+
+def dump_on_rfs(env, token, port, bindir, work, hints, data, size, timeout):
+    js = os.path.join(work, "dump.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    preload = [p for p in (runner.mpich_preload(bindir), runner.rfs_lib()) if p]
+    menv = {"RFS_TOKEN": token, "LD_PRELOAD": ":".join(preload)}
+    if hints:
+        menv["RFS_HINTS"] = hints
+    argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"],
+                        runner.mpiexec_argv("mpich", 4, menv, True) +
+                        dump_argv(bindir, f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/dump.dat",
+                                  js, data, size))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if p.returncode or not os.path.exists(js):
+        raise RuntimeError(f"romio_perf on rfs ({hints or 'defaults'}): rc {p.returncode}: "
+                           f"{p.stderr.strip()[-400:]}")
+    return dump_rate(js)
+
+
+def dump_on_sshfs(bindir, xexp, work, data, size, timeout):
+    js = os.path.join(work, "dump-sshfs.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    preload = runner.mpich_preload(bindir)
+    menv = {"LD_PRELOAD": preload} if preload else {}
+    inner = " ".join(runner.mpiexec_argv("mpich", 4, menv, True) +
+                     dump_argv(bindir, "$RFS_SSHFS_MOUNT/dump.dat", js, data, size, False))
+    p = subprocess.run([os.path.join(streams.BENCH, "anchors", "sshfs-run"), xexp, "bash", "-c",
+                        inner], capture_output=True, text=True, timeout=timeout)
+    if p.returncode or not os.path.exists(js):
+        raise RuntimeError(f"romio_perf on sshfs: rc {p.returncode}: {p.stderr.strip()[-400:]}")
+    return dump_rate(js, verified=False)
 
 
 def on_rfs(env, token, port, bindir, work, hints, timeout):
@@ -93,20 +155,25 @@ def one_profile(name, buf_mb, a, bindir):
     work = tempfile.mkdtemp(prefix="rfs-science-",
                             dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     srv = xrd_url = None
+    configs = DUMP_CONFIGS if a.workload == "dump" else CONFIGS
     res = {"profile": name, "tcp_buf_max_mb": buf_mb, "tcp_cc": env.get("RFS_WAN_TCP_CC"),
-           "iperf3_P4_MBps": [], "MBps": {c: [] for c in CONFIGS}, "bytes": None,
+           "iperf3_P4_MBps": [], "MBps": {c: [] for c in configs}, "bytes": None,
            "errors": []}
     try:
         srv, root, token, port = streams.start_rfsd(env, work)
         xrd_url, xexp = streams.anchors_up(work)
+        data = a.data
         for rep in range(a.reps):
             log(f"science {name}: repetition {rep + 1}/{a.reps}")
             res["iperf3_P4_MBps"].append(wanlib.iperf3(env, 4, a.iperf_seconds, 2)["mbit_s"] / 8)
             # the configurations take turns going first
-            order = CONFIGS[rep % len(CONFIGS):] + CONFIGS[:rep % len(CONFIGS)]
+            order = configs[rep % len(configs):] + configs[:rep % len(configs)]
             for c in order:
                 try:
-                    if c.startswith("rfs"):
+                    if a.workload == "dump":
+                        rate, nbytes = dump_one(c, env, token, port, bindir, work, root, xexp,
+                                                data, a)
+                    elif c.startswith("rfs"):
                         hints = "rfs_compress=none" if c == "rfs-nocompress" else ""
                         rate, nbytes = on_rfs(env, token, port, bindir, work, hints, a.timeout)
                         os.unlink(os.path.join(root, "jac.dat"))
@@ -132,10 +199,23 @@ def one_profile(name, buf_mb, a, bindir):
     m["vs_sshfs"] = {c: round(v / ssh, 2) if v and ssh else None for c, v in m["MBps"].items()}
     m["vs_link"] = {c: round(v / link, 2) if v and link else None for c, v in m["MBps"].items()}
     r = m["vs_sshfs"]["rfs"]
-    m["goals"] = {"MPI-IO collective write (rfs defaults) >= 3.5 x sshfs (defaults), science data":
+    what = "jacobi3d" if a.workload == "jacobi" else "romio_perf --collective, smooth field"
+    m["goals"] = {f"MPI-IO collective write (rfs defaults) >= 3.5 x sshfs (defaults), {what}":
                   {"ratio": r, "met": r is not None and r >= 3.5}}
     res["median"] = m
     return res
+
+
+def dump_one(c, env, token, port, bindir, work, root, xexp, data, a):
+    size = a.size_mib << 20
+    if c.startswith("rfs"):
+        hints = "rfs_compress=none" if c == "rfs-nocompress" else ""
+        r = dump_on_rfs(env, token, port, bindir, work, hints, data, size, a.timeout)
+        os.unlink(os.path.join(root, "dump.dat"))
+    else:
+        r = dump_on_sshfs(bindir, xexp, work, data, size, a.timeout)
+        os.unlink(os.path.join(xexp, "dump.dat"))
+    return r
 
 
 def main():
@@ -146,21 +226,38 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iperf-seconds", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--out", default=os.path.join(streams.BENCH, "results",
-                                                  "streams_science.json"))
+    ap.add_argument("--workload", choices=("jacobi", "dump"), default="jacobi")
+    ap.add_argument("--size-mib", type=int, default=1024, help="dump: bytes written per run")
+    ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.out is None:
+        a.out = os.path.join(streams.BENCH, "results", "streams_science.json"
+                             if a.workload == "jacobi" else "streams_science_dump.json")
+    if a.workload == "dump" and (a.size_mib < 4 or a.size_mib % 4):
+        raise SystemExit("--size-mib must be a multiple of 4 (four ranks, 1 MiB blocks)")
     if os.geteuid() != 0:
         raise SystemExit("bench/streams/science.py needs root (network namespaces)")
     if os.path.exists(os.path.join(wanlib.STATE, "config.env")):
         raise SystemExit("a WAN is already up (bench/wan/down first): this benchmark sets its own")
     bindir = runner.build_apps("mpich")
+    data_dir = tempfile.mkdtemp(prefix="rfs-science-data-", dir="/dev/shm"
+                                if os.path.isdir("/dev/shm") else None)
+    a.data = os.path.join(data_dir, "smooth.bin")
+    if a.workload == "dump":
+        log(f"writing {a.size_mib} MiB of the smooth field")
+        smooth_field(a.data, a.size_mib << 20)
     doc = {"benchmark": "streams_science", "rate_mbit": a.rate_mbit,
-           "delay_ms_one_way": a.delay_ms, "reps": a.reps, "app": "jacobi3d " + " ".join(JACOBI),
+           "delay_ms_one_way": a.delay_ms, "reps": a.reps, "workload": a.workload,
+           "app": ("jacobi3d " + " ".join(JACOBI) if a.workload == "jacobi" else
+                   f"romio_perf --collective --data <smooth field> --size {a.size_mib}MiB/4"),
            "ranks": 4, "cpus": os.cpu_count(), "loadavg_1m_start": os.getloadavg()[0],
            "profiles": {}}
-    for name in a.profiles.split(","):
-        doc["profiles"][name] = one_profile(name, streams.PROFILES[name], a, bindir)
-        print(json.dumps(doc["profiles"][name]["median"]), file=sys.stderr, flush=True)
+    try:
+        for name in a.profiles.split(","):
+            doc["profiles"][name] = one_profile(name, streams.PROFILES[name], a, bindir)
+            print(json.dumps(doc["profiles"][name]["median"]), file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
     doc["load_avg_at_end"] = os.getloadavg()
     wanlib.emit_json(doc, a.out)
 

@@ -67,20 +67,19 @@ int main(int argc, char **argv)
         /* its own blocks, right away, through the byte view of the whole file */
         MPI_OK(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
         for (int k = 1; k < PER_RANK; k++) {
-            MPI_OK(MPI_File_read_at(fh, block_off(t_rank, k), back, BLK, MPI_BYTE,
-                                    MPI_STATUS_IGNORE));
+            MPI_OK(
+                MPI_File_read_at(fh, block_off(t_rank, k), back, BLK, MPI_BYTE, MPI_STATUS_IGNORE));
             int at = first_wrong(back, block_off(t_rank, k), r, 0);
-            CHECK(at < 0, "round %d: block %d read right after the collective write: byte %d", r,
-                  k, at);
+            CHECK(at < 0, "round %d: block %d read right after the collective write: byte %d", r, k,
+                  at);
         }
         fill(back, block_off(t_rank, 0), r, 1);
-        MPI_OK(MPI_File_write_at(fh, block_off(t_rank, 0), back, BLK, MPI_BYTE,
-                                 MPI_STATUS_IGNORE));
+        MPI_OK(MPI_File_write_at(fh, block_off(t_rank, 0), back, BLK, MPI_BYTE, MPI_STATUS_IGNORE));
         memset(back, 0, BLK);
         MPI_OK(MPI_File_read_at(fh, block_off(t_rank, 0), back, BLK, MPI_BYTE, MPI_STATUS_IGNORE));
         int at = first_wrong(back, block_off(t_rank, 0), r, 1);
-        CHECK(at < 0, "round %d: block 0 rewritten after the collective write reads wrong at %d",
-              r, at);
+        CHECK(at < 0, "round %d: block 0 rewritten after the collective write reads wrong at %d", r,
+              at);
         MPI_OK(MPI_File_set_view(fh, (MPI_Offset)t_rank * BLK, MPI_BYTE, filetype, "native",
                                  MPI_INFO_NULL));
     }
