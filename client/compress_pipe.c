@@ -4,6 +4,8 @@
 
 #include "client/client.h"
 
+#include <stdio.h>
+
 /* Before any send has waited for the socket, TCP's own view: a window per round trip. Early
  * on a long link that is small (compress the first frames; a raw 4 MiB frame at 100 Mbit/s
  * costs a third of a second), on loopback huge (stay raw). 0 when the transport cannot say. */
@@ -24,4 +26,19 @@ void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed
     if (B <= 0)
         B = rate_prior(c);
     rfs_zstate_pack(z, offered, B, src, n, out);
+}
+
+void rfs_zpack_report(rfs_zstate *z, const char *label)
+{
+    rfs_zstats st;
+    rfs_zstate_stats(z, &st);
+    if (!st.packed)
+        return;
+    fprintf(stderr,
+            "rfs stats %s: compression: %llu frames packed (%llu -> %llu bytes, %.2fx), %llu raw, "
+            "auto's codec at the end %s\n",
+            label, (unsigned long long)st.packed, (unsigned long long)st.raw_bytes,
+            (unsigned long long)st.wire_bytes,
+            st.wire_bytes ? (double)st.raw_bytes / (double)st.wire_bytes : 0.0,
+            (unsigned long long)st.raw, st.choice ? rfs_codec_name(st.choice) : "none (or fixed)");
 }

@@ -17,4 +17,9 @@ typedef struct rfs_conn rfs_conn;
  * or a server without the codec sends raw. */
 void rfs_zpack(rfs_zstate *z, rfs_conn *c, const void *src, size_t n, rfs_packed *out);
 
+/* RFS_STATS=1: one line on stderr at close of a file that compressed anything: frames packed
+ * and sent raw, raw and wire bytes, and auto's codec at the end (what auto did, for a user
+ * asking why a transfer ran as it did). */
+void rfs_zpack_report(rfs_zstate *z, const char *label);
+
 #endif

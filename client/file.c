@@ -405,8 +405,10 @@ int rfs_close(rfs_file *f)
     } while (rfs_attempt_again(f, &a, &rc));
     rfs_status closed = {RFS_OK, ""}; /* reported after the file's memory is gone */
     rfs_status_first(&closed, rc);
-    if (rfs_stats_enabled())
+    if (rfs_stats_enabled()) {
         rfs_wwin_report(f);
+        rfs_zpack_report(f->z, f->label);
+    }
     release_conns(f);
     rfs_wwin_replay_drop(f);
     rfs_file_free_saved(f);

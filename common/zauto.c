@@ -17,14 +17,7 @@
  *    ratio close to a slower one with a good ratio, and the choice flipped between them from
  *    frame to frame. A change of choice needs a 10% gain; dropping a codec that no longer
  *    beats raw needs none. No estimate of B, or no sample: raw. Sc is measured on the calling
- *    thread, so it already counts the cores the other streams' compression takes.
- *  - zstd's level follows the same stages: when zstd is used and its compression is the
- *    slowest stage (Sc < r B), auto steps to a faster level; when compression has twice the
- *    link's pace to spare (Sc > 2 r B: a slow link), to a stronger one. The ladder is -1, 1, 3
- *    (on a smooth field of doubles: 3.84x at 535 MB/s, 3.97x at 452, 4.33x at 320 on one core
- *    of the testbed); a step needs LEVEL_SETTLE frames at the level before it, so the estimate
- *    it is judged by is mostly that level's. One step's speed change (18-40%) is less than the
- *    2x between the two thresholds, so the level does not swing between neighbours. */
+ *    thread, so it already counts the cores the other streams' compression takes. */
 #include "common/zauto.h"
 
 #include "common/clock.h"
@@ -48,12 +41,6 @@
 #define INTERVAL_MAX ((uint64_t)256 << 20)
 #define RESAMPLE_ON ((uint64_t)64 << 20)
 #define EWMA 0.3
-#define LEVEL_SETTLE 4
-#define LEVEL_UP_HEADROOM 2.0
-
-/* auto's zstd levels, fastest first (zstd's negative levels are its "fast" modes) */
-static const int zstd_ladder[] = {-1, 1, 3};
-#define LADDER_N ((int)(sizeof zstd_ladder / sizeof zstd_ladder[0]))
 
 typedef rfs_zest est;
 
@@ -63,8 +50,6 @@ struct rfs_zstate {
     pthread_mutex_t mu;
     est e[RFS_CODEC_LAST + 1]; /* by codec id */
     unsigned choice;           /* auto: codec in use, 0 none */
-    int zlevel;                /* auto: the zstd level in use (one of zstd_ladder) */
-    unsigned level_frames;     /* auto: zstd frames packed since zlevel last changed */
     uint64_t since_sample;     /* payload bytes since the last sample */
     uint64_t interval;
     rfs_zstats st;
@@ -146,7 +131,6 @@ rfs_zstate *rfs_zstate_new(unsigned mode, int level)
         return NULL;
     z->mode = mode;
     z->level = level;
-    z->zlevel = RFS_ZSTD_LEVEL_DEFAULT;
     z->interval = INTERVAL_MIN;
     pthread_mutex_init(&z->mu, NULL);
     return z;
@@ -193,7 +177,6 @@ void rfs_zstate_stats(rfs_zstate *z, rfs_zstats *out)
     pthread_mutex_lock(&z->mu);
     *out = z->st;
     out->choice = z->choice;
-    out->level = z->mode == RFS_Z_AUTO ? z->zlevel : z->level;
     pthread_mutex_unlock(&z->mu);
 }
 
@@ -287,26 +270,6 @@ unsigned rfs_zauto_pick(const rfs_zest e[RFS_CODEC_LAST + 1], unsigned offered, 
     return pick != cur && best < cur_rate * SWITCH_GAIN ? cur : pick;
 }
 
-int rfs_zauto_level(const rfs_zest *e, double B, int current)
-{
-    int i = 0;
-    while (i + 1 < LADDER_N && zstd_ladder[i] < current)
-        i++;
-    if (!e || !e->known || B <= 0)
-        return zstd_ladder[i];
-    double link = e->ratio * B;
-    if (e->cspeed < link && i > 0)
-        i--;
-    else if (e->cspeed > LEVEL_UP_HEADROOM * link && i + 1 < LADDER_N)
-        i++;
-    return zstd_ladder[i];
-}
-
-static int is_zstd(unsigned codec)
-{
-    return codec == RFS_CODEC_ZSTD || codec == RFS_CODEC_ZSTD_SHUF;
-}
-
 static int compress_into(unsigned codec, int level, const void *src, size_t n, rfs_packed *out)
 {
     size_t cap = rfs_codec_bound(codec, n);
@@ -354,9 +317,10 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
         pthread_mutex_unlock(&z->mu);
         return;
     }
+    int zlevel = z->level;
+
     /* sample when due (outside the lock: it takes a millisecond or so) */
     pthread_mutex_lock(&z->mu);
-    int zlevel = z->zlevel;
     unsigned choice = z->choice;
     uint64_t due = choice ? RESAMPLE_ON : z->interval;
     int take = z->st.packed + z->st.raw == 0 || z->since_sample >= due;
@@ -394,14 +358,6 @@ void rfs_zstate_pack(rfs_zstate *z, unsigned offered, double B, const void *src,
         /* the frame itself is the best sample of this codec (decompression speed kept) */
         double ratio = ok ? (double)n / (double)out->len : 1.0;
         blend(&z->e[pick], ratio, (double)n / secs, 0);
-        if (ok && is_zstd(pick) && zlevel == z->zlevel && ++z->level_frames >= LEVEL_SETTLE) {
-            int next = rfs_zauto_level(&z->e[pick], B, z->zlevel);
-            if (next != z->zlevel) {
-                z->zlevel = next;
-                z->level_frames = 0;
-                z->st.level_changes++;
-            }
-        }
     }
     count_frame(z, ok, n, out);
     pthread_mutex_unlock(&z->mu);

@@ -68,22 +68,12 @@ typedef struct rfs_zest {
 unsigned rfs_zauto_pick(const rfs_zest e[RFS_CODEC_LAST + 1], unsigned offered, unsigned current,
                         double B);
 
-/* Auto's zstd level after a frame compressed at `current` with estimates e (zstd's, at mostly
- * that level) on a link of B bytes/s: one step faster on the ladder -1, 1, 3 when compression is
- * the pipeline's slowest stage (Sc < r B), one step stronger when compression has more than
- * twice the link's pace (Sc > 2 r B), else current (a level off the ladder: the nearest at or
- * above it, or the top). The decision of rfs_zstate_pack, apart for tests. */
-int rfs_zauto_level(const rfs_zest *e, double B, int current);
-
 /* What auto mode did, for tests and benchmarks: frames compressed and sent raw, raw and wire
- * bytes of the compressed ones, the current choice (0 none, else the codec), the zstd level in
- * use (auto: where the ladder stands; a fixed codec: its level) and how often auto changed it. */
+ * bytes of the compressed ones, and the current choice (0 none, else the codec). */
 typedef struct rfs_zstats {
     uint64_t packed, raw, raw_bytes, wire_bytes;
     unsigned choice;
     double link_bps;
-    int level;
-    unsigned level_changes;
 } rfs_zstats;
 void rfs_zstate_stats(rfs_zstate *z, rfs_zstats *out);
 

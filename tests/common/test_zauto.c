@@ -1,7 +1,6 @@
 /* Copyright (c) 2026 The rfs developers. SPDX-License-Identifier: BSD-3-Clause */
 /* common/zauto.c's auto decision: rfs_zauto_pick with fixed estimates (the pipeline's slowest
- * stage decides, a change needs a clear gain), rfs_zauto_level (zstd's level steps faster when
- * compression is the slowest stage, stronger when it has twice the link's pace, and settles), and through rfs_zstate_pack as the senders call it: random bytes
+ * stage decides, a change needs a clear gain), and through rfs_zstate_pack as the senders call it: random bytes
  * stay raw and are looked at less and less; a smooth field on a slow link goes out with the
  * codec of the best ratio, and keeps it frame after frame; a link faster than any codec keeps
  * auto off; a link that slows down turns it on. Speeds are measured, so each case is set where
@@ -199,77 +198,6 @@ static void test_pick_needs_a_clear_gain_to_change(void **state)
     assert_int_equal(rfs_zauto_pick(one, ALL_CODECS, 0, 100e6), 0);
 }
 
-static void test_zstd_level_follows_the_slowest_stage(void **state)
-{
-    (void)state;
-    rfs_zest z = {1, 3.67, 400e6, 1500e6};
-    /* 120 MB/s: the link carries 440 MB/s of raw data, compression 400: one step faster */
-    assert_int_equal(rfs_zauto_level(&z, 120e6, 1), -1);
-    assert_int_equal(rfs_zauto_level(&z, 120e6, -1), -1); /* the fastest there is */
-    /* 80 MB/s: the link carries 294, compression has 1.4x that: stays */
-    assert_int_equal(rfs_zauto_level(&z, 80e6, 1), 1);
-    assert_int_equal(rfs_zauto_level(&z, 80e6, -1), -1);
-    /* 30 MB/s: compression has 3.6x the link's pace: one step stronger, up to the top */
-    assert_int_equal(rfs_zauto_level(&z, 30e6, 1), 3);
-    assert_int_equal(rfs_zauto_level(&z, 30e6, 3), 3);
-    /* levels off the ladder land on it; no link estimate or no sample: no judgement */
-    assert_int_equal(rfs_zauto_level(&z, 80e6, 2), 3);
-    assert_int_equal(rfs_zauto_level(&z, 80e6, 19), 3);
-    assert_int_equal(rfs_zauto_level(&z, 0, 1), 1);
-    rfs_zest unknown = {0};
-    assert_int_equal(rfs_zauto_level(&unknown, 30e6, 1), 1);
-}
-
-/* The ladder as one core of the testbed ran it on the jacobi field (ratio, MB/s per level):
- * from any start and at any link rate the level settles and never swings between two. */
-static void test_zstd_level_settles(void **state)
-{
-    (void)state;
-    static const struct {
-        int level;
-        double ratio, speed;
-    } model[] = {{-1, 3.84, 535e6}, {1, 3.97, 452e6}, {3, 4.33, 320e6}};
-    for (double B = 1e6; B < 2e9; B *= 1.37) {
-        for (int start = 0; start < 3; start++) {
-            int level = model[start].level, seen[8];
-            for (int step = 0; step < 8; step++) {
-                int i = level == -1 ? 0 : level == 1 ? 1 : 2;
-                rfs_zest e = {1, model[i].ratio, model[i].speed, 1400e6};
-                level = rfs_zauto_level(&e, B, level);
-                seen[step] = level;
-            }
-            /* at most two steps from any start (the ladder has three levels), then still */
-            for (int step = 2; step < 8; step++)
-                assert_int_equal(seen[step], seen[2]);
-        }
-    }
-}
-
-static void test_slow_link_raises_the_zstd_level(void **state)
-{
-    (void)state;
-    void *d = smooth_frame();
-    rfs_zstate *z = rfs_zstate_new(RFS_Z_AUTO, 1);
-    /* 1 MB/s: whatever this machine's speed, compression has far more than twice the pace of
-     * the link, so zstd (the best ratio) steps to its strongest level, and every frame still
-     * decompresses to the original (pack_frames checks) */
-    pack_frames(z, d, 3 * 4 + 4, 1e6);
-    rfs_zstats st;
-    rfs_zstate_stats(z, &st);
-    assert_true(st.choice == RFS_CODEC_ZSTD || st.choice == RFS_CODEC_ZSTD_SHUF);
-    assert_int_equal(st.level, 3);
-    assert_int_equal(st.level_changes, 1);
-    /* a fixed codec keeps its level */
-    rfs_zstate *fixed = rfs_zstate_new(RFS_Z_ZSTD, 1);
-    pack_frames(fixed, d, 12, 1e6);
-    rfs_zstate_stats(fixed, &st);
-    assert_int_equal(st.level, 1);
-    assert_int_equal(st.level_changes, 0);
-    rfs_zstate_free(fixed);
-    rfs_zstate_free(z);
-    free(d);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,9 +206,6 @@ int main(void)
         cmocka_unit_test(test_fast_link_keeps_it_off_and_a_slow_one_turns_it_on),
         cmocka_unit_test(test_pick_by_the_pipelines_slowest_stage),
         cmocka_unit_test(test_pick_needs_a_clear_gain_to_change),
-        cmocka_unit_test(test_zstd_level_follows_the_slowest_stage),
-        cmocka_unit_test(test_zstd_level_settles),
-        cmocka_unit_test(test_slow_link_raises_the_zstd_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

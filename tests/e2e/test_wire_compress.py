@@ -6,6 +6,7 @@ clear error, leave the file untouched and the connection serving; clients that n
 are served as before."""
 import ctypes
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -192,8 +193,9 @@ def test_old_client_without_compression(rfsd):
 
 # ---- the C client ----
 
-def put(rfsd, src, dst, mode, streams=1, trace=False):
-    env = {**rfsd.env(), **({"RFS_TRACE": "1"} if trace else {})}
+def put(rfsd, src, dst, mode, streams=1, trace=False, stats=False):
+    env = {**rfsd.env(), **({"RFS_TRACE": "1"} if trace else {}),
+           **({"RFS_STATS": "1"} if stats else {})}
     p = subprocess.run([binary("rfs"), "put", "-f", "--no-progress", "--compress", mode,
                         "--streams", str(streams), str(src), rfsd.url(dst)], env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
@@ -220,6 +222,27 @@ def test_put_byte_identical(rfsd, tmp_path, mode, streams):
         assert wire < len(data) * 0.5, wire       # the smooth part went compressed
     if mode == "none":
         assert wire >= len(data)
+
+
+@pytest.mark.parametrize("mode", ["zstd", "none"])
+def test_stats_report_what_compression_did(rfsd, tmp_path, mode):
+    data = smooth(8 << 20)
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    err = put(rfsd, src, "/st", mode, 1, trace=True, stats=True)
+    assert (rfsd.root / "st").read_bytes() == data
+    lines = [x for x in err.splitlines() if "compression:" in x]
+    if mode == "none":
+        assert not lines, err       # nothing packed, nothing reported
+        return
+    assert len(lines) == 1, err
+    m = re.search(r"compression: (\d+) frames packed \((\d+) -> (\d+) bytes, ([0-9.]+)x\), "
+                  r"(\d+) raw", lines[0])
+    assert m, lines[0]
+    packed, raw_bytes, wire_bytes, raw_frames = (int(m.group(i)) for i in (1, 2, 3, 5))
+    assert packed >= 2 and raw_bytes == len(data) and raw_frames == 0, lines[0]
+    # the wire bytes it reports are the payload bytes the trace saw leave (less the headers)
+    assert wire_bytes <= sent_pwrite_bytes(err) and wire_bytes < len(data) // 2, lines[0]
 
 
 def test_cli_rejects_a_bad_mode(rfsd, tmp_path):
