@@ -28,7 +28,7 @@ void file_io_hold(int *word)
     hold_word = word;
 }
 
-static int held_count; /* writes that waited so far */
+static int held_count;  /* writes that waited so far */
 static int write_calls; /* pwrite and pwritev calls */
 
 int file_io_held(void)
