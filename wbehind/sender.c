@@ -161,15 +161,11 @@ static void *sender_main(void *arg)
 {
     wb *w = arg;
     wb_owner *o = &w->own;
-    /* A take holds at most WB_SEND_BYTES or half the cap of dirty bytes (so room comes back
-     * while the next pages arrive), in as many pages as that takes: partial pages (the last
-     * ones of a close, each rank's part of a page two ranks share) count for their bytes, and
-     * a close's whole remainder goes in one list write instead of a take after the last
-     * full one, a round trip later. */
-    uint64_t lim_bytes = WB_SEND_BYTES;
-    if (lim_bytes > o->max_pages * w->page / 2)
-        lim_bytes = o->max_pages * w->page / 2;
-    uint64_t lim = o->max_pages; /* pages held and handed over never exceed it */
+    uint64_t lim = WB_SEND_BYTES / w->page;
+    if (lim > o->max_pages / 2)
+        lim = o->max_pages / 2;
+    if (lim == 0)
+        lim = 1;
     wb_page *one = NULL;
     wb_page **take = malloc((size_t)lim * sizeof *take);
     if (!take) {
@@ -182,7 +178,7 @@ static void *sender_main(void *arg)
             pthread_cond_wait(&o->q_cv, &o->qmu);
         if (!o->q_head)
             break; /* stopped with nothing left */
-        /* A take: the pages queued, in hand-over order, up to its limits, passing over the flush
+        /* A take: the pages queued, in hand-over order, up to lim, passing over the flush
          * markers between them (and taking those right after its last page). The markers are
          * answered once the whole take is written and answered below: later than the pages
          * before each marker alone would allow, never earlier. Ranks reach their close at
@@ -191,13 +187,10 @@ static void *sender_main(void *arg)
          * those pages in a chain of small writes, each after the previous one's round trip
          * and a wait for the layer below's answers (the tail of a close). */
         size_t n = 0;
-        uint64_t bytes = 0;
         wb_page *marks = NULL, **mtail = &marks;
         uint64_t nmarks = 0;
-        while (o->q_head) {
+        while (o->q_head && (n < lim || o->q_head->reqs)) {
             wb_page *p = o->q_head;
-            if (!p->reqs && n > 0 && (n == lim || bytes + p->dirty > lim_bytes))
-                break;
             o->q_head = p->qnext;
             if (!o->q_head)
                 o->q_tail = NULL;
@@ -208,7 +201,6 @@ static void *sender_main(void *arg)
                 nmarks++;
             } else {
                 take[n++] = p;
-                bytes += p->dirty;
             }
         }
         pthread_mutex_unlock(&o->qmu);
