@@ -101,7 +101,6 @@ static void page_unhash(wb *w, wb_page *p)
 static void page_send(wb *w, wb_page *p)
 {
     page_unhash(w, p);
-    w->own.handed_any = 1;
     wb_send(w, p);
 }
 
@@ -299,12 +298,6 @@ void *wb_owner_main(void *arg)
             if (__atomic_compare_exchange_n(&c->state, &s, WB_TAKEN, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
                 drain(w, src, c);
-                /* The first post this owner takes goes at once, page filled or not: the link
-                 * is idle until then and its slow start begins with the first bytes sent,
-                 * while a page fills only after several sub-buffers (10-15 ms after open at
-                 * 4 ranks on 2 cores). The rest of that page makes a second copy. */
-                if (!w->own.handed_any && w->own.lru_head)
-                    page_send(w, w->own.lru_head);
                 __atomic_store_n(&c->state, WB_EMPTY, __ATOMIC_RELEASE);
                 rfs_shm_wake(&c->state);
                 work = 1;

@@ -56,7 +56,6 @@ typedef struct wb_owner {
     size_t nbuckets;
     wb_page *lru_head, *lru_tail; /* head: most recently used */
     uint64_t npages, max_pages;   /* npages + q_pages <= max_pages */
-    int handed_any;               /* a page went to the sender already */
     /* the sender (sender.c): pages handed over, written below in that order */
     pthread_mutex_t qmu;
     pthread_cond_t q_cv;    /* the sender's: pages or stop */
