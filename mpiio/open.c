@@ -312,6 +312,44 @@ static int open_bottom(mp_file *f, const char *name, unsigned flags, const rfs_o
     return rfs_io_open_remote_in(f->rt, name, flags, f->hints.file_perm, opts, &f->io);
 }
 
+typedef struct open_job {
+    mp_file *f;
+    const char *name;
+    unsigned flags;
+    const rfs_options *opts;
+    int rc;
+    rfs_status st; /* its failure's message (thread-local where it happened) */
+} open_job;
+
+static void *open_task(void *arg)
+{
+    open_job *j = arg;
+    j->rc = open_bottom(j->f, j->name, j->flags, j->opts, 0);
+    if (j->rc != RFS_OK)
+        rfs_status_save(&j->st, j->rc);
+    return NULL;
+}
+
+/* open_bottom; with write-behind wanted, on a worker while this thread (the only one that
+ * calls MPI) makes write-behind's node segments, which otherwise cost their time after the
+ * server's round trips. The worker touches f->io only; the segments, f->wb only. */
+static int open_overlapped(mp_file *f, const char *name, unsigned flags, const rfs_options *opts)
+{
+    if (!mp_wb_preparable(f))
+        return open_bottom(f, name, flags, opts, 0);
+    open_job j = {.f = f, .name = name, .flags = flags, .opts = opts};
+    rfs_task t;
+    int started = rfs_task_start(f->rt, &t, open_task, &j) == 0;
+    if (!started)
+        open_task(&j); /* no worker: one after the other */
+    mp_wb_prepare(f);
+    if (started)
+        rfs_task_join(&t);
+    if (j.rc != RFS_OK)
+        rfs_status_raise(&j.st);
+    return j.rc;
+}
+
 static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh)
 {
     const char *name = filename;
@@ -395,7 +433,7 @@ static int open_rfs(MPI_Comm comm, const char *filename, int amode, MPI_Info inf
         /* Every rank opens at once, with O_CREAT when asked: the server's open(O_CREAT) is
          * atomic, so concurrent creates make one file and each rank gets a handle on it; nobody
          * waits for another rank's round trips (docs/mpiio.md, "Round trips"). */
-        rrc = open_bottom(f, name, flags, &opts, 0);
+        rrc = open_overlapped(f, name, flags, &opts);
         if (rrc != RFS_OK)
             code = mp_io_error(f, rrc, "open", rfs_last_error());
     } else {

@@ -10,8 +10,9 @@
 #include <string.h>
 
 typedef struct mp_wb {
-    rfs_io *io; /* the layer in f->io's stack */
+    rfs_io *io; /* the layer in f->io's stack (NULL: only prepared, mp_wb_prepare) */
     mp_shm shm;
+    int have_shm; /* prepared: the segments were made */
 } mp_wb;
 
 static int wanted(const mp_file *f)
@@ -25,18 +26,46 @@ static int wanted(const mp_file *f)
     return (f->amode & (MPI_MODE_RDONLY | MPI_MODE_WRONLY | MPI_MODE_RDWR)) != MPI_MODE_RDONLY;
 }
 
+/* What the hints alone decide, the same on every rank: write-behind will be wanted unless
+ * the open fails (the collaborative cache, which excludes it, is wanted with
+ * rfs_write_behind on only when rfs_cache=enable). */
+int mp_wb_preparable(const mp_file *f)
+{
+    return f->hints.ccache != MP_ENABLE && wanted(f);
+}
+
 static size_t seg_size(int nsize, const mp_file *f, size_t *zero)
 {
     return *zero = rfs_wb_segment_size(nsize, (uint64_t)f->hints.wb_buffer_size);
 }
 
+void mp_wb_prepare(mp_file *f)
+{
+    mp_wb *pre = calloc(1, sizeof *pre);
+    /* (every rank takes part, even one without memory for pre: the ranks must agree) */
+    int have = mp_shm_open(f, pre != NULL, seg_size, pre ? &pre->shm : &(mp_shm){0});
+    if (pre) {
+        pre->have_shm = have;
+        f->wb = pre;
+    }
+}
+
 int mp_wb_open(mp_file *f, int ok)
 {
     mp_shm shm;
-    if (!mp_shm_open(f, ok && wanted(f), seg_size, &shm))
+    mp_wb *pre = f->wb;
+    f->wb = NULL;
+    if (pre) {
+        int have = pre->have_shm;
+        shm = pre->shm;
+        free(pre);
+        if (!have)
+            return MPI_SUCCESS;
+    } else if (!mp_shm_open(f, ok && wanted(f), seg_size, &shm)) {
         return MPI_SUCCESS; /* plain direct writes: correct, only without the buffering */
+    }
     const mp_hints *h = &f->hints;
-    mp_wb *wb = calloc(1, sizeof *wb);
+    mp_wb *wb = ok && wanted(f) ? calloc(1, sizeof *wb) : NULL;
     rfs_wb_config c = {
         .rank = shm.rank,
         .nranks = shm.size,

@@ -11,6 +11,13 @@
  * open failed, so nobody stacks the layer). Stacks write-behind on f->io when the hints ask
  * for it and the file may be written; the ranks sharing a node's memory form one group. */
 int mp_wb_open(mp_file *f, int ok);
+/* Whether mp_wb_prepare applies: the hints alone decide (the same on every rank). */
+int mp_wb_preparable(const mp_file *f);
+/* Collective over f->comm, while this rank's network open runs on another thread (open.c):
+ * makes the node's shared segments ahead of mp_wb_open, which then uses them (or frees them
+ * if the open failed), so their setup (the node communicator, the shared window, its
+ * agreements: 7-15 ms at 4 ranks) overlaps the server's round trips. */
+void mp_wb_prepare(mp_file *f);
 /* Before f->io is closed: this rank's bytes to the server; collective: the group waits for
  * every rank's before the owners stop and the segments are freed (collective 0, at
  * finalize: the owner stops, peers that find it gone write their bytes themselves). */

@@ -137,6 +137,26 @@ static int runs_overlap(const wb_page *x, const wb_page *y)
     return 0;
 }
 
+/* Writes one take. In file order: the server's writes of one list then run forward through the
+ * file. A page written again after it was handed over can be in the same take twice: the
+ * frames of one list write may land in any order, so when two copies overlap, each page goes
+ * alone, in hand-over order. */
+static void take_write(wb *w, wb_page **take, size_t n)
+{
+    int dup = 0;
+    qsort(take, n, sizeof *take, by_index);
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j-- > 0 && take[j]->idx == take[i]->idx;)
+            dup |= runs_overlap(take[i], take[j]);
+    if (dup) {
+        qsort(take, n, sizeof *take, by_seq);
+        for (size_t i = 0; i < n; i++)
+            pages_write(w, &take[i], 1);
+    } else {
+        pages_write(w, take, n);
+    }
+}
+
 static void *sender_main(void *arg)
 {
     wb *w = arg;
@@ -158,50 +178,46 @@ static void *sender_main(void *arg)
             pthread_cond_wait(&o->q_cv, &o->qmu);
         if (!o->q_head)
             break; /* stopped with nothing left */
-        if (o->q_head->reqs) {
-            wb_page *m = o->q_head;
-            o->q_head = m->qnext;
-            if (!o->q_head)
-                o->q_tail = NULL;
-            pthread_mutex_unlock(&o->qmu);
-            wb_flush_answer(w, m->reqs);
-            free(m->reqs);
-            free(m);
-            pthread_mutex_lock(&o->qmu);
-            o->q_marks--;
-            pthread_cond_broadcast(&o->room_cv);
-            continue;
-        }
+        /* A take: the pages queued, in hand-over order, up to lim, passing over the flush
+         * markers between them (and taking those right after its last page). The markers are
+         * answered once the whole take is written and answered below: later than the pages
+         * before each marker alone would allow, never earlier. Ranks reach their close at
+         * different times, so an owner's queue ends in a marker per rank with the partial
+         * pages of that rank's flush between them; a take that stopped at every marker wrote
+         * those pages in a chain of small writes, each after the previous one's round trip
+         * and a wait for the layer below's answers (the tail of a close). */
         size_t n = 0;
-        while (o->q_head && !o->q_head->reqs && n < lim) {
+        wb_page *marks = NULL, **mtail = &marks;
+        uint64_t nmarks = 0;
+        while (o->q_head && (n < lim || o->q_head->reqs)) {
             wb_page *p = o->q_head;
             o->q_head = p->qnext;
             if (!o->q_head)
                 o->q_tail = NULL;
             p->qnext = NULL;
-            take[n++] = p;
+            if (p->reqs) {
+                *mtail = p;
+                mtail = &p->qnext;
+                nmarks++;
+            } else {
+                take[n++] = p;
+            }
         }
         pthread_mutex_unlock(&o->qmu);
-        /* In file order: the server's writes of one list then run forward through the file.
-         * A page written again after it was handed over can be in the same take twice: the
-         * frames of one list write may land in any order, so when two copies overlap, each
-         * page goes alone, in hand-over order. */
-        int dup = 0;
-        qsort(take, n, sizeof *take, by_index);
-        for (size_t i = 1; i < n; i++)
-            for (size_t j = i; j-- > 0 && take[j]->idx == take[i]->idx;)
-                dup |= runs_overlap(take[i], take[j]);
-        if (dup) {
-            qsort(take, n, sizeof *take, by_seq);
-            for (size_t i = 0; i < n; i++)
-                pages_write(w, &take[i], 1);
-        } else {
-            pages_write(w, take, n);
-        }
+        if (n)
+            take_write(w, take, n);
         for (size_t i = 0; i < n; i++)
             wb_page_free(take[i]);
+        while (marks) {
+            wb_page *m = marks;
+            marks = m->qnext;
+            wb_flush_answer(w, m->reqs); /* (the first waits for the layer below) */
+            free(m->reqs);
+            free(m);
+        }
         pthread_mutex_lock(&o->qmu);
         o->q_pages -= n;
+        o->q_marks -= nmarks;
         pthread_cond_broadcast(&o->room_cv);
     }
     pthread_mutex_unlock(&o->qmu);

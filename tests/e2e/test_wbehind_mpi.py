@@ -145,6 +145,22 @@ def test_atomic_mode_turns_it_off(rfsd, tmp_path, flavour, nprocs):
         assert s[1] == 64 * 1000  # the round after went through write-behind
 
 
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+def test_failed_open_with_segments_made(rfsd, flavour):
+    # The node's segments are made while the network open runs on a worker (mpiio/open.c): an
+    # open that fails there (a missing directory) fails on every rank with the server's error
+    # class and message, the segments go again, and the next open buffers as before.
+    prog = program(flavour, "t_wbehind")
+    name = f"/badopen-{flavour}.dat"
+    env = {"RFS_STATS": "1",
+           "RFS_HINTS": "rfs_write_behind=enable;rfs_wb_page_size=16K;rfs_wb_buffer_size=8K"}
+    r = mpiexec(flavour, 4, [prog, rfsd.url(name), "badopen"], rfsd.env(), extra_env=env)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout
+    st = stats_of(r.stdout)
+    assert len(st) == 4 and all(s[0] > 0 and s[2] > 0 for s in st), r.stdout
+    assert not (rfsd.root / (name[1:] + ".nodir")).exists()
+
+
 def test_hint_reported(rfsd, tmp_path):
     prog = program("mpich", "t_wbehind")
     env = {"RFS_HINTS": "rfs_write_behind=bogus"}

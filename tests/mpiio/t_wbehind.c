@@ -7,6 +7,10 @@
  *                               back at once, then sync-barrier-sync, and every rank checks
  *                               every byte of the region: each round overwrites the last, so a
  *                               byte not yet written through would show the older round.
+ *   t_wbehind FILE badopen      Three opens of FILE.nodir/x (a missing directory) for writing
+ *                               fail on every rank with MPI_ERR_NO_SUCH_FILE and the server's
+ *                               message (write-behind's segments are made during the network
+ *                               open, and freed again), then one sbs round on FILE.
  *   t_wbehind FILE atomic       Atomic mode: each rank writes its piece and, after a barrier,
  *                               every rank reads every piece without any sync; then atomic
  *                               mode off and one more buffered round with sync-barrier-sync.
@@ -67,6 +71,18 @@ int main(int argc, char **argv)
     const char *mode = argc > 2 ? argv[2] : "sbs";
     int rounds = argc > 3 ? atoi(argv[3]) : 3;
     MPI_File fh;
+    if (!strcmp(mode, "badopen")) {
+        char missing[4200];
+        snprintf(missing, sizeof missing, "%s.nodir/x", argv[1]);
+        for (int i = 0; i < 3; i++) {
+            int rc = MPI_File_open(MPI_COMM_WORLD, missing, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                                   MPI_INFO_NULL, &fh);
+            CHECK(t_class(rc) == MPI_ERR_NO_SUCH_FILE && strstr(t_errstr(rc), ".nodir/x"),
+                  "open in a missing directory: %s", t_errstr(rc));
+        }
+        mode = "sbs";
+        rounds = 1;
+    }
     MPI_OK(MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL,
                          &fh));
     unsigned char buf[PIECE];

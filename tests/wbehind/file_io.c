@@ -28,7 +28,18 @@ void file_io_hold(int *word)
     hold_word = word;
 }
 
-static int held_count; /* writes that waited so far */
+static int held_count;  /* writes that waited so far */
+static int write_calls; /* pwrite and pwritev calls */
+
+int file_io_held(void)
+{
+    return __atomic_load_n(&held_count, __ATOMIC_ACQUIRE);
+}
+
+int file_io_write_calls(void)
+{
+    return __atomic_load_n(&write_calls, __ATOMIC_ACQUIRE);
+}
 
 /* While *hold_word is set, writes wait (bounded: 20 s), as on a link that fell behind. Once
  * it clears, the writes that waited go in the reverse of the order they came (each waits 2 ms
@@ -65,7 +76,7 @@ static int fi_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *don
     return n < 0 ? rfs_fail(RFS_E_IO, "file_io: pread") : RFS_OK;
 }
 
-static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+static int put(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
 {
     file_io *f = FI(io);
     *done = 0;
@@ -79,6 +90,12 @@ static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size
     return RFS_OK;
 }
 
+static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
+{
+    __atomic_add_fetch(&write_calls, 1, __ATOMIC_ACQ_REL);
+    return put(io, buf, len, off, done);
+}
+
 /* Last extent first: the frames of a list write over several streams may land in any order,
  * so a layer above that relied on the order of its extents fails here. */
 static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *buf, size_t *done)
@@ -86,12 +103,13 @@ static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *b
     const char *p = buf;
     uint64_t total = 0;
     *done = 0;
+    __atomic_add_fetch(&write_calls, 1, __ATOMIC_ACQ_REL);
     for (size_t i = 0; i < n; i++)
         total += ext[i].length;
     for (size_t i = n; i-- > 0;) {
         size_t d = 0;
         total -= ext[i].length;
-        int rc = fi_pwrite(io, p + total, (size_t)ext[i].length, ext[i].offset, &d);
+        int rc = put(io, p + total, (size_t)ext[i].length, ext[i].offset, &d);
         if (rc != RFS_OK)
             return rc;
     }

@@ -10,5 +10,8 @@
 int file_io_open(const char *path, uint64_t fail_lo, uint64_t fail_hi, rfs_io **out);
 /* From now on this process's writes wait while *word (shared memory) is non-zero; NULL: never. */
 void file_io_hold(int *word);
+/* This process's writes that waited so far (held), and its pwrite and pwritev calls. */
+int file_io_held(void);
+int file_io_write_calls(void);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "file_io.h"
+#include "wbehind/wb_internal.h"
 #include "wbehind/wbehind.h"
 
 #define MAXR 4
@@ -26,7 +27,8 @@ typedef struct shared {
     int arrived; /* test barrier */
     int die;     /* test_dead_owner: rank 1 may die now */
     int pid1;    /* test_dead_owner: rank 1's pid */
-    int hold;    /* test_rewrites_keep_order: writes below wait while set */
+    int hold;    /* test_rewrites_keep_order, test_flushes_share_a_write: writes below wait */
+    int stage;   /* test_flushes_share_a_write: how far rank 0 saw its owner get */
     int result[MAXR];
     char msg[MAXR][256];
 } shared;
@@ -306,6 +308,113 @@ static void test_rewrites_keep_order(void **state)
     }
 }
 
+/* Flush markers not answered yet at rank 0's owner (this process's). */
+static uint64_t marks_waiting(rfs_io *io)
+{
+    wb *w = (wb *)io;
+    pthread_mutex_lock(&w->own.qmu);
+    uint64_t m = w->own.q_marks;
+    pthread_mutex_unlock(&w->own.qmu);
+    return m;
+}
+
+static int wait_for(int (*cond)(rfs_io *, int), rfs_io *io, int arg)
+{
+    for (int i = 0; i < 20000; i++) {
+        if (cond(io, arg))
+            return 1;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int sender_held(rfs_io *io, int k)
+{
+    (void)io;
+    return file_io_held() >= k;
+}
+
+static int marks_at_least(rfs_io *io, int k)
+{
+    return marks_waiting(io) >= (uint64_t)k;
+}
+
+static int stage_at_least(rfs_io *io, int k)
+{
+    (void)io;
+    return __atomic_load_n(&sh->stage, __ATOMIC_ACQUIRE) >= k;
+}
+
+/* Ranks 1, 2 and 3 flush one after the other, each with a few bytes of page 0 (rank 0's),
+ * while rank 0's sender is held writing rank 1's copy: the queue then holds rank 2's copy,
+ * its flush marker, rank 3's copy and its marker. They go in one write below, not one write
+ * (and a wait for the answers below) per flush: as at a close, where the ranks' flushes come
+ * one after another and the link would otherwise wait a round trip for each. */
+static void staggered_rank(int r, int n)
+{
+    int gen = 0;
+    file_io_hold(&sh->hold);
+    rfs_io *w = open_rank(r, n, g_page, g_buf, g_mem, 0, 0);
+    if (!w)
+        FAIL(r, "open: %s", rfs_last_error());
+    if (r == 0) {
+        /* rank 1's copy is being written (held); then each flush's marker is queued */
+        if (!wait_for(sender_held, w, 1))
+            FAIL(r, "the sender never wrote rank 1's copy");
+        int calls0 = file_io_write_calls();
+        __atomic_store_n(&sh->stage, 1, __ATOMIC_RELEASE);
+        if (!wait_for(marks_at_least, w, 2))
+            FAIL(r, "rank 2's flush never reached the owner");
+        __atomic_store_n(&sh->stage, 2, __ATOMIC_RELEASE);
+        if (!wait_for(marks_at_least, w, 3))
+            FAIL(r, "rank 3's flush never reached the owner");
+        __atomic_store_n(&sh->hold, 0, __ATOMIC_RELEASE);
+        test_barrier(n, &gen); /* every flush answered */
+        int calls = file_io_write_calls() - calls0;
+        if (calls != 1)
+            FAIL(r, "ranks 2 and 3's copies took %d writes below, not 1", calls);
+    } else {
+        if (r > 1 && !wait_for(stage_at_least, w, r - 1))
+            FAIL(r, "rank 0 never saw the earlier flush queued");
+        uint8_t buf[PIECE];
+        uint64_t off = (uint64_t)r * 3000; /* disjoint pieces of page 0 */
+        for (unsigned k = 0; k < PIECE; k++)
+            buf[k] = byte_at(off + k, 0);
+        size_t done = 0;
+        if (w->ops->pwrite(w, buf, PIECE, off, &done) != RFS_OK)
+            FAIL(r, "write: %s", rfs_last_error());
+        if (w->ops->sync(w) != RFS_OK)
+            FAIL(r, "sync: %s", rfs_last_error());
+        test_barrier(n, &gen);
+    }
+    rfs_wb_flush_mine(w);
+    test_barrier(n, &gen);
+    rfs_wb_detach(w);
+    if (w->ops->close(w) != RFS_OK)
+        FAIL(r, "close: %s", rfs_last_error());
+    sh->result[r] = 1;
+}
+
+static void test_flushes_share_a_write(void **state)
+{
+    (void)state;
+    g_mem = 1 << 20;
+    setup_group(4, g_buf);
+    sh->hold = 1;
+    run_ranks(4, staggered_rank);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    uint8_t d[4 * 3000];
+    size_t got = fread(d, 1, sizeof d, fp);
+    fclose(fp);
+    assert_int_equal(got, 3 * 3000 + PIECE);
+    for (uint64_t r = 1; r < 4; r++)
+        for (uint64_t k = 0; k < PIECE; k++)
+            assert_int_equal(d[r * 3000 + k], byte_at(r * 3000 + k, 0));
+    teardown_group(4, g_buf);
+}
+
 /* The owner's write of a page fails: the rank whose bytes it held hears of it at sync; the
  * owner's own bytes, elsewhere, are fine. */
 static void failing_rank(int r, int n)
@@ -458,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_four_ranks),
         cmocka_unit_test(test_memory_cap),
         cmocka_unit_test(test_rewrites_keep_order),
+        cmocka_unit_test(test_flushes_share_a_write),
         cmocka_unit_test(test_owner_write_fails),
         cmocka_unit_test(test_dead_owner),
         cmocka_unit_test(test_disabled_passes_through),
