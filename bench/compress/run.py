@@ -292,7 +292,7 @@ def main():
     srv = None
     result = {"bench": "compress", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "reps": a.reps, "delay_ms_one_way": a.delay_ms, "tcp_buf_mb": a.tcp_buf_mb,
-              "loadavg_1m_start": os.getloadavg()[0]}
+              "loadavg_1m_start": os.getloadavg()[0], "warm_mib": a.warm_mib}
     try:
         result["crc32c"] = crc_speed(build, tmp)
         data_dir = os.path.join(tmp, "data")

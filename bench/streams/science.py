@@ -79,74 +79,68 @@ def dump_argv(bindir, target, js, data, size, read=True):
             "--data", data, "--json", js] + ([] if read else ["--no-read"])
 
 
-def dump_on_rfs(env, token, port, bindir, work, hints, data, size, timeout):
-    js = os.path.join(work, "dump.json")
+def fresh_json(work, name):
+    js = os.path.join(work, name)
     if os.path.exists(js):
         os.unlink(js)
+    return js
+
+
+def app_on_rfs(env, token, port, bindir, hints, argv_for, what, js, timeout):
+    """4 MPICH ranks of argv_for(target) through librfs-mpiio.so with hints ("" = none)."""
     preload = [p for p in (runner.mpich_preload(bindir), runner.rfs_lib()) if p]
     menv = {"RFS_TOKEN": token, "LD_PRELOAD": ":".join(preload)}
     if hints:
         menv["RFS_HINTS"] = hints
-    argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"],
-                        runner.mpiexec_argv("mpich", 4, menv, True) +
-                        dump_argv(bindir, f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/dump.dat",
-                                  js, data, size))
+    argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"], runner.mpiexec_argv("mpich", 4, menv, True) +
+                        argv_for(f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:"))
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     if p.returncode or not os.path.exists(js):
-        raise RuntimeError(f"romio_perf on rfs ({hints or 'defaults'}): rc {p.returncode}: "
+        raise RuntimeError(f"{what} on rfs ({hints or 'defaults'}): rc {p.returncode}: "
                            f"{p.stderr.strip()[-400:]}")
+
+
+def app_on_sshfs(bindir, xexp, argv_for, what, js, timeout, env=None):
+    """4 MPICH ranks of argv_for(target) in an sshfs mount of the server's export."""
+    preload = runner.mpich_preload(bindir)
+    menv = {"LD_PRELOAD": preload} if preload else {}
+    inner = " ".join(runner.mpiexec_argv("mpich", 4, menv, True) +
+                     argv_for("$RFS_SSHFS_MOUNT"))
+    p = subprocess.run([os.path.join(streams.BENCH, "anchors", "sshfs-run"), xexp, "bash", "-c",
+                        inner], capture_output=True, text=True, timeout=timeout, env=env)
+    if p.returncode or not os.path.exists(js):
+        raise RuntimeError(f"{what} on sshfs: rc {p.returncode}: {p.stderr.strip()[-400:]}")
+
+
+def dump_on_rfs(env, token, port, bindir, work, hints, data, size, timeout):
+    js = fresh_json(work, "dump.json")
+    app_on_rfs(env, token, port, bindir, hints,
+               lambda at: dump_argv(bindir, at + "/dump.dat", js, data, size), "romio_perf", js,
+               timeout)
     return dump_rate(js)
 
 
 def dump_on_sshfs(bindir, xexp, work, data, size, timeout):
-    js = os.path.join(work, "dump-sshfs.json")
-    if os.path.exists(js):
-        os.unlink(js)
-    preload = runner.mpich_preload(bindir)
-    menv = {"LD_PRELOAD": preload} if preload else {}
-    inner = " ".join(runner.mpiexec_argv("mpich", 4, menv, True) +
-                     dump_argv(bindir, "$RFS_SSHFS_MOUNT/dump.dat", js, data, size, False))
-    p = subprocess.run([os.path.join(streams.BENCH, "anchors", "sshfs-run"), xexp, "bash", "-c",
-                        inner], capture_output=True, text=True, timeout=timeout)
-    if p.returncode or not os.path.exists(js):
-        raise RuntimeError(f"romio_perf on sshfs: rc {p.returncode}: {p.stderr.strip()[-400:]}")
+    js = fresh_json(work, "dump-sshfs.json")
+    app_on_sshfs(bindir, xexp, lambda at: dump_argv(bindir, at + "/dump.dat", js, data, size,
+                                                     False), "romio_perf", js, timeout)
     return dump_rate(js, verified=False)
 
 
 def on_rfs(env, token, port, bindir, work, hints, timeout):
-    js = os.path.join(work, "jacobi.json")
-    if os.path.exists(js):
-        os.unlink(js)
-    preload = [p for p in (runner.mpich_preload(bindir), runner.rfs_lib()) if p]
-    menv = {"RFS_TOKEN": token, "LD_PRELOAD": ":".join(preload)}
-    if hints:
-        menv["RFS_HINTS"] = hints
-    argv = wanlib.in_ns(env["RFS_WAN_CLIENT_NS"],
-                        runner.mpiexec_argv("mpich", 4, menv, True) +
-                        jacobi_argv(bindir, f"rfs:{env['RFS_WAN_SERVER_ADDR']}:{port}:/jac.dat",
-                                    js))
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    if p.returncode or not os.path.exists(js):
-        raise RuntimeError(f"jacobi3d on rfs ({hints or 'defaults'}): rc {p.returncode}: "
-                           f"{p.stderr.strip()[-400:]}")
+    js = fresh_json(work, "jacobi.json")
+    app_on_rfs(env, token, port, bindir, hints, lambda at: jacobi_argv(bindir, at + "/jac.dat", js),
+               "jacobi3d", js, timeout)
     return io_rate(js)
 
 
 def on_sshfs(bindir, xexp, work, compress, timeout):
-    js = os.path.join(work, "jacobi-sshfs.json")
-    if os.path.exists(js):
-        os.unlink(js)
-    preload = runner.mpich_preload(bindir)
-    menv = {"LD_PRELOAD": preload} if preload else {}
-    inner = " ".join(runner.mpiexec_argv("mpich", 4, menv, True) +
-                     jacobi_argv(bindir, "$RFS_SSHFS_MOUNT/jac.dat", js))
+    js = fresh_json(work, "jacobi-sshfs.json")
     env = dict(os.environ)
     if compress:
         env["RFS_SSHFS_OPTS"] = "Compression=yes"
-    p = subprocess.run([os.path.join(streams.BENCH, "anchors", "sshfs-run"), xexp, "bash", "-c",
-                        inner], capture_output=True, text=True, timeout=timeout, env=env)
-    if p.returncode or not os.path.exists(js):
-        raise RuntimeError(f"jacobi3d on sshfs: rc {p.returncode}: {p.stderr.strip()[-400:]}")
+    app_on_sshfs(bindir, xexp, lambda at: jacobi_argv(bindir, at + "/jac.dat", js), "jacobi3d",
+                 js, timeout, env)
     return io_rate(js)
 
 
