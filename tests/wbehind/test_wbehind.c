@@ -127,6 +127,18 @@ static void run_ranks(int n, rank_fn fn)
 /* FLASH-IO-like: rank r writes pieces (i * n + r) of `piece` bytes, some as list I/O. */
 #define PIECES 600
 #define PIECE 1000u
+/* A rank's orderly end: its own pages flushed, everyone past that point, then detach and close;
+ * result 1 unless the close fails. */
+static void close_rank(rfs_io *w, int r, int n, int *gen)
+{
+    rfs_wb_flush_mine(w);
+    test_barrier(n, gen);
+    rfs_wb_detach(w);
+    if (w->ops->close(w) != RFS_OK)
+        FAIL(r, "close: %s", rfs_last_error());
+    sh->result[r] = 1;
+}
+
 static uint64_t g_page = 16384, g_buf = 4096, g_mem = 1 << 20;
 
 static void interleaved_rank(int r, int n)
@@ -185,12 +197,7 @@ static void interleaved_rank(int r, int n)
              (unsigned long long)st.memory_cap);
     if (n > 1 && st.posts == 0)
         FAIL(r, "nothing posted");
-    rfs_wb_flush_mine(w);
-    test_barrier(n, &gen);
-    rfs_wb_detach(w);
-    if (w->ops->close(w) != RFS_OK)
-        FAIL(r, "close: %s", rfs_last_error());
-    sh->result[r] = 1;
+    close_rank(w, r, n, &gen);
 }
 
 static void check_file(int n)
@@ -271,12 +278,7 @@ static void rewrite_rank(int r, int n)
     __atomic_store_n(&sh->hold, 0, __ATOMIC_RELEASE);
     if (w->ops->sync(w) != RFS_OK)
         FAIL(r, "sync: %s", rfs_last_error());
-    rfs_wb_flush_mine(w);
-    test_barrier(n, &gen);
-    rfs_wb_detach(w);
-    if (w->ops->close(w) != RFS_OK)
-        FAIL(r, "close: %s", rfs_last_error());
-    sh->result[r] = 1;
+    close_rank(w, r, n, &gen);
 }
 
 static void test_rewrites_keep_order(void **state)
@@ -388,12 +390,7 @@ static void staggered_rank(int r, int n)
             FAIL(r, "sync: %s", rfs_last_error());
         test_barrier(n, &gen);
     }
-    rfs_wb_flush_mine(w);
-    test_barrier(n, &gen);
-    rfs_wb_detach(w);
-    if (w->ops->close(w) != RFS_OK)
-        FAIL(r, "close: %s", rfs_last_error());
-    sh->result[r] = 1;
+    close_rank(w, r, n, &gen);
 }
 
 static void test_flushes_share_a_write(void **state)
