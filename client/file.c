@@ -51,26 +51,40 @@ int rfs_file_open_stream(rfs_file *f, int s, unsigned flags, unsigned mode)
     return rc;
 }
 
-int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok)
+/* The first half of rfs_file_fanout: every request sent, none waited for. started[s]: whether
+ * stream s's went out (a failure to send is in *first). */
+static void fanout_start(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *started,
+                         rfs_status *first)
 {
-    int started[RFS_CLIENT_MAX_STREAMS] = {0};
-    rfs_status first = {RFS_OK, ""};
     for (int s = from; s < f->nconn; s++) {
         rfs_call_init(&calls[s]);
-        ok[s] = 0;
         int rc = rfs_conn_start(f->conn[s], &calls[s], &reqs[s], NULL, f->io_timeout_ms);
         started[s] = rc == RFS_OK;
-        if (rc && !first.rc)
-            rfs_status_first(&first, rfs_call_result(f->conn[s], &calls[s], rc, f->label));
+        if (rc)
+            rfs_status_first(first, rfs_call_result(f->conn[s], &calls[s], rc, f->label));
     }
+}
+
+static void fanout_wait(rfs_file *f, int from, rfs_call *calls, const int *started, int *ok,
+                        rfs_status *first)
+{
     for (int s = from; s < f->nconn; s++) {
+        ok[s] = 0;
         if (!started[s])
             continue;
         int rc =
             rfs_call_result(f->conn[s], &calls[s], rfs_conn_wait(f->conn[s], &calls[s]), f->label);
         ok[s] = rc == RFS_OK;
-        rfs_status_first(&first, rc);
+        rfs_status_first(first, rc);
     }
+}
+
+int rfs_file_fanout(rfs_file *f, int from, rfs_req *reqs, rfs_call *calls, int *ok)
+{
+    int started[RFS_CLIENT_MAX_STREAMS] = {0};
+    rfs_status first = {RFS_OK, ""};
+    fanout_start(f, from, reqs, calls, started, &first);
+    fanout_wait(f, from, calls, started, ok, &first);
     return first.rc ? rfs_status_raise(&first) : RFS_OK;
 }
 
@@ -342,8 +356,25 @@ fail:
 
 static int close_once(rfs_file *f)
 {
-    /* Windowed writes and a SET_VIEW still in flight are collected first; their failure is
-     * the close's error. */
+    /* Every stream's handle is closed side by side (one round trip, not one per stream), and
+     * the CLOSEs go out before the windowed writes and a SET_VIEW still in flight are
+     * collected: rfsd applies a CLOSE only after every earlier request on its handle
+     * (docs/design.md, "barriers"), and those travel on the connections their CLOSEs follow
+     * them on, so the close's round trip overlaps theirs instead of coming after it (one
+     * round trip fewer for a close after writes that returned early). Their failure is still
+     * the close's error, before the CLOSE's own. A connection lost meanwhile leaves the
+     * windowed writes to replay: rfs_close recovers and closes again, the CLOSE then behind
+     * the replayed writes. */
+    rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
+    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
+    int started[RFS_CLIENT_MAX_STREAMS] = {0}, ok[RFS_CLIENT_MAX_STREAMS];
+    for (int s = 0; s < f->nconn; s++) {
+        memset(&reqs[s], 0, sizeof reqs[s]);
+        reqs[s].op = RFS_OP_CLOSE;
+        reqs[s].u.fh.fh = f->fh[s];
+    }
+    rfs_status closed = {RFS_OK, ""};
+    fanout_start(f, 0, reqs, calls, started, &closed);
     int vrc = rfs_wwin_settle(f, 1);
     if (!vrc)
         vrc = rfs_file_settle_view(f, -1);
@@ -351,17 +382,7 @@ static int close_once(rfs_file *f)
         rfs_file_settle_view(f, -1);
     rfs_status settled = {RFS_OK, ""};
     rfs_status_first(&settled, vrc);
-    /* Every stream's handle is closed side by side: one round trip, not one per stream. */
-    rfs_req reqs[RFS_CLIENT_MAX_STREAMS];
-    rfs_call calls[RFS_CLIENT_MAX_STREAMS];
-    int ok[RFS_CLIENT_MAX_STREAMS];
-    for (int s = 0; s < f->nconn; s++) {
-        memset(&reqs[s], 0, sizeof reqs[s]);
-        reqs[s].op = RFS_OP_CLOSE;
-        reqs[s].u.fh.fh = f->fh[s];
-    }
-    rfs_status closed = {RFS_OK, ""};
-    rfs_status_first(&closed, rfs_file_fanout(f, 0, reqs, calls, ok));
+    fanout_wait(f, 0, calls, started, ok, &closed);
     for (int s = 0; s < f->nconn; s++)
         rfs_call_destroy(&calls[s]);
     if (settled.rc)

@@ -40,6 +40,8 @@ enum mode {
     M_AUTH_LATE,   /* AUTH reply held until the next frame has arrived, then sent */
     M_AUTH_AFTER,  /* AUTH reply held; the next request is answered first */
     M_VIEWS,       /* announces views; a SET_VIEW is answered only once the next frame came */
+    M_HOLD_WRITES, /* PWRITE replies held until a CLOSE comes, then sent before its */
+    M_HOLD_NOSPC,  /* the same, the first held write answered "disk full" */
 };
 
 #define MAX_CONNS 8
@@ -59,6 +61,7 @@ typedef struct fake {
     int data_frames;        /* PWRITE frames received */
     uint16_t after_view_op; /* M_VIEWS: the frame that came while a SET_VIEW was unanswered */
     int handlers_done;      /* handlers that have read to the end and quit */
+    int held_at_close;      /* M_HOLD_*: PWRITE replies held when the CLOSE came */
 } fake;
 
 typedef struct handler_arg {
@@ -244,6 +247,26 @@ static void *handler_main(void *arg)
             send_rep(fd, &r, NULL, 0);
             break;
         case RFS_OP_CLOSE:
+            if (fk->mode == M_HOLD_WRITES || fk->mode == M_HOLD_NOSPC) {
+                pthread_mutex_lock(&fk->lock);
+                fk->held_at_close = nheld;
+                pthread_mutex_unlock(&fk->lock);
+                for (int i = 0; i < nheld; i++) {
+                    if (i == 0 && fk->mode == M_HOLD_NOSPC) {
+                        send_err(fd, RFS_OP_PWRITE, held[i].id, RFS_E_NOSPC, "disk full");
+                        continue;
+                    }
+                    rfs_rep w;
+                    memset(&w, 0, sizeof w);
+                    w.op = RFS_OP_PWRITE;
+                    w.id = held[i].id;
+                    w.u.u64.value = held[i].len;
+                    send_rep(fd, &w, NULL, 0);
+                }
+                nheld = 0;
+            }
+            send_rep(fd, &r, NULL, 0);
+            break;
         case RFS_OP_SYNC: send_rep(fd, &r, NULL, 0); break;
         case RFS_OP_SET_VIEW:
             if (fk->mode != M_VIEWS) {
@@ -270,6 +293,14 @@ static void *handler_main(void *arg)
         case RFS_OP_PWRITE:
             if (fk->mode == M_DIE_ON_DATA) {
                 quit = 1;
+                break;
+            }
+            if ((fk->mode == M_HOLD_WRITES || fk->mode == M_HOLD_NOSPC) &&
+                nheld < (int)(sizeof held / sizeof held[0])) {
+                held[nheld].id = q.id;
+                held[nheld].off = q.u.pwrite.off;
+                held[nheld].len = q.data_len;
+                nheld++;
                 break;
             }
             r.u.u64.value = q.data_len;
@@ -463,6 +494,46 @@ static void test_server_dies(void **state)
     assert_int_equal(rfs_close(f), RFS_E_CONN);
     free(buf);
     fake_stop(fk);
+}
+
+/* A close after writes that returned before their replies (the write window) sends its
+ * CLOSE before it collects those replies, so their round trip and the close's overlap: this
+ * fake answers the writes only once the CLOSE has come. A client that waited for the writes
+ * first would wait for the fake until its I/O timeout. */
+static void close_after_windowed_writes(enum mode mode, int want)
+{
+    fake *fk = fake_start(mode, NULL);
+    rfs_options o = {
+        .token = "", .io_timeout_ms = 3000, .retry_timeout_ms = -1, .write_window = 1u << 20};
+    rfs_file *f = open_ok(fk, &o);
+    uint8_t buf[4096];
+    memset(buf, 0x5a, sizeof buf);
+    for (int i = 0; i < 8; i++) {
+        size_t done = 0;
+        assert_int_equal(rfs_pwrite(f, buf, sizeof buf, (uint64_t)i * sizeof buf, &done), RFS_OK);
+        assert_int_equal(done, sizeof buf);
+    }
+    int rc = rfs_close(f);
+    assert_int_equal(rc, want);
+    if (want != RFS_OK) /* a write's failure is the close's error, though its CLOSE went well */
+        assert_non_null(strstr(rfs_last_error(), "disk full"));
+    pthread_mutex_lock(&fk->lock);
+    int held = fk->held_at_close;
+    pthread_mutex_unlock(&fk->lock);
+    assert_int_equal(held, 8); /* every write was still unanswered when the CLOSE came */
+    fake_stop(fk);
+}
+
+static void test_close_overlaps_windowed_writes(void **state)
+{
+    (void)state;
+    close_after_windowed_writes(M_HOLD_WRITES, RFS_OK);
+}
+
+static void test_close_reports_a_windowed_write_failure(void **state)
+{
+    (void)state;
+    close_after_windowed_writes(M_HOLD_NOSPC, RFS_E_NOSPC);
 }
 
 static void test_silent_server_times_out(void **state)
@@ -873,6 +944,8 @@ int main(void)
         cmocka_unit_test(test_pool_shares_connections),
         cmocka_unit_test(test_connect_refused),
         cmocka_unit_test(test_bad_open_args),
+        cmocka_unit_test(test_close_overlaps_windowed_writes),
+        cmocka_unit_test(test_close_reports_a_windowed_write_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

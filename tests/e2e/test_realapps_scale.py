@@ -102,6 +102,23 @@ def run_rfs(mpi, args, env, cwd, hints=None, abt_stats=None):
     return r, stats
 
 
+LAYER_STATS = {
+    "rfs_write_behind=enable": re.compile(r"rfs stats \S+: write-behind: writes (\d+)"),
+    "rfs_cache=enable": re.compile(r"rfs stats \S+: collaborative cache: reads \d+ "
+                                   r"\(\d+ bytes\), writes (\d+)"),
+}
+
+
+def assert_layer_carried_writes(r, hints):
+    """With write-behind or the collaborative cache asked for, RFS_STATS shows that the layer
+    took the program's writes (not only that the run passed through with it off)."""
+    pat = LAYER_STATS.get(hints)
+    if pat:
+        writes = [int(m[1]) for m in pat.finditer(r.stdout + r.stderr)]
+        assert writes and sum(writes) > 0, \
+            f"{hints}: no writes through the layer\n{r.stderr[-3000:]}"
+
+
 def check_ok(r, what, marker):
     assert r.returncode == 0 and marker in r.stdout, (
         f"{what} failed (exit {r.returncode})\n--- stdout\n{r.stdout[-3000:]}"
@@ -198,11 +215,14 @@ def load_h5py_scale():
     return mod
 
 
-@pytest.mark.parametrize("hints", [None, "rfs_write_window=0", "rfs_abt=enable"],
-                         ids=["default", "no-window", "abt"])
+@pytest.mark.parametrize("hints", [None, "rfs_write_window=0", "rfs_abt=enable",
+                                   "rfs_write_behind=enable", "rfs_cache=enable"],
+                         ids=["default", "no-window", "abt", "write-behind", "ccache"])
 def test_h5py_scale_through_rfs(rfsd, tmp_path, hints):
-    """By default (the write window), without it, and with ABT: with both layers that let
-    writes return before the server has them, HDF5
+    """By default (the write window), without it, with ABT, with two-stage write-behind and
+    with the collaborative page cache (HDF5's small metadata writes from every rank are what
+    those two gather into pages). With the layers that let writes return before the server
+    has them, HDF5
     fills a new chunk on one rank and has others write into it after an MPI_Barrier, so
     those writes must reach the server in that order (mpiio/barrier.c)."""
     need_lib("ompi")
@@ -219,6 +239,7 @@ def test_h5py_scale_through_rfs(rfsd, tmp_path, hints):
                        tmp_path, hints=hints)
     check_ok(r, "h5py_scale on an rfs: name", "h5py_scale: ok rfs:")
     assert f"{n} chunked datasets" in r.stdout
+    assert_layer_carried_writes(r, hints)
 
     server_copy = rfsd.root / "run42" / "scale.h5"
     content = assert_same_hdf5(server_copy, local, tmp_path)
@@ -271,30 +292,34 @@ def c_programs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("mpi,mode", [("ompi", ""), ("mpich", ""), ("ompi", "collmeta"),
-                                      ("ompi", "nofill")],
-                         ids=["ompi", "mpich", "ompi-collmeta", "ompi-nofill-abt"])
+                                      ("ompi", "nofill"), ("mpich", "wb"), ("mpich", "ccache")],
+                         ids=["ompi", "mpich", "ompi-collmeta", "ompi-nofill-abt",
+                              "mpich-write-behind", "mpich-ccache"])
 def test_hdf5_c_scale_through_rfs(rfsd, tmp_path, c_programs, mpi, mode):
     """mode collmeta: collective metadata reads and writes (H5Pset_all_coll_metadata_ops,
     H5Pset_coll_metadata_write): the metadata cache is flushed by all ranks at once.
     mode nofill: H5D_FILL_TIME_NEVER, run with rfs_abt=enable: the way to use ABT with parallel
     HDF5 (docs/mpiio.md: with fill values, one rank's buffered fill of a new chunk can reach
-    the server after other ranks' data in it)."""
+    the server after other ranks' data in it).
+    mode wb / ccache: the program as it is, with rfs_write_behind=enable / rfs_cache=enable."""
     need_lib(mpi)
     prog = c_programs("hdf5_scale", mpi)
     n = NDATASETS[mpi]
-    extra = [mode] if mode else []
+    layer_hints = {"wb": "rfs_write_behind=enable", "ccache": "rfs_cache=enable"}
+    extra = [mode] if mode and mode not in layer_hints else []
     what = f"hdf5_scale ({mpi}{', ' + mode if mode else ''})"
     local = tmp_path / "local.h5"
     r = run_local(mpi, [prog, local, n, *extra], rfsd.env(), tmp_path)
     check_ok(r, f"{what} on a local file (reference)", "hdf5_scale: ok")
     abt = mode == "nofill"
     r, stats = run_rfs(mpi, [prog, rfsd.url("/scale-c.h5"), n, *extra], rfsd.env(), tmp_path,
-                       hints="rfs_abt=enable" if abt else None,
+                       hints="rfs_abt=enable" if abt else layer_hints.get(mode),
                        abt_stats=tmp_path / "abt" if abt else None)
     check_ok(r, f"{what} on an rfs: name", "hdf5_scale: ok rfs:")
     assert f"{n} chunked datasets" in r.stdout
     assert ("collective metadata" in r.stdout) == (mode == "collmeta")
     assert ("no fill" in r.stdout) == (mode == "nofill")
+    assert_layer_carried_writes(r, layer_hints.get(mode))
     if abt:  # the writes did go through ABT's buffers
         per_rank = [json.loads(p.read_text()) for p in tmp_path.glob("abt.*.json")]
         assert len(per_rank) == NP and all(s["bytes_buffered"] > 0 for s in per_rank), per_rank
