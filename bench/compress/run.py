@@ -20,6 +20,10 @@ replies when its measurements say it pays: --compress-reads auto, the default) a
 --compress none (raw replies), per repetition, checked byte for byte.
 Checksums: the same put and a get of the random file with RFS_CHECKSUM=off and on.
 CRC-32C speed: bench/compress/crcspeed.c on a 4 MiB buffer.
+Per put, also rfsd's CPU (`samples_server_cpu_s`) and what writing 64 MiB of new pages into
+rfsd's tmpfs cost right before it (`samples_page_probe_s_per_gib`): on this VM the first write
+to memory the guest had freed is 5-10x slower, and rfsd's writes into the file it receives
+are what varies most between runs (bench/results/notes/compress.md).
 
 Only one benchmark may run at a time on this machine: run it under the lock,
     flock /tmp/rfs-bench.lock /usr/bin/python3 bench/compress/run.py [--build-dir build]
