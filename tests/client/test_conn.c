@@ -505,7 +505,9 @@ static void close_after_windowed_writes(enum mode mode, int want)
     fake *fk = fake_start(mode, NULL);
     rfs_options o = {
         .token = "", .io_timeout_ms = 3000, .retry_timeout_ms = -1, .write_window = 1u << 20};
-    rfs_file *f = open_ok(fk, &o);
+    rfs_runtime *rt; /* its own: its end closes the pooled connection (no thread left behind) */
+    assert_int_equal(rfs_runtime_create(&rt), RFS_OK);
+    rfs_file *f = open_in(rt, fk, &o);
     uint8_t buf[4096];
     memset(buf, 0x5a, sizeof buf);
     for (int i = 0; i < 8; i++) {
@@ -521,6 +523,7 @@ static void close_after_windowed_writes(enum mode mode, int want)
     int held = fk->held_at_close;
     pthread_mutex_unlock(&fk->lock);
     assert_int_equal(held, 8); /* every write was still unanswered when the CLOSE came */
+    rfs_runtime_destroy(rt);
     fake_stop(fk);
 }
 
