@@ -536,7 +536,10 @@ int mp_close_file(mp_file *f, int collective)
     mp_nb_drain(f);
     mp_fence_close(f, collective);
     mp_cc_close(f, collective);
-    mp_wb_close(f, collective);
+    if (collective)
+        mp_wb_close_begin(f);
+    else
+        mp_wb_close(f, 0);
     mp_files_remove(f);
     mp_fortran_release(f);
     char where[sizeof f->io->server + sizeof f->io->path + 2];
@@ -549,6 +552,8 @@ int mp_close_file(mp_file *f, int collective)
         const char *m = rfs_last_error();
         code = mp_error_code(mp_class_of(rrc), "rfs close: %s", m[0] ? m : where);
     }
+    if (collective)
+        code = mp_wb_closed(f, code);
     if (f->amode & MPI_MODE_DELETE_ON_CLOSE) {
         /* Everyone has closed before rank 0 deletes (at finalize no barrier: a rank that closed
          * properly is no longer waiting on this file). */

@@ -116,6 +116,37 @@ void mp_wb_close(mp_file *f, int collective)
     f->wb = NULL;
 }
 
+void mp_wb_close_begin(mp_file *f)
+{
+    mp_wb *wb = f->wb;
+    if (!wb)
+        return;
+    rfs_wb_flush_closing(wb->io);
+    PMPI_Barrier(wb->shm.node);
+    rfs_wb_detach(wb->io);
+    /* the segments stay: an owner's close may still hand a failure over (mp_wb_closed) */
+}
+
+int mp_wb_closed(mp_file *f, int code)
+{
+    mp_wb *wb = f->wb;
+    if (!wb)
+        return code;
+    PMPI_Barrier(wb->shm.node); /* every owner has closed and handed over its failure */
+    int owner = -1;
+    int e = rfs_wb_closing_error(wb->shm.segs, wb->shm.rank, wb->shm.size,
+                                 (uint64_t)f->hints.wb_buffer_size, &owner);
+    if (e != RFS_OK && code == MPI_SUCCESS)
+        code = mp_error_code(mp_class_of(e),
+                             "rfs close: %s: rank %d (of this node) failed to write write-behind "
+                             "pages holding this rank's bytes: %s",
+                             f->name, owner, rfs_strerror(e));
+    mp_shm_close(&wb->shm, 1);
+    free(wb);
+    f->wb = NULL;
+    return code;
+}
+
 void mp_wb_atomic(mp_file *f, int flag)
 {
     if (f->wb)

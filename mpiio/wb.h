@@ -22,6 +22,14 @@ void mp_wb_prepare(mp_file *f);
  * every rank's before the owners stop and the segments are freed (collective 0, at
  * finalize: the owner stops, peers that find it gone write their bytes themselves). */
 void mp_wb_close(mp_file *f, int collective);
+/* mp_wb_close for MPI_File_close, one round trip shorter (rfs_wb_flush_closing): the owners
+ * answer once this rank's bytes are sent, each rank's close of f->io collects the replies
+ * behind its CLOSE, and mp_wb_closed, after f->io is closed, hears from the owners. */
+void mp_wb_close_begin(mp_file *f);
+/* After f->io is closed (collective, only after mp_wb_close_begin; nothing without write-
+ * behind): the group meets, this rank learns whether an owner's close failed with its bytes
+ * (then code, if MPI_SUCCESS, becomes that error), and the segments are freed. */
+int mp_wb_closed(mp_file *f, int code);
 /* Atomic mode on (flag 1): this rank's bytes go to the server and writes pass straight
  * through; off: buffering again. Before the ranks agree on the call's outcome. */
 void mp_wb_atomic(mp_file *f, int flag);

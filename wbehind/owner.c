@@ -114,6 +114,10 @@ void wb_owner_free(wb *w)
         wb_page_free(p);
     }
     free(o->hash);
+    if (w->closing && o->pend && !w->close_pend) {
+        w->close_pend = o->pend; /* what the close must vouch for (wb_close) */
+        o->pend = NULL;
+    }
     free(o->pend);
     free(o->iov);
     free(o->ext);

@@ -314,6 +314,20 @@ int wb_send_flush(wb *w, const uint64_t *reqs)
     return RFS_OK;
 }
 
+/* Whether answering reqs (NULL: every pending request) needs the layer below's answers first:
+ * some writer answered is not closing. */
+static int must_confirm(wb *w, const uint64_t *reqs)
+{
+    for (int src = 0; src < w->n; src++) {
+        wb_chan *c = wb_chan_of(w, src, w->rank);
+        uint64_t r = reqs ? reqs[src] : __atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE);
+        if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE) &&
+            !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
+            return 1;
+    }
+    return 0;
+}
+
 void wb_flush_answer(wb *w, const uint64_t *reqs)
 {
     wb_owner *o = &w->own;
@@ -322,7 +336,8 @@ void wb_flush_answer(wb *w, const uint64_t *reqs)
     for (int r = 0; r < w->n; r++)
         any |= o->pend[r];
     pthread_mutex_unlock(&o->qmu);
-    if (any) {
+    /* (closing writers only: the pages are sent, pend stays set for the close) */
+    if (any && must_confirm(w, reqs)) {
         int rc = w->below->ops->flush(w->below, 1);
         pthread_mutex_lock(&o->qmu);
         if (rc != RFS_OK)

@@ -31,7 +31,8 @@ typedef struct wb_chan {
     uint64_t flush_req;  /* the writer's flush requests so far */
     uint64_t flush_done; /* the last one the owner answered */
     int32_t err;         /* first failure writing pages with the writer's bytes (rfs_err) */
-    uint32_t pad[7];     /* to 64 bytes: the records start on a cache line */
+    uint32_t closing;    /* the writer's flushes from now on are its close's (flush_closing) */
+    uint32_t pad[6];     /* to 64 bytes: the records start on a cache line */
 } wb_chan;
 
 #define WB_REC_HDR 16u /* offset, length */
@@ -97,6 +98,10 @@ typedef struct wb {
     int stop; /* atomic */
     int thread_running;
     rfs_wb_stats st;
+    /* rfs_wb_flush_closing was called: the close hands a failure to the ranks in close_pend,
+     * whose bytes went below since the owner's last confirmed flush (kept past detach) */
+    int closing;
+    uint8_t *close_pend;
 } wb;
 
 static inline wb_head *wb_head_of(const wb *w, int r)
@@ -137,7 +142,8 @@ void wb_send_wait(wb *w, uint64_t room);
 int wb_send_flush(wb *w, const uint64_t *reqs);
 /* Every page handed over is written: waits for the layer below's answers (failures go to the
  * ranks whose bytes went below) and answers the flush requests reqs[src] (NULL: every one
- * pending). */
+ * pending). Requests of closing writers only (wb_chan.closing) are answered without waiting:
+ * the owner's close collects those answers and hands a failure on (rfs_wb_flush_closing). */
 void wb_flush_answer(wb *w, const uint64_t *reqs);
 /* The writer src hears of rc at its next flush (the first failure wins). */
 void wb_hand_error(wb *w, int src, int rc);

@@ -263,8 +263,9 @@ static int flush_mine(wb *w, int report)
         }
         w->st.flushes++;
     }
-    /* Bytes this rank wrote below itself (auto, off, lost owners) are answered too. */
-    int rc = w->below->ops->flush(w->below, 1);
+    /* Bytes this rank wrote below itself (auto, off, lost owners) are answered too; a closing
+     * rank's close collects those answers instead (rfs_wb_flush_closing). */
+    int rc = w->closing ? RFS_OK : w->below->ops->flush(w->below, 1);
     if (rc != RFS_OK)
         note_fail(w, rc, "%s", rfs_last_error());
     if (!report || !w->sticky)
@@ -451,6 +452,36 @@ void rfs_wb_flush_mine(rfs_io *io)
     pthread_mutex_unlock(&w->mu);
 }
 
+void rfs_wb_flush_closing(rfs_io *io)
+{
+    wb *w = W(io);
+    pthread_mutex_lock(&w->mu);
+    if (!w->detached) {
+        /* before the requests below: an owner that sees one sees this too */
+        for (int d = 0; d < w->n; d++)
+            __atomic_store_n(&wb_chan_of(w, w->rank, d)->closing, 1, __ATOMIC_RELEASE);
+        w->closing = 1;
+    }
+    flush_mine(w, 0);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int rfs_wb_closing_error(void *const *segments, int rank, int nranks, uint64_t buffer_size,
+                         int *owner)
+{
+    size_t stride = sizeof(wb_chan) + (size_t)(buffer_size & ~(uint64_t)63);
+    for (int d = 0; d < nranks; d++) {
+        const wb_chan *c =
+            (const wb_chan *)((const uint8_t *)segments[rank] + 64 + (size_t)d * stride);
+        int32_t e = __atomic_load_n(&c->err, __ATOMIC_ACQUIRE);
+        if (e) {
+            *owner = d;
+            return e;
+        }
+    }
+    return RFS_OK;
+}
+
 void rfs_wb_detach(rfs_io *io)
 {
     wb *w = W(io);
@@ -516,6 +547,7 @@ static void free_wb(wb *w)
     free(w->gone);
     free(w->seg);
     wb_owner_free(w);
+    free(w->close_pend);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -546,8 +578,15 @@ static int wb_close(rfs_io *io)
                 (unsigned long long)w->st.page_bytes, (unsigned long long)w->st.evictions,
                 (unsigned long long)w->st.pages_peak, (unsigned long long)w->st.memory_cap);
     rfs_io *below = w->below;
-    free_wb(w);
     int brc = below->ops->close(below);
+    /* A closing owner's pages were answered once sent: the close below collected their
+     * replies, and its failure goes to every rank whose bytes went below since the last
+     * confirmation (the caller keeps the segments until every rank has closed). */
+    if (brc != RFS_OK && w->close_pend)
+        for (int r = 0; r < w->n; r++)
+            if (w->close_pend[r])
+                wb_hand_error(w, r, brc);
+    free_wb(w);
     if (rc != RFS_OK)
         return rfs_fail(rc, "%s", msg);
     return brc;

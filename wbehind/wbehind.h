@@ -10,7 +10,8 @@
  * sender thread, which writes it to the layer below, as soon as it is full, when the owner's
  * pages exceed max_memory (least recently used first), or when a rank whose data it holds
  * asks for a flush (flush, sync, barrier, size queries, reads, close). A flush returns once the owners have written and the server has
- * answered this rank's bytes; a failure of an owner's write is handed to every rank whose
+ * answered this rank's bytes (a collective close's flush: once they are sent, see
+ * rfs_wb_flush_closing); a failure of an owner's write is handed to every rank whose
  * bytes the failed page held and reported by that rank's next flush (sync, close).
  *
  * The exchange between ranks uses only the shared segments and futexes: no MPI here, so it
@@ -56,6 +57,19 @@ int rfs_wb_wrap(rfs_io *below, const rfs_wb_config *c, rfs_io **out);
 /* This rank's buffered bytes reach the server (as the flush op with report 0): failures stay
  * for the next sync/flush/close. For close, before the ranks meet and detach. */
 void rfs_wb_flush_mine(rfs_io *io);
+/* rfs_wb_flush_mine for a collective close, one round trip shorter: the owners answer it once
+ * this rank's bytes are sent below, not answered there (nor are this rank's own writes below
+ * waited for), and each owner's close (the layer's close op) collects those answers while its
+ * CLOSE travels behind them (client/file.c). An owner whose close fails hands the failure to
+ * every rank whose bytes it had sent since its last confirmed flush. So the caller keeps the
+ * segments mapped until every rank of the group has closed, then asks rfs_wb_closing_error.
+ * After it only detach and close. */
+void rfs_wb_flush_closing(rfs_io *io);
+/* After every rank of the group closed following rfs_wb_flush_closing: the first failure an
+ * owner handed to rank `rank` (RFS_OK: none), and that owner in *owner. buffer_size as in the
+ * configuration. */
+int rfs_wb_closing_error(void *const *segments, int rank, int nranks, uint64_t buffer_size,
+                         int *owner);
 /* After every rank of the group has called rfs_wb_flush_mine for the last time (a barrier):
  * stops the owner thread, which first writes what it still holds. From then on the layer
  * passes every op below and no longer touches the segments (they may be freed). */

@@ -9,6 +9,9 @@ through librfs-mpiio.so against a real rfsd, on both MPIs:
   after round over the same bytes, and a rank reads its own bytes at once;
 - atomic mode turns write-behind off (the bytes go straight to the server, RFS_STATS counts
   them as direct) and back on after.
+- a page write the server refuses (over a quota) when only the close can report it (no sync
+  before it) fails MPI_File_close on every rank whose bytes the page held: the owners answer
+  a closing flush once the pages are sent, and an owner whose close fails hands it on.
 A rank dying with dirty pages is tested without MPI in tests/wbehind (a process manager ends
 the whole job when a rank dies)."""
 import re
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from mpiio_util import FLAVOURS, mpiexec, program
+from multi_server import MultiServer
 
 pytestmark = pytest.mark.mpi
 
@@ -159,6 +163,34 @@ def test_failed_open_with_segments_made(rfsd, flavour):
     st = stats_of(r.stdout)
     assert len(st) == 4 and all(s[0] > 0 and s[2] > 0 for s in st), r.stdout
     assert not (rfsd.root / (name[1:] + ".nodir")).exists()
+
+
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+def test_page_refused_at_close_fails_every_close(tmp_path, flavour):
+    # 4 ranks write 4 KiB chunks interleaved (rank r's chunk i at (4 i + r) * 4 KiB) into one
+    # write-behind page of 1 MiB (the default), then close without a sync: rank 0, the page's
+    # owner, writes it while the ranks close, and the server refuses it whole (a 256 KiB
+    # quota). Every rank's bytes were in it, so every rank's close fails with MPI_ERR_QUOTA,
+    # and the file holds none of them.
+    s = MultiServer(tmp_path, {"q": "256K"}, {"alice": "q:rw"})
+    try:
+        r = mpiexec(flavour, 4, [program(flavour, "t_nospc"), s.url("/q/wb.dat"),
+                                 str(4 * 1024), "64", "nosync"], s.env("alice"),
+                    extra_env={"RFS_HINTS": "rfs_write_behind=enable", "RFS_STATS": "1"})
+        out = r.stdout
+        assert r.returncode == 0 and out.count("DONE") == 4, out
+        # the writes were buffered: every one was acknowledged, no sync ran
+        assert len([ln for ln in out.splitlines() if ln.startswith("ACK")]) == 4 * 64, out
+        assert "SYNC" not in out
+        closes = [ln for ln in out.splitlines() if ln.startswith(("CLOSE", "ERR"))]
+        assert len(closes) == 4, out
+        assert all(ln.split()[2] == "close" and "class=QUOTA" in ln for ln in closes), closes
+        st = stats_of(out)
+        assert len(st) == 4 and sum(x[5] for x in st) >= 1, out
+        f = s.dirs["q"] / "wb.dat"
+        assert not f.exists() or f.stat().st_size == 0
+    finally:
+        assert s.stop() == 0
 
 
 def test_hint_reported(rfsd, tmp_path):

@@ -5,12 +5,14 @@
  * has the right MPI class at the right call. tests/faults/test_disk_full.py and
  * test_abt_bounded.py run it.
  *
- *   t_nospc FILE CHUNK NCHUNKS [coll] [go=PATH] [pause=K] [mode=create|rdonly]
+ *   t_nospc FILE CHUNK NCHUNKS [coll] [go=PATH] [pause=K] [mode=create|rdonly] [nosync]
  *
  * Rank r writes chunk i at ((i * size + r) * CHUNK) with the pattern below; coll: with
  * MPI_File_write_at_all (ranks agree after each call whether to go on). After a failed write,
  * go=PATH: wait (bounded) for PATH to exist, then retry that write once and carry on.
  * pause=K: after K chunks print PAUSED and wait for the go file before writing on.
+ * nosync: straight from the writes to the close (no sync, no size), so that only the close
+ * can report what the writes did.
  * Output: "ACK rank off len", "ERR rank call off class=NAME secs=T msg", "SYNC ok|class=..",
  * "SIZE rank bytes" (get_size after sync), "CLOSE ok|class=..", "FINALIZE rc", "DONE". Exits 0 whatever the calls returned. */
 #include <mpi.h>
@@ -21,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int rank, nprocs;
+static int rank, nprocs, nosync;
 
 static const char *class_name(int c)
 {
@@ -94,7 +96,7 @@ static int write_chunk(MPI_File fh, int coll, uint64_t off, const unsigned char 
 
 static void finish(MPI_File fh, int opened)
 {
-    if (opened) {
+    if (opened && !nosync) {
         int rc = MPI_File_sync(fh);
         if (rc == MPI_SUCCESS)
             printf("SYNC %d ok\n", rank);
@@ -105,7 +107,9 @@ static void finish(MPI_File fh, int opened)
         MPI_Offset size = -1;
         if (MPI_File_get_size(fh, &size) == MPI_SUCCESS)
             printf("SIZE %d %lld\n", rank, (long long)size);
-        rc = MPI_File_close(&fh);
+    }
+    if (opened) {
+        int rc = MPI_File_close(&fh);
         if (rc == MPI_SUCCESS)
             printf("CLOSE %d ok\n", rank);
         else
@@ -142,6 +146,8 @@ int main(int argc, char **argv)
             pause = atoi(argv[i] + 6);
         else if (!strcmp(argv[i], "mode=rdonly"))
             amode = MPI_MODE_RDONLY;
+        else if (!strcmp(argv[i], "nosync"))
+            nosync = 1;
     }
     MPI_File fh;
     int rc = MPI_File_open(MPI_COMM_WORLD, argv[1], amode, MPI_INFO_NULL, &fh);

@@ -61,12 +61,51 @@ static void held(void)
     }
 }
 
+static int fail_late;     /* refused writes fail at the next flush or close */
+static uint64_t late_off; /* the first of them + 1 (0: none) */
+static int flush_calls;
+
+void file_io_fail_late(int on)
+{
+    fail_late = on;
+}
+
+int file_io_flush_calls(void)
+{
+    return __atomic_load_n(&flush_calls, __ATOMIC_ACQUIRE);
+}
+
+/* RFS_E_IO naming the first late failure, which is then forgotten; RFS_OK without one. */
+static int late_error(void)
+{
+    uint64_t off = __atomic_exchange_n(&late_off, 0, __ATOMIC_ACQ_REL);
+    if (!off)
+        return RFS_OK;
+    return rfs_fail(RFS_E_IO, "file_io: write at %llu refused (reported late)",
+                    (unsigned long long)(off - 1));
+}
+
+/* RFS_OK: write; 1: pretend it went (fail_late); else the failure. */
 static int refuse(file_io *f, uint64_t off, uint64_t len)
 {
     held();
-    if (off < f->fail_hi && f->fail_lo < off + len)
+    if (off < f->fail_hi && f->fail_lo < off + len) {
+        if (fail_late) {
+            uint64_t none = 0;
+            __atomic_compare_exchange_n(&late_off, &none, off + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+            return 1;
+        }
         return rfs_fail(RFS_E_IO, "file_io: write at %llu refused", (unsigned long long)off);
+    }
     return RFS_OK;
+}
+
+static int fi_flush(rfs_io *io, int report)
+{
+    (void)io;
+    __atomic_add_fetch(&flush_calls, 1, __ATOMIC_ACQ_REL);
+    return report ? late_error() : RFS_OK;
 }
 
 static int fi_pread(rfs_io *io, void *buf, size_t len, uint64_t off, size_t *done)
@@ -81,6 +120,10 @@ static int put(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *do
     file_io *f = FI(io);
     *done = 0;
     int rc = refuse(f, off, len);
+    if (rc == 1) { /* (fail_late) as if it went: the file does not get the bytes */
+        *done = len;
+        return RFS_OK;
+    }
     if (rc != RFS_OK)
         return rc;
     ssize_t n = pwrite(f->fd, buf, len, (off_t)off);
@@ -121,7 +164,7 @@ static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *b
 static int fi_sync(rfs_io *io)
 {
     (void)io;
-    return RFS_OK;
+    return late_error();
 }
 
 static int fi_get_size(rfs_io *io, uint64_t *size)
@@ -142,7 +185,7 @@ static int fi_close(rfs_io *io)
 {
     close(FI(io)->fd);
     free(io);
-    return RFS_OK;
+    return late_error();
 }
 
 static const rfs_io_ops fi_ops = {
@@ -152,7 +195,7 @@ static const rfs_io_ops fi_ops = {
     .pwritev = fi_pwritev,
     .pwritev_gather = rfs_io_gen_pwritev_gather,
     .sync = fi_sync,
-    .flush = rfs_io_gen_flush,
+    .flush = fi_flush,
     .write_mark = rfs_io_gen_write_mark,
     .mark_answered = rfs_io_gen_mark_answered,
     .get_size = fi_get_size,

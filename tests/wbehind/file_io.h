@@ -13,5 +13,11 @@ void file_io_hold(int *word);
 /* This process's writes that waited so far (held), and its pwrite and pwritev calls. */
 int file_io_held(void);
 int file_io_write_calls(void);
+/* From now on this process's refused writes return as if they went (as a write that returns
+ * before its reply does), and the next flush that reports, or the close, fails with
+ * RFS_E_IO naming the first. */
+void file_io_fail_late(int on);
+/* This process's flush calls (the layer above waiting for writes to be answered). */
+int file_io_flush_calls(void);
 
 #endif

@@ -451,6 +451,63 @@ static void test_owner_write_fails(void **state)
     teardown_group(2, g_buf);
 }
 
+/* The close's flush (rfs_wb_flush_closing): owners answer once a rank's bytes are sent,
+ * without waiting for the layer below's answers (no flush below before the close), and a
+ * failure only the owner's close learns (a write that returned before its reply, as through
+ * the write window) still reaches the rank whose bytes it held: rfs_wb_closing_error names
+ * the owner once every rank has closed. */
+static void closing_rank(int r, int n)
+{
+    int gen = 0;
+    file_io_fail_late(1);
+    /* page 1 ([16K, 32K)) belongs to rank 1; its writes of [20000, 20100) fail late */
+    rfs_io *w = open_rank(r, n, g_page, g_buf, g_mem, 20000, 20100);
+    if (!w)
+        FAIL(r, "open: %s", rfs_last_error());
+    uint8_t buf[200];
+    memset(buf, 9, sizeof buf);
+    size_t done;
+    uint64_t off = r == 0 ? 20000 : 40000; /* rank 0 into rank 1's page, rank 1 into rank 0's */
+    if (w->ops->pwrite(w, buf, sizeof buf, off, &done) != RFS_OK)
+        FAIL(r, "write: %s", rfs_last_error());
+    rfs_wb_flush_closing(w);
+    test_barrier(n, &gen);
+    rfs_wb_detach(w);
+    test_barrier(n, &gen);
+    int flushes = file_io_flush_calls();
+    if (flushes != 0)
+        FAIL(r, "%d flushes below before the close", flushes);
+    int rc = w->ops->close(w);
+    if (r == 1 && (rc != RFS_E_IO || !strstr(rfs_last_error(), "reported late")))
+        FAIL(r, "owner's close gave %d (%s), not its page's late failure", rc, rfs_last_error());
+    if (r == 0 && rc != RFS_OK)
+        FAIL(r, "close: %s", rfs_last_error());
+    test_barrier(n, &gen); /* every owner has closed */
+    int owner = -1;
+    int e = rfs_wb_closing_error(segs, r, n, g_buf, &owner);
+    if (r == 0 && (e != RFS_E_IO || owner != 1))
+        FAIL(r, "closing error %d from rank %d, not RFS_E_IO from rank 1", e, owner);
+    if (r == 1 && e != RFS_OK)
+        FAIL(r, "closing error %d from rank %d: rank 1's bytes went well", e, owner);
+    FILE *fp = fopen(path, "rb");
+    uint8_t got[200];
+    if (!fp || fseek(fp, 40000, SEEK_SET) != 0 || fread(got, 1, sizeof got, fp) != sizeof got)
+        FAIL(r, "cannot read back");
+    fclose(fp);
+    if (memcmp(got, buf, sizeof got))
+        FAIL(r, "rank 1's bytes (in rank 0's page) are not in the file");
+    sh->result[r] = 1;
+}
+
+static void test_closing_flush(void **state)
+{
+    (void)state;
+    g_mem = 1 << 20;
+    setup_group(2, g_buf);
+    run_ranks(2, closing_rank);
+    teardown_group(2, g_buf);
+}
+
 /* 1 once pid is a zombie (its parent, the test, reaps it only at the end). */
 static int wait_dead(int pid)
 {
@@ -565,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_memory_cap),
         cmocka_unit_test(test_rewrites_keep_order),
         cmocka_unit_test(test_flushes_share_a_write),
+        cmocka_unit_test(test_closing_flush),
         cmocka_unit_test(test_owner_write_fails),
         cmocka_unit_test(test_dead_owner),
         cmocka_unit_test(test_disabled_passes_through),
