@@ -63,7 +63,9 @@ void rfs_wb_flush_mine(rfs_io *io);
  * CLOSE travels behind them (client/file.c). An owner whose close fails hands the failure to
  * every rank whose bytes it had sent since its last confirmed flush. So the caller keeps the
  * segments mapped until every rank of the group has closed, then asks rfs_wb_closing_error.
- * After it only detach and close. */
+ * After it only detach and close. An owner that dies between its answer and its close hands
+ * nothing on (its pages were sent; a refusal of them is not heard): MPI's process managers
+ * end the whole job when a rank dies, so MPI_File_close never returns there. */
 void rfs_wb_flush_closing(rfs_io *io);
 /* After every rank of the group closed following rfs_wb_flush_closing: the first failure an
  * owner handed to rank `rank` (RFS_OK: none), and that owner in *owner. buffer_size as in the
