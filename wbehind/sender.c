@@ -137,11 +137,52 @@ static int runs_overlap(const wb_page *x, const wb_page *y)
     return 0;
 }
 
+/* One page in one write, learning whether the layer below let it return once sent. */
+static void page_write_alone(wb *w, wb_page *p)
+{
+    uint64_t sent = w->below->ops->write_mark(w->below);
+    pages_write(w, &p, 1);
+    if (w->below->ops->write_mark(w->below) == sent)
+        w->own.below_unwindowed = 1;
+}
+
+/* A take that flush requests wait for, page by page: a page of one frame goes through the
+ * layer below's write window and the call returns once it is sent, where a list write of
+ * several frames returns only once all of them are answered. At a close the ranks' flushes
+ * queue the last pages of the transfer; written as one list write, the next take (the pages
+ * of a rank that flushed later) and then the owner's CLOSE each waited a round trip for it
+ * with the link idle. Sent one by one, the last pages follow the others at once and the
+ * CLOSE follows them (rfsd applies it after every earlier write on its handle); the answers
+ * are still collected: by the flush below for a flush, by the close for a closing flush.
+ * Without a window below (off, or pages larger than a frame) each page would cost a round
+ * trip: the rest then goes in list writes as before. */
+static void pages_write_flowing(wb *w, wb_page **p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && !w->own.below_unwindowed)
+        page_write_alone(w, p[i++]);
+    if (i < n)
+        pages_write(w, p + i, n - i);
+}
+
+/* Whether some rank waits for a flush of this owner: the pages its flush handed over can be
+ * taken before the flush's marker is queued. */
+static int flush_waiting(wb *w)
+{
+    for (int src = 0; src < w->n; src++) {
+        wb_chan *c = wb_chan_of(w, src, w->rank);
+        if (__atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE) >
+            __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE))
+            return 1;
+    }
+    return 0;
+}
+
 /* Writes one take. In file order: the server's writes of one list then run forward through the
  * file. A page written again after it was handed over can be in the same take twice: the
  * frames of one list write may land in any order, so when two copies overlap, each page goes
- * alone, in hand-over order. */
-static void take_write(wb *w, wb_page **take, size_t n)
+ * alone, in hand-over order. flowing: a flush waits for this take. */
+static void take_write(wb *w, wb_page **take, size_t n, int flowing)
 {
     int dup = 0;
     qsort(take, n, sizeof *take, by_index);
@@ -152,6 +193,10 @@ static void take_write(wb *w, wb_page **take, size_t n)
         qsort(take, n, sizeof *take, by_seq);
         for (size_t i = 0; i < n; i++)
             pages_write(w, &take[i], 1);
+    } else if (n == 1) {
+        page_write_alone(w, take[0]);
+    } else if (flowing && !w->own.below_unwindowed) {
+        pages_write_flowing(w, take, n);
     } else {
         pages_write(w, take, n);
     }
@@ -205,7 +250,7 @@ static void *sender_main(void *arg)
         }
         pthread_mutex_unlock(&o->qmu);
         if (n)
-            take_write(w, take, n);
+            take_write(w, take, n, nmarks > 0 || flush_waiting(w));
         for (size_t i = 0; i < n; i++)
             wb_page_free(take[i]);
         while (marks) {

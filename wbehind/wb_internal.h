@@ -67,7 +67,10 @@ typedef struct wb_owner {
     uint64_t q_seq;
     int q_stop, sender_running, q_init;
     rfs_task sth;
-    uint8_t *pend;     /* (qmu) ranks whose bytes were written below since the last flush below */
+    uint8_t *pend; /* (qmu) ranks whose bytes were written below since the last flush below */
+    /* (sender only) a page write of one frame was answered before it returned: the layer
+     * below has no write window, so page-by-page writes would each cost a round trip */
+    int below_unwindowed;
     struct iovec *iov; /* the sender's scratch for list writes */
     rfs_extent *ext;
     size_t scratch_cap;

@@ -61,6 +61,37 @@ static void held(void)
     }
 }
 
+/* file_io_window: plain writes return once "sent" (counted as window marks), list writes
+ * wait for their answers, which are held while *answers_held. */
+static int window_on;
+static int *answers_held;
+static uint64_t window_sent;
+
+void file_io_window(int *word)
+{
+    window_on = 1;
+    answers_held = word;
+}
+
+static uint64_t fi_write_mark(rfs_io *io)
+{
+    (void)io;
+    return window_on ? __atomic_load_n(&window_sent, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* A list write waits (bounded: 20 s) while its answers are held. */
+static void list_answer(void)
+{
+    int counted = 0;
+    for (int i = 0; answers_held && i < 20000 && __atomic_load_n(answers_held, __ATOMIC_ACQUIRE);
+         i++) {
+        if (!counted++)
+            __atomic_add_fetch(&held_count, 1, __ATOMIC_ACQ_REL);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int fail_late;     /* refused writes fail at the next flush or close */
 static uint64_t late_off; /* the first of them + 1 (0: none) */
 static int flush_calls;
@@ -136,7 +167,10 @@ static int put(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *do
 static int fi_pwrite(rfs_io *io, const void *buf, size_t len, uint64_t off, size_t *done)
 {
     __atomic_add_fetch(&write_calls, 1, __ATOMIC_ACQ_REL);
-    return put(io, buf, len, off, done);
+    int rc = put(io, buf, len, off, done);
+    if (window_on && rc == RFS_OK)
+        __atomic_add_fetch(&window_sent, 1, __ATOMIC_ACQ_REL);
+    return rc;
 }
 
 /* Last extent first: the frames of a list write over several streams may land in any order,
@@ -158,6 +192,8 @@ static int fi_pwritev(rfs_io *io, const rfs_extent *ext, size_t n, const void *b
     }
     for (size_t i = 0; i < n; i++)
         *done += (size_t)ext[i].length;
+    if (window_on)
+        list_answer();
     return RFS_OK;
 }
 
@@ -196,7 +232,7 @@ static const rfs_io_ops fi_ops = {
     .pwritev_gather = rfs_io_gen_pwritev_gather,
     .sync = fi_sync,
     .flush = fi_flush,
-    .write_mark = rfs_io_gen_write_mark,
+    .write_mark = fi_write_mark,
     .mark_answered = rfs_io_gen_mark_answered,
     .get_size = fi_get_size,
     .set_size = fi_set_size,

@@ -17,6 +17,11 @@ int file_io_write_calls(void);
  * before its reply does), and the next flush that reports, or the close, fails with
  * RFS_E_IO naming the first. */
 void file_io_fail_late(int on);
+/* From now on this process's plain writes act as writes through a write window (each
+ * returns once sent and advances the write mark) and its list writes as writes spread over
+ * several frames, which return only once answered: they wait while *answers_held (shared
+ * memory; bounded) and count as writes that waited (file_io_held). */
+void file_io_window(int *answers_held);
 /* This process's flush calls (the layer above waiting for writes to be answered). */
 int file_io_flush_calls(void);
 

@@ -508,6 +508,73 @@ static void test_closing_flush(void **state)
     teardown_group(2, g_buf);
 }
 
+/* A close's last pages follow one another through the layer below's write window instead of
+ * going as one list write that returns only once answered: each rank writes the first half of
+ * three pages of every owner (partial pages, so its closing flush hands them over together,
+ * one take per owner), and every rank's closing flush is answered while the layer below
+ * still holds the answers of every list write. Against a sender that wrote the take as one
+ * list write, the flush waits for those answers (20 s here) and the owner counts a held write.
+ * The bytes are all in the file after the close. */
+static void flowing_rank(int r, int n)
+{
+    int gen = 0;
+    file_io_window(&sh->hold);
+    rfs_io *w = open_rank(r, n, g_page, g_buf, g_mem, 0, 0);
+    if (!w)
+        FAIL(r, "open: %s", rfs_last_error());
+    uint8_t buf[PIECE];
+    for (uint64_t pg = 0; pg < 3 * (uint64_t)n; pg++) {
+        uint64_t off = pg * g_page + (uint64_t)r * PIECE; /* disjoint halves per rank */
+        for (unsigned k = 0; k < PIECE; k++)
+            buf[k] = byte_at(off + k, 2);
+        size_t done = 0;
+        if (w->ops->pwrite(w, buf, PIECE, off, &done) != RFS_OK)
+            FAIL(r, "write: %s", rfs_last_error());
+    }
+    rfs_wb_flush_closing(w);
+    int held = file_io_held();
+    test_barrier(n, &gen); /* every rank's closing flush answered */
+    if (held)
+        FAIL(r, "the closing pages waited for the answers of %d list write(s)", held);
+    __atomic_store_n(&sh->hold, 0, __ATOMIC_RELEASE);
+    rfs_wb_detach(w);
+    test_barrier(n, &gen);
+    if (w->ops->close(w) != RFS_OK)
+        FAIL(r, "close: %s", rfs_last_error());
+    test_barrier(n, &gen);
+    int owner = -1;
+    if (rfs_wb_closing_error(segs, r, n, g_buf, &owner) != RFS_OK)
+        FAIL(r, "closing error from rank %d", owner);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        FAIL(r, "cannot read back");
+    for (uint64_t pg = 0; pg < 3 * (uint64_t)n; pg++)
+        for (int q = 0; q < n; q++) {
+            uint64_t off = pg * g_page + (uint64_t)q * PIECE;
+            if (fseek(fp, (long)off, SEEK_SET) != 0 || fread(buf, 1, PIECE, fp) != PIECE) {
+                fclose(fp);
+                FAIL(r, "cannot read back page %llu", (unsigned long long)pg);
+            }
+            for (unsigned k = 0; k < PIECE; k++)
+                if (buf[k] != byte_at(off + k, 2)) {
+                    fclose(fp);
+                    FAIL(r, "rank %d's byte %llu lost", q, (unsigned long long)(off + k));
+                }
+        }
+    fclose(fp);
+    sh->result[r] = 1;
+}
+
+static void test_closing_pages_flow(void **state)
+{
+    (void)state;
+    g_mem = 1 << 20;
+    setup_group(2, g_buf);
+    sh->hold = 1;
+    run_ranks(2, flowing_rank);
+    teardown_group(2, g_buf);
+}
+
 /* 1 once pid is a zombie (its parent, the test, reaps it only at the end). */
 static int wait_dead(int pid)
 {
@@ -623,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_rewrites_keep_order),
         cmocka_unit_test(test_flushes_share_a_write),
         cmocka_unit_test(test_closing_flush),
+        cmocka_unit_test(test_closing_pages_flow),
         cmocka_unit_test(test_owner_write_fails),
         cmocka_unit_test(test_dead_owner),
         cmocka_unit_test(test_disabled_passes_through),
