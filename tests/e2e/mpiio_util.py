@@ -2,11 +2,13 @@
 """Running the MPI-IO test programs (tests/mpiio/*.c) under mpiexec, with and without
 librfs-mpiio.so preloaded, for the MPICH build (RFS_BUILD_DIR_MPICH, default RFS_BUILD_DIR) and,
 when it exists, the Open MPI build (RFS_BUILD_DIR_OMPI, default build-ompi)."""
+import fcntl
 import os
 import queue
 import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from conftest import MPICH_BUILD, OMPI_BUILD
@@ -147,3 +149,26 @@ def run_with_pause(cmd, env, at_pause, timeout):
             p.wait()
     return p.returncode, text
 
+
+def wait_journals_released(staging, timeout_s=60):
+    """Waits until no process holds an ABT journal in staging (bounded). mpiexec can return
+    before every rank of a job that failed has finished exiting, and rfs recover rightly skips
+    a journal whose writer is alive ("held by another process"), which a test would then see
+    as data that never arrived. Returns the journals still held at the bound (empty: none)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held = []
+        for j in sorted(Path(staging).glob("*.rfsj")):
+            try:
+                fd = os.open(j, os.O_RDWR)
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(j.name)
+            finally:
+                os.close(fd)  # (releases the lock, if this took it)
+        if not held or time.monotonic() > deadline:
+            return held
+        time.sleep(0.05)

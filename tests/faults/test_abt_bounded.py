@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
+from mpiio_util import (FLAVOURS, OutputLines, mpiexec_command, program,
+                        wait_journals_released)
 from test_disk_full import assert_acked_on_server, err_field, mount, parse
 
 
@@ -95,6 +96,7 @@ def test_staging_full_server_killed(tmp_path, small_staging, flavour, access, me
 
     srv2 = Server(root, token="abt-bounded-token-0123456789abcdef", listen=f"127.0.0.1:{port}")
     try:
+        assert not wait_journals_released(small_staging), "a rank outlived its job"
         rec = subprocess.run([binary("rfs"), "recover", str(small_staging)], env=srv2.env(),
                              capture_output=True, text=True, timeout=120)
         assert rec.returncode == 0, rec.stdout + rec.stderr

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Server, binary
-from mpiio_util import FLAVOURS, OutputLines, mpiexec_command, program
+from mpiio_util import (FLAVOURS, OutputLines, mpiexec_command, program,
+                        wait_journals_released)
 
 pytestmark = pytest.mark.mpi
 
@@ -121,6 +122,7 @@ def test_client_killed_with_unsent_data(tmp_path, link, flavour, abt, fault):
         # nothing reaches the server after the break (the silent link forwards nothing, the
         # dead server takes nothing). The refusals once tolerated here were the STAT probe
         # after a delivery, skipped when two completions saw each other in flight.
+        assert not wait_journals_released(staging), "a killed rank outlived its job"
         rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=srv.env(),
                              capture_output=True, text=True, timeout=120)
         assert rec.returncode == 0, rec.stdout + rec.stderr

@@ -429,6 +429,7 @@ def test_abt_sync_on_a_silent_link_fails_within_bound(rfsd, link, flavour, tmp_p
         kill(p)
     link.reset()
     link.heal()
+    assert not mpiio_util.wait_journals_released(staging), "a rank outlived its job"
     rec = subprocess.run([binary("rfs"), "recover", str(staging)], env=rfsd.env(),
                          capture_output=True, text=True, timeout=120)
     assert rec.returncode == 0, rec.stdout + rec.stderr
