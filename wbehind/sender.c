@@ -165,14 +165,15 @@ static void pages_write_flowing(wb *w, wb_page **p, size_t n)
         pages_write(w, p + i, n - i);
 }
 
-/* Whether some rank waits for a flush of this owner: the pages its flush handed over can be
- * taken before the flush's marker is queued. */
-static int flush_waiting(wb *w)
+/* Whether a writer's flush request is not answered yet: among reqs (NULL: every request the
+ * writers made so far), and with closing_too 0 only a writer that is not closing. */
+static int flush_pending(wb *w, const uint64_t *reqs, int closing_too)
 {
     for (int src = 0; src < w->n; src++) {
         wb_chan *c = wb_chan_of(w, src, w->rank);
-        if (__atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE) >
-            __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE))
+        uint64_t r = reqs ? reqs[src] : __atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE);
+        if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE) &&
+            (closing_too || !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE)))
             return 1;
     }
     return 0;
@@ -250,7 +251,8 @@ static void *sender_main(void *arg)
         }
         pthread_mutex_unlock(&o->qmu);
         if (n)
-            take_write(w, take, n, nmarks > 0 || flush_waiting(w));
+            /* (a flush's pages can be taken before its marker is queued) */
+            take_write(w, take, n, nmarks > 0 || flush_pending(w, NULL, 1));
         for (size_t i = 0; i < n; i++)
             wb_page_free(take[i]);
         while (marks) {
@@ -359,20 +361,6 @@ int wb_send_flush(wb *w, const uint64_t *reqs)
     return RFS_OK;
 }
 
-/* Whether answering reqs (NULL: every pending request) needs the layer below's answers first:
- * some writer answered is not closing. */
-static int must_confirm(wb *w, const uint64_t *reqs)
-{
-    for (int src = 0; src < w->n; src++) {
-        wb_chan *c = wb_chan_of(w, src, w->rank);
-        uint64_t r = reqs ? reqs[src] : __atomic_load_n(&c->flush_req, __ATOMIC_ACQUIRE);
-        if (r > __atomic_load_n(&c->flush_done, __ATOMIC_ACQUIRE) &&
-            !__atomic_load_n(&c->closing, __ATOMIC_ACQUIRE))
-            return 1;
-    }
-    return 0;
-}
-
 void wb_flush_answer(wb *w, const uint64_t *reqs)
 {
     wb_owner *o = &w->own;
@@ -381,8 +369,9 @@ void wb_flush_answer(wb *w, const uint64_t *reqs)
     for (int r = 0; r < w->n; r++)
         any |= o->pend[r];
     pthread_mutex_unlock(&o->qmu);
-    /* (closing writers only: the pages are sent, pend stays set for the close) */
-    if (any && must_confirm(w, reqs)) {
+    /* A writer that is not closing is answered once the layer below answered; closing
+     * writers once their pages are sent (pend stays set for the close). */
+    if (any && flush_pending(w, reqs, 0)) {
         int rc = w->below->ops->flush(w->below, 1);
         pthread_mutex_lock(&o->qmu);
         if (rc != RFS_OK)

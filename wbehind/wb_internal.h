@@ -112,11 +112,23 @@ static inline wb_head *wb_head_of(const wb *w, int r)
     return (wb_head *)w->seg[r];
 }
 
+/* A segment: a 64-byte head, then one channel per destination, each a wb_chan and its
+ * sub-buffer's records (buffer_size rounded down to a multiple of 64). */
+static inline size_t wb_chan_stride(uint64_t buffer_size)
+{
+    return sizeof(wb_chan) + (size_t)(buffer_size & ~(uint64_t)63);
+}
+
+/* The channel to dst in a segment. */
+static inline wb_chan *wb_chan_in(void *seg, uint64_t buffer_size, int dst)
+{
+    return (wb_chan *)((uint8_t *)seg + 64 + (size_t)dst * wb_chan_stride(buffer_size));
+}
+
 /* The channel src -> dst (in src's segment). */
 static inline wb_chan *wb_chan_of(const wb *w, int src, int dst)
 {
-    size_t stride = sizeof(wb_chan) + (size_t)w->bufsz;
-    return (wb_chan *)((uint8_t *)w->seg[src] + 64 + (size_t)dst * stride);
+    return wb_chan_in(w->seg[src], w->bufsz, dst);
 }
 
 static inline uint8_t *wb_chan_data(wb_chan *c)

@@ -32,8 +32,7 @@ static uint64_t now_ms(void)
 
 size_t rfs_wb_segment_size(int nranks, uint64_t buffer_size)
 {
-    uint64_t b = buffer_size & ~(uint64_t)63;
-    return 64 + (size_t)nranks * (sizeof(wb_chan) + (size_t)b);
+    return 64 + (size_t)nranks * wb_chan_stride(buffer_size);
 }
 
 /* mu held: keeps the first failure for the next flush that reports. */
@@ -469,10 +468,8 @@ void rfs_wb_flush_closing(rfs_io *io)
 int rfs_wb_closing_error(void *const *segments, int rank, int nranks, uint64_t buffer_size,
                          int *owner)
 {
-    size_t stride = sizeof(wb_chan) + (size_t)(buffer_size & ~(uint64_t)63);
     for (int d = 0; d < nranks; d++) {
-        const wb_chan *c =
-            (const wb_chan *)((const uint8_t *)segments[rank] + 64 + (size_t)d * stride);
+        const wb_chan *c = wb_chan_in(segments[rank], buffer_size, d);
         int32_t e = __atomic_load_n(&c->err, __ATOMIC_ACQUIRE);
         if (e) {
             *owner = d;
